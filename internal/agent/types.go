@@ -1,0 +1,161 @@
+// Package agent holds agent definitions and agentd's configuration: the
+// files under the data directory (agentd.yaml, agents/<id>.yaml and the
+// optional agents/<id>/system.md), their strict validation with errors that
+// name file, line and field, and hot reload of agent files.
+package agent
+
+import (
+	"time"
+)
+
+// Agent types.
+const (
+	TypeUser       = "user"
+	TypePermanent  = "permanent"
+	TypeBackground = "background"
+	TypeSubagent   = "subagent"
+	TypeCron       = "cron"
+	TypeSystem     = "system"
+)
+
+// Inbox modes: what a message that arrives mid-turn does.
+const (
+	ModeQueue     = "queue"     // wait for the running turn (default)
+	ModeInterrupt = "interrupt" // cancel the running turn, then run
+)
+
+// Providers.
+const (
+	ProviderOpenAI    = "openai"    // OpenAI-compatible Chat Completions (also Ollama, vLLM, llama.cpp, LM Studio)
+	ProviderAnthropic = "anthropic" // Anthropic Messages
+	ProviderEcho      = "echo"      // built-in offline model that echoes the last message
+)
+
+// Definition is one agent, as defined in agents/<id>.yaml.
+type Definition struct {
+	ID           string     `yaml:"id" json:"id"`
+	Name         string     `yaml:"name" json:"name"`
+	Type         string     `yaml:"type" json:"type"`
+	Description  string     `yaml:"description" json:"description,omitempty"`
+	Model        Model      `yaml:"model" json:"model"`
+	SystemPrompt string     `yaml:"system_prompt" json:"system_prompt,omitempty"`
+	Tools        ToolPolicy `yaml:"tools" json:"tools"`
+	Budgets      Budgets    `yaml:"budgets" json:"budgets"`
+	Memory       Memory     `yaml:"memory" json:"memory"`
+	Inbox        Inbox      `yaml:"inbox" json:"inbox"`
+
+	// File is the file the definition was loaded from ("" if built in).
+	File string `yaml:"-" json:"file,omitempty"`
+}
+
+// Model selects a model and how to reach it.
+type Model struct {
+	Provider  string      `yaml:"provider" json:"provider"`
+	Name      string      `yaml:"name" json:"name"`
+	BaseURL   string      `yaml:"base_url" json:"base_url,omitempty"`
+	APIKeyEnv string      `yaml:"api_key_env" json:"api_key_env,omitempty"` // name of the env var holding the key; never the key
+	Params    ModelParams `yaml:"params" json:"params"`
+	// Retries is how many attempts a retryable failure gets at this model
+	// before the next fallback (default 3).
+	Retries int `yaml:"retries" json:"retries,omitempty"`
+	// Timeout bounds one model call (default 5m).
+	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Fallbacks are tried in order when this model fails for good.
+	Fallbacks []Model `yaml:"fallbacks" json:"fallbacks,omitempty"`
+}
+
+// ModelParams are sampling parameters.
+type ModelParams struct {
+	Temperature *float64       `yaml:"temperature" json:"temperature,omitempty"`
+	TopP        *float64       `yaml:"top_p" json:"top_p,omitempty"`
+	MaxTokens   int            `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	Stop        []string       `yaml:"stop" json:"stop,omitempty"`
+	Extra       map[string]any `yaml:"extra" json:"extra,omitempty"` // passed through to the provider
+}
+
+// ToolPolicy says which tools an agent may call. Entries are globs over tool
+// names (path.Match syntax: *, ?, [...]). Deny wins over ask, ask over allow.
+// An empty Allow allows every tool that is not Risky; a Risky tool (network,
+// commands, files) must be matched by Allow or Ask explicitly.
+type ToolPolicy struct {
+	Allow []string `yaml:"allow" json:"allow,omitempty"`
+	Deny  []string `yaml:"deny" json:"deny,omitempty"`
+	Ask   []string `yaml:"ask" json:"ask,omitempty"`
+	// Timeout bounds one tool call (default 60s).
+	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// MaxOutputBytes caps what a tool result gives the model (default 64 KiB).
+	MaxOutputBytes int `yaml:"max_output_bytes" json:"max_output_bytes,omitempty"`
+}
+
+// Budgets bound one turn, and spending per day. Zero means the default
+// (MaxSteps) or no limit (the others).
+type Budgets struct {
+	MaxSteps        int      `yaml:"max_steps" json:"max_steps,omitempty"`                 // model calls per turn (default 25)
+	MaxOutputTokens int      `yaml:"max_output_tokens" json:"max_output_tokens,omitempty"` // output tokens per turn
+	MaxUSDPerTurn   float64  `yaml:"max_usd_per_turn" json:"max_usd_per_turn,omitempty"`
+	MaxUSDPerDay    float64  `yaml:"max_usd_per_day" json:"max_usd_per_day,omitempty"`
+	MaxWallTime     Duration `yaml:"max_wall_time" json:"max_wall_time,omitempty"` // per turn
+}
+
+// Memory holds context settings.
+type Memory struct {
+	// ContextWindow is the model's context window in tokens (default 128000).
+	ContextWindow int `yaml:"context_window" json:"context_window,omitempty"`
+}
+
+// Inbox holds inbox settings.
+type Inbox struct {
+	Mode string `yaml:"mode" json:"mode,omitempty"` // queue (default) or interrupt
+}
+
+// Config is agentd.yaml: settings for the whole node.
+type Config struct {
+	// MaxConcurrentTurns caps turns running at once across all sessions (default 256).
+	MaxConcurrentTurns int `yaml:"max_concurrent_turns" json:"max_concurrent_turns,omitempty"`
+	// DefaultModel is used by agents that name no model.
+	DefaultModel *Model `yaml:"default_model" json:"default_model,omitempty"`
+	// Prices per model name, for cost accounting and USD budgets.
+	Prices map[string]Price `yaml:"prices" json:"prices,omitempty"`
+	Log    Log              `yaml:"log" json:"log"`
+	Store  StoreConfig      `yaml:"store" json:"store"`
+
+	// File is the file the config was loaded from ("" if none).
+	File string `yaml:"-" json:"file,omitempty"`
+}
+
+// Price is a model's price in USD per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input" json:"input"`
+	Output float64 `yaml:"output" json:"output"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level" json:"level,omitempty"`   // debug, info (default), warn, error
+	Format string `yaml:"format" json:"format,omitempty"` // text (default) or json
+}
+
+// StoreConfig configures the store.
+type StoreConfig struct {
+	// Synchronous is the SQLite synchronous mode: full (default) or normal.
+	Synchronous string `yaml:"synchronous" json:"synchronous,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s", "5m" in YAML.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText writes d as "1m30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText parses "1m30s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}

@@ -1,0 +1,161 @@
+// Package event defines the events that make up a session's append-only log
+// and the in-process bus that publishes them once they are durable.
+//
+// Every thing an agent does is an Event appended to its session's log, in
+// order, before anyone outside sees it. The model's context, the CLI's log
+// view and (later) the gateway's stream are all views of this log.
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind names what an event records.
+type Kind string
+
+// The kinds of stored events.
+const (
+	Input         Kind = "input"          // a message that starts a turn (InputData)
+	SystemMessage Kind = "system_message" // a system or inter-agent message (InputData); silent ones start no turn
+	Thought       Kind = "thought"        // model reasoning (TextData)
+	Text          Kind = "text"           // assistant text of one model step (TextData)
+	ToolCall      Kind = "tool_call"      // a tool call, durable before the tool runs (ToolCallData)
+	ToolResult    Kind = "tool_result"    // the result of a tool call (ToolResultData)
+	ModelCall     Kind = "model_call"     // one model attempt: usage, cost, latency (ModelCallData)
+	Reset         Kind = "reset"          // reset marker: the context restarts after it (MarkerData)
+	Marker        Kind = "marker"         // other markers: start, compaction (MarkerData)
+	Error         Kind = "error"          // an error inside a turn (ErrorData)
+	TurnEnd       Kind = "turn_end"       // the end of a turn and why (TurnEndData)
+)
+
+// Live-only kinds are published on the bus but never stored.
+const (
+	TextDelta Kind = "text_delta" // a streamed piece of text (DeltaData)
+	TurnStart Kind = "turn_start" // a turn began (no payload besides Turn)
+	State     Kind = "session_state"
+)
+
+// Event is one entry of a session's log.
+type Event struct {
+	Session int64           `json:"session"`        // session id
+	Seq     int64           `json:"seq"`            // per-session sequence number, from 1; 0 for live-only events
+	Turn    int64           `json:"turn,omitempty"` // the turn (inbox item) that produced it, 0 if none
+	Kind    Kind            `json:"kind"`
+	Time    time.Time       `json:"time"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Decode unmarshals the event's payload into v.
+func (e *Event) Decode(v any) error { return json.Unmarshal(e.Data, v) }
+
+// New builds an event with a payload; the store assigns Seq.
+func New(session, turn int64, kind Kind, payload any) Event {
+	var data json.RawMessage
+	if payload != nil {
+		b, err := json.Marshal(payload)
+		if err != nil {
+			// Payload types are this package's own plain structs; failing to
+			// encode one is a programming error.
+			panic("event: encode " + string(kind) + ": " + err.Error())
+		}
+		data = b
+	}
+	return Event{Session: session, Turn: turn, Kind: kind, Time: time.Now().UTC(), Data: data}
+}
+
+// InputData is the payload of Input and SystemMessage events.
+type InputData struct {
+	Text           string `json:"text"`
+	Source         string `json:"source,omitempty"`          // cli, api, agent:<id>, ...
+	Origin         string `json:"origin,omitempty"`          // for system messages: who sent it
+	IdempotencyKey string `json:"idempotency_key,omitempty"` // as given by the sender
+	Silent         bool   `json:"silent,omitempty"`
+}
+
+// TextData is the payload of Text and Thought events.
+type TextData struct {
+	Text string `json:"text"`
+	Step int    `json:"step,omitempty"`
+}
+
+// ToolCallData is the payload of a ToolCall event.
+type ToolCallData struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+	Step int             `json:"step,omitempty"`
+}
+
+// ToolResultData is the payload of a ToolResult event.
+type ToolResultData struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Output      string `json:"output"`
+	IsError     bool   `json:"is_error,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"` // the process restarted before the call finished
+	Truncated   bool   `json:"truncated,omitempty"`
+	DurationMS  int64  `json:"duration_ms"`
+}
+
+// ModelCallData is the payload of a ModelCall event: one attempt at one model.
+type ModelCallData struct {
+	Provider     string  `json:"provider"`
+	Model        string  `json:"model"`
+	Step         int     `json:"step"`
+	Attempt      int     `json:"attempt"`
+	LatencyMS    float64 `json:"latency_ms"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	StopReason   string  `json:"stop_reason,omitempty"`
+	Error        string  `json:"error,omitempty"`
+	ErrorKind    string  `json:"error_kind,omitempty"`
+}
+
+// MarkerData is the payload of Reset and Marker events.
+type MarkerData struct {
+	Name   string `json:"name"` // reset, start, compaction
+	Reason string `json:"reason,omitempty"`
+}
+
+// ErrorData is the payload of an Error event.
+type ErrorData struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// Turn end statuses.
+const (
+	StatusDone        = "done"
+	StatusBudget      = "budget"
+	StatusCancelled   = "cancelled"
+	StatusInterrupted = "interrupted"
+	StatusError       = "error"
+)
+
+// TurnEndData is the payload of a TurnEnd event.
+type TurnEndData struct {
+	Status       string  `json:"status"`           // done, budget, cancelled, interrupted, error
+	Budget       string  `json:"budget,omitempty"` // which budget stopped the turn
+	Reason       string  `json:"reason,omitempty"`
+	Reply        string  `json:"reply"` // the final text the turn produced
+	Steps        int     `json:"steps"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	DurationMS   float64 `json:"duration_ms"`
+}
+
+// DeltaData is the payload of a live TextDelta event.
+type DeltaData struct {
+	Text      string `json:"text"`
+	Reasoning bool   `json:"reasoning,omitempty"`
+	Step      int    `json:"step"`
+	Attempt   int    `json:"attempt"`
+}
+
+// StateData is the payload of a live State event.
+type StateData struct {
+	State string `json:"state"`
+}

@@ -1,0 +1,151 @@
+// Package store defines agentd's durable state: sessions, their append-only
+// event logs, per-session inboxes and usage. The SQLite implementation is in
+// store/sqlite; a PostgreSQL one can follow for several nodes.
+//
+// All writes that belong together go through Commit in one transaction, so
+// that, for example, the final event of a turn and the completion of the
+// inbox item that started it are durable together or not at all.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"agentd/internal/event"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrClosed   = errors.New("store closed")
+)
+
+// Session states.
+const (
+	StateCreated    = "created"
+	StateActive     = "active"
+	StateIdle       = "idle"
+	StateCompacting = "compacting"
+	StateClosed     = "closed"
+)
+
+// Session is one conversation of one agent.
+type Session struct {
+	ID        int64
+	Agent     string
+	Key       string // e.g. chat:alice; the full address is Agent + "/" + Key
+	State     string
+	LastSeq   int64 // the sequence number of the session's newest event
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Address returns "<agent>/<key>".
+func (s *Session) Address() string { return s.Agent + "/" + s.Key }
+
+// Inbox item states.
+const (
+	InboxPending = "pending" // accepted, not yet finished
+	InboxDone    = "done"
+)
+
+// InboxItem is an accepted input waiting for, or given, its turn. Its ID is
+// the turn id.
+type InboxItem struct {
+	ID             int64
+	Session        int64
+	Kind           event.Kind // event.Input or event.SystemMessage
+	Text           string
+	Source         string
+	Origin         string
+	IdempotencyKey string // "" if none; unique per session otherwise
+	State          string
+	CreatedAt      time.Time
+}
+
+// Usage is one model call's usage, recorded for accounting.
+type Usage struct {
+	Session      int64
+	Agent        string
+	Model        string
+	InputTokens  int
+	OutputTokens int
+	CostUSD      float64
+	Time         time.Time
+}
+
+// Batch is a set of writes committed together in one transaction.
+type Batch struct {
+	// Session is the session the events belong to (required if Events is not empty).
+	Session int64
+	// Events are appended in order; Commit sets their Seq.
+	Events []event.Event
+	// Done marks these inbox items done.
+	Done []int64
+	// State, if not empty, becomes the session's state.
+	State string
+	// Usage rows to record.
+	Usage []Usage
+}
+
+// AgentRecord is an agent definition as last loaded.
+type AgentRecord struct {
+	ID         string
+	Name       string
+	Type       string
+	Definition []byte // the definition as JSON
+	UpdatedAt  time.Time
+}
+
+// SessionFilter selects sessions to list.
+type SessionFilter struct {
+	Agent string // "" for all
+	State string // "" for all
+	Limit int    // 0 for a default of 100
+}
+
+// Store is the durable state of one agentd node.
+type Store interface {
+	// Session returns the session with this address, creating it (state
+	// created) if it does not exist; created reports which.
+	Session(ctx context.Context, agent, key string) (s Session, created bool, err error)
+	// SessionByID returns a session by id, or ErrNotFound.
+	SessionByID(ctx context.Context, id int64) (Session, error)
+	// Sessions lists sessions, most recently updated first.
+	Sessions(ctx context.Context, f SessionFilter) ([]Session, error)
+
+	// Enqueue persists an inbox item. If the session already has an item
+	// with the same non-empty IdempotencyKey it returns that item and
+	// duplicate = true, and persists nothing.
+	Enqueue(ctx context.Context, item InboxItem) (stored InboxItem, duplicate bool, err error)
+	// Pending returns a session's pending inbox items, oldest first.
+	Pending(ctx context.Context, session int64) ([]InboxItem, error)
+	// PendingSessions returns the ids of sessions with pending inbox items.
+	PendingSessions(ctx context.Context) ([]int64, error)
+	// InboxItem returns an inbox item by id, or ErrNotFound.
+	InboxItem(ctx context.Context, id int64) (InboxItem, error)
+
+	// Commit writes a batch atomically and durably. Concurrent commits are
+	// grouped into one transaction and one sync.
+	Commit(ctx context.Context, b *Batch) error
+	// Events returns up to limit events of a session with Seq > after, in order
+	// (limit <= 0: all).
+	Events(ctx context.Context, session, after int64, limit int) ([]event.Event, error)
+	// ContextEvents returns the events after the session's last reset marker.
+	ContextEvents(ctx context.Context, session int64) ([]event.Event, error)
+	// TurnEvents returns the events of one turn, in order.
+	TurnEvents(ctx context.Context, session, turn int64) ([]event.Event, error)
+
+	// SaveAgent records an agent definition (as loaded from its file) so the
+	// store knows every agent a session refers to.
+	SaveAgent(ctx context.Context, a AgentRecord) error
+	// Agents returns the recorded agents, by id.
+	Agents(ctx context.Context) ([]AgentRecord, error)
+
+	// UsageSince sums usage for an agent since t ("" agent: all agents).
+	UsageSince(ctx context.Context, agent string, t time.Time) (Usage, error)
+
+	// Close flushes pending writes and closes the store.
+	Close() error
+}

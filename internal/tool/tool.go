@@ -1,0 +1,59 @@
+// Package tool defines what agentd calls a tool — a function a model can ask
+// for — and the registry that validates arguments against each tool's JSON
+// Schema, applies an agent's allow / deny / ask policy, and runs calls with a
+// deadline and an output cap. Built-in tools live in tool/builtin.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Kinds of tool, as the Daemon lifecycle defines them.
+const (
+	KindModel       = "model"       // offered to the model for function calling
+	KindContext     = "context"     // called before inference
+	KindAction      = "action"      // called after generation with the output
+	KindPostprocess = "postprocess" // called last
+	KindServer      = "server"      // only on demand
+)
+
+// Spec describes a tool.
+type Spec struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the arguments (an object schema).
+	InputSchema json.RawMessage
+	Kind        string // "" means KindModel
+
+	// ReadOnly: the tool changes nothing. Idempotent: calling it twice with
+	// the same arguments has the same effect as once. After a crash an
+	// unfinished call is re-run only if one of these is true.
+	ReadOnly   bool
+	Idempotent bool
+	// Risky marks tools that reach the network, run commands or write
+	// files: they are off unless an agent's policy names them.
+	Risky bool
+}
+
+// Call is one invocation.
+type Call struct {
+	ID      string          // the tool_call id, also an idempotency key for the tool
+	Name    string          // the tool's name
+	Args    json.RawMessage // validated JSON object
+	Agent   string          // the calling agent's id
+	Session string          // the calling session's address
+}
+
+// Result is what a call returns to the model.
+type Result struct {
+	Output  string
+	IsError bool
+}
+
+// Tool is a callable tool. A returned error becomes an error result the
+// model sees; it never ends the turn.
+type Tool interface {
+	Spec() Spec
+	Call(ctx context.Context, c *Call) (Result, error)
+}
