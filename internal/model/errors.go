@@ -45,8 +45,10 @@ func (e *Error) Is(target error) bool { return target == e.Kind }
 func (e *Error) Unwrap() error { return e.Kind }
 
 // Retryable reports whether err is worth another attempt at the same model.
+// A malformed or cut-off stream counts: it is most often a connection that
+// broke mid-response.
 func Retryable(err error) bool {
-	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrTransport)
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrTransport) || errors.Is(err, ErrProtocol)
 }
 
 // Kind returns a short name for err's kind, for events and metrics.

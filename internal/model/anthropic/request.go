@@ -1,0 +1,174 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"agentd/internal/model"
+)
+
+// reserved reports whether key is a body key the client owns, which
+// Request.Extra cannot replace.
+func reserved(key string) bool {
+	switch key {
+	case "model", "messages", "system", "tools", "stream":
+		return true
+	}
+	return false
+}
+
+// emptySchema is sent for a tool that declares no parameters.
+const emptySchema = `{"type":"object","properties":{}}`
+
+type wireMessage struct {
+	Role    string      `json:"role"`
+	Content []wireBlock `json:"content"`
+}
+
+// wireBlock is a text, tool_use or tool_result content block.
+type wireBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`        // text
+	ID        string          `json:"id,omitempty"`          // tool_use
+	Name      string          `json:"name,omitempty"`        // tool_use
+	Input     json.RawMessage `json:"input,omitempty"`       // tool_use
+	ToolUseID string          `json:"tool_use_id,omitempty"` // tool_result
+	Content   string          `json:"content,omitempty"`     // tool_result
+	IsError   bool            `json:"is_error,omitempty"`    // tool_result
+}
+
+type wireTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// encodeRequest builds the JSON body for req.
+//
+// Request.Extra is merged into the body and wins over the client's own
+// parameters (max_tokens, temperature, ...), except for the keys the client
+// owns (model, messages, system, tools, stream). Extra is where parameters
+// such as "thinking", "top_k" or "metadata" go.
+func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
+	if req == nil {
+		return nil, c.fail(model.ErrBadRequest, 0, "nil request")
+	}
+	maxTokens := req.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	body := map[string]any{
+		"model":      req.Model,
+		"max_tokens": maxTokens,
+		"messages":   convertMessages(req.Messages),
+		"stream":     true,
+	}
+	if req.System != "" {
+		body["system"] = req.System
+	}
+	if len(req.Tools) > 0 {
+		tools := make([]wireTool, 0, len(req.Tools))
+		for _, t := range req.Tools {
+			schema := t.Parameters
+			if len(bytes.TrimSpace(schema)) == 0 {
+				schema = json.RawMessage(emptySchema)
+			} else if !json.Valid(schema) {
+				return nil, c.fail(model.ErrBadRequest, 0, "tool "+t.Name+": parameters are not valid JSON")
+			}
+			tools = append(tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		}
+		body["tools"] = tools
+	}
+	if req.Temperature != nil {
+		body["temperature"] = *req.Temperature
+	}
+	if req.TopP != nil {
+		body["top_p"] = *req.TopP
+	}
+	if len(req.Stop) > 0 {
+		body["stop_sequences"] = req.Stop
+	}
+	for k, v := range req.Extra {
+		if !reserved(k) {
+			body[k] = v
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return nil, c.fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// convertMessages turns the conversation into Messages API turns. Tool
+// results become tool_result blocks of a user turn; consecutive turns of
+// the same role are merged into one, since the API wants user and assistant
+// to alternate, and within a user turn tool_result blocks come first, as the
+// API requires. Messages with nothing to send (empty text, no calls) are
+// left out, since the API rejects empty content. Roles other than assistant
+// and tool are sent as user.
+func convertMessages(msgs []model.Message) []wireMessage {
+	out := make([]wireMessage, 0, len(msgs))
+	for _, m := range msgs {
+		role := "user"
+		var blocks []wireBlock
+		switch m.Role {
+		case model.RoleAssistant:
+			role = "assistant"
+			if m.Content != "" {
+				blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
+			}
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: inputObject(tc.Args)})
+			}
+		case model.RoleTool:
+			blocks = append(blocks, wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError})
+		default:
+			if m.Content != "" {
+				blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
+			}
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			if role == "user" {
+				resultsFirst(out[n-1].Content)
+			}
+			continue
+		}
+		out = append(out, wireMessage{Role: role, Content: blocks})
+	}
+	return out
+}
+
+// resultsFirst moves tool_result blocks ahead of the others, keeping the
+// order within each group.
+func resultsFirst(blocks []wireBlock) {
+	var results, others []wireBlock
+	for _, b := range blocks {
+		if b.Type == "tool_result" {
+			results = append(results, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	if len(results) == 0 || len(others) == 0 {
+		return
+	}
+	copy(blocks, results)
+	copy(blocks[len(results):], others)
+}
+
+// inputObject returns args when they are a JSON object and {} otherwise,
+// since tool_use input must be an object.
+func inputObject(args json.RawMessage) json.RawMessage {
+	a := bytes.TrimSpace(args)
+	if len(a) > 0 && a[0] == '{' && json.Valid(a) {
+		return a
+	}
+	return json.RawMessage("{}")
+}
