@@ -1,0 +1,125 @@
+package agent
+
+import "time"
+
+// Defaults applied to fields that are left out (or zero).
+const (
+	DefaultMaxSteps           = 25
+	DefaultRetries            = 3
+	DefaultModelTimeout       = 5 * time.Minute
+	DefaultToolTimeout        = 60 * time.Second
+	DefaultMaxOutputBytes     = 64 << 10
+	DefaultContextWindow      = 128000
+	DefaultMaxConcurrentTurns = 256
+	DefaultLogLevel           = "info"
+	DefaultLogFormat          = "text"
+	DefaultSynchronous        = "full"
+
+	// DefaultDataDir is the data directory when neither --data nor
+	// $AGENTD_HOME names one.
+	DefaultDataDir = "./agentd-data"
+	// BuiltinAgentID is the agent that exists when agents/ holds no agent files.
+	BuiltinAgentID = "assistant"
+	// EchoModelName is the model name of the built-in echo provider.
+	EchoModelName = "echo"
+)
+
+// Environment variables read for API keys when a model names none.
+const (
+	OpenAIKeyEnv    = "OPENAI_API_KEY"
+	AnthropicKeyEnv = "ANTHROPIC_API_KEY"
+)
+
+// DefaultConfig returns the settings used when agentd.yaml is missing.
+func DefaultConfig() *Config {
+	c := &Config{}
+	applyConfigDefaults(c)
+	return c
+}
+
+func applyConfigDefaults(c *Config) {
+	if c.MaxConcurrentTurns == 0 {
+		c.MaxConcurrentTurns = DefaultMaxConcurrentTurns
+	}
+	if c.DefaultModel != nil {
+		if modelIsZero(c.DefaultModel) {
+			c.DefaultModel = nil
+		} else {
+			applyModelDefaults(c.DefaultModel)
+		}
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+	if c.Store.Synchronous == "" {
+		c.Store.Synchronous = DefaultSynchronous
+	}
+}
+
+// applyDefinitionDefaults fills in what d leaves out. d must be valid.
+func applyDefinitionDefaults(d *Definition, id string, cfg *Config) {
+	d.ID = id
+	if d.Name == "" {
+		d.Name = id
+	}
+	if d.Type == "" {
+		d.Type = TypePermanent
+	}
+	if modelIsZero(&d.Model) {
+		if cfg != nil && cfg.DefaultModel != nil {
+			d.Model = cfg.DefaultModel.clone()
+		} else {
+			d.Model = Model{Provider: ProviderEcho}
+		}
+	}
+	applyModelDefaults(&d.Model)
+	if d.Tools.Timeout == 0 {
+		d.Tools.Timeout = Duration(DefaultToolTimeout)
+	}
+	if d.Tools.MaxOutputBytes == 0 {
+		d.Tools.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if d.Budgets.MaxSteps == 0 {
+		d.Budgets.MaxSteps = DefaultMaxSteps
+	}
+	if d.Memory.ContextWindow == 0 {
+		d.Memory.ContextWindow = DefaultContextWindow
+	}
+	if d.Inbox.Mode == "" {
+		d.Inbox.Mode = ModeQueue
+	}
+}
+
+func applyModelDefaults(m *Model) {
+	if m.Provider == ProviderEcho && m.Name == "" {
+		m.Name = EchoModelName
+	}
+	if m.APIKeyEnv == "" {
+		switch {
+		case m.Provider == ProviderOpenAI && m.BaseURL == "":
+			m.APIKeyEnv = OpenAIKeyEnv
+		case m.Provider == ProviderAnthropic:
+			m.APIKeyEnv = AnthropicKeyEnv
+		}
+	}
+	if m.Retries == 0 {
+		m.Retries = DefaultRetries
+	}
+	if m.Timeout == 0 {
+		m.Timeout = Duration(DefaultModelTimeout)
+	}
+	for i := range m.Fallbacks {
+		applyModelDefaults(&m.Fallbacks[i])
+	}
+}
+
+// modelIsZero reports whether m sets nothing at all (no model section).
+func modelIsZero(m *Model) bool {
+	return m.Provider == "" && m.Name == "" && m.BaseURL == "" && m.APIKeyEnv == "" &&
+		m.Params.Temperature == nil && m.Params.TopP == nil && m.Params.MaxTokens == 0 &&
+		len(m.Params.Stop) == 0 && len(m.Params.Extra) == 0 &&
+		m.Retries == 0 && m.Timeout == 0 && len(m.Fallbacks) == 0
+}

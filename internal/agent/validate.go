@@ -1,0 +1,296 @@
+package agent
+
+import (
+	"fmt"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+)
+
+var (
+	idRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// Accepted values of the enumerated fields.
+var (
+	agentTypes  = []string{TypeUser, TypePermanent, TypeBackground, TypeSubagent, TypeCron, TypeSystem}
+	providers   = []string{ProviderOpenAI, ProviderAnthropic, ProviderEcho}
+	inboxModes  = []string{ModeQueue, ModeInterrupt}
+	logLevels   = []string{"debug", "info", "warn", "error"}
+	logFormats  = []string{"text", "json"}
+	syncModes   = []string{"full", "normal"}
+	keyPrefixes = []string{"sk-", "sk_", "xai-", "gsk_", "AIza", "hf_", "ghp_", "github_pat_"}
+)
+
+// Limits of the numeric fields.
+const (
+	maxRetries   = 10
+	maxTemp      = 2.0
+	maxTopP      = 1.0
+	minTurnLimit = 1
+	// maxErrors is the most problems reported for one file.
+	maxErrors = 50
+)
+
+// ValidID reports whether id can name an agent: 1 to 64 letters, digits,
+// '-' and '_', starting with a letter or digit.
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// checker validates decoded values, reporting each problem at the line of
+// the field it is about.
+type checker struct {
+	doc *document
+}
+
+// err returns every problem found in the file, or nil.
+func (c *checker) err() error {
+	if len(c.doc.errs) == 0 {
+		return nil
+	}
+	errs := slices.Clone(c.doc.errs)
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	if len(errs) > maxErrors {
+		more := FieldError{File: c.doc.file, Msg: fmt.Sprintf("and %d more problems", len(errs)-maxErrors)}
+		errs = append(errs[:maxErrors], more)
+	}
+	return &ConfigError{Errors: errs}
+}
+
+// has reports whether the file sets field p (to something other than null).
+func (c *checker) has(p string) bool {
+	_, ok := c.doc.lines[p]
+	return ok
+}
+
+// add reports a problem with field p, unless p already has a structural error.
+func (c *checker) add(p, format string, args ...any) {
+	for _, b := range c.doc.bad {
+		if b == "" || p == b || strings.HasPrefix(p, b+".") || strings.HasPrefix(p, b+"[") {
+			return
+		}
+	}
+	c.doc.add(c.line(p), p, fmt.Sprintf(format, args...))
+}
+
+// line finds the line of field p, or of its nearest ancestor in the file.
+func (c *checker) line(p string) int {
+	for p != "" {
+		if l, ok := c.doc.lines[p]; ok {
+			return l
+		}
+		p = parentPath(p)
+	}
+	return 1
+}
+
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndexByte(p, '['); i > 0 {
+			return p[:i]
+		}
+	}
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func (c *checker) definition(d *Definition, id string) {
+	if d.ID != "" && d.ID != id {
+		c.add("id", "must match the file name %q, got %q", id, d.ID)
+	}
+	c.oneOf("type", d.Type, agentTypes)
+	if !modelIsZero(&d.Model) {
+		c.model("model", &d.Model, true)
+	}
+	c.tools("tools", &d.Tools)
+	c.nonNegative("budgets.max_steps", d.Budgets.MaxSteps)
+	c.nonNegative("budgets.max_output_tokens", d.Budgets.MaxOutputTokens)
+	c.nonNegativeFloat("budgets.max_usd_per_turn", d.Budgets.MaxUSDPerTurn)
+	c.nonNegativeFloat("budgets.max_usd_per_day", d.Budgets.MaxUSDPerDay)
+	c.duration("budgets.max_wall_time", d.Budgets.MaxWallTime)
+	c.nonNegative("memory.context_window", d.Memory.ContextWindow)
+	c.oneOf("inbox.mode", d.Inbox.Mode, inboxModes)
+}
+
+func (c *checker) config(cfg *Config) {
+	if (cfg.MaxConcurrentTurns != 0 || c.has("max_concurrent_turns")) && cfg.MaxConcurrentTurns < minTurnLimit {
+		c.add("max_concurrent_turns", "must be at least %d, got %d", minTurnLimit, cfg.MaxConcurrentTurns)
+	}
+	if cfg.DefaultModel != nil && !modelIsZero(cfg.DefaultModel) {
+		c.model("default_model", cfg.DefaultModel, true)
+	}
+	names := make([]string, 0, len(cfg.Prices))
+	for name := range cfg.Prices {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := cfg.Prices[name]
+		if name == "" {
+			c.add("prices", "model names must not be empty")
+		}
+		c.nonNegativeFloat("prices."+name+".input", p.Input)
+		c.nonNegativeFloat("prices."+name+".output", p.Output)
+	}
+	c.oneOf("log.level", cfg.Log.Level, logLevels)
+	c.oneOf("log.format", cfg.Log.Format, logFormats)
+	c.oneOf("store.synchronous", cfg.Store.Synchronous, syncModes)
+}
+
+// model checks m at path p; top is false for a fallback, which may not
+// have fallbacks of its own.
+func (c *checker) model(p string, m *Model, top bool) {
+	switch {
+	case m.Provider == "":
+		c.add(p+".provider", "required: %s", orList(providers))
+	case !slices.Contains(providers, m.Provider):
+		c.add(p+".provider", "must be %s, got %q", orList(providers), m.Provider)
+	case m.Name == "" && m.Provider != ProviderEcho:
+		c.add(p+".name", "required for provider %s", m.Provider)
+	}
+	if m.BaseURL != "" {
+		c.baseURL(p+".base_url", m.BaseURL)
+	}
+	if m.APIKeyEnv != "" {
+		example := OpenAIKeyEnv
+		if m.Provider == ProviderAnthropic {
+			example = AnthropicKeyEnv
+		}
+		c.envName(p+".api_key_env", m.APIKeyEnv, example)
+	}
+	if t := m.Params.Temperature; t != nil && !(*t >= 0 && *t <= maxTemp) {
+		c.add(p+".params.temperature", "must be between 0 and %v, got %v", maxTemp, *t)
+	}
+	if t := m.Params.TopP; t != nil && !(*t >= 0 && *t <= maxTopP) {
+		c.add(p+".params.top_p", "must be between 0 and %v, got %v", maxTopP, *t)
+	}
+	c.nonNegative(p+".params.max_tokens", m.Params.MaxTokens)
+	for i, s := range m.Params.Stop {
+		if s == "" {
+			c.add(fmt.Sprintf("%s.params.stop[%d]", p, i), "must not be empty")
+		}
+	}
+	if m.Retries < 0 || m.Retries > maxRetries {
+		c.add(p+".retries", "must be between 0 and %d, got %d", maxRetries, m.Retries)
+	}
+	c.duration(p+".timeout", m.Timeout)
+	if !top && len(m.Fallbacks) > 0 {
+		c.add(p+".fallbacks", "a fallback cannot have fallbacks of its own")
+		return
+	}
+	for i := range m.Fallbacks {
+		c.model(fmt.Sprintf("%s.fallbacks[%d]", p, i), &m.Fallbacks[i], false)
+	}
+}
+
+func (c *checker) baseURL(p, s string) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		c.add(p, "must be an http or https URL such as http://localhost:11434/v1, got %q", s)
+		return
+	}
+	if u.User != nil {
+		c.add(p, "must not contain a user name or password; put the API key in an environment variable and name it in api_key_env")
+	}
+}
+
+// envName checks the name of the environment variable holding an API key.
+// The value is never echoed: it may be a key pasted in by mistake. example
+// is a variable name to suggest.
+func (c *checker) envName(p, s, example string) {
+	if looksLikeKey(s) {
+		c.add(p, "looks like an API key; put the key in an environment variable (export %s=...) and write the variable's name here, never the key", example)
+		return
+	}
+	if !envNameRE.MatchString(s) {
+		if name := strings.Trim(strings.TrimPrefix(s, "$"), "{}"); strings.HasPrefix(s, "$") && envNameRE.MatchString(name) {
+			c.add(p, "write the variable's name without $: %s", name)
+			return
+		}
+		c.add(p, "must be the name of an environment variable (letters, digits and _, not starting with a digit), such as %s", example)
+	}
+}
+
+// looksLikeKey reports whether s looks like an API key rather than the
+// name of a variable holding one.
+func looksLikeKey(s string) bool {
+	for _, pre := range keyPrefixes {
+		if strings.HasPrefix(s, pre) {
+			return true
+		}
+	}
+	var lower, upper, digit bool
+	for _, r := range s {
+		switch {
+		case unicode.IsLower(r):
+			lower = true
+		case unicode.IsUpper(r):
+			upper = true
+		case unicode.IsDigit(r):
+			digit = true
+		}
+	}
+	return len(s) >= 32 && lower && upper && digit
+}
+
+func (c *checker) tools(p string, t *ToolPolicy) {
+	for _, list := range []struct {
+		name     string
+		patterns []string
+	}{{"allow", t.Allow}, {"deny", t.Deny}, {"ask", t.Ask}} {
+		for i, pat := range list.patterns {
+			fp := fmt.Sprintf("%s.%s[%d]", p, list.name, i)
+			if pat == "" {
+				c.add(fp, "must not be empty")
+				continue
+			}
+			if _, err := path.Match(pat, ""); err != nil {
+				c.add(fp, "invalid pattern %q: %v", pat, err)
+			}
+		}
+	}
+	c.duration(p+".timeout", t.Timeout)
+	c.nonNegative(p+".max_output_bytes", t.MaxOutputBytes)
+}
+
+// duration checks a duration: left out (zero) means the default; written,
+// it must be positive.
+func (c *checker) duration(p string, d Duration) {
+	if d < 0 || (d == 0 && c.has(p)) {
+		c.add(p, "must be positive, got %s", time.Duration(d))
+	}
+}
+
+func (c *checker) nonNegative(p string, v int) {
+	if v < 0 {
+		c.add(p, "must not be negative, got %d", v)
+	}
+}
+
+func (c *checker) nonNegativeFloat(p string, v float64) {
+	if !(v >= 0) {
+		c.add(p, "must not be negative, got %v", v)
+	}
+}
+
+// oneOf checks an enumerated field; "" means the default.
+func (c *checker) oneOf(p, v string, allowed []string) {
+	if v != "" && !slices.Contains(allowed, v) {
+		c.add(p, "must be %s, got %q", orList(allowed), v)
+	}
+}
+
+// orList formats a, b or c.
+func orList(vs []string) string {
+	if len(vs) == 1 {
+		return vs[0]
+	}
+	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
+}
