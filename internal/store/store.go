@@ -55,7 +55,8 @@ const (
 type InboxItem struct {
 	ID             int64
 	Session        int64
-	Kind           event.Kind // event.Input or event.SystemMessage
+	Kind           event.Kind // event.Input, event.SystemMessage or event.Reset
+	Silent         bool       // a system message that is logged but starts no turn
 	Text           string
 	Source         string
 	Origin         string
@@ -110,6 +111,8 @@ type Store interface {
 	// Session returns the session with this address, creating it (state
 	// created) if it does not exist; created reports which.
 	Session(ctx context.Context, agent, key string) (s Session, created bool, err error)
+	// SessionByAddress returns an existing session, or ErrNotFound.
+	SessionByAddress(ctx context.Context, agent, key string) (Session, error)
 	// SessionByID returns a session by id, or ErrNotFound.
 	SessionByID(ctx context.Context, id int64) (Session, error)
 	// Sessions lists sessions, most recently updated first.

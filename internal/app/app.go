@@ -1,0 +1,190 @@
+// Package app is the one place that builds agentd from its parts: it opens
+// the data directory, loads configuration and agents, opens the store, and
+// wires the tool registry, model providers, engine and runtime together.
+// The CLI, the daemon and the benchmark harness all start agentd through it;
+// no other package imports it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
+	"agentd/internal/tool"
+	"agentd/internal/tool/builtin"
+)
+
+// ErrLocked means another agentd process holds the data directory.
+var ErrLocked = errors.New("data directory in use by another agentd process")
+
+// Options configure Open.
+type Options struct {
+	Logger *slog.Logger
+	// ExtraTools are registered beside the built-in tools.
+	ExtraTools []tool.Tool
+	// Engine overrides, for tests and benchmarks; nil for defaults.
+	Engine *engine.Options
+}
+
+// App is a running agentd node.
+type App struct {
+	Dir     string
+	Config  *agent.Config
+	Agents  *agent.Registry
+	Store   *sqlite.Store
+	Tools   *tool.Registry
+	Models  *Models
+	Engine  *engine.Engine
+	Runtime *runtime.Runtime
+	Bus     *event.Bus
+	Logger  *slog.Logger
+
+	lock   *os.File
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// DBFile is the database's name inside the data directory.
+const DBFile = "agentd.db"
+
+// SocketFile is the local API socket's name inside the data directory.
+const SocketFile = "agentd.sock"
+
+// Open builds agentd on a data directory, taking its lock. Call Start, then Close.
+func Open(ctx context.Context, dir string, o *Options) (*App, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("app: data directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Dir: dir, Logger: log, lock: lock}
+	ok := false
+	defer func() {
+		if !ok {
+			a.closeParts()
+		}
+	}()
+	if a.Config, err = agent.LoadConfig(dir); err != nil {
+		return nil, err
+	}
+	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log}); err != nil {
+		return nil, err
+	}
+	for file, err := range a.Agents.Errors() {
+		log.Warn("agent file not loaded", "file", file, "err", err)
+	}
+	if a.Store, err = sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: a.Config.Store.Synchronous, Logger: log}); err != nil {
+		return nil, err
+	}
+	a.Tools = tool.NewRegistry(nil)
+	for _, t := range append(builtin.Tools(nil), o.ExtraTools...) {
+		if err := a.Tools.Register(t); err != nil {
+			return nil, fmt.Errorf("app: register tool: %w", err)
+		}
+	}
+	a.Models = NewModels(nil)
+	a.Bus = event.NewBus()
+	eo := engine.Options{}
+	if o.Engine != nil {
+		eo = *o.Engine
+	}
+	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
+	rt := &runtimeLog{}
+	eo.Log = rt
+	a.Engine = engine.New(&eo)
+	a.Runtime = runtime.New(&runtime.Options{Store: a.Store, Agents: a.Agents, Engine: a.Engine, Bus: a.Bus,
+		Logger: log, MaxConcurrentTurns: a.Config.MaxConcurrentTurns})
+	rt.r = a.Runtime
+	ok = true
+	return a, nil
+}
+
+// runtimeLog lets the engine commit through the runtime, which is built
+// after the engine.
+type runtimeLog struct{ r *runtime.Runtime }
+
+func (l *runtimeLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
+
+// Start records the agents, resumes unfinished work and starts watching
+// agent files.
+func (a *App) Start(ctx context.Context) error {
+	for _, d := range a.Agents.List() {
+		if err := a.saveAgent(ctx, d); err != nil {
+			return err
+		}
+	}
+	n, err := a.Runtime.Start(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		a.Logger.Info("resumed unfinished work", "sessions", n)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.wg.Go(func() {
+		if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
+			a.Logger.Error("agent file watcher stopped", "err", err)
+		}
+	})
+	return nil
+}
+
+// Close stops the runtime (running turns get until ctx is done to finish;
+// the rest resume at the next start), then the store, and releases the lock.
+func (a *App) Close(ctx context.Context) error {
+	if a.Runtime != nil {
+		a.Runtime.Close(ctx)
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.wg.Wait()
+	return a.closeParts()
+}
+
+func (a *App) closeParts() error {
+	var err error
+	if a.Store != nil {
+		err = a.Store.Close()
+	}
+	if a.lock != nil {
+		a.lock.Close()
+	}
+	return err
+}
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("app: lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("app: lock: %w", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/model"
+	"agentd/internal/model/anthropic"
+	"agentd/internal/model/echo"
+	"agentd/internal/model/openai"
+	"agentd/internal/store"
+)
+
+// Models builds and caches one provider client per (provider, base URL,
+// key variable), shared by every agent that uses it.
+type Models struct {
+	hc *http.Client
+	mu sync.Mutex
+	m  map[string]model.Provider
+}
+
+// ModelsOptions configure NewModels.
+type ModelsOptions struct {
+	HTTPClient *http.Client
+}
+
+// NewModels returns an empty provider cache.
+func NewModels(o *ModelsOptions) *Models {
+	hc := &http.Client{Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}}
+	if o != nil && o.HTTPClient != nil {
+		hc = o.HTTPClient
+	}
+	return &Models{hc: hc, m: make(map[string]model.Provider)}
+}
+
+// Provider returns the client for m.
+func (ms *Models) Provider(m agent.Model) (model.Provider, error) {
+	k := m.Provider + "\x00" + m.BaseURL + "\x00" + m.APIKeyEnv
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if p, ok := ms.m[k]; ok {
+		return p, nil
+	}
+	var key string
+	if m.APIKeyEnv != "" {
+		key = os.Getenv(m.APIKeyEnv)
+		if key == "" {
+			return nil, fmt.Errorf("model %s/%s: environment variable %s is not set", m.Provider, m.Name, m.APIKeyEnv)
+		}
+	}
+	var p model.Provider
+	switch m.Provider {
+	case agent.ProviderEcho, "":
+		p = echo.New()
+	case agent.ProviderOpenAI:
+		p = openai.New(&openai.Options{BaseURL: m.BaseURL, APIKey: key, HTTPClient: ms.hc})
+	case agent.ProviderAnthropic:
+		p = anthropic.New(&anthropic.Options{BaseURL: m.BaseURL, APIKey: key, HTTPClient: ms.hc})
+	default:
+		return nil, fmt.Errorf("model %s/%s: unknown provider", m.Provider, m.Name)
+	}
+	ms.m[k] = p
+	return p, nil
+}
+
+func (a *App) saveAgent(ctx context.Context, d *agent.Definition) error {
+	def, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	return a.Store.SaveAgent(ctx, store.AgentRecord{ID: d.ID, Name: d.Name, Type: d.Type, Definition: def, UpdatedAt: time.Now().UTC()})
+}

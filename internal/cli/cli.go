@@ -1,0 +1,195 @@
+// Package cli is agentd's command line. Commands talk to a running daemon
+// through its local API socket when there is one, and otherwise run agentd
+// in process on the same data directory, with the same results.
+//
+// Exit codes a script can rely on:
+//
+//	0  success
+//	1  an error (the message says what)
+//	2  bad usage: unknown command, flag or argument
+//	3  not found: no such agent or session
+//	4  the turn ended without completing (budget, error, cancelled)
+//	5  unavailable: the data directory is locked by a process that does not answer
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"agentd/internal/agent"
+	"agentd/internal/app"
+	"agentd/internal/gateway"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+)
+
+// Exit codes.
+const (
+	ExitOK          = 0
+	ExitError       = 1
+	ExitUsage       = 2
+	ExitNotFound    = 3
+	ExitTurn        = 4
+	ExitUnavailable = 5
+)
+
+// Version is agentd's version, set at build time with -ldflags "-X agentd/internal/cli.Version=...".
+var Version = "dev"
+
+// exitError carries an exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// env is what every command shares.
+type env struct {
+	ctx      context.Context
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+	dataFlag string
+	logLevel string
+}
+
+// Main runs the command line and returns the exit code. ctx is cancelled
+// when the process is asked to stop (main handles the signals).
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	root := e.root()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "agentd:", err)
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case isUsage(err):
+		return ExitUsage
+	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, store.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, runtime.ErrBadAddress):
+		return ExitUsage
+	}
+	var ae *gateway.APIError
+	if errors.As(err, &ae) {
+		switch ae.Status {
+		case 400:
+			return ExitUsage
+		case 404:
+			return ExitNotFound
+		}
+	}
+	return ExitError
+}
+
+func isUsage(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.HasPrefix(s, "unknown flag") ||
+		strings.HasPrefix(s, "unknown shorthand flag") || strings.Contains(s, "arg(s)") ||
+		strings.HasPrefix(s, "invalid argument") || strings.HasPrefix(s, "flag needs an argument") ||
+		strings.HasPrefix(s, "usage:")
+}
+
+func (e *env) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "agentd",
+		Short:         "agentd runs LLM agents as a long-lived service",
+		Long:          "agentd runs LLM agents as a long-lived service: sessions are append-only event logs,\nturns survive restarts, and everything runs from one binary.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.PersistentFlags().StringVar(&e.dataFlag, "data", "", "data directory (default $AGENTD_HOME or ./agentd-data)")
+	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
+	root.AddCommand(
+		e.serveCmd(), e.chatCmd(), e.sendCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
+		e.resetCmd(), e.cancelCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
+	)
+	return root
+}
+
+func (e *env) dataDir() string { return agent.DataDir(e.dataFlag) }
+
+func (e *env) logger(cfgLevel string) *slog.Logger {
+	lvl := e.logLevel
+	if lvl == "" {
+		lvl = cfgLevel
+	}
+	var l slog.Level
+	switch lvl {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// backend is a client of the daemon, or of agentd run in process.
+type backend struct {
+	*gateway.Client
+	close  func() error
+	remote bool
+}
+
+// connect returns a client of the running daemon, or starts agentd in
+// process on the data directory.
+func (e *env) connect(ctx context.Context) (*backend, error) {
+	dir := e.dataDir()
+	sock := filepath.Join(dir, app.SocketFile)
+	if _, err := os.Stat(sock); err == nil {
+		c := gateway.NewUnixClient(sock)
+		if err := c.Ping(ctx); err == nil {
+			return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
+		}
+	}
+	// In process: quiet unless asked, so a command's output stays its own.
+	log := e.logger("warn")
+	if e.logLevel == "" {
+		log = e.logger("warn")
+	}
+	a, err := app.Open(ctx, dir, &app.Options{Logger: log})
+	if err != nil {
+		if errors.Is(err, app.ErrLocked) {
+			return nil, withCode(ExitUnavailable, fmt.Errorf("%w, and its socket does not answer", err))
+		}
+		return nil, err
+	}
+	if err := a.Start(ctx); err != nil {
+		a.Close(context.Background())
+		return nil, err
+	}
+	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: Version, Logger: log}))
+	return &backend{Client: c, close: func() error {
+		stop()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return a.Close(ctx)
+	}}, nil
+}

@@ -1,0 +1,595 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"agentd/internal/agent"
+	"agentd/internal/app"
+	"agentd/internal/event"
+	"agentd/internal/gateway"
+	"agentd/internal/model/fakellm"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+)
+
+func (e *env) serveCmd() *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run agentd: the runtime and its local API socket",
+		Long: "Run agentd in the foreground. It resumes any turn a previous run left unfinished,\n" +
+			"serves the local API on a unix socket in the data directory (mode 0600), and on\n" +
+			"SIGINT/SIGTERM stops accepting input, lets running turns finish for --grace, and exits.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			ctx := cmd.Context()
+			dir := e.dataDir()
+			cfg, err := agent.LoadConfig(dir)
+			if err != nil {
+				return err
+			}
+			log := e.logger(cfg.Log.Level)
+			a, err := app.Open(ctx, dir, &app.Options{Logger: log})
+			if err != nil {
+				if errors.Is(err, app.ErrLocked) {
+					return withCode(ExitUnavailable, err)
+				}
+				return err
+			}
+			if err := a.Start(ctx); err != nil {
+				a.Close(context.Background())
+				return err
+			}
+			abs, _ := filepath.Abs(dir)
+			out := e.stdout
+			fmt.Fprintf(out, "agentd %s: data in %s\n", Version, abs)
+			echo := false
+			for _, d := range a.Agents.List() {
+				fmt.Fprintf(out, "  agent %-16s %s\n", d.ID, describeModel(d.Model))
+				echo = echo || d.Model.Provider == agent.ProviderEcho
+			}
+			if echo {
+				fmt.Fprintln(out, agent.ModelHint())
+			}
+			sock := filepath.Join(dir, app.SocketFile)
+			srv := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: Version, Logger: log})
+			serr := srv.ServeUnix(ctx, sock, func() {
+				fmt.Fprintf(out, "listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
+			})
+			// Ordered shutdown: the socket is closed; now the runtime (running
+			// turns get the grace period, the rest resume next start), then
+			// the store.
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			cerr := a.Close(sctx)
+			if serr != nil && ctx.Err() == nil {
+				return serr
+			}
+			if cerr != nil {
+				return cerr
+			}
+			fmt.Fprintln(out, "agentd stopped")
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running turns may finish at shutdown")
+	return cmd
+}
+
+func describeModel(m agent.Model) string {
+	s := m.Provider
+	if m.Provider == agent.ProviderEcho {
+		return "echo (built-in offline model)"
+	}
+	s += " " + m.Name
+	if m.BaseURL != "" {
+		s += " at " + m.BaseURL
+	}
+	for _, f := range m.Fallbacks {
+		s += ", then " + f.Provider + " " + f.Name
+	}
+	return s
+}
+
+// address builds a session address from an agent (or a full address) and
+// a --session key.
+func address(agentOrAddr, key string) string {
+	if strings.Contains(agentOrAddr, "/") {
+		return agentOrAddr
+	}
+	return agentOrAddr + "/" + key
+}
+
+func defaultKey() string {
+	u := os.Getenv("USER")
+	if u == "" {
+		u = "local"
+	}
+	return "cli:" + u
+}
+
+func (e *env) sendCmd() *cobra.Command {
+	var key, idem string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "send <agent> <message>...",
+		Short: "Send one message and print the reply",
+		Long: "Send one message to an agent's session and print the reply when the turn ends.\n" +
+			"With --json, print every event of the turn as a JSON line, then a final line with the end.\n" +
+			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel).",
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			b, err := e.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			addr := address(args[0], key)
+			enc := json.NewEncoder(e.stdout)
+			rc, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli"},
+				func(ev event.Event) error {
+					if asJSON && ev.Seq > 0 { // logged events only: the same lines agentd log --json prints
+						return enc.Encode(ev)
+					}
+					return nil
+				})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc.Encode(gateway.StreamLine{Receipt: &rc, End: &end})
+			} else if end.Reply != "" {
+				fmt.Fprintln(e.stdout, end.Reply)
+			}
+			if end.Status != event.StatusDone {
+				return withCode(ExitTurn, fmt.Errorf("turn %d %s: %s", rc.Turn, end.Status, end.Reason))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
+	cmd.Flags().StringVar(&idem, "idempotency-key", "", "a key that makes a repeated send start no second turn")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the turn's events as JSON lines")
+	return cmd
+}
+
+func (e *env) chatCmd() *cobra.Command {
+	var key string
+	cmd := &cobra.Command{
+		Use:   "chat <agent>",
+		Short: "Chat with an agent in the terminal",
+		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /quit (or Ctrl-D) to leave.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			b, err := e.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			addr := address(args[0], key)
+			if _, _, err := runtime.ParseAddress(addr); err != nil {
+				return err
+			}
+			out := e.stdout
+			fmt.Fprintf(out, "chatting with %s — /reset to start over, /quit to leave\n", addr)
+			in := bufio.NewScanner(e.stdin)
+			in.Buffer(make([]byte, 64<<10), 1<<20)
+			for {
+				fmt.Fprint(out, "\nyou> ")
+				if !in.Scan() {
+					fmt.Fprintln(out)
+					return in.Err()
+				}
+				line := strings.TrimSpace(in.Text())
+				switch line {
+				case "":
+					continue
+				case "/quit", "/exit":
+					return nil
+				case "/reset":
+					if err := b.Reset(ctx, addr); err != nil {
+						return err
+					}
+					fmt.Fprintln(out, "(context reset)")
+					continue
+				case "/help":
+					fmt.Fprintln(out, "/reset  restart the context (the log keeps everything)\n/quit   leave")
+					continue
+				}
+				fmt.Fprint(out, "agent> ")
+				p := &chatPrinter{w: out}
+				_, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: line, Source: "cli"}, p.event)
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					fmt.Fprintf(out, "\n[error: %v]\n", err)
+					continue
+				}
+				p.end(end)
+			}
+		},
+	}
+	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
+	return cmd
+}
+
+// chatPrinter renders a streamed turn for a person.
+type chatPrinter struct {
+	w       interface{ Write([]byte) (int, error) }
+	text    bool // text printed in the current step
+	streams bool // deltas arrived for the current step
+}
+
+func (p *chatPrinter) event(ev event.Event) error {
+	switch ev.Kind {
+	case event.TextDelta:
+		var d event.DeltaData
+		if ev.Decode(&d) == nil && !d.Reasoning {
+			fmt.Fprint(p.w, d.Text)
+			p.text, p.streams = true, true
+		}
+	case event.Text:
+		if !p.streams {
+			var d event.TextData
+			ev.Decode(&d)
+			fmt.Fprint(p.w, d.Text)
+			p.text = true
+		}
+		p.streams = false
+	case event.ToolCall:
+		var d event.ToolCallData
+		ev.Decode(&d)
+		if p.text {
+			fmt.Fprintln(p.w)
+			p.text = false
+		}
+		fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
+		p.streams = false
+	case event.ToolResult:
+		var d event.ToolResultData
+		ev.Decode(&d)
+		status := "ok"
+		if d.IsError {
+			status = "error"
+		}
+		fmt.Fprintf(p.w, "  ↳ %s (%d ms): %s\n", status, d.DurationMS, clip(firstLine(d.Output), 200))
+	case event.ModelCall:
+		var d event.ModelCallData
+		if ev.Decode(&d) == nil && d.Error != "" {
+			fmt.Fprintf(p.w, "  [model %s attempt %d failed: %s]\n", d.Model, d.Attempt, d.Error)
+		}
+	}
+	return nil
+}
+
+func (p *chatPrinter) end(end event.TurnEndData) {
+	if p.text {
+		fmt.Fprintln(p.w)
+	}
+	if end.Status != event.StatusDone {
+		fmt.Fprintf(p.w, "[turn %s: %s]\n", end.Status, end.Reason)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func (e *env) agentsCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "agents",
+		Short: "List agents",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := e.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			list, err := b.Agents(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(e.stdout).Encode(list)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tTYPE\tMODEL")
+			for _, a := range list {
+				m := a.Provider + " " + a.Model
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (e *env) sessionsCmd() *cobra.Command {
+	var f store.SessionFilter
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions, most recently active first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := e.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			list, err := b.Sessions(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(e.stdout).Encode(list)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&f.Agent, "agent", "", "only this agent's sessions")
+	cmd.Flags().StringVar(&f.State, "state", "", "only sessions in this state")
+	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (e *env) logCmd() *cobra.Command {
+	var asJSON, follow bool
+	var after int64
+	cmd := &cobra.Command{
+		Use:   "log <agent>/<key>",
+		Short: "Print a session's event log",
+		Long:  "Print every event of a session's log in order. --follow keeps waiting for new events.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			b, err := e.connect(ctx)
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			enc := json.NewEncoder(e.stdout)
+			for {
+				wait := time.Duration(0)
+				if follow {
+					wait = 30 * time.Second
+				}
+				page, err := b.Events(ctx, args[0], after, 1000, wait)
+				if err != nil {
+					if follow && ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				for _, ev := range page.Events {
+					if asJSON {
+						enc.Encode(ev)
+					} else {
+						fmt.Fprintln(e.stdout, FormatEvent(ev))
+					}
+				}
+				after = page.Next
+				if len(page.Events) == 0 && !follow {
+					return nil
+				}
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print events as JSON lines")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	cmd.Flags().Int64Var(&after, "after", 0, "start after this sequence number")
+	return cmd
+}
+
+// FormatEvent renders one event on one line for a person.
+func FormatEvent(ev event.Event) string {
+	head := fmt.Sprintf("%5d  %s  t%-5d %-14s", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Turn, ev.Kind)
+	var body string
+	switch ev.Kind {
+	case event.Input, event.SystemMessage:
+		var d event.InputData
+		ev.Decode(&d)
+		body = d.Text
+		if d.Origin != "" {
+			body = "[" + d.Origin + "] " + body
+		}
+		if d.Silent {
+			body += " (silent)"
+		}
+	case event.Text, event.Thought:
+		var d event.TextData
+		ev.Decode(&d)
+		body = d.Text
+	case event.ToolCall:
+		var d event.ToolCallData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s %s  [%s]", d.Name, d.Args, d.ID)
+	case event.ToolResult:
+		var d event.ToolResultData
+		ev.Decode(&d)
+		st := "ok"
+		switch {
+		case d.Interrupted:
+			st = "interrupted"
+		case d.IsError:
+			st = "error"
+		}
+		body = fmt.Sprintf("%s %s (%d ms): %s", d.Name, st, d.DurationMS, d.Output)
+	case event.ModelCall:
+		var d event.ModelCallData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s/%s step %d attempt %d %.1f ms in=%d out=%d $%.6f", d.Provider, d.Model, d.Step, d.Attempt, d.LatencyMS, d.InputTokens, d.OutputTokens, d.CostUSD)
+		if d.Error != "" {
+			body += " error: " + d.Error
+		}
+	case event.TurnEnd:
+		var d event.TurnEndData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s steps=%d %.1f ms", d.Status, d.Steps, d.DurationMS)
+		if d.Budget != "" {
+			body += " budget=" + d.Budget
+		}
+		if d.Reason != "" {
+			body += ": " + d.Reason
+		}
+	case event.Reset, event.Marker:
+		var d event.MarkerData
+		ev.Decode(&d)
+		body = d.Name
+		if d.Reason != "" {
+			body += ": " + d.Reason
+		}
+	case event.Error:
+		var d event.ErrorData
+		ev.Decode(&d)
+		body = d.Kind + ": " + d.Message
+	default:
+		body = string(ev.Data)
+	}
+	return head + " " + clip(strings.ReplaceAll(body, "\n", "⏎"), 300)
+}
+
+func (e *env) resetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reset <agent>/<key>",
+		Short: "Restart a session's context (the log keeps everything)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := e.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			if err := b.Reset(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s: context reset\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (e *env) cancelCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel <agent>/<key>",
+		Short: "Cancel a session's running turn",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := e.connect(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer b.close()
+			if err := b.Cancel(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s: turn cancelled\n", args[0])
+			return nil
+		},
+	}
+}
+
+func (e *env) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(e.stdout, "agentd %s %s %s/%s\n", Version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
+			return nil
+		},
+	}
+}
+
+func (e *env) initCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init",
+		Short: "Write a commented example configuration into the data directory",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			dir := e.dataDir()
+			created, err := agent.Init(dir)
+			if err != nil {
+				return err
+			}
+			if len(created) == 0 {
+				fmt.Fprintf(e.stdout, "%s already has a configuration; nothing written\n", dir)
+				return nil
+			}
+			for _, f := range created {
+				fmt.Fprintln(e.stdout, "wrote", f)
+			}
+			fmt.Fprintln(e.stdout, agent.ModelHint())
+			return nil
+		},
+	}
+}
+
+func (e *env) fakellmCmd() *cobra.Command {
+	var listen, script string
+	cmd := &cobra.Command{
+		Use:   "fakellm",
+		Short: "Run the scripted fake model server (OpenAI and Anthropic wire formats)",
+		Long:  "Run a fake model server for demos and tests. Without --script it echoes the last user\nmessage. The script format is described in docs/fakellm.md.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var s *fakellm.Script
+			if script != "" {
+				src, err := os.ReadFile(script)
+				if err != nil {
+					return err
+				}
+				if s, err = fakellm.ParseScript(script, src); err != nil {
+					return err
+				}
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			a := ln.Addr().String()
+			fmt.Fprintf(e.stdout, "fakellm listening on http://%s\n  OpenAI-compatible base_url: http://%s/v1\n  Anthropic base_url:         http://%s\n", a, a, a)
+			srv := fakellm.New(s, &fakellm.Options{Logger: e.logger("warn")})
+			return srv.Serve(cmd.Context(), ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8400", "address to listen on")
+	cmd.Flags().StringVar(&script, "script", "", "script file (default: echo)")
+	return cmd
+}

@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"strings"
+
+	"agentd/internal/event"
+	"agentd/internal/model"
+)
+
+// Messages derives the model conversation from log events (those after the
+// last reset marker, in order). It keeps every tool call paired with a
+// result, as the model APIs require: a call whose result never arrived (the
+// turn was cancelled, or agentd stopped) gets a synthetic result saying so,
+// and a message logged between a call and its result is moved after the
+// results. Events that are not part of the conversation (model calls,
+// thoughts, errors, markers) are skipped.
+func Messages(evs []event.Event) []model.Message {
+	b := builder{msgs: make([]model.Message, 0, len(evs)), group: -1}
+	for i := range evs {
+		b.add(&evs[i])
+	}
+	b.closeGroup()
+	return b.msgs
+}
+
+type builder struct {
+	msgs []model.Message
+	// The open tool group: the assistant message whose calls still wait for
+	// results, and what was logged meanwhile.
+	group    int // index of the assistant message in msgs, -1 if none
+	open     map[string]bool
+	deferred []model.Message
+	turn     int64
+	step     int
+	hasStep  bool
+}
+
+func (b *builder) add(e *event.Event) {
+	switch e.Kind {
+	case event.Input, event.SystemMessage:
+		var d event.InputData
+		if e.Decode(&d) != nil {
+			return
+		}
+		text := d.Text
+		if e.Kind == event.SystemMessage {
+			text = wrapSystem(d.Origin, d.Text)
+		}
+		b.other(model.Message{Role: model.RoleUser, Content: text})
+	case event.Text:
+		var d event.TextData
+		if e.Decode(&d) != nil {
+			return
+		}
+		a := b.assistant(e.Turn, d.Step)
+		if a.Content != "" {
+			a.Content += "\n"
+		}
+		a.Content += d.Text
+	case event.ToolCall:
+		var d event.ToolCallData
+		if e.Decode(&d) != nil {
+			return
+		}
+		a := b.assistant(e.Turn, d.Step)
+		a.ToolCalls = append(a.ToolCalls, model.ToolCall{ID: d.ID, Name: d.Name, Args: d.Args})
+		if b.open == nil {
+			b.open = make(map[string]bool)
+		}
+		b.open[d.ID] = true
+		b.group = len(b.msgs) - 1
+	case event.ToolResult:
+		var d event.ToolResultData
+		if e.Decode(&d) != nil || !b.open[d.ID] {
+			return // a result without its call cannot be sent
+		}
+		delete(b.open, d.ID)
+		b.msgs = append(b.msgs, model.Message{Role: model.RoleTool, Content: d.Output, ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError})
+		if len(b.open) == 0 {
+			b.closeGroup()
+		}
+	case event.TurnEnd:
+		b.closeGroup()
+		b.hasStep = false
+	}
+}
+
+// assistant returns the assistant message of (turn, step), starting one if
+// the last message is not it.
+func (b *builder) assistant(turn int64, step int) *model.Message {
+	if b.hasStep && b.turn == turn && b.step == step && len(b.msgs) > 0 && b.msgs[len(b.msgs)-1].Role == model.RoleAssistant {
+		return &b.msgs[len(b.msgs)-1]
+	}
+	b.closeGroup()
+	b.turn, b.step, b.hasStep = turn, step, true
+	b.msgs = append(b.msgs, model.Message{Role: model.RoleAssistant})
+	return &b.msgs[len(b.msgs)-1]
+}
+
+// other adds a non-assistant, non-tool message, deferring it while a tool
+// group waits for results.
+func (b *builder) other(m model.Message) {
+	b.hasStep = false
+	if len(b.open) > 0 {
+		b.deferred = append(b.deferred, m)
+		return
+	}
+	b.msgs = append(b.msgs, m)
+}
+
+// closeGroup gives every call still open a synthetic result, then appends
+// the messages deferred meanwhile.
+func (b *builder) closeGroup() {
+	if len(b.open) > 0 && b.group >= 0 && b.group < len(b.msgs) {
+		for _, c := range b.msgs[b.group].ToolCalls {
+			if b.open[c.ID] {
+				b.msgs = append(b.msgs, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, IsError: true,
+					Content: "no result: the turn ended before this call finished"})
+			}
+		}
+	}
+	clear(b.open)
+	b.group = -1
+	b.msgs = append(b.msgs, b.deferred...)
+	b.deferred = b.deferred[:0]
+}
+
+func wrapSystem(origin, text string) string {
+	var sb strings.Builder
+	sb.WriteString("<system_message")
+	if origin != "" {
+		sb.WriteString(` origin="`)
+		sb.WriteString(strings.ReplaceAll(origin, `"`, "&quot;"))
+		sb.WriteString(`"`)
+	}
+	sb.WriteString(">")
+	sb.WriteString(text)
+	sb.WriteString("</system_message>")
+	return sb.String()
+}

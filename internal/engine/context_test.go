@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/event"
+	"agentd/internal/model"
+)
+
+func ev(turn int64, kind event.Kind, payload any) event.Event {
+	return event.New(1, turn, kind, payload)
+}
+
+func TestMessages(t *testing.T) {
+	args := json.RawMessage(`{"x":1}`)
+	tests := []struct {
+		name string
+		evs  []event.Event
+		want []model.Message
+	}{
+		{
+			name: "text turn",
+			evs: []event.Event{
+				ev(1, event.Input, event.InputData{Text: "hi"}),
+				ev(1, event.ModelCall, event.ModelCallData{Step: 1}),
+				ev(1, event.Text, event.TextData{Text: "hello", Step: 1}),
+				ev(1, event.TurnEnd, event.TurnEndData{Status: "done"}),
+			},
+			want: []model.Message{{Role: model.RoleUser, Content: "hi"}, {Role: model.RoleAssistant, Content: "hello"}},
+		},
+		{
+			name: "tool calls and results",
+			evs: []event.Event{
+				ev(1, event.Input, event.InputData{Text: "calc"}),
+				ev(1, event.Text, event.TextData{Text: "let me", Step: 1}),
+				ev(1, event.ToolCall, event.ToolCallData{ID: "a", Name: "calculator", Args: args, Step: 1}),
+				ev(1, event.ToolCall, event.ToolCallData{ID: "b", Name: "clock", Args: args, Step: 1}),
+				ev(1, event.ToolResult, event.ToolResultData{ID: "b", Name: "clock", Output: "noon"}),
+				ev(1, event.ToolResult, event.ToolResultData{ID: "a", Name: "calculator", Output: "2"}),
+				ev(1, event.Text, event.TextData{Text: "2 at noon", Step: 2}),
+			},
+			want: []model.Message{
+				{Role: model.RoleUser, Content: "calc"},
+				{Role: model.RoleAssistant, Content: "let me", ToolCalls: []model.ToolCall{{ID: "a", Name: "calculator", Args: args}, {ID: "b", Name: "clock", Args: args}}},
+				{Role: model.RoleTool, Content: "noon", ToolCallID: "b", ToolName: "clock"},
+				{Role: model.RoleTool, Content: "2", ToolCallID: "a", ToolName: "calculator"},
+				{Role: model.RoleAssistant, Content: "2 at noon"},
+			},
+		},
+		{
+			name: "unfinished call gets a synthetic result; message logged meanwhile moves after it",
+			evs: []event.Event{
+				ev(1, event.Input, event.InputData{Text: "go"}),
+				ev(1, event.ToolCall, event.ToolCallData{ID: "a", Name: "slow", Args: args, Step: 1}),
+				ev(0, event.SystemMessage, event.InputData{Text: "note", Origin: "ops", Silent: true}),
+				ev(1, event.TurnEnd, event.TurnEndData{Status: "cancelled"}),
+				ev(2, event.Input, event.InputData{Text: "again"}),
+			},
+			want: []model.Message{
+				{Role: model.RoleUser, Content: "go"},
+				{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "a", Name: "slow", Args: args}}},
+				{Role: model.RoleTool, ToolCallID: "a", ToolName: "slow", IsError: true, Content: "no result: the turn ended before this call finished"},
+				{Role: model.RoleUser, Content: `<system_message origin="ops">note</system_message>`},
+				{Role: model.RoleUser, Content: "again"},
+			},
+		},
+		{
+			name: "orphan result is dropped",
+			evs: []event.Event{
+				ev(1, event.Input, event.InputData{Text: "x"}),
+				ev(1, event.ToolResult, event.ToolResultData{ID: "zz", Output: "?"}),
+			},
+			want: []model.Message{{Role: model.RoleUser, Content: "x"}},
+		},
+		{
+			name: "same step number in two turns makes two assistant messages",
+			evs: []event.Event{
+				ev(1, event.Input, event.InputData{Text: "a"}),
+				ev(1, event.Text, event.TextData{Text: "A", Step: 1}),
+				ev(1, event.TurnEnd, event.TurnEndData{Status: "done"}),
+				ev(2, event.Input, event.InputData{Text: "b"}),
+				ev(2, event.Text, event.TextData{Text: "B", Step: 1}),
+			},
+			want: []model.Message{
+				{Role: model.RoleUser, Content: "a"}, {Role: model.RoleAssistant, Content: "A"},
+				{Role: model.RoleUser, Content: "b"}, {Role: model.RoleAssistant, Content: "B"},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Messages(tt.evs)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Messages (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func BenchmarkMessages(b *testing.B) {
+	var evs []event.Event
+	for i := int64(1); i <= 50; i++ {
+		evs = append(evs,
+			ev(i, event.Input, event.InputData{Text: "what time is it?"}),
+			ev(i, event.ModelCall, event.ModelCallData{Step: 1}),
+			ev(i, event.ToolCall, event.ToolCallData{ID: "c1", Name: "clock", Args: json.RawMessage(`{}`), Step: 1}),
+			ev(i, event.ToolResult, event.ToolResultData{ID: "c1", Name: "clock", Output: `{"time":"2026-11-22T04:00:00Z"}`}),
+			ev(i, event.Text, event.TextData{Text: "It is four o'clock.", Step: 2}),
+			ev(i, event.TurnEnd, event.TurnEndData{Status: "done"}),
+		)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Messages(evs)
+	}
+}

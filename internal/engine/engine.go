@@ -1,0 +1,610 @@
+// Package engine runs one turn of an agent: it derives the model context
+// from the session's log, streams the model, runs the tools it asks for
+// (in parallel, each with a deadline and an output cap, under the agent's
+// policy), loops until the model answers without tool calls or a budget
+// stops it, and appends every step to the log as it happens.
+//
+// A turn can resume from its own events after a restart: a tool call that
+// was logged but has no result is re-run only if the tool is read-only or
+// idempotent; otherwise it gets an "interrupted" result and the turn goes on.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/model"
+	"agentd/internal/store"
+	"agentd/internal/tool"
+)
+
+// Causes a turn's context can be cancelled with (context.WithCancelCause).
+var (
+	ErrCancelled   = errors.New("turn cancelled")
+	ErrInterrupted = errors.New("turn interrupted by a newer message")
+	// ErrShutdown leaves the turn unfinished in the log, to resume at the
+	// next start.
+	ErrShutdown = errors.New("agentd is shutting down")
+)
+
+var errWallTime = errors.New("wall time budget reached")
+
+// InterruptedOutput is the result recorded for a non-idempotent tool call
+// that was running when agentd stopped.
+const InterruptedOutput = "agentd restarted before this call finished; it may or may not have taken effect"
+
+// Log commits batches durably and then publishes their events.
+type Log interface {
+	Commit(ctx context.Context, b *store.Batch) error
+}
+
+// Live publishes events that are not stored (text deltas).
+type Live interface {
+	Publish(evs ...event.Event)
+}
+
+// Models resolves a model configuration to a provider.
+type Models interface {
+	Provider(m agent.Model) (model.Provider, error)
+}
+
+// Tools is the tool registry as the engine uses it.
+type Tools interface {
+	Get(name string) (tool.Tool, bool)
+	Visible(p tool.Policy) []tool.Spec
+	Run(ctx context.Context, c *tool.Call, opts *tool.RunOptions) tool.Outcome
+}
+
+// Options configure an Engine. Log, Models and Tools are required.
+type Options struct {
+	Log    Log
+	Live   Live // may be nil
+	Models Models
+	Tools  Tools
+	Prices map[string]agent.Price
+	Logger *slog.Logger
+	// BaseBackoff is the first retry delay (default 500ms); it doubles per
+	// attempt up to MaxBackoff (default 30s), with full jitter.
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+}
+
+// Engine runs turns. It is safe for concurrent use; each turn is independent.
+type Engine struct {
+	o Options
+}
+
+// New returns an engine.
+func New(o *Options) *Engine {
+	e := &Engine{o: *o}
+	if e.o.Logger == nil {
+		e.o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if e.o.BaseBackoff <= 0 {
+		e.o.BaseBackoff = 500 * time.Millisecond
+	}
+	if e.o.MaxBackoff <= 0 {
+		e.o.MaxBackoff = 30 * time.Second
+	}
+	return e
+}
+
+// Turn is one turn to run.
+type Turn struct {
+	ID      int64           // the inbox item's id
+	Session store.Session   // the session it runs in
+	Agent   *agent.Definition
+	Item    store.InboxItem // the input
+	// History is the session's context before this turn: the events after
+	// the last reset marker, not including this turn's.
+	History []event.Event
+	// Prior holds this turn's events already in the log, when resuming
+	// after a restart; nil for a new turn.
+	Prior []event.Event
+	// SpentToday is the agent's spending so far today, for the daily budget.
+	SpentToday float64
+}
+
+// run is the state of one running turn.
+type run struct {
+	e       *Engine
+	t       *Turn
+	def     *agent.Definition
+	policy  tool.Policy
+	msgs    []model.Message
+	start   time.Time
+	steps   int
+	inTok   int
+	outTok  int
+	cost    float64
+	reply   string
+	session int64
+}
+
+// Run runs a turn to its end and returns how it ended; its turn_end event
+// is committed together with the completion of the inbox item, so an input
+// is answered exactly once. It returns an error, leaving the turn unfinished
+// in the log to be resumed, only when the log cannot be written or ctx was
+// cancelled with ErrShutdown.
+func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
+	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID}
+	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	if w := r.def.Budgets.MaxWallTime.D(); w > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, w, errWallTime)
+		defer cancel()
+	}
+	end, err := r.loop(ctx)
+	if err != nil {
+		return end, err
+	}
+	end.Steps, end.InputTokens, end.OutputTokens, end.CostUSD = r.steps, r.inTok, r.outTok, r.cost
+	end.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
+	if end.Reply == "" {
+		end.Reply = r.reply
+	}
+	b := &store.Batch{Session: r.session, Done: []int64{t.ID}, State: store.StateIdle,
+		Events: []event.Event{event.New(r.session, t.ID, event.TurnEnd, end)}}
+	// The end must be written even if the turn's context was cancelled.
+	if err := e.o.Log.Commit(context.WithoutCancel(ctx), b); err != nil {
+		return end, fmt.Errorf("engine: end turn: %w", err)
+	}
+	return end, nil
+}
+
+func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
+	pending, err := r.prepare(ctx)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
+	if len(pending) > 0 {
+		if err := r.runTools(ctx, pending); err != nil {
+			return r.stopped(ctx, err)
+		}
+	}
+	for {
+		if end, stop := r.checkBudgets(); stop {
+			return end, nil
+		}
+		resp, err := r.callModel(ctx)
+		if err != nil {
+			return r.stopped(ctx, err)
+		}
+		calls, err := r.commitStep(ctx, resp)
+		if err != nil {
+			return event.TurnEndData{}, err
+		}
+		if len(calls) == 0 {
+			return event.TurnEndData{Status: event.StatusDone}, nil
+		}
+		if err := r.runTools(ctx, calls); err != nil {
+			return r.stopped(ctx, err)
+		}
+	}
+}
+
+// prepare builds the conversation and, for a new turn, logs the input. For
+// a resumed turn it returns the logged tool calls that have no result yet.
+func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
+	t := r.t
+	evs := make([]event.Event, 0, len(t.History)+len(t.Prior)+1)
+	evs = append(evs, t.History...)
+	if len(t.Prior) == 0 {
+		in := event.New(r.session, t.ID, t.Item.Kind, event.InputData{
+			Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey})
+		b := &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}
+		if err := r.e.o.Log.Commit(ctx, b); err != nil {
+			return nil, fmt.Errorf("engine: log input: %w", err)
+		}
+		evs = append(evs, b.Events[0])
+		r.msgs = Messages(evs)
+		return nil, nil
+	}
+	// Resuming: count what was spent and find calls without results.
+	var calls []pendingCall
+	done := map[string]bool{}
+	for i := range t.Prior {
+		ev := &t.Prior[i]
+		switch ev.Kind {
+		case event.ModelCall:
+			var d event.ModelCallData
+			if ev.Decode(&d) == nil {
+				r.inTok += d.InputTokens
+				r.outTok += d.OutputTokens
+				r.cost += d.CostUSD
+				if d.Error == "" {
+					r.steps++
+				}
+			}
+		case event.Text:
+			var d event.TextData
+			if ev.Decode(&d) == nil {
+				r.reply = d.Text
+			}
+		case event.ToolCall:
+			var d event.ToolCallData
+			if ev.Decode(&d) == nil {
+				calls = append(calls, pendingCall{ToolCallData: d})
+			}
+		case event.ToolResult:
+			var d event.ToolResultData
+			if ev.Decode(&d) == nil {
+				done[d.ID] = true
+			}
+		}
+	}
+	var pending []pendingCall
+	for _, c := range calls {
+		if !done[c.ID] {
+			c.resumed = true
+			pending = append(pending, c)
+		}
+	}
+	if len(t.Prior) > 0 && t.Prior[0].Kind != t.Item.Kind {
+		// The input itself was never logged (the crash came before it).
+		return nil, fmt.Errorf("engine: resume turn %d: first event is %s, not the input", t.ID, t.Prior[0].Kind)
+	}
+	evs = append(evs, t.Prior...)
+	// Messages would give unfinished calls a synthetic result; the pending
+	// calls are about to get real ones, so build without them first.
+	r.msgs = Messages(evs)
+	r.msgs = dropSynthetic(r.msgs, pending)
+	return pending, nil
+}
+
+// dropSynthetic removes the synthetic results Messages added for calls that
+// are about to run.
+func dropSynthetic(msgs []model.Message, pending []pendingCall) []model.Message {
+	if len(pending) == 0 {
+		return msgs
+	}
+	ids := make(map[string]bool, len(pending))
+	for _, p := range pending {
+		ids[p.ID] = true
+	}
+	out := msgs[:0]
+	for _, m := range msgs {
+		if m.Role == model.RoleTool && ids[m.ToolCallID] {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// checkBudgets is called before each model call.
+func (r *run) checkBudgets() (event.TurnEndData, bool) {
+	b := r.def.Budgets
+	stop := func(name, reason string) (event.TurnEndData, bool) {
+		return event.TurnEndData{Status: event.StatusBudget, Budget: name, Reason: reason}, true
+	}
+	maxSteps := b.MaxSteps
+	if maxSteps <= 0 {
+		maxSteps = 25
+	}
+	switch {
+	case r.steps >= maxSteps:
+		return stop("max_steps", fmt.Sprintf("stopped: the turn used its %d model steps (budgets.max_steps)", maxSteps))
+	case b.MaxOutputTokens > 0 && r.outTok >= b.MaxOutputTokens:
+		return stop("max_output_tokens", fmt.Sprintf("stopped: the turn used %d of %d output tokens (budgets.max_output_tokens)", r.outTok, b.MaxOutputTokens))
+	case b.MaxUSDPerTurn > 0 && r.cost >= b.MaxUSDPerTurn:
+		return stop("max_usd_per_turn", fmt.Sprintf("stopped: the turn cost $%.4f of its $%.4f budget (budgets.max_usd_per_turn)", r.cost, b.MaxUSDPerTurn))
+	case b.MaxUSDPerDay > 0 && r.t.SpentToday+r.cost >= b.MaxUSDPerDay:
+		return stop("max_usd_per_day", fmt.Sprintf("stopped: the agent spent $%.4f today of its $%.4f budget (budgets.max_usd_per_day)", r.t.SpentToday+r.cost, b.MaxUSDPerDay))
+	case b.MaxWallTime > 0 && time.Since(r.start) >= b.MaxWallTime.D():
+		return stop("max_wall_time", fmt.Sprintf("stopped: the turn ran for its %s (budgets.max_wall_time)", b.MaxWallTime.D()))
+	}
+	return event.TurnEndData{}, false
+}
+
+// stopped turns a failure inside the loop into the turn's end, or into an
+// error that leaves the turn unfinished (shutdown, store failure).
+func (r *run) stopped(ctx context.Context, err error) (event.TurnEndData, error) {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrShutdown) || errors.Is(err, ErrShutdown):
+		return event.TurnEndData{}, ErrShutdown
+	case errors.Is(err, errStore):
+		return event.TurnEndData{}, err
+	case errors.Is(cause, errWallTime):
+		return event.TurnEndData{Status: event.StatusBudget, Budget: "max_wall_time",
+			Reason: fmt.Sprintf("stopped: the turn ran for its %s (budgets.max_wall_time)", r.def.Budgets.MaxWallTime.D())}, nil
+	case errors.Is(cause, ErrInterrupted):
+		return event.TurnEndData{Status: event.StatusInterrupted, Reason: ErrInterrupted.Error()}, nil
+	case ctx.Err() != nil:
+		return event.TurnEndData{Status: event.StatusCancelled, Reason: ErrCancelled.Error()}, nil
+	}
+	ev := event.New(r.session, r.t.ID, event.Error, event.ErrorData{Kind: model.Kind(err), Message: err.Error()})
+	if cerr := r.e.o.Log.Commit(ctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}); cerr != nil {
+		return event.TurnEndData{}, fmt.Errorf("engine: log error: %w: %w", errStore, cerr)
+	}
+	return event.TurnEndData{Status: event.StatusError, Reason: err.Error()}, nil
+}
+
+var errStore = errors.New("log write failed")
+
+// callModel calls the agent's model, retrying retryable failures with
+// backoff and then trying each fallback in order. Every attempt is logged.
+func (r *run) callModel(ctx context.Context) (*stepResponse, error) {
+	chain := append([]agent.Model{r.def.Model}, r.def.Model.Fallbacks...)
+	specs := r.toolSpecs()
+	step := r.steps + 1
+	var last error
+	for _, m := range chain {
+		p, err := r.e.o.Models.Provider(m)
+		if err != nil {
+			last = err
+			continue
+		}
+		req := r.request(m, specs)
+		attempts := m.Retries
+		if attempts <= 0 {
+			attempts = 3
+		}
+		for attempt := 1; attempt <= attempts; attempt++ {
+			resp, lat, err := r.stream(ctx, p, m, req, step, attempt)
+			if err == nil {
+				return &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}, nil
+			}
+			last = err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			mc := event.ModelCallData{Provider: m.Provider, Model: m.Name, Step: step, Attempt: attempt,
+				LatencyMS: ms(lat), Error: err.Error(), ErrorKind: model.Kind(err)}
+			ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
+			if cerr := r.e.o.Log.Commit(ctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}); cerr != nil {
+				return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, cerr)
+			}
+			r.e.o.Logger.Warn("model call failed", "agent", r.def.ID, "provider", m.Provider, "model", m.Name, "attempt", attempt, "err", err)
+			if !model.Retryable(err) || attempt == attempts {
+				break
+			}
+			if err := sleep(ctx, r.e.backoff(attempt, model.RetryAfter(err))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nil, fmt.Errorf("every model failed; last: %w", last)
+}
+
+type stepResponse struct {
+	*model.Response
+	model   agent.Model
+	latency time.Duration
+	attempt int
+	step    int
+}
+
+func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, step, attempt int) (*model.Response, time.Duration, error) {
+	if d := m.Timeout.D(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	var onDelta func(model.Delta)
+	if live := r.e.o.Live; live != nil {
+		onDelta = func(d model.Delta) {
+			live.Publish(event.Event{Session: r.session, Turn: r.t.ID, Kind: event.TextDelta, Time: time.Now(),
+				Data: deltaJSON(d, step, attempt)})
+		}
+	}
+	start := time.Now()
+	resp, err := p.Stream(ctx, req, onDelta)
+	return resp, time.Since(start), err
+}
+
+func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
+	b := make([]byte, 0, len(d.Text)+48)
+	b = append(b, `{"text":`...)
+	b = strconv.AppendQuote(b, d.Text)
+	if d.Reasoning {
+		b = append(b, `,"reasoning":true`...)
+	}
+	b = append(b, `,"step":`...)
+	b = strconv.AppendInt(b, int64(step), 10)
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(attempt), 10)
+	return append(b, '}')
+}
+
+func (r *run) request(m agent.Model, specs []model.ToolSpec) *model.Request {
+	req := &model.Request{
+		Model:       m.Name,
+		System:      r.def.SystemPrompt,
+		Messages:    r.msgs,
+		Tools:       specs,
+		MaxTokens:   m.Params.MaxTokens,
+		Temperature: m.Params.Temperature,
+		TopP:        m.Params.TopP,
+		Stop:        m.Params.Stop,
+		Extra:       m.Params.Extra,
+	}
+	if b := r.def.Budgets.MaxOutputTokens; b > 0 {
+		left := b - r.outTok
+		if req.MaxTokens == 0 || left < req.MaxTokens {
+			req.MaxTokens = max(left, 1)
+		}
+	}
+	return req
+}
+
+func (r *run) toolSpecs() []model.ToolSpec {
+	vis := r.e.o.Tools.Visible(r.policy)
+	specs := make([]model.ToolSpec, 0, len(vis))
+	for _, s := range vis {
+		if s.Kind != "" && s.Kind != tool.KindModel {
+			continue
+		}
+		specs = append(specs, model.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.InputSchema})
+	}
+	return specs
+}
+
+func (e *Engine) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	if retryAfter > 0 {
+		return min(retryAfter, 2*e.o.MaxBackoff)
+	}
+	d := float64(e.o.BaseBackoff) * math.Pow(2, float64(attempt-1))
+	d = min(d, float64(e.o.MaxBackoff))
+	// Full jitter between half and the whole delay.
+	return time.Duration(d/2 + rand.Float64()*d/2)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type pendingCall struct {
+	event.ToolCallData
+	resumed bool
+}
+
+// commitStep logs a model step — its model_call, reasoning, text and tool
+// calls — in one batch, before any tool runs.
+func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, error) {
+	r.steps++
+	u := s.Usage
+	r.inTok += u.InputTokens
+	r.outTok += u.OutputTokens
+	cost := r.price(s.model.Name, u)
+	r.cost += cost
+	evs := make([]event.Event, 0, 3+len(s.ToolCalls))
+	evs = append(evs, event.New(r.session, r.t.ID, event.ModelCall, event.ModelCallData{
+		Provider: s.model.Provider, Model: s.model.Name, Step: s.step, Attempt: s.attempt,
+		LatencyMS: ms(s.latency), InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CostUSD: cost, StopReason: s.StopReason}))
+	if s.Reasoning != "" {
+		evs = append(evs, event.New(r.session, r.t.ID, event.Thought, event.TextData{Text: s.Reasoning, Step: s.step}))
+	}
+	if s.Text != "" {
+		evs = append(evs, event.New(r.session, r.t.ID, event.Text, event.TextData{Text: s.Text, Step: s.step}))
+		r.reply = s.Text
+	}
+	calls := make([]pendingCall, 0, len(s.ToolCalls))
+	for i, c := range s.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d_%d_%d", r.t.ID, s.step, i)
+		}
+		args := c.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		d := event.ToolCallData{ID: id, Name: c.Name, Args: args, Step: s.step}
+		if !json.Valid(args) {
+			// Keep what the model sent, as a string, so the log stays valid
+			// JSON; the call fails validation and the model is told why.
+			q, _ := json.Marshal(string(args))
+			d.Args = q
+		}
+		calls = append(calls, pendingCall{ToolCallData: d})
+		evs = append(evs, event.New(r.session, r.t.ID, event.ToolCall, d))
+	}
+	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC()}}
+	b := &store.Batch{Session: r.session, Events: evs, Usage: usage}
+	if err := r.e.o.Log.Commit(ctx, b); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("engine: log step: %w: %w", errStore, err)
+	}
+	am := model.Message{Role: model.RoleAssistant, Content: s.Text}
+	for _, c := range calls {
+		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+	}
+	r.msgs = append(r.msgs, am)
+	return calls, nil
+}
+
+func (r *run) price(name string, u model.Usage) float64 {
+	p, ok := r.e.o.Prices[name]
+	if !ok {
+		return 0
+	}
+	return (float64(u.InputTokens)*p.Input + float64(u.OutputTokens)*p.Output) / 1e6
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// runTools runs calls in parallel and logs each result as it finishes.
+func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
+	results := make([]event.ToolResultData, len(calls))
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			res, ok := r.runOne(ctx, &calls[i])
+			if !ok {
+				errs[i] = context.Cause(ctx)
+				return
+			}
+			results[i] = res
+			ev := event.New(r.session, r.t.ID, event.ToolResult, res)
+			if err := r.e.o.Log.Commit(ctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}); err != nil {
+				errs[i] = fmt.Errorf("engine: log tool result: %w: %w", errStore, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, res := range results {
+		r.msgs = append(r.msgs, model.Message{Role: model.RoleTool, Content: res.Output, ToolCallID: res.ID, ToolName: res.Name, IsError: res.IsError})
+	}
+	return nil
+}
+
+// runOne runs one call; ok is false when the turn was cancelled while it ran
+// (the result is then not logged: a shutdown leaves the call to recovery).
+func (r *run) runOne(ctx context.Context, c *pendingCall) (event.ToolResultData, bool) {
+	res := event.ToolResultData{ID: c.ID, Name: c.Name}
+	t, found := r.e.o.Tools.Get(c.Name)
+	if c.resumed && found {
+		spec := t.Spec()
+		if !spec.ReadOnly && !spec.Idempotent {
+			res.Output, res.IsError, res.Interrupted = InterruptedOutput, true, true
+			return res, true
+		}
+	}
+	if found {
+		switch d := r.policy.Decide(t.Spec()); d.Verdict {
+		case tool.Deny:
+			res.Output, res.IsError = d.Reason, true
+			return res, true
+		case tool.Ask:
+			res.Output, res.IsError = fmt.Sprintf("tool %s needs a person's approval, and this agent has no approver configured; the call was not made", c.Name), true
+			return res, true
+		}
+	}
+	opts := &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes}
+	out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,
+		Agent: r.def.ID, Session: r.t.Session.Address()}, opts)
+	if ctx.Err() != nil {
+		return res, false
+	}
+	res.Output, res.IsError, res.Truncated = out.Result.Output, out.Result.IsError, out.Truncated
+	res.DurationMS = out.Duration.Milliseconds()
+	return res, true
+}

@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"agentd/internal/event"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+)
+
+// APIError is an error response from the API.
+type APIError struct {
+	Status int
+	Code   string
+	Msg    string
+}
+
+func (e *APIError) Error() string { return e.Msg }
+
+// Client calls the API over any connection: the daemon's unix socket, or an
+// in-process server (see Pipe).
+type Client struct {
+	hc *http.Client
+}
+
+// NewUnixClient returns a client for the API on a unix socket.
+func NewUnixClient(path string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+		MaxIdleConnsPerHost: 64,
+	}
+	return &Client{hc: &http.Client{Transport: tr}}
+}
+
+// Ping reports whether the API answers.
+func (c *Client) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var v map[string]bool
+	return c.do(ctx, "GET", "/healthz", nil, &v)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("gateway client: decode %s: %w", path, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://agentd"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		var e Error
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		if e.Error == "" {
+			e.Error = resp.Status
+		}
+		return nil, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
+	}
+	return resp, nil
+}
+
+func sessPath(addr string) (string, error) {
+	a, k, err := runtime.ParseAddress(addr)
+	if err != nil {
+		return "", err
+	}
+	return "/v1/sessions/" + url.PathEscape(a) + "/" + url.PathEscape(k), nil
+}
+
+// Agents lists agents.
+func (c *Client) Agents(ctx context.Context) ([]AgentInfo, error) {
+	var out []AgentInfo
+	return out, c.do(ctx, "GET", "/v1/agents", nil, &out)
+}
+
+// Sessions lists sessions.
+func (c *Client) Sessions(ctx context.Context, f store.SessionFilter) ([]SessionInfo, error) {
+	q := url.Values{}
+	if f.Agent != "" {
+		q.Set("agent", f.Agent)
+	}
+	if f.State != "" {
+		q.Set("state", f.State)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out []SessionInfo
+	return out, c.do(ctx, "GET", "/v1/sessions?"+q.Encode(), nil, &out)
+}
+
+// Events returns a page of a session's log after a sequence number; with
+// wait > 0 it waits that long for a first event.
+func (c *Client) Events(ctx context.Context, addr string, after int64, limit int, wait time.Duration) (EventsPage, error) {
+	var out EventsPage
+	p, err := sessPath(addr)
+	if err != nil {
+		return out, err
+	}
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	return out, c.do(ctx, "GET", p+"/events?"+q.Encode(), nil, &out)
+}
+
+// Submit posts a message and returns at once.
+func (c *Client) Submit(ctx context.Context, addr string, m MessageRequest) (runtime.Receipt, error) {
+	var out MessageResponse
+	p, err := sessPath(addr)
+	if err != nil {
+		return out.Receipt, err
+	}
+	return out.Receipt, c.do(ctx, "POST", p+"/messages", m, &out)
+}
+
+// Stream posts a message and calls fn with each event of its turn until it
+// ends.
+func (c *Client) Stream(ctx context.Context, addr string, m MessageRequest, fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error) {
+	p, err := sessPath(addr)
+	if err != nil {
+		return runtime.Receipt{}, event.TurnEndData{}, err
+	}
+	resp, err := c.send(ctx, "POST", p+"/messages?stream=true", m)
+	if err != nil {
+		return runtime.Receipt{}, event.TurnEndData{}, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var l StreamLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return runtime.Receipt{}, event.TurnEndData{}, fmt.Errorf("gateway client: stream: %w", err)
+		}
+		switch {
+		case l.Error != nil:
+			return runtime.Receipt{}, event.TurnEndData{}, &APIError{Status: 500, Code: l.Error.Code, Msg: l.Error.Error}
+		case l.Event != nil:
+			if err := fn(*l.Event); err != nil {
+				return runtime.Receipt{}, event.TurnEndData{}, err
+			}
+		case l.End != nil && l.Receipt != nil:
+			return *l.Receipt, *l.End, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return runtime.Receipt{}, event.TurnEndData{}, err
+	}
+	return runtime.Receipt{}, event.TurnEndData{}, errors.New("gateway client: stream ended before the turn did")
+}
+
+// Reset appends a reset marker to a session.
+func (c *Client) Reset(ctx context.Context, addr string) error {
+	p, err := sessPath(addr)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", p+"/reset", nil, nil)
+}
+
+// Cancel cancels a session's running turn.
+func (c *Client) Cancel(ctx context.Context, addr string) error {
+	p, err := sessPath(addr)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", p+"/cancel", nil, nil)
+}
+
+// Pipe serves h in process and returns a client connected to it through
+// in-memory connections, and a function that stops the server.
+func Pipe(h http.Handler) (*Client, func()) {
+	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	hs := &http.Server{Handler: h}
+	go hs.Serve(ln)
+	tr := &http.Transport{DialContext: ln.dial}
+	return &Client{hc: &http.Client{Transport: tr}}, func() {
+		tr.CloseIdleConnections()
+		hs.Close()
+	}
+}
+
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	a, b := net.Pipe()
+	select {
+	case l.conns <- b:
+		return a, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "in-process" }

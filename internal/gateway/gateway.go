@@ -1,0 +1,487 @@
+// Package gateway serves agentd's HTTP API. Today it serves the local
+// control API on a unix socket in the data directory (mode 0600: the file
+// permission is the access control, as with docker.sock); the same handlers
+// are meant to be served on TCP behind authentication.
+//
+// Routes (JSON unless noted):
+//
+//	GET  /healthz
+//	GET  /v1/version
+//	GET  /v1/agents
+//	GET  /v1/sessions?agent=A&state=S&limit=N
+//	GET  /v1/sessions/{agent}/{key}
+//	GET  /v1/sessions/{agent}/{key}/events?after=SEQ&limit=N&wait=DURATION   (long-poll)
+//	POST /v1/sessions/{agent}/{key}/messages   {text, idempotency_key, system, silent, origin}
+//	     ?wait=true: the reply; ?stream=true: the turn's events as JSON lines
+//	POST /v1/sessions/{agent}/{key}/reset
+//	POST /v1/sessions/{agent}/{key}/cancel
+//	GET  /v1/turns/{id}?wait=DURATION
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+)
+
+// Runtime is what the gateway asks of the kernel.
+type Runtime interface {
+	Submit(ctx context.Context, in runtime.Input) (runtime.Receipt, error)
+	Send(ctx context.Context, in runtime.Input) (runtime.Receipt, event.TurnEndData, error)
+	Stream(ctx context.Context, in runtime.Input, fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error)
+	Wait(ctx context.Context, turn int64) (event.TurnEndData, error)
+	Reset(ctx context.Context, addr, reason string) (runtime.Receipt, error)
+	Cancel(ctx context.Context, addr string) error
+	Events(ctx context.Context, addr string, after int64, limit int) (store.Session, []event.Event, error)
+	Bus() *event.Bus
+}
+
+// Sessions lists sessions.
+type Sessions interface {
+	Sessions(ctx context.Context, f store.SessionFilter) ([]store.Session, error)
+}
+
+// Agents lists agent definitions.
+type Agents interface {
+	List() []*agent.Definition
+}
+
+// Options configure a Server.
+type Options struct {
+	Runtime  Runtime
+	Sessions Sessions
+	Agents   Agents
+	Version  string
+	Logger   *slog.Logger
+}
+
+// Server is the HTTP API.
+type Server struct {
+	o   Options
+	mux *http.ServeMux
+	log *slog.Logger
+}
+
+// New returns the API handler.
+func New(o *Options) *Server {
+	s := &Server{o: *o, mux: http.NewServeMux(), log: o.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	m := s.mux
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]bool{"ok": true}) })
+	m.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]string{"version": s.o.Version})
+	})
+	m.HandleFunc("GET /v1/agents", s.agents)
+	m.HandleFunc("GET /v1/sessions", s.sessions)
+	m.HandleFunc("GET /v1/sessions/{agent}/{key}", s.session)
+	m.HandleFunc("GET /v1/sessions/{agent}/{key}/events", s.events)
+	m.HandleFunc("POST /v1/sessions/{agent}/{key}/messages", s.message)
+	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reset", s.reset)
+	m.HandleFunc("POST /v1/sessions/{agent}/{key}/cancel", s.cancel)
+	m.HandleFunc("GET /v1/turns/{id}", s.turn)
+	return s
+}
+
+// MaxBody bounds a request body.
+const MaxBody = 1 << 20
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	s.mux.ServeHTTP(w, r)
+}
+
+// ServeUnix serves the API on a unix socket at path (mode 0600) until ctx
+// is done. ready, if not nil, is called once the socket accepts.
+func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error {
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("gateway: %s: another agentd is serving it", path)
+	}
+	os.Remove(path) // a stale socket from a process that died
+	// The data directory is 0700, so nobody else can reach the socket in
+	// the moment between bind and chmod.
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("gateway: listen: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("gateway: socket mode: %w", err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	if ready != nil {
+		ready()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	<-done
+	os.Remove(path)
+	return err
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// fail maps an error to a status and a message safe to show.
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	status, code := http.StatusInternalServerError, "internal"
+	msg := "internal error"
+	switch {
+	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest):
+		status, code, msg = 400, "bad_request", err.Error()
+	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, store.ErrNotFound):
+		status, code, msg = 404, "not_found", err.Error()
+	case errors.Is(err, runtime.ErrNoTurn):
+		status, code, msg = 409, "no_turn", err.Error()
+	case errors.Is(err, runtime.ErrClosed):
+		status, code, msg = 503, "shutting_down", err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		status, code, msg = 504, "timeout", "timed out waiting"
+	default:
+		s.log.Error("api request failed", "err", err)
+	}
+	writeJSON(w, status, Error{Error: msg, Code: code})
+}
+
+var errBadRequest = errors.New("bad request")
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+}
+
+func addr(r *http.Request) string { return r.PathValue("agent") + "/" + r.PathValue("key") }
+
+// AgentInfo is an agent as the API lists it.
+type AgentInfo struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	File     string `json:"file,omitempty"`
+}
+
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
+	defs := s.o.Agents.List()
+	out := make([]AgentInfo, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File})
+	}
+	writeJSON(w, 200, out)
+}
+
+// SessionInfo is a session as the API shows it.
+type SessionInfo struct {
+	ID        int64     `json:"id"`
+	Address   string    `json:"address"`
+	Agent     string    `json:"agent"`
+	Key       string    `json:"key"`
+	State     string    `json:"state"`
+	LastSeq   int64     `json:"last_seq"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func info(s store.Session) SessionInfo {
+	return SessionInfo{ID: s.ID, Address: s.Address(), Agent: s.Agent, Key: s.Key, State: s.State, LastSeq: s.LastSeq, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.SessionFilter{Agent: q.Get("agent"), State: q.Get("state")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			s.fail(w, badRequest("limit must be a non-negative integer"))
+			return
+		}
+		f.Limit = n
+	}
+	list, err := s.o.Sessions.Sessions(r.Context(), f)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := make([]SessionInfo, 0, len(list))
+	for _, x := range list {
+		out = append(out, info(x))
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request) {
+	sess, _, err := s.o.Runtime.Events(r.Context(), addr(r), 0, 1)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, info(sess))
+}
+
+// EventsPage is a page of a session's log.
+type EventsPage struct {
+	Session SessionInfo   `json:"session"`
+	Events  []event.Event `json:"events"`
+	// Next is the sequence number to pass as after= for the next page.
+	Next int64 `json:"next"`
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, err := intParam(q.Get("after"), 0)
+	if err != nil {
+		s.fail(w, badRequest("after: %v", err))
+		return
+	}
+	limit, err := intParam(q.Get("limit"), 1000)
+	if err != nil || limit <= 0 || limit > 10000 {
+		s.fail(w, badRequest("limit must be an integer from 1 to 10000"))
+		return
+	}
+	wait, err := durParam(q.Get("wait"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	a := addr(r)
+	sess, evs, err := s.o.Runtime.Events(r.Context(), a, after, int(limit))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if len(evs) == 0 && wait > 0 {
+		// Long-poll: wait for the next logged event of this session.
+		sub := s.o.Runtime.Bus().Subscribe(sess.ID, 64)
+		defer sub.Close()
+		// Re-read after subscribing so nothing falls between the two.
+		if sess, evs, err = s.o.Runtime.Events(r.Context(), a, after, int(limit)); err != nil {
+			s.fail(w, err)
+			return
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+	wait:
+		for len(evs) == 0 {
+			select {
+			case e, ok := <-sub.C:
+				if !ok || e.Seq > after {
+					if sess, evs, err = s.o.Runtime.Events(r.Context(), a, after, int(limit)); err != nil {
+						s.fail(w, err)
+						return
+					}
+					if !ok {
+						break wait
+					}
+				}
+			case <-t.C:
+				break wait
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	next := after
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	if evs == nil {
+		evs = []event.Event{}
+	}
+	writeJSON(w, 200, EventsPage{Session: info(sess), Events: evs, Next: next})
+}
+
+// MessageRequest is the body of POST .../messages.
+type MessageRequest struct {
+	Text           string `json:"text"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	System         bool   `json:"system,omitempty"`
+	Silent         bool   `json:"silent,omitempty"`
+	Origin         string `json:"origin,omitempty"`
+	Source         string `json:"source,omitempty"`
+}
+
+// MessageResponse answers POST .../messages.
+type MessageResponse struct {
+	runtime.Receipt
+	End *event.TurnEndData `json:"end,omitempty"` // with wait=true
+}
+
+func (s *Server) message(w http.ResponseWriter, r *http.Request) {
+	var req MessageRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, badRequest("body: %v", err))
+		return
+	}
+	src := req.Source
+	if src == "" {
+		src = "api"
+	}
+	in := runtime.Input{Session: addr(r), Text: req.Text, Source: src, IdempotencyKey: req.IdempotencyKey,
+		System: req.System, Silent: req.Silent, Origin: req.Origin}
+	q := r.URL.Query()
+	switch {
+	case q.Get("stream") == "true" || q.Get("stream") == "1":
+		s.stream(w, r, in)
+	case q.Get("wait") == "true" || q.Get("wait") == "1":
+		rc, end, err := s.o.Runtime.Send(r.Context(), in)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		writeJSON(w, 200, MessageResponse{Receipt: rc, End: &end})
+	default:
+		rc, err := s.o.Runtime.Submit(r.Context(), in)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		writeJSON(w, 202, MessageResponse{Receipt: rc})
+	}
+}
+
+// StreamLine is one line of a streamed turn: the receipt first, then
+// events, then the end.
+type StreamLine struct {
+	Receipt *runtime.Receipt   `json:"receipt,omitempty"`
+	Event   *event.Event       `json:"event,omitempty"`
+	End     *event.TurnEndData `json:"end,omitempty"`
+	Error   *Error             `json:"error,omitempty"`
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, in runtime.Input) {
+	fl, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	started := false
+	start := func() {
+		if !started {
+			started = true
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(200)
+		}
+	}
+	rc, end, err := s.o.Runtime.Stream(r.Context(), in, func(e event.Event) error {
+		start()
+		if err := enc.Encode(StreamLine{Event: &e}); err != nil {
+			return err
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	})
+	if err != nil && !started && rc.Turn == 0 {
+		s.fail(w, err)
+		return
+	}
+	start()
+	if err != nil {
+		enc.Encode(StreamLine{Error: &Error{Error: err.Error(), Code: "stream"}})
+		return
+	}
+	enc.Encode(StreamLine{Receipt: &rc, End: &end})
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	rc, err := s.o.Runtime.Reset(r.Context(), addr(r), r.URL.Query().Get("reason"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, rc)
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	if err := s.o.Runtime.Cancel(r.Context(), addr(r)); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]bool{"cancelled": true})
+}
+
+func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.fail(w, badRequest("turn id must be a positive integer"))
+		return
+	}
+	wait, err := durParam(r.URL.Query().Get("wait"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ctx := r.Context()
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Millisecond)
+		defer cancel()
+	}
+	end, err := s.o.Runtime.Wait(ctx, id)
+	if errors.Is(err, context.DeadlineExceeded) {
+		writeJSON(w, 200, map[string]any{"turn": id, "done": false})
+		return
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]any{"turn": id, "done": true, "end": end})
+}
+
+func intParam(v string, def int64) (int64, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("want a non-negative integer, got %q", v)
+	}
+	return n, nil
+}
+
+func durParam(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 10*time.Minute {
+		return 0, badRequest("wait must be a duration up to 10m, such as 30s")
+	}
+	return d, nil
+}

@@ -1,0 +1,776 @@
+// Package runtime is agentd's kernel: it accepts inputs into per-session
+// inboxes (durably, deduplicated by idempotency key), runs each session's
+// turns strictly in order with one worker goroutine that exists only while
+// the session has work, runs many sessions in parallel under a global cap,
+// and on start resumes every turn a previous process left unfinished.
+//
+// Lock order: Runtime.mu, then session.mu. Neither is held across I/O.
+package runtime
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+// Sentinel errors.
+var (
+	ErrUnknownAgent  = errors.New("unknown agent")
+	ErrBadAddress    = errors.New("bad session address")
+	ErrEmptyInput    = errors.New("empty input")
+	ErrClosed        = errors.New("runtime closed")
+	ErrNoTurn        = errors.New("no turn running")
+	ErrSessionClosed = errors.New("session closed")
+)
+
+// Agents gives the current definition of an agent.
+type Agents interface {
+	Get(id string) (*agent.Definition, bool)
+}
+
+// Turns runs one turn (the engine).
+type Turns interface {
+	Run(ctx context.Context, t *engine.Turn) (event.TurnEndData, error)
+}
+
+// Options configure a Runtime. Store, Agents and Engine are required.
+type Options struct {
+	Store  store.Store
+	Agents Agents
+	Engine Turns
+	Bus    *event.Bus // nil: a new one
+	Logger *slog.Logger
+	// MaxConcurrentTurns caps turns running at once (default 256).
+	MaxConcurrentTurns int
+	// CacheSessions bounds how many idle sessions keep their recent context
+	// in memory (default 1024).
+	CacheSessions int
+}
+
+// Runtime owns sessions, inboxes and session workers.
+type Runtime struct {
+	o      Options
+	st     store.Store
+	bus    *event.Bus
+	log    *slog.Logger
+	sem    chan struct{}
+	ctx    context.Context // cancelled with engine.ErrShutdown on Close
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup // session workers
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[int64]*session
+	byAddr   map[string]*session
+	lru      *list.List // idle cached sessions, most recent at front
+	waiters  map[int64][]chan event.TurnEndData
+}
+
+// session is the in-memory side of a session. Its fields are guarded by
+// mu, except s.ID/Agent/Key which never change.
+type session struct {
+	s   store.Session
+	elt *list.Element // in Runtime.lru while idle
+
+	mu      sync.Mutex
+	queue   []queued
+	working bool                    // a worker goroutine exists
+	cancel  context.CancelCauseFunc // of the running turn, nil if none
+	history []event.Event           // events since the last reset; nil if not loaded
+	loaded  bool
+	closed  bool
+}
+
+type queued struct {
+	item      store.InboxItem
+	recovered bool // from a previous process: may have events already
+}
+
+// New returns a runtime. Call Start to resume unfinished work and Close to stop.
+func New(o *Options) *Runtime {
+	r := &Runtime{o: *o, st: o.Store, bus: o.Bus, log: o.Logger}
+	if r.bus == nil {
+		r.bus = event.NewBus()
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	n := o.MaxConcurrentTurns
+	if n <= 0 {
+		n = 256
+	}
+	if r.o.CacheSessions <= 0 {
+		r.o.CacheSessions = 1024
+	}
+	r.sem = make(chan struct{}, n)
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	r.sessions = make(map[int64]*session)
+	r.byAddr = make(map[string]*session)
+	r.lru = list.New()
+	r.waiters = make(map[int64][]chan event.TurnEndData)
+	return r
+}
+
+// Bus returns the bus on which durable events are published after commit,
+// along with live text deltas.
+func (r *Runtime) Bus() *event.Bus { return r.bus }
+
+// Start resumes every session with unprocessed inbox items, including turns
+// a previous process left unfinished.
+func (r *Runtime) Start(ctx context.Context) (resumed int, err error) {
+	ids, err := r.st.PendingSessions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("runtime: find pending sessions: %w", err)
+	}
+	for _, id := range ids {
+		s, err := r.st.SessionByID(ctx, id)
+		if err != nil {
+			return resumed, fmt.Errorf("runtime: resume session %d: %w", id, err)
+		}
+		items, err := r.st.Pending(ctx, id)
+		if err != nil {
+			return resumed, fmt.Errorf("runtime: resume session %d: %w", id, err)
+		}
+		sess := r.session(s)
+		sess.mu.Lock()
+		for _, it := range items {
+			sess.queue = append(sess.queue, queued{item: it, recovered: true})
+		}
+		sess.mu.Unlock()
+		r.log.Info("resuming session", "session", s.Address(), "pending", len(items))
+		r.kick(sess)
+		resumed++
+	}
+	return resumed, nil
+}
+
+// ParseAddress splits "<agent>/<key>". The key may not be empty; neither
+// part may contain "/" or control characters.
+func ParseAddress(addr string) (agentID, key string, err error) {
+	a, k, ok := strings.Cut(addr, "/")
+	if !ok || a == "" || k == "" || strings.Contains(k, "/") || hasControl(addr) || len(addr) > 512 {
+		return "", "", fmt.Errorf("%w %q: want <agent>/<key>, e.g. assistant/chat:alice", ErrBadAddress, addr)
+	}
+	return a, k, nil
+}
+
+func hasControl(s string) bool {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Input is something to put in a session's inbox.
+type Input struct {
+	Session        string // "<agent>/<key>"
+	Text           string
+	Source         string // cli, api, ...
+	IdempotencyKey string
+	// System marks a system or inter-agent message (from Origin); Silent
+	// ones are logged and enter the next turn's context without starting one.
+	System bool
+	Silent bool
+	Origin string
+}
+
+// Receipt acknowledges an accepted input.
+type Receipt struct {
+	Session   string `json:"session"`
+	SessionID int64  `json:"session_id"`
+	Turn      int64  `json:"turn"`                // the inbox item id; the turn's events carry it
+	Duplicate bool   `json:"duplicate,omitempty"` // an input with this idempotency key was accepted before
+}
+
+// Submit persists an input in its session's inbox and schedules it. It
+// returns once the input is durable; the turn runs in the background.
+func (r *Runtime) Submit(ctx context.Context, in Input) (Receipt, error) {
+	return r.submit(ctx, in, nil)
+}
+
+// Send submits an input and waits for its turn to end. A duplicate input
+// waits for, or returns, the original's result.
+func (r *Runtime) Send(ctx context.Context, in Input) (Receipt, event.TurnEndData, error) {
+	var ch chan event.TurnEndData
+	rc, err := r.submit(ctx, in, &ch)
+	if err != nil {
+		return rc, event.TurnEndData{}, err
+	}
+	if ch == nil { // duplicate: wait by id
+		end, err := r.Wait(ctx, rc.Turn)
+		return rc, end, err
+	}
+	select {
+	case end := <-ch:
+		return rc, end, nil
+	case <-ctx.Done():
+		r.dropWaiter(rc.Turn, ch)
+		return rc, event.TurnEndData{}, ctx.Err()
+	}
+}
+
+func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEndData) (Receipt, error) {
+	agentID, key, err := ParseAddress(in.Session)
+	if err != nil {
+		return Receipt{}, err
+	}
+	if strings.TrimSpace(in.Text) == "" {
+		return Receipt{}, ErrEmptyInput
+	}
+	if _, ok := r.o.Agents.Get(agentID); !ok {
+		return Receipt{}, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	sess, err := r.lookup(ctx, agentID, key)
+	if err != nil {
+		return Receipt{}, err
+	}
+	kind := event.Input
+	if in.System || in.Silent {
+		kind = event.SystemMessage
+	}
+	item := store.InboxItem{Session: sess.s.ID, Kind: kind, Text: in.Text, Source: in.Source, Origin: in.Origin,
+		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent}
+	return r.enqueue(ctx, sess, item, wait)
+}
+
+func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxItem, wait *chan event.TurnEndData) (Receipt, error) {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return Receipt{}, ErrClosed
+	}
+	stored, dup, err := r.st.Enqueue(ctx, item)
+	if err != nil {
+		return Receipt{}, fmt.Errorf("runtime: accept input: %w", err)
+	}
+	rc := Receipt{Session: sess.s.Address(), SessionID: sess.s.ID, Turn: stored.ID, Duplicate: dup}
+	if dup {
+		return rc, nil
+	}
+	if wait != nil {
+		*wait = r.addWaiter(stored.ID)
+	}
+	sess.mu.Lock()
+	sess.queue = append(sess.queue, queued{item: stored})
+	interrupt := sess.cancel != nil && stored.Kind == event.Input && !stored.Silent
+	cancel := sess.cancel
+	sess.mu.Unlock()
+	if interrupt {
+		if def, ok := r.o.Agents.Get(sess.s.Agent); ok && def.Inbox.Mode == agent.ModeInterrupt {
+			cancel(engine.ErrInterrupted)
+		}
+	}
+	r.kick(sess)
+	return rc, nil
+}
+
+// Wait waits for a turn to end and returns how it ended.
+func (r *Runtime) Wait(ctx context.Context, turn int64) (event.TurnEndData, error) {
+	ch := r.addWaiter(turn)
+	it, err := r.st.InboxItem(ctx, turn)
+	if err != nil {
+		r.dropWaiter(turn, ch)
+		return event.TurnEndData{}, fmt.Errorf("runtime: turn %d: %w", turn, err)
+	}
+	if it.State == store.InboxDone {
+		r.dropWaiter(turn, ch)
+		return r.turnResult(ctx, it)
+	}
+	select {
+	case end := <-ch:
+		return end, nil
+	case <-ctx.Done():
+		r.dropWaiter(turn, ch)
+		return event.TurnEndData{}, ctx.Err()
+	}
+}
+
+// turnResult reads a finished turn's end from the log.
+func (r *Runtime) turnResult(ctx context.Context, it store.InboxItem) (event.TurnEndData, error) {
+	evs, err := r.st.TurnEvents(ctx, it.Session, it.ID)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == event.TurnEnd {
+			var d event.TurnEndData
+			err := evs[i].Decode(&d)
+			return d, err
+		}
+	}
+	// Silent messages and resets end without a turn.
+	return event.TurnEndData{Status: event.StatusDone}, nil
+}
+
+func (r *Runtime) addWaiter(turn int64) chan event.TurnEndData {
+	ch := make(chan event.TurnEndData, 1)
+	r.mu.Lock()
+	r.waiters[turn] = append(r.waiters[turn], ch)
+	r.mu.Unlock()
+	return ch
+}
+
+func (r *Runtime) dropWaiter(turn int64, ch chan event.TurnEndData) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ws := r.waiters[turn]
+	for i, w := range ws {
+		if w == ch {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(r.waiters, turn)
+	} else {
+		r.waiters[turn] = ws
+	}
+}
+
+func (r *Runtime) notify(turn int64, end event.TurnEndData) {
+	r.mu.Lock()
+	ws := r.waiters[turn]
+	delete(r.waiters, turn)
+	r.mu.Unlock()
+	for _, w := range ws {
+		w <- end
+	}
+}
+
+// Reset appends a reset marker after whatever is queued: the context
+// restarts after it and the session keeps its id.
+func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, error) {
+	agentID, key, err := ParseAddress(addr)
+	if err != nil {
+		return Receipt{}, err
+	}
+	sess, err := r.lookup(ctx, agentID, key)
+	if err != nil {
+		return Receipt{}, err
+	}
+	var ch chan event.TurnEndData
+	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: event.Reset, Text: reason, Source: "reset"}, &ch)
+	if err != nil {
+		return rc, err
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		r.dropWaiter(rc.Turn, ch)
+		return rc, ctx.Err()
+	}
+	return rc, nil
+}
+
+// Cancel cancels the running turn of a session. Queued inputs still run.
+func (r *Runtime) Cancel(ctx context.Context, addr string) error {
+	agentID, key, err := ParseAddress(addr)
+	if err != nil {
+		return err
+	}
+	sess, err := r.lookup(ctx, agentID, key)
+	if err != nil {
+		return err
+	}
+	sess.mu.Lock()
+	cancel := sess.cancel
+	sess.mu.Unlock()
+	if cancel == nil {
+		return fmt.Errorf("%w in %s", ErrNoTurn, addr)
+	}
+	cancel(engine.ErrCancelled)
+	return nil
+}
+
+// lookup returns the in-memory session for an address, loading or creating
+// it in the store.
+func (r *Runtime) lookup(ctx context.Context, agentID, key string) (*session, error) {
+	addr := agentID + "/" + key
+	r.mu.Lock()
+	sess := r.byAddr[addr]
+	if sess != nil {
+		r.touch(sess)
+	}
+	r.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	s, _, err := r.st.Session(ctx, agentID, key)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: session %s: %w", addr, err)
+	}
+	return r.session(s), nil
+}
+
+// session returns the in-memory session for s, adding it if needed.
+func (r *Runtime) session(s store.Session) *session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sess := r.sessions[s.ID]; sess != nil {
+		r.touch(sess)
+		return sess
+	}
+	sess := &session{s: s}
+	r.sessions[s.ID] = sess
+	r.byAddr[s.Address()] = sess
+	sess.elt = r.lru.PushFront(sess)
+	r.evict()
+	return sess
+}
+
+// touch marks sess recently used. r.mu is held.
+func (r *Runtime) touch(sess *session) {
+	if sess.elt != nil {
+		r.lru.MoveToFront(sess.elt)
+	}
+}
+
+// evict drops the least recently used idle sessions beyond the cache bound.
+// r.mu is held.
+func (r *Runtime) evict() {
+	for e := r.lru.Back(); e != nil && r.lru.Len() > r.o.CacheSessions; {
+		prev := e.Prev()
+		sess := e.Value.(*session)
+		if sess.mu.TryLock() {
+			if !sess.working && len(sess.queue) == 0 {
+				r.lru.Remove(e)
+				sess.elt = nil
+				delete(r.sessions, sess.s.ID)
+				delete(r.byAddr, sess.s.Address())
+			}
+			sess.mu.Unlock()
+		}
+		e = prev
+	}
+}
+
+// kick starts a worker for sess if it has work and none is running.
+func (r *Runtime) kick(sess *session) {
+	sess.mu.Lock()
+	if sess.working || len(sess.queue) == 0 {
+		sess.mu.Unlock()
+		return
+	}
+	sess.working = true
+	sess.mu.Unlock()
+	r.wg.Add(1)
+	go r.work(sess)
+}
+
+// work runs a session's queue in order, then exits.
+func (r *Runtime) work(sess *session) {
+	defer r.wg.Done()
+	for {
+		sess.mu.Lock()
+		if len(sess.queue) == 0 || r.ctx.Err() != nil {
+			sess.working = false
+			sess.mu.Unlock()
+			return
+		}
+		q := sess.queue[0]
+		sess.mu.Unlock()
+
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			continue
+		}
+		err := r.process(sess, q)
+		<-r.sem
+		if err != nil {
+			if errors.Is(err, engine.ErrShutdown) || r.ctx.Err() != nil {
+				continue // left for the next start
+			}
+			r.log.Error("turn failed; will retry", "session", sess.s.Address(), "turn", q.item.ID, "err", err)
+			// The log could not be written. Keep the item and retry after a
+			// pause rather than lose or reorder it.
+			select {
+			case <-time.After(time.Second):
+			case <-r.ctx.Done():
+			}
+			sess.mu.Lock()
+			sess.queue[0].recovered = true
+			sess.history, sess.loaded = nil, false
+			sess.mu.Unlock()
+			continue
+		}
+		sess.mu.Lock()
+		sess.queue = sess.queue[1:]
+		sess.mu.Unlock()
+	}
+}
+
+// process handles one inbox item.
+func (r *Runtime) process(sess *session, q queued) error {
+	ctx := r.ctx
+	it := q.item
+	switch {
+	case it.Kind == event.Reset:
+		ev := event.New(sess.s.ID, it.ID, event.Reset, event.MarkerData{Name: "reset", Reason: it.Text})
+		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
+			return err
+		}
+		r.notify(it.ID, event.TurnEndData{Status: event.StatusDone})
+		return nil
+	case it.Silent:
+		ev := event.New(sess.s.ID, it.ID, event.SystemMessage, event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey})
+		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
+			return err
+		}
+		r.notify(it.ID, event.TurnEndData{Status: event.StatusDone})
+		return nil
+	}
+	def, ok := r.o.Agents.Get(sess.s.Agent)
+	if !ok {
+		// The agent's file was removed after the input was accepted: end the
+		// turn with an error rather than lose the input silently.
+		end := event.TurnEndData{Status: event.StatusError, Reason: fmt.Sprintf("agent %q is no longer defined", sess.s.Agent)}
+		ev := event.New(sess.s.ID, it.ID, event.TurnEnd, end)
+		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
+			return err
+		}
+		r.notify(it.ID, end)
+		return nil
+	}
+	history, err := r.history(ctx, sess)
+	if err != nil {
+		return err
+	}
+	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it}
+	if q.recovered {
+		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
+		if err != nil {
+			return err
+		}
+		t.Prior = prior
+		// History must not include this turn's own events.
+		if len(prior) > 0 {
+			cut := len(history)
+			for cut > 0 && history[cut-1].Seq >= prior[0].Seq {
+				cut--
+			}
+			history = history[:cut]
+		}
+	}
+	t.History = history
+	if def.Budgets.MaxUSDPerDay > 0 {
+		y, m, d := time.Now().UTC().Date()
+		u, err := r.st.UsageSince(ctx, def.ID, time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
+		if err != nil {
+			return err
+		}
+		t.SpentToday = u.CostUSD
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	sess.mu.Lock()
+	sess.cancel = cancel
+	sess.mu.Unlock()
+	r.bus.Publish(event.Event{Session: sess.s.ID, Turn: it.ID, Kind: event.TurnStart, Time: time.Now().UTC()})
+	end, err := r.o.Engine.Run(tctx, t)
+	cancel(nil)
+	sess.mu.Lock()
+	sess.cancel = nil
+	sess.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.notify(it.ID, end)
+	return nil
+}
+
+// history returns the session's events since the last reset, from the
+// in-memory cache or the store.
+func (r *Runtime) history(ctx context.Context, sess *session) ([]event.Event, error) {
+	sess.mu.Lock()
+	if sess.loaded {
+		h := sess.history
+		sess.mu.Unlock()
+		return h[:len(h):len(h)], nil
+	}
+	sess.mu.Unlock()
+	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: load context: %w", err)
+	}
+	sess.mu.Lock()
+	sess.history, sess.loaded = evs, true
+	sess.mu.Unlock()
+	return evs[:len(evs):len(evs)], nil
+}
+
+// Commit is the engine's log: it commits a batch, keeps the session's
+// cached context in step, and publishes the events.
+func (r *Runtime) Commit(ctx context.Context, b *store.Batch) error {
+	r.mu.Lock()
+	sess := r.sessions[b.Session]
+	r.mu.Unlock()
+	return r.commit(ctx, sess, b)
+}
+
+func (r *Runtime) commit(ctx context.Context, sess *session, b *store.Batch) error {
+	if err := r.st.Commit(ctx, b); err != nil {
+		return err
+	}
+	if sess != nil && len(b.Events) > 0 {
+		sess.mu.Lock()
+		if sess.loaded {
+			for _, e := range b.Events {
+				if e.Kind == event.Reset {
+					sess.history = sess.history[:0:0]
+					continue
+				}
+				sess.history = append(sess.history, e)
+			}
+		}
+		if b.State != "" {
+			sess.s.State = b.State
+		}
+		sess.mu.Unlock()
+	}
+	r.bus.Publish(b.Events...)
+	return nil
+}
+
+// Close stops accepting inputs, lets running turns finish until ctx is
+// done, then cancels them with engine.ErrShutdown (they resume at the next
+// start) and waits for every worker to exit.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		// Workers exit when their queues drain; new items are refused.
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	r.cancel(engine.ErrShutdown)
+	<-done
+	return nil
+}
+
+// Stream submits an input and calls fn with each event of its turn as it
+// happens — live text deltas and every logged event — until the turn ends.
+// If the bus drops the subscription (fn too slow), the rest comes from the
+// log, so fn sees every logged event of the turn exactly once, in order.
+func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) error) (Receipt, event.TurnEndData, error) {
+	agentID, key, err := ParseAddress(in.Session)
+	if err != nil {
+		return Receipt{}, event.TurnEndData{}, err
+	}
+	if _, ok := r.o.Agents.Get(agentID); !ok {
+		return Receipt{}, event.TurnEndData{}, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	sess, err := r.lookup(ctx, agentID, key)
+	if err != nil {
+		return Receipt{}, event.TurnEndData{}, err
+	}
+	sub := r.bus.Subscribe(sess.s.ID, 4096)
+	defer sub.Close()
+	var ch chan event.TurnEndData
+	rc, err := r.submit(ctx, in, &ch)
+	if err != nil {
+		return rc, event.TurnEndData{}, err
+	}
+	var last int64
+	emit := func(e event.Event) error {
+		if e.Turn != rc.Turn {
+			return nil
+		}
+		if e.Seq > 0 {
+			if e.Seq <= last {
+				return nil
+			}
+			last = e.Seq
+		}
+		return fn(e)
+	}
+	replay := func() error {
+		evs, err := r.st.TurnEvents(ctx, sess.s.ID, rc.Turn)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if err := emit(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if ch == nil { // duplicate: the original's events and result
+		end, err := r.Wait(ctx, rc.Turn)
+		if err == nil {
+			err = replay()
+		}
+		return rc, end, err
+	}
+	defer r.dropWaiter(rc.Turn, ch)
+	c := sub.C
+	for {
+		select {
+		case e, ok := <-c:
+			if !ok {
+				// Dropped as too slow: catch up from the log, then wait.
+				if err := replay(); err != nil {
+					return rc, event.TurnEndData{}, err
+				}
+				c = nil
+				continue
+			}
+			if err := emit(e); err != nil {
+				return rc, event.TurnEndData{}, err
+			}
+		case end := <-ch:
+			// The turn's events were published before it ended; take what
+			// is still buffered, then anything missed from the log.
+			for drained := false; !drained && c != nil; {
+				select {
+				case e, ok := <-c:
+					if !ok {
+						drained = true
+						break
+					}
+					if err := emit(e); err != nil {
+						return rc, end, err
+					}
+				default:
+					drained = true
+				}
+			}
+			return rc, end, replay()
+		case <-ctx.Done():
+			return rc, event.TurnEndData{}, ctx.Err()
+		}
+	}
+}
+
+// Events returns a session's logged events after a sequence number.
+func (r *Runtime) Events(ctx context.Context, addr string, after int64, limit int) (store.Session, []event.Event, error) {
+	agentID, key, err := ParseAddress(addr)
+	if err != nil {
+		return store.Session{}, nil, err
+	}
+	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	if err != nil {
+		return s, nil, fmt.Errorf("session %s: %w", addr, err)
+	}
+	evs, err := r.st.Events(ctx, s.ID, after, limit)
+	return s, evs, err
+}
