@@ -118,6 +118,7 @@ type Config struct {
 	Prices map[string]Price `yaml:"prices" json:"prices,omitempty"`
 	Log    Log              `yaml:"log" json:"log"`
 	Store  StoreConfig      `yaml:"store" json:"store"`
+	Tools  NodeTools        `yaml:"tools" json:"tools"`
 
 	// File is the file the config was loaded from ("" if none).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -133,6 +134,19 @@ type Price struct {
 type Log struct {
 	Level  string `yaml:"level" json:"level,omitempty"`   // debug, info (default), warn, error
 	Format string `yaml:"format" json:"format,omitempty"` // text (default) or json
+}
+
+// NodeTools configures built-in tools for the whole node.
+type NodeTools struct {
+	HTTPFetch FetchConfig `yaml:"http_fetch" json:"http_fetch"`
+}
+
+// FetchConfig configures the http_fetch tool.
+type FetchConfig struct {
+	// AllowNetworks are CIDR ranges http_fetch may reach even though the
+	// SSRF guard blocks them (loopback, private, link-local ...), e.g.
+	// "127.0.0.1/32" for a service on this machine. Empty: none.
+	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
 }
 
 // StoreConfig configures the store.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"regexp"
@@ -142,6 +143,11 @@ func (c *checker) config(cfg *Config) {
 	c.oneOf("log.level", cfg.Log.Level, logLevels)
 	c.oneOf("log.format", cfg.Log.Format, logFormats)
 	c.oneOf("store.synchronous", cfg.Store.Synchronous, syncModes)
+	for i, n := range cfg.Tools.HTTPFetch.AllowNetworks {
+		if _, err := netip.ParsePrefix(n); err != nil {
+			c.add(fmt.Sprintf("tools.http_fetch.allow_networks[%d]", i), "must be a CIDR range such as 127.0.0.1/32, got %q", n)
+		}
+	}
 }
 
 // model checks m at path p; top is false for a fallback, which may not

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -96,8 +97,12 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Store, err = sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: a.Config.Store.Synchronous, Logger: log}); err != nil {
 		return nil, err
 	}
-	a.Tools = tool.NewRegistry(nil)
-	for _, t := range append(builtin.Tools(nil), o.ExtraTools...) {
+	a.Tools = tool.NewRegistry(&tool.RegistryOptions{Logger: log})
+	var allow []netip.Prefix
+	for _, n := range a.Config.Tools.HTTPFetch.AllowNetworks {
+		allow = append(allow, netip.MustParsePrefix(n)) // validated when loaded
+	}
+	for _, t := range append(builtin.Tools(&builtin.Options{AllowPrefixes: allow}), o.ExtraTools...) {
 		if err := a.Tools.Register(t); err != nil {
 			return nil, fmt.Errorf("app: register tool: %w", err)
 		}

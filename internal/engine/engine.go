@@ -129,6 +129,7 @@ type run struct {
 	cost    float64
 	reply   string
 	session int64
+	ended   bool // the turn_end is committed
 }
 
 // Run runs a turn to its end and returns how it ended; its turn_end event
@@ -145,21 +146,29 @@ func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 		defer cancel()
 	}
 	end, err := r.loop(ctx)
-	if err != nil {
+	if err != nil || r.ended {
 		return end, err
 	}
+	// The end must be written even if the turn's context was cancelled.
+	if err := e.o.Log.Commit(context.WithoutCancel(ctx), r.endBatch(&end)); err != nil {
+		return end, fmt.Errorf("engine: end turn: %w", err)
+	}
+	return end, nil
+}
+
+// endBatch completes end and returns a batch with the turn_end event, the
+// inbox item's completion and the session's return to idle; extra events
+// (the final step) go first, so that the answer and the end are durable
+// together and an input is answered exactly once.
+func (r *run) endBatch(end *event.TurnEndData, extra ...event.Event) *store.Batch {
 	end.Steps, end.InputTokens, end.OutputTokens, end.CostUSD = r.steps, r.inTok, r.outTok, r.cost
 	end.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
 	if end.Reply == "" {
 		end.Reply = r.reply
 	}
-	b := &store.Batch{Session: r.session, Done: []int64{t.ID}, State: store.StateIdle,
-		Events: []event.Event{event.New(r.session, t.ID, event.TurnEnd, end)}}
-	// The end must be written even if the turn's context was cancelled.
-	if err := e.o.Log.Commit(context.WithoutCancel(ctx), b); err != nil {
-		return end, fmt.Errorf("engine: end turn: %w", err)
-	}
-	return end, nil
+	r.ended = true
+	evs := append(extra, event.New(r.session, r.t.ID, event.TurnEnd, *end))
+	return &store.Batch{Session: r.session, Done: []int64{r.t.ID}, State: store.StateIdle, Events: evs}
 }
 
 func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
@@ -180,12 +189,12 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 		if err != nil {
 			return r.stopped(ctx, err)
 		}
-		calls, err := r.commitStep(ctx, resp)
+		calls, end, err := r.commitStep(ctx, resp)
 		if err != nil {
 			return event.TurnEndData{}, err
 		}
 		if len(calls) == 0 {
-			return event.TurnEndData{Status: event.StatusDone}, nil
+			return end, nil
 		}
 		if err := r.runTools(ctx, calls); err != nil {
 			return r.stopped(ctx, err)
@@ -479,7 +488,10 @@ type pendingCall struct {
 
 // commitStep logs a model step — its model_call, reasoning, text and tool
 // calls — in one batch, before any tool runs.
-func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, error) {
+//
+// A step without tool calls is the turn's last: its batch also carries the
+// turn's end.
+func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, event.TurnEndData, error) {
 	r.steps++
 	u := s.Usage
 	r.inTok += u.InputTokens
@@ -521,18 +533,22 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name,
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC()}}
 	b := &store.Batch{Session: r.session, Events: evs, Usage: usage}
-	if err := r.e.o.Log.Commit(ctx, b); err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("engine: log step: %w: %w", errStore, err)
+	var end event.TurnEndData
+	if len(calls) == 0 {
+		end.Status = event.StatusDone
+		b = r.endBatch(&end, evs...)
+		b.Usage = usage
+	}
+	if err := r.e.o.Log.Commit(context.WithoutCancel(ctx), b); err != nil {
+		r.ended = false
+		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
 	am := model.Message{Role: model.RoleAssistant, Content: s.Text}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
 	r.msgs = append(r.msgs, am)
-	return calls, nil
+	return calls, end, nil
 }
 
 func (r *run) price(name string, u model.Usage) float64 {
