@@ -1,0 +1,63 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
+)
+
+func Example() {
+	dir, err := os.MkdirTemp("", "agentd-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	sess, created, err := s.Session(ctx, "assistant", "chat:alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sess.Address(), "created:", created)
+
+	// A turn: the input, the reply and the turn's end, committed together
+	// with the session's new state.
+	b := &store.Batch{
+		Session: sess.ID,
+		State:   store.StateIdle,
+		Events: []event.Event{
+			event.New(sess.ID, 1, event.Input, event.InputData{Text: "Hello!"}),
+			event.New(sess.ID, 1, event.Text, event.TextData{Text: "Hi Alice."}),
+			event.New(sess.ID, 1, event.TurnEnd, event.TurnEndData{Status: event.StatusDone, Reply: "Hi Alice."}),
+		},
+	}
+	if err := s.Commit(ctx, b); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("assigned seqs:", b.Events[0].Seq, b.Events[1].Seq, b.Events[2].Seq)
+
+	evs, err := s.Events(ctx, sess.ID, 1, 0) // the events after seq 1
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range evs {
+		fmt.Println(e.Seq, e.Kind, string(e.Data))
+	}
+	// Output:
+	// assistant/chat:alice created: true
+	// assigned seqs: 1 2 3
+	// 2 text {"text":"Hi Alice."}
+	// 3 turn_end {"status":"done","reply":"Hi Alice.","steps":0,"input_tokens":0,"output_tokens":0,"cost_usd":0,"duration_ms":0}
+}

@@ -1,0 +1,184 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+)
+
+// ErrSchemaTooNew is returned by Open for a database written by a newer
+// agentd than this one: its schema version is above the newest migration
+// this build knows.
+var ErrSchemaTooNew = errors.New("database schema is newer than this agentd")
+
+// schemaV1 is the first schema.
+//
+// Times are unix nanoseconds (UTC). Event payloads are JSON stored as BLOBs.
+//
+// events carries as few indexes as its reads need, because every index
+// ordered by session adds a randomly placed page per session to each group
+// commit: UNIQUE (session_id, seq) serves Events, events_reset (partial:
+// only reset markers) finds the start of a session's context, and
+// events_turn grows at its end since turn ids only increase. A full
+// (session_id, kind, seq) index costs about a third of the commit
+// throughput; add one in a later migration if a query by kind needs it.
+//
+// events_fts is a contentless FTS5 index (empty content option) whose rowid
+// is the events row id: it stores only the index, not a second copy of the
+// text, and a search joins back to events for the event itself. The "text"
+// field of input, system_message and text payloads is what gets indexed.
+// The writer indexes each group's new events in the group's transaction with
+// one statement (ftsIndexNew) rather than through an insert trigger, because
+// FTS5 flushes its pending index data at every savepoint and a trigger would
+// write one index segment per request. contentless_delete and the delete
+// trigger keep the index in step when events are deleted.
+const schemaV1 = `
+CREATE TABLE agents (
+	id         TEXT PRIMARY KEY,
+	name       TEXT NOT NULL DEFAULT '',
+	type       TEXT NOT NULL DEFAULT '',
+	definition BLOB,
+	updated_at INTEGER NOT NULL
+);
+
+CREATE TABLE sessions (
+	id         INTEGER PRIMARY KEY,
+	agent      TEXT NOT NULL,
+	key        TEXT NOT NULL,
+	state      TEXT NOT NULL,
+	last_seq   INTEGER NOT NULL DEFAULT 0,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	UNIQUE (agent, key)
+);
+
+CREATE TABLE events (
+	id         INTEGER PRIMARY KEY,
+	session_id INTEGER NOT NULL REFERENCES sessions (id),
+	seq        INTEGER NOT NULL,
+	turn       INTEGER NOT NULL DEFAULT 0,
+	kind       TEXT NOT NULL,
+	ts         INTEGER NOT NULL,
+	data       BLOB,
+	UNIQUE (session_id, seq)
+);
+CREATE INDEX events_reset ON events (session_id, seq) WHERE kind = 'reset';
+CREATE INDEX events_turn ON events (turn);
+
+CREATE TABLE inbox (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	session_id INTEGER NOT NULL REFERENCES sessions (id),
+	kind       TEXT NOT NULL,
+	silent     INTEGER NOT NULL DEFAULT 0,
+	text       TEXT NOT NULL,
+	source     TEXT NOT NULL DEFAULT '',
+	origin     TEXT NOT NULL DEFAULT '',
+	idem_key   TEXT NOT NULL DEFAULT '',
+	state      TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	done_at    INTEGER
+);
+CREATE UNIQUE INDEX inbox_idem ON inbox (session_id, idem_key) WHERE idem_key <> '';
+CREATE INDEX inbox_pending ON inbox (session_id, id) WHERE state = 'pending';
+
+CREATE TABLE usage (
+	id            INTEGER PRIMARY KEY,
+	session_id    INTEGER NOT NULL,
+	agent         TEXT NOT NULL,
+	model         TEXT NOT NULL,
+	input_tokens  INTEGER NOT NULL,
+	output_tokens INTEGER NOT NULL,
+	cost_usd      REAL NOT NULL,
+	ts            INTEGER NOT NULL
+);
+CREATE INDEX usage_agent_ts ON usage (agent, ts);
+
+CREATE VIRTUAL TABLE events_fts USING fts5 (
+	text,
+	content = '',
+	contentless_delete = 1,
+	tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER events_fts_delete AFTER DELETE ON events
+WHEN old.kind IN ('input', 'system_message', 'text') BEGIN
+	DELETE FROM events_fts WHERE rowid = old.id;
+END;
+`
+
+// ftsIndexNew indexes the text of the events with a row id above ?.
+// Payloads are valid JSON (Commit checks), but SQLite's parser refuses
+// nesting that Go's accepts; such a payload is stored and not indexed rather
+// than failing its whole group.
+const ftsIndexNew = `INSERT INTO events_fts (rowid, text)
+	SELECT id, iif(json_valid(CAST(data AS TEXT)), json_extract(CAST(data AS TEXT), '$.text'), NULL)
+	FROM events WHERE id > ? AND kind IN ('input', 'system_message', 'text')`
+
+// migrations returns the schema steps in order; step i (from 0) brings the
+// database to version i+1, recorded in PRAGMA user_version. Steps are only
+// ever appended.
+func migrations() []string {
+	return []string{schemaV1}
+}
+
+// migrate brings the database on conn up to len(steps), one transaction per
+// step, and fails with ErrSchemaTooNew if it is already beyond that.
+func migrate(ctx context.Context, conn *sql.Conn, steps []string, log *slog.Logger) error {
+	version, err := userVersion(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if version > len(steps) {
+		return fmt.Errorf("migrate: %w: version %d, newest known %d", ErrSchemaTooNew, version, len(steps))
+	}
+	for i := version; i < len(steps); i++ {
+		if err := migrateStep(ctx, conn, i+1, steps[i]); err != nil {
+			return err
+		}
+		log.Info("store migrated", "version", i+1)
+	}
+	return nil
+}
+
+// migrateStep applies one step unless another opener already did.
+func migrateStep(ctx context.Context, conn *sql.Conn, version int, step string) (err error) {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate to %d: begin: %w", version, err)
+	}
+	defer func() {
+		if err != nil {
+			// The step failed, so the transaction is rolled back whole and
+			// the version stays where it was.
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	current, err := userVersion(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if current >= version {
+		_, err = conn.ExecContext(ctx, "COMMIT")
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, step); err != nil {
+		return fmt.Errorf("migrate to %d: %w", version, err)
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(version)); err != nil {
+		return fmt.Errorf("migrate to %d: set version: %w", version, err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate to %d: commit: %w", version, err)
+	}
+	return nil
+}
+
+func userVersion(ctx context.Context, conn *sql.Conn) (int, error) {
+	var v int
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("migrate: read schema version: %w", err)
+	}
+	return v, nil
+}

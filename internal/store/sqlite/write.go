@@ -1,0 +1,184 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+// ErrInvalid is returned (wrapped) for a request the store refuses before
+// writing anything: a missing session, an unknown state, a bad payload.
+var ErrInvalid = errors.New("invalid request")
+
+// Commit writes b in one transaction and waits until it is durable. It
+// assigns the events consecutive sequence numbers after the session's last
+// one and writes them back into b.Events, together with the session id and,
+// where it was zero, the commit time. A batch without events may still set
+// the state, mark inbox items done and record usage.
+//
+// A batch with a session also sets the session's updated_at. Commit does not
+// keep b, but event payloads (Data) must not be changed while it runs, nor,
+// if ctx ends first, until the write has happened. On an error other than
+// ctx's, nothing of b is written; on any error b is unchanged.
+func (s *Store) Commit(ctx context.Context, b *store.Batch) error {
+	if b == nil {
+		return fmt.Errorf("sqlite: commit: %w: nil batch", ErrInvalid)
+	}
+	if err := checkBatch(b); err != nil {
+		return fmt.Errorf("sqlite: commit: %w: %v", ErrInvalid, err)
+	}
+	if b.Session == 0 && len(b.Done) == 0 && len(b.Usage) == 0 {
+		return nil // nothing to write
+	}
+	r := s.getRequest(ctx, opCommit)
+	r.session, r.state = b.Session, b.State
+	r.events = append(r.events, b.Events...)
+	r.done = append(r.done, b.Done...)
+	r.usage = append(r.usage, b.Usage...)
+	if err := s.send(ctx, r); err != nil {
+		return err
+	}
+	err := r.err
+	if err == nil {
+		copy(b.Events, r.events)
+	}
+	s.putRequest(r)
+	return err
+}
+
+func checkBatch(b *store.Batch) error {
+	if b.Session < 0 {
+		return fmt.Errorf("session id %d", b.Session)
+	}
+	if b.Session == 0 && (len(b.Events) > 0 || b.State != "") {
+		return errors.New("events or state without a session")
+	}
+	if b.State != "" && !validState(b.State) {
+		return fmt.Errorf("unknown session state %q", b.State)
+	}
+	for i := range b.Events {
+		e := &b.Events[i]
+		switch {
+		case e.Session != 0 && e.Session != b.Session:
+			return fmt.Errorf("event %d belongs to session %d, batch to %d", i, e.Session, b.Session)
+		case e.Kind == "":
+			return fmt.Errorf("event %d has no kind", i)
+		case e.Kind == event.TextDelta || e.Kind == event.TurnStart || e.Kind == event.State:
+			return fmt.Errorf("event %d: kind %q is live-only and never stored", i, e.Kind)
+		case len(e.Data) > 0 && !json.Valid(e.Data):
+			return fmt.Errorf("event %d (%s): payload is not valid JSON", i, e.Kind)
+		}
+	}
+	for _, id := range b.Done {
+		if id <= 0 {
+			return fmt.Errorf("inbox item id %d", id)
+		}
+	}
+	for i, u := range b.Usage {
+		if u.Session == 0 && b.Session == 0 {
+			return fmt.Errorf("usage %d has no session", i)
+		}
+	}
+	return nil
+}
+
+func validState(s string) bool {
+	switch s {
+	case store.StateCreated, store.StateActive, store.StateIdle, store.StateCompacting, store.StateClosed:
+		return true
+	}
+	return false
+}
+
+// Enqueue persists a pending inbox item and returns it with its id (the
+// turn id). If the session already has an item with the same non-empty
+// IdempotencyKey, it returns that item with duplicate = true and writes
+// nothing. item.State is ignored; a zero CreatedAt becomes now.
+func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxItem, bool, error) {
+	switch {
+	case item.Session <= 0:
+		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: session id %d", ErrInvalid, item.Session)
+	case item.Kind != event.Input && item.Kind != event.SystemMessage && item.Kind != event.Reset:
+		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: kind %q, want %q, %q or %q",
+			ErrInvalid, item.Kind, event.Input, event.SystemMessage, event.Reset)
+	}
+	if item.IdempotencyKey != "" {
+		// Most duplicates are redeliveries of something stored long ago:
+		// answer them from a reader without queueing for the writer.
+		it, err := scanInbox(s.r.inboxByKey.QueryRowContext(ctx, item.Session, item.IdempotencyKey))
+		if err == nil {
+			return it, true, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return store.InboxItem{}, false, s.readErr("enqueue", err)
+		}
+	}
+	r := s.getRequest(ctx, opEnqueue)
+	r.item = item
+	if err := s.send(ctx, r); err != nil {
+		return store.InboxItem{}, false, err
+	}
+	it, dup, err := r.item, r.duplicate, r.err
+	s.putRequest(r)
+	if err != nil {
+		return store.InboxItem{}, false, err
+	}
+	return it, dup, nil
+}
+
+// Session returns the session agent/key, creating it in state created if it
+// does not exist. Concurrent callers for a new address all get the same
+// session; exactly one of them sees created = true.
+func (s *Store) Session(ctx context.Context, agent, key string) (store.Session, bool, error) {
+	switch {
+	case agent == "" || key == "":
+		return store.Session{}, false, fmt.Errorf("sqlite: session: %w: empty agent or key (%q, %q)", ErrInvalid, agent, key)
+	case strings.Contains(agent, "/"):
+		return store.Session{}, false, fmt.Errorf("sqlite: session: %w: agent id %q contains '/'", ErrInvalid, agent)
+	}
+	if s.isDown.Load() {
+		return store.Session{}, false, store.ErrClosed
+	}
+	sess, err := scanSession(s.r.sessionByKey.QueryRowContext(ctx, agent, key))
+	if err == nil {
+		return sess, false, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, false, s.readErr("session", err)
+	}
+	r := s.getRequest(ctx, opSession)
+	r.agent, r.key = agent, key
+	if err := s.send(ctx, r); err != nil {
+		return store.Session{}, false, err
+	}
+	sess, created, err := r.sess, r.created, r.err
+	s.putRequest(r)
+	if err != nil {
+		return store.Session{}, false, err
+	}
+	return sess, created, nil
+}
+
+// SaveAgent records an agent definition, replacing any earlier one with the
+// same id. A zero UpdatedAt becomes now.
+func (s *Store) SaveAgent(ctx context.Context, a store.AgentRecord) error {
+	if a.ID == "" {
+		return fmt.Errorf("sqlite: save agent: %w: empty id", ErrInvalid)
+	}
+	if len(a.Definition) > 0 && !json.Valid(a.Definition) {
+		return fmt.Errorf("sqlite: save agent %q: %w: definition is not valid JSON", a.ID, ErrInvalid)
+	}
+	r := s.getRequest(ctx, opSaveAgent)
+	r.rec = a
+	if err := s.send(ctx, r); err != nil {
+		return err
+	}
+	err := r.err
+	s.putRequest(r)
+	return err
+}

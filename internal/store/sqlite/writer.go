@@ -1,0 +1,448 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+// op is the kind of a write request.
+type op uint8
+
+const (
+	opCommit op = iota + 1
+	opEnqueue
+	opSession
+	opSaveAgent
+)
+
+func (o op) String() string {
+	switch o {
+	case opCommit:
+		return "commit"
+	case opEnqueue:
+		return "enqueue"
+	case opSession:
+		return "session"
+	case opSaveAgent:
+		return "save agent"
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
+}
+
+// request is one write handed to the writer goroutine. The caller fills the
+// inputs, the writer the results, then signals reply; the caller reads the
+// results only after that. Requests are pooled. Inputs are copies, so a
+// caller that gives up waiting (ctx) leaves nothing of its own behind that
+// the writer still uses, apart from event payload bytes.
+type request struct {
+	ctx context.Context
+	op  op
+
+	// opCommit
+	session int64
+	state   string
+	events  []event.Event
+	done    []int64
+	usage   []store.Usage
+
+	// opEnqueue (also its result)
+	item store.InboxItem
+	// opSession
+	agent, key string
+	// opSaveAgent
+	rec store.AgentRecord
+
+	// results
+	sess      store.Session
+	created   bool
+	duplicate bool
+	err       error
+
+	reply chan struct{} // capacity 1
+}
+
+// hasText reports whether r writes events whose text is indexed.
+func (r *request) hasText() bool {
+	for i := range r.events {
+		switch r.events[i].Kind {
+		case event.Input, event.SystemMessage, event.Text:
+			return true
+		}
+	}
+	return false
+}
+
+// maxPooledEvents bounds the buffers a pooled request keeps.
+const maxPooledEvents = 64
+
+func (s *Store) getRequest(ctx context.Context, o op) *request {
+	r := s.pool.Get().(*request)
+	r.ctx, r.op = ctx, o
+	return r
+}
+
+func (s *Store) putRequest(r *request) {
+	if cap(r.events) > maxPooledEvents || cap(r.usage) > maxPooledEvents || cap(r.done) > maxPooledEvents {
+		return
+	}
+	clear(r.events)
+	clear(r.usage)
+	*r = request{
+		events: r.events[:0],
+		done:   r.done[:0],
+		usage:  r.usage[:0],
+		reply:  r.reply,
+	}
+	s.pool.Put(r)
+}
+
+// send hands r to the writer and waits for its answer. On a nil error the
+// results in r are valid and the caller owns r again. On an error r must
+// not be used: if ctx ended after the writer accepted r, the writer still
+// owns it and may still perform the write.
+func (s *Store) send(ctx context.Context, r *request) error {
+	if err := ctx.Err(); err != nil {
+		s.putRequest(r)
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		s.putRequest(r)
+		return store.ErrClosed
+	}
+	select {
+	case s.reqs <- r:
+		s.mu.RUnlock()
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		s.putRequest(r)
+		return ctx.Err()
+	}
+	select {
+	case <-r.reply:
+		return nil
+	case <-ctx.Done():
+		select {
+		case <-r.reply: // answered after all
+			return nil
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// writer owns the write connection and its prepared statements.
+type writer struct {
+	s    *Store
+	stmt []*sql.Stmt // every statement below, for close
+
+	begin, commit, rollback           *sql.Stmt
+	savepoint, release, rollbackTo    *sql.Stmt
+	updSession, insEvent, markDone    *sql.Stmt
+	insUsage, sessExists, insInbox    *sql.Stmt
+	inboxByKey, insSession, sessByKey *sql.Stmt
+	upsertAgent, maxEventID, ftsIndex *sql.Stmt
+}
+
+func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
+	w := &writer{s: s}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&w.begin, "BEGIN IMMEDIATE"},
+		{&w.commit, "COMMIT"},
+		{&w.rollback, "ROLLBACK"},
+		{&w.savepoint, "SAVEPOINT req"},
+		{&w.release, "RELEASE req"},
+		{&w.rollbackTo, "ROLLBACK TO req"},
+		{&w.updSession, `UPDATE sessions SET last_seq = last_seq + ?, updated_at = ?,
+			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq`},
+		{&w.insEvent, `INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&w.markDone, `UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, ?)
+			WHERE id = ? AND (? = 0 OR session_id = ?)`},
+		{&w.insUsage, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
+			VALUES (?, COALESCE(NULLIF(?, ''), (SELECT agent FROM sessions WHERE id = ?), ''), ?, ?, ?, ?, ?)`},
+		{&w.sessExists, `SELECT 1 FROM sessions WHERE id = ?`},
+		{&w.insInbox, `INSERT INTO inbox (session_id, kind, silent, text, source, origin, idem_key, state, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING RETURNING id`},
+		{&w.inboxByKey, qInboxByKey},
+		{&w.insSession, `INSERT INTO sessions (agent, key, state, last_seq, created_at, updated_at)
+			VALUES (?, ?, 'created', 0, ?, ?) ON CONFLICT (agent, key) DO NOTHING RETURNING id`},
+		{&w.sessByKey, qSessionByKey},
+		{&w.maxEventID, `SELECT coalesce(max(id), 0) FROM events`},
+		{&w.ftsIndex, ftsIndexNew},
+		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
+			definition = excluded.definition, updated_at = excluded.updated_at`},
+	} {
+		st, err := conn.PrepareContext(ctx, p.sql)
+		if err != nil {
+			_ = w.close()
+			return nil, fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.dst = st
+		w.stmt = append(w.stmt, st)
+	}
+	return w, nil
+}
+
+func (w *writer) close() error {
+	var errs []error
+	for _, st := range w.stmt {
+		errs = append(errs, st.Close())
+	}
+	w.stmt = nil
+	return errors.Join(errs...)
+}
+
+// run is the writer goroutine. It ends when reqs is closed and drained, and
+// then closes done.
+func (w *writer) run(reqs <-chan *request, done chan<- struct{}, maxBatch int, hook func()) {
+	defer close(done)
+	group := make([]*request, 0, maxBatch)
+	for {
+		r, ok := <-reqs
+		if !ok {
+			return
+		}
+		if hook != nil {
+			hook()
+		}
+		group = append(group[:0], r)
+	drain:
+		for len(group) < maxBatch {
+			select {
+			case r, ok := <-reqs:
+				if !ok {
+					break drain
+				}
+				group = append(group, r)
+			default:
+				break drain
+			}
+		}
+		w.runGroup(group)
+		for i, r := range group {
+			group[i] = nil
+			r.reply <- struct{}{} // r belongs to its caller from here on
+		}
+	}
+}
+
+// runGroup performs a group of requests in one transaction, each in its own
+// savepoint, and sets every request's err.
+func (w *writer) runGroup(group []*request) {
+	now := time.Now().UnixNano()
+	if _, err := w.begin.Exec(); err != nil {
+		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
+		return
+	}
+	var lastEvent int64
+	if err := w.maxEventID.QueryRow().Scan(&lastEvent); err != nil {
+		w.fail(group, fmt.Errorf("sqlite: read last event id: %w", err), true)
+		return
+	}
+	applied, texts := 0, false
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // the caller gave up before its turn: skip it
+			continue
+		}
+		if _, err := w.savepoint.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
+			return
+		}
+		r.err = w.apply(r, now)
+		if r.err != nil {
+			if _, err := w.rollbackTo.Exec(); err != nil {
+				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
+				return
+			}
+			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
+		} else {
+			applied++
+			texts = texts || r.hasText()
+		}
+		if _, err := w.release.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
+			return
+		}
+	}
+	if texts {
+		if _, err := w.ftsIndex.Exec(lastEvent); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: index text: %w", err), true)
+			return
+		}
+	}
+	if applied == 0 {
+		if _, err := w.rollback.Exec(); err != nil {
+			w.s.log.Error("store rollback failed", "err", err)
+		}
+	} else if _, err := w.commit.Exec(); err != nil {
+		w.fail(group, fmt.Errorf("sqlite: commit: %w", err), true)
+		return
+	}
+	st := &w.s.stats
+	st.requests.Add(int64(len(group)))
+	if applied > 0 {
+		st.commits.Add(1)
+	}
+	if n := int64(len(group)); n > st.largest.Load() {
+		st.largest.Store(n)
+	}
+}
+
+// fail gives err to every request of the group that has no error of its
+// own, rolling the transaction back if one is open.
+func (w *writer) fail(group []*request, err error, inTx bool) {
+	if inTx {
+		// The transaction may already be gone (SQLite rolls back by itself
+		// after some I/O errors); the ROLLBACK error says nothing new then.
+		_, _ = w.rollback.Exec()
+	}
+	w.s.log.Error("store group write failed", "requests", len(group), "err", err)
+	for _, r := range group {
+		if r.err == nil {
+			r.err = err
+		}
+	}
+	w.s.stats.requests.Add(int64(len(group)))
+}
+
+func (w *writer) apply(r *request, now int64) error {
+	switch r.op {
+	case opCommit:
+		return w.applyCommit(r, now)
+	case opEnqueue:
+		return w.applyEnqueue(r, now)
+	case opSession:
+		return w.applySession(r, now)
+	case opSaveAgent:
+		return w.applySaveAgent(r, now)
+	}
+	return fmt.Errorf("sqlite: unknown write op %d", r.op)
+}
+
+func (w *writer) applyCommit(r *request, now int64) error {
+	if r.session != 0 {
+		var last int64
+		err := w.updSession.QueryRow(int64(len(r.events)), now, r.state, r.session).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, store.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+		}
+		seq := last - int64(len(r.events))
+		for i := range r.events {
+			e := &r.events[i]
+			seq++
+			e.Seq, e.Session = seq, r.session
+			if e.Time.IsZero() {
+				e.Time = time.Unix(0, now).UTC()
+			}
+			var data []byte
+			if len(e.Data) > 0 {
+				data = e.Data
+			}
+			if _, err := w.insEvent.Exec(r.session, seq, e.Turn, string(e.Kind), e.Time.UnixNano(), data); err != nil {
+				return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
+			}
+		}
+	}
+	for _, id := range r.done {
+		res, err := w.markDone.Exec(now, id, r.session, r.session)
+		if err != nil {
+			return fmt.Errorf("sqlite: commit: inbox item %d: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("sqlite: commit: inbox item %d of session %d: %w", id, r.session, store.ErrNotFound)
+		}
+	}
+	for i := range r.usage {
+		u := &r.usage[i]
+		sess := u.Session
+		if sess == 0 {
+			sess = r.session
+		}
+		ts := now
+		if !u.Time.IsZero() {
+			ts = u.Time.UnixNano()
+		}
+		if _, err := w.insUsage.Exec(sess, u.Agent, sess, u.Model, int64(u.InputTokens), int64(u.OutputTokens), u.CostUSD, ts); err != nil {
+			return fmt.Errorf("sqlite: commit: usage: %w", err)
+		}
+	}
+	return nil
+}
+
+func (w *writer) applyEnqueue(r *request, now int64) error {
+	it := &r.item
+	var one int
+	if err := w.sessExists.QueryRow(it.Session).Scan(&one); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: enqueue: session %d: %w", it.Session, store.ErrNotFound)
+		}
+		return fmt.Errorf("sqlite: enqueue: %w", err)
+	}
+	created := now
+	if !it.CreatedAt.IsZero() {
+		created = it.CreatedAt.UnixNano()
+	}
+	var id int64
+	err := w.insInbox.QueryRow(it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		// The idempotency key is taken: the insert did nothing.
+		existing, err := scanInbox(w.inboxByKey.QueryRow(it.Session, it.IdempotencyKey))
+		if err != nil {
+			return fmt.Errorf("sqlite: enqueue: read duplicate: %w", err)
+		}
+		r.item, r.duplicate = existing, true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: enqueue: %w", err)
+	}
+	it.ID, it.State, it.CreatedAt = id, store.InboxPending, time.Unix(0, created).UTC()
+	return nil
+}
+
+func (w *writer) applySession(r *request, now int64) error {
+	var id int64
+	err := w.insSession.QueryRow(r.agent, r.key, now, now).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		s, err := scanSession(w.sessByKey.QueryRow(r.agent, r.key))
+		if err != nil {
+			return fmt.Errorf("sqlite: session: %w", err)
+		}
+		r.sess, r.created = s, false
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: session: %w", err)
+	}
+	t := time.Unix(0, now).UTC()
+	r.sess = store.Session{ID: id, Agent: r.agent, Key: r.key, State: store.StateCreated, CreatedAt: t, UpdatedAt: t}
+	r.created = true
+	return nil
+}
+
+func (w *writer) applySaveAgent(r *request, now int64) error {
+	a := &r.rec
+	ts := now
+	if !a.UpdatedAt.IsZero() {
+		ts = a.UpdatedAt.UnixNano()
+	}
+	if _, err := w.upsertAgent.Exec(a.ID, a.Name, a.Type, a.Definition, ts); err != nil {
+		return fmt.Errorf("sqlite: save agent %q: %w", a.ID, err)
+	}
+	return nil
+}
