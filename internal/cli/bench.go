@@ -48,6 +48,7 @@ type BenchResult struct {
 	Sessions     int    `json:"sessions"`
 	GrowthTurns  int    `json:"growth_turns"`
 	Quick        bool   `json:"quick,omitempty"`
+	Synchronous  string `json:"synchronous"`
 	CPUs         int    `json:"cpus"`
 	GoVersion    string `json:"go"`
 	AgentVersion string `json:"agentd"`
@@ -64,10 +65,12 @@ say done
 type benchConfig struct {
 	turns, concurrency, throughputTurns, sessions, growthTurns, rtts int
 	quick                                                            bool
+	sync                                                             string
 }
 
 func (e *env) benchCmd() *cobra.Command {
 	var asJSON, quick, skipProc bool
+	var sync string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure agentd end to end against the fake model and print a table",
@@ -80,6 +83,7 @@ func (e *env) benchCmd() *cobra.Command {
 			if quick {
 				c = benchConfig{turns: 300, concurrency: 100, throughputTurns: 3000, sessions: 1000, growthTurns: 3000, rtts: 300, quick: true}
 			}
+			c.sync = sync
 			res, err := e.bench(cmd.Context(), c, skipProc)
 			if err != nil {
 				return err
@@ -94,6 +98,7 @@ func (e *env) benchCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().BoolVar(&quick, "quick", false, "smaller counts, for CI")
 	cmd.Flags().BoolVar(&skipProc, "in-process-only", false, "skip the figures that start agentd serve as a child process")
+	cmd.Flags().StringVar(&sync, "synchronous", "full", "the store's synchronous mode: full (the default, durable on power loss) or normal, to see what durability costs")
 	return cmd
 }
 
@@ -115,7 +120,7 @@ func printBench(w interface{ Write([]byte) (int, error) }, r *BenchResult) {
 		row("version_ms", f(r.VersionMS, "ms"), "≤ 20", "agentd version")
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "(%d CPUs, %s, agentd %s", r.CPUs, r.GoVersion, r.AgentVersion)
+	fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous)
 	if r.Quick {
 		fmt.Fprint(w, ", --quick counts")
 	}
@@ -124,7 +129,7 @@ func printBench(w interface{ Write([]byte) (int, error) }, r *BenchResult) {
 
 func (e *env) bench(ctx context.Context, c benchConfig, skipProc bool) (*BenchResult, error) {
 	res := &BenchResult{Turns: c.turns, Concurrency: c.concurrency, Sessions: c.sessions, GrowthTurns: c.growthTurns,
-		Quick: c.quick, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: Version}
+		Quick: c.quick, Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: Version}
 	script, err := fakellm.ParseScript("bench", []byte(benchScript))
 	if err != nil {
 		return nil, err
@@ -157,7 +162,7 @@ func (e *env) bench(ctx context.Context, c benchConfig, skipProc bool) (*BenchRe
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := writeBenchAgent(dir, base); err != nil {
+	if err := writeBenchAgent(dir, base, c.sync); err != nil {
 		return nil, err
 	}
 	if err := e.benchInProcess(ctx, filepath.Join(dir, "inproc"), res, c); err != nil {
@@ -172,10 +177,16 @@ func (e *env) bench(ctx context.Context, c benchConfig, skipProc bool) (*BenchRe
 	return res, nil
 }
 
-func writeBenchAgent(root, base string) error {
+func writeBenchAgent(root, base, sync string) error {
 	for _, d := range []string{"inproc", "proc"} {
 		if err := os.MkdirAll(filepath.Join(root, d, "agents"), 0o700); err != nil {
 			return err
+		}
+		if sync != "" {
+			cfg := "store:\n  synchronous: " + sync + "\n"
+			if err := os.WriteFile(filepath.Join(root, d, "agentd.yaml"), []byte(cfg), 0o600); err != nil {
+				return err
+			}
 		}
 		def := "name: Bench\nmodel:\n  provider: openai\n  name: fake\n  base_url: " + base + "\ntools:\n  allow: [clock]\n"
 		if err := os.WriteFile(filepath.Join(root, d, "agents", "bench.yaml"), []byte(def), 0o600); err != nil {

@@ -48,6 +48,15 @@ type Log interface {
 	Commit(ctx context.Context, b *store.Batch) error
 }
 
+// AsyncLog is an optional ability of a Log: take a batch now, in order
+// behind every batch taken before, and wait for its durability later. The
+// engine uses it where durability can wait — a step whose tool calls are
+// all safe to run again, the results of such calls — so that syncing to
+// disk overlaps with the model and the tools instead of adding to the turn.
+type AsyncLog interface {
+	CommitAsync(ctx context.Context, b *store.Batch) (wait func() error)
+}
+
 // Live publishes events that are not stored (text deltas).
 type Live interface {
 	Publish(evs ...event.Event)
@@ -101,8 +110,8 @@ func New(o *Options) *Engine {
 
 // Turn is one turn to run.
 type Turn struct {
-	ID      int64           // the inbox item's id
-	Session store.Session   // the session it runs in
+	ID      int64         // the inbox item's id
+	Session store.Session // the session it runs in
 	Agent   *agent.Definition
 	Item    store.InboxItem // the input
 	// History is the session's context before this turn: the events after
@@ -130,6 +139,119 @@ type run struct {
 	reply   string
 	session int64
 	ended   bool // the turn_end is committed
+
+	wctx    context.Context // for writes that must happen even if the turn is cancelled
+	mu      sync.Mutex      // guards the fields below (tool goroutines and the timer write too)
+	carry   *store.Batch    // writes waiting to be merged into the next one
+	armed   bool            // a timer will hand carry over
+	timer   *time.Timer
+	closed  bool
+	pending []func() error // writes handed to an AsyncLog, oldest first
+}
+
+// CoalesceDelay is how long a write that may wait is held back to share a
+// sync with the turn's next write. With a fast model the whole turn lands in
+// one sync; with a slow one, each write is durable (and shown) within this
+// delay plus a sync.
+const CoalesceDelay = 2 * time.Millisecond
+
+// write logs a batch. With later, the batch may wait up to CoalesceDelay to
+// be merged with the turn's next write; that is only for writes whose loss
+// in a crash is harmless (the turn resumes from before them). Otherwise it
+// waits for every earlier write, then commits b (with anything held back
+// first) and waits for it.
+func (r *run) write(ctx context.Context, b *store.Batch, later bool) error {
+	r.mu.Lock()
+	if c := r.carry; c != nil {
+		b.Events = append(c.Events, b.Events...)
+		b.Usage = append(c.Usage, b.Usage...)
+		if b.State == "" {
+			b.State = c.State
+		}
+		r.carry = nil
+	}
+	if later {
+		r.carry = b
+		if !r.armed {
+			r.armed = true
+			if r.timer == nil {
+				r.timer = time.AfterFunc(CoalesceDelay, r.handOver)
+			} else {
+				r.timer.Reset(CoalesceDelay)
+			}
+		}
+		r.mu.Unlock()
+		return nil
+	}
+	if r.armed {
+		r.timer.Stop()
+		r.armed = false
+	}
+	err := r.flushLocked()
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.e.o.Log.Commit(ctx, b)
+}
+
+// handOver gives the held-back writes to the log when no later write came
+// to take them within CoalesceDelay.
+func (r *run) handOver() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = false
+	b := r.carry
+	if r.closed || b == nil {
+		return
+	}
+	r.carry = nil
+	if al, ok := r.e.o.Log.(AsyncLog); ok {
+		r.pending = append(r.pending, al.CommitAsync(r.wctx, b))
+		return
+	}
+	err := r.e.o.Log.Commit(r.wctx, b)
+	r.pending = append(r.pending, func() error { return err })
+}
+
+// flushLocked waits for every write handed over, in order. r.mu is held.
+func (r *run) flushLocked() error {
+	var first error
+	for _, wait := range r.pending {
+		if err := wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	r.pending = r.pending[:0]
+	return first
+}
+
+// close stops the timer and waits for every write handed over; writes
+// still held back are dropped (the turn did not end: it resumes from the
+// log at the next start).
+func (r *run) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	return r.flushLocked()
+}
+
+// rerunnable reports whether running call again after a crash is harmless:
+// the tool is read-only or idempotent, or the call will not run at all
+// (unknown tool, denied by policy).
+func (r *run) rerunnable(name string) bool {
+	t, ok := r.e.o.Tools.Get(name)
+	if !ok {
+		return true
+	}
+	spec := t.Spec()
+	if spec.ReadOnly || spec.Idempotent {
+		return true
+	}
+	return r.policy.Decide(spec).Verdict != tool.Allow
 }
 
 // Run runs a turn to its end and returns how it ended; its turn_end event
@@ -138,7 +260,7 @@ type run struct {
 // in the log to be resumed, only when the log cannot be written or ctx was
 // cancelled with ErrShutdown.
 func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
-	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID}
+	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
 	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
 	if w := r.def.Budgets.MaxWallTime.D(); w > 0 {
 		var cancel context.CancelFunc
@@ -146,14 +268,16 @@ func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 		defer cancel()
 	}
 	end, err := r.loop(ctx)
-	if err != nil || r.ended {
-		return end, err
+	if err == nil && !r.ended {
+		// The end must be written even if the turn's context was cancelled.
+		if err = r.write(r.wctx, r.endBatch(&end), false); err != nil {
+			err = fmt.Errorf("engine: end turn: %w", err)
+		}
 	}
-	// The end must be written even if the turn's context was cancelled.
-	if err := e.o.Log.Commit(context.WithoutCancel(ctx), r.endBatch(&end)); err != nil {
-		return end, fmt.Errorf("engine: end turn: %w", err)
+	if cerr := r.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("engine: %w: %w", errStore, cerr)
 	}
-	return end, nil
+	return end, err
 }
 
 // endBatch completes end and returns a batch with the turn_end event, the
@@ -209,13 +333,15 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 	evs := make([]event.Event, 0, len(t.History)+len(t.Prior)+1)
 	evs = append(evs, t.History...)
 	if len(t.Prior) == 0 {
+		// The input is already durable in the inbox; it is logged with the
+		// turn's first write, which saves a sync. A crash before that write
+		// leaves no trace of the turn, which then starts afresh.
 		in := event.New(r.session, t.ID, t.Item.Kind, event.InputData{
 			Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey})
-		b := &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}
-		if err := r.e.o.Log.Commit(ctx, b); err != nil {
-			return nil, fmt.Errorf("engine: log input: %w", err)
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}, true); err != nil {
+			return nil, err
 		}
-		evs = append(evs, b.Events[0])
+		evs = append(evs, in)
 		r.msgs = Messages(evs)
 		return nil, nil
 	}
@@ -334,7 +460,7 @@ func (r *run) stopped(ctx context.Context, err error) (event.TurnEndData, error)
 		return event.TurnEndData{Status: event.StatusCancelled, Reason: ErrCancelled.Error()}, nil
 	}
 	ev := event.New(r.session, r.t.ID, event.Error, event.ErrorData{Kind: model.Kind(err), Message: err.Error()})
-	if cerr := r.e.o.Log.Commit(ctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}); cerr != nil {
+	if cerr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); cerr != nil {
 		return event.TurnEndData{}, fmt.Errorf("engine: log error: %w: %w", errStore, cerr)
 	}
 	return event.TurnEndData{Status: event.StatusError, Reason: err.Error()}, nil
@@ -372,7 +498,7 @@ func (r *run) callModel(ctx context.Context) (*stepResponse, error) {
 			mc := event.ModelCallData{Provider: m.Provider, Model: m.Name, Step: step, Attempt: attempt,
 				LatencyMS: ms(lat), Error: err.Error(), ErrorKind: model.Kind(err)}
 			ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
-			if cerr := r.e.o.Log.Commit(ctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}); cerr != nil {
+			if cerr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); cerr != nil {
 				return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, cerr)
 			}
 			r.e.o.Logger.Warn("model call failed", "agent", r.def.ID, "provider", m.Provider, "model", m.Name, "attempt", attempt, "err", err)
@@ -534,12 +660,18 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC()}}
 	b := &store.Batch{Session: r.session, Events: evs, Usage: usage}
 	var end event.TurnEndData
+	// A tool call must be durable before its tool runs, unless running it
+	// again after a crash is harmless.
+	async := len(calls) > 0
+	for _, c := range calls {
+		async = async && r.rerunnable(c.Name)
+	}
 	if len(calls) == 0 {
 		end.Status = event.StatusDone
 		b = r.endBatch(&end, evs...)
 		b.Usage = usage
 	}
-	if err := r.e.o.Log.Commit(context.WithoutCancel(ctx), b); err != nil {
+	if err := r.write(r.wctx, b, async); err != nil {
 		r.ended = false
 		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
@@ -575,7 +707,10 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 			}
 			results[i] = res
 			ev := event.New(r.session, r.t.ID, event.ToolResult, res)
-			if err := r.e.o.Log.Commit(ctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}); err != nil {
+			// The result of a call that must not run twice is made durable at
+			// once; others may be lost in a crash and the call re-run.
+			b := &store.Batch{Session: r.session, Events: []event.Event{ev}}
+			if err := r.write(r.wctx, b, r.rerunnable(res.Name) && !res.Interrupted); err != nil {
 				errs[i] = fmt.Errorf("engine: log tool result: %w: %w", errStore, err)
 			}
 		})

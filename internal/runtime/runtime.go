@@ -624,6 +624,41 @@ func (r *Runtime) commit(ctx context.Context, sess *session, b *store.Batch) err
 	if err := r.st.Commit(ctx, b); err != nil {
 		return err
 	}
+	r.committed(sess, b)
+	return nil
+}
+
+// asyncStore is the optional ability of a store to take a write at once
+// and report its durability later, keeping the order writes were handed over.
+type asyncStore interface {
+	CommitAsync(ctx context.Context, b *store.Batch) func() error
+}
+
+// CommitAsync hands a batch to the store and returns a function that waits
+// for it to be durable, then publishes it. Stores without the ability
+// commit at once.
+func (r *Runtime) CommitAsync(ctx context.Context, b *store.Batch) func() error {
+	r.mu.Lock()
+	sess := r.sessions[b.Session]
+	r.mu.Unlock()
+	as, ok := r.st.(asyncStore)
+	if !ok {
+		err := r.commit(ctx, sess, b)
+		return func() error { return err }
+	}
+	wait := as.CommitAsync(ctx, b)
+	return func() error {
+		if err := wait(); err != nil {
+			return err
+		}
+		r.committed(sess, b)
+		return nil
+	}
+}
+
+// committed keeps the session's cached context in step with a durable
+// batch and publishes its events.
+func (r *Runtime) committed(sess *session, b *store.Batch) {
 	if sess != nil && len(b.Events) > 0 {
 		sess.mu.Lock()
 		if sess.loaded {
@@ -641,7 +676,6 @@ func (r *Runtime) commit(ctx context.Context, sess *session, b *store.Batch) err
 		sess.mu.Unlock()
 	}
 	r.bus.Publish(b.Events...)
-	return nil
 }
 
 // Close stops accepting inputs, lets running turns finish until ctx is

@@ -51,6 +51,45 @@ func (s *Store) Commit(ctx context.Context, b *store.Batch) error {
 	return err
 }
 
+// CommitAsync hands b to the writer now, behind every write handed over
+// before it, and returns a function that waits until b is durable (or
+// failed) and returns the result, as Commit would. Writes handed over by one
+// goroutine become durable in the order it handed them over, so a caller
+// can keep working — call a model, run an idempotent tool — while its last
+// write is being synced. The returned function must be called exactly once;
+// b's events get their Seq when it returns nil.
+func (s *Store) CommitAsync(ctx context.Context, b *store.Batch) func() error {
+	if b == nil {
+		return func() error { return fmt.Errorf("sqlite: commit: %w: nil batch", ErrInvalid) }
+	}
+	if err := checkBatch(b); err != nil {
+		return func() error { return fmt.Errorf("sqlite: commit: %w: %v", ErrInvalid, err) }
+	}
+	if b.Session == 0 && len(b.Done) == 0 && len(b.Usage) == 0 {
+		return func() error { return nil }
+	}
+	// The write must not be skipped because the caller's ctx ends before
+	// the writer reaches it: once handed over, it happens.
+	ctx = context.WithoutCancel(ctx)
+	r := s.getRequest(ctx, opCommit)
+	r.session, r.state = b.Session, b.State
+	r.events = append(r.events, b.Events...)
+	r.done = append(r.done, b.Done...)
+	r.usage = append(r.usage, b.Usage...)
+	if err := s.hand(ctx, r); err != nil {
+		return func() error { return err }
+	}
+	return func() error {
+		<-r.reply
+		err := r.err
+		if err == nil {
+			copy(b.Events, r.events)
+		}
+		s.putRequest(r)
+		return err
+	}
+}
+
 func checkBatch(b *store.Batch) error {
 	if b.Session < 0 {
 		return fmt.Errorf("session id %d", b.Session)

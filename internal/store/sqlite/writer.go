@@ -107,6 +107,25 @@ func (s *Store) putRequest(r *request) {
 // not be used: if ctx ended after the writer accepted r, the writer still
 // owns it and may still perform the write.
 func (s *Store) send(ctx context.Context, r *request) error {
+	if err := s.hand(ctx, r); err != nil {
+		return err
+	}
+	select {
+	case <-r.reply:
+		return nil
+	case <-ctx.Done():
+		select {
+		case <-r.reply: // answered after all
+			return nil
+		default:
+			return ctx.Err()
+		}
+	}
+}
+
+// hand gives r to the writer without waiting for the answer. On an error r
+// was not handed over and is back in the pool.
+func (s *Store) hand(ctx context.Context, r *request) error {
 	if err := ctx.Err(); err != nil {
 		s.putRequest(r)
 		return err
@@ -120,21 +139,11 @@ func (s *Store) send(ctx context.Context, r *request) error {
 	select {
 	case s.reqs <- r:
 		s.mu.RUnlock()
+		return nil
 	case <-ctx.Done():
 		s.mu.RUnlock()
 		s.putRequest(r)
 		return ctx.Err()
-	}
-	select {
-	case <-r.reply:
-		return nil
-	case <-ctx.Done():
-		select {
-		case <-r.reply: // answered after all
-			return nil
-		default:
-			return ctx.Err()
-		}
 	}
 }
 
