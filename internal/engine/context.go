@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"strings"
 
 	"agentd/internal/event"
@@ -15,13 +16,53 @@ import (
 // results. Events that are not part of the conversation (model calls,
 // thoughts, errors, markers) are skipped.
 func Messages(evs []event.Event) []model.Message {
-	b := builder{msgs: make([]model.Message, 0, len(evs)), group: -1}
-	for i := range evs {
-		b.add(&evs[i])
-	}
-	b.closeGroup()
-	return b.msgs
+	var c Conversation
+	c.Add(evs...)
+	return c.Messages()
 }
+
+// Conversation derives the model conversation from log events one at a
+// time, so a session's context is kept up to date as events are logged
+// instead of being decoded again for every turn. The zero value is empty.
+// It is not safe for concurrent use.
+type Conversation struct {
+	b builder
+}
+
+// Add folds logged events into the conversation.
+func (c *Conversation) Add(evs ...event.Event) {
+	if c.b.msgs == nil {
+		c.b.group = -1
+	}
+	for i := range evs {
+		c.b.add(&evs[i])
+	}
+}
+
+// Seed starts the conversation from messages derived earlier.
+func (c *Conversation) Seed(msgs []model.Message) {
+	c.b = builder{msgs: append([]model.Message(nil), msgs...), group: -1}
+}
+
+// Messages returns the conversation so far, with calls still waiting for
+// results closed as Messages describes. The caller may append to the
+// returned slice; the conversation never changes a message it returned.
+func (c *Conversation) Messages() []model.Message {
+	b := &c.b
+	// The next event starts a new message rather than extending one the
+	// caller holds.
+	b.hasStep = false
+	if len(b.open) == 0 && len(b.deferred) == 0 {
+		return b.msgs[:len(b.msgs):len(b.msgs)]
+	}
+	cp := builder{msgs: append([]model.Message(nil), b.msgs...), group: b.group,
+		open: maps.Clone(b.open), deferred: append([]model.Message(nil), b.deferred...)}
+	cp.closeGroup()
+	return cp.msgs
+}
+
+// Len returns the number of messages so far.
+func (c *Conversation) Len() int { return len(c.b.msgs) }
 
 type builder struct {
 	msgs []model.Message
@@ -42,11 +83,7 @@ func (b *builder) add(e *event.Event) {
 		if e.Decode(&d) != nil {
 			return
 		}
-		text := d.Text
-		if e.Kind == event.SystemMessage {
-			text = wrapSystem(d.Origin, d.Text)
-		}
-		b.other(model.Message{Role: model.RoleUser, Content: text})
+		b.other(InputMessage(e.Kind, &d))
 	case event.Text:
 		var d event.TextData
 		if e.Decode(&d) != nil {
@@ -123,6 +160,15 @@ func (b *builder) closeGroup() {
 	b.group = -1
 	b.msgs = append(b.msgs, b.deferred...)
 	b.deferred = b.deferred[:0]
+}
+
+// InputMessage is the model message for an input or system message.
+func InputMessage(kind event.Kind, d *event.InputData) model.Message {
+	text := d.Text
+	if kind == event.SystemMessage {
+		text = wrapSystem(d.Origin, d.Text)
+	}
+	return model.Message{Role: model.RoleUser, Content: text}
 }
 
 func wrapSystem(origin, text string) string {

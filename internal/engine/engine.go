@@ -114,9 +114,10 @@ type Turn struct {
 	Session store.Session // the session it runs in
 	Agent   *agent.Definition
 	Item    store.InboxItem // the input
-	// History is the session's context before this turn: the events after
-	// the last reset marker, not including this turn's.
-	History []event.Event
+	// Context is the conversation before this turn, derived from the
+	// session's events after the last reset marker (see Conversation). The
+	// engine appends to a copy.
+	Context []model.Message
 	// Prior holds this turn's events already in the log, when resuming
 	// after a restart; nil for a new turn.
 	Prior []event.Event
@@ -330,19 +331,17 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 // a resumed turn it returns the logged tool calls that have no result yet.
 func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 	t := r.t
-	evs := make([]event.Event, 0, len(t.History)+len(t.Prior)+1)
-	evs = append(evs, t.History...)
 	if len(t.Prior) == 0 {
 		// The input is already durable in the inbox; it is logged with the
-		// turn's first write, which saves a sync. A crash before that write
-		// leaves no trace of the turn, which then starts afresh.
-		in := event.New(r.session, t.ID, t.Item.Kind, event.InputData{
-			Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey})
+		// turn's first write (within CoalesceDelay), which saves a sync. A
+		// crash before that write leaves no trace of the turn, which then
+		// starts afresh.
+		d := event.InputData{Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey}
+		in := event.New(r.session, t.ID, t.Item.Kind, d)
 		if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}, true); err != nil {
 			return nil, err
 		}
-		evs = append(evs, in)
-		r.msgs = Messages(evs)
+		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
 		return nil, nil
 	}
 	// Resuming: count what was spent and find calls without results.
@@ -389,11 +388,12 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		// The input itself was never logged (the crash came before it).
 		return nil, fmt.Errorf("engine: resume turn %d: first event is %s, not the input", t.ID, t.Prior[0].Kind)
 	}
-	evs = append(evs, t.Prior...)
-	// Messages would give unfinished calls a synthetic result; the pending
-	// calls are about to get real ones, so build without them first.
-	r.msgs = Messages(evs)
-	r.msgs = dropSynthetic(r.msgs, pending)
+	var c Conversation
+	c.Seed(t.Context)
+	c.Add(t.Prior...)
+	// Messages gives unfinished calls a synthetic result; the pending calls
+	// are about to get real ones.
+	r.msgs = dropSynthetic(c.Messages(), pending)
 	return pending, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/store"
 )
 
@@ -86,8 +87,7 @@ type session struct {
 	queue   []queued
 	working bool                    // a worker goroutine exists
 	cancel  context.CancelCauseFunc // of the running turn, nil if none
-	history []event.Event           // events since the last reset; nil if not loaded
-	loaded  bool
+	conv    *engine.Conversation    // the context since the last reset; nil until loaded
 	closed  bool
 }
 
@@ -503,7 +503,7 @@ func (r *Runtime) work(sess *session) {
 			}
 			sess.mu.Lock()
 			sess.queue[0].recovered = true
-			sess.history, sess.loaded = nil, false
+			sess.conv = nil
 			sess.mu.Unlock()
 			continue
 		}
@@ -533,6 +533,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		r.notify(it.ID, event.TurnEndData{Status: event.StatusDone})
 		return nil
 	}
+	var err error
 	def, ok := r.o.Agents.Get(sess.s.Agent)
 	if !ok {
 		// The agent's file was removed after the input was accepted: end the
@@ -545,10 +546,6 @@ func (r *Runtime) process(sess *session, q queued) error {
 		r.notify(it.ID, end)
 		return nil
 	}
-	history, err := r.history(ctx, sess)
-	if err != nil {
-		return err
-	}
 	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it}
 	if q.recovered {
 		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
@@ -556,16 +553,21 @@ func (r *Runtime) process(sess *session, q queued) error {
 			return err
 		}
 		t.Prior = prior
-		// History must not include this turn's own events.
-		if len(prior) > 0 {
-			cut := len(history)
-			for cut > 0 && history[cut-1].Seq >= prior[0].Seq {
-				cut--
-			}
-			history = history[:cut]
-		}
 	}
-	t.History = history
+	if len(t.Prior) > 0 {
+		// The context must not include this turn's own events.
+		evs, err := r.st.ContextEvents(ctx, sess.s.ID)
+		if err != nil {
+			return fmt.Errorf("runtime: load context: %w", err)
+		}
+		cut := len(evs)
+		for cut > 0 && evs[cut-1].Seq >= t.Prior[0].Seq {
+			cut--
+		}
+		t.Context = engine.Messages(evs[:cut])
+	} else if t.Context, err = r.context(ctx, sess); err != nil {
+		return err
+	}
 	if def.Budgets.MaxUSDPerDay > 0 {
 		y, m, d := time.Now().UTC().Date()
 		u, err := r.st.UsageSince(ctx, def.ID, time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
@@ -591,24 +593,28 @@ func (r *Runtime) process(sess *session, q queued) error {
 	return nil
 }
 
-// history returns the session's events since the last reset, from the
-// in-memory cache or the store.
-func (r *Runtime) history(ctx context.Context, sess *session) ([]event.Event, error) {
+// context returns the session's conversation since the last reset, kept
+// in memory while the session is cached and loaded from the log otherwise.
+func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, error) {
 	sess.mu.Lock()
-	if sess.loaded {
-		h := sess.history
+	if sess.conv != nil {
+		m := sess.conv.Messages()
 		sess.mu.Unlock()
-		return h[:len(h):len(h)], nil
+		return m, nil
 	}
 	sess.mu.Unlock()
 	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: load context: %w", err)
 	}
+	c := new(engine.Conversation)
+	c.Add(evs...)
 	sess.mu.Lock()
-	sess.history, sess.loaded = evs, true
-	sess.mu.Unlock()
-	return evs[:len(evs):len(evs)], nil
+	defer sess.mu.Unlock()
+	// Only this session's worker loads or changes the conversation, so
+	// nothing was added meanwhile.
+	sess.conv = c
+	return c.Messages(), nil
 }
 
 // Commit is the engine's log: it commits a batch, keeps the session's
@@ -661,13 +667,13 @@ func (r *Runtime) CommitAsync(ctx context.Context, b *store.Batch) func() error 
 func (r *Runtime) committed(sess *session, b *store.Batch) {
 	if sess != nil && len(b.Events) > 0 {
 		sess.mu.Lock()
-		if sess.loaded {
+		if sess.conv != nil {
 			for _, e := range b.Events {
 				if e.Kind == event.Reset {
-					sess.history = sess.history[:0:0]
+					sess.conv = new(engine.Conversation)
 					continue
 				}
-				sess.history = append(sess.history, e)
+				sess.conv.Add(e)
 			}
 		}
 		if b.State != "" {
