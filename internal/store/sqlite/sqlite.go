@@ -160,7 +160,7 @@ func (s *Store) openWriter(ctx context.Context, uri string, o Options) error {
 		"&_pragma=synchronous(" + o.Synchronous + ")" +
 		"&_pragma=foreign_keys(on)" +
 		"&_pragma=journal_size_limit(67108864)" +
-		"&_pragma=cache_size(-16384)" +
+		"&_pragma=cache_size(-4096)" +
 		"&_pragma=temp_store(memory)" +
 		"&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
@@ -196,7 +196,7 @@ func (s *Store) openWriter(ctx context.Context, uri string, o Options) error {
 }
 
 func (s *Store) openReaders(ctx context.Context, uri string) error {
-	dsn := uri + "?_pragma=busy_timeout(5000)&_pragma=query_only(1)"
+	dsn := uri + "?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-1024)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return fmt.Errorf("sqlite: open readers: %w", err)

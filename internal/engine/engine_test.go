@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/model"
+	"agentd/internal/store"
+	"agentd/internal/tool"
+)
+
+// memLog is an in-memory Log that records what became durable, in order.
+type memLog struct {
+	mu      sync.Mutex
+	seq     int64
+	events  []event.Event
+	batches []*store.Batch
+	onSync  func(b *store.Batch) // called for every synchronous commit
+	fail    error
+}
+
+func (l *memLog) Commit(ctx context.Context, b *store.Batch) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.fail != nil {
+		return l.fail
+	}
+	for i := range b.Events {
+		l.seq++
+		b.Events[i].Seq = l.seq
+	}
+	l.events = append(l.events, b.Events...)
+	l.batches = append(l.batches, b)
+	if l.onSync != nil {
+		l.onSync(b)
+	}
+	return nil
+}
+
+func (l *memLog) kinds() []event.Kind {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ks []event.Kind
+	for _, e := range l.events {
+		ks = append(ks, e.Kind)
+	}
+	return ks
+}
+
+// script is a provider that answers from a list, one response per call.
+type script struct {
+	mu    sync.Mutex
+	resps []func(req *model.Request) (*model.Response, error)
+	calls int
+	reqs  []*model.Request
+}
+
+func (s *script) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	s.mu.Lock()
+	i := s.calls
+	s.calls++
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+	if i >= len(s.resps) {
+		return &model.Response{Text: "default", Usage: model.Usage{InputTokens: 1, OutputTokens: 1}}, nil
+	}
+	return s.resps[i](req)
+}
+
+func text(t string) func(*model.Request) (*model.Response, error) {
+	return func(*model.Request) (*model.Response, error) {
+		return &model.Response{Text: t, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	}
+}
+
+func calls(cs ...model.ToolCall) func(*model.Request) (*model.Response, error) {
+	return func(*model.Request) (*model.Response, error) {
+		return &model.Response{ToolCalls: cs, Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	}
+}
+
+func fail(err error) func(*model.Request) (*model.Response, error) {
+	return func(*model.Request) (*model.Response, error) { return nil, err }
+}
+
+// models maps model names to providers.
+type models map[string]model.Provider
+
+func (m models) Provider(c agent.Model) (model.Provider, error) {
+	p, ok := m[c.Name]
+	if !ok {
+		return nil, errors.New("no such model " + c.Name)
+	}
+	return p, nil
+}
+
+type harness struct {
+	log   *memLog
+	tools *tool.Registry
+	eng   *Engine
+	runs  map[string]*atomic.Int32
+}
+
+func newHarness(t *testing.T, ms models) *harness {
+	t.Helper()
+	h := &harness{log: &memLog{}, tools: tool.NewRegistry(nil), runs: map[string]*atomic.Int32{}}
+	obj := json.RawMessage(`{"type":"object"}`)
+	for _, spec := range []tool.Spec{
+		{Name: "read", InputSchema: obj, ReadOnly: true},
+		{Name: "send_money", InputSchema: obj},
+		{Name: "slow", InputSchema: obj, ReadOnly: true},
+		{Name: "net", InputSchema: obj, Risky: true},
+	} {
+		n := new(atomic.Int32)
+		h.runs[spec.Name] = n
+		name := spec.Name
+		err := h.tools.Register(tool.Func(spec, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			n.Add(1)
+			if name == "slow" {
+				<-ctx.Done()
+				return tool.Result{}, ctx.Err()
+			}
+			return tool.Result{Output: name + " ok"}, nil
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eng = New(&Options{Log: h.log, Models: ms, Tools: h.tools, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+		Prices: map[string]agent.Price{"priced": {Input: 1e6, Output: 1e6}}})
+	return h
+}
+
+func turn(def *agent.Definition) *Turn {
+	if def.ID == "" {
+		def.ID = "a"
+	}
+	if def.Model.Name == "" {
+		def.Model.Name = "m"
+	}
+	return &Turn{ID: 7, Session: store.Session{ID: 1, Agent: def.ID, Key: "k"}, Agent: def,
+		Item: store.InboxItem{ID: 7, Session: 1, Kind: event.Input, Text: "hello"}}
+}
+
+func TestTextTurn(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("hi there")}}
+	h := newHarness(t, models{"m": p})
+	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	if err != nil || end.Status != event.StatusDone || end.Reply != "hi there" || end.Steps != 1 {
+		t.Fatalf("end %+v, err %v", end, err)
+	}
+	want := []event.Kind{event.Input, event.ModelCall, event.Text, event.TurnEnd}
+	if got := h.log.kinds(); !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	// The answer and the end are durable together, with the inbox item done.
+	last := h.log.batches[len(h.log.batches)-1]
+	if !slices.Equal(last.Done, []int64{7}) || last.State != store.StateIdle || last.Events[len(last.Events)-1].Kind != event.TurnEnd {
+		t.Fatalf("last batch %+v", last)
+	}
+}
+
+// A non-idempotent tool's call is durable before the tool runs.
+func TestToolCallDurableBeforeSideEffect(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){
+		calls(model.ToolCall{ID: "c1", Name: "send_money", Args: json.RawMessage(`{}`)}), text("sent")}}
+	h := newHarness(t, models{"m": p})
+	var durableFirst bool
+	h.log.onSync = func(b *store.Batch) {
+		for _, e := range b.Events {
+			if e.Kind == event.ToolCall && h.runs["send_money"].Load() == 0 {
+				durableFirst = true
+			}
+		}
+	}
+	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	if err != nil || end.Status != event.StatusDone {
+		t.Fatalf("%+v %v", end, err)
+	}
+	if !durableFirst {
+		t.Fatal("send_money ran before its tool_call was durable")
+	}
+}
+
+func TestBudgets(t *testing.T) {
+	loop := func() []func(*model.Request) (*model.Response, error) {
+		var rs []func(*model.Request) (*model.Response, error)
+		for i := 0; i < 10; i++ {
+			rs = append(rs, calls(model.ToolCall{ID: "c", Name: "read", Args: json.RawMessage(`{}`)}))
+		}
+		return rs
+	}
+	for _, tc := range []struct {
+		name   string
+		def    agent.Definition
+		spent  float64
+		budget string
+		steps  int
+	}{
+		{"steps", agent.Definition{Budgets: agent.Budgets{MaxSteps: 3}}, 0, "max_steps", 3},
+		{"output tokens", agent.Definition{Budgets: agent.Budgets{MaxOutputTokens: 12}}, 0, "max_output_tokens", 3},
+		{"usd per turn", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerTurn: 20}}, 0, "max_usd_per_turn", 2},
+		{"usd per day", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerDay: 100}}, 90, "max_usd_per_day", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &script{resps: loop()}
+			h := newHarness(t, models{"m": p, "priced": p})
+			tr := turn(&tc.def)
+			tr.SpentToday = tc.spent
+			end, err := h.eng.Run(context.Background(), tr)
+			if err != nil || end.Status != event.StatusBudget || end.Budget != tc.budget || end.Steps != tc.steps {
+				t.Fatalf("end %+v err %v; want budget %s after %d steps", end, err, tc.budget, tc.steps)
+			}
+		})
+	}
+}
+
+func TestWallTimeBudget(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){
+		calls(model.ToolCall{ID: "c", Name: "slow", Args: json.RawMessage(`{}`)})}}
+	h := newHarness(t, models{"m": p})
+	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{Budgets: agent.Budgets{MaxWallTime: agent.Duration(20 * time.Millisecond)}}))
+	if err != nil || end.Status != event.StatusBudget || end.Budget != "max_wall_time" {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+}
+
+func TestRetryAndFallback(t *testing.T) {
+	overloaded := &model.Error{Kind: model.ErrOverloaded, Provider: "p", Status: 529}
+	auth := &model.Error{Kind: model.ErrAuth, Provider: "p", Status: 401}
+	primary := &script{resps: []func(*model.Request) (*model.Response, error){fail(overloaded), fail(overloaded), fail(auth)}}
+	backup := &script{resps: []func(*model.Request) (*model.Response, error){text("from backup")}}
+	h := newHarness(t, models{"m": primary, "b": backup})
+	def := &agent.Definition{Model: agent.Model{Name: "m", Retries: 5, Fallbacks: []agent.Model{{Name: "b"}}}}
+	end, err := h.eng.Run(context.Background(), turn(def))
+	if err != nil || end.Reply != "from backup" {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+	if primary.calls != 3 {
+		t.Fatalf("primary called %d times, want 3 (two retries, then auth stops it)", primary.calls)
+	}
+	var attempts []string
+	for _, e := range h.log.events {
+		var d event.ModelCallData
+		if e.Kind == event.ModelCall && e.Decode(&d) == nil {
+			attempts = append(attempts, d.Model+":"+d.ErrorKind)
+		}
+	}
+	want := []string{"m:overloaded", "m:overloaded", "m:auth", "b:"}
+	if !slices.Equal(attempts, want) {
+		t.Fatalf("attempts %v, want %v", attempts, want)
+	}
+}
+
+func TestAllModelsFail(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){fail(&model.Error{Kind: model.ErrBadRequest, Provider: "p", Status: 400})}}
+	h := newHarness(t, models{"m": p})
+	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	if err != nil || end.Status != event.StatusError {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+	if ks := h.log.kinds(); !slices.Contains(ks, event.Error) || ks[len(ks)-1] != event.TurnEnd {
+		t.Fatalf("events %v", ks)
+	}
+}
+
+// Policy: a risky tool is refused unless named; the model sees why.
+func TestPolicyDenies(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){
+		calls(model.ToolCall{ID: "c", Name: "net", Args: json.RawMessage(`{}`)}), text("ok")}}
+	h := newHarness(t, models{"m": p})
+	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	if err != nil || end.Status != event.StatusDone {
+		t.Fatalf("%+v %v", end, err)
+	}
+	if h.runs["net"].Load() != 0 {
+		t.Fatal("risky tool ran without being allowed")
+	}
+	last := p.reqs[1].Messages[len(p.reqs[1].Messages)-1]
+	if last.Role != model.RoleTool || !last.IsError {
+		t.Fatalf("model saw %+v", last)
+	}
+	for _, s := range p.reqs[0].Tools {
+		if s.Name == "net" {
+			t.Fatal("a risky tool the policy does not name was offered to the model")
+		}
+	}
+}
+
+func TestCancelAndShutdown(t *testing.T) {
+	for _, tc := range []struct {
+		cause  error
+		status string
+	}{
+		{ErrCancelled, event.StatusCancelled},
+		{ErrInterrupted, event.StatusInterrupted},
+		{ErrShutdown, ""},
+	} {
+		t.Run(tc.cause.Error(), func(t *testing.T) {
+			p := &script{resps: []func(*model.Request) (*model.Response, error){
+				calls(model.ToolCall{ID: "c", Name: "slow", Args: json.RawMessage(`{}`)})}}
+			h := newHarness(t, models{"m": p})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			go func() {
+				for h.runs["slow"].Load() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				cancel(tc.cause)
+			}()
+			end, err := h.eng.Run(ctx, turn(&agent.Definition{}))
+			if tc.status == "" {
+				if !errors.Is(err, ErrShutdown) || slices.Contains(h.log.kinds(), event.TurnEnd) {
+					t.Fatalf("shutdown: err %v events %v; want the turn left unfinished", err, h.log.kinds())
+				}
+				return
+			}
+			if err != nil || end.Status != tc.status {
+				t.Fatalf("end %+v err %v", end, err)
+			}
+		})
+	}
+}
+
+// Resuming after a crash: an unfinished non-idempotent call is recorded as
+// interrupted, an unfinished read-only call runs again.
+func TestResume(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("resumed")}}
+	h := newHarness(t, models{"m": p})
+	tr := turn(&agent.Definition{})
+	tr.Prior = []event.Event{
+		event.New(1, 7, event.Input, event.InputData{Text: "hello"}),
+		event.New(1, 7, event.ModelCall, event.ModelCallData{Step: 1, OutputTokens: 3}),
+		event.New(1, 7, event.ToolCall, event.ToolCallData{ID: "a", Name: "send_money", Args: json.RawMessage(`{}`), Step: 1}),
+		event.New(1, 7, event.ToolCall, event.ToolCallData{ID: "b", Name: "read", Args: json.RawMessage(`{}`), Step: 1}),
+	}
+	end, err := h.eng.Run(context.Background(), tr)
+	if err != nil || end.Status != event.StatusDone || end.Steps != 2 {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+	if h.runs["send_money"].Load() != 0 || h.runs["read"].Load() != 1 {
+		t.Fatalf("send_money ran %d times, read %d; want 0 and 1", h.runs["send_money"].Load(), h.runs["read"].Load())
+	}
+	results := map[string]event.ToolResultData{}
+	for _, e := range h.log.events {
+		var d event.ToolResultData
+		if e.Kind == event.ToolResult && e.Decode(&d) == nil {
+			results[d.ID] = d
+		}
+	}
+	if r := results["a"]; !r.Interrupted || r.Output != InterruptedOutput {
+		t.Fatalf("send_money result %+v", r)
+	}
+	if r := results["b"]; r.Interrupted || r.Output != "read ok" {
+		t.Fatalf("read result %+v", r)
+	}
+	// The model saw both calls answered, in a valid conversation.
+	msgs := p.reqs[0].Messages
+	if len(msgs) != 4 || msgs[1].Role != model.RoleAssistant || msgs[2].Role != model.RoleTool || msgs[3].Role != model.RoleTool {
+		t.Fatalf("messages %+v", msgs)
+	}
+}
+
+// Tool calls of one step run in parallel.
+func TestParallelTools(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	h := newHarness(t, nil)
+	h.tools.Register(tool.Func(tool.Spec{Name: "wait", ReadOnly: true}, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for peak.Load() < 3 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		inFlight.Add(-1)
+		return tool.Result{Output: "done"}, nil
+	}))
+	p := &script{resps: []func(*model.Request) (*model.Response, error){
+		calls(model.ToolCall{ID: "1", Name: "wait"}, model.ToolCall{ID: "2", Name: "wait"}, model.ToolCall{ID: "3", Name: "wait"}), text("ok")}}
+	h.eng.o.Models = models{"m": p}
+	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{})); err != nil {
+		t.Fatal(err)
+	}
+	if peak.Load() != 3 {
+		t.Fatalf("at most %d calls ran at once, want 3", peak.Load())
+	}
+}
+
+// A store failure leaves the turn unfinished instead of losing it.
+func TestStoreFailure(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("x")}}
+	h := newHarness(t, models{"m": p})
+	h.log.fail = errors.New("disk full")
+	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{})); err == nil {
+		t.Fatal("Run succeeded although nothing could be written")
+	}
+}
