@@ -130,6 +130,11 @@ type runtimeLog struct{ r *runtime.Runtime }
 
 func (l *runtimeLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
 
+// CommitAsync gives the engine the runtime's asynchronous writes.
+func (l *runtimeLog) CommitAsync(ctx context.Context, b *store.Batch) func() error {
+	return l.r.CommitAsync(ctx, b)
+}
+
 // Start records the agents, resumes unfinished work and starts watching
 // agent files.
 func (a *App) Start(ctx context.Context) error {

@@ -486,29 +486,20 @@ func FormatEvent(ev event.Event) string {
 }
 
 func (e *env) resetCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "reset <agent>/<key>",
-		Short: "Restart a session's context (the log keeps everything)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.close()
-			if err := b.Reset(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "%s: context reset\n", args[0])
-			return nil
-		},
-	}
+	return e.sessionCmd("reset", "Restart a session's context (the log keeps everything)", "context reset",
+		func(ctx context.Context, b *backend, addr string) error { return b.Reset(ctx, addr) })
 }
 
 func (e *env) cancelCmd() *cobra.Command {
+	return e.sessionCmd("cancel", "Cancel a session's running turn", "turn cancelled",
+		func(ctx context.Context, b *backend, addr string) error { return b.Cancel(ctx, addr) })
+}
+
+// sessionCmd is a command that does one thing to one session.
+func (e *env) sessionCmd(name, short, done string, do func(context.Context, *backend, string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cancel <agent>/<key>",
-		Short: "Cancel a session's running turn",
+		Use:   name + " <agent>/<key>",
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := e.connect(cmd.Context())
@@ -516,10 +507,10 @@ func (e *env) cancelCmd() *cobra.Command {
 				return err
 			}
 			defer b.close()
-			if err := b.Cancel(cmd.Context(), args[0]); err != nil {
+			if err := do(cmd.Context(), b, args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s: turn cancelled\n", args[0])
+			fmt.Fprintf(e.stdout, "%s: %s\n", args[0], done)
 			return nil
 		},
 	}

@@ -23,11 +23,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"agentd/internal/agent"
@@ -101,7 +103,36 @@ const MaxBody = 1 << 20
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	if h, pattern := s.mux.Handler(r); pattern == "" {
+		// No route: the mux answers 404 or 405 in plain text; say it as
+		// every other error is said.
+		rec := &statusRecorder{h: w.Header()}
+		h.ServeHTTP(rec, r)
+		code := "not_found"
+		if rec.status == http.StatusMethodNotAllowed {
+			code = "method_not_allowed"
+		}
+		writeJSON(w, rec.status, Error{Error: strings.ToLower(http.StatusText(rec.status)), Code: code})
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// statusRecorder keeps the status and headers a handler sets and drops its body.
+type statusRecorder struct {
+	h      http.Header
+	status int
+}
+
+func (s *statusRecorder) Header() http.Header { return s.h }
+func (s *statusRecorder) WriteHeader(c int) {
+	if s.status == 0 {
+		s.status = c
+	}
+}
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.WriteHeader(200)
+	return len(b), nil
 }
 
 // ServeUnix serves the API on a unix socket at path (mode 0600) until ctx
@@ -122,7 +153,9 @@ func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error
 		ln.Close()
 		return fmt.Errorf("gateway: socket mode: %w", err)
 	}
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Requests end with ServeUnix (long polls would hold Shutdown).
+		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	if ready != nil {
@@ -155,13 +188,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // fail maps an error to a status and a message safe to show.
 func (s *Server) fail(w http.ResponseWriter, err error) {
+	status, body := s.errorBody(err)
+	writeJSON(w, status, body)
+}
+
+func (s *Server) errorBody(err error) (int, Error) {
 	status, code := http.StatusInternalServerError, "internal"
 	msg := "internal error"
 	switch {
 	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest):
 		status, code, msg = 400, "bad_request", err.Error()
-	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, errNotFound):
 		status, code, msg = 404, "not_found", err.Error()
+	case errors.Is(err, store.ErrNotFound):
+		status, code, msg = 404, "not_found", "not found"
 	case errors.Is(err, runtime.ErrNoTurn):
 		status, code, msg = 409, "no_turn", err.Error()
 	case errors.Is(err, runtime.ErrClosed):
@@ -171,10 +211,16 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	default:
 		s.log.Error("api request failed", "err", err)
 	}
-	writeJSON(w, status, Error{Error: msg, Code: code})
+	return status, Error{Error: msg, Code: code}
 }
 
 var errBadRequest = errors.New("bad request")
+
+var errNotFound = errors.New("not found")
+
+func notFound(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), errNotFound)
+}
 
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
@@ -242,6 +288,9 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	sess, _, err := s.o.Runtime.Events(r.Context(), addr(r), 0, 1)
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFound("session %s", addr(r))
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -276,6 +325,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	a := addr(r)
 	sess, evs, err := s.o.Runtime.Events(r.Context(), a, after, int(limit))
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFound("session %s", a)
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -345,6 +397,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, badRequest("body: %v", err))
 		return
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		s.fail(w, badRequest("body: want one JSON object"))
+		return
+	}
 	src := req.Source
 	if src == "" {
 		src = "api"
@@ -372,8 +428,8 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// StreamLine is one line of a streamed turn: the receipt first, then
-// events, then the end.
+// StreamLine is one line of a streamed turn: events as they happen, then
+// a last line with the receipt and the end (or an error).
 type StreamLine struct {
 	Receipt *runtime.Receipt   `json:"receipt,omitempty"`
 	Event   *event.Event       `json:"event,omitempty"`
@@ -408,7 +464,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in runtime.Input
 	}
 	start()
 	if err != nil {
-		enc.Encode(StreamLine{Error: &Error{Error: err.Error(), Code: "stream"}})
+		_, body := s.errorBody(err)
+		enc.Encode(StreamLine{Error: &body})
 		return
 	}
 	enc.Encode(StreamLine{Receipt: &rc, End: &end})
@@ -449,10 +506,13 @@ func (s *Server) turn(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	} else {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Millisecond)
+		ctx, cancel = context.WithDeadline(ctx, time.Time{}) // report, do not wait
 		defer cancel()
 	}
 	end, err := s.o.Runtime.Wait(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFound("turn %d", id)
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		writeJSON(w, 200, map[string]any{"turn": id, "done": false})
 		return

@@ -263,11 +263,23 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 	if wait != nil {
 		*wait = r.addWaiter(stored.ID)
 	}
+	// The session may have been evicted from the cache since lookup: queue
+	// on the registered one (or register this one again), under r.mu so
+	// that eviction cannot come between.
+	r.mu.Lock()
+	if cur := r.sessions[sess.s.ID]; cur != nil {
+		sess = cur
+	} else {
+		r.sessions[sess.s.ID] = sess
+		r.byAddr[sess.s.Address()] = sess
+		sess.elt = r.lru.PushFront(sess)
+	}
 	sess.mu.Lock()
 	sess.queue = append(sess.queue, queued{item: stored})
 	interrupt := sess.cancel != nil && stored.Kind == event.Input && !stored.Silent
 	cancel := sess.cancel
 	sess.mu.Unlock()
+	r.mu.Unlock()
 	if interrupt {
 		if def, ok := r.o.Agents.Get(sess.s.Agent); ok && def.Inbox.Mode == agent.ModeInterrupt {
 			cancel(engine.ErrInterrupted)
@@ -280,14 +292,17 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 // Wait waits for a turn to end and returns how it ended.
 func (r *Runtime) Wait(ctx context.Context, turn int64) (event.TurnEndData, error) {
 	ch := r.addWaiter(turn)
-	it, err := r.st.InboxItem(ctx, turn)
+	// The state is read even if ctx is already done, so that a caller who
+	// does not want to wait still learns whether the turn has ended.
+	rctx := context.WithoutCancel(ctx)
+	it, err := r.st.InboxItem(rctx, turn)
 	if err != nil {
 		r.dropWaiter(turn, ch)
 		return event.TurnEndData{}, fmt.Errorf("runtime: turn %d: %w", turn, err)
 	}
 	if it.State == store.InboxDone {
 		r.dropWaiter(turn, ch)
-		return r.turnResult(ctx, it)
+		return r.turnResult(rctx, it)
 	}
 	select {
 	case end := <-ch:
@@ -357,6 +372,9 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 	if err != nil {
 		return Receipt{}, err
 	}
+	if _, ok := r.o.Agents.Get(agentID); !ok {
+		return Receipt{}, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
 		return Receipt{}, err
@@ -381,13 +399,20 @@ func (r *Runtime) Cancel(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	sess, err := r.lookup(ctx, agentID, key)
-	if err != nil {
-		return err
+	if _, ok := r.o.Agents.Get(agentID); !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
-	sess.mu.Lock()
-	cancel := sess.cancel
-	sess.mu.Unlock()
+	// A session with a running turn is in memory (working sessions are
+	// never evicted); looking one up must not create it.
+	r.mu.Lock()
+	sess := r.byAddr[agentID+"/"+key]
+	r.mu.Unlock()
+	var cancel context.CancelCauseFunc
+	if sess != nil {
+		sess.mu.Lock()
+		cancel = sess.cancel
+		sess.mu.Unlock()
+	}
 	if cancel == nil {
 		return fmt.Errorf("%w in %s", ErrNoTurn, addr)
 	}
@@ -754,6 +779,14 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 		}
 		return nil
 	}
+	// A turn's events have consecutive sequence numbers, but parallel
+	// writes may be published out of order: on a gap, read the log.
+	live := func(e event.Event) error {
+		if e.Turn == rc.Turn && e.Seq > 0 && last > 0 && e.Seq != last+1 {
+			return replay()
+		}
+		return emit(e)
+	}
 	if ch == nil { // duplicate: the original's events and result
 		end, err := r.Wait(ctx, rc.Turn)
 		if err == nil {
@@ -774,7 +807,7 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 				c = nil
 				continue
 			}
-			if err := emit(e); err != nil {
+			if err := live(e); err != nil {
 				return rc, event.TurnEndData{}, err
 			}
 		case end := <-ch:
@@ -787,7 +820,7 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 						drained = true
 						break
 					}
-					if err := emit(e); err != nil {
+					if err := live(e); err != nil {
 						return rc, end, err
 					}
 				default:

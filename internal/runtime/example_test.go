@@ -1,0 +1,63 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/model"
+	"agentd/internal/model/echo"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
+	"agentd/internal/tool"
+)
+
+// echoModels gives every agent the offline echo model.
+type echoModels struct{}
+
+func (echoModels) Provider(agent.Model) (model.Provider, error) { return echo.New(), nil }
+
+// runtimeLog lets the engine commit through the runtime, built after it.
+type runtimeLog struct{ r *runtime.Runtime }
+
+func (l *runtimeLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
+
+// Example wires a runtime from a store, an engine and agent definitions,
+// resumes unfinished work, and sends one message.
+func Example() {
+	dir, err := os.MkdirTemp("", "agentd-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+
+	bus := event.NewBus()
+	lg := &runtimeLog{}
+	eng := engine.New(&engine.Options{Log: lg, Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})
+	defs := agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
+	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Engine: eng, Bus: bus})
+	lg.r = rt
+	defer rt.Close(ctx)
+	if _, err := rt.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	rc, end, err := rt.Send(ctx, runtime.Input{Session: "assistant/chat:alice", Text: "hello", Source: "example"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(rc.Session, end.Status, end.Reply)
+	// Output: assistant/chat:alice done hello
+}
