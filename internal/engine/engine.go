@@ -123,6 +123,10 @@ type Turn struct {
 	Prior []event.Event
 	// SpentToday is the agent's spending so far today, for the daily budget.
 	SpentToday float64
+	// Durable, if not nil, waits until the input is durable in the inbox.
+	// The turn may start before, but writes nothing until then, so none of
+	// its events can outlive an input that was never accepted.
+	Durable func() error
 }
 
 // run is the state of one running turn.
@@ -190,10 +194,24 @@ func (r *run) write(ctx context.Context, b *store.Batch, later bool) error {
 	}
 	err := r.flushLocked()
 	r.mu.Unlock()
+	if err == nil {
+		err = r.inputDurable()
+	}
 	if err != nil {
 		return err
 	}
 	return r.e.o.Log.Commit(ctx, b)
+}
+
+// inputDurable waits, once, for the turn's input to be durable.
+func (r *run) inputDurable() error {
+	if r.t.Durable == nil {
+		return nil
+	}
+	if err := r.t.Durable(); err != nil {
+		return fmt.Errorf("engine: input not accepted: %w: %w", errStore, err)
+	}
+	return nil
 }
 
 // handOver gives the held-back writes to the log when no later write came
@@ -207,6 +225,10 @@ func (r *run) handOver() {
 		return
 	}
 	r.carry = nil
+	if err := r.inputDurable(); err != nil {
+		r.pending = append(r.pending, func() error { return err })
+		return
+	}
 	if al, ok := r.e.o.Log.(AsyncLog); ok {
 		r.pending = append(r.pending, al.CommitAsync(r.wctx, b))
 		return

@@ -94,6 +94,15 @@ type session struct {
 type queued struct {
 	item      store.InboxItem
 	recovered bool // from a previous process: may have events already
+	// durable waits until the item is durable; nil if it was when queued.
+	durable func() error
+}
+
+// earlyStore is the optional ability of a store to give an inbox item its
+// id before the item is synced, so that its turn can start while the sync
+// runs (see sqlite.Store.EnqueueEarly).
+type earlyStore interface {
+	EnqueueEarly(ctx context.Context, item store.InboxItem) (store.InboxItem, bool, func() error, error)
 }
 
 // New returns a runtime. Call Start to resume unfinished work and Close to stop.
@@ -252,7 +261,20 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 	if closed {
 		return Receipt{}, ErrClosed
 	}
-	stored, dup, err := r.st.Enqueue(ctx, item)
+	var (
+		stored  store.InboxItem
+		dup     bool
+		durable func() error
+		err     error
+	)
+	if es, ok := r.st.(earlyStore); ok {
+		stored, dup, durable, err = es.EnqueueEarly(ctx, item)
+		if durable != nil {
+			durable = sync.OnceValue(durable)
+		}
+	} else {
+		stored, dup, err = r.st.Enqueue(ctx, item)
+	}
 	if err != nil {
 		return Receipt{}, fmt.Errorf("runtime: accept input: %w", err)
 	}
@@ -275,7 +297,7 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 		sess.elt = r.lru.PushFront(sess)
 	}
 	sess.mu.Lock()
-	sess.queue = append(sess.queue, queued{item: stored})
+	sess.queue = append(sess.queue, queued{item: stored, durable: durable})
 	interrupt := sess.cancel != nil && stored.Kind == event.Input && !stored.Silent
 	cancel := sess.cancel
 	sess.mu.Unlock()
@@ -286,6 +308,16 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 		}
 	}
 	r.kick(sess)
+	// The turn may already be running; the input is acknowledged only once
+	// it is durable. (If it never becomes durable, the worker drops it.)
+	if durable != nil {
+		if err := durable(); err != nil {
+			if wait != nil {
+				r.dropWaiter(stored.ID, *wait)
+			}
+			return Receipt{}, fmt.Errorf("runtime: accept input: %w", err)
+		}
+	}
 	return rc, nil
 }
 
@@ -515,6 +547,14 @@ func (r *Runtime) work(sess *session) {
 		}
 		err := r.process(sess, q)
 		<-r.sem
+		if err != nil && q.durable != nil && q.durable() != nil {
+			// The input never became durable and its sender was told so.
+			sess.mu.Lock()
+			sess.queue = sess.queue[1:]
+			sess.conv = nil
+			sess.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, engine.ErrShutdown) || r.ctx.Err() != nil {
 				continue // left for the next start
@@ -571,7 +611,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		r.notify(it.ID, end)
 		return nil
 	}
-	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it}
+	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable}
 	if q.recovered {
 		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
 		if err != nil {

@@ -357,6 +357,12 @@ func (s *Store) SearchText(ctx context.Context, query string, limit int) ([]even
 	if limit <= 0 {
 		limit = 20
 	}
+	// Index everything written so far first.
+	r := s.getRequest(ctx, opIndex)
+	if err := s.send(ctx, r); err != nil {
+		return nil, err
+	}
+	s.putRequest(r)
 	rows, err := s.r.search.QueryContext(ctx, query, limit)
 	if err != nil {
 		return nil, s.readErr(fmt.Sprintf("search %q", query), err)

@@ -134,7 +134,7 @@ func open(ctx context.Context, path string, opts *Options, hook func()) (*Store,
 	uri := "file:" + uriPath(abs)
 
 	s := &Store{log: o.Logger}
-	s.pool.New = func() any { return &request{reply: make(chan struct{}, 1)} }
+	s.pool.New = func() any { return &request{reply: make(chan struct{}, 1), early: make(chan earlyResult, 1)} }
 	if err := s.openWriter(ctx, uri, o); err != nil {
 		s.closeDBs()
 		return nil, err

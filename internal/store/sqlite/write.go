@@ -139,6 +139,25 @@ func validState(s string) bool {
 // IdempotencyKey, it returns that item with duplicate = true and writes
 // nothing. item.State is ignored; a zero CreatedAt becomes now.
 func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxItem, bool, error) {
+	if it, dup, err := s.checkEnqueue(ctx, item); err != nil || dup {
+		return it, dup, err
+	}
+	r := s.getRequest(ctx, opEnqueue)
+	r.item = item
+	if err := s.send(ctx, r); err != nil {
+		return store.InboxItem{}, false, err
+	}
+	it, dup, err := r.item, r.duplicate, r.err
+	s.putRequest(r)
+	if err != nil {
+		return store.InboxItem{}, false, err
+	}
+	return it, dup, nil
+}
+
+// checkEnqueue validates an item and answers a redelivery of one already
+// stored.
+func (s *Store) checkEnqueue(ctx context.Context, item store.InboxItem) (store.InboxItem, bool, error) {
 	switch {
 	case item.Session <= 0:
 		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: session id %d", ErrInvalid, item.Session)
@@ -157,17 +176,63 @@ func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxI
 			return store.InboxItem{}, false, s.readErr("enqueue", err)
 		}
 	}
-	r := s.getRequest(ctx, opEnqueue)
-	r.item = item
-	if err := s.send(ctx, r); err != nil {
-		return store.InboxItem{}, false, err
+	return store.InboxItem{}, false, nil
+}
+
+// EnqueueEarly is Enqueue that returns as soon as the writer has given the
+// item its id, while its transaction is still to be synced, with a function
+// that waits until the item is durable (or failed). A caller can start
+// work on the item meanwhile — anything it writes later is handed to the
+// writer after the item, so it can never be durable without it — but must
+// not tell anyone the item was accepted before durable returns nil.
+// durable must be called exactly once when err is nil.
+func (s *Store) EnqueueEarly(ctx context.Context, item store.InboxItem) (stored store.InboxItem, duplicate bool, durable func() error, err error) {
+	done := func() error { return nil }
+	if it, dup, err := s.checkEnqueue(ctx, item); err != nil || dup {
+		return it, dup, done, err
 	}
-	it, dup, err := r.item, r.duplicate, r.err
-	s.putRequest(r)
-	if err != nil {
-		return store.InboxItem{}, false, err
+	r := s.getRequest(context.WithoutCancel(ctx), opEnqueue)
+	r.item, r.wantEarly = item, true
+	if err := s.hand(ctx, r); err != nil {
+		return store.InboxItem{}, false, nil, err
 	}
-	return it, dup, nil
+	finish := func() error {
+		<-r.reply
+		err := r.err
+		s.putRequest(r)
+		return err
+	}
+	select {
+	case e := <-r.early:
+		if e.err != nil {
+			finish()
+			return store.InboxItem{}, false, nil, e.err
+		}
+		if e.dup {
+			// Stored before, by a delivery that raced this one: durable.
+			return e.item, true, done, finish()
+		}
+		return e.item, false, finish, nil
+	case <-r.reply:
+		// Done already (both channels were ready), or the group failed
+		// before this request was applied.
+		var e earlyResult
+		applied := false
+		select {
+		case e = <-r.early:
+			applied = true
+		default:
+		}
+		err := r.err
+		s.putRequest(r)
+		if err == nil && !applied {
+			err = errors.New("sqlite: enqueue: not applied")
+		}
+		if err != nil {
+			return store.InboxItem{}, false, nil, err
+		}
+		return e.item, e.dup, done, nil
+	}
 }
 
 // Session returns the session agent/key, creating it in state created if it

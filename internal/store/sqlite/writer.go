@@ -19,6 +19,7 @@ const (
 	opEnqueue
 	opSession
 	opSaveAgent
+	opIndex
 )
 
 func (o op) String() string {
@@ -31,6 +32,8 @@ func (o op) String() string {
 		return "session"
 	case opSaveAgent:
 		return "save agent"
+	case opIndex:
+		return "index"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -65,6 +68,18 @@ type request struct {
 	err       error
 
 	reply chan struct{} // capacity 1
+
+	// wantEarly: an enqueue whose caller wants the item as soon as it is
+	// applied, before the group is durable (see EnqueueEarly).
+	wantEarly bool
+	early     chan earlyResult // capacity 1
+}
+
+// earlyResult is an enqueue's outcome, sent before its group commits.
+type earlyResult struct {
+	item store.InboxItem
+	dup  bool
+	err  error
 }
 
 // hasText reports whether r writes events whose text is indexed.
@@ -98,6 +113,7 @@ func (s *Store) putRequest(r *request) {
 		done:   r.done[:0],
 		usage:  r.usage[:0],
 		reply:  r.reply,
+		early:  r.early,
 	}
 	s.pool.Put(r)
 }
@@ -158,7 +174,19 @@ type writer struct {
 	insUsage, sessExists, insInbox    *sql.Stmt
 	inboxByKey, insSession, sessByKey *sql.Stmt
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
+
+	// The text index is brought up to date in its own transactions, at most
+	// every IndexDelay while writes come in, and before every search, rather
+	// than in every group: a group then writes fewer pages, and the index
+	// gets fewer, larger segments.
+	ftsDone   int64 // events with an id up to this are indexed
+	ftsDirty  bool  // text events were written since
+	lastIndex time.Time
 }
+
+// IndexDelay bounds how long text written waits to enter the search index
+// while the writer is busy; a search first indexes everything written.
+const IndexDelay = 200 * time.Millisecond
 
 func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 	w := &writer{s: s}
@@ -200,6 +228,17 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		*p.dst = st
 		w.stmt = append(w.stmt, st)
 	}
+	// Text written by a process that stopped before indexing it.
+	var indexed, last int64
+	if err := conn.QueryRowContext(ctx, `SELECT coalesce(max(rowid), 0) FROM events_fts`).Scan(&indexed); err != nil {
+		_ = w.close()
+		return nil, fmt.Errorf("read index progress: %w", err)
+	}
+	if err := w.maxEventID.QueryRowContext(ctx).Scan(&last); err != nil {
+		_ = w.close()
+		return nil, fmt.Errorf("read last event id: %w", err)
+	}
+	w.ftsDone, w.ftsDirty = indexed, last > indexed
 	return w, nil
 }
 
@@ -216,9 +255,25 @@ func (w *writer) close() error {
 // then closes done.
 func (w *writer) run(reqs <-chan *request, done chan<- struct{}, maxBatch int, hook func()) {
 	defer close(done)
+	defer w.index() // index what the last writes added
 	group := make([]*request, 0, maxBatch)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
-		r, ok := <-reqs
+		var r *request
+		var ok bool
+		if w.ftsDirty {
+			timer.Reset(max(IndexDelay-time.Since(w.lastIndex), 0))
+			select {
+			case r, ok = <-reqs:
+				timer.Stop()
+			case <-timer.C:
+				w.index()
+				continue
+			}
+		} else {
+			r, ok = <-reqs
+		}
 		if !ok {
 			return
 		}
@@ -239,11 +294,45 @@ func (w *writer) run(reqs <-chan *request, done chan<- struct{}, maxBatch int, h
 			}
 		}
 		w.runGroup(group)
+		force := false
+		for _, r := range group {
+			force = force || r.op == opIndex
+		}
+		if w.ftsDirty && (force || time.Since(w.lastIndex) >= IndexDelay) {
+			w.index()
+		}
 		for i, r := range group {
 			group[i] = nil
 			r.reply <- struct{}{} // r belongs to its caller from here on
 		}
 	}
+}
+
+// index adds the text of events written since the last index to the
+// search index, in a transaction of its own.
+func (w *writer) index() {
+	if !w.ftsDirty {
+		return
+	}
+	w.lastIndex = time.Now()
+	var last int64
+	err := w.maxEventID.QueryRow().Scan(&last)
+	if err == nil && last > w.ftsDone {
+		if _, err = w.begin.Exec(); err == nil {
+			if _, err = w.ftsIndex.Exec(w.ftsDone); err == nil {
+				_, err = w.commit.Exec()
+			}
+			if err != nil {
+				_, _ = w.rollback.Exec()
+			}
+		}
+	}
+	if err != nil {
+		// The text stays unindexed until the next try; writes go on.
+		w.s.log.Error("store: index text failed", "err", err)
+		return
+	}
+	w.ftsDone, w.ftsDirty = max(last, w.ftsDone), false
 }
 
 // runGroup performs a group of requests in one transaction, each in its own
@@ -252,11 +341,6 @@ func (w *writer) runGroup(group []*request) {
 	now := time.Now().UnixNano()
 	if _, err := w.begin.Exec(); err != nil {
 		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
-		return
-	}
-	var lastEvent int64
-	if err := w.maxEventID.QueryRow().Scan(&lastEvent); err != nil {
-		w.fail(group, fmt.Errorf("sqlite: read last event id: %w", err), true)
 		return
 	}
 	applied, texts := 0, false
@@ -280,14 +364,11 @@ func (w *writer) runGroup(group []*request) {
 			applied++
 			texts = texts || r.hasText()
 		}
+		if r.wantEarly {
+			r.early <- earlyResult{item: r.item, dup: r.duplicate, err: r.err}
+		}
 		if _, err := w.release.Exec(); err != nil {
 			w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
-			return
-		}
-	}
-	if texts {
-		if _, err := w.ftsIndex.Exec(lastEvent); err != nil {
-			w.fail(group, fmt.Errorf("sqlite: index text: %w", err), true)
 			return
 		}
 	}
@@ -299,6 +380,7 @@ func (w *writer) runGroup(group []*request) {
 		w.fail(group, fmt.Errorf("sqlite: commit: %w", err), true)
 		return
 	}
+	w.ftsDirty = w.ftsDirty || texts
 	st := &w.s.stats
 	st.requests.Add(int64(len(group)))
 	if applied > 0 {
@@ -336,6 +418,9 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applySession(r, now)
 	case opSaveAgent:
 		return w.applySaveAgent(r, now)
+	case opIndex:
+		// Handled by the writer loop (see Store.SearchText).
+		return nil
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }
