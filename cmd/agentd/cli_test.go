@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -319,4 +320,27 @@ func TestVersion(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "agentd ") {
 		t.Fatalf("%+v", r)
 	}
+}
+
+// The interactive chat streams the reply and shows tool calls as they run,
+// in the order they happen.
+func TestChat(t *testing.T) {
+	addr := fake(t, "match time\ncall clock {\"timezone\": \"Europe/Paris\"}\n---\nchunks 4\nsay It is {{tool_result}} in Paris.\n")
+	dir := dataDir(t, map[string]string{"agents/paris.yaml": openaiAgent(addr, "")})
+	cmd := exec.Command(agentdBin, "--data", dir, "chat", "paris", "--session", "c")
+	cmd.Stdin = strings.NewReader("what time is it?\nhello\n/reset\n/quit\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	s := string(out)
+	tool, result, reply := strings.Index(s, "⚙ clock"), strings.Index(s, "↳ ok"), strings.Index(s, "in Paris.")
+	if tool < 0 || result < tool || reply < result {
+		t.Fatalf("tool call, result and reply not shown in order:\n%s", s)
+	}
+	if strings.Count(s, "in Paris.") != 1 {
+		t.Fatalf("reply shown more than once:\n%s", s)
+	}
+	mustContain(t, s, "agent> hello")
+	mustContain(t, s, "(context reset)")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -213,7 +214,7 @@ func (e *env) chatCmd() *cobra.Command {
 					continue
 				}
 				fmt.Fprint(out, "agent> ")
-				p := &chatPrinter{w: out}
+				p := &chatPrinter{w: out, inText: true} // after the "agent> " prompt
 				_, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: line, Source: "cli"}, p.event)
 				if err != nil {
 					if ctx.Err() != nil {
@@ -230,11 +231,14 @@ func (e *env) chatCmd() *cobra.Command {
 	return cmd
 }
 
-// chatPrinter renders a streamed turn for a person.
+// chatPrinter renders a streamed turn for a person. It shows the live
+// events (text deltas, tool start and end) as they happen; the logged ones
+// are shown only for a turn that streamed nothing live (a redelivered
+// input whose turn had already run).
 type chatPrinter struct {
-	w       interface{ Write([]byte) (int, error) }
-	text    bool // text printed in the current step
-	streams bool // deltas arrived for the current step
+	w      io.Writer
+	live   bool // live events arrived
+	inText bool // the cursor is after text on the current line
 }
 
 func (p *chatPrinter) event(ev event.Event) error {
@@ -242,47 +246,70 @@ func (p *chatPrinter) event(ev event.Event) error {
 	case event.TextDelta:
 		var d event.DeltaData
 		if ev.Decode(&d) == nil && !d.Reasoning {
+			p.live = true
 			fmt.Fprint(p.w, d.Text)
-			p.text, p.streams = true, true
+			p.inText = true
 		}
+	case event.ToolStart:
+		p.live = true
+		var d event.ToolCallData
+		ev.Decode(&d)
+		p.newline()
+		fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
+	case event.ToolEnd:
+		var d event.ToolResultData
+		ev.Decode(&d)
+		p.result(d)
 	case event.Text:
-		if !p.streams {
+		if !p.live {
 			var d event.TextData
 			ev.Decode(&d)
 			fmt.Fprint(p.w, d.Text)
-			p.text = true
+			p.inText = true
 		}
-		p.streams = false
 	case event.ToolCall:
-		var d event.ToolCallData
-		ev.Decode(&d)
-		if p.text {
-			fmt.Fprintln(p.w)
-			p.text = false
+		if !p.live {
+			var d event.ToolCallData
+			ev.Decode(&d)
+			p.newline()
+			fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
 		}
-		fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
-		p.streams = false
 	case event.ToolResult:
-		var d event.ToolResultData
-		ev.Decode(&d)
-		status := "ok"
-		if d.IsError {
-			status = "error"
+		if !p.live {
+			var d event.ToolResultData
+			ev.Decode(&d)
+			p.result(d)
 		}
-		fmt.Fprintf(p.w, "  ↳ %s (%d ms): %s\n", status, d.DurationMS, clip(firstLine(d.Output), 200))
 	case event.ModelCall:
 		var d event.ModelCallData
 		if ev.Decode(&d) == nil && d.Error != "" {
+			p.newline()
 			fmt.Fprintf(p.w, "  [model %s attempt %d failed: %s]\n", d.Model, d.Attempt, d.Error)
 		}
 	}
 	return nil
 }
 
-func (p *chatPrinter) end(end event.TurnEndData) {
-	if p.text {
+func (p *chatPrinter) newline() {
+	if p.inText {
 		fmt.Fprintln(p.w)
+		p.inText = false
 	}
+}
+
+func (p *chatPrinter) result(d event.ToolResultData) {
+	status := "ok"
+	switch {
+	case d.Interrupted:
+		status = "interrupted"
+	case d.IsError:
+		status = "error"
+	}
+	fmt.Fprintf(p.w, "  ↳ %s (%d ms): %s\n", status, d.DurationMS, clip(firstLine(d.Output), 200))
+}
+
+func (p *chatPrinter) end(end event.TurnEndData) {
+	p.newline()
 	if end.Status != event.StatusDone {
 		fmt.Fprintf(p.w, "[turn %s: %s]\n", end.Status, end.Reason)
 	}

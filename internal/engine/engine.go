@@ -705,6 +705,14 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	return calls, end, nil
 }
 
+// live publishes a live-only event: progress shown at once, whatever the
+// log's write timing.
+func (r *run) live(kind event.Kind, payload any) {
+	if r.e.o.Live != nil {
+		r.e.o.Live.Publish(event.New(r.session, r.t.ID, kind, payload))
+	}
+}
+
 func (r *run) price(name string, u model.Usage) float64 {
 	p, ok := r.e.o.Prices[name]
 	if !ok {
@@ -751,8 +759,14 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 
 // runOne runs one call; ok is false when the turn was cancelled while it ran
 // (the result is then not logged: a shutdown leaves the call to recovery).
-func (r *run) runOne(ctx context.Context, c *pendingCall) (event.ToolResultData, bool) {
-	res := event.ToolResultData{ID: c.ID, Name: c.Name}
+func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultData, ok bool) {
+	res = event.ToolResultData{ID: c.ID, Name: c.Name}
+	r.live(event.ToolStart, c.ToolCallData)
+	defer func() {
+		if ok {
+			r.live(event.ToolEnd, res)
+		}
+	}()
 	t, found := r.e.o.Tools.Get(c.Name)
 	if c.resumed && found {
 		spec := t.Spec()

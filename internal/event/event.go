@@ -33,8 +33,19 @@ const (
 const (
 	TextDelta Kind = "text_delta" // a streamed piece of text (DeltaData)
 	TurnStart Kind = "turn_start" // a turn began (no payload besides Turn)
+	ToolStart Kind = "tool_start" // a tool call began (ToolCallData)
+	ToolEnd   Kind = "tool_end"   // a tool call ended (ToolResultData)
 	State     Kind = "session_state"
 )
+
+// Live reports whether events of kind k are only published, never stored.
+func (k Kind) Live() bool {
+	switch k {
+	case TextDelta, TurnStart, ToolStart, ToolEnd, State:
+		return true
+	}
+	return false
+}
 
 // Event is one entry of a session's log.
 type Event struct {

@@ -107,7 +107,7 @@ func checkBatch(b *store.Batch) error {
 			return fmt.Errorf("event %d belongs to session %d, batch to %d", i, e.Session, b.Session)
 		case e.Kind == "":
 			return fmt.Errorf("event %d has no kind", i)
-		case e.Kind == event.TextDelta || e.Kind == event.TurnStart || e.Kind == event.State:
+		case e.Kind.Live():
 			return fmt.Errorf("event %d: kind %q is live-only and never stored", i, e.Kind)
 		case len(e.Data) > 0 && !json.Valid(e.Data):
 			return fmt.Errorf("event %d (%s): payload is not valid JSON", i, e.Kind)
