@@ -21,17 +21,14 @@
 package anthropic
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
 
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wire"
 )
 
 // Defaults used when Options leaves them empty.
@@ -40,9 +37,6 @@ const (
 	DefaultVersion   = "2023-06-01"
 	DefaultMaxTokens = 4096
 )
-
-// maxJSONResponseBytes caps a non-streamed JSON reply.
-const maxJSONResponseBytes = 32 << 20
 
 // Options configures a Client. A nil *Options means all defaults.
 type Options struct {
@@ -67,13 +61,7 @@ type Options struct {
 // Client talks to one Anthropic Messages endpoint. It is safe for
 // concurrent use.
 type Client struct {
-	url     string
-	apiKey  string
-	version string
-	hc      *http.Client
-	name    string
-	headers map[string]string
-	now     func() time.Time
+	ep wire.Endpoint
 }
 
 var _ model.Provider = (*Client)(nil)
@@ -96,24 +84,25 @@ func New(opts *Options) *Client {
 	if o.Name == "" {
 		o.Name = "anthropic"
 	}
-	headers := make(map[string]string, len(o.Headers))
-	for k, v := range o.Headers {
-		headers[k] = v
+	api := map[string]string{"anthropic-version": o.Version}
+	if o.APIKey != "" {
+		api["x-api-key"] = o.APIKey
 	}
 	base := strings.TrimSuffix(strings.TrimRight(o.BaseURL, "/"), "/v1")
-	return &Client{
-		url:     base + "/v1/messages",
-		apiKey:  o.APIKey,
-		version: o.Version,
-		hc:      o.HTTPClient,
-		name:    o.Name,
-		headers: headers,
-		now:     time.Now,
-	}
+	return &Client{ep: wire.Endpoint{
+		Name:       o.Name,
+		URL:        base + "/v1/messages",
+		APIKey:     o.APIKey,
+		APIHeaders: api,
+		Headers:    maps.Clone(o.Headers),
+		HTTP:       o.HTTPClient,
+		Now:        time.Now,
+		ErrorBody:  errorBody,
+	}}
 }
 
 // Name returns the label the client uses in errors.
-func (c *Client) Name() string { return c.name }
+func (c *Client) Name() string { return c.ep.Name }
 
 // Stream sends req to {BaseURL}/v1/messages and streams the response.
 // onDelta, if not nil, is called with each piece of text and thinking, in
@@ -124,91 +113,6 @@ func (c *Client) Stream(ctx context.Context, req *model.Request, onDelta func(mo
 	if err != nil {
 		return nil, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, c.fail(model.ErrBadRequest, 0, "invalid base URL: "+err.Error())
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream, application/json")
-	hreq.Header.Set("anthropic-version", c.version)
-	if c.apiKey != "" {
-		hreq.Header.Set("x-api-key", c.apiKey)
-	}
-	for k, v := range c.headers {
-		hreq.Header.Set(k, v)
-	}
-	resp, err := c.hc.Do(hreq)
-	if err != nil {
-		return nil, c.readFailure(ctx, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, c.statusError(ctx, resp)
-	}
-
-	p := parser{client: c, onDelta: onDelta}
-	br := bufio.NewReader(resp.Body)
-	first, err := firstByte(br)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, c.fail(model.ErrProtocol, 0, "empty response body")
-		}
-		return nil, c.readFailure(ctx, err)
-	}
-	if first == '{' {
-		return p.parseJSON(ctx, br)
-	}
-	return p.parseStream(ctx, br)
-}
-
-// firstByte skips leading white space and returns the first other byte
-// without consuming it.
-func firstByte(br *bufio.Reader) (byte, error) {
-	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return b, br.UnreadByte()
-	}
-}
-
-// fail returns a *model.Error of the given kind, with secrets removed from
-// the message.
-func (c *Client) fail(kind error, status int, msg string) *model.Error {
-	return &model.Error{Kind: kind, Provider: c.name, Status: status, Message: c.redact(msg)}
-}
-
-// readFailure maps an error from sending the request or reading the
-// response: cancellation of ctx is returned as such, anything else is a
-// transport failure.
-func (c *Client) readFailure(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return fmt.Errorf("%s: %w", c.name, ctxErr)
-	}
-	return c.fail(model.ErrTransport, 0, err.Error())
-}
-
-// redact removes the API key and the values of secret-looking headers from
-// s.
-func (c *Client) redact(s string) string {
-	if len(c.apiKey) >= 4 {
-		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
-	}
-	for k, v := range c.headers {
-		if len(v) >= 4 && secretHeader(k) {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
-}
-
-func secretHeader(name string) bool {
-	n := strings.ToLower(name)
-	return strings.Contains(n, "key") || strings.Contains(n, "auth") ||
-		strings.Contains(n, "token") || strings.Contains(n, "secret")
+	p := parser{ep: &c.ep, out: wire.Output{OnDelta: onDelta}}
+	return c.ep.Post(ctx, body, p.parseJSON, p.parseStream)
 }

@@ -7,83 +7,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wiretest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// recorded is what the test server saw of one request.
-type recorded struct {
-	method, path string
-	header       http.Header
-	body         []byte
-}
+// piece is how many bytes of a reply a test server writes at a time.
+const piece = 41
 
-// server serves one response and records the request.
-type server struct {
-	*httptest.Server
-	mu  sync.Mutex
-	req recorded
-}
-
-// newServer starts a server that answers every request with status,
-// headers and body, written in small flushed pieces as a streaming server
-// would.
-func newServer(t *testing.T, status int, header http.Header, body []byte) *server {
-	t.Helper()
-	s := &server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.req = recorded{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: b}
-		s.mu.Unlock()
-		for k, vs := range header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(status)
-		f, _ := w.(http.Flusher)
-		for len(body) > 0 {
-			n := min(len(body), 41)
-			w.Write(body[:n])
-			body = body[n:]
-			if f != nil {
-				f.Flush()
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *server) recorded() recorded {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.req
-}
-
-func sseHeader() http.Header {
-	return http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}
-}
-
-func readTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+// dial returns a client with default options for a server at url.
+func dial(url string, hc *http.Client) model.Provider {
+	return New(&Options{BaseURL: url, HTTPClient: hc})
 }
 
 func simpleRequest() *model.Request {
@@ -91,23 +31,18 @@ func simpleRequest() *model.Request {
 }
 
 func TestStreamRecorded(t *testing.T) {
-	tests := []struct {
-		file       string
-		header     http.Header
-		want       *model.Response
-		wantDeltas []model.Delta
-	}{
+	tests := []wiretest.StreamCase{
 		{
-			file: "text.sse",
-			want: &model.Response{
+			File: "text.sse",
+			Want: &model.Response{
 				Text: "Hello! How can I help you today?", StopReason: "end_turn", Model: "claude-sonnet-4-20250514",
 				Usage: model.Usage{InputTokens: 25, OutputTokens: 12},
 			},
-			wantDeltas: []model.Delta{{Text: "Hello"}, {Text: "! How can I help"}, {Text: " you today?"}},
+			WantDeltas: []model.Delta{{Text: "Hello"}, {Text: "! How can I help"}, {Text: " you today?"}},
 		},
 		{
-			file: "tool_use.sse",
-			want: &model.Response{
+			File: "tool_use.sse",
+			Want: &model.Response{
 				Text: "I'll check the weather and the time.",
 				ToolCalls: []model.ToolCall{
 					{ID: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", Name: "get_weather", Args: json.RawMessage(`{"location": "San Francisco, CA", "unit": "fahrenheit"}`)},
@@ -117,25 +52,25 @@ func TestStreamRecorded(t *testing.T) {
 				StopReason: "tool_use", Model: "claude-sonnet-4-20250514",
 				Usage: model.Usage{InputTokens: 472 + 1024 + 2048, OutputTokens: 89},
 			},
-			wantDeltas: []model.Delta{{Text: "I'll check the weather"}, {Text: " and the time."}},
+			WantDeltas: []model.Delta{{Text: "I'll check the weather"}, {Text: " and the time."}},
 		},
 		{
-			file: "thinking.sse",
-			want: &model.Response{
+			File: "thinking.sse",
+			Want: &model.Response{
 				Text: "The GCD is 21.", Reasoning: "I need to find the GCD of 1071 and 462 using the Euclidean algorithm.",
 				StopReason: "end_turn", Model: "claude-sonnet-4-20250514",
 				Usage: model.Usage{InputTokens: 36, OutputTokens: 140},
 			},
-			wantDeltas: []model.Delta{
+			WantDeltas: []model.Delta{
 				{Text: "I need to find the GCD of 1071 and 462", Reasoning: true},
 				{Text: " using the Euclidean algorithm.", Reasoning: true},
 				{Text: "The GCD is 21."},
 			},
 		},
 		{
-			file:   "nonstream.json",
-			header: http.Header{"Content-Type": {"application/json"}},
-			want: &model.Response{
+			File:   "nonstream.json",
+			Header: http.Header{"Content-Type": {"application/json"}},
+			Want: &model.Response{
 				Text: "Let me look that up.",
 				ToolCalls: []model.ToolCall{
 					{ID: "toolu_01A09q90qw90lq917835lq9", Name: "get_weather", Args: json.RawMessage(`{"location": "Oslo"}`)},
@@ -143,30 +78,10 @@ func TestStreamRecorded(t *testing.T) {
 				StopReason: "tool_use", Model: "claude-sonnet-4-20250514",
 				Usage: model.Usage{InputTokens: 410, OutputTokens: 41},
 			},
-			wantDeltas: []model.Delta{{Text: "Let me look that up."}},
+			WantDeltas: []model.Delta{{Text: "Let me look that up."}},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			header := tt.header
-			if header == nil {
-				header = sseHeader()
-			}
-			srv := newServer(t, http.StatusOK, header, readTestdata(t, tt.file))
-			c := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()})
-			var deltas []model.Delta
-			got, err := c.Stream(context.Background(), simpleRequest(), func(d model.Delta) { deltas = append(deltas, d) })
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("response (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantDeltas, deltas); diff != "" {
-				t.Errorf("deltas (-want +got):\n%s", diff)
-			}
-		})
-	}
+	wiretest.RunStreams(t, piece, dial, simpleRequest(), tests)
 }
 
 // toolStream is a stream with one tool_use block whose input arrives in
@@ -200,15 +115,8 @@ func TestToolArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, http.StatusOK, sseHeader(), toolStream(tt.startInput, tt.fragments...))
-			got, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), simpleRequest(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.ToolCalls) != 1 {
-				t.Fatalf("got %d tool calls, want 1", len(got.ToolCalls))
-			}
-			if a := string(got.ToolCalls[0].Args); a != tt.want {
+			got, _ := wiretest.Stream(t, piece, dial, simpleRequest(), toolStream(tt.startInput, tt.fragments...))
+			if a := string(wiretest.OneToolCall(t, got).Args); a != tt.want {
 				t.Errorf("Args = %s, want %s", a, tt.want)
 			}
 		})
@@ -217,180 +125,115 @@ func TestToolArguments(t *testing.T) {
 
 func TestStreamErrors(t *testing.T) {
 	const key = "sk-ant-api03-test-0123456789"
-	tests := []struct {
-		name       string
-		status     int
-		header     http.Header
-		body       string
-		file       string
-		wantKind   error
-		wantStatus int
-		wantRetry  time.Duration
-		wantMsg    string
-	}{
+	tests := []wiretest.ErrorCase{
 		{
-			name: "429 rate_limit_error", status: 429,
-			header:   http.Header{"Retry-After": {"12"}, "Request-Id": {"req_011"}},
-			body:     `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 50,000 input tokens per minute."},"request_id":"req_011"}`,
-			wantKind: model.ErrRateLimited, wantStatus: 429, wantRetry: 12 * time.Second, wantMsg: "exceed the rate limit",
+			Name: "429 rate_limit_error", Status: 429,
+			Header:   http.Header{"Retry-After": {"12"}, "Request-Id": {"req_011"}},
+			Body:     `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 50,000 input tokens per minute."},"request_id":"req_011"}`,
+			WantKind: model.ErrRateLimited, WantStatus: 429, WantRetry: 12 * time.Second, WantMsg: "exceed the rate limit",
 		},
 		{
-			name: "429 HTTP date", status: 429,
-			header:   http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}},
-			body:     `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`,
-			wantKind: model.ErrRateLimited, wantStatus: 429, wantRetry: 30 * time.Second, wantMsg: "slow down",
+			Name: "429 HTTP date", Status: 429,
+			Header:   http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}},
+			Body:     `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`,
+			WantKind: model.ErrRateLimited, WantStatus: 429, WantRetry: 30 * time.Second, WantMsg: "slow down",
 		},
 		{
-			name: "529 overloaded", status: 529,
-			body:     `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-			wantKind: model.ErrOverloaded, wantStatus: 529, wantMsg: "Overloaded",
+			Name: "529 overloaded", Status: 529,
+			Body:     `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			WantKind: model.ErrOverloaded, WantStatus: 529, WantMsg: "Overloaded",
 		},
 		{
-			name: "500 api_error", status: 500,
-			body:     `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
-			wantKind: model.ErrOverloaded, wantStatus: 500, wantMsg: "Internal server error",
+			Name: "500 api_error", Status: 500,
+			Body:     `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
+			WantKind: model.ErrOverloaded, WantStatus: 500, WantMsg: "Internal server error",
 		},
 		{
-			name: "502 from a proxy", status: 502, body: "<html><body>Bad Gateway</body></html>",
-			wantKind: model.ErrOverloaded, wantStatus: 502, wantMsg: "Bad Gateway",
+			Name: "502 from a proxy", Status: 502, Body: "<html><body>Bad Gateway</body></html>",
+			WantKind: model.ErrOverloaded, WantStatus: 502, WantMsg: "Bad Gateway",
 		},
 		{
-			name: "401 never shows the key", status: 401,
-			body:     `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + key + `"}}`,
-			wantKind: model.ErrAuth, wantStatus: 401, wantMsg: "invalid x-api-key [redacted]",
+			Name: "401 never shows the key", Status: 401,
+			Body:     `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + key + `"}}`,
+			WantKind: model.ErrAuth, WantStatus: 401, WantMsg: "invalid x-api-key [redacted]",
 		},
 		{
-			name: "403 permission", status: 403,
-			body:     `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`,
-			wantKind: model.ErrAuth, wantStatus: 403, wantMsg: "does not have permission",
+			Name: "403 permission", Status: 403,
+			Body:     `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`,
+			WantKind: model.ErrAuth, WantStatus: 403, WantMsg: "does not have permission",
 		},
 		{
-			name: "400 prompt is too long", status: 400,
-			body:     `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215304 tokens > 200000 maximum"}}`,
-			wantKind: model.ErrContextOverflow, wantStatus: 400, wantMsg: "prompt is too long",
+			Name: "400 prompt is too long", Status: 400,
+			Body:     `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215304 tokens > 200000 maximum"}}`,
+			WantKind: model.ErrContextOverflow, WantStatus: 400, WantMsg: "prompt is too long",
 		},
 		{
-			name: "400 input and max_tokens exceed context", status: 400,
-			body:     `{"type":"error","error":{"type":"invalid_request_error","message":"input length and ` + "`max_tokens`" + ` exceed context limit: 197000 + 8192 > 200000, decrease input length or ` + "`max_tokens`" + ` and try again"}}`,
-			wantKind: model.ErrContextOverflow, wantStatus: 400, wantMsg: "exceed context limit",
+			Name: "400 input and max_tokens exceed context", Status: 400,
+			Body:     `{"type":"error","error":{"type":"invalid_request_error","message":"input length and ` + "`max_tokens`" + ` exceed context limit: 197000 + 8192 > 200000, decrease input length or ` + "`max_tokens`" + ` and try again"}}`,
+			WantKind: model.ErrContextOverflow, WantStatus: 400, WantMsg: "exceed context limit",
 		},
 		{
-			name: "413 request_too_large", status: 413,
-			body:     `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`,
-			wantKind: model.ErrContextOverflow, wantStatus: 413, wantMsg: "maximum allowed number of bytes",
+			Name: "413 request_too_large", Status: 413,
+			Body:     `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`,
+			WantKind: model.ErrContextOverflow, WantStatus: 413, WantMsg: "maximum allowed number of bytes",
 		},
 		{
-			name: "400 other", status: 400,
-			body:     `{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate between \"user\" and \"assistant\""}}`,
-			wantKind: model.ErrBadRequest, wantStatus: 400, wantMsg: "roles must alternate",
+			Name: "400 other", Status: 400,
+			Body:     `{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate between \"user\" and \"assistant\""}}`,
+			WantKind: model.ErrBadRequest, WantStatus: 400, WantMsg: "roles must alternate",
 		},
 		{
-			name: "404 model", status: 404,
-			body:     `{"type":"error","error":{"type":"not_found_error","message":"model: claude-9"}}`,
-			wantKind: model.ErrBadRequest, wantStatus: 404, wantMsg: "model: claude-9",
+			Name: "404 model", Status: 404,
+			Body:     `{"type":"error","error":{"type":"not_found_error","message":"model: claude-9"}}`,
+			WantKind: model.ErrBadRequest, WantStatus: 404, WantMsg: "model: claude-9",
 		},
-		{name: "mid-stream overloaded_error", status: 200, file: "overloaded.sse", wantKind: model.ErrOverloaded, wantMsg: "Overloaded"},
-		{name: "truncated (no message_stop)", status: 200, file: "truncated.sse", wantKind: model.ErrProtocol, wantMsg: "stream ended before the response was complete"},
-		{name: "bad JSON", status: 200, file: "bad_json.sse", wantKind: model.ErrProtocol, wantMsg: `invalid JSON in "content_block_delta" event`},
+		{Name: "mid-stream overloaded_error", Status: 200, File: "overloaded.sse", WantKind: model.ErrOverloaded, WantMsg: "Overloaded"},
+		{Name: "truncated (no message_stop)", Status: 200, File: "truncated.sse", WantKind: model.ErrProtocol, WantMsg: "stream ended before the response was complete"},
+		{Name: "bad JSON", Status: 200, File: "bad_json.sse", WantKind: model.ErrProtocol, WantMsg: `invalid JSON in "content_block_delta" event`},
 		{
-			name: "delta for an unknown block", status: 200,
-			body:     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n",
-			wantKind: model.ErrProtocol, wantMsg: "never started",
-		},
-		{
-			name: "mid-stream rate limit", status: 200,
-			body:     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}\n\n",
-			wantKind: model.ErrRateLimited, wantMsg: "Rate limited",
+			Name: "delta for an unknown block", Status: 200,
+			Body:     "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n",
+			WantKind: model.ErrProtocol, WantMsg: "never started",
 		},
 		{
-			name: "mid-stream prompt too long", status: 200,
-			body:     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 201000 tokens > 200000 maximum\"}}\n\n",
-			wantKind: model.ErrContextOverflow, wantMsg: "prompt is too long",
-		},
-		{name: "empty body", status: 200, wantKind: model.ErrProtocol, wantMsg: "empty response body"},
-		{
-			name: "200 JSON error", status: 200, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-			wantKind: model.ErrOverloaded, wantMsg: "Overloaded",
+			Name: "mid-stream rate limit", Status: 200,
+			Body:     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}\n\n",
+			WantKind: model.ErrRateLimited, WantMsg: "Rate limited",
 		},
 		{
-			name: "200 JSON of another kind", status: 200, body: `{"type":"completion","completion":"hi"}`,
-			wantKind: model.ErrProtocol, wantMsg: `unexpected response type "completion"`,
+			Name: "mid-stream prompt too long", Status: 200,
+			Body:     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 201000 tokens > 200000 maximum\"}}\n\n",
+			WantKind: model.ErrContextOverflow, WantMsg: "prompt is too long",
+		},
+		{Name: "empty body", Status: 200, WantKind: model.ErrProtocol, WantMsg: "empty response body"},
+		{
+			Name: "200 JSON error", Status: 200, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			WantKind: model.ErrOverloaded, WantMsg: "Overloaded",
+		},
+		{
+			Name: "200 JSON of another kind", Status: 200, Body: `{"type":"completion","completion":"hi"}`,
+			WantKind: model.ErrProtocol, WantMsg: `unexpected response type "completion"`,
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := []byte(tt.body)
-			if tt.file != "" {
-				body = readTestdata(t, tt.file)
-			}
-			header := tt.header
-			if header == nil {
-				header = http.Header{}
-			}
-			srv := newServer(t, tt.status, header, body)
-			c := New(&Options{BaseURL: srv.URL, APIKey: key, HTTPClient: srv.Client(), Name: "claude"})
-			c.now = func() time.Time { return time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC) }
-			got, err := c.Stream(context.Background(), simpleRequest(), nil)
-			if err == nil {
-				t.Fatalf("Stream() = %+v, want an error", got)
-			}
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-			}
-			if !errors.Is(err, tt.wantKind) {
-				t.Errorf("error %v: kind %v, want %v", err, me.Kind, tt.wantKind)
-			}
-			if me.Provider != "claude" {
-				t.Errorf("Provider = %q, want claude", me.Provider)
-			}
-			if me.Status != tt.wantStatus {
-				t.Errorf("Status = %d, want %d", me.Status, tt.wantStatus)
-			}
-			if me.RetryAfter != tt.wantRetry {
-				t.Errorf("RetryAfter = %v, want %v", me.RetryAfter, tt.wantRetry)
-			}
-			if !strings.Contains(me.Message, tt.wantMsg) {
-				t.Errorf("Message = %q, want it to contain %q", me.Message, tt.wantMsg)
-			}
-			if strings.Contains(err.Error(), key) {
-				t.Errorf("error %q contains the API key", err)
-			}
-		})
-	}
+	wiretest.RunErrors(t, piece, func(url string, hc *http.Client) model.Provider {
+		c := New(&Options{BaseURL: url, APIKey: key, HTTPClient: hc, Name: "claude"})
+		c.ep.Now = func() time.Time { return time.Date(1994, 11, 6, 8, 49, 7, 0, time.UTC) }
+		return c
+	}, simpleRequest(), "claude", key, tests)
 }
 
 func TestTransportError(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	_, err := New(&Options{BaseURL: url}).Stream(context.Background(), simpleRequest(), nil)
+	_, err := New(&Options{BaseURL: wiretest.ClosedURL()}).Stream(context.Background(), simpleRequest(), nil)
 	if !errors.Is(err, model.ErrTransport) {
 		t.Fatalf("error = %v, want ErrTransport", err)
 	}
 }
 
 func TestCancelMidStream(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // lets the server notice the client going away
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n")
-		io.WriteString(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
-		io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"tick\"}}\n\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done() // a stream that never ends on its own
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(ctx, simpleRequest(), func(model.Delta) { cancel() })
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error = %v, want context.Canceled", err)
-	}
-	var me *model.Error
-	if errors.As(err, &me) {
-		t.Errorf("cancellation returned a *model.Error: %v", err)
-	}
+	wiretest.CheckCancelMidStream(t, dial, simpleRequest(),
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\"}}\n\n"+
+			"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"tick\"}}\n\n")
 }
 
 func TestHeadersAndURL(t *testing.T) {
@@ -407,31 +250,28 @@ func TestHeadersAndURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, http.StatusOK, sseHeader(), readTestdata(t, "text.sse"))
-			c := New(&Options{
-				BaseURL: srv.URL + tt.base, APIKey: tt.key, Version: tt.version, HTTPClient: srv.Client(),
-				Headers: map[string]string{"anthropic-beta": "prompt-caching-2024-07-31"},
-			})
-			if _, err := c.Stream(context.Background(), simpleRequest(), nil); err != nil {
-				t.Fatal(err)
+			_, rec := wiretest.Stream(t, piece, func(url string, hc *http.Client) model.Provider {
+				return New(&Options{
+					BaseURL: url + tt.base, APIKey: tt.key, Version: tt.version, HTTPClient: hc,
+					Headers: map[string]string{"anthropic-beta": "prompt-caching-2024-07-31"},
+				})
+			}, simpleRequest(), wiretest.ReadTestdata(t, "text.sse"))
+			if rec.Method != http.MethodPost || rec.Path != "/v1/messages" {
+				t.Errorf("request %s %s, want POST /v1/messages", rec.Method, rec.Path)
 			}
-			rec := srv.recorded()
-			if rec.method != http.MethodPost || rec.path != "/v1/messages" {
-				t.Errorf("request %s %s, want POST /v1/messages", rec.method, rec.path)
-			}
-			if got := rec.header.Get("x-api-key"); got != tt.key {
+			if got := rec.Header.Get("x-api-key"); got != tt.key {
 				t.Errorf("x-api-key = %q, want %q", got, tt.key)
 			}
-			if _, ok := rec.header["X-Api-Key"]; ok != (tt.key != "") {
+			if _, ok := rec.Header["X-Api-Key"]; ok != (tt.key != "") {
 				t.Errorf("x-api-key present = %v, want %v", ok, tt.key != "")
 			}
-			if got := rec.header.Get("anthropic-version"); got != tt.wantVersion {
+			if got := rec.Header.Get("anthropic-version"); got != tt.wantVersion {
 				t.Errorf("anthropic-version = %q, want %q", got, tt.wantVersion)
 			}
-			if got := rec.header.Get("anthropic-beta"); got != "prompt-caching-2024-07-31" {
+			if got := rec.Header.Get("anthropic-beta"); got != "prompt-caching-2024-07-31" {
 				t.Errorf("custom header = %q", got)
 			}
-			if got := rec.header.Get("Authorization"); got != "" {
+			if got := rec.Header.Get("Authorization"); got != "" {
 				t.Errorf("unexpected Authorization header %q", got)
 			}
 		})
@@ -440,8 +280,8 @@ func TestHeadersAndURL(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := New(nil)
-	if c.url != "https://api.anthropic.com/v1/messages" || c.Name() != "anthropic" || c.version != DefaultVersion {
-		t.Errorf("defaults: url %q name %q version %q", c.url, c.Name(), c.version)
+	if c.ep.URL != "https://api.anthropic.com/v1/messages" || c.Name() != "anthropic" || c.ep.APIHeaders["anthropic-version"] != DefaultVersion {
+		t.Errorf("defaults: url %q name %q version %q", c.ep.URL, c.Name(), c.ep.APIHeaders["anthropic-version"])
 	}
 }
 
@@ -489,96 +329,21 @@ func richRequest() *model.Request {
 }
 
 func TestRequestGolden(t *testing.T) {
-	tests := []struct {
-		golden string
-		req    *model.Request
-	}{
-		{golden: "request_rich.golden.json", req: richRequest()},
-		{golden: "request_minimal.golden.json", req: simpleRequest()},
+	tests := []wiretest.GoldenCase{
+		{Golden: "request_rich.golden.json", Req: richRequest()},
+		{Golden: "request_minimal.golden.json", Req: simpleRequest()},
 	}
-	for _, tt := range tests {
-		t.Run(tt.golden, func(t *testing.T) {
-			srv := newServer(t, http.StatusOK, sseHeader(), readTestdata(t, "text.sse"))
-			if _, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), tt.req, nil); err != nil {
-				t.Fatal(err)
-			}
-			var got bytes.Buffer
-			if err := json.Indent(&got, srv.recorded().body, "", "  "); err != nil {
-				t.Fatalf("request body is not JSON: %v", err)
-			}
-			got.WriteByte('\n')
-			path := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got.String()); diff != "" {
-				t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-			}
-		})
-	}
+	wiretest.RunGolden(t, piece, dial, *update, tests)
 }
 
 func TestRequestValidation(t *testing.T) {
-	c := New(nil)
-	if _, err := c.Stream(context.Background(), nil, nil); !errors.Is(err, model.ErrBadRequest) {
-		t.Errorf("nil request: error = %v, want ErrBadRequest", err)
-	}
-	req := simpleRequest()
-	req.Tools = []model.ToolSpec{{Name: "broken", Parameters: json.RawMessage(`{"type":`)}}
-	if _, err := c.Stream(context.Background(), req, nil); !errors.Is(err, model.ErrBadRequest) || !strings.Contains(err.Error(), "broken") {
-		t.Errorf("invalid schema: error = %v, want ErrBadRequest naming the tool", err)
-	}
-}
-
-// bodyTransport answers every request with a fixed 200 response body.
-type bodyTransport []byte
-
-func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{
-		StatusCode: http.StatusOK,
-		Header:     sseHeader(),
-		Body:       io.NopCloser(bytes.NewReader(b)),
-		Request:    r,
-	}, nil
+	wiretest.CheckValidation(t, New(nil), simpleRequest())
 }
 
 func FuzzStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.sse")
-	files = append(files, "testdata/nonstream.json")
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add(toolStream(`{}`, `{"a":`, `1}`))
-	f.Add(toolStream(`null`, `[`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		c := New(&Options{BaseURL: "http://fuzz.invalid", HTTPClient: &http.Client{Transport: bodyTransport(body)}})
-		resp, err := c.Stream(context.Background(), simpleRequest(), func(model.Delta) {})
-		if err != nil {
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-			}
-			return
-		}
-		if resp == nil {
-			t.Fatal("nil response without error")
-		}
-		for _, tc := range resp.ToolCalls {
-			if !json.Valid(tc.Args) {
-				t.Fatalf("tool call %q has invalid JSON args %q", tc.Name, tc.Args)
-			}
-		}
-	})
+	wiretest.FuzzStream(f, func(hc *http.Client) model.Provider {
+		return New(&Options{BaseURL: "http://fuzz.invalid", HTTPClient: hc})
+	}, simpleRequest(), false, toolStream(`{}`, `{"a":`, `1}`), toolStream(`null`, `[`))
 }
 
 // stream200 builds a stream of 200 content events: text deltas, then a
@@ -604,18 +369,7 @@ func stream200() []byte {
 }
 
 func BenchmarkStream200(b *testing.B) {
-	body := stream200()
-	c := New(&Options{BaseURL: "http://bench.invalid", HTTPClient: &http.Client{Transport: bodyTransport(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := c.Stream(context.Background(), req, func(model.Delta) {})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(resp.ToolCalls) != 1 {
-			b.Fatalf("got %d tool calls", len(resp.ToolCalls))
-		}
-	}
+	wiretest.BenchStream(b, func(hc *http.Client) model.Provider {
+		return New(&Options{BaseURL: "http://bench.invalid", HTTPClient: hc})
+	}, simpleRequest(), stream200())
 }

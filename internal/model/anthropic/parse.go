@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wire"
 	"agentd/internal/model/sse"
 )
 
@@ -76,54 +75,33 @@ type block struct {
 
 // parser accumulates a response from events.
 type parser struct {
-	client    *Client
-	onDelta   func(model.Delta)
-	text      strings.Builder
-	reasoning strings.Builder
-	blocks    []block
-	usage     usage
-	stop      string
-	model     string
+	ep     *wire.Endpoint
+	out    wire.Output
+	blocks []block
+	usage  usage
+	stop   string
+	model  string
 }
 
 // parseStream reads the event stream until message_stop.
 func (p *parser) parseStream(ctx context.Context, r io.Reader) (*model.Response, error) {
-	sr := sse.NewReader(r, nil)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%s: %w", p.client.name, err)
-		}
-		ev, err := sr.Next()
-		if err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				if ctxErr := ctx.Err(); ctxErr != nil {
-					return nil, fmt.Errorf("%s: %w", p.client.name, ctxErr)
-				}
-				return nil, p.client.fail(model.ErrProtocol, 0, "stream ended before the response was complete")
-			}
-			if errors.Is(err, sse.ErrEventTooLarge) {
-				return nil, p.client.fail(model.ErrProtocol, 0, err.Error())
-			}
-			return nil, p.client.readFailure(ctx, err)
-		}
-		if strings.TrimSpace(ev.Data) == "" {
-			continue
-		}
-		var e event
-		if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
-			return nil, p.client.fail(model.ErrProtocol, 0, "invalid JSON in "+eventName(ev.Type)+" event: "+err.Error())
-		}
-		if e.Type == "" {
-			e.Type = ev.Type
-		}
-		done, err := p.apply(&e)
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			return p.finish(), nil
-		}
+	if err := p.ep.Events(ctx, r, p.event, nil); err != nil {
+		return nil, err
 	}
+	return p.finish(), nil
+}
+
+// event handles one event of the stream. It reports whether the message is
+// complete.
+func (p *parser) event(ev sse.Event) (bool, error) {
+	var e event
+	if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
+		return false, p.ep.Fail(model.ErrProtocol, 0, "invalid JSON in "+eventName(ev.Type)+" event: "+err.Error())
+	}
+	if e.Type == "" {
+		e.Type = ev.Type
+	}
+	return p.apply(&e)
 }
 
 func eventName(t string) string {
@@ -145,32 +123,25 @@ func (p *parser) apply(e *event) (bool, error) {
 		}
 	case "content_block_start":
 		if e.ContentBlock == nil {
-			return false, p.client.fail(model.ErrProtocol, 0, "content_block_start without a content_block")
+			return false, p.ep.Fail(model.ErrProtocol, 0, "content_block_start without a content_block")
 		}
 		if p.find(e.Index) != nil {
-			return false, p.client.fail(model.ErrProtocol, 0, fmt.Sprintf("content block %d started twice", e.Index))
+			return false, p.ep.Fail(model.ErrProtocol, 0, fmt.Sprintf("content block %d started twice", e.Index))
 		}
-		cb := e.ContentBlock
-		p.blocks = append(p.blocks, block{index: e.Index, typ: cb.Type, id: cb.ID, name: cb.Name, startInput: cb.Input})
-		switch cb.Type {
-		case "text":
-			p.addText(cb.Text, false)
-		case "thinking":
-			p.addText(cb.Thinking, true)
-		}
+		p.start(e.Index, e.ContentBlock)
 	case "content_block_delta":
 		if e.Delta == nil {
-			return false, p.client.fail(model.ErrProtocol, 0, "content_block_delta without a delta")
+			return false, p.ep.Fail(model.ErrProtocol, 0, "content_block_delta without a delta")
 		}
 		b := p.find(e.Index)
 		if b == nil {
-			return false, p.client.fail(model.ErrProtocol, 0, fmt.Sprintf("delta for content block %d, which was never started", e.Index))
+			return false, p.ep.Fail(model.ErrProtocol, 0, fmt.Sprintf("delta for content block %d, which was never started", e.Index))
 		}
 		switch e.Delta.Type {
 		case "text_delta":
-			p.addText(e.Delta.Text, false)
+			p.out.Add(e.Delta.Text, false)
 		case "thinking_delta":
-			p.addText(e.Delta.Thinking, true)
+			p.out.Add(e.Delta.Thinking, true)
 		case "input_json_delta":
 			b.args = append(b.args, e.Delta.PartialJSON...)
 		}
@@ -194,38 +165,36 @@ func (p *parser) apply(e *event) (bool, error) {
 
 // parseJSON reads a non-streamed reply: a whole message or an error.
 func (p *parser) parseJSON(ctx context.Context, r io.Reader) (*model.Response, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxJSONResponseBytes+1))
-	if err != nil {
-		return nil, p.client.readFailure(ctx, err)
-	}
-	if len(data) > maxJSONResponseBytes {
-		return nil, p.client.fail(model.ErrProtocol, 0, fmt.Sprintf("response larger than %d bytes", maxJSONResponseBytes))
-	}
 	var e event
-	if err := json.Unmarshal(data, &e); err != nil {
-		return nil, p.client.fail(model.ErrProtocol, 0, "invalid JSON response: "+err.Error())
+	if err := p.ep.DecodeJSON(ctx, r, &e); err != nil {
+		return nil, err
 	}
 	if e.Type == "error" || e.Error != nil {
 		return nil, p.eventError(&e)
 	}
 	if e.Type != "message" {
-		return nil, p.client.fail(model.ErrProtocol, 0, fmt.Sprintf("unexpected response type %q", e.Type))
+		return nil, p.ep.Fail(model.ErrProtocol, 0, fmt.Sprintf("unexpected response type %q", e.Type))
 	}
 	p.model = e.Model
 	p.stop = e.StopReason
 	if e.Usage != nil {
 		p.addUsage(e.Usage)
 	}
-	for i, cb := range e.Content {
-		p.blocks = append(p.blocks, block{index: i, typ: cb.Type, id: cb.ID, name: cb.Name, startInput: cb.Input})
-		switch cb.Type {
-		case "text":
-			p.addText(cb.Text, false)
-		case "thinking":
-			p.addText(cb.Thinking, true)
-		}
+	for i := range e.Content {
+		p.start(i, &e.Content[i])
 	}
 	return p.finish(), nil
+}
+
+// start begins content block index with what cb carries already.
+func (p *parser) start(index int, cb *contentBlock) {
+	p.blocks = append(p.blocks, block{index: index, typ: cb.Type, id: cb.ID, name: cb.Name, startInput: cb.Input})
+	switch cb.Type {
+	case "text":
+		p.out.Add(cb.Text, false)
+	case "thinking":
+		p.out.Add(cb.Thinking, true)
+	}
 }
 
 func (p *parser) find(index int) *block {
@@ -235,20 +204,6 @@ func (p *parser) find(index int) *block {
 		}
 	}
 	return nil
-}
-
-func (p *parser) addText(s string, reasoning bool) {
-	if s == "" {
-		return
-	}
-	if reasoning {
-		p.reasoning.WriteString(s)
-	} else {
-		p.text.WriteString(s)
-	}
-	if p.onDelta != nil {
-		p.onDelta(model.Delta{Text: s, Reasoning: reasoning})
-	}
 }
 
 // addUsage takes the counts a usage object reports; later reports (the
@@ -271,8 +226,8 @@ func (p *parser) addUsage(u *usage) {
 // finish returns the assembled response.
 func (p *parser) finish() *model.Response {
 	resp := &model.Response{
-		Text:      p.text.String(),
-		Reasoning: p.reasoning.String(),
+		Text:      p.out.Text(),
+		Reasoning: p.out.Reasoning(),
 		Usage: model.Usage{
 			InputTokens:  p.usage.InputTokens + p.usage.CacheCreationInputTokens + p.usage.CacheReadInputTokens,
 			OutputTokens: p.usage.OutputTokens,

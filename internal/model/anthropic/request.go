@@ -17,9 +17,6 @@ func reserved(key string) bool {
 	return false
 }
 
-// emptySchema is sent for a tool that declares no parameters.
-const emptySchema = `{"type":"object","properties":{}}`
-
 type wireMessage struct {
 	Role    string      `json:"role"`
 	Content []wireBlock `json:"content"`
@@ -51,7 +48,7 @@ type wireTool struct {
 // such as "thinking", "top_k" or "metadata" go.
 func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 	if req == nil {
-		return nil, c.fail(model.ErrBadRequest, 0, "nil request")
+		return nil, c.ep.Fail(model.ErrBadRequest, 0, "nil request")
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
@@ -69,11 +66,9 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 	if len(req.Tools) > 0 {
 		tools := make([]wireTool, 0, len(req.Tools))
 		for _, t := range req.Tools {
-			schema := t.Parameters
-			if len(bytes.TrimSpace(schema)) == 0 {
-				schema = json.RawMessage(emptySchema)
-			} else if !json.Valid(schema) {
-				return nil, c.fail(model.ErrBadRequest, 0, "tool "+t.Name+": parameters are not valid JSON")
+			schema, err := c.ep.Schema(t)
+			if err != nil {
+				return nil, err
 			}
 			tools = append(tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
 		}
@@ -93,13 +88,7 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 			body[k] = v
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, c.fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return c.ep.Encode(body)
 }
 
 // convertMessages turns the conversation into Messages API turns. Tool

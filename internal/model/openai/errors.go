@@ -2,24 +2,13 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"math"
-	"net/http"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wire"
 )
-
-// maxErrorBody caps how much of an error response is read.
-const maxErrorBody = 64 << 10
-
-// maxRetryAfter caps a server's Retry-After.
-const maxRetryAfter = 24 * time.Hour
 
 // apiError is the error a server reported, from whichever shape it used.
 type apiError struct {
@@ -28,22 +17,13 @@ type apiError struct {
 	Code    string
 }
 
-// statusError maps a non-2xx response to a *model.Error.
-func (c *Client) statusError(ctx context.Context, resp *http.Response) error {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if err != nil && ctx.Err() != nil {
-		return c.readFailure(ctx, err)
-	}
+// errorBody reads the body of a non-2xx response.
+func errorBody(status int, body []byte, fallback string) (string, error) {
 	ae := parseErrorBody(body)
 	if ae.Message == "" {
-		ae.Message = bodySnippet(body)
+		ae.Message = fallback
 	}
-	if ae.Message == "" {
-		ae.Message = http.StatusText(resp.StatusCode)
-	}
-	e := c.fail(classify(resp.StatusCode, ae), resp.StatusCode, ae.Message)
-	e.RetryAfter = retryAfter(resp.Header, c.now())
-	return e
+	return ae.Message, classify(status, ae)
 }
 
 // chunkError returns the *model.Error for an error object in a chunk, or nil
@@ -65,7 +45,7 @@ func (p *parser) chunkError(ch *chunk) error {
 	if n, err := strconv.Atoi(ae.Code); err == nil && n >= 400 && n <= 599 {
 		status = n
 	}
-	return p.client.fail(classify(status, ae), status, ae.Message)
+	return p.ep.Fail(classify(status, ae), status, ae.Message)
 }
 
 // parseErrorBody reads an error response body: {"error":{...}},
@@ -108,7 +88,7 @@ func decodeError(raw json.RawMessage) apiError {
 		Code    json.RawMessage `json:"code"`
 	}
 	if json.Unmarshal(raw, &o) != nil {
-		return apiError{Message: bodySnippet(raw)}
+		return apiError{Message: wire.Snippet(raw)}
 	}
 	return apiError{Message: o.Message, Type: o.Type, Code: codeString(o.Code)}
 }
@@ -126,51 +106,32 @@ func codeString(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// bodySnippet returns the start of a body that is not a known error shape.
-func bodySnippet(body []byte) string {
-	const max = 512
-	s := strings.TrimSpace(string(body))
-	if len(s) > max {
-		s = s[:max]
-		for len(s) > 0 && !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		s += "..."
-	}
-	return strings.ToValidUTF8(s, "?")
-}
-
 // classify returns the error kind for an HTTP status (0 for an error that
 // arrived inside a 200 response) and what the server said.
 func classify(status int, ae apiError) error {
+	return wire.Kind(status, named(ae), overflow(ae))
+}
+
+// named returns the error kind that an error's type or code names, or nil.
+func named(ae apiError) error {
 	tc := strings.ToLower(ae.Type + " " + ae.Code)
 	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
-		strings.Contains(tc, "authentication") || strings.Contains(tc, "invalid_api_key") ||
+	case strings.Contains(tc, "authentication") || strings.Contains(tc, "invalid_api_key") ||
 		strings.Contains(tc, "permission"):
 		return model.ErrAuth
 	case strings.Contains(tc, "insufficient_quota") || strings.Contains(tc, "billing"):
 		// Out of credit: a retry will not help; the engine falls back as for
 		// an auth failure.
 		return model.ErrAuth
-	case status == http.StatusTooManyRequests || strings.Contains(tc, "rate_limit"):
+	case strings.Contains(tc, "rate_limit"):
 		return model.ErrRateLimited
-	case status == http.StatusRequestEntityTooLarge:
-		return model.ErrContextOverflow
-	case (status == 0 || status == http.StatusBadRequest) && overflow(ae):
-		return model.ErrContextOverflow
-	case status >= 500 || strings.Contains(tc, "overloaded") || strings.Contains(tc, "server_error") ||
+	case strings.Contains(tc, "overloaded") || strings.Contains(tc, "server_error") ||
 		strings.Contains(tc, "timeout"):
 		return model.ErrOverloaded
-	case status >= 400:
-		return model.ErrBadRequest
 	case strings.Contains(tc, "invalid_request"):
 		return model.ErrBadRequest
-	default:
-		// An unexplained failure inside a stream: most likely the server's
-		// trouble, worth a retry.
-		return model.ErrOverloaded
 	}
+	return nil
 }
 
 // overflow reports whether an error says the prompt is longer than the
@@ -194,38 +155,4 @@ func overflow(ae apiError) bool {
 		}
 	}
 	return false
-}
-
-// retryAfter reads the delay a server asked for from retry-after-ms or
-// Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil {
-			return clampDelay(ms / 1000)
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		return clampDelay(s)
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return min(d, maxRetryAfter)
-		}
-	}
-	return 0
-}
-
-// clampDelay converts seconds to a Duration between 0 and maxRetryAfter.
-func clampDelay(sec float64) time.Duration {
-	if math.IsNaN(sec) || sec <= 0 {
-		return 0
-	}
-	if sec >= maxRetryAfter.Seconds() {
-		return maxRetryAfter
-	}
-	return time.Duration(sec * float64(time.Second))
 }

@@ -10,80 +10,22 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wiretest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// recorded is what the test server saw of one request.
-type recorded struct {
-	method, path string
-	header       http.Header
-	body         []byte
-}
+// piece is how many bytes of a reply a test server writes at a time.
+const piece = 37
 
-// server serves one response and records the request.
-type server struct {
-	*httptest.Server
-	mu  sync.Mutex
-	req recorded
-}
-
-// newServer starts a server that answers every request with status,
-// headers and body, written in small flushed pieces as a streaming server
-// would.
-func newServer(t *testing.T, status int, header http.Header, body []byte) *server {
-	t.Helper()
-	s := &server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.req = recorded{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: b}
-		s.mu.Unlock()
-		for k, vs := range header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(status)
-		f, _ := w.(http.Flusher)
-		for len(body) > 0 {
-			n := min(len(body), 37)
-			w.Write(body[:n])
-			body = body[n:]
-			if f != nil {
-				f.Flush()
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *server) recorded() recorded {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.req
-}
-
-func sseHeader() http.Header {
-	return http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}}
-}
-
-func readTestdata(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+// dial returns a client with default options for a server at url.
+func dial(url string, hc *http.Client) model.Provider {
+	return New(&Options{BaseURL: url, HTTPClient: hc})
 }
 
 func simpleRequest() *model.Request {
@@ -91,30 +33,25 @@ func simpleRequest() *model.Request {
 }
 
 func TestStreamRecorded(t *testing.T) {
-	tests := []struct {
-		file       string
-		header     http.Header
-		want       *model.Response
-		wantDeltas []model.Delta
-	}{
+	tests := []wiretest.StreamCase{
 		{
-			file: "text.sse",
-			want: &model.Response{Text: "Hello! How can I help you today?", StopReason: "stop", Model: "gpt-4o-2024-08-06"},
-			wantDeltas: []model.Delta{
+			File: "text.sse",
+			Want: &model.Response{Text: "Hello! How can I help you today?", StopReason: "stop", Model: "gpt-4o-2024-08-06"},
+			WantDeltas: []model.Delta{
 				{Text: "Hello"}, {Text: "!"}, {Text: " How can I"}, {Text: " help you today?"},
 			},
 		},
 		{
-			file: "text_usage.sse",
-			want: &model.Response{
+			File: "text_usage.sse",
+			Want: &model.Response{
 				Text: "The capital of France is Paris.", StopReason: "stop", Model: "gpt-4.1-mini-2025-04-14",
 				Usage: model.Usage{InputTokens: 24, OutputTokens: 7},
 			},
-			wantDeltas: []model.Delta{{Text: "The capital"}, {Text: " of France is"}, {Text: " Paris."}},
+			WantDeltas: []model.Delta{{Text: "The capital"}, {Text: " of France is"}, {Text: " Paris."}},
 		},
 		{
-			file: "tool_calls_parallel.sse",
-			want: &model.Response{
+			File: "tool_calls_parallel.sse",
+			Want: &model.Response{
 				ToolCalls: []model.ToolCall{
 					{ID: "call_8qvLJ2YpN4Gd0fXo3KHi1sTw", Name: "get_weather", Args: json.RawMessage(`{"city": "Z\u00fcrich", "unit": "celsius"}`)},
 					{ID: "call_Rz5mB0cW7uT1yE9nK2aJ6pQd", Name: "get_time", Args: json.RawMessage(`{"tz": "Europe/Zurich"}`)},
@@ -125,19 +62,19 @@ func TestStreamRecorded(t *testing.T) {
 			},
 		},
 		{
-			file: "reasoning_content.sse",
-			want: &model.Response{
+			File: "reasoning_content.sse",
+			Want: &model.Response{
 				Text: "2 + 2 = 4.", Reasoning: "The user asks for 2+2.", StopReason: "stop", Model: "deepseek-reasoner",
 				Usage: model.Usage{InputTokens: 13, OutputTokens: 41},
 			},
-			wantDeltas: []model.Delta{
+			WantDeltas: []model.Delta{
 				{Text: "The user asks", Reasoning: true}, {Text: " for 2+2.", Reasoning: true},
 				{Text: "2 + 2"}, {Text: " = 4."},
 			},
 		},
 		{
-			file: "ollama.sse",
-			want: &model.Response{
+			File: "ollama.sse",
+			Want: &model.Response{
 				Text: "Let me look.", Reasoning: "I should check the directory.",
 				ToolCalls: []model.ToolCall{
 					{ID: "call_wteop8bt", Name: "run_command", Args: json.RawMessage(`{"command":"ls"}`)},
@@ -146,22 +83,22 @@ func TestStreamRecorded(t *testing.T) {
 				StopReason: "tool_calls", Model: "qwen3:8b",
 				Usage: model.Usage{InputTokens: 187, OutputTokens: 64},
 			},
-			wantDeltas: []model.Delta{
+			WantDeltas: []model.Delta{
 				{Text: "I should check", Reasoning: true}, {Text: " the directory.", Reasoning: true}, {Text: "Let me look."},
 			},
 		},
 		{
-			file: "llamacpp.sse",
-			want: &model.Response{
+			File: "llamacpp.sse",
+			Want: &model.Response{
 				Text: "Hi there", StopReason: "length", Model: "gpt-3.5-turbo",
 				Usage: model.Usage{InputTokens: 9, OutputTokens: 2},
 			},
-			wantDeltas: []model.Delta{{Text: "Hi"}, {Text: " there"}},
+			WantDeltas: []model.Delta{{Text: "Hi"}, {Text: " there"}},
 		},
 		{
 			// Every call at index 0, distinguished by id; no [DONE].
-			file: "same_index.sse",
-			want: &model.Response{
+			File: "same_index.sse",
+			Want: &model.Response{
 				ToolCalls: []model.ToolCall{
 					{ID: "call_a1", Name: "read_file", Args: json.RawMessage(`{"path":"a.txt"}`)},
 					{ID: "call_b2", Name: "read_file", Args: json.RawMessage(`{"path":"b.txt"}`)},
@@ -170,9 +107,9 @@ func TestStreamRecorded(t *testing.T) {
 			},
 		},
 		{
-			file:   "nonstream.json",
-			header: http.Header{"Content-Type": {"application/json"}},
-			want: &model.Response{
+			File:   "nonstream.json",
+			Header: http.Header{"Content-Type": {"application/json"}},
+			Want: &model.Response{
 				Text: "Checking the weather.",
 				ToolCalls: []model.ToolCall{
 					{ID: "call_Qp4nX7sD2kF9hJ1mL5bV8cZ3", Name: "get_weather", Args: json.RawMessage(`{"city":"Oslo"}`)},
@@ -180,34 +117,16 @@ func TestStreamRecorded(t *testing.T) {
 				StopReason: "tool_calls", Model: "gpt-4o-mini-2024-07-18",
 				Usage: model.Usage{InputTokens: 82, OutputTokens: 17},
 			},
-			wantDeltas: []model.Delta{{Text: "Checking the weather."}},
+			WantDeltas: []model.Delta{{Text: "Checking the weather."}},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			header := tt.header
-			if header == nil {
-				header = sseHeader()
-			}
-			srv := newServer(t, http.StatusOK, header, readTestdata(t, tt.file))
-			c := New(&Options{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()})
-			var deltas []model.Delta
-			got, err := c.Stream(context.Background(), simpleRequest(), func(d model.Delta) { deltas = append(deltas, d) })
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("response (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantDeltas, deltas); diff != "" {
-				t.Errorf("deltas (-want +got):\n%s", diff)
-			}
-		})
-	}
+	wiretest.RunStreams(t, piece, func(url string, hc *http.Client) model.Provider {
+		return New(&Options{BaseURL: url + "/v1", HTTPClient: hc})
+	}, simpleRequest(), tests)
 }
 
 func TestStreamNilOnDelta(t *testing.T) {
-	srv := newServer(t, http.StatusOK, sseHeader(), readTestdata(t, "text.sse"))
+	srv := wiretest.NewServer(t, piece, http.StatusOK, wiretest.SSEHeader(), wiretest.ReadTestdata(t, "text.sse"))
 	c := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()})
 	got, err := c.Stream(context.Background(), simpleRequest(), nil)
 	if err != nil || got.Text != "Hello! How can I help you today?" {
@@ -236,19 +155,13 @@ func TestToolArguments(t *testing.T) {
 				fmt.Fprintf(&b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":%s}}]}}]}\n\n", frag)
 			}
 			b.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n")
-			srv := newServer(t, http.StatusOK, sseHeader(), []byte(b.String()))
-			got, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), simpleRequest(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.ToolCalls) != 1 {
-				t.Fatalf("got %d tool calls, want 1", len(got.ToolCalls))
-			}
-			if a := string(got.ToolCalls[0].Args); a != tt.want {
+			got, _ := wiretest.Stream(t, piece, dial, simpleRequest(), []byte(b.String()))
+			args := wiretest.OneToolCall(t, got).Args
+			if a := string(args); a != tt.want {
 				t.Errorf("Args = %s, want %s", a, tt.want)
 			}
-			if !json.Valid(got.ToolCalls[0].Args) {
-				t.Errorf("Args %s is not valid JSON", got.ToolCalls[0].Args)
+			if !json.Valid(args) {
+				t.Errorf("Args %s is not valid JSON", args)
 			}
 		})
 	}
@@ -256,11 +169,7 @@ func TestToolArguments(t *testing.T) {
 
 func TestMissingToolCallID(t *testing.T) {
 	body := "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}},{\"index\":1,\"function\":{\"name\":\"g\",\"arguments\":{\"x\":1}}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"
-	srv := newServer(t, http.StatusOK, sseHeader(), []byte(body))
-	got, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), simpleRequest(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, _ := wiretest.Stream(t, piece, dial, simpleRequest(), []byte(body))
 	if len(got.ToolCalls) != 2 {
 		t.Fatalf("got %d tool calls, want 2", len(got.ToolCalls))
 	}
@@ -275,162 +184,116 @@ func TestMissingToolCallID(t *testing.T) {
 
 func TestStreamErrors(t *testing.T) {
 	const key = "sk-test-0123456789abcdef"
-	tests := []struct {
-		name       string
-		status     int
-		header     http.Header
-		body       string
-		file       string
-		wantKind   error
-		wantStatus int
-		wantRetry  time.Duration
-		wantMsg    string
-	}{
+	tests := []wiretest.ErrorCase{
 		{
-			name: "429 retry-after seconds", status: 429,
-			header:   http.Header{"Retry-After": {"7"}},
-			body:     `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
-			wantKind: model.ErrRateLimited, wantStatus: 429, wantRetry: 7 * time.Second, wantMsg: "Rate limit reached",
+			Name: "429 retry-after seconds", Status: 429,
+			Header:   http.Header{"Retry-After": {"7"}},
+			Body:     `{"error":{"message":"Rate limit reached for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`,
+			WantKind: model.ErrRateLimited, WantStatus: 429, WantRetry: 7 * time.Second, WantMsg: "Rate limit reached",
 		},
 		{
-			name: "429 retry-after-ms wins", status: 429,
-			header:   http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"1500"}},
-			body:     `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`,
-			wantKind: model.ErrRateLimited, wantStatus: 429, wantRetry: 1500 * time.Millisecond, wantMsg: "slow down",
+			Name: "429 retry-after-ms wins", Status: 429,
+			Header:   http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"1500"}},
+			Body:     `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`,
+			WantKind: model.ErrRateLimited, WantStatus: 429, WantRetry: 1500 * time.Millisecond, WantMsg: "slow down",
 		},
 		{
-			name: "429 retry-after HTTP date", status: 429,
-			header:   http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}},
-			body:     `{"error":{"message":"slow down"}}`,
-			wantKind: model.ErrRateLimited, wantStatus: 429, wantRetry: 90 * time.Second, wantMsg: "slow down",
+			Name: "429 retry-after HTTP date", Status: 429,
+			Header:   http.Header{"Retry-After": {"Sun, 06 Nov 1994 08:49:37 GMT"}},
+			Body:     `{"error":{"message":"slow down"}}`,
+			WantKind: model.ErrRateLimited, WantStatus: 429, WantRetry: 90 * time.Second, WantMsg: "slow down",
 		},
 		{
-			name: "429 insufficient quota", status: 429,
-			body:     `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
-			wantKind: model.ErrAuth, wantStatus: 429, wantMsg: "exceeded your current quota",
+			Name: "429 insufficient quota", Status: 429,
+			Body:     `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			WantKind: model.ErrAuth, WantStatus: 429, WantMsg: "exceeded your current quota",
 		},
 		{
-			name: "500", status: 500,
-			body:     `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`,
-			wantKind: model.ErrOverloaded, wantStatus: 500, wantMsg: "Sorry about that",
+			Name: "500", Status: 500,
+			Body:     `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`,
+			WantKind: model.ErrOverloaded, WantStatus: 500, WantMsg: "Sorry about that",
 		},
 		{
-			name: "503 plain text", status: 503, body: "upstream connect error",
-			wantKind: model.ErrOverloaded, wantStatus: 503, wantMsg: "upstream connect error",
+			Name: "503 plain text", Status: 503, Body: "upstream connect error",
+			WantKind: model.ErrOverloaded, WantStatus: 503, WantMsg: "upstream connect error",
 		},
 		{
-			name: "529 empty body", status: 529,
-			wantKind: model.ErrOverloaded, wantStatus: 529,
+			Name: "529 empty body", Status: 529,
+			WantKind: model.ErrOverloaded, WantStatus: 529,
 		},
 		{
-			name: "401 never shows the key", status: 401,
-			body:     `{"error":{"message":"Incorrect API key provided: ` + key + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
-			wantKind: model.ErrAuth, wantStatus: 401, wantMsg: "Incorrect API key provided: [redacted]",
+			Name: "401 never shows the key", Status: 401,
+			Body:     `{"error":{"message":"Incorrect API key provided: ` + key + `. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
+			WantKind: model.ErrAuth, WantStatus: 401, WantMsg: "Incorrect API key provided: [redacted]",
 		},
 		{
-			name: "403", status: 403, body: `{"error":{"message":"Project does not have access to model","type":"invalid_request_error","code":"model_not_found"}}`,
-			wantKind: model.ErrAuth, wantStatus: 403, wantMsg: "does not have access",
+			Name: "403", Status: 403, Body: `{"error":{"message":"Project does not have access to model","type":"invalid_request_error","code":"model_not_found"}}`,
+			WantKind: model.ErrAuth, WantStatus: 403, WantMsg: "does not have access",
 		},
 		{
-			name: "400 context_length_exceeded", status: 400,
-			body:     `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
-			wantKind: model.ErrContextOverflow, wantStatus: 400, wantMsg: "maximum context length",
+			Name: "400 context_length_exceeded", Status: 400,
+			Body:     `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			WantKind: model.ErrContextOverflow, WantStatus: 400, WantMsg: "maximum context length",
 		},
 		{
-			name: "400 llama.cpp exceed context size", status: 400,
-			body:     `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`,
-			wantKind: model.ErrContextOverflow, wantStatus: 400, wantMsg: "exceeds the available context size",
+			Name: "400 llama.cpp exceed context size", Status: 400,
+			Body:     `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5000,"n_ctx":4096}}`,
+			WantKind: model.ErrContextOverflow, WantStatus: 400, WantMsg: "exceeds the available context size",
 		},
 		{
-			name: "413", status: 413, body: `{"error":{"message":"Request too large"}}`,
-			wantKind: model.ErrContextOverflow, wantStatus: 413, wantMsg: "Request too large",
+			Name: "413", Status: 413, Body: `{"error":{"message":"Request too large"}}`,
+			WantKind: model.ErrContextOverflow, WantStatus: 413, WantMsg: "Request too large",
 		},
 		{
-			name: "400 other", status: 400,
-			body:     `{"error":{"message":"Invalid value for 'temperature': must be between 0 and 2.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`,
-			wantKind: model.ErrBadRequest, wantStatus: 400, wantMsg: "Invalid value for 'temperature'",
+			Name: "400 other", Status: 400,
+			Body:     `{"error":{"message":"Invalid value for 'temperature': must be between 0 and 2.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`,
+			WantKind: model.ErrBadRequest, WantStatus: 400, WantMsg: "Invalid value for 'temperature'",
 		},
 		{
-			name: "404 ollama model missing, error as string", status: 404,
-			body:     `{"error":"model \"llama9\" not found, try pulling it first"}`,
-			wantKind: model.ErrBadRequest, wantStatus: 404, wantMsg: `model "llama9" not found`,
+			Name: "404 ollama model missing, error as string", Status: 404,
+			Body:     `{"error":"model \"llama9\" not found, try pulling it first"}`,
+			WantKind: model.ErrBadRequest, WantStatus: 404, WantMsg: `model "llama9" not found`,
 		},
 		{
-			name: "422 detail", status: 422, body: `{"detail":"Field required: messages"}`,
-			wantKind: model.ErrBadRequest, wantStatus: 422, wantMsg: "Field required",
+			Name: "422 detail", Status: 422, Body: `{"detail":"Field required: messages"}`,
+			WantKind: model.ErrBadRequest, WantStatus: 422, WantMsg: "Field required",
 		},
-		{name: "bad JSON chunk", status: 200, file: "bad_json.sse", wantKind: model.ErrProtocol, wantMsg: "invalid JSON in stream chunk"},
-		{name: "truncated mid-event", status: 200, file: "truncated.sse", wantKind: model.ErrProtocol, wantMsg: "stream ended before the response was complete"},
+		{Name: "bad JSON chunk", Status: 200, File: "bad_json.sse", WantKind: model.ErrProtocol, WantMsg: "invalid JSON in stream chunk"},
+		{Name: "truncated mid-event", Status: 200, File: "truncated.sse", WantKind: model.ErrProtocol, WantMsg: "stream ended before the response was complete"},
 		{
-			name: "ends between events without finish", status: 200,
-			body:     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
-			wantKind: model.ErrProtocol, wantMsg: "stream ended before the response was complete",
+			Name: "ends between events without finish", Status: 200,
+			Body:     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}]}\n\n",
+			WantKind: model.ErrProtocol, WantMsg: "stream ended before the response was complete",
 		},
-		{name: "empty body", status: 200, wantKind: model.ErrProtocol, wantMsg: "empty response body"},
-		{name: "HTML page", status: 200, body: "<html>hello</html>", wantKind: model.ErrProtocol},
-		{name: "mid-stream error object", status: 200, file: "midstream_error.sse", wantKind: model.ErrOverloaded, wantMsg: "The server had an error"},
-		{name: "mid-stream vLLM overflow", status: 200, file: "midstream_overflow.sse", wantKind: model.ErrContextOverflow, wantStatus: 400, wantMsg: "maximum context length is 8192"},
+		{Name: "empty body", Status: 200, WantKind: model.ErrProtocol, WantMsg: "empty response body"},
+		{Name: "HTML page", Status: 200, Body: "<html>hello</html>", WantKind: model.ErrProtocol},
+		{Name: "mid-stream error object", Status: 200, File: "midstream_error.sse", WantKind: model.ErrOverloaded, WantMsg: "The server had an error"},
+		{Name: "mid-stream vLLM overflow", Status: 200, File: "midstream_overflow.sse", WantKind: model.ErrContextOverflow, WantStatus: 400, WantMsg: "maximum context length is 8192"},
 		{
-			name: "mid-stream rate limit", status: 200,
-			body:     "data: {\"error\":{\"message\":\"Rate limit exceeded\",\"type\":\"rate_limit_error\"}}\n\n",
-			wantKind: model.ErrRateLimited, wantMsg: "Rate limit exceeded",
-		},
-		{
-			name: "200 JSON error object", status: 200,
-			body:     `{"error":{"message":"Invalid 'messages': empty array.","type":"invalid_request_error","code":"empty_array"}}`,
-			wantKind: model.ErrBadRequest, wantMsg: "empty array",
+			Name: "mid-stream rate limit", Status: 200,
+			Body:     "data: {\"error\":{\"message\":\"Rate limit exceeded\",\"type\":\"rate_limit_error\"}}\n\n",
+			WantKind: model.ErrRateLimited, WantMsg: "Rate limit exceeded",
 		},
 		{
-			name: "non-stream JSON without choices", status: 200, body: `{"id":"x","object":"chat.completion","choices":[]}`,
-			wantKind: model.ErrProtocol, wantMsg: "no choices",
+			Name: "200 JSON error object", Status: 200,
+			Body:     `{"error":{"message":"Invalid 'messages': empty array.","type":"invalid_request_error","code":"empty_array"}}`,
+			WantKind: model.ErrBadRequest, WantMsg: "empty array",
+		},
+		{
+			Name: "non-stream JSON without choices", Status: 200, Body: `{"id":"x","object":"chat.completion","choices":[]}`,
+			WantKind: model.ErrProtocol, WantMsg: "no choices",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := []byte(tt.body)
-			if tt.file != "" {
-				body = readTestdata(t, tt.file)
-			}
-			header := tt.header
-			if header == nil {
-				header = http.Header{}
-			}
-			srv := newServer(t, tt.status, header, body)
-			c := New(&Options{BaseURL: srv.URL, APIKey: key, HTTPClient: srv.Client(), Name: "testprov"})
-			c.now = func() time.Time { return time.Date(1994, 11, 6, 8, 48, 7, 0, time.UTC) }
-			got, err := c.Stream(context.Background(), simpleRequest(), nil)
-			if err == nil {
-				t.Fatalf("Stream() = %+v, want an error", got)
-			}
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-			}
-			if !errors.Is(err, tt.wantKind) {
-				t.Errorf("error %v: kind %v, want %v", err, me.Kind, tt.wantKind)
-			}
-			if me.Provider != "testprov" {
-				t.Errorf("Provider = %q, want testprov", me.Provider)
-			}
-			if me.Status != tt.wantStatus {
-				t.Errorf("Status = %d, want %d", me.Status, tt.wantStatus)
-			}
-			if me.RetryAfter != tt.wantRetry {
-				t.Errorf("RetryAfter = %v, want %v", me.RetryAfter, tt.wantRetry)
-			}
-			if !strings.Contains(me.Message, tt.wantMsg) {
-				t.Errorf("Message = %q, want it to contain %q", me.Message, tt.wantMsg)
-			}
-			if strings.Contains(err.Error(), key) {
-				t.Errorf("error %q contains the API key", err)
-			}
-		})
-	}
+	wiretest.RunErrors(t, piece, func(url string, hc *http.Client) model.Provider {
+		c := New(&Options{BaseURL: url, APIKey: key, HTTPClient: hc, Name: "testprov"})
+		c.ep.Now = func() time.Time { return time.Date(1994, 11, 6, 8, 48, 7, 0, time.UTC) }
+		return c
+	}, simpleRequest(), "testprov", key, tests)
 }
 
 func TestErrorBodyIsCapped(t *testing.T) {
 	body := strings.Repeat("x", 1<<20)
-	srv := newServer(t, 400, nil, []byte(body))
+	srv := wiretest.NewServer(t, piece, 400, nil, []byte(body))
 	_, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), simpleRequest(), nil)
 	var me *model.Error
 	if !errors.As(err, &me) || !errors.Is(err, model.ErrBadRequest) {
@@ -442,10 +305,7 @@ func TestErrorBodyIsCapped(t *testing.T) {
 }
 
 func TestTransportError(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	_, err := New(&Options{BaseURL: url, APIKey: "sk-secret-key"}).Stream(context.Background(), simpleRequest(), nil)
+	_, err := New(&Options{BaseURL: wiretest.ClosedURL(), APIKey: "sk-secret-key"}).Stream(context.Background(), simpleRequest(), nil)
 	if !errors.Is(err, model.ErrTransport) {
 		t.Fatalf("error = %v, want ErrTransport", err)
 	}
@@ -455,26 +315,7 @@ func TestTransportError(t *testing.T) {
 }
 
 func TestCancelMidStream(t *testing.T) {
-	first := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tick\"}}]}\n\n"
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, first)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done() // a stream that never ends on its own
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()})
-	_, err := c.Stream(ctx, simpleRequest(), func(model.Delta) { cancel() })
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error = %v, want context.Canceled", err)
-	}
-	var me *model.Error
-	if errors.As(err, &me) {
-		t.Errorf("cancellation returned a *model.Error: %v", err)
-	}
+	wiretest.CheckCancelMidStream(t, dial, simpleRequest(), "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tick\"}}]}\n\n")
 }
 
 func TestCancelBeforeResponse(t *testing.T) {
@@ -510,28 +351,25 @@ func TestHeadersAndURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, http.StatusOK, sseHeader(), readTestdata(t, "text.sse"))
-			c := New(&Options{
-				BaseURL: srv.URL + tt.base, APIKey: tt.key, HTTPClient: srv.Client(),
-				Headers: map[string]string{"HTTP-Referer": "https://agentd.example"},
-			})
-			if _, err := c.Stream(context.Background(), simpleRequest(), nil); err != nil {
-				t.Fatal(err)
+			_, rec := wiretest.Stream(t, piece, func(url string, hc *http.Client) model.Provider {
+				return New(&Options{
+					BaseURL: url + tt.base, APIKey: tt.key, HTTPClient: hc,
+					Headers: map[string]string{"HTTP-Referer": "https://agentd.example"},
+				})
+			}, simpleRequest(), wiretest.ReadTestdata(t, "text.sse"))
+			if rec.Method != http.MethodPost || rec.Path != tt.wantPath {
+				t.Errorf("request %s %s, want POST %s", rec.Method, rec.Path, tt.wantPath)
 			}
-			rec := srv.recorded()
-			if rec.method != http.MethodPost || rec.path != tt.wantPath {
-				t.Errorf("request %s %s, want POST %s", rec.method, rec.path, tt.wantPath)
-			}
-			if got := rec.header.Get("Authorization"); got != tt.wantAuth {
+			if got := rec.Header.Get("Authorization"); got != tt.wantAuth {
 				t.Errorf("Authorization = %q, want %q", got, tt.wantAuth)
 			}
-			if _, ok := rec.header["Authorization"]; !ok && tt.wantAuth != "" || ok && tt.wantAuth == "" {
-				t.Errorf("Authorization header presence wrong: %v", rec.header)
+			if _, ok := rec.Header["Authorization"]; !ok && tt.wantAuth != "" || ok && tt.wantAuth == "" {
+				t.Errorf("Authorization header presence wrong: %v", rec.Header)
 			}
-			if got := rec.header.Get("Content-Type"); got != "application/json" {
+			if got := rec.Header.Get("Content-Type"); got != "application/json" {
 				t.Errorf("Content-Type = %q", got)
 			}
-			if got := rec.header.Get("HTTP-Referer"); got != "https://agentd.example" {
+			if got := rec.Header.Get("HTTP-Referer"); got != "https://agentd.example" {
 				t.Errorf("custom header = %q", got)
 			}
 		})
@@ -540,8 +378,8 @@ func TestHeadersAndURL(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := New(nil)
-	if c.url != "https://api.openai.com/v1/chat/completions" || c.Name() != "openai" {
-		t.Errorf("defaults: url %q name %q", c.url, c.Name())
+	if c.ep.URL != "https://api.openai.com/v1/chat/completions" || c.Name() != "openai" {
+		t.Errorf("defaults: url %q name %q", c.ep.URL, c.Name())
 	}
 }
 
@@ -580,104 +418,28 @@ func richRequest() *model.Request {
 }
 
 func TestRequestGolden(t *testing.T) {
-	tests := []struct {
-		golden string
-		req    *model.Request
-	}{
-		{golden: "request_rich.golden.json", req: richRequest()},
-		{golden: "request_minimal.golden.json", req: simpleRequest()},
-		{golden: "request_max_completion_tokens.golden.json", req: &model.Request{
+	tests := []wiretest.GoldenCase{
+		{Golden: "request_rich.golden.json", Req: richRequest()},
+		{Golden: "request_minimal.golden.json", Req: simpleRequest()},
+		{Golden: "request_max_completion_tokens.golden.json", Req: &model.Request{
 			Model: "o3-mini", MaxTokens: 1000,
 			Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}},
 			Extra:    map[string]any{"max_completion_tokens": 4000, "reasoning_effort": "low"},
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.golden, func(t *testing.T) {
-			srv := newServer(t, http.StatusOK, sseHeader(), readTestdata(t, "text.sse"))
-			if _, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), tt.req, nil); err != nil {
-				t.Fatal(err)
-			}
-			var got bytes.Buffer
-			if err := json.Indent(&got, srv.recorded().body, "", "  "); err != nil {
-				t.Fatalf("request body is not JSON: %v", err)
-			}
-			got.WriteByte('\n')
-			path := filepath.Join("testdata", tt.golden)
-			if *update {
-				if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), got.String()); diff != "" {
-				t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-			}
-		})
-	}
+	wiretest.RunGolden(t, piece, dial, *update, tests)
 }
 
 func TestRequestValidation(t *testing.T) {
-	c := New(nil)
-	if _, err := c.Stream(context.Background(), nil, nil); !errors.Is(err, model.ErrBadRequest) {
-		t.Errorf("nil request: error = %v, want ErrBadRequest", err)
-	}
-	req := simpleRequest()
-	req.Tools = []model.ToolSpec{{Name: "broken", Parameters: json.RawMessage(`{"type":`)}}
-	if _, err := c.Stream(context.Background(), req, nil); !errors.Is(err, model.ErrBadRequest) || !strings.Contains(err.Error(), "broken") {
-		t.Errorf("invalid schema: error = %v, want ErrBadRequest naming the tool", err)
-	}
-}
-
-// bodyTransport answers every request with a fixed 200 response body.
-type bodyTransport []byte
-
-func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	return &http.Response{
-		StatusCode: http.StatusOK,
-		Header:     sseHeader(),
-		Body:       io.NopCloser(bytes.NewReader(b)),
-		Request:    r,
-	}, nil
+	wiretest.CheckValidation(t, New(nil), simpleRequest())
 }
 
 func FuzzStream(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*.sse")
-	files = append(files, "testdata/nonstream.json")
-	for _, name := range files {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1,\"function\":{\"arguments\":\"{\"}}]}}]}\n\n"))
-	f.Add([]byte(`{"error":"x"}`))
-	f.Fuzz(func(t *testing.T, body []byte) {
-		c := New(&Options{BaseURL: "http://fuzz.invalid/v1", HTTPClient: &http.Client{Transport: bodyTransport(body)}})
-		resp, err := c.Stream(context.Background(), simpleRequest(), func(model.Delta) {})
-		if err != nil {
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-			}
-			return
-		}
-		if resp == nil {
-			t.Fatal("nil response without error")
-		}
-		for _, tc := range resp.ToolCalls {
-			if !json.Valid(tc.Args) {
-				t.Fatalf("tool call %q has invalid JSON args %q", tc.Name, tc.Args)
-			}
-			if tc.ID == "" {
-				t.Fatalf("tool call %q has no id", tc.Name)
-			}
-		}
-	})
+	wiretest.FuzzStream(f, func(hc *http.Client) model.Provider {
+		return New(&Options{BaseURL: "http://fuzz.invalid/v1", HTTPClient: hc})
+	}, simpleRequest(), true,
+		[]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1,\"function\":{\"arguments\":\"{\"}}]}}]}\n\n"),
+		[]byte(`{"error":"x"}`))
 }
 
 // stream200 builds a 200-chunk stream: text deltas, then a tool call whose
@@ -700,18 +462,7 @@ func stream200() []byte {
 }
 
 func BenchmarkStream200(b *testing.B) {
-	body := stream200()
-	c := New(&Options{BaseURL: "http://bench.invalid/v1", HTTPClient: &http.Client{Transport: bodyTransport(body)}})
-	req := simpleRequest()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := c.Stream(context.Background(), req, func(model.Delta) {})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(resp.ToolCalls) != 1 {
-			b.Fatalf("got %d tool calls", len(resp.ToolCalls))
-		}
-	}
+	wiretest.BenchStream(b, func(hc *http.Client) model.Provider {
+		return New(&Options{BaseURL: "http://bench.invalid/v1", HTTPClient: hc})
+	}, simpleRequest(), stream200())
 }

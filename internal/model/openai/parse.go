@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wire"
 )
 
 // chunk is one chat.completion.chunk of a stream, or a whole
@@ -95,10 +96,8 @@ type callAcc struct {
 
 // parser accumulates a response from chunks.
 type parser struct {
-	client       *Client
-	onDelta      func(model.Delta)
-	text         strings.Builder
-	reasoning    strings.Builder
+	ep           *wire.Endpoint
+	out          wire.Output
 	calls        []callAcc
 	usage        model.Usage
 	finishReason string
@@ -127,14 +126,8 @@ func (p *parser) apply(ch *chunk) {
 			if r == "" {
 				r = d.Reasoning
 			}
-			if r != "" {
-				p.reasoning.WriteString(string(r))
-				p.emit(model.Delta{Text: string(r), Reasoning: true})
-			}
-			if d.Content != "" {
-				p.text.WriteString(string(d.Content))
-				p.emit(model.Delta{Text: string(d.Content)})
-			}
+			p.out.Add(string(r), true)
+			p.out.Add(string(d.Content), false)
 			for j := range d.ToolCalls {
 				p.addCall(j, &d.ToolCalls[j])
 			}
@@ -142,12 +135,6 @@ func (p *parser) apply(ch *chunk) {
 		if c.FinishReason != nil && *c.FinishReason != "" {
 			p.finishReason = *c.FinishReason
 		}
-	}
-}
-
-func (p *parser) emit(d model.Delta) {
-	if p.onDelta != nil {
-		p.onDelta(d)
 	}
 }
 
@@ -186,8 +173,8 @@ func (p *parser) addCall(pos int, tc *toolCallDelta) {
 // finish returns the assembled response.
 func (p *parser) finish() *model.Response {
 	resp := &model.Response{
-		Text:       p.text.String(),
-		Reasoning:  p.reasoning.String(),
+		Text:       p.out.Text(),
+		Reasoning:  p.out.Reasoning(),
 		Usage:      p.usage,
 		StopReason: p.finishReason,
 		Model:      p.model,

@@ -46,9 +46,6 @@ type wireToolSpec struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// emptySchema is sent for a tool that declares no parameters.
-const emptySchema = `{"type":"object","properties":{}}`
-
 // encodeRequest builds the JSON body for req.
 //
 // Request.Extra is merged into the body and wins over the client's own
@@ -58,7 +55,7 @@ const emptySchema = `{"type":"object","properties":{}}`
 // left out.
 func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 	if req == nil {
-		return nil, c.fail(model.ErrBadRequest, 0, "nil request")
+		return nil, c.ep.Fail(model.ErrBadRequest, 0, "nil request")
 	}
 	msgs := make([]wireMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
@@ -94,11 +91,9 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 	if len(req.Tools) > 0 {
 		tools := make([]wireTool, 0, len(req.Tools))
 		for _, t := range req.Tools {
-			params := t.Parameters
-			if len(bytes.TrimSpace(params)) == 0 {
-				params = json.RawMessage(emptySchema)
-			} else if !json.Valid(params) {
-				return nil, c.fail(model.ErrBadRequest, 0, "tool "+t.Name+": parameters are not valid JSON")
+			params, err := c.ep.Schema(t)
+			if err != nil {
+				return nil, err
 			}
 			tools = append(tools, wireTool{Type: "function", Function: wireToolSpec{
 				Name: t.Name, Description: t.Description, Parameters: params,
@@ -127,13 +122,7 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 		}
 		body[k] = v
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, c.fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return c.ep.Encode(body)
 }
 
 // argumentsText returns the arguments string to send for a tool call the
