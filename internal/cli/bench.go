@@ -224,15 +224,17 @@ func (e *env) benchInProcess(ctx context.Context, dir string, res *BenchResult, 
 	res.TurnP50ms, res.TurnP99ms = pct(lat, 50), pct(lat, 99)
 	res.OverheadP50ms = res.TurnP50ms - 2*res.ModelRTTP50ms
 
-	// Throughput: one-step turns from c.concurrency sessions at once.
+	// Throughput: one-step turns from c.concurrency sessions at once; each
+	// worker moves to a fresh session every 20 turns, as in the latency run,
+	// so the figure measures agentd rather than ever longer contexts.
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, c.concurrency)
 	t0 := time.Now()
 	for w := 0; w < c.concurrency; w++ {
 		wg.Go(func() {
-			for next.Add(1) <= int64(c.throughputTurns) {
-				_, end, err := rt.Send(ctx, runtime.Input{Session: fmt.Sprintf("bench/tp-%d", w), Text: "hello", Source: "bench"})
+			for n := 0; next.Add(1) <= int64(c.throughputTurns); n++ {
+				_, end, err := rt.Send(ctx, runtime.Input{Session: fmt.Sprintf("bench/tp-%d-%d", w, n/20), Text: "hello", Source: "bench"})
 				if err == nil && end.Status != "done" {
 					err = errors.New(end.Reason)
 				}

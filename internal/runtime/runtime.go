@@ -787,7 +787,7 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 	if err != nil {
 		return Receipt{}, event.TurnEndData{}, err
 	}
-	sub := r.bus.Subscribe(sess.s.ID, 4096)
+	sub := r.bus.Subscribe(sess.s.ID, 256) // a reader that falls behind catches up from the log
 	defer sub.Close()
 	var ch chan event.TurnEndData
 	rc, err := r.submit(ctx, in, &ch)

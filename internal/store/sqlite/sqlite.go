@@ -160,7 +160,7 @@ func (s *Store) openWriter(ctx context.Context, uri string, o Options) error {
 		"&_pragma=synchronous(" + o.Synchronous + ")" +
 		"&_pragma=foreign_keys(on)" +
 		"&_pragma=journal_size_limit(67108864)" +
-		"&_pragma=cache_size(-4096)" +
+		"&_pragma=cache_size(-2048)" +
 		"&_pragma=temp_store(memory)" +
 		"&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
@@ -202,7 +202,7 @@ func (s *Store) openReaders(ctx context.Context, uri string) error {
 		return fmt.Errorf("sqlite: open readers: %w", err)
 	}
 	s.rdb = db
-	n := max(4, 2*runtime.NumCPU())
+	n := max(2, runtime.NumCPU())
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	if err := db.PingContext(ctx); err != nil {
