@@ -142,7 +142,14 @@ func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error
 		c.Close()
 		return fmt.Errorf("gateway: %s: another agentd is serving it", path)
 	}
-	os.Remove(path) // a stale socket from a process that died
+	// A stale socket from a process that died; anything else at the path
+	// is not ours to remove.
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("gateway: %s exists and is not a socket", path)
+		}
+		os.Remove(path)
+	}
 	// The data directory is 0700, so nobody else can reach the socket in
 	// the moment between bind and chmod.
 	ln, err := net.Listen("unix", path)
@@ -394,6 +401,11 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", MaxBody), Code: "too_large"})
+			return
+		}
 		s.fail(w, badRequest("body: %v", err))
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -167,7 +168,7 @@ func (r *Runtime) Start(ctx context.Context) (resumed int, err error) {
 // part may contain "/" or control characters.
 func ParseAddress(addr string) (agentID, key string, err error) {
 	a, k, ok := strings.Cut(addr, "/")
-	if !ok || a == "" || k == "" || strings.Contains(k, "/") || hasControl(addr) || len(addr) > 512 {
+	if !ok || a == "" || k == "" || strings.Contains(k, "/") || hasControl(addr) || len(addr) > 512 || !utf8.ValidString(addr) {
 		return "", "", fmt.Errorf("%w %q: want <agent>/<key>, e.g. assistant/chat:alice", ErrBadAddress, addr)
 	}
 	return a, k, nil
@@ -175,7 +176,7 @@ func ParseAddress(addr string) (agentID, key string, err error) {
 
 func hasControl(s string) bool {
 	for _, c := range s {
-		if c < 0x20 || c == 0x7f {
+		if c < 0x20 || (c >= 0x7f && c <= 0x9f) {
 			return true
 		}
 	}
@@ -523,7 +524,17 @@ func (r *Runtime) kick(sess *session) {
 	}
 	sess.working = true
 	sess.mu.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		// Closed: the item stays pending in the inbox for the next start.
+		r.mu.Unlock()
+		sess.mu.Lock()
+		sess.working = false
+		sess.mu.Unlock()
+		return
+	}
 	r.wg.Add(1)
+	r.mu.Unlock()
 	go r.work(sess)
 }
 
