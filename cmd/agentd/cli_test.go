@@ -344,3 +344,31 @@ func TestChat(t *testing.T) {
 	mustContain(t, s, "agent> hello")
 	mustContain(t, s, "(context reset)")
 }
+
+// A silent system message is logged and reaches the next turn's context
+// without starting a turn; a closed session keeps its log and refuses input.
+func TestSilentAndClose(t *testing.T) {
+	addr := fake(t, "say {{n_messages}} messages, last: {{last_user}}\n")
+	dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "")})
+	serve(t, dir)
+	r := run(t, dir, "send", "a", "--session", "s", "--silent", "--origin", "ops", "deploy finished")
+	mustContain(t, r.stdout, "logged for the next turn")
+	r = run(t, dir, "log", "a/s", "--json")
+	evs, _ := jsonEvents(t, r.stdout)
+	if got := kinds(evs); !slices.Equal(got, []event.Kind{event.SystemMessage}) {
+		t.Fatalf("after a silent message the log holds %v", got)
+	}
+	r = run(t, dir, "send", "a", "--session", "s", "hi")
+	mustContain(t, r.stdout, "2 messages, last: hi") // the system message, then the input
+
+	if r := run(t, dir, "close", "a/s"); r.code != 0 {
+		t.Fatalf("close: %+v", r)
+	}
+	r = run(t, dir, "send", "a", "--session", "s", "again")
+	if r.code == 0 || !strings.Contains(r.stderr, "session closed") {
+		t.Fatalf("send to a closed session: %+v", r)
+	}
+	r = run(t, dir, "log", "a/s")
+	mustContain(t, r.stdout, "closed")
+	mustContain(t, r.stdout, "hi")
+}

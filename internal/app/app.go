@@ -88,7 +88,15 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Config, err = agent.LoadConfig(dir); err != nil {
 		return nil, err
 	}
-	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log}); err != nil {
+	onChange := func(id string) {
+		// Keep the store's record of agents in step with their files.
+		if d, ok := a.Agents.Get(id); ok && a.Store != nil {
+			if err := a.saveAgent(context.Background(), d); err != nil {
+				log.Warn("record agent", "agent", id, "err", err)
+			}
+		}
+	}
+	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log, OnChange: onChange}); err != nil {
 		return nil, err
 	}
 	for file, err := range a.Agents.Errors() {

@@ -124,8 +124,8 @@ func defaultKey() string {
 }
 
 func (e *env) sendCmd() *cobra.Command {
-	var key, idem string
-	var asJSON bool
+	var key, idem, origin string
+	var asJSON, system, silent bool
 	cmd := &cobra.Command{
 		Use:   "send <agent> <message>...",
 		Short: "Send one message and print the reply",
@@ -142,7 +142,16 @@ func (e *env) sendCmd() *cobra.Command {
 			defer b.close()
 			addr := address(args[0], key)
 			enc := json.NewEncoder(e.stdout)
-			rc, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli"},
+			m := gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli", System: system, Silent: silent, Origin: origin}
+			if silent {
+				// Logged for the next turn; no turn to wait for.
+				rc, err := b.Submit(ctx, addr, m)
+				if err == nil {
+					fmt.Fprintf(e.stdout, "%s: logged for the next turn (item %d)\n", rc.Session, rc.Turn)
+				}
+				return err
+			}
+			rc, end, err := b.Stream(ctx, addr, m,
 				func(ev event.Event) error {
 					if asJSON && ev.Seq > 0 { // logged events only: the same lines agentd log --json prints
 						return enc.Encode(ev)
@@ -166,6 +175,9 @@ func (e *env) sendCmd() *cobra.Command {
 	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
 	cmd.Flags().StringVar(&idem, "idempotency-key", "", "a key that makes a repeated send start no second turn")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the turn's events as JSON lines")
+	cmd.Flags().BoolVar(&system, "system", false, "send as a system message (shown to the model as <system_message>)")
+	cmd.Flags().BoolVar(&silent, "silent", false, "a system message that is logged and enters the next turn's context without starting one")
+	cmd.Flags().StringVar(&origin, "origin", "", "who a system message is from")
 	return cmd
 }
 
@@ -520,6 +532,11 @@ func (e *env) resetCmd() *cobra.Command {
 func (e *env) cancelCmd() *cobra.Command {
 	return e.sessionCmd("cancel", "Cancel a session's running turn", "turn cancelled",
 		func(ctx context.Context, b *backend, addr string) error { return b.Cancel(ctx, addr) })
+}
+
+func (e *env) closeCmd() *cobra.Command {
+	return e.sessionCmd("close", "Close a session: its log stays, new input is refused", "closed",
+		func(ctx context.Context, b *backend, addr string) error { return b.CloseSession(ctx, addr) })
 }
 
 // sessionCmd is a command that does one thing to one session.

@@ -215,6 +215,15 @@ func (c *Client) Cancel(ctx context.Context, addr string) error {
 	return c.do(ctx, "POST", p+"/cancel", nil, nil)
 }
 
+// CloseSession closes a session: its log stays, new input is refused.
+func (c *Client) CloseSession(ctx context.Context, addr string) error {
+	p, err := sessPath(addr)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "POST", p+"/close", nil, nil)
+}
+
 // Pipe serves h in process and returns a client connected to it through
 // in-memory connections, and a function that stops the server.
 func Pipe(h http.Handler) (*Client, func()) {

@@ -15,6 +15,7 @@
 //	     ?wait=true: the reply; ?stream=true: the turn's events as JSON lines
 //	POST /v1/sessions/{agent}/{key}/reset
 //	POST /v1/sessions/{agent}/{key}/cancel
+//	POST /v1/sessions/{agent}/{key}/close
 //	GET  /v1/turns/{id}?wait=DURATION
 package gateway
 
@@ -46,6 +47,7 @@ type Runtime interface {
 	Wait(ctx context.Context, turn int64) (event.TurnEndData, error)
 	Reset(ctx context.Context, addr, reason string) (runtime.Receipt, error)
 	Cancel(ctx context.Context, addr string) error
+	CloseSession(ctx context.Context, addr string) error
 	Events(ctx context.Context, addr string, after int64, limit int) (store.Session, []event.Event, error)
 	Bus() *event.Bus
 }
@@ -94,6 +96,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/messages", s.message)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reset", s.reset)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/cancel", s.cancel)
+	m.HandleFunc("POST /v1/sessions/{agent}/{key}/close", s.closeSession)
 	m.HandleFunc("GET /v1/turns/{id}", s.turn)
 	return s
 }
@@ -211,6 +214,10 @@ func (s *Server) errorBody(err error) (int, Error) {
 		status, code, msg = 404, "not_found", "not found"
 	case errors.Is(err, runtime.ErrNoTurn):
 		status, code, msg = 409, "no_turn", err.Error()
+	case errors.Is(err, runtime.ErrSessionClosed):
+		status, code, msg = 409, "session_closed", err.Error()
+	case errors.Is(err, runtime.ErrBusy):
+		status, code, msg = 409, "busy", err.Error()
 	case errors.Is(err, runtime.ErrClosed):
 		status, code, msg = 503, "shutting_down", err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
@@ -498,6 +505,18 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"cancelled": true})
+}
+
+func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
+	err := s.o.Runtime.CloseSession(r.Context(), addr(r))
+	if errors.Is(err, store.ErrNotFound) {
+		err = notFound("session %s", addr(r))
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]bool{"closed": true})
 }
 
 func (s *Server) turn(w http.ResponseWriter, r *http.Request) {

@@ -33,6 +33,7 @@ var (
 	ErrClosed        = errors.New("runtime closed")
 	ErrNoTurn        = errors.New("no turn running")
 	ErrSessionClosed = errors.New("session closed")
+	ErrBusy          = errors.New("session busy")
 )
 
 // Agents gives the current definition of an agent.
@@ -89,7 +90,6 @@ type session struct {
 	working bool                    // a worker goroutine exists
 	cancel  context.CancelCauseFunc // of the running turn, nil if none
 	conv    *engine.Conversation    // the context since the last reset; nil until loaded
-	closed  bool
 }
 
 type queued struct {
@@ -245,6 +245,9 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
 		return Receipt{}, err
+	}
+	if sess.state() == store.StateClosed {
+		return Receipt{}, fmt.Errorf("%w: %s", ErrSessionClosed, in.Session)
 	}
 	kind := event.Input
 	if in.System || in.Silent {
@@ -424,6 +427,37 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 		return rc, ctx.Err()
 	}
 	return rc, nil
+}
+
+func (s *session) state() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s.State
+}
+
+// CloseSession closes a session: it keeps its log and refuses new input.
+// A session with a running or queued turn is not closed (ErrBusy).
+func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
+	agentID, key, err := ParseAddress(addr)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.o.Agents.Get(agentID); !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	if err != nil {
+		return fmt.Errorf("session %s: %w", addr, err)
+	}
+	sess := r.session(s)
+	sess.mu.Lock()
+	busy := sess.working || len(sess.queue) > 0
+	sess.mu.Unlock()
+	if busy {
+		return fmt.Errorf("%w: %s has a turn running or queued; cancel it or wait", ErrBusy, addr)
+	}
+	ev := event.New(s.ID, 0, event.Marker, event.MarkerData{Name: "closed"})
+	return r.commit(ctx, sess, &store.Batch{Session: s.ID, State: store.StateClosed, Events: []event.Event{ev}})
 }
 
 // Cancel cancels the running turn of a session. Queued inputs still run.
@@ -610,6 +644,16 @@ func (r *Runtime) process(sess *session, q queued) error {
 		return nil
 	}
 	var err error
+	if sess.state() == store.StateClosed {
+		// Closed after this input was accepted: end it rather than reopen.
+		end := event.TurnEndData{Status: event.StatusError, Reason: "the session was closed before this input's turn"}
+		ev := event.New(sess.s.ID, it.ID, event.TurnEnd, end)
+		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}, State: store.StateClosed}); err != nil {
+			return err
+		}
+		r.notify(it.ID, end)
+		return nil
+	}
 	def, ok := r.o.Agents.Get(sess.s.Agent)
 	if !ok {
 		// The agent's file was removed after the input was accepted: end the
