@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -371,4 +372,40 @@ func TestSilentAndClose(t *testing.T) {
 	r = run(t, dir, "log", "a/s")
 	mustContain(t, r.stdout, "closed")
 	mustContain(t, r.stdout, "hi")
+}
+
+// agentd fakellm serves the scripted model for demos.
+func TestFakellmCommand(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "demo.fake")
+	os.WriteFile(script, []byte("say scripted hello\n"), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(agentdBin, "fakellm", "--listen", addr, "--script", script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "")})
+	waitFor(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	r := run(t, dir, "send", "a", "hi")
+	if strings.TrimSpace(r.stdout) != "scripted hello" {
+		t.Fatalf("%+v", r)
+	}
+	// A script with a mistake names its line.
+	bad := filepath.Join(t.TempDir(), "bad.fake")
+	os.WriteFile(bad, []byte("say ok\nsya oops\n"), 0o600)
+	r = run(t, dir, "fakellm", "--listen", "127.0.0.1:0", "--script", bad)
+	if r.code == 0 || !strings.Contains(r.stderr, "bad.fake:2") {
+		t.Fatalf("bad script: %+v", r)
+	}
 }
