@@ -344,21 +344,28 @@ func (w *writer) runGroup(group []*request) {
 		return
 	}
 	applied, texts := 0, false
+	// A savepoint per request lets one fail alone; a group of one needs
+	// none: if its request fails, nothing is committed.
+	guard := len(group) > 1
 	for _, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			r.err = err // the caller gave up before its turn: skip it
 			continue
 		}
-		if _, err := w.savepoint.Exec(); err != nil {
-			w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
-			return
+		if guard {
+			if _, err := w.savepoint.Exec(); err != nil {
+				w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
+				return
+			}
 		}
 		r.err = w.apply(r, now)
-		if r.err != nil {
+		if r.err != nil && guard {
 			if _, err := w.rollbackTo.Exec(); err != nil {
 				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
 				return
 			}
+		}
+		if r.err != nil {
 			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
 		} else {
 			applied++
@@ -367,9 +374,11 @@ func (w *writer) runGroup(group []*request) {
 		if r.wantEarly {
 			r.early <- earlyResult{item: r.item, dup: r.duplicate, err: r.err}
 		}
-		if _, err := w.release.Exec(); err != nil {
-			w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
-			return
+		if guard {
+			if _, err := w.release.Exec(); err != nil {
+				w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
+				return
+			}
 		}
 	}
 	if applied == 0 {
