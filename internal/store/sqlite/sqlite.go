@@ -88,6 +88,8 @@ type Store struct {
 
 	pool sync.Pool // of *request
 
+	nextInbox atomic.Int64 // the last inbox id handed out
+
 	stats struct {
 		commits, requests, largest atomic.Int64
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -143,6 +144,7 @@ func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxI
 		return it, dup, err
 	}
 	r := s.getRequest(ctx, opEnqueue)
+	item.ID = s.nextInbox.Add(1)
 	r.item = item
 	if err := s.send(ctx, r); err != nil {
 		return store.InboxItem{}, false, err
@@ -191,8 +193,15 @@ func (s *Store) EnqueueEarly(ctx context.Context, item store.InboxItem) (stored 
 	if it, dup, err := s.checkEnqueue(ctx, item); err != nil || dup {
 		return it, dup, done, err
 	}
+	item.ID = s.nextInbox.Add(1)
+	if item.CreatedAt.IsZero() {
+		item.CreatedAt = time.Now().UTC()
+	}
 	r := s.getRequest(context.WithoutCancel(ctx), opEnqueue)
-	r.item, r.wantEarly = item, true
+	// Without an idempotency key the item cannot turn out a duplicate: it
+	// is complete now, with its id, and the caller need not wait for the
+	// writer at all until it needs durability.
+	r.item, r.wantEarly = item, item.IdempotencyKey != ""
 	if err := s.hand(ctx, r); err != nil {
 		return store.InboxItem{}, false, nil, err
 	}
@@ -201,6 +210,10 @@ func (s *Store) EnqueueEarly(ctx context.Context, item store.InboxItem) (stored 
 		err := r.err
 		s.putRequest(r)
 		return err
+	}
+	if !r.wantEarly {
+		item.State = store.InboxPending
+		return item, false, finish, nil
 	}
 	select {
 	case e := <-r.early:

@@ -208,8 +208,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.insUsage, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
 			VALUES (?, COALESCE(NULLIF(?, ''), (SELECT agent FROM sessions WHERE id = ?), ''), ?, ?, ?, ?, ?)`},
 		{&w.sessExists, `SELECT 1 FROM sessions WHERE id = ?`},
-		{&w.insInbox, `INSERT INTO inbox (session_id, kind, silent, text, source, origin, idem_key, state, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING RETURNING id`},
+		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING RETURNING id`},
 		{&w.inboxByKey, qInboxByKey},
 		{&w.insSession, `INSERT INTO sessions (agent, key, state, last_seq, created_at, updated_at)
 			VALUES (?, ?, 'created', 0, ?, ?) ON CONFLICT (agent, key) DO NOTHING RETURNING id`},
@@ -239,6 +239,15 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		return nil, fmt.Errorf("read last event id: %w", err)
 	}
 	w.ftsDone, w.ftsDirty = indexed, last > indexed
+	// Inbox ids are handed out by Store.Enqueue from a counter, so that an
+	// item has its id before the writer reaches it.
+	var lastInbox int64
+	if err := conn.QueryRowContext(ctx, `SELECT max(coalesce((SELECT max(id) FROM inbox), 0),
+		coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0))`).Scan(&lastInbox); err != nil {
+		_ = w.close()
+		return nil, fmt.Errorf("read last inbox id: %w", err)
+	}
+	s.nextInbox.Store(lastInbox)
 	return w, nil
 }
 
@@ -501,7 +510,10 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 		created = it.CreatedAt.UnixNano()
 	}
 	var id int64
-	err := w.insInbox.QueryRow(it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created).Scan(&id)
+	err := w.insInbox.QueryRow(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) && it.IdempotencyKey == "" {
+		return fmt.Errorf("sqlite: enqueue: inbox id %d is taken", it.ID)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		// The idempotency key is taken: the insert did nothing.
 		existing, err := scanInbox(w.inboxByKey.QueryRow(it.Session, it.IdempotencyKey))
