@@ -100,6 +100,9 @@ func describeModel(m agent.Model) string {
 	if m.BaseURL != "" {
 		s += " at " + m.BaseURL
 	}
+	if m.APIKeyEnv != "" && os.Getenv(m.APIKeyEnv) == "" {
+		s += " (warning: " + m.APIKeyEnv + " is not set; its turns will fail)"
+	}
 	for _, f := range m.Fallbacks {
 		s += ", then " + f.Provider + " " + f.Name
 	}
