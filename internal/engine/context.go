@@ -26,8 +26,12 @@ func Messages(evs []event.Event) []model.Message {
 // instead of being decoded again for every turn. The zero value is empty.
 // It is not safe for concurrent use.
 type Conversation struct {
-	b builder
+	b    builder
+	size int
 }
+
+// Size is roughly how many bytes the conversation holds.
+func (c *Conversation) Size() int { return c.size }
 
 // Add folds logged events into the conversation.
 func (c *Conversation) Add(evs ...event.Event) {
@@ -36,6 +40,7 @@ func (c *Conversation) Add(evs ...event.Event) {
 	}
 	for i := range evs {
 		c.b.add(&evs[i])
+		c.size += len(evs[i].Data) + 64
 	}
 }
 

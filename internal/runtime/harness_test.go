@@ -213,8 +213,9 @@ type setup struct {
 	p        *provider
 	wrap     func(store.Store) store.Store
 	hook     func(ctx context.Context, b *store.Batch)
-	maxTurns int
-	cache    int
+	maxTurns   int
+	cache      int
+	cacheBytes int64
 }
 
 // env is a runtime built from real parts: a SQLite store, the engine and
@@ -257,7 +258,7 @@ func newEnv(t testing.TB, s setup) *env {
 	lf := &logFwd{hook: s.hook}
 	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{s.p}, Tools: reg, BaseBackoff: time.Millisecond})
 	rt := runtime.New(&runtime.Options{Store: rs, Agents: s.agents, Engine: eng, Bus: bus,
-		MaxConcurrentTurns: s.maxTurns, CacheSessions: s.cache})
+		MaxConcurrentTurns: s.maxTurns, CacheSessions: s.cache, CacheBytes: s.cacheBytes})
 	lf.r = rt
 	e := &env{t: t, path: s.path, st: st, rt: rt, p: s.p}
 	t.Cleanup(e.close)

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -56,8 +57,12 @@ type Options struct {
 	// MaxConcurrentTurns caps turns running at once (default 256).
 	MaxConcurrentTurns int
 	// CacheSessions bounds how many idle sessions keep their recent context
-	// in memory (default 1024).
+	// in memory (default 1024), and CacheBytes how much memory those
+	// contexts may take together (default 16 MiB); past either, the least
+	// recently used idle sessions' contexts are dropped (and reloaded from
+	// the log when needed).
 	CacheSessions int
+	CacheBytes    int64
 }
 
 // Runtime owns sessions, inboxes and session workers.
@@ -77,6 +82,8 @@ type Runtime struct {
 	byAddr   map[string]*session
 	lru      *list.List // idle cached sessions, most recent at front
 	waiters  map[int64][]chan event.TurnEndData
+
+	cached atomic.Int64 // bytes held by sessions' cached conversations
 }
 
 // session is the in-memory side of a session. Its fields are guarded by
@@ -121,6 +128,9 @@ func New(o *Options) *Runtime {
 	}
 	if r.o.CacheSessions <= 0 {
 		r.o.CacheSessions = 1024
+	}
+	if r.o.CacheBytes <= 0 {
+		r.o.CacheBytes = 16 << 20
 	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
@@ -429,6 +439,42 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 	return rc, nil
 }
 
+// setConv replaces the session's cached conversation, keeping the cache's
+// byte count. sess.mu is held.
+func (r *Runtime) setConv(sess *session, c *engine.Conversation) {
+	var d int64
+	if sess.conv != nil {
+		d -= int64(sess.conv.Size())
+	}
+	if c != nil {
+		d += int64(c.Size())
+	}
+	sess.conv = c
+	r.cached.Add(d)
+}
+
+// CachedBytes is roughly how much memory the cached conversations take.
+func (r *Runtime) CachedBytes() int64 { return r.cached.Load() }
+
+// trimCache drops the cached conversations of the least recently used idle
+// sessions while the cache is over its byte budget.
+func (r *Runtime) trimCache() {
+	if r.cached.Load() <= r.o.CacheBytes {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := r.lru.Back(); e != nil && r.cached.Load() > r.o.CacheBytes*9/10; e = e.Prev() {
+		sess := e.Value.(*session)
+		if sess.mu.TryLock() {
+			if !sess.working && sess.conv != nil {
+				r.setConv(sess, nil)
+			}
+			sess.mu.Unlock()
+		}
+	}
+}
+
 func (s *session) state() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -538,6 +584,7 @@ func (r *Runtime) evict() {
 		sess := e.Value.(*session)
 		if sess.mu.TryLock() {
 			if !sess.working && len(sess.queue) == 0 {
+				r.setConv(sess, nil)
 				r.lru.Remove(e)
 				sess.elt = nil
 				delete(r.sessions, sess.s.ID)
@@ -596,7 +643,7 @@ func (r *Runtime) work(sess *session) {
 			// The input never became durable and its sender was told so.
 			sess.mu.Lock()
 			sess.queue = sess.queue[1:]
-			sess.conv = nil
+			r.setConv(sess, nil)
 			sess.mu.Unlock()
 			continue
 		}
@@ -613,7 +660,7 @@ func (r *Runtime) work(sess *session) {
 			}
 			sess.mu.Lock()
 			sess.queue[0].recovered = true
-			sess.conv = nil
+			r.setConv(sess, nil)
 			sess.mu.Unlock()
 			continue
 		}
@@ -733,7 +780,7 @@ func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, 
 	defer sess.mu.Unlock()
 	// Only this session's worker loads or changes the conversation, so
 	// nothing was added meanwhile.
-	sess.conv = c
+	r.setConv(sess, c)
 	return c.Messages(), nil
 }
 
@@ -787,14 +834,18 @@ func (r *Runtime) CommitAsync(ctx context.Context, b *store.Batch) func() error 
 func (r *Runtime) committed(sess *session, b *store.Batch) {
 	if sess != nil && len(b.Events) > 0 {
 		sess.mu.Lock()
-		if sess.conv != nil {
+		if c := sess.conv; c != nil {
+			before := c.Size()
 			for _, e := range b.Events {
 				if e.Kind == event.Reset {
-					sess.conv = new(engine.Conversation)
+					r.cached.Add(int64(c.Size() - before))
+					r.setConv(sess, new(engine.Conversation))
+					c, before = sess.conv, 0
 					continue
 				}
-				sess.conv.Add(e)
+				c.Add(e)
 			}
+			r.cached.Add(int64(c.Size() - before))
 		}
 		if b.State != "" {
 			sess.s.State = b.State
@@ -802,6 +853,7 @@ func (r *Runtime) committed(sess *session, b *store.Batch) {
 		sess.mu.Unlock()
 	}
 	r.bus.Publish(b.Events...)
+	r.trimCache()
 }
 
 // Close stops accepting inputs, lets running turns finish until ctx is

@@ -718,3 +718,28 @@ func TestCacheEvictionKeepsOneWorkerPerSession(t *testing.T) {
 		t.Errorf("%d turns of a/k ran at once", got)
 	}
 }
+
+// The cached conversations stay within their byte budget; a session whose
+// conversation was dropped reloads it from the log with the same content.
+func TestConversationCacheBudget(t *testing.T) {
+	const budget = 2000
+	e := newEnv(t, setup{cacheBytes: budget})
+	for round := 1; round <= 3; round++ {
+		for s := 0; s < 5; s++ {
+			addr := fmt.Sprintf("a/s%d", s)
+			e.wait(e.submit(addr, fmt.Sprintf("a:%d-%d", s, round)).Turn)
+			if got := e.rt.CachedBytes(); got > budget {
+				t.Fatalf("cache holds %d bytes, budget %d", got, budget)
+			}
+		}
+	}
+	// Every session's last turn saw its whole conversation, whether it came
+	// from the cache or was reloaded from the log.
+	for s := 0; s < 5; s++ {
+		want := conversation(fmt.Sprintf("a:%d-1", s), fmt.Sprintf("a:%d-2", s), fmt.Sprintf("a:%d-3", s))
+		got := e.p.requests(fmt.Sprintf("a:%d-3", s))[0].Messages
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("session %d context (-want +got):\n%s", s, diff)
+		}
+	}
+}
