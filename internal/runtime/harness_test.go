@@ -207,12 +207,12 @@ func (p *provider) calls() int {
 
 // setup configures newEnv; the zero value gives the defaults.
 type setup struct {
-	path     string // database file; "" for a new one
-	agents   agents
-	tools    []tool.Tool
-	p        *provider
-	wrap     func(store.Store) store.Store
-	hook     func(ctx context.Context, b *store.Batch)
+	path       string // database file; "" for a new one
+	agents     agents
+	tools      []tool.Tool
+	p          *provider
+	wrap       func(store.Store) store.Store
+	hook       func(ctx context.Context, b *store.Batch)
 	maxTurns   int
 	cache      int
 	cacheBytes int64
