@@ -136,13 +136,7 @@ func (e *env) sendCmd() *cobra.Command {
 			"With --json, print every event of the turn as a JSON line, then a final line with the end.\n" +
 			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel).",
 		Args: cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			b, err := e.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := address(args[0], key)
 			enc := json.NewEncoder(e.stdout)
 			m := gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli", System: system, Silent: silent, Origin: origin}
@@ -173,7 +167,7 @@ func (e *env) sendCmd() *cobra.Command {
 				return withCode(ExitTurn, fmt.Errorf("turn %d %s: %s", rc.Turn, end.Status, end.Reason))
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
 	cmd.Flags().StringVar(&idem, "idempotency-key", "", "a key that makes a repeated send start no second turn")
@@ -191,13 +185,7 @@ func (e *env) chatCmd() *cobra.Command {
 		Short: "Chat with an agent in the terminal",
 		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /quit (or Ctrl-D) to leave.",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			b, err := e.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := address(args[0], key)
 			if _, _, err := runtime.ParseAddress(addr); err != nil {
 				return err
@@ -240,7 +228,7 @@ func (e *env) chatCmd() *cobra.Command {
 				}
 				p.end(end)
 			}
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
 	return cmd
@@ -350,13 +338,8 @@ func (e *env) agentsCmd() *cobra.Command {
 		Use:   "agents",
 		Short: "List agents",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := e.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.close()
-			list, err := b.Agents(cmd.Context())
+		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
+			list, err := b.Agents(ctx)
 			if err != nil {
 				return err
 			}
@@ -370,7 +353,7 @@ func (e *env) agentsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -383,13 +366,8 @@ func (e *env) sessionsCmd() *cobra.Command {
 		Use:   "sessions",
 		Short: "List sessions, most recently active first",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			b, err := e.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.close()
-			list, err := b.Sessions(cmd.Context(), f)
+		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
+			list, err := b.Sessions(ctx, f)
 			if err != nil {
 				return err
 			}
@@ -402,7 +380,7 @@ func (e *env) sessionsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&f.Agent, "agent", "", "only this agent's sessions")
 	cmd.Flags().StringVar(&f.State, "state", "", "only sessions in this state")
@@ -419,13 +397,7 @@ func (e *env) logCmd() *cobra.Command {
 		Short: "Print a session's event log",
 		Long:  "Print every event of a session's log in order. --follow keeps waiting for new events.",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			b, err := e.connect(ctx)
-			if err != nil {
-				return err
-			}
-			defer b.close()
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			enc := json.NewEncoder(e.stdout)
 			for {
 				wait := time.Duration(0)
@@ -451,7 +423,7 @@ func (e *env) logCmd() *cobra.Command {
 					return nil
 				}
 			}
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print events as JSON lines")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
@@ -542,24 +514,33 @@ func (e *env) closeCmd() *cobra.Command {
 		func(ctx context.Context, b *backend, addr string) error { return b.CloseSession(ctx, addr) })
 }
 
+// withBackend makes a command's RunE that is given a client of the daemon,
+// or of agentd run in process, and closes it afterwards.
+func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		b, err := e.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		return fn(ctx, b, args)
+	}
+}
+
 // sessionCmd is a command that does one thing to one session.
 func (e *env) sessionCmd(name, short, done string, do func(context.Context, *backend, string) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   name + " <agent>/<key>",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := e.connect(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer b.close()
-			if err := do(cmd.Context(), b, args[0]); err != nil {
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
+			if err := do(ctx, b, args[0]); err != nil {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "%s: %s\n", args[0], done)
 			return nil
-		},
+		}),
 	}
 }
 

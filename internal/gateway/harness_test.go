@@ -62,10 +62,7 @@ func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.
 type gate struct {
 	entered chan struct{}
 	release chan struct{}
-	once    sync.Once
 }
-
-func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
 
 // provider answers "re: <last user message>", streamed word by word; a call
 // whose last user message has a gate waits at it.
