@@ -42,16 +42,10 @@ func streamAnthropic(e *sse, ex *exchange, rp *reply, model string, id uint64) {
 			ex.out = b
 			return
 		}
-		p := pieces{s: rp.think.of(scratch), k: rp.chunks}
-		for piece, ok := p.next(); ok; piece, ok = p.next() {
-			b = anDelta(b[:0], index)
-			b = append(b, `{"type":"thinking_delta","thinking":`...)
-			b = appendQuoted(b, piece)
-			b = append(b, "}}\n\n"...)
-			if !e.send(b) {
-				ex.out = b
-				return
-			}
+		var ok bool
+		if b, ok = anDeltas(e, b, index, `{"type":"thinking_delta","thinking":`, rp.think.of(scratch), rp.chunks); !ok {
+			ex.out = b
+			return
 		}
 		b = anDelta(b[:0], index)
 		b = append(b, `{"type":"signature_delta","signature":"`+anSignature+`"}}`+"\n\n"...)
@@ -72,16 +66,10 @@ func streamAnthropic(e *sse, ex *exchange, rp *reply, model string, id uint64) {
 			ex.out = b
 			return
 		}
-		p := pieces{s: rp.text.of(scratch), k: rp.chunks}
-		for piece, ok := p.next(); ok; piece, ok = p.next() {
-			b = anDelta(b[:0], index)
-			b = append(b, `{"type":"text_delta","text":`...)
-			b = appendQuoted(b, piece)
-			b = append(b, "}}\n\n"...)
-			if !e.send(b) {
-				ex.out = b
-				return
-			}
+		var ok bool
+		if b, ok = anDeltas(e, b, index, `{"type":"text_delta","text":`, rp.text.of(scratch), rp.chunks); !ok {
+			ex.out = b
+			return
 		}
 		if b = anBlockStop(b[:0], index); !e.send(b) {
 			ex.out = b
@@ -100,16 +88,10 @@ func streamAnthropic(e *sse, ex *exchange, rp *reply, model string, id uint64) {
 			ex.out = b
 			return
 		}
-		p := pieces{s: c.args.of(scratch), k: rp.chunks}
-		for piece, ok := p.next(); ok; piece, ok = p.next() {
-			b = anDelta(b[:0], index)
-			b = append(b, `{"type":"input_json_delta","partial_json":`...)
-			b = appendQuoted(b, piece)
-			b = append(b, "}}\n\n"...)
-			if !e.send(b) {
-				ex.out = b
-				return
-			}
+		var ok bool
+		if b, ok = anDeltas(e, b, index, `{"type":"input_json_delta","partial_json":`, c.args.of(scratch), rp.chunks); !ok {
+			ex.out = b
+			return
 		}
 		if b = anBlockStop(b[:0], index); !e.send(b) {
 			ex.out = b
@@ -129,6 +111,22 @@ func streamAnthropic(e *sse, ex *exchange, rp *reply, model string, id uint64) {
 	b = append(b[:0], "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"...)
 	e.send(b)
 	ex.out = b
+}
+
+// anDeltas sends s in k pieces as content_block_delta events of one block,
+// each delta's JSON opened by head; it reports whether every send succeeded.
+func anDeltas(e *sse, b []byte, index int, head string, s []byte, k int) ([]byte, bool) {
+	p := pieces{s: s, k: k}
+	for piece, ok := p.next(); ok; piece, ok = p.next() {
+		b = anDelta(b[:0], index)
+		b = append(b, head...)
+		b = appendQuoted(b, piece)
+		b = append(b, "}}\n\n"...)
+		if !e.send(b) {
+			return b, false
+		}
+	}
+	return b, true
 }
 
 func anBlockStart(b []byte, index int) []byte {

@@ -34,28 +34,16 @@ func streamOpenAI(e *sse, ex *exchange, rp *reply, model string, id uint64, incl
 		return
 	}
 	if rp.hasThink {
-		p := pieces{s: rp.think.of(scratch), k: rp.chunks}
-		for piece, ok := p.next(); ok; piece, ok = p.next() {
-			b = oaChunkStart(b[:0], pre)
-			b = append(b, `"reasoning_content":`...)
-			b = appendQuoted(b, piece)
-			b = oaChunkEnd(b, "", includeUsage)
-			if !e.send(b) {
-				ex.out = b
-				return
-			}
-		}
-	}
-	p := pieces{s: rp.text.of(scratch), k: rp.chunks}
-	for piece, ok := p.next(); ok; piece, ok = p.next() {
-		b = oaChunkStart(b[:0], pre)
-		b = append(b, `"content":`...)
-		b = appendQuoted(b, piece)
-		b = oaChunkEnd(b, "", includeUsage)
-		if !e.send(b) {
+		var ok bool
+		if b, ok = oaDeltas(e, b, pre, `"reasoning_content":`, rp.think.of(scratch), rp.chunks, includeUsage); !ok {
 			ex.out = b
 			return
 		}
+	}
+	var ok bool
+	if b, ok = oaDeltas(e, b, pre, `"content":`, rp.text.of(scratch), rp.chunks, includeUsage); !ok {
+		ex.out = b
+		return
 	}
 	for i, c := range rp.calls {
 		b = oaChunkStart(b[:0], pre)
@@ -105,6 +93,22 @@ func streamOpenAI(e *sse, ex *exchange, rp *reply, model string, id uint64, incl
 	b = append(b[:0], "data: [DONE]\n\n"...)
 	e.send(b)
 	ex.out = b
+}
+
+// oaDeltas sends s in k pieces as chunks whose delta holds field; it
+// reports whether every send succeeded.
+func oaDeltas(e *sse, b, pre []byte, field string, s []byte, k int, includeUsage bool) ([]byte, bool) {
+	p := pieces{s: s, k: k}
+	for piece, ok := p.next(); ok; piece, ok = p.next() {
+		b = oaChunkStart(b[:0], pre)
+		b = append(b, field...)
+		b = appendQuoted(b, piece)
+		b = oaChunkEnd(b, "", includeUsage)
+		if !e.send(b) {
+			return b, false
+		}
+	}
+	return b, true
 }
 
 func oaChunkStart(b, pre []byte) []byte {
