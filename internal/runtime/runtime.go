@@ -193,6 +193,17 @@ func hasControl(s string) bool {
 	return false
 }
 
+// address parses a session address and checks that its agent exists.
+func (r *Runtime) address(addr string) (agentID, key string, err error) {
+	if agentID, key, err = ParseAddress(addr); err != nil {
+		return "", "", err
+	}
+	if _, ok := r.o.Agents.Get(agentID); !ok {
+		return "", "", fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+	}
+	return agentID, key, nil
+}
+
 // Input is something to put in a session's inbox.
 type Input struct {
 	Session        string // "<agent>/<key>"
@@ -242,15 +253,12 @@ func (r *Runtime) Send(ctx context.Context, in Input) (Receipt, event.TurnEndDat
 }
 
 func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEndData) (Receipt, error) {
-	agentID, key, err := ParseAddress(in.Session)
+	agentID, key, err := r.address(in.Session)
 	if err != nil {
 		return Receipt{}, err
 	}
 	if strings.TrimSpace(in.Text) == "" {
 		return Receipt{}, ErrEmptyInput
-	}
-	if _, ok := r.o.Agents.Get(agentID); !ok {
-		return Receipt{}, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
@@ -414,12 +422,9 @@ func (r *Runtime) notify(turn int64, end event.TurnEndData) {
 // Reset appends a reset marker after whatever is queued: the context
 // restarts after it and the session keeps its id.
 func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, error) {
-	agentID, key, err := ParseAddress(addr)
+	agentID, key, err := r.address(addr)
 	if err != nil {
 		return Receipt{}, err
-	}
-	if _, ok := r.o.Agents.Get(agentID); !ok {
-		return Receipt{}, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
@@ -484,12 +489,9 @@ func (s *session) state() string {
 // CloseSession closes a session: it keeps its log and refuses new input.
 // A session with a running or queued turn is not closed (ErrBusy).
 func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
-	agentID, key, err := ParseAddress(addr)
+	agentID, key, err := r.address(addr)
 	if err != nil {
 		return err
-	}
-	if _, ok := r.o.Agents.Get(agentID); !ok {
-		return fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
 	s, err := r.st.SessionByAddress(ctx, agentID, key)
 	if err != nil {
@@ -508,12 +510,9 @@ func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
 
 // Cancel cancels the running turn of a session. Queued inputs still run.
 func (r *Runtime) Cancel(ctx context.Context, addr string) error {
-	agentID, key, err := ParseAddress(addr)
+	agentID, key, err := r.address(addr)
 	if err != nil {
 		return err
-	}
-	if _, ok := r.o.Agents.Get(agentID); !ok {
-		return fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
 	// A session with a running turn is in memory (working sessions are
 	// never evicted); looking one up must not create it.
@@ -883,12 +882,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 // If the bus drops the subscription (fn too slow), the rest comes from the
 // log, so fn sees every logged event of the turn exactly once, in order.
 func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) error) (Receipt, event.TurnEndData, error) {
-	agentID, key, err := ParseAddress(in.Session)
+	agentID, key, err := r.address(in.Session)
 	if err != nil {
 		return Receipt{}, event.TurnEndData{}, err
-	}
-	if _, ok := r.o.Agents.Get(agentID); !ok {
-		return Receipt{}, event.TurnEndData{}, fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
 	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
