@@ -9,6 +9,7 @@ const (
 	DefaultModelTimeout       = 5 * time.Minute
 	DefaultToolTimeout        = 60 * time.Second
 	DefaultMaxOutputBytes     = 64 << 10
+	DefaultApprovalTimeout    = 10 * time.Minute
 	DefaultContextWindow      = 128000
 	DefaultMaxConcurrentTurns = 256
 	DefaultLogLevel           = "info"
@@ -81,6 +82,9 @@ func applyDefinitionDefaults(d *Definition, id string, cfg *Config) {
 	}
 	if d.Tools.MaxOutputBytes == 0 {
 		d.Tools.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if d.Tools.ApprovalTimeout == 0 {
+		d.Tools.ApprovalTimeout = Duration(DefaultApprovalTimeout)
 	}
 	if d.Budgets.MaxSteps == 0 {
 		d.Budgets.MaxSteps = DefaultMaxSteps

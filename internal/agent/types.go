@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"slices"
 	"time"
 )
 
@@ -43,6 +44,21 @@ type Definition struct {
 	Budgets      Budgets    `yaml:"budgets" json:"budgets"`
 	Memory       Memory     `yaml:"memory" json:"memory"`
 	Inbox        Inbox      `yaml:"inbox" json:"inbox"`
+
+	// MCPServers are this agent's own MCP servers, by name; their tools are
+	// offered to this agent only.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+	// Servers names the node-wide MCP servers (agentd.yaml mcp_servers, or
+	// added at run time) this agent uses. Left out: all of them; an empty
+	// list: none.
+	Servers []string `yaml:"servers" json:"servers,omitempty"`
+	// Skills are globs over the names of the skills this agent may load.
+	// Left out: every skill; an empty list: none.
+	Skills []string `yaml:"skills" json:"skills,omitempty"`
+	// Bootstrap lists tools called when agentd starts (for example
+	// registering with an identity server); their results are logged in
+	// the session <id>/bootstrap.
+	Bootstrap []BootstrapCall `yaml:"bootstrap" json:"bootstrap,omitempty"`
 
 	// File is the file the definition was loaded from ("" if built in).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -85,6 +101,73 @@ type ToolPolicy struct {
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
 	// MaxOutputBytes caps what a tool result gives the model (default 64 KiB).
 	MaxOutputBytes int `yaml:"max_output_bytes" json:"max_output_bytes,omitempty"`
+	// ApprovalTimeout is how long a call matched by Ask waits for a person
+	// to grant or deny it before it counts as denied (default 10m).
+	ApprovalTimeout Duration `yaml:"approval_timeout" json:"approval_timeout,omitempty"`
+}
+
+// MCP transports.
+const (
+	TransportStdio = "stdio" // a local process speaking over stdin/stdout
+	TransportHTTP  = "http"  // streamable HTTP
+	TransportSSE   = "sse"   // the legacy HTTP+SSE transport
+)
+
+// MCPServer is how to reach one MCP server. Its tools are named
+// <server>__<tool>.
+type MCPServer struct {
+	// Transport is stdio, http or sse; left out, it is stdio when Command
+	// is set and http when URL is.
+	Transport string `yaml:"transport" json:"transport,omitempty"`
+	// Command and Args start a stdio server; it is run directly, never
+	// through a shell.
+	Command string   `yaml:"command" json:"command,omitempty"`
+	Args    []string `yaml:"args" json:"args,omitempty"`
+	// Env is added to the server process's environment, which otherwise
+	// holds only PATH, HOME, LANG, TMPDIR and the variables PassEnv names.
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
+	PassEnv []string          `yaml:"pass_env" json:"pass_env,omitempty"`
+	Dir     string            `yaml:"dir" json:"dir,omitempty"`
+	// URL is the endpoint of an http or sse server.
+	URL string `yaml:"url" json:"url,omitempty"`
+	// Headers are sent with every HTTP request; HeadersEnv maps a header
+	// to the environment variable holding its value (for secrets).
+	Headers    map[string]string `yaml:"headers" json:"headers,omitempty"`
+	HeadersEnv map[string]string `yaml:"headers_env" json:"headers_env,omitempty"`
+	// Kind is the lifecycle kind of the server's tools that declare none in
+	// their _meta ("agentd/kind"): model (default), context, action,
+	// postprocess or server. Kinds sets it per tool (by the server's name
+	// for the tool, without the prefix).
+	Kind  string            `yaml:"kind" json:"kind,omitempty"`
+	Kinds map[string]string `yaml:"kinds" json:"kinds,omitempty"`
+	// Timeout bounds connecting and listing tools (default 30s).
+	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// Disabled servers are not connected.
+	Disabled bool `yaml:"disabled" json:"disabled,omitempty"`
+}
+
+// EffectiveTransport is s.Transport, or the transport its fields imply.
+func (s *MCPServer) EffectiveTransport() string {
+	switch {
+	case s.Transport != "":
+		return s.Transport
+	case s.Command != "":
+		return TransportStdio
+	case s.URL != "":
+		return TransportHTTP
+	}
+	return ""
+}
+
+// UsesServer reports whether the agent uses the node-wide MCP server name.
+func (d *Definition) UsesServer(name string) bool {
+	return d.Servers == nil || slices.Contains(d.Servers, name)
+}
+
+// BootstrapCall is a tool called when agentd starts.
+type BootstrapCall struct {
+	Tool string         `yaml:"tool" json:"tool"` // the full name, e.g. identity__register
+	Args map[string]any `yaml:"args" json:"args,omitempty"`
 }
 
 // Budgets bound one turn, and spending per day. Zero means the default
@@ -119,6 +202,12 @@ type Config struct {
 	Log    Log              `yaml:"log" json:"log"`
 	Store  StoreConfig      `yaml:"store" json:"store"`
 	Tools  NodeTools        `yaml:"tools" json:"tools"`
+	// MCPServers are MCP servers every agent may use (see
+	// Definition.Servers), by name.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+	// SkillDirs are folders holding skills, one sub-folder each (default:
+	// <data dir>/skills).
+	SkillDirs []string `yaml:"skill_dirs" json:"skill_dirs,omitempty"`
 
 	// File is the file the config was loaded from ("" if none).
 	File string `yaml:"-" json:"file,omitempty"`

@@ -16,7 +16,14 @@ import (
 var (
 	idRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// serverRE is what an MCP server name must look like: it prefixes its
+	// tools' names as <server>__<tool>.
+	serverRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]|_[A-Za-z0-9-]){0,31}$`)
 )
+
+// ValidServerName reports whether name can name an MCP server: 1 to 32
+// letters, digits, '-' and single '_', starting with a letter or digit.
+func ValidServerName(name string) bool { return serverRE.MatchString(name) }
 
 // Accepted values of the enumerated fields.
 var (
@@ -26,6 +33,8 @@ var (
 	logLevels   = []string{"debug", "info", "warn", "error"}
 	logFormats  = []string{"text", "json"}
 	syncModes   = []string{"full", "normal"}
+	transports  = []string{TransportStdio, TransportHTTP, TransportSSE}
+	toolKinds   = []string{"model", "context", "action", "postprocess", "server"}
 	keyPrefixes = []string{"sk-", "sk_", "xai-", "gsk_", "AIza", "hf_", "ghp_", "github_pat_"}
 )
 
@@ -118,6 +127,75 @@ func (c *checker) definition(d *Definition, id string) {
 	c.duration("budgets.max_wall_time", d.Budgets.MaxWallTime)
 	c.nonNegative("memory.context_window", d.Memory.ContextWindow)
 	c.oneOf("inbox.mode", d.Inbox.Mode, inboxModes)
+	c.servers("mcp_servers", d.MCPServers)
+	for i, name := range d.Servers {
+		if !ValidServerName(name) {
+			c.add(fmt.Sprintf("servers[%d]", i), "invalid server name %q", name)
+		}
+	}
+	c.globs("skills", d.Skills)
+	for i, b := range d.Bootstrap {
+		if b.Tool == "" {
+			c.add(fmt.Sprintf("bootstrap[%d].tool", i), "required: the tool's full name, such as identity__register")
+		}
+	}
+}
+
+// servers checks MCP server definitions.
+func (c *checker) servers(p string, m map[string]MCPServer) {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s := m[name]
+		sp := p + "." + name
+		if !ValidServerName(name) {
+			c.add(sp, "invalid server name %q: want 1 to 32 letters, digits, '-' or single '_'", name)
+		}
+		c.oneOf(sp+".transport", s.Transport, transports)
+		switch t := s.EffectiveTransport(); {
+		case t == TransportStdio && s.Command == "":
+			c.add(sp+".command", "required for a stdio server (or set url for an HTTP one)")
+		case t == TransportStdio && s.URL != "":
+			c.add(sp+".url", "a stdio server has a command, not a url")
+		case t != TransportStdio && t != "" && s.URL == "":
+			c.add(sp+".url", "required for an %s server", t)
+		case t != TransportStdio && s.Command != "":
+			c.add(sp+".command", "an %s server has a url, not a command", t)
+		}
+		if s.URL != "" {
+			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				c.add(sp+".url", "must be an http:// or https:// URL, got %q", s.URL)
+			}
+		}
+		for i, v := range s.PassEnv {
+			c.envName(fmt.Sprintf("%s.pass_env[%d]", sp, i), v, "GITHUB_TOKEN")
+		}
+		for h, v := range s.HeadersEnv {
+			c.envName(sp+".headers_env."+h, v, "API_TOKEN")
+		}
+		c.oneOf(sp+".kind", s.Kind, toolKinds)
+		for t, k := range s.Kinds {
+			c.oneOf(sp+".kinds."+t, k, toolKinds)
+		}
+		c.duration(sp+".timeout", s.Timeout)
+	}
+}
+
+// globs checks a list of path.Match patterns.
+func (c *checker) globs(p string, patterns []string) {
+	for i, pat := range patterns {
+		fp := fmt.Sprintf("%s[%d]", p, i)
+		if pat == "" {
+			c.add(fp, "must not be empty")
+			continue
+		}
+		if _, err := path.Match(pat, ""); err != nil {
+			c.add(fp, "invalid pattern %q: %v", pat, err)
+		}
+	}
 }
 
 func (c *checker) config(cfg *Config) {
@@ -143,6 +221,7 @@ func (c *checker) config(cfg *Config) {
 	c.oneOf("log.level", cfg.Log.Level, logLevels)
 	c.oneOf("log.format", cfg.Log.Format, logFormats)
 	c.oneOf("store.synchronous", cfg.Store.Synchronous, syncModes)
+	c.servers("mcp_servers", cfg.MCPServers)
 	for i, n := range cfg.Tools.HTTPFetch.AllowNetworks {
 		if _, err := netip.ParsePrefix(n); err != nil {
 			c.add(fmt.Sprintf("tools.http_fetch.allow_networks[%d]", i), "must be a CIDR range such as 127.0.0.1/32, got %q", n)
@@ -247,22 +326,11 @@ func looksLikeKey(s string) bool {
 }
 
 func (c *checker) tools(p string, t *ToolPolicy) {
-	for _, list := range []struct {
-		name     string
-		patterns []string
-	}{{"allow", t.Allow}, {"deny", t.Deny}, {"ask", t.Ask}} {
-		for i, pat := range list.patterns {
-			fp := fmt.Sprintf("%s.%s[%d]", p, list.name, i)
-			if pat == "" {
-				c.add(fp, "must not be empty")
-				continue
-			}
-			if _, err := path.Match(pat, ""); err != nil {
-				c.add(fp, "invalid pattern %q: %v", pat, err)
-			}
-		}
-	}
+	c.globs(p+".allow", t.Allow)
+	c.globs(p+".deny", t.Deny)
+	c.globs(p+".ask", t.Ask)
 	c.duration(p+".timeout", t.Timeout)
+	c.duration(p+".approval_timeout", t.ApprovalTimeout)
 	c.nonNegative(p+".max_output_bytes", t.MaxOutputBytes)
 }
 

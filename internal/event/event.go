@@ -27,6 +27,10 @@ const (
 	Marker        Kind = "marker"         // other markers: start, compaction (MarkerData)
 	Error         Kind = "error"          // an error inside a turn (ErrorData)
 	TurnEnd       Kind = "turn_end"       // the end of a turn and why (TurnEndData)
+
+	ApprovalRequested Kind = "approval_requested" // a tool call waits for a person (ApprovalRequestData)
+	ApprovalResolved  Kind = "approval_resolved"  // it was granted, denied or timed out (ApprovalResolvedData)
+	Lifecycle         Kind = "lifecycle"          // a step of the message lifecycle outside the model loop (LifecycleData)
 )
 
 // Live-only kinds are published on the bus but never stored.
@@ -156,6 +160,58 @@ type TurnEndData struct {
 	OutputTokens int     `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
 	DurationMS   float64 `json:"duration_ms"`
+}
+
+// ApprovalRequestData is the payload of an ApprovalRequested event.
+type ApprovalRequestData struct {
+	ID        string          `json:"id"`      // what approve / deny name
+	CallID    string          `json:"call_id"` // the tool call waiting
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	Reason    string          `json:"reason"` // why the policy asks
+	ExpiresAt time.Time       `json:"expires_at"`
+}
+
+// ApprovalResolvedData is the payload of an ApprovalResolved event.
+type ApprovalResolvedData struct {
+	ID      string `json:"id"`
+	CallID  string `json:"call_id"`
+	Tool    string `json:"tool"`
+	Granted bool   `json:"granted"`
+	Expired bool   `json:"expired,omitempty"` // nobody answered in time
+	Reason  string `json:"reason,omitempty"`  // a denial's reason
+	By      string `json:"by,omitempty"`      // who answered
+}
+
+// Lifecycle phases.
+const (
+	PhaseApproval    = "approval"    // the signed approval of the message
+	PhaseContext     = "context"     // a context tool's result
+	PhaseAction      = "action"      // an action tool's result
+	PhaseHook        = "hook"        // a hook: internal tool, then the server's hook tool
+	PhasePostprocess = "postprocess" // a post-process tool's result
+	PhaseBootstrap   = "bootstrap"   // a tool called at start-up
+)
+
+// LifecycleData is the payload of a Lifecycle event.
+type LifecycleData struct {
+	Phase string `json:"phase"`
+	// Start, when set, lists the tools a phase is about to call; it is
+	// logged before tools whose second run would not be harmless.
+	Start       []string        `json:"start,omitempty"`
+	Tool        string          `json:"tool,omitempty"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Output      string          `json:"output,omitempty"`
+	IsError     bool            `json:"is_error,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	DurationMS  int64           `json:"duration_ms,omitempty"`
+	// What a context tool contributed.
+	Context []string          `json:"context,omitempty"`
+	Tools   []json.RawMessage `json:"tools,omitempty"`
+	// Hooks an action tool asked for.
+	Hooks []json.RawMessage `json:"hooks,omitempty"`
+	// Approval is the signed approval (PhaseApproval).
+	Approval json.RawMessage `json:"approval,omitempty"`
 }
 
 // DeltaData is the payload of a live TextDelta event.

@@ -19,7 +19,8 @@ var ErrBadPattern = errors.New("invalid tool pattern")
 //  2. otherwise a tool matched by Ask may run once a person approves it;
 //  3. otherwise a tool matched by Allow is allowed;
 //  4. otherwise, when Allow is empty, every tool that is not Risky is
-//     allowed and a Risky one is denied;
+//     allowed, except that a Destructive one needs approval, and a Risky
+//     one is denied;
 //  5. otherwise (Allow is set but does not match) the tool is denied.
 //
 // So a Risky tool (network, commands, files) runs only when Allow or Ask
@@ -101,6 +102,8 @@ func (p Policy) Decide(s Spec) Decision {
 		return Decision{Deny, "tool " + s.Name + " is not in the allow list"}
 	case s.Risky:
 		return Decision{Deny, "tool " + s.Name + " reaches the network, runs commands or writes files, and the policy does not allow it by name"}
+	case s.Destructive:
+		return Decision{Ask, "tool " + s.Name + " may destroy data (its server says so), and the policy does not allow it by name"}
 	}
 	return Decision{Verdict: Allow}
 }

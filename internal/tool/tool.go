@@ -34,6 +34,18 @@ type Spec struct {
 	// Risky marks tools that reach the network, run commands or write
 	// files: they are off unless an agent's policy names them.
 	Risky bool
+	// Destructive marks tools that may destroy or overwrite something (an
+	// MCP tool's destructiveHint): unless the policy's Allow names them,
+	// each call needs a person's approval.
+	Destructive bool
+
+	// Server is the MCP server (or skill) the tool comes from; "" for a
+	// built-in tool. An agent sees a server's tools only if it uses the
+	// server.
+	Server string
+	// Scope, when set, is the one agent that may see the tool (its own MCP
+	// servers); "" means every agent.
+	Scope string
 }
 
 // Call is one invocation.
@@ -43,6 +55,9 @@ type Call struct {
 	Args    json.RawMessage // validated JSON object
 	Agent   string          // the calling agent's id
 	Session string          // the calling session's address
+	// Approval is the agent's signed approval of the message the call
+	// serves (JSON, see package agentd/approval); tool servers receive it.
+	Approval json.RawMessage
 }
 
 // Result is what a call returns to the model.
