@@ -82,6 +82,17 @@ type Options struct {
 	Tools  Tools
 	Prices map[string]agent.Price
 	Logger *slog.Logger
+	// Approvals, if set, answers calls the policy marks "ask"; without it
+	// such calls are refused.
+	Approvals Approver
+	// Signer signs approvals and hook payloads with the agent's key; nil:
+	// no approvals travel with calls and sign hooks fail.
+	Signer Signer
+	// Servers calls a tool server's tool by name, for hooks.
+	Servers ServerTools
+	// SystemExtra, if set, returns text appended to an agent's system
+	// prompt (the skills it may load).
+	SystemExtra func(d *agent.Definition) string
 	// BaseBackoff is the first retry delay (default 500ms); it doubles per
 	// attempt up to MaxBackoff (default 30s), with full jitter.
 	BaseBackoff time.Duration
@@ -144,6 +155,11 @@ type run struct {
 	reply   string
 	session int64
 	ended   bool // the turn_end is committed
+
+	lc        lifecycle                      // the message lifecycle's state
+	generated bool                           // the model gave its final answer
+	prior     map[string]event.LifecycleData // lifecycle results and starts already logged, by phaseKey
+	approvals map[string]*priorApproval      // approvals already asked for, by call id
 
 	wctx    context.Context // for writes that must happen even if the turn is cancelled
 	mu      sync.Mutex      // guards the fields below (tool goroutines and the timer write too)
@@ -274,7 +290,7 @@ func (r *run) rerunnable(name string) bool {
 	if spec.ReadOnly || spec.Idempotent {
 		return true
 	}
-	return r.policy.Decide(spec).Verdict != tool.Allow
+	return r.policy.Decide(spec).Verdict == tool.Deny
 }
 
 // Run runs a turn to its end and returns how it ended; its turn_end event
@@ -285,6 +301,7 @@ func (r *run) rerunnable(name string) bool {
 func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
 	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r.initLifecycle()
 	if w := r.def.Budgets.MaxWallTime.D(); w > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, w, errWallTime)
@@ -323,12 +340,15 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 	if err != nil {
 		return event.TurnEndData{}, err
 	}
+	if err := r.contextPhase(ctx); err != nil {
+		return r.stopped(ctx, err)
+	}
 	if len(pending) > 0 {
 		if err := r.runTools(ctx, pending); err != nil {
 			return r.stopped(ctx, err)
 		}
 	}
-	for {
+	for !r.generated {
 		if end, stop := r.checkBudgets(); stop {
 			return end, nil
 		}
@@ -341,12 +361,20 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 			return event.TurnEndData{}, err
 		}
 		if len(calls) == 0 {
-			return end, nil
+			if r.ended {
+				return end, nil
+			}
+			r.generated = true
+			break
 		}
 		if err := r.runTools(ctx, calls); err != nil {
 			return r.stopped(ctx, err)
 		}
 	}
+	if err := r.afterPhases(ctx); err != nil {
+		return r.stopped(ctx, err)
+	}
+	return event.TurnEndData{Status: event.StatusDone}, nil
 }
 
 // prepare builds the conversation and, for a new turn, logs the input. For
@@ -369,9 +397,12 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 	// Resuming: count what was spent and find calls without results.
 	var calls []pendingCall
 	done := map[string]bool{}
+	stepCalls, haveStep := 0, false
 	for i := range t.Prior {
 		ev := &t.Prior[i]
 		switch ev.Kind {
+		case event.Lifecycle, event.ApprovalRequested, event.ApprovalResolved:
+			r.notePrior(ev)
 		case event.ModelCall:
 			var d event.ModelCallData
 			if ev.Decode(&d) == nil {
@@ -380,6 +411,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 				r.cost += d.CostUSD
 				if d.Error == "" {
 					r.steps++
+					stepCalls, haveStep = 0, true
 				}
 			}
 		case event.Text:
@@ -391,6 +423,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 			var d event.ToolCallData
 			if ev.Decode(&d) == nil {
 				calls = append(calls, pendingCall{ToolCallData: d})
+				stepCalls++
 			}
 		case event.ToolResult:
 			var d event.ToolResultData
@@ -406,6 +439,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 			pending = append(pending, c)
 		}
 	}
+	r.generated = haveStep && stepCalls == 0
 	if len(t.Prior) > 0 && t.Prior[0].Kind != t.Item.Kind {
 		// The input itself was never logged (the crash came before it).
 		return nil, fmt.Errorf("engine: resume turn %d: first event is %s, not the input", t.ID, t.Prior[0].Kind)
@@ -578,7 +612,7 @@ func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
 func (r *run) request(m agent.Model, specs []model.ToolSpec) *model.Request {
 	req := &model.Request{
 		Model:       m.Name,
-		System:      r.def.SystemPrompt,
+		System:      r.system(),
 		Messages:    r.msgs,
 		Tools:       specs,
 		MaxTokens:   m.Params.MaxTokens,
@@ -600,7 +634,7 @@ func (r *run) toolSpecs() []model.ToolSpec {
 	vis := r.e.o.Tools.Visible(r.policy)
 	specs := make([]model.ToolSpec, 0, len(vis))
 	for _, s := range vis {
-		if s.Kind != "" && s.Kind != tool.KindModel {
+		if s.Kind != "" && s.Kind != tool.KindModel || !r.sees(&s) {
 			continue
 		}
 		specs = append(specs, model.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.InputSchema})
@@ -688,7 +722,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	for _, c := range calls {
 		async = async && r.rerunnable(c.Name)
 	}
-	if len(calls) == 0 {
+	if len(calls) == 0 && !r.lc.after {
 		end.Status = event.StatusDone
 		b = r.endBatch(&end, evs...)
 		b.Usage = usage
@@ -768,26 +802,44 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 		}
 	}()
 	t, found := r.e.o.Tools.Get(c.Name)
-	if c.resumed && found {
-		spec := t.Spec()
-		if !spec.ReadOnly && !spec.Idempotent {
-			res.Output, res.IsError, res.Interrupted = InterruptedOutput, true, true
+	var spec tool.Spec
+	if found {
+		spec = t.Spec()
+		found = r.sees(&spec)
+	}
+	if !found {
+		res.Output, res.IsError = r.unknownTool(c.Name), true
+		return res, true
+	}
+	d := r.policy.Decide(spec)
+	if d.Verdict == tool.Deny {
+		res.Output, res.IsError = d.Reason, true
+		return res, true
+	}
+	if d.Verdict == tool.Ask {
+		a, ok := r.askApproval(ctx, c, d.Reason)
+		if !ok {
+			return res, false
+		}
+		if !a.granted {
+			res.Output, res.IsError = a.denial, true
 			return res, true
+		}
+		if a.fresh {
+			c.resumed = false // granted just now: it cannot have run before
 		}
 	}
-	if found {
-		switch d := r.policy.Decide(t.Spec()); d.Verdict {
-		case tool.Deny:
-			res.Output, res.IsError = d.Reason, true
-			return res, true
-		case tool.Ask:
-			res.Output, res.IsError = fmt.Sprintf("tool %s needs a person's approval, and this agent has no approver configured; the call was not made", c.Name), true
-			return res, true
-		}
+	if c.resumed && !spec.ReadOnly && !spec.Idempotent {
+		res.Output, res.IsError, res.Interrupted = InterruptedOutput, true, true
+		return res, true
 	}
 	opts := &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes}
-	out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,
-		Agent: r.def.ID, Session: r.t.Session.Address()}, opts)
+	call := &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,
+		Agent: r.def.ID, Session: r.t.Session.Address()}
+	if spec.Server != "" {
+		call.Approval = r.approval(ctx)
+	}
+	out := r.e.o.Tools.Run(ctx, call, opts)
 	if ctx.Err() != nil {
 		return res, false
 	}

@@ -200,6 +200,7 @@ type LifecycleData struct {
 	// logged before tools whose second run would not be harmless.
 	Start       []string        `json:"start,omitempty"`
 	Tool        string          `json:"tool,omitempty"`
+	Target      string          `json:"target,omitempty"` // the server tool a hook called
 	Args        json.RawMessage `json:"args,omitempty"`
 	Output      string          `json:"output,omitempty"`
 	IsError     bool            `json:"is_error,omitempty"`

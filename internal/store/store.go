@@ -9,6 +9,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -61,8 +62,10 @@ type InboxItem struct {
 	Source         string
 	Origin         string
 	IdempotencyKey string // "" if none; unique per session otherwise
-	State          string
-	CreatedAt      time.Time
+	// Options are the message lifecycle's options (JSON), nil if none.
+	Options   json.RawMessage
+	State     string
+	CreatedAt time.Time
 }
 
 // Usage is one model call's usage, recorded for accounting.

@@ -43,9 +43,9 @@ type Spec struct {
 	// built-in tool. An agent sees a server's tools only if it uses the
 	// server.
 	Server string
-	// Scope, when set, is the one agent that may see the tool (its own MCP
-	// servers); "" means every agent.
-	Scope string
+	// Scope, when set, lists the agents that may see the tool (the MCP
+	// servers an agent file defines); nil means every agent.
+	Scope []string
 }
 
 // Call is one invocation.

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 const (
 	sessionCols = `id, agent, key, state, last_seq, created_at, updated_at`
-	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at`
+	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options`
 	eventCols   = `session_id, seq, turn, kind, ts, data`
 )
 
@@ -132,7 +133,11 @@ func scanInbox(sc scanner) (store.InboxItem, error) {
 	var it store.InboxItem
 	var kind string
 	var created int64
-	err := sc.Scan(&it.ID, &it.Session, &kind, &it.Silent, &it.Text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created)
+	var opts string
+	err := sc.Scan(&it.ID, &it.Session, &kind, &it.Silent, &it.Text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts)
+	if opts != "" {
+		it.Options = json.RawMessage(opts)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.InboxItem{}, store.ErrNotFound
 	}

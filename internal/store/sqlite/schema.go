@@ -121,8 +121,11 @@ const ftsIndexNew = `INSERT INTO events_fts (rowid, text)
 // database to version i+1, recorded in PRAGMA user_version. Steps are only
 // ever appended.
 func migrations() []string {
-	return []string{schemaV1}
+	return []string{schemaV1, schemaV2}
 }
+
+// schemaV2 gives inbox items options (the message lifecycle's, as JSON).
+const schemaV2 = `ALTER TABLE inbox ADD COLUMN options TEXT NOT NULL DEFAULT '';`
 
 // migrate brings the database on conn up to len(steps), one transaction per
 // step, and fails with ErrSchemaTooNew if it is already beyond that.

@@ -487,8 +487,8 @@ func TestInbox(t *testing.T) {
 	b := mustSession(t, s, "assistant", "chat:bob")
 
 	created := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
-	first := mustEnqueue(t, s, store.InboxItem{Session: a.ID, Kind: event.Input, Text: "one", Source: "cli", IdempotencyKey: "k1", State: "ignored", CreatedAt: created})
-	want := store.InboxItem{ID: first.ID, Session: a.ID, Kind: event.Input, Text: "one", Source: "cli", IdempotencyKey: "k1", State: store.InboxPending, CreatedAt: created}
+	first := mustEnqueue(t, s, store.InboxItem{Session: a.ID, Kind: event.Input, Text: "one", Source: "cli", IdempotencyKey: "k1", Options: json.RawMessage(`{"channelId":"c1"}`), State: "ignored", CreatedAt: created})
+	want := store.InboxItem{ID: first.ID, Session: a.ID, Kind: event.Input, Text: "one", Source: "cli", IdempotencyKey: "k1", Options: json.RawMessage(`{"channelId":"c1"}`), State: store.InboxPending, CreatedAt: created}
 	if diff := cmp.Diff(want, first); diff != "" {
 		t.Errorf("Enqueue result (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,770 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/permit"
+	"agentd/internal/store"
+	"agentd/internal/tool"
+)
+
+// Approver answers tool calls that need a person's permission.
+type Approver interface {
+	Wait(ctx context.Context, req permit.Request) (permit.Decision, error)
+}
+
+// Signer signs with an agent's identity key.
+type Signer interface {
+	// Approve signs the approval of a message: (message, createdAt,
+	// messageID, channelID). It returns the approval object as JSON and
+	// the agent's public key (base58).
+	Approve(agentID, message string, createdAt time.Time, messageID, channelID string) (approval json.RawMessage, pubkey string, err error)
+	// SignPayload signs bytes for the internal "sign" tool; it returns the
+	// signature and the public key, both base58.
+	SignPayload(agentID string, payload []byte) (signature, pubkey string, err error)
+}
+
+// ServerTools calls a tool server's tool by the server's own name for it;
+// server is a server name or URL.
+type ServerTools interface {
+	CallTool(ctx context.Context, server, name string, args json.RawMessage, c *tool.Call) (tool.Result, error)
+}
+
+// LifecycleOptions are the options of a message (the Daemon message
+// lifecycle); an input without them runs every phase.
+type LifecycleOptions struct {
+	// ChannelID is the "room" of the message; default the session address.
+	ChannelID string `json:"channelId,omitempty"`
+	// Context, Actions and PostProcess switch the phases (default true).
+	Context     *bool `json:"context,omitempty"`
+	Actions     *bool `json:"actions,omitempty"`
+	PostProcess *bool `json:"postProcess,omitempty"`
+	// ToolArgs are extra arguments per tool, keyed "<server>-<tool>" (the
+	// server's name or URL and the server's own tool name).
+	ToolArgs map[string]json.RawMessage `json:"toolArgs,omitempty"`
+}
+
+// ParseLifecycleOptions decodes and checks options given with a message.
+func ParseLifecycleOptions(raw json.RawMessage) (*LifecycleOptions, error) {
+	var o LifecycleOptions
+	if len(raw) == 0 || string(raw) == "null" {
+		return &o, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return nil, fmt.Errorf("lifecycle options: %w", err)
+	}
+	for k, v := range o.ToolArgs {
+		var m map[string]any
+		if json.Unmarshal(v, &m) != nil || m == nil {
+			return nil, fmt.Errorf("lifecycle options: toolArgs[%q] must be a JSON object", k)
+		}
+	}
+	return &o, nil
+}
+
+func on(b *bool) bool { return b == nil || *b }
+
+// lifecycle is a turn's message-lifecycle state.
+type lifecycle struct {
+	opts      LifecycleOptions
+	channel   string
+	messageID string
+	after     bool // action or post-process tools run after the answer
+
+	mu       sync.Mutex
+	signed   bool
+	approval json.RawMessage
+	pubkey   string
+	signErr  error
+	context  []string
+	tools    []json.RawMessage
+	actions  []event.LifecycleData
+}
+
+type priorApproval struct {
+	req      event.ApprovalRequestData
+	resolved *event.ApprovalResolvedData
+}
+
+func phaseKey(phase, name string) string { return phase + "\x00" + name }
+
+func (r *run) initLifecycle() {
+	o, err := ParseLifecycleOptions(r.t.Item.Options)
+	if err != nil {
+		// Checked when the message was accepted; a bad record runs with
+		// the defaults rather than not at all.
+		r.e.o.Logger.Warn("lifecycle options ignored", "turn", r.t.ID, "err", err)
+		o = &LifecycleOptions{}
+	}
+	r.lc.opts = *o
+	r.lc.channel = o.ChannelID
+	if r.lc.channel == "" {
+		r.lc.channel = r.t.Session.Address()
+	}
+	r.lc.messageID = strconv.FormatInt(r.t.ID, 10)
+	r.lc.after = on(o.Actions) && len(r.phaseTools(tool.KindAction)) > 0 ||
+		on(o.PostProcess) && len(r.phaseTools(tool.KindPostprocess)) > 0
+	r.prior = map[string]event.LifecycleData{}
+	r.approvals = map[string]*priorApproval{}
+}
+
+// notePrior records a lifecycle or approval event of a resumed turn.
+func (r *run) notePrior(ev *event.Event) {
+	switch ev.Kind {
+	case event.Lifecycle:
+		var d event.LifecycleData
+		if ev.Decode(&d) != nil {
+			return
+		}
+		switch {
+		case d.Phase == event.PhaseApproval:
+			r.lc.signed, r.lc.approval = true, d.Approval
+			var a struct {
+				Pubkey string `json:"daemonPubkey"`
+			}
+			json.Unmarshal(d.Approval, &a)
+			r.lc.pubkey = a.Pubkey
+		case len(d.Start) > 0:
+			for _, name := range d.Start {
+				if _, done := r.prior[phaseKey(d.Phase, name)]; !done {
+					r.prior[phaseKey(d.Phase, name)] = event.LifecycleData{Phase: d.Phase, Start: []string{name}}
+				}
+			}
+		default:
+			r.prior[phaseKey(d.Phase, d.Tool)] = d
+		}
+	case event.ApprovalRequested:
+		var d event.ApprovalRequestData
+		if ev.Decode(&d) == nil {
+			r.approvals[d.CallID] = &priorApproval{req: d}
+		}
+	case event.ApprovalResolved:
+		var d event.ApprovalResolvedData
+		if ev.Decode(&d) == nil {
+			if p := r.approvals[d.CallID]; p != nil {
+				p.resolved = &d
+			}
+		}
+	}
+}
+
+// sees reports whether the agent may see a tool: its own servers' tools,
+// the node-wide servers it uses, and every built-in tool.
+func (r *run) sees(s *tool.Spec) bool {
+	if s.Scope != nil {
+		return slices.Contains(s.Scope, r.def.ID)
+	}
+	return s.Server == "" || r.def.UsesServer(s.Server)
+}
+
+func (r *run) unknownTool(name string) string {
+	specs := r.toolSpecs()
+	names := make([]string, 0, len(specs))
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("unknown tool %q; no tools are available", name)
+	}
+	return fmt.Sprintf("unknown tool %q; available tools: %s", name, strings.Join(names, ", "))
+}
+
+// phaseTools returns the tools of a lifecycle kind the agent sees and its
+// policy allows, sorted by name.
+func (r *run) phaseTools(kind string) []tool.Spec {
+	var out []tool.Spec
+	for _, s := range r.e.o.Tools.Visible(r.policy) {
+		if s.Kind == kind && r.sees(&s) && r.policy.Decide(s).Verdict == tool.Allow {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// system is the system prompt of this turn: the agent's, what SystemExtra
+// adds, and what the context tools returned.
+func (r *run) system() string {
+	var b strings.Builder
+	b.WriteString(r.def.SystemPrompt)
+	if r.e.o.SystemExtra != nil {
+		if x := r.e.o.SystemExtra(r.def); x != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(x)
+		}
+	}
+	r.lc.mu.Lock()
+	defer r.lc.mu.Unlock()
+	if len(r.lc.context) > 0 {
+		b.WriteString("\n\n# Context for this message\n")
+		for _, c := range r.lc.context {
+			b.WriteString("\n")
+			b.WriteString(c)
+			b.WriteString("\n")
+		}
+	}
+	if len(r.lc.tools) > 0 {
+		b.WriteString("\n\n# Tools the connected servers offer for this message\n")
+		for _, t := range r.lc.tools {
+			b.WriteString("\n- ")
+			b.Write(t)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// approval returns the turn's signed approval, signing it on first use
+// (nil without a Signer, or when signing fails; the failure is logged).
+func (r *run) approval(ctx context.Context) json.RawMessage {
+	r.lc.mu.Lock()
+	defer r.lc.mu.Unlock()
+	if r.lc.signed || r.e.o.Signer == nil {
+		return r.lc.approval
+	}
+	r.lc.signed = true
+	a, pub, err := r.e.o.Signer.Approve(r.def.ID, r.t.Item.Text, r.t.Item.CreatedAt, r.lc.messageID, r.lc.channel)
+	if err != nil {
+		r.lc.signErr = err
+		r.e.o.Logger.Error("sign approval", "agent", r.def.ID, "err", err)
+		return nil
+	}
+	r.lc.approval, r.lc.pubkey = a, pub
+	ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseApproval, Approval: a})
+	// Signing again after a crash gives the same approval: it may wait.
+	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+		r.e.o.Logger.Error("log approval", "agent", r.def.ID, "err", err)
+	}
+	return a
+}
+
+// approvalAnswer is how a call's approval ended.
+type approvalAnswer struct {
+	granted bool
+	fresh   bool   // granted in this process: the call cannot have run before
+	denial  string // for the model, when not granted
+}
+
+// askApproval makes a call the policy marks "ask" wait for a person. ok is
+// false when the turn was cancelled while waiting.
+func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (approvalAnswer, bool) {
+	p := r.approvals[c.ID]
+	if p != nil && p.resolved != nil {
+		return answer(p.resolved, false), true
+	}
+	if r.e.o.Approvals == nil {
+		return approvalAnswer{denial: fmt.Sprintf("tool %s needs a person's approval, and nobody can give it here; the call was not made", c.Name)}, true
+	}
+	var req event.ApprovalRequestData
+	if p != nil {
+		req = p.req // asked before a restart: wait again, same id and expiry
+	} else {
+		timeout := r.def.Tools.ApprovalTimeout.D()
+		if timeout <= 0 {
+			timeout = agent.DefaultApprovalTimeout
+		}
+		req = event.ApprovalRequestData{ID: newApprovalID(), CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: reason,
+			ExpiresAt: time.Now().Add(timeout).UTC()}
+		ev := event.New(r.session, r.t.ID, event.ApprovalRequested, req)
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+			return approvalAnswer{denial: "the approval request could not be recorded: " + err.Error()}, true
+		}
+	}
+	d, err := r.e.o.Approvals.Wait(ctx, permit.Request{ID: req.ID, Agent: r.def.ID, Session: r.t.Session.Address(),
+		Turn: r.t.ID, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: req.Reason, CreatedAt: time.Now().UTC(), ExpiresAt: req.ExpiresAt})
+	if err != nil {
+		return approvalAnswer{}, false
+	}
+	res := event.ApprovalResolvedData{ID: req.ID, CallID: c.ID, Tool: c.Name, Granted: d.Granted && !d.Expired,
+		Expired: d.Expired, Reason: d.Reason, By: d.By}
+	ev := event.New(r.session, r.t.ID, event.ApprovalResolved, res)
+	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+		return approvalAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
+	}
+	return answer(&res, true), true
+}
+
+func answer(d *event.ApprovalResolvedData, fresh bool) approvalAnswer {
+	switch {
+	case d.Granted:
+		return approvalAnswer{granted: true, fresh: fresh}
+	case d.Expired:
+		return approvalAnswer{denial: fmt.Sprintf("nobody approved the call to %s in time; it was not made", d.Tool)}
+	case d.Reason != "":
+		return approvalAnswer{denial: fmt.Sprintf("a person denied the call to %s: %s", d.Tool, d.Reason)}
+	}
+	return approvalAnswer{denial: fmt.Sprintf("a person denied the call to %s", d.Tool)}
+}
+
+func newApprovalID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// lifecycleArgs are the arguments a phase tool gets: the lifecycle object
+// so far, then the caller's toolArgs for that tool, filtered to what the
+// tool's schema accepts when it accepts no others.
+func (r *run) lifecycleArgs(phase string, s *tool.Spec) json.RawMessage {
+	r.lc.mu.Lock()
+	m := map[string]any{
+		"message":        r.t.Item.Text,
+		"messageId":      r.lc.messageID,
+		"createdAt":      r.t.Item.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		"channelId":      r.lc.channel,
+		"daemonName":     r.def.Name,
+		"identityPrompt": r.def.SystemPrompt,
+	}
+	if r.lc.pubkey != "" {
+		m["daemonPubkey"] = r.lc.pubkey
+	}
+	if len(r.lc.approval) > 0 {
+		m["approval"] = r.lc.approval
+	}
+	if phase != event.PhaseContext {
+		m["output"] = r.reply
+		m["context"] = slices.Clone(r.lc.context)
+	}
+	if phase == event.PhasePostprocess {
+		m["actionsLog"] = slices.Clone(r.lc.actions)
+	}
+	r.lc.mu.Unlock()
+	if extra := r.toolArgs(s); extra != nil {
+		maps.Copy(m, extra)
+	}
+	if props, closed := schemaProperties(s.InputSchema); closed {
+		for k := range m {
+			if !props[k] {
+				delete(m, k)
+			}
+		}
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// toolArgs returns the caller's extra arguments for s: keyed
+// "<server>-<tool>" with the server's own tool name, or by the full name.
+func (r *run) toolArgs(s *tool.Spec) map[string]any {
+	if len(r.lc.opts.ToolArgs) == 0 {
+		return nil
+	}
+	keys := []string{s.Name}
+	if s.Server != "" {
+		own := strings.TrimPrefix(s.Name, s.Server+"__")
+		keys = append(keys, s.Server+"-"+own)
+		if u, ok := r.e.o.Servers.(interface{ ServerURL(string) string }); ok {
+			if url := u.ServerURL(s.Server); url != "" {
+				keys = append(keys, url+"-"+own)
+			}
+		}
+	}
+	for _, k := range keys {
+		if raw, ok := r.lc.opts.ToolArgs[k]; ok {
+			var m map[string]any
+			if json.Unmarshal(raw, &m) == nil {
+				return m
+			}
+		}
+	}
+	return nil
+}
+
+// schemaProperties returns the property names a schema declares and
+// whether it refuses any others.
+func schemaProperties(raw json.RawMessage) (map[string]bool, bool) {
+	var s struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return nil, false
+	}
+	if string(s.AdditionalProperties) != "false" {
+		return nil, false
+	}
+	props := make(map[string]bool, len(s.Properties))
+	for k := range s.Properties {
+		props[k] = true
+	}
+	return props, true
+}
+
+// contextPhase calls every context tool in parallel and adds what they
+// return to this turn's system prompt.
+func (r *run) contextPhase(ctx context.Context) error {
+	if !on(r.lc.opts.Context) {
+		return nil
+	}
+	specs := r.phaseTools(tool.KindContext)
+	if len(specs) == 0 {
+		return nil
+	}
+	results, err := r.phase(ctx, event.PhaseContext, specs)
+	if err != nil {
+		return err
+	}
+	r.lc.mu.Lock()
+	defer r.lc.mu.Unlock()
+	for _, d := range results {
+		r.lc.context = append(r.lc.context, d.Context...)
+		r.lc.tools = append(r.lc.tools, d.Tools...)
+	}
+	return nil
+}
+
+// afterPhases runs the action tools, the hooks they ask for, then the
+// post-process tools.
+func (r *run) afterPhases(ctx context.Context) error {
+	if on(r.lc.opts.Actions) {
+		if specs := r.phaseTools(tool.KindAction); len(specs) > 0 {
+			results, err := r.phase(ctx, event.PhaseAction, specs)
+			if err != nil {
+				return err
+			}
+			r.lc.mu.Lock()
+			r.lc.actions = results
+			r.lc.mu.Unlock()
+			if err := r.hooks(ctx, specs, results); err != nil {
+				return err
+			}
+		}
+	}
+	if on(r.lc.opts.PostProcess) {
+		if specs := r.phaseTools(tool.KindPostprocess); len(specs) > 0 {
+			if _, err := r.phase(ctx, event.PhasePostprocess, specs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// job is one call of a lifecycle phase.
+type job struct {
+	name       string
+	rerunnable bool // running it again after a crash is harmless
+	run        func(ctx context.Context) event.LifecycleData
+}
+
+// phase calls the tools of one phase in parallel, logging each result.
+func (r *run) phase(ctx context.Context, phase string, specs []tool.Spec) ([]event.LifecycleData, error) {
+	jobs := make([]job, len(specs))
+	for i := range specs {
+		s := &specs[i]
+		jobs[i] = job{name: s.Name, rerunnable: s.ReadOnly || s.Idempotent || phase == event.PhaseContext,
+			run: func(ctx context.Context) event.LifecycleData { return r.callPhaseTool(ctx, phase, s) }}
+	}
+	return r.runJobs(ctx, phase, jobs)
+}
+
+func (r *run) callPhaseTool(ctx context.Context, phase string, s *tool.Spec) event.LifecycleData {
+	var appr json.RawMessage
+	if s.Server != "" {
+		appr = r.approval(ctx) // first: the arguments carry the public key
+	}
+	args := r.lifecycleArgs(phase, s)
+	call := &tool.Call{ID: fmt.Sprintf("%d.%s.%s", r.t.ID, phase, s.Name), Name: s.Name, Args: args,
+		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: appr}
+	out := r.e.o.Tools.Run(ctx, call, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
+	d := event.LifecycleData{Phase: phase, Tool: s.Name, Args: args, Output: out.Result.Output, IsError: out.Result.IsError,
+		DurationMS: out.Duration.Milliseconds()}
+	if d.IsError {
+		return d
+	}
+	var parsed struct {
+		Context []string          `json:"context"`
+		Tools   []json.RawMessage `json:"tools"`
+		Hooks   []json.RawMessage `json:"hooks"`
+	}
+	isObject := json.Unmarshal([]byte(d.Output), &parsed) == nil && strings.HasPrefix(strings.TrimSpace(d.Output), "{")
+	switch phase {
+	case event.PhaseContext:
+		if isObject && (parsed.Context != nil || parsed.Tools != nil) {
+			d.Context, d.Tools = parsed.Context, parsed.Tools
+		} else if t := strings.TrimSpace(d.Output); t != "" {
+			d.Context = []string{t}
+		}
+	case event.PhaseAction:
+		if isObject {
+			d.Hooks = parsed.Hooks
+		}
+	}
+	return d
+}
+
+// runJobs runs a phase's jobs in parallel. A job already logged by a run
+// of this turn before a restart is not run again; one that had started
+// and is not harmless to repeat gets an "interrupted" result. Before jobs
+// that are not harmless to repeat start, the phase logs their names.
+func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.LifecycleData, error) {
+	results := make([]event.LifecycleData, len(jobs))
+	var todo []int
+	var start []string
+	for i, j := range jobs {
+		p, seen := r.prior[phaseKey(phase, j.name)]
+		switch {
+		case seen && len(p.Start) == 0:
+			results[i] = p
+		case seen && !j.rerunnable:
+			results[i] = event.LifecycleData{Phase: phase, Tool: j.name, Output: InterruptedOutput, IsError: true, Interrupted: true}
+			ev := event.New(r.session, r.t.ID, event.Lifecycle, results[i])
+			if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+				return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
+			}
+		default:
+			todo = append(todo, i)
+			if !j.rerunnable {
+				start = append(start, j.name)
+			}
+		}
+	}
+	if len(start) > 0 {
+		ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: phase, Start: start})
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+			return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
+		}
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		wg.Go(func() {
+			j := jobs[i]
+			r.live(event.ToolStart, event.ToolCallData{ID: phase + ":" + j.name, Name: j.name})
+			d := j.run(ctx)
+			if ctx.Err() != nil {
+				errs[i] = context.Cause(ctx)
+				return
+			}
+			r.live(event.ToolEnd, event.ToolResultData{ID: phase + ":" + j.name, Name: j.name, Output: d.Output, IsError: d.IsError, DurationMS: d.DurationMS})
+			results[i] = d
+			if j.rerunnable {
+				return // logged below, in order
+			}
+			ev := event.New(r.session, r.t.ID, event.Lifecycle, d)
+			if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+				errs[i] = fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Results that are harmless to lose share one write, in tool order.
+	var evs []event.Event
+	for _, i := range todo {
+		if jobs[i].rerunnable {
+			evs = append(evs, event.New(r.session, r.t.ID, event.Lifecycle, results[i]))
+		}
+	}
+	if len(evs) > 0 {
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
+			return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
+		}
+	}
+	return results, nil
+}
+
+// Hook is what an action tool asks the agent to do after the action step:
+// run an internal tool, then call a server's hook tool with the merged
+// arguments.
+type Hook struct {
+	OriginServerURL string         `json:"originServerUrl,omitempty"`
+	DaemonTool      string         `json:"daemonTool"`
+	DaemonArgs      map[string]any `json:"daemonArgs,omitempty"`
+	HookTool        struct {
+		HookServerURL string         `json:"hookServerUrl,omitempty"`
+		ToolName      string         `json:"toolName"`
+		ToolArgs      map[string]any `json:"toolArgs,omitempty"`
+	} `json:"hookTool"`
+}
+
+// hooks runs the hooks the action tools asked for, in order.
+func (r *run) hooks(ctx context.Context, specs []tool.Spec, actions []event.LifecycleData) error {
+	var jobs []job
+	for i, a := range actions {
+		for n, raw := range a.Hooks {
+			origin := specs[i].Server
+			name := fmt.Sprintf("%s#%d", a.Tool, n+1)
+			jobs = append(jobs, job{name: name, run: func(ctx context.Context) event.LifecycleData {
+				return r.runHook(ctx, name, origin, raw)
+			}})
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	// Hooks run one after another, in the order they were asked for.
+	for _, j := range jobs {
+		if _, err := r.runJobs(ctx, event.PhaseHook, []job{j}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMessage) event.LifecycleData {
+	d := event.LifecycleData{Phase: event.PhaseHook, Tool: name}
+	fail := func(format string, args ...any) event.LifecycleData {
+		d.Output, d.IsError = fmt.Sprintf(format, args...), true
+		return d
+	}
+	var h Hook
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return fail("malformed hook: %v", err)
+	}
+	if h.DaemonTool != "sign" {
+		return fail("unknown internal tool %q (the agent offers: sign)", h.DaemonTool)
+	}
+	if r.e.o.Signer == nil || r.e.o.Servers == nil {
+		return fail("this agent cannot sign or call hook tools")
+	}
+	payload, ok := h.DaemonArgs["payload"].(string)
+	if !ok {
+		b, err := json.Marshal(h.DaemonArgs["payload"])
+		if err != nil || h.DaemonArgs["payload"] == nil {
+			return fail("sign needs daemonArgs.payload")
+		}
+		payload = string(b)
+	}
+	sig, pub, err := r.e.o.Signer.SignPayload(r.def.ID, []byte(payload))
+	if err != nil {
+		return fail("sign: %v", err)
+	}
+	args := map[string]any{}
+	maps.Copy(args, h.HookTool.ToolArgs)
+	args["payload"], args["signature"], args["daemonPubkey"] = payload, sig, pub
+	b, _ := json.Marshal(args)
+	d.Args = b
+	server := h.HookTool.HookServerURL
+	if server == "" {
+		server = h.OriginServerURL
+	}
+	if server == "" {
+		server = origin
+	}
+	if h.HookTool.ToolName == "" {
+		return fail("hook has no hookTool.toolName")
+	}
+	d.Target = server + "__" + h.HookTool.ToolName
+	start := time.Now()
+	tctx, cancel := context.WithTimeout(ctx, r.def.Tools.Timeout.D()+time.Second)
+	defer cancel()
+	res, err := r.e.o.Servers.CallTool(tctx, server, h.HookTool.ToolName, b, &tool.Call{
+		ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approval(ctx)})
+	d.DurationMS = time.Since(start).Milliseconds()
+	if err != nil {
+		return fail("hook tool %s on %s: %v", h.HookTool.ToolName, server, err)
+	}
+	d.Output, d.IsError = res.Output, res.IsError
+	return d
+}
+
+// Object is the lifecycle object of one message, with the Daemon's field
+// names.
+type Object struct {
+	DaemonPubkey   string            `json:"daemonPubkey"`
+	DaemonName     string            `json:"daemonName"`
+	MessageID      string            `json:"messageId"`
+	Message        string            `json:"message"`
+	CreatedAt      time.Time         `json:"createdAt"`
+	Approval       json.RawMessage   `json:"approval"` // the signed approval object; its signature field is the signature
+	ChannelID      string            `json:"channelId"`
+	IdentityPrompt string            `json:"identityPrompt"`
+	Context        []string          `json:"context"`
+	Output         string            `json:"output"`
+	Tools          []json.RawMessage `json:"tools"`
+	Hooks          []json.RawMessage `json:"hooks"`
+	HooksLog       []LogEntry        `json:"hooksLog"`
+	ActionsLog     []LogEntry        `json:"actionsLog"`
+	PostProcessLog []LogEntry        `json:"postProcessLog"`
+	// Status is how the turn ended (done, budget, error, ...), Reason why.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// LogEntry is one call of a lifecycle phase.
+type LogEntry struct {
+	Tool        string          `json:"tool"`
+	Target      string          `json:"target,omitempty"` // a hook's tool
+	Args        json.RawMessage `json:"args,omitempty"`
+	Output      string          `json:"output"`
+	IsError     bool            `json:"isError,omitempty"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	DurationMS  int64           `json:"durationMs"`
+}
+
+// BuildObject assembles the lifecycle object of a turn from its events.
+// channel is the session address used when the message named no channel.
+func BuildObject(d *agent.Definition, item store.InboxItem, evs []event.Event, channel string) *Object {
+	o := &Object{DaemonName: d.Name, MessageID: strconv.FormatInt(item.ID, 10), Message: item.Text,
+		CreatedAt: item.CreatedAt.UTC(), IdentityPrompt: d.SystemPrompt, ChannelID: channel,
+		Context: []string{}, Tools: []json.RawMessage{}, Hooks: []json.RawMessage{},
+		HooksLog: []LogEntry{}, ActionsLog: []LogEntry{}, PostProcessLog: []LogEntry{}}
+	if opts, err := ParseLifecycleOptions(item.Options); err == nil && opts.ChannelID != "" {
+		o.ChannelID = opts.ChannelID
+	}
+	for i := range evs {
+		ev := &evs[i]
+		switch ev.Kind {
+		case event.Lifecycle:
+			var l event.LifecycleData
+			if ev.Decode(&l) != nil || len(l.Start) > 0 {
+				continue
+			}
+			e := LogEntry{Tool: l.Tool, Target: l.Target, Args: l.Args, Output: l.Output, IsError: l.IsError,
+				Interrupted: l.Interrupted, DurationMS: l.DurationMS}
+			switch l.Phase {
+			case event.PhaseApproval:
+				o.Approval = l.Approval
+				var a struct {
+					Pubkey string `json:"daemonPubkey"`
+				}
+				json.Unmarshal(l.Approval, &a)
+				o.DaemonPubkey = a.Pubkey
+			case event.PhaseContext:
+				o.Context = append(o.Context, l.Context...)
+				o.Tools = append(o.Tools, l.Tools...)
+			case event.PhaseAction:
+				o.ActionsLog = append(o.ActionsLog, e)
+				o.Hooks = append(o.Hooks, l.Hooks...)
+			case event.PhaseHook:
+				o.HooksLog = append(o.HooksLog, e)
+			case event.PhasePostprocess:
+				o.PostProcessLog = append(o.PostProcessLog, e)
+			}
+		case event.Text:
+			var t event.TextData
+			if ev.Decode(&t) == nil {
+				o.Output = t.Text
+			}
+		case event.TurnEnd:
+			var t event.TurnEndData
+			if ev.Decode(&t) == nil {
+				o.Status, o.Reason = t.Status, t.Reason
+				if t.Reply != "" {
+					o.Output = t.Reply
+				}
+			}
+		}
+	}
+	return o
+}

@@ -1,0 +1,372 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/model"
+	"agentd/internal/permit"
+	"agentd/internal/tool"
+)
+
+// waitPending polls the broker until n requests wait.
+func waitPending(t *testing.T, b *permit.Broker, n int) []permit.Request {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := b.List(); len(l) == n {
+			return l
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%d approvals pending, want %d", len(b.List()), n)
+	return nil
+}
+
+func (l *memLog) decoded(kind event.Kind, v any) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.Kind == kind {
+			return e.Decode(v) == nil
+		}
+	}
+	return false
+}
+
+func TestApprovals(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		decide   *permit.Decision // nil: let it expire
+		ran      int32
+		output   string
+		granted  bool
+		expired  bool
+		deniedBy string
+	}{
+		{name: "granted", decide: &permit.Decision{Granted: true, By: "cli"}, ran: 1, output: "send_money ok", granted: true},
+		{name: "denied", decide: &permit.Decision{Reason: "too much", By: "cli"}, output: "a person denied the call to send_money: too much"},
+		{name: "expired", output: "nobody approved the call to send_money in time; it was not made", expired: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &script{resps: []func(*model.Request) (*model.Response, error){
+				calls(model.ToolCall{ID: "c1", Name: "send_money", Args: json.RawMessage(`{"to":"bob"}`)}), text("finished")}}
+			h := newHarness(t, models{"m": p})
+			b := permit.New()
+			h.eng.o.Approvals = b
+			def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"send_*"}, ApprovalTimeout: agent.Duration(time.Hour)}}
+			if tc.decide == nil {
+				def.Tools.ApprovalTimeout = agent.Duration(time.Millisecond)
+			}
+			done := make(chan event.TurnEndData)
+			go func() {
+				end, err := h.eng.Run(context.Background(), turn(def))
+				if err != nil {
+					t.Error(err)
+				}
+				done <- end
+			}()
+			if tc.decide != nil {
+				req := waitPending(t, b, 1)[0]
+				if req.Tool != "send_money" || string(req.Args) != `{"to":"bob"}` || req.Session != "a/k" || req.Reason == "" {
+					t.Errorf("request %+v", req)
+				}
+				if err := b.Resolve(req.ID, *tc.decide); err != nil {
+					t.Fatal(err)
+				}
+			}
+			end := <-done
+			if end.Status != event.StatusDone || end.Reply != "finished" {
+				t.Fatalf("end %+v", end)
+			}
+			if got := h.runs["send_money"].Load(); got != tc.ran {
+				t.Errorf("tool ran %d times, want %d", got, tc.ran)
+			}
+			var res event.ToolResultData
+			h.log.decoded(event.ToolResult, &res)
+			if res.Output != tc.output {
+				t.Errorf("result %q, want %q", res.Output, tc.output)
+			}
+			var asked event.ApprovalRequestData
+			var resolved event.ApprovalResolvedData
+			if !h.log.decoded(event.ApprovalRequested, &asked) || !h.log.decoded(event.ApprovalResolved, &resolved) {
+				t.Fatalf("events %v", h.log.kinds())
+			}
+			if resolved.ID != asked.ID || resolved.Granted != tc.granted || resolved.Expired != tc.expired {
+				t.Errorf("resolved %+v (asked %+v)", resolved, asked)
+			}
+			// The model's next request carries the outcome.
+			last := p.reqs[len(p.reqs)-1].Messages
+			if m := last[len(last)-1]; m.Role != model.RoleTool || m.Content != tc.output {
+				t.Errorf("model saw %+v", m)
+			}
+		})
+	}
+}
+
+// A turn that stopped while waiting for approval waits again after a
+// restart, under the same id, and the call then runs normally.
+func TestApprovalResumed(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("after restart")}}
+	h := newHarness(t, models{"m": p})
+	b := permit.New()
+	h.eng.o.Approvals = b
+	def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"send_money"}}}
+	tr := turn(def)
+	mk := func(kind event.Kind, v any) event.Event { return event.New(1, 7, kind, v) }
+	tr.Prior = []event.Event{
+		mk(event.Input, event.InputData{Text: "hello"}),
+		mk(event.ModelCall, event.ModelCallData{Step: 1}),
+		mk(event.ToolCall, event.ToolCallData{ID: "c1", Name: "send_money", Args: json.RawMessage(`{}`)}),
+		mk(event.ApprovalRequested, event.ApprovalRequestData{ID: "abc", CallID: "c1", Tool: "send_money", ExpiresAt: time.Now().Add(time.Hour)}),
+	}
+	done := make(chan event.TurnEndData)
+	go func() {
+		end, _ := h.eng.Run(context.Background(), tr)
+		done <- end
+	}()
+	req := waitPending(t, b, 1)[0]
+	if req.ID != "abc" {
+		t.Fatalf("waiting under %q, want abc", req.ID)
+	}
+	b.Resolve("abc", permit.Decision{Granted: true})
+	if end := <-done; end.Status != event.StatusDone {
+		t.Fatalf("end %+v", end)
+	}
+	if h.runs["send_money"].Load() != 1 {
+		t.Fatal("the approved call did not run once")
+	}
+	if k := h.log.kinds(); slices.Contains(k, event.ApprovalRequested) {
+		t.Errorf("asked again: %v", k)
+	}
+}
+
+func TestToolVisibility(t *testing.T) {
+	reg := tool.NewRegistry(nil)
+	for _, s := range []tool.Spec{
+		{Name: "builtin"},
+		{Name: "shared__x", Server: "shared"},
+		{Name: "other__y", Server: "other"},
+		{Name: "mine__z", Server: "mine", Scope: []string{"a"}},
+		{Name: "theirs__w", Server: "theirs", Scope: []string{"b"}},
+	} {
+		reg.Register(tool.Func(s, func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: "ran"}, nil }))
+	}
+	for _, tc := range []struct {
+		servers []string
+		want    []string
+	}{
+		{nil, []string{"builtin", "mine__z", "other__y", "shared__x"}},
+		{[]string{"shared"}, []string{"builtin", "mine__z", "shared__x"}},
+		{[]string{}, []string{"builtin", "mine__z"}},
+	} {
+		p := &script{resps: []func(*model.Request) (*model.Response, error){
+			calls(model.ToolCall{ID: "c1", Name: "theirs__w"}), text("ok")}}
+		e := New(&Options{Log: &memLog{}, Models: models{"m": p}, Tools: reg})
+		log := e.o.Log.(*memLog)
+		if _, err := e.Run(context.Background(), turn(&agent.Definition{ID: "a", Servers: tc.servers})); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range p.reqs[0].Tools {
+			got = append(got, s.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("servers %v: offered %v, want %v", tc.servers, got, tc.want)
+		}
+		var res event.ToolResultData
+		log.decoded(event.ToolResult, &res)
+		if !res.IsError || !strings.HasPrefix(res.Output, `unknown tool "theirs__w"`) || strings.Contains(res.Output, "theirs__w;") {
+			t.Errorf("calling another agent's tool: %+v", res)
+		}
+	}
+}
+
+// fakeSigner signs with fixed strings.
+type fakeSigner struct{}
+
+func (fakeSigner) Approve(agentID, message string, createdAt time.Time, messageID, channelID string) (json.RawMessage, string, error) {
+	a, _ := json.Marshal(map[string]string{"daemonPubkey": "PUB-" + agentID, "message": message, "messageId": messageID, "channelId": channelID, "signature": "SIG"})
+	return a, "PUB-" + agentID, nil
+}
+
+func (fakeSigner) SignPayload(agentID string, payload []byte) (string, string, error) {
+	return "sig(" + string(payload) + ")", "PUB-" + agentID, nil
+}
+
+// hookServer records hook calls.
+type hookServer struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *hookServer) CallTool(ctx context.Context, server, name string, args json.RawMessage, c *tool.Call) (tool.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, server+"/"+name+" "+string(args)+" approval="+string(c.Approval))
+	return tool.Result{Output: "accepted"}, nil
+}
+
+// phaseHarness registers one tool of each lifecycle kind on the server
+// "demo" and records the arguments each got.
+type phaseHarness struct {
+	*harness
+	mu   sync.Mutex
+	args map[string]map[string]any
+	meta map[string]string
+}
+
+func newPhaseHarness(t *testing.T, p model.Provider) *phaseHarness {
+	h := &phaseHarness{harness: newHarness(t, models{"m": p}), args: map[string]map[string]any{}, meta: map[string]string{}}
+	for _, spec := range []struct {
+		tool.Spec
+		out string
+	}{
+		{tool.Spec{Name: "demo__notes", Kind: tool.KindContext, ReadOnly: true}, `{"context":["the user likes tea"],"tools":[{"name":"quote"}]}`},
+		{tool.Spec{Name: "demo__weather", Kind: tool.KindContext, ReadOnly: true}, `sunny`},
+		{tool.Spec{Name: "demo__quote", Kind: tool.KindAction}, `{"hooks":[{"daemonTool":"sign","daemonArgs":{"payload":"order-1"},"hookTool":{"toolName":"submit","toolArgs":{"order":"1"}}}]}`},
+		{tool.Spec{Name: "demo__remember", Kind: tool.KindPostprocess, InputSchema: json.RawMessage(`{"type":"object","properties":{"output":{"type":"string"},"actionsLog":{}},"additionalProperties":false}`)}, `remembered`},
+	} {
+		spec.Server = "demo"
+		if err := h.tools.Register(tool.Func(spec.Spec, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			var m map[string]any
+			json.Unmarshal(c.Args, &m)
+			h.mu.Lock()
+			h.args[c.Name] = m
+			h.meta[c.Name] = string(c.Approval)
+			h.mu.Unlock()
+			return tool.Result{Output: spec.out}, nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eng.o.Signer = fakeSigner{}
+	return h
+}
+
+func TestLifecyclePhases(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("buy 1 tea")}}
+	h := newPhaseHarness(t, p)
+	hs := &hookServer{}
+	h.eng.o.Servers = hs
+	tr := turn(&agent.Definition{Name: "Tea bot", SystemPrompt: "You sell tea."})
+	tr.Item.CreatedAt = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	tr.Item.Options = json.RawMessage(`{"channelId":"room1","toolArgs":{"demo-quote":{"limit":5}}}`)
+	end, err := h.eng.Run(context.Background(), tr)
+	if err != nil || end.Status != event.StatusDone || end.Reply != "buy 1 tea" {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+	sys := p.reqs[0].System
+	for _, want := range []string{"You sell tea.", "the user likes tea", "sunny", `{"name":"quote"}`} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system prompt lacks %q:\n%s", want, sys)
+		}
+	}
+	if a := h.args["demo__notes"]; a["message"] != "hello" || a["channelId"] != "room1" || a["messageId"] != "7" || a["daemonPubkey"] != "PUB-a" {
+		t.Errorf("context args %v", a)
+	}
+	if a := h.args["demo__quote"]; a["output"] != "buy 1 tea" || a["limit"] != 5.0 {
+		t.Errorf("action args %v", a)
+	}
+	if a := h.args["demo__remember"]; len(a) != 2 || a["output"] != "buy 1 tea" || a["actionsLog"] == nil {
+		t.Errorf("post-process args %v (the schema allows only output and actionsLog)", a)
+	}
+	if !strings.Contains(h.meta["demo__quote"], `"signature":"SIG"`) {
+		t.Errorf("approval not sent to the server: %q", h.meta["demo__quote"])
+	}
+	if len(hs.calls) != 1 || !strings.HasPrefix(hs.calls[0], `demo/submit {"daemonPubkey":"PUB-a","order":"1","payload":"order-1","signature":"sig(order-1)"}`) {
+		t.Errorf("hook calls %q", hs.calls)
+	}
+	// The end comes after every phase.
+	if k := h.log.kinds(); k[len(k)-1] != event.TurnEnd {
+		t.Errorf("events %v", k)
+	}
+
+	h.log.mu.Lock()
+	obj := BuildObject(tr.Agent, tr.Item, h.log.events, "a/k")
+	h.log.mu.Unlock()
+	if obj.DaemonPubkey != "PUB-a" || obj.DaemonName != "Tea bot" || obj.MessageID != "7" || obj.ChannelID != "room1" ||
+		obj.Output != "buy 1 tea" || obj.IdentityPrompt != "You sell tea." || obj.Status != event.StatusDone {
+		t.Errorf("object %+v", obj)
+	}
+	if !slices.Equal(obj.Context, []string{"the user likes tea", "sunny"}) || len(obj.Tools) != 1 || len(obj.Hooks) != 1 ||
+		len(obj.ActionsLog) != 1 || len(obj.HooksLog) != 1 || len(obj.PostProcessLog) != 1 || obj.HooksLog[0].Target != "demo__submit" {
+		t.Errorf("object logs %+v", obj)
+	}
+}
+
+func TestLifecycleSwitchedOff(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("plain")}}
+	h := newPhaseHarness(t, p)
+	tr := turn(&agent.Definition{})
+	tr.Item.Options = json.RawMessage(`{"context":false,"actions":false,"postProcess":false}`)
+	if end, err := h.eng.Run(context.Background(), tr); err != nil || end.Reply != "plain" {
+		t.Fatalf("%+v %v", end, err)
+	}
+	if len(h.args) != 0 {
+		t.Errorf("phase tools ran: %v", h.args)
+	}
+	if k := h.log.kinds(); slices.Contains(k, event.Lifecycle) {
+		t.Errorf("events %v", k)
+	}
+}
+
+// Resuming after a crash during the action phase: the answer is not asked
+// for again, an action that had started gets an "interrupted" result, and
+// the post-process phase runs.
+func TestLifecycleResume(t *testing.T) {
+	p := &script{}
+	h := newPhaseHarness(t, p)
+	h.eng.o.Servers = &hookServer{}
+	tr := turn(&agent.Definition{})
+	mk := func(kind event.Kind, v any) event.Event { return event.New(1, 7, kind, v) }
+	tr.Prior = []event.Event{
+		mk(event.Input, event.InputData{Text: "hello"}),
+		mk(event.Lifecycle, event.LifecycleData{Phase: event.PhaseContext, Tool: "demo__notes", Context: []string{"c"}}),
+		mk(event.Lifecycle, event.LifecycleData{Phase: event.PhaseContext, Tool: "demo__weather", Context: []string{"w"}}),
+		mk(event.ModelCall, event.ModelCallData{Step: 1}),
+		mk(event.Text, event.TextData{Text: "answer", Step: 1}),
+		mk(event.Lifecycle, event.LifecycleData{Phase: event.PhaseAction, Start: []string{"demo__quote"}}),
+	}
+	end, err := h.eng.Run(context.Background(), tr)
+	if err != nil || end.Status != event.StatusDone || end.Reply != "answer" {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+	if p.calls != 0 {
+		t.Errorf("model called %d times", p.calls)
+	}
+	if _, ran := h.args["demo__quote"]; ran {
+		t.Error("the started action ran again")
+	}
+	if _, ran := h.args["demo__notes"]; ran {
+		t.Error("a logged context tool ran again")
+	}
+	if _, ran := h.args["demo__remember"]; !ran {
+		t.Error("post-process did not run")
+	}
+	var l event.LifecycleData
+	h.log.decoded(event.Lifecycle, &l)
+	if l.Tool != "demo__quote" || !l.Interrupted {
+		t.Errorf("first lifecycle event %+v", l)
+	}
+}
+
+func TestParseLifecycleOptions(t *testing.T) {
+	for _, bad := range []string{`{"chanelId":"x"}`, `{"toolArgs":{"a-b":3}}`, `[1]`} {
+		if _, err := ParseLifecycleOptions(json.RawMessage(bad)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	o, err := ParseLifecycleOptions(json.RawMessage(`{"channelId":"c","actions":false,"toolArgs":{"s-t":{"x":1}}}`))
+	if err != nil || o.ChannelID != "c" || on(o.Actions) || !on(o.Context) {
+		t.Errorf("%+v %v", o, err)
+	}
+}
+
