@@ -369,4 +369,3 @@ func TestParseLifecycleOptions(t *testing.T) {
 		t.Errorf("%+v %v", o, err)
 	}
 }
-
