@@ -206,7 +206,8 @@ func (s *Server) errorBody(err error) (int, Error) {
 	status, code := http.StatusInternalServerError, "internal"
 	msg := "internal error"
 	switch {
-	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest):
+	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest),
+		errors.Is(err, runtime.ErrBadOptions):
 		status, code, msg = 400, "bad_request", err.Error()
 	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, errNotFound):
 		status, code, msg = 404, "not_found", err.Error()
@@ -395,6 +396,9 @@ type MessageRequest struct {
 	Silent         bool   `json:"silent,omitempty"`
 	Origin         string `json:"origin,omitempty"`
 	Source         string `json:"source,omitempty"`
+	// Options are the message lifecycle's options: channelId, context,
+	// actions, postProcess, toolArgs.
+	Options json.RawMessage `json:"options,omitempty"`
 }
 
 // MessageResponse answers POST .../messages.
@@ -405,19 +409,7 @@ type MessageResponse struct {
 
 func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	var req MessageRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", MaxBody), Code: "too_large"})
-			return
-		}
-		s.fail(w, badRequest("body: %v", err))
-		return
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		s.fail(w, badRequest("body: want one JSON object"))
+	if !s.decode(w, r, &req) {
 		return
 	}
 	src := req.Source
@@ -425,7 +417,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		src = "api"
 	}
 	in := runtime.Input{Session: addr(r), Text: req.Text, Source: src, IdempotencyKey: req.IdempotencyKey,
-		System: req.System, Silent: req.Silent, Origin: req.Origin}
+		System: req.System, Silent: req.Silent, Origin: req.Origin, Options: req.Options}
 	q := r.URL.Query()
 	switch {
 	case q.Get("stream") == "true" || q.Get("stream") == "1":
@@ -454,6 +446,27 @@ type StreamLine struct {
 	Event   *event.Event       `json:"event,omitempty"`
 	End     *event.TurnEndData `json:"end,omitempty"`
 	Error   *Error             `json:"error,omitempty"`
+}
+
+// decode reads a request body holding one JSON object into v, answering
+// the request itself (and returning false) when it cannot.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", MaxBody), Code: "too_large"})
+			return false
+		}
+		s.fail(w, badRequest("body: %v", err))
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		s.fail(w, badRequest("body: want one JSON object"))
+		return false
+	}
+	return true
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, in runtime.Input) {

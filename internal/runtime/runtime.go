@@ -10,6 +10,7 @@ package runtime
 import (
 	"container/list"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,7 @@ var (
 	ErrUnknownAgent  = errors.New("unknown agent")
 	ErrBadAddress    = errors.New("bad session address")
 	ErrEmptyInput    = errors.New("empty input")
+	ErrBadOptions    = errors.New("bad message options")
 	ErrClosed        = errors.New("runtime closed")
 	ErrNoTurn        = errors.New("no turn running")
 	ErrSessionClosed = errors.New("session closed")
@@ -215,6 +217,9 @@ type Input struct {
 	System bool
 	Silent bool
 	Origin string
+	// Options are the message lifecycle's options (engine.LifecycleOptions
+	// as JSON); nil for the defaults.
+	Options json.RawMessage
 }
 
 // Receipt acknowledges an accepted input.
@@ -229,6 +234,47 @@ type Receipt struct {
 // returns once the input is durable; the turn runs in the background.
 func (r *Runtime) Submit(ctx context.Context, in Input) (Receipt, error) {
 	return r.submit(ctx, in, nil)
+}
+
+// Message is the Daemon's message(): it sends in (whose Options are the
+// lifecycle options), waits for the turn, and returns the lifecycle object
+// assembled from the turn's events.
+func (r *Runtime) Message(ctx context.Context, in Input) (Receipt, *engine.Object, error) {
+	rc, _, err := r.Send(ctx, in)
+	if err != nil {
+		return rc, nil, err
+	}
+	it, err := r.st.InboxItem(ctx, rc.Turn)
+	if err != nil {
+		return rc, nil, err
+	}
+	evs, err := r.st.TurnEvents(ctx, it.Session, it.ID)
+	if err != nil {
+		return rc, nil, err
+	}
+	agentID, _, _ := strings.Cut(rc.Session, "/")
+	def, ok := r.o.Agents.Get(agentID)
+	if !ok {
+		return rc, nil, fmt.Errorf("%w: %s", ErrUnknownAgent, agentID)
+	}
+	return rc, engine.BuildObject(def, it, evs, rc.Session), nil
+}
+
+// Record appends events to a session's log outside any turn (for example
+// the results of start-up calls), creating the session if needed.
+func (r *Runtime) Record(ctx context.Context, addr string, evs ...event.Event) error {
+	agentID, key, err := r.address(addr)
+	if err != nil {
+		return err
+	}
+	sess, err := r.lookup(ctx, agentID, key)
+	if err != nil {
+		return err
+	}
+	for i := range evs {
+		evs[i].Session = sess.s.ID
+	}
+	return r.Commit(ctx, &store.Batch{Session: sess.s.ID, Events: evs})
 }
 
 // Send submits an input and waits for its turn to end. A duplicate input
@@ -271,8 +317,13 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 	if in.System || in.Silent {
 		kind = event.SystemMessage
 	}
+	if len(in.Options) > 0 {
+		if _, err := engine.ParseLifecycleOptions(in.Options); err != nil {
+			return Receipt{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+		}
+	}
 	item := store.InboxItem{Session: sess.s.ID, Kind: kind, Text: in.Text, Source: in.Source, Origin: in.Origin,
-		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent}
+		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent, Options: in.Options}
 	return r.enqueue(ctx, sess, item, wait)
 }
 
