@@ -105,6 +105,9 @@ func listFiles(dir string) (files []string, more int) {
 			if _, err := resolveInside(root, rel); err != nil {
 				return nil
 			}
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+				return nil
+			}
 		} else if !d.Type().IsRegular() {
 			return nil
 		}

@@ -29,6 +29,7 @@ var (
 	nameRE      = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
 	envRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	yamlLineRE  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	atLineRE    = regexp.MustCompile(`\bat line (\d+)`)
 	transports  = []string{"", agent.TransportStdio, agent.TransportHTTP, agent.TransportSSE}
 	toolKinds   = []string{"", "model", "context", "action", "postprocess", "server"}
 	serverField = yamlFields(reflect.TypeFor[agent.MCPServer]())
@@ -62,9 +63,21 @@ func (p *parser) yamlError(err error, line int, field string) {
 		if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
 			if n, err := strconv.Atoi(sm[1]); err == nil {
 				at = n + fmOffset
+				if strings.HasPrefix(sm[2], "did not find expected") {
+					// The YAML parser (unlike its scanner) counts
+					// these lines from 0.
+					at++
+				}
 			}
 			m = sm[2]
 		}
+		m = atLineRE.ReplaceAllStringFunc(m, func(s string) string {
+			n, err := strconv.Atoi(strings.TrimPrefix(s, "at line "))
+			if err != nil {
+				return s
+			}
+			return "at line " + strconv.Itoa(n+fmOffset)
+		})
 		p.add(at, "%s%s", prefix, m)
 	}
 }
@@ -88,7 +101,8 @@ func parse(file, folder string, data []byte) (Skill, string, error) {
 
 	var root yaml.Node
 	if err := yaml.Unmarshal(fm, &root); err != nil {
-		p.yamlError(err, 1, "")
+		// Without a line, the YAML parser means its first one.
+		p.yamlError(err, 1+fmOffset, "")
 		return sk, "", errors.Join(p.errs...)
 	}
 	n := &root
@@ -273,7 +287,7 @@ func (p *parser) stringList(v *yaml.Node, line int, field, want string, re *rege
 			continue
 		}
 		if re != nil && !re.MatchString(item.Value) {
-			p.add(il, "%s[%d]: %q is not one of %s", field, i, item.Value, want)
+			p.add(il, "%s[%d]: %q is not valid: want %s", field, i, item.Value, want)
 			continue
 		}
 		out = append(out, item.Value)

@@ -62,8 +62,12 @@ type Skill struct {
 	Name        string
 	Description string
 	// Dir is the skill's folder (absolute).
-	Dir        string
-	Requires   Requires
+	Dir      string
+	Requires Requires
+	// MCPServers are the MCP servers the skill bundles, connected when an
+	// agent loads it. A server's Dir defaults to the skill's folder, and a
+	// relative Dir is taken from there, so "command: ./server.py" runs a
+	// script of the skill.
 	MCPServers map[string]agent.MCPServer
 	// Metadata is the free-form metadata field; Extra holds the front
 	// matter's other fields, which agentd does not use (skills are often
@@ -137,8 +141,8 @@ func (o *Options) withDefaults() Options {
 // Set is an immutable snapshot of the loaded skills. A nil *Set holds no
 // skills. Its methods are safe for concurrent use.
 type Set struct {
-	skills []Skill         // sorted by name
-	index  map[string]int  // name → position in skills
+	skills []Skill           // sorted by name
+	index  map[string]int    // name → position in skills
 	bodies map[string]string // name → SKILL.md without its front matter
 }
 
