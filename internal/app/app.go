@@ -14,12 +14,18 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/identity"
+	"agentd/internal/mcp"
+	"agentd/internal/mcpserver"
+	"agentd/internal/permit"
 	"agentd/internal/runtime"
+	"agentd/internal/skill"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
 	"agentd/internal/tool"
@@ -36,6 +42,8 @@ type Options struct {
 	ExtraTools []tool.Tool
 	// Engine overrides, for tests and benchmarks; nil for defaults.
 	Engine *engine.Options
+	// Version is agentd's version, told to MCP servers and clients.
+	Version string
 }
 
 // App is a running agentd node.
@@ -50,10 +58,21 @@ type App struct {
 	Runtime *runtime.Runtime
 	Bus     *event.Bus
 	Logger  *slog.Logger
+	Permits *permit.Broker
+	Keys    *identity.Keyring
+	MCP     *mcp.Manager
+	Facade  *mcpserver.Server
 
-	lock   *os.File
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	skills  atomic.Pointer[skill.Set]
+	version string
+
+	lock      *os.File
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	started   atomic.Bool
+	done      chan struct{}   // closed by Close
+	bctx      context.Context // ends at Close
+	closeOnce sync.Once
 }
 
 // DBFile is the database's name inside the data directory.
@@ -78,7 +97,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Dir: dir, Logger: log, lock: lock}
+	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -93,6 +112,12 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		if d, ok := a.Agents.Get(id); ok && a.Store != nil {
 			if err := a.saveAgent(context.Background(), d); err != nil {
 				log.Warn("record agent", "agent", id, "err", err)
+			}
+		}
+		if a.started.Load() {
+			a.syncServers(context.Background())
+			if a.Facade != nil {
+				a.Facade.Sync(context.Background())
 			}
 		}
 	}
@@ -115,6 +140,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			return nil, fmt.Errorf("app: register tool: %w", err)
 		}
 	}
+	if err := a.toolLayer(o.Version); err != nil {
+		return nil, err
+	}
 	a.Models = NewModels(nil)
 	a.Bus = event.NewBus()
 	eo := engine.Options{}
@@ -122,6 +150,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		eo = *o.Engine
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
+	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
 	rt := &runtimeLog{}
 	eo.Log = rt
 	a.Engine = engine.New(&eo)
@@ -160,29 +189,53 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	a.syncServers(ctx)
+	a.started.Store(true)
 	a.wg.Go(func() {
 		if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
 			a.Logger.Error("agent file watcher stopped", "err", err)
 		}
 	})
+	a.wg.Go(func() {
+		err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
+		if err != nil && wctx.Err() == nil {
+			a.Logger.Error("skill watcher stopped", "err", err)
+		}
+	})
+	a.bctx = wctx
 	return nil
+}
+
+// Bootstrap makes, in the background, the start-up calls of every agent
+// (the daemon does this once it is up; a command run in process does not).
+func (a *App) Bootstrap() {
+	if a.bctx != nil {
+		a.wg.Go(func() { a.bootstrap(a.bctx) })
+	}
 }
 
 // Close stops the runtime (running turns get until ctx is done to finish;
 // the rest resume at the next start), then the store, and releases the lock.
 func (a *App) Close(ctx context.Context) error {
+	if a.Facade != nil {
+		a.Facade.Close()
+	}
 	if a.Runtime != nil {
 		a.Runtime.Close(ctx)
 	}
 	if a.cancel != nil {
 		a.cancel()
 	}
+	a.closeOnce.Do(func() { close(a.done) })
 	a.wg.Wait()
 	return a.closeParts()
 }
 
 func (a *App) closeParts() error {
 	var err error
+	if a.MCP != nil {
+		a.MCP.Close()
+	}
 	if a.Store != nil {
 		err = a.Store.Close()
 	}

@@ -174,7 +174,7 @@ func (e *env) connect(ctx context.Context) (*backend, error) {
 	if e.logLevel == "" {
 		log = e.logger("warn")
 	}
-	a, err := app.Open(ctx, dir, &app.Options{Logger: log})
+	a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
 	if err != nil {
 		if errors.Is(err, app.ErrLocked) {
 			return nil, withCode(ExitUnavailable, fmt.Errorf("%w, and its socket does not answer", err))
@@ -185,7 +185,12 @@ func (e *env) connect(ctx context.Context) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
-	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: Version, Logger: log}))
+	api, err := a.API(ctx)
+	if err != nil {
+		a.Close(context.Background())
+		return nil, err
+	}
+	c, stop := gateway.Pipe(api)
 	return &backend{Client: c, close: func() error {
 		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -44,7 +44,7 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			log := e.logger(cfg.Log.Level)
-			a, err := app.Open(ctx, dir, &app.Options{Logger: log})
+			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
 			if err != nil {
 				if errors.Is(err, app.ErrLocked) {
 					return withCode(ExitUnavailable, err)
@@ -55,6 +55,12 @@ func (e *env) serveCmd() *cobra.Command {
 				a.Close(context.Background())
 				return err
 			}
+			srv, err := a.API(ctx)
+			if err != nil {
+				a.Close(context.Background())
+				return err
+			}
+			a.Bootstrap()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout
 			fmt.Fprintf(out, "agentd %s: data in %s\n", Version, abs)
@@ -67,7 +73,6 @@ func (e *env) serveCmd() *cobra.Command {
 				fmt.Fprintln(out, agent.ModelHint())
 			}
 			sock := filepath.Join(dir, app.SocketFile)
-			srv := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: Version, Logger: log})
 			serr := srv.ServeUnix(ctx, sock, func() {
 				fmt.Fprintf(out, "listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
 			})

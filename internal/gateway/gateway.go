@@ -69,6 +69,14 @@ type Options struct {
 	Agents   Agents
 	Version  string
 	Logger   *slog.Logger
+
+	// The tool layer; each may be nil.
+	Lifecycle  Lifecycle
+	Approvals  Approvals
+	MCP        MCPServers
+	Keys       Keys
+	Skills     Skills
+	MCPHandler http.Handler // agentd as an MCP server, served at /mcp
 }
 
 // Server is the HTTP API.
@@ -98,6 +106,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/cancel", s.cancel)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/close", s.closeSession)
 	m.HandleFunc("GET /v1/turns/{id}", s.turn)
+	s.routeTools()
 	return s
 }
 
@@ -205,7 +214,10 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 func (s *Server) errorBody(err error) (int, Error) {
 	status, code := http.StatusInternalServerError, "internal"
 	msg := "internal error"
+	var se *statusError
 	switch {
+	case errors.As(err, &se):
+		status, code, msg = se.status, se.code, se.err.Error()
 	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest),
 		errors.Is(err, runtime.ErrBadOptions):
 		status, code, msg = 400, "bad_request", err.Error()
@@ -251,13 +263,15 @@ type AgentInfo struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
 	File     string `json:"file,omitempty"`
+	// Description is the agent's own description.
+	Description string `json:"description,omitempty"`
 }
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	defs := s.o.Agents.List()
 	out := make([]AgentInfo, 0, len(defs))
 	for _, d := range defs {
-		out = append(out, AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File})
+		out = append(out, AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File, Description: d.Description})
 	}
 	writeJSON(w, 200, out)
 }

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"agentd/internal/event"
+	"agentd/internal/gateway"
+	"agentd/internal/mcpserver"
+	"agentd/internal/store"
+)
+
+// API returns the local API with every part of this node behind it,
+// agentd as an MCP server (streamable HTTP) at /mcp among them.
+func (a *App) API(ctx context.Context) (*gateway.Server, error) {
+	var facade http.Handler
+	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
+		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a,
+		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) })})
+	c, stop := gateway.Pipe(gw)
+	a.Facade = mcpserver.New(FacadeBackend{C: c}, &mcpserver.Options{Name: "agentd", Version: a.version, Logger: a.Logger})
+	a.wg.Go(func() {
+		<-a.done
+		stop()
+	})
+	if err := a.Facade.Sync(ctx); err != nil {
+		return nil, err
+	}
+	// Over the unix socket, clients name the host "agentd".
+	facade = a.Facade.Handler(&mcpserver.HandlerOptions{AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]", "agentd"}})
+	return gw, nil
+}
+
+// FacadeBackend gives the MCP facade agentd through the local API (the
+// daemon's socket, or agentd in process).
+type FacadeBackend struct{ C *gateway.Client }
+
+func (f FacadeBackend) Agents(ctx context.Context) ([]mcpserver.Agent, error) {
+	as, err := f.C.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.Agent, len(as))
+	for i, a := range as {
+		out[i] = mcpserver.Agent{ID: a.ID, Name: a.Name, Description: a.Description}
+	}
+	return out, nil
+}
+
+func (f FacadeBackend) Ask(ctx context.Context, agentID, key, text string) (string, string, error) {
+	_, end, err := f.C.Stream(ctx, agentID+"/"+key, gateway.MessageRequest{Text: text, Source: "mcp"}, func(event.Event) error { return nil })
+	if err != nil {
+		return "", "", err
+	}
+	if end.Status != event.StatusDone && end.Reason != "" {
+		return end.Reply, end.Status, fmt.Errorf("%s", end.Reason)
+	}
+	return end.Reply, end.Status, nil
+}
+
+func (f FacadeBackend) Sessions(ctx context.Context, agentID string, limit int) ([]mcpserver.Session, error) {
+	ss, err := f.C.Sessions(ctx, store.SessionFilter{Agent: agentID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.Session, len(ss))
+	for i, s := range ss {
+		out[i] = mcpserver.Session{Address: s.Address, State: s.State, UpdatedAt: s.UpdatedAt, LastSeq: s.LastSeq}
+	}
+	return out, nil
+}
+
+func (f FacadeBackend) Events(ctx context.Context, addr string, after int64, limit int) ([]event.Event, error) {
+	p, err := f.C.Events(ctx, addr, after, limit, 0)
+	return p.Events, err
+}

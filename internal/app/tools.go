@@ -1,0 +1,203 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/identity"
+	"agentd/internal/mcp"
+	"agentd/internal/permit"
+	"agentd/internal/skill"
+	"agentd/internal/tool"
+)
+
+// Files and folders of the tool layer inside the data directory.
+const (
+	KeysDir      = "keys"             // the agents' identity keys
+	MCPStateFile = "mcp-servers.json" // MCP servers added at run time
+	SkillsDir    = "skills"           // the default skills folder
+)
+
+// toolLayer builds the keyring, the approval broker, the MCP manager and
+// the skills, and registers their tools.
+func (a *App) toolLayer(version string) error {
+	var err error
+	a.Permits = permit.New()
+	if a.Keys, err = identity.Open(filepath.Join(a.Dir, KeysDir), &identity.Options{Logger: a.Logger}); err != nil {
+		return err
+	}
+	a.MCP, err = mcp.New(&mcp.Options{Logger: a.Logger, Tools: a.Tools, ClientName: "agentd", ClientVersion: version,
+		StatePath: filepath.Join(a.Dir, MCPStateFile),
+		Uses: func(agentID, server string) bool {
+			d, ok := a.Agents.Get(agentID)
+			return ok && d.UsesServer(server)
+		}})
+	if err != nil {
+		return err
+	}
+	set, err := skill.Load(a.skillDirs(), &skill.Options{Logger: a.Logger})
+	if err != nil {
+		return err
+	}
+	a.skills.Store(set)
+	tools := append(a.MCP.Builtins(), skill.Tool(a.skills.Load, skillPolicy{a}, skillServers{a}))
+	for _, t := range tools {
+		if err := a.Tools.Register(t); err != nil {
+			return fmt.Errorf("app: register tool: %w", err)
+		}
+	}
+	return nil
+}
+
+func (a *App) skillDirs() []string {
+	if len(a.Config.SkillDirs) > 0 {
+		return a.Config.SkillDirs
+	}
+	return []string{filepath.Join(a.Dir, SkillsDir)}
+}
+
+// Skills returns the current skills.
+func (a *App) Skills() *skill.Set { return a.skills.Load() }
+
+// skillPrompt is what an agent's system prompt says about its skills.
+func (a *App) skillPrompt(d *agent.Definition) string {
+	if s := a.skills.Load(); s != nil {
+		return s.Prompt(d.Skills)
+	}
+	return ""
+}
+
+type skillPolicy struct{ a *App }
+
+func (p skillPolicy) SkillsFor(agentID string) []string {
+	if d, ok := p.a.Agents.Get(agentID); ok {
+		return d.Skills
+	}
+	return []string{} // an unknown agent may load none
+}
+
+// skillServers connects the MCP servers a skill bundles when it loads.
+type skillServers struct{ a *App }
+
+func (c skillServers) ConnectSkillServers(ctx context.Context, name string, servers map[string]agent.MCPServer) error {
+	for _, sn := range slices.Sorted(mapsKeys(servers)) {
+		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Source: "skill:" + name}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// mcpDefs are the MCP servers the configuration and the agent files define.
+func (a *App) mcpDefs() []mcp.Def {
+	var defs []mcp.Def
+	for name, s := range a.Config.MCPServers {
+		defs = append(defs, mcp.Def{Name: name, Config: s, Source: "config"})
+	}
+	for _, d := range a.Agents.List() {
+		for name, s := range d.MCPServers {
+			defs = append(defs, mcp.Def{Name: name, Config: s, Agents: []string{d.ID}, Source: "agent:" + d.ID})
+		}
+	}
+	return defs
+}
+
+// syncServers brings the MCP manager in step with the files.
+func (a *App) syncServers(ctx context.Context) {
+	for _, err := range a.MCP.Set(ctx, a.mcpDefs()) {
+		a.Logger.Warn("mcp server not started", "err", err)
+	}
+}
+
+// serverTools lets hooks call a server's tool by the server's name or URL.
+type serverTools struct{ a *App }
+
+func (s serverTools) CallTool(ctx context.Context, server, name string, args json.RawMessage, c *tool.Call) (tool.Result, error) {
+	if n := s.nameOf(server); n != "" {
+		server = n
+	}
+	return s.a.MCP.CallTool(ctx, server, name, args, c)
+}
+
+// ServerURL is the URL of an HTTP server (for toolArgs keyed by URL).
+func (s serverTools) ServerURL(name string) string {
+	for _, d := range s.a.mcpDefs() {
+		if d.Name == name {
+			return d.Config.URL
+		}
+	}
+	return ""
+}
+
+func (s serverTools) nameOf(ref string) string {
+	for _, d := range s.a.mcpDefs() {
+		if d.Config.URL != "" && d.Config.URL == ref {
+			return d.Name
+		}
+	}
+	return ""
+}
+
+// bootstrap connects the servers, then makes each agent's start-up calls,
+// logging their results in the session <agent>/bootstrap.
+func (a *App) bootstrap(ctx context.Context) {
+	var agents []*agent.Definition
+	for _, d := range a.Agents.List() {
+		if len(d.Bootstrap) > 0 {
+			agents = append(agents, d)
+		}
+	}
+	if len(agents) == 0 {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	a.MCP.WaitReady(wctx)
+	cancel()
+	for _, d := range agents {
+		var evs []event.Event
+		for i, b := range d.Bootstrap {
+			args, _ := json.Marshal(b.Args)
+			if b.Args == nil {
+				args = []byte("{}")
+			}
+			c := &tool.Call{ID: fmt.Sprintf("bootstrap.%d.%s", i, b.Tool), Name: b.Tool, Args: args, Agent: d.ID, Session: d.ID + "/bootstrap"}
+			var spec tool.Spec
+			if t, ok := a.Tools.Get(b.Tool); ok {
+				spec = t.Spec()
+			}
+			if spec.Server != "" {
+				if appr, _, err := (signer{a.Keys}).Approve(d.ID, "bootstrap", time.Now(), fmt.Sprintf("bootstrap-%d-%d", time.Now().UnixNano(), i), d.ID+"/bootstrap"); err == nil {
+					c.Approval = appr
+				}
+			}
+			out := a.Tools.Run(ctx, c, &tool.RunOptions{Timeout: d.Tools.Timeout.D(), MaxOutputBytes: d.Tools.MaxOutputBytes})
+			if ctx.Err() != nil {
+				return
+			}
+			evs = append(evs, event.New(0, 0, event.Lifecycle, event.LifecycleData{Phase: event.PhaseBootstrap, Tool: b.Tool,
+				Args: args, Output: out.Result.Output, IsError: out.Result.IsError, DurationMS: out.Duration.Milliseconds()}))
+			if out.Result.IsError {
+				a.Logger.Warn("bootstrap call failed", "agent", d.ID, "tool", b.Tool, "output", out.Result.Output)
+			}
+		}
+		if err := a.Runtime.Record(ctx, d.ID+"/bootstrap", evs...); err != nil {
+			a.Logger.Error("log bootstrap calls", "agent", d.ID, "err", err)
+		}
+	}
+}

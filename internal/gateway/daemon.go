@@ -1,0 +1,429 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/identity"
+	"agentd/internal/mcp"
+	"agentd/internal/permit"
+	"agentd/internal/runtime"
+	"agentd/internal/skill"
+	"agentd/internal/tool"
+)
+
+// Routes of the tool layer (JSON):
+//
+//	POST   /v1/agents/{id}/message          {message, session, opts}: the message lifecycle; returns its object
+//	GET    /v1/agents/{id}/key              the agent's public key
+//	POST   /v1/agents/{id}/key              {force}: generate a key
+//	PUT    /v1/agents/{id}/key              {keypair, force}: import a Solana keypair (64 numbers)
+//	GET    /v1/approvals                    calls waiting for a person
+//	POST   /v1/approvals/{id}/grant         {by}
+//	POST   /v1/approvals/{id}/deny          {reason, by}
+//	GET    /v1/mcp/servers                  MCP servers and their state
+//	POST   /v1/mcp/servers                  {name, server, agent}: add one at run time
+//	DELETE /v1/mcp/servers/{name}           remove one added at run time
+//	GET    /v1/mcp/servers/{name}/tools     its tools
+//	GET    /v1/skills                       skills, with availability
+//	GET    /v1/skills/{name}                one skill's instructions
+//	*      /mcp                             agentd as an MCP server (streamable HTTP)
+
+// Lifecycle runs the Daemon message lifecycle as one call.
+type Lifecycle interface {
+	Message(ctx context.Context, in runtime.Input) (runtime.Receipt, *engine.Object, error)
+}
+
+// Approvals lists and answers the calls waiting for a person.
+type Approvals interface {
+	List() []permit.Request
+	Resolve(id string, d permit.Decision) error
+}
+
+// MCPServers manages the MCP servers agentd connects to.
+type MCPServers interface {
+	List() []mcp.Status
+	Add(ctx context.Context, d mcp.Def) (mcp.Status, error)
+	Remove(ctx context.Context, name string) error
+	Tools(name string) ([]tool.Spec, error)
+}
+
+// Keys are the agents' identity keys.
+type Keys interface {
+	Public(agentID string) (string, bool, error)
+	Generate(agentID string, force bool) (string, error)
+	Import(agentID string, r io.Reader, force bool) (string, error)
+}
+
+// Skills gives the current skills.
+type Skills interface {
+	Skills() *skill.Set
+}
+
+// statusError is an error safe to show, with its status and code.
+type statusError struct {
+	status int
+	code   string
+	err    error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// toolErr maps the tool layer's errors to what the API says.
+func toolErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, permit.ErrNotFound), errors.Is(err, mcp.ErrNotFound), errors.Is(err, skill.ErrNotFound):
+		return notFound("%v", err)
+	case errors.Is(err, mcp.ErrExists), errors.Is(err, mcp.ErrConflict), errors.Is(err, mcp.ErrConfigured), errors.Is(err, identity.ErrExists):
+		return &statusError{http.StatusConflict, "conflict", err}
+	case errors.Is(err, mcp.ErrInvalid), errors.Is(err, agent.ErrInvalidID), errors.Is(err, identity.ErrKeyFile),
+		errors.Is(err, skill.ErrInvalid), errors.Is(err, skill.ErrBadPath):
+		return badRequest("%v", err)
+	case errors.Is(err, mcp.ErrNotConnected), errors.Is(err, mcp.ErrUnsupported):
+		return &statusError{http.StatusServiceUnavailable, "unavailable", err}
+	}
+	return err
+}
+
+func (s *Server) routeTools() {
+	m := s.mux
+	m.HandleFunc("POST /v1/agents/{id}/message", s.lifecycle)
+	m.HandleFunc("GET /v1/agents/{id}/key", s.keyShow)
+	m.HandleFunc("POST /v1/agents/{id}/key", s.keyGenerate)
+	m.HandleFunc("PUT /v1/agents/{id}/key", s.keyImport)
+	m.HandleFunc("GET /v1/approvals", s.approvals)
+	m.HandleFunc("POST /v1/approvals/{id}/grant", s.resolve(true))
+	m.HandleFunc("POST /v1/approvals/{id}/deny", s.resolve(false))
+	m.HandleFunc("GET /v1/mcp/servers", s.mcpList)
+	m.HandleFunc("POST /v1/mcp/servers", s.mcpAdd)
+	m.HandleFunc("DELETE /v1/mcp/servers/{name}", s.mcpRemove)
+	m.HandleFunc("GET /v1/mcp/servers/{name}/tools", s.mcpTools)
+	m.HandleFunc("GET /v1/skills", s.skillList)
+	m.HandleFunc("GET /v1/skills/{name}", s.skillShow)
+	if s.o.MCPHandler != nil {
+		m.Handle("/mcp", s.o.MCPHandler)
+	}
+}
+
+// unavailable answers for a part agentd was built without.
+func (s *Server) unavailable(w http.ResponseWriter, what string) {
+	writeJSON(w, http.StatusNotImplemented, Error{Error: what + " is not available here", Code: "not_available"})
+}
+
+// LifecycleRequest is the body of POST /v1/agents/{id}/message.
+type LifecycleRequest struct {
+	Message string `json:"message"`
+	// Session is the session key (default: the channel id, else "lifecycle").
+	Session        string                   `json:"session,omitempty"`
+	Opts           *engine.LifecycleOptions `json:"opts,omitempty"`
+	IdempotencyKey string                   `json:"idempotency_key,omitempty"`
+}
+
+// LifecycleResponse answers it.
+type LifecycleResponse struct {
+	runtime.Receipt
+	Lifecycle *engine.Object `json:"lifecycle"`
+}
+
+func (s *Server) lifecycle(w http.ResponseWriter, r *http.Request) {
+	if s.o.Lifecycle == nil {
+		s.unavailable(w, "the message lifecycle")
+		return
+	}
+	var req LifecycleRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	key := req.Session
+	var opts json.RawMessage
+	if req.Opts != nil {
+		if key == "" && agent.ValidID(req.Opts.ChannelID) {
+			key = req.Opts.ChannelID
+		}
+		opts, _ = json.Marshal(req.Opts)
+	}
+	if key == "" {
+		key = "lifecycle"
+	}
+	rc, obj, err := s.o.Lifecycle.Message(r.Context(), runtime.Input{Session: r.PathValue("id") + "/" + key, Text: req.Message,
+		Source: "api", IdempotencyKey: req.IdempotencyKey, Options: opts})
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, LifecycleResponse{Receipt: rc, Lifecycle: obj})
+}
+
+// KeyInfo is an agent's public key.
+type KeyInfo struct {
+	Agent  string `json:"agent"`
+	Pubkey string `json:"pubkey,omitempty"` // base58 (Solana format)
+	Exists bool   `json:"exists"`
+}
+
+// KeyRequest is the body of POST and PUT /v1/agents/{id}/key.
+type KeyRequest struct {
+	Force   bool            `json:"force,omitempty"`
+	Keypair json.RawMessage `json:"keypair,omitempty"` // PUT: a Solana keypair file's content
+}
+
+func (s *Server) keyShow(w http.ResponseWriter, r *http.Request) {
+	if s.o.Keys == nil {
+		s.unavailable(w, "identity")
+		return
+	}
+	id := r.PathValue("id")
+	pub, ok, err := s.o.Keys.Public(id)
+	if err != nil {
+		s.fail(w, toolErr(err))
+		return
+	}
+	writeJSON(w, 200, KeyInfo{Agent: id, Pubkey: pub, Exists: ok})
+}
+
+func (s *Server) keyGenerate(w http.ResponseWriter, r *http.Request) { s.keyWrite(w, r, false) }
+func (s *Server) keyImport(w http.ResponseWriter, r *http.Request)   { s.keyWrite(w, r, true) }
+
+func (s *Server) keyWrite(w http.ResponseWriter, r *http.Request, imp bool) {
+	if s.o.Keys == nil {
+		s.unavailable(w, "identity")
+		return
+	}
+	var req KeyRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	id := r.PathValue("id")
+	var pub string
+	var err error
+	if imp {
+		if len(req.Keypair) == 0 {
+			s.fail(w, badRequest("keypair: required (the content of a Solana keypair file)"))
+			return
+		}
+		pub, err = s.o.Keys.Import(id, bytes.NewReader(req.Keypair), req.Force)
+	} else {
+		pub, err = s.o.Keys.Generate(id, req.Force)
+	}
+	if err != nil {
+		s.fail(w, toolErr(err))
+		return
+	}
+	writeJSON(w, 200, KeyInfo{Agent: id, Pubkey: pub, Exists: true})
+}
+
+func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
+	if s.o.Approvals == nil {
+		writeJSON(w, 200, []permit.Request{})
+		return
+	}
+	writeJSON(w, 200, s.o.Approvals.List())
+}
+
+// ResolveRequest is the body of POST /v1/approvals/{id}/grant and /deny.
+type ResolveRequest struct {
+	Reason string `json:"reason,omitempty"`
+	By     string `json:"by,omitempty"`
+}
+
+func (s *Server) resolve(grant bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.o.Approvals == nil {
+			s.fail(w, notFound("approval %s", r.PathValue("id")))
+			return
+		}
+		var req ResolveRequest
+		if r.ContentLength != 0 && !s.decode(w, r, &req) {
+			return
+		}
+		if req.By == "" {
+			req.By = "api"
+		}
+		d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
+		if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
+			s.fail(w, toolErr(err))
+			return
+		}
+		writeJSON(w, 200, d)
+	}
+}
+
+// ServerInfo is an MCP server as the API shows it.
+type ServerInfo struct {
+	Name          string    `json:"name"`
+	Transport     string    `json:"transport"`
+	Source        string    `json:"source"`
+	State         string    `json:"state"`
+	Agents        []string  `json:"agents,omitempty"`
+	Tools         int       `json:"tools"`
+	Restarts      int       `json:"restarts"`
+	LastError     string    `json:"last_error,omitempty"`
+	PID           int       `json:"pid,omitempty"`
+	ServerName    string    `json:"server_name,omitempty"`
+	ServerVersion string    `json:"server_version,omitempty"`
+	Since         time.Time `json:"since"`
+}
+
+func serverInfo(st mcp.Status) ServerInfo {
+	return ServerInfo{Name: st.Name, Transport: st.Transport, Source: st.Source, State: st.State, Agents: st.Agents,
+		Tools: st.Tools, Restarts: st.Restarts, LastError: st.LastError, PID: st.PID, ServerName: st.ServerName,
+		ServerVersion: st.ServerVersion, Since: st.Since}
+}
+
+// AddServerRequest is the body of POST /v1/mcp/servers.
+type AddServerRequest struct {
+	Name   string          `json:"name"`
+	Server agent.MCPServer `json:"server"`
+	// Agent, if set, makes the server that agent's alone.
+	Agent string `json:"agent,omitempty"`
+}
+
+func (s *Server) mcpList(w http.ResponseWriter, r *http.Request) {
+	out := []ServerInfo{}
+	if s.o.MCP != nil {
+		for _, st := range s.o.MCP.List() {
+			out = append(out, serverInfo(st))
+		}
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) mcpAdd(w http.ResponseWriter, r *http.Request) {
+	if s.o.MCP == nil {
+		s.unavailable(w, "MCP")
+		return
+	}
+	var req AddServerRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	d := mcp.Def{Name: req.Name, Config: req.Server, Source: "runtime"}
+	if req.Agent != "" {
+		d.Agents = []string{req.Agent}
+	}
+	st, err := s.o.MCP.Add(r.Context(), d)
+	if err != nil {
+		s.fail(w, toolErr(err))
+		return
+	}
+	writeJSON(w, 201, serverInfo(st))
+}
+
+func (s *Server) mcpRemove(w http.ResponseWriter, r *http.Request) {
+	if s.o.MCP == nil {
+		s.unavailable(w, "MCP")
+		return
+	}
+	if err := s.o.MCP.Remove(r.Context(), r.PathValue("name")); err != nil {
+		s.fail(w, toolErr(err))
+		return
+	}
+	writeJSON(w, 200, map[string]bool{"removed": true})
+}
+
+// ToolInfo is a tool as the API shows it.
+type ToolInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Kind        string          `json:"kind"`
+	ReadOnly    bool            `json:"read_only,omitempty"`
+	Idempotent  bool            `json:"idempotent,omitempty"`
+	Destructive bool            `json:"destructive,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+}
+
+func (s *Server) mcpTools(w http.ResponseWriter, r *http.Request) {
+	if s.o.MCP == nil {
+		s.unavailable(w, "MCP")
+		return
+	}
+	specs, err := s.o.MCP.Tools(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, toolErr(err))
+		return
+	}
+	out := make([]ToolInfo, 0, len(specs))
+	for _, sp := range specs {
+		kind := sp.Kind
+		if kind == "" {
+			kind = tool.KindModel
+		}
+		out = append(out, ToolInfo{Name: sp.Name, Description: sp.Description, Kind: kind, ReadOnly: sp.ReadOnly,
+			Idempotent: sp.Idempotent, Destructive: sp.Destructive, InputSchema: sp.InputSchema})
+	}
+	writeJSON(w, 200, out)
+}
+
+// SkillInfo is a skill as the API lists it.
+type SkillInfo struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Dir         string   `json:"dir"`
+	Available   bool     `json:"available"`
+	Missing     []string `json:"missing,omitempty"`
+	Error       string   `json:"error,omitempty"`
+	Servers     []string `json:"mcp_servers,omitempty"`
+}
+
+// SkillDetail is one skill with its instructions.
+type SkillDetail struct {
+	SkillInfo
+	Body string `json:"body"`
+}
+
+func skillInfo(sk skill.Skill) SkillInfo {
+	in := SkillInfo{Name: sk.Name, Description: sk.Description, Dir: sk.Dir, Available: sk.Available, Missing: sk.Missing}
+	if sk.Err != nil {
+		in.Error = sk.Err.Error()
+	}
+	for name := range sk.MCPServers {
+		in.Servers = append(in.Servers, name)
+	}
+	slices.Sort(in.Servers)
+	return in
+}
+
+func (s *Server) skillList(w http.ResponseWriter, r *http.Request) {
+	out := []SkillInfo{}
+	if s.o.Skills != nil {
+		for _, sk := range s.o.Skills.Skills().List() {
+			out = append(out, skillInfo(sk))
+		}
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) skillShow(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if s.o.Skills == nil {
+		s.fail(w, notFound("skill %s", name))
+		return
+	}
+	set := s.o.Skills.Skills()
+	sk, ok := set.Get(name)
+	if !ok {
+		s.fail(w, notFound("skill %s", name))
+		return
+	}
+	d := SkillDetail{SkillInfo: skillInfo(sk)}
+	if sk.Err == nil {
+		body, err := set.Body(name)
+		if err != nil && !errors.Is(err, skill.ErrInvalid) {
+			s.fail(w, toolErr(err))
+			return
+		}
+		d.Body = body
+	}
+	writeJSON(w, 200, d)
+}
