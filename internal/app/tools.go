@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"time"
@@ -86,7 +87,7 @@ func (p skillPolicy) SkillsFor(agentID string) []string {
 type skillServers struct{ a *App }
 
 func (c skillServers) ConnectSkillServers(ctx context.Context, name string, servers map[string]agent.MCPServer) error {
-	for _, sn := range slices.Sorted(mapsKeys(servers)) {
+	for _, sn := range slices.Sorted(maps.Keys(servers)) {
 		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Source: "skill:" + name}); err != nil {
 			return err
 		}
@@ -94,25 +95,17 @@ func (c skillServers) ConnectSkillServers(ctx context.Context, name string, serv
 	return nil
 }
 
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // mcpDefs are the MCP servers the configuration and the agent files define.
 func (a *App) mcpDefs() []mcp.Def {
+	// In a fixed order (agentd.yaml first, then agents by id), so that of
+	// two conflicting definitions the same one always wins.
 	var defs []mcp.Def
-	for name, s := range a.Config.MCPServers {
-		defs = append(defs, mcp.Def{Name: name, Config: s, Source: "config"})
+	for _, name := range slices.Sorted(maps.Keys(a.Config.MCPServers)) {
+		defs = append(defs, mcp.Def{Name: name, Config: a.Config.MCPServers[name], Source: "config"})
 	}
 	for _, d := range a.Agents.List() {
-		for name, s := range d.MCPServers {
-			defs = append(defs, mcp.Def{Name: name, Config: s, Agents: []string{d.ID}, Source: "agent:" + d.ID})
+		for _, name := range slices.Sorted(maps.Keys(d.MCPServers)) {
+			defs = append(defs, mcp.Def{Name: name, Config: d.MCPServers[name], Agents: []string{d.ID}, Source: "agent:" + d.ID})
 		}
 	}
 	return defs

@@ -122,7 +122,8 @@ type Def struct {
 	// node-wide (every agent that uses it).
 	Agents []string
 	// Source says where the definition comes from: "config",
-	// "agent:<id>", "runtime", "skill:<name>". It is shown in List.
+	// "agent:<id>", "runtime", "skill:<name>". It is shown in List. Servers
+	// added with the source "skill:..." are not persisted.
 	Source string
 }
 
@@ -600,7 +601,8 @@ func (m *Manager) saveLocked() error {
 	var defs []Def
 	for _, name := range sortedKeys(m.servers) {
 		s := m.servers[name]
-		if s.runtime != nil {
+		// A skill's servers come back when the skill is loaded again.
+		if s.runtime != nil && !strings.HasPrefix(s.runtime.source, "skill:") {
 			defs = append(defs, Def{Name: name, Config: s.cfg, Agents: s.runtime.agents, Source: s.runtime.source})
 		}
 	}
