@@ -156,6 +156,8 @@ func (c *checker) servers(p string, m map[string]MCPServer) {
 		}
 		c.oneOf(sp+".transport", s.Transport, transports)
 		switch t := s.EffectiveTransport(); {
+		case t == "":
+			c.add(sp, "set command (a stdio server) or url (an HTTP server)")
 		case t == TransportStdio && s.Command == "":
 			c.add(sp+".command", "required for a stdio server (or set url for an HTTP one)")
 		case t == TransportStdio && s.URL != "":

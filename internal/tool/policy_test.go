@@ -14,6 +14,7 @@ func TestPolicyDecide(t *testing.T) {
 	calc := tool.Spec{Name: "calculator"}
 	fetch := tool.Spec{Name: "http_fetch", Risky: true}
 	shell := tool.Spec{Name: "shell_exec", Risky: true}
+	wipe := tool.Spec{Name: "memory__delete_entities", Server: "memory", Destructive: true}
 
 	allow := tool.Decision{Verdict: tool.Allow}
 	tests := []struct {
@@ -23,6 +24,11 @@ func TestPolicyDecide(t *testing.T) {
 		want   tool.Decision
 	}{
 		{"empty policy allows a safe tool", tool.Policy{}, calc, allow},
+		{"empty policy asks about a destructive tool", tool.Policy{}, wipe,
+			tool.Decision{tool.Ask, "tool memory__delete_entities may destroy data (its server says so), and the policy does not allow it by name"}},
+		{"allow names a destructive tool", tool.Policy{Allow: []string{"memory__*"}}, wipe, allow},
+		{"deny wins over destructive", tool.Policy{Deny: []string{"*__delete_*"}}, wipe,
+			tool.Decision{tool.Deny, `tool memory__delete_entities is denied by the pattern "*__delete_*"`}},
 		{"empty policy denies a risky tool", tool.Policy{}, fetch,
 			tool.Decision{tool.Deny, "tool http_fetch reaches the network, runs commands or writes files, and the policy does not allow it by name"}},
 		{"allow list names a risky tool", tool.Policy{Allow: []string{"http_fetch"}}, fetch, allow},
