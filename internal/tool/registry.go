@@ -63,6 +63,7 @@ type entry struct {
 	tool   Tool
 	spec   Spec
 	schema *jsonschema.Resolved
+	fast   *fastSchema // nil when the schema needs the general validator
 }
 
 // NewRegistry returns an empty registry. opts may be nil.
@@ -114,7 +115,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool: register %q: %w", spec.Name, err)
 	}
 	spec.InputSchema = bytes.Clone(spec.InputSchema)
-	e := &entry{tool: t, spec: spec, schema: schema}
+	e := &entry{tool: t, spec: spec, schema: schema, fast: compileFast(spec.InputSchema)}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
