@@ -184,7 +184,7 @@ func (a *App) bootstrap(ctx context.Context) {
 				return
 			}
 			evs = append(evs, event.New(0, 0, event.Lifecycle, event.LifecycleData{Phase: event.PhaseBootstrap, Tool: b.Tool,
-				Args: args, Output: out.Result.Output, IsError: out.Result.IsError, DurationMS: out.Duration.Milliseconds()}))
+				Args: args, Output: out.Result.Output, IsError: out.Result.IsError, DurationMS: float64(out.Duration.Microseconds()) / 1000}))
 			if out.Result.IsError {
 				a.Logger.Warn("bootstrap call failed", "agent", d.ID, "tool", b.Tool, "output", out.Result.Output)
 			}

@@ -43,6 +43,13 @@ type BenchResult struct {
 	RSSGrowthPct     float64 `json:"rss_growth_pct"`
 	VersionMS        float64 `json:"version_ms"`
 
+	MCPStdioP50us          float64 `json:"mcp_stdio_p50_us"`
+	MCPHTTPP50us           float64 `json:"mcp_http_p50_us"`
+	DispatchUS             float64 `json:"dispatch_us"`
+	LifecycleP50ms         float64 `json:"lifecycle_p50_ms"`
+	LifecycleToolsP50ms    float64 `json:"lifecycle_tools_p50_ms"`
+	LifecycleOverheadP50ms float64 `json:"lifecycle_overhead_p50_ms"`
+
 	Turns        int    `json:"turns"`
 	Concurrency  int    `json:"concurrency"`
 	Sessions     int    `json:"sessions"`
@@ -112,6 +119,12 @@ func printBench(w interface{ Write([]byte) (int, error) }, r *BenchResult) {
 	row("turn_p99_ms", f(r.TurnP99ms, "ms"), "", "")
 	row("overhead_p50_ms", f(r.OverheadP50ms, "ms"), "≤ 1.0", "turn_p50 − 2 × model_rtt_p50")
 	row("turns_per_s", strconv.FormatFloat(r.TurnsPerS, 'f', 0, 64), "≥ 2000", fmt.Sprintf("one-step turns, %d concurrent sessions, durable", r.Concurrency))
+	row("mcp_stdio_p50_us", f(r.MCPStdioP50us, "µs"), "≤ 300", "MCP tool call round trip, Go server over stdio")
+	row("mcp_http_p50_us", f(r.MCPHTTPP50us, "µs"), "≤ 1000", "MCP tool call round trip, streamable HTTP on loopback")
+	row("dispatch_us", f(r.DispatchUS, "µs"), "≤ 5", "registry lookup + policy check + argument validation per call")
+	row("lifecycle_p50_ms", f(r.LifecycleP50ms, "ms"), "", "message(): 3 context, 1 action (+ signed hook), 1 post-process tool over stdio")
+	row("lifecycle_tools_p50_ms", f(r.LifecycleToolsP50ms, "ms"), "", "of which the MCP calls themselves (6 calls in 4 rounds)")
+	row("lifecycle_overhead_p50_ms", f(r.LifecycleOverheadP50ms, "ms"), "≤ 5", "lifecycle_p50 − model time − MCP call time")
 	if r.ReadyMS > 0 {
 		row("ready_ms", f(r.ReadyMS, "ms"), "≤ 100", "agentd serve start to accepting on its socket")
 		row("idle_rss_mb", f(r.IdleRSSMB, "MB"), "≤ 20", "agentd serve, idle")
@@ -166,6 +179,9 @@ func (e *env) bench(ctx context.Context, c benchConfig, skipProc bool) (*BenchRe
 		return nil, err
 	}
 	if err := e.benchInProcess(ctx, filepath.Join(dir, "inproc"), res, c); err != nil {
+		return nil, err
+	}
+	if err := e.benchMCP(ctx, dir, base, res, c); err != nil {
 		return nil, err
 	}
 	if skipProc {

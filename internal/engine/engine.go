@@ -718,7 +718,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	var end event.TurnEndData
 	// A tool call must be durable before its tool runs, unless running it
 	// again after a crash is harmless.
-	async := len(calls) > 0
+	async := len(calls) > 0 || r.lc.after // the answer before the phases: the next phase's start (or the end) syncs it
 	for _, c := range calls {
 		async = async && r.rerunnable(c.Name)
 	}

@@ -87,7 +87,8 @@ type lifecycle struct {
 
 	mu       sync.Mutex
 	signed   bool
-	approval json.RawMessage
+	approval json.RawMessage // the signed approval object
+	sig      string          // its signature
 	pubkey   string
 	signErr  error
 	context  []string
@@ -133,11 +134,7 @@ func (r *run) notePrior(ev *event.Event) {
 		switch {
 		case d.Phase == event.PhaseApproval:
 			r.lc.signed, r.lc.approval = true, d.Approval
-			var a struct {
-				Pubkey string `json:"daemonPubkey"`
-			}
-			json.Unmarshal(d.Approval, &a)
-			r.lc.pubkey = a.Pubkey
+			r.lc.pubkey, r.lc.sig = approvalFields(d.Approval)
 		case len(d.Start) > 0:
 			for _, name := range d.Start {
 				if _, done := r.prior[phaseKey(d.Phase, name)]; !done {
@@ -245,12 +242,23 @@ func (r *run) approval(ctx context.Context) json.RawMessage {
 		return nil
 	}
 	r.lc.approval, r.lc.pubkey = a, pub
+	_, r.lc.sig = approvalFields(a)
 	ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseApproval, Approval: a})
 	// Signing again after a crash gives the same approval: it may wait.
 	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
 		r.e.o.Logger.Error("log approval", "agent", r.def.ID, "err", err)
 	}
 	return a
+}
+
+// approvalFields returns the public key and signature of an approval.
+func approvalFields(a json.RawMessage) (pubkey, sig string) {
+	var f struct {
+		Pubkey    string `json:"daemonPubkey"`
+		Signature string `json:"signature"`
+	}
+	json.Unmarshal(a, &f)
+	return f.Pubkey, f.Signature
 }
 
 // approvalAnswer is how a call's approval ended.
@@ -333,15 +341,19 @@ func (r *run) lifecycleArgs(phase string, s *tool.Spec) json.RawMessage {
 	if r.lc.pubkey != "" {
 		m["daemonPubkey"] = r.lc.pubkey
 	}
-	if len(r.lc.approval) > 0 {
-		m["approval"] = r.lc.approval
+	if r.lc.sig != "" {
+		m["approval"] = r.lc.sig
 	}
 	if phase != event.PhaseContext {
 		m["output"] = r.reply
 		m["context"] = slices.Clone(r.lc.context)
 	}
 	if phase == event.PhasePostprocess {
-		m["actionsLog"] = slices.Clone(r.lc.actions)
+		log := make([]LogEntry, len(r.lc.actions))
+		for i, a := range r.lc.actions {
+			log[i] = LogEntry{Tool: a.Tool, Output: a.Output, IsError: a.IsError, Interrupted: a.Interrupted, DurationMS: a.DurationMS}
+		}
+		m["actionsLog"] = log
 	}
 	r.lc.mu.Unlock()
 	if extra := r.toolArgs(s); extra != nil {
@@ -483,7 +495,7 @@ func (r *run) callPhaseTool(ctx context.Context, phase string, s *tool.Spec) eve
 		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: appr}
 	out := r.e.o.Tools.Run(ctx, call, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
 	d := event.LifecycleData{Phase: phase, Tool: s.Name, Args: args, Output: out.Result.Output, IsError: out.Result.IsError,
-		DurationMS: out.Duration.Milliseconds()}
+		DurationMS: ms(out.Duration)}
 	if d.IsError {
 		return d
 	}
@@ -551,15 +563,8 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 				errs[i] = context.Cause(ctx)
 				return
 			}
-			r.live(event.ToolEnd, event.ToolResultData{ID: phase + ":" + j.name, Name: j.name, Output: d.Output, IsError: d.IsError, DurationMS: d.DurationMS})
+			r.live(event.ToolEnd, event.ToolResultData{ID: phase + ":" + j.name, Name: j.name, Output: d.Output, IsError: d.IsError, DurationMS: int64(d.DurationMS)})
 			results[i] = d
-			if j.rerunnable {
-				return // logged below, in order
-			}
-			ev := event.New(r.session, r.t.ID, event.Lifecycle, d)
-			if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
-				errs[i] = fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
-			}
 		})
 	}
 	wg.Wait()
@@ -568,12 +573,13 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 			return nil, err
 		}
 	}
-	// Results that are harmless to lose share one write, in tool order.
+	// The results share one write, in tool order, made durable with the
+	// turn's next synced write (the next phase's start, or the end). A
+	// crash before that loses them harmlessly: the calls that must not run
+	// twice were logged as started and resume as interrupted.
 	var evs []event.Event
 	for _, i := range todo {
-		if jobs[i].rerunnable {
-			evs = append(evs, event.New(r.session, r.t.ID, event.Lifecycle, results[i]))
-		}
+		evs = append(evs, event.New(r.session, r.t.ID, event.Lifecycle, results[i]))
 	}
 	if len(evs) > 0 {
 		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
@@ -670,7 +676,7 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 	defer cancel()
 	res, err := r.e.o.Servers.CallTool(tctx, server, h.HookTool.ToolName, b, &tool.Call{
 		ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approval(ctx)})
-	d.DurationMS = time.Since(start).Milliseconds()
+	d.DurationMS = ms(time.Since(start))
 	if err != nil {
 		return fail("hook tool %s on %s: %v", h.HookTool.ToolName, server, err)
 	}
@@ -681,12 +687,15 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 // Object is the lifecycle object of one message, with the Daemon's field
 // names.
 type Object struct {
-	DaemonPubkey   string            `json:"daemonPubkey"`
-	DaemonName     string            `json:"daemonName"`
-	MessageID      string            `json:"messageId"`
-	Message        string            `json:"message"`
-	CreatedAt      time.Time         `json:"createdAt"`
-	Approval       json.RawMessage   `json:"approval"` // the signed approval object; its signature field is the signature
+	DaemonPubkey string    `json:"daemonPubkey"`
+	DaemonName   string    `json:"daemonName"`
+	MessageID    string    `json:"messageId"`
+	Message      string    `json:"message"`
+	CreatedAt    time.Time `json:"createdAt"`
+	Approval     string    `json:"approval"` // the signature over (message, createdAt, messageId, channelId), base58
+	// ApprovalObject is the whole signed approval, as tool servers get it
+	// in _meta["agentd/approval"].
+	ApprovalObject json.RawMessage   `json:"approvalObject,omitempty"`
 	ChannelID      string            `json:"channelId"`
 	IdentityPrompt string            `json:"identityPrompt"`
 	Context        []string          `json:"context"`
@@ -709,7 +718,7 @@ type LogEntry struct {
 	Output      string          `json:"output"`
 	IsError     bool            `json:"isError,omitempty"`
 	Interrupted bool            `json:"interrupted,omitempty"`
-	DurationMS  int64           `json:"durationMs"`
+	DurationMS  float64         `json:"durationMs"`
 }
 
 // BuildObject assembles the lifecycle object of a turn from its events.
@@ -734,12 +743,8 @@ func BuildObject(d *agent.Definition, item store.InboxItem, evs []event.Event, c
 				Interrupted: l.Interrupted, DurationMS: l.DurationMS}
 			switch l.Phase {
 			case event.PhaseApproval:
-				o.Approval = l.Approval
-				var a struct {
-					Pubkey string `json:"daemonPubkey"`
-				}
-				json.Unmarshal(l.Approval, &a)
-				o.DaemonPubkey = a.Pubkey
+				o.ApprovalObject = l.Approval
+				o.DaemonPubkey, o.Approval = approvalFields(l.Approval)
 			case event.PhaseContext:
 				o.Context = append(o.Context, l.Context...)
 				o.Tools = append(o.Tools, l.Tools...)

@@ -205,7 +205,7 @@ type LifecycleData struct {
 	Output      string          `json:"output,omitempty"`
 	IsError     bool            `json:"is_error,omitempty"`
 	Interrupted bool            `json:"interrupted,omitempty"`
-	DurationMS  int64           `json:"duration_ms,omitempty"`
+	DurationMS  float64         `json:"duration_ms,omitempty"`
 	// What a context tool contributed.
 	Context []string          `json:"context,omitempty"`
 	Tools   []json.RawMessage `json:"tools,omitempty"`

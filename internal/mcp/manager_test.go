@@ -75,7 +75,7 @@ func TestToolRegistration(t *testing.T) {
 	}
 	want := []row{
 		{Name: "mem__add_extra", Kind: "action"},
-		{Name: "mem__ctx_tool", Kind: "context", Idempotent: true}, // _meta wins over Kinds
+		{Name: "mem__ctx_tool", Kind: "server", Idempotent: true}, // Kinds wins over _meta
 		{Name: "mem__dotted_name", Kind: "action"},
 		{Name: "mem__echo", Kind: "postprocess", ReadOnly: true, Idempotent: true},
 		{Name: "mem__env", Kind: "action"},

@@ -86,13 +86,14 @@ func (s *server) toolSpec(name string, t *sdk.Tool) (tool.Spec, error) {
 	return spec, nil
 }
 
-// toolKind is the lifecycle kind of t: its _meta "agentd/kind" when valid,
-// else the configuration's Kinds entry, else its Kind, else model.
+// toolKind is the lifecycle kind of t: the configuration's Kinds entry
+// (the operator's word is last), else its _meta "agentd/kind" when valid,
+// else the configuration's Kind, else model.
 func (s *server) toolKind(t *sdk.Tool) string {
-	if k, ok := t.Meta[MetaKind].(string); ok && validKind(k) {
+	if k := s.cfg.Kinds[t.Name]; validKind(k) {
 		return k
 	}
-	if k := s.cfg.Kinds[t.Name]; validKind(k) {
+	if k, ok := t.Meta[MetaKind].(string); ok && validKind(k) {
 		return k
 	}
 	if validKind(s.cfg.Kind) {
