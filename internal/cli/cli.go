@@ -124,8 +124,9 @@ func (e *env) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
-		e.serveCmd(), e.chatCmd(), e.sendCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
+		e.serveCmd(), e.chatCmd(), e.withLifecycle(e.sendCmd()), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.cancelCmd(), e.closeCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
+		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
 	)
 	return root
 }
@@ -185,6 +186,10 @@ func (e *env) connect(ctx context.Context) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
+	// A command's turn may call MCP tools: let the servers connect first.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	a.MCP.WaitReady(wctx)
+	cancel()
 	api, err := a.API(ctx)
 	if err != nil {
 		a.Close(context.Background())

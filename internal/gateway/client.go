@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"agentd/internal/event"
+	"agentd/internal/identity"
+	"agentd/internal/permit"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
@@ -275,3 +277,129 @@ type pipeAddr struct{}
 
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "in-process" }
+
+// ErrEmptyName is returned, before any request, for an empty agent id,
+// approval id, server name or skill name.
+var ErrEmptyName = errors.New("gateway client: empty id or name")
+
+// seg returns v escaped as one path segment.
+func seg(v string) (string, error) {
+	if v == "" {
+		return "", ErrEmptyName
+	}
+	return url.PathEscape(v), nil
+}
+
+// Lifecycle runs the message lifecycle of one message to an agent and
+// returns the receipt and the lifecycle object once the turn has ended.
+func (c *Client) Lifecycle(ctx context.Context, agentID string, req LifecycleRequest) (LifecycleResponse, error) {
+	var out LifecycleResponse
+	id, err := seg(agentID)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, "POST", "/v1/agents/"+id+"/message", req, &out)
+}
+
+// Approvals lists the tool calls waiting for a person, oldest first.
+func (c *Client) Approvals(ctx context.Context) ([]permit.Request, error) {
+	var out []permit.Request
+	return out, c.do(ctx, "GET", "/v1/approvals", nil, &out)
+}
+
+// Resolve grants or denies the waiting call id; reason tells the model why
+// (for a denial). The decision is recorded as made by "cli".
+func (c *Client) Resolve(ctx context.Context, id string, grant bool, reason string) (permit.Decision, error) {
+	var out permit.Decision
+	p, err := seg(id)
+	if err != nil {
+		return out, err
+	}
+	verb := "deny"
+	if grant {
+		verb = "grant"
+	}
+	return out, c.do(ctx, "POST", "/v1/approvals/"+p+"/"+verb, ResolveRequest{Reason: reason, By: "cli"}, &out)
+}
+
+// MCPServers lists the MCP servers and their state.
+func (c *Client) MCPServers(ctx context.Context) ([]ServerInfo, error) {
+	var out []ServerInfo
+	return out, c.do(ctx, "GET", "/v1/mcp/servers", nil, &out)
+}
+
+// AddMCPServer adds an MCP server at run time. It returns once the server
+// is connected and its tools are listed, or with the reason it is not.
+func (c *Client) AddMCPServer(ctx context.Context, req AddServerRequest) (ServerInfo, error) {
+	var out ServerInfo
+	return out, c.do(ctx, "POST", "/v1/mcp/servers", req, &out)
+}
+
+// RemoveMCPServer removes an MCP server added at run time.
+func (c *Client) RemoveMCPServer(ctx context.Context, name string) error {
+	p, err := seg(name)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "DELETE", "/v1/mcp/servers/"+p, nil, nil)
+}
+
+// MCPTools lists the tools an MCP server has registered.
+func (c *Client) MCPTools(ctx context.Context, name string) ([]ToolInfo, error) {
+	var out []ToolInfo
+	p, err := seg(name)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, "GET", "/v1/mcp/servers/"+p+"/tools", nil, &out)
+}
+
+// Key returns an agent's public key; Exists is false when it has none yet.
+func (c *Client) Key(ctx context.Context, agentID string) (KeyInfo, error) {
+	var out KeyInfo
+	id, err := seg(agentID)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, "GET", "/v1/agents/"+id+"/key", nil, &out)
+}
+
+// GenerateKey makes a new key for an agent; force replaces an existing one.
+func (c *Client) GenerateKey(ctx context.Context, agentID string, force bool) (KeyInfo, error) {
+	var out KeyInfo
+	id, err := seg(agentID)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, "POST", "/v1/agents/"+id+"/key", KeyRequest{Force: force}, &out)
+}
+
+// ImportKey gives an agent the key in keypair, the content of a Solana
+// keypair file (a JSON array of 64 numbers); force replaces an existing key.
+func (c *Client) ImportKey(ctx context.Context, agentID string, keypair []byte, force bool) (KeyInfo, error) {
+	var out KeyInfo
+	id, err := seg(agentID)
+	if err != nil {
+		return out, err
+	}
+	if !json.Valid(keypair) {
+		return out, fmt.Errorf("gateway client: import key: %w: not JSON (want an array of 64 numbers)", identity.ErrKeyFile)
+	}
+	return out, c.do(ctx, "PUT", "/v1/agents/"+id+"/key", KeyRequest{Force: force, Keypair: keypair}, &out)
+}
+
+// Skills lists the skills, with their availability.
+func (c *Client) Skills(ctx context.Context) ([]SkillInfo, error) {
+	var out []SkillInfo
+	return out, c.do(ctx, "GET", "/v1/skills", nil, &out)
+}
+
+// Skill returns one skill with its instructions.
+func (c *Client) Skill(ctx context.Context, name string) (SkillDetail, error) {
+	var out SkillDetail
+	p, err := seg(name)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, "GET", "/v1/skills/"+p, nil, &out)
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -201,7 +202,7 @@ func (s *Server) keyWrite(w http.ResponseWriter, r *http.Request, imp bool) {
 		return
 	}
 	var req KeyRequest
-	if !s.decode(w, r, &req) {
+	if r.ContentLength != 0 && !s.decode(w, r, &req) {
 		return
 	}
 	id := r.PathValue("id")
@@ -215,6 +216,9 @@ func (s *Server) keyWrite(w http.ResponseWriter, r *http.Request, imp bool) {
 		pub, err = s.o.Keys.Import(id, bytes.NewReader(req.Keypair), req.Force)
 	} else {
 		pub, err = s.o.Keys.Generate(id, req.Force)
+	}
+	if errors.Is(err, identity.ErrExists) {
+		err = &statusError{http.StatusConflict, "conflict", fmt.Errorf("agent %s already has a key; force replaces it", id)}
 	}
 	if err != nil {
 		s.fail(w, toolErr(err))
@@ -314,7 +318,13 @@ func (s *Server) mcpAdd(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.o.MCP.Add(r.Context(), d)
 	if err != nil {
-		s.fail(w, toolErr(err))
+		if mapped := toolErr(err); mapped != err {
+			s.fail(w, mapped)
+		} else {
+			// The server did not start or answer: its reason is the
+			// operator's to see (it names their command or URL).
+			s.fail(w, &statusError{http.StatusBadGateway, "connect_failed", err})
+		}
 		return
 	}
 	writeJSON(w, 201, serverInfo(st))
