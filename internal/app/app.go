@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -77,6 +78,10 @@ type App struct {
 
 // DBFile is the database's name inside the data directory.
 const DBFile = "agentd.db"
+
+// MCPStartWait bounds how long Start waits for MCP servers to connect
+// before it resumes work; a server slower than that joins later.
+const MCPStartWait = 15 * time.Second
 
 // SocketFile is the local API socket's name inside the data directory.
 const SocketFile = "agentd.sock"
@@ -172,14 +177,21 @@ func (l *runtimeLog) CommitAsync(ctx context.Context, b *store.Batch) func() err
 	return l.r.CommitAsync(ctx, b)
 }
 
-// Start records the agents, resumes unfinished work and starts watching
-// agent files.
+// Start records the agents, connects the MCP servers, resumes unfinished
+// work and starts watching agent files.
 func (a *App) Start(ctx context.Context) error {
 	for _, d := range a.Agents.List() {
 		if err := a.saveAgent(ctx, d); err != nil {
 			return err
 		}
 	}
+	// Turns resumed or started now must find their servers' tools: wait
+	// for each server's first connection (or first failure), within
+	// MCPStartWait.
+	a.syncServers(ctx)
+	wctx, cancelWait := context.WithTimeout(ctx, MCPStartWait)
+	a.MCP.WaitReady(wctx)
+	cancelWait()
 	n, err := a.Runtime.Start(ctx)
 	if err != nil {
 		return err
@@ -189,7 +201,6 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.syncServers(ctx)
 	a.started.Store(true)
 	a.wg.Go(func() {
 		if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {

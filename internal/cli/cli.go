@@ -186,10 +186,6 @@ func (e *env) connect(ctx context.Context) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
-	// A command's turn may call MCP tools: let the servers connect first.
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	a.MCP.WaitReady(wctx)
-	cancel()
 	api, err := a.API(ctx)
 	if err != nil {
 		a.Close(context.Background())

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -38,13 +40,24 @@ func (e *env) mcpServeCmd() *cobra.Command {
 // mcpDemoCmd runs the demo MCP server.
 func (e *env) mcpDemoCmd() *cobra.Command {
 	var allowCrash bool
+	var recordURL string
 	cmd := &cobra.Command{
 		Use:    "demo",
 		Short:  "Run a small MCP server (stdio) with a tool of every lifecycle kind, for trying agentd out",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s := mcpdemo.New(&mcpdemo.Options{AllowCrash: allowCrash, Logger: e.logger("warn")})
+			o := &mcpdemo.Options{AllowCrash: allowCrash, Logger: e.logger("warn")}
+			if recordURL != "" {
+				// Each side effect is reported before its call returns.
+				o.Record = func(tool, key string) {
+					resp, err := http.Post(recordURL, "text/plain", strings.NewReader(tool+" "+key))
+					if err == nil {
+						resp.Body.Close()
+					}
+				}
+			}
+			s := mcpdemo.New(o)
 			err := s.Run(cmd.Context(), &mcp.StdioTransport{})
 			if cmd.Context().Err() != nil {
 				return nil
@@ -53,5 +66,6 @@ func (e *env) mcpDemoCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&allowCrash, "allow-crash", false, "offer a crash tool that exits the server (for reconnect tests)")
+	cmd.Flags().StringVar(&recordURL, "record-url", "", "POST \"<tool> <key>\" to this URL for every call with a side effect (for durability tests)")
 	return cmd
 }

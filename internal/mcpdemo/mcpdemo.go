@@ -74,12 +74,17 @@ type Options struct {
 	// Trusted lists the base58 public keys submit and whoami accept;
 	// empty means any key.
 	Trusted []string
+	// Record, if set, is told of every call with a side effect before it
+	// returns: quote and remember with the message id, submit with the
+	// order. Tests count calls with it across restarts of agentd.
+	Record func(tool, key string)
 }
 
 // demo is one server's state.
 type demo struct {
 	log     *slog.Logger
 	srv     *mcp.Server
+	record  func(tool, key string)
 	trusted map[string]bool // base58 of the decoded keys; nil: any
 
 	mu      sync.Mutex
@@ -96,7 +101,10 @@ func New(o *Options) *mcp.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &demo{log: opts.Logger, notes: map[string][]string{}}
+	d := &demo{log: opts.Logger, notes: map[string][]string{}, record: opts.Record}
+	if d.record == nil {
+		d.record = func(string, string) {}
+	}
 	if len(opts.Trusted) > 0 {
 		d.trusted = map[string]bool{}
 		for _, k := range opts.Trusted {
@@ -166,6 +174,7 @@ type addIn struct {
 
 type lifecycleIn struct {
 	Message   string `json:"message"`
+	MessageID string `json:"messageId"`
 	ChannelID string `json:"channelId"`
 	Output    string `json:"output"`
 }
@@ -237,7 +246,7 @@ func (d *demo) addTools(allowCrash bool) {
 		Name: "quote", Description: "Prepare an order from the agent's output and ask agentd to sign it and submit it.",
 		Meta:        meta(KindAction),
 		InputSchema: lifecycle([]string{"output"}, "message"),
-	}, quote)
+	}, d.quote)
 	mcp.AddTool(d.srv, &mcp.Tool{
 		Name: "submit", Description: "Accept an order whose payload is signed by the agent's key.",
 		Meta: meta(KindServer),
@@ -316,6 +325,7 @@ func (d *demo) remember(_ context.Context, _ *mcp.CallToolRequest, in lifecycleI
 	}
 	d.notes[in.ChannelID] = notes
 	d.mu.Unlock()
+	d.record("remember", in.MessageID)
 	return textResult("remembered"), nil, nil
 }
 
@@ -327,10 +337,11 @@ func OrderFor(output string) (order, payload string) {
 	return order, "agentd-demo order " + order + " " + hex.EncodeToString(sum[:])
 }
 
-func quote(_ context.Context, _ *mcp.CallToolRequest, in lifecycleIn) (*mcp.CallToolResult, any, error) {
+func (d *demo) quote(_ context.Context, _ *mcp.CallToolRequest, in lifecycleIn) (*mcp.CallToolResult, any, error) {
 	if in.Output == "" {
 		return nil, nil, errors.New("output must not be empty: there is nothing to quote")
 	}
+	d.record("quote", in.MessageID)
 	order, payload := OrderFor(in.Output)
 	res, err := jsonResult(ActionResult{Hooks: []Hook{{
 		DaemonTool: "sign",
@@ -358,6 +369,7 @@ func (d *demo) submit(_ context.Context, _ *mcp.CallToolRequest, in submitIn) (*
 	if f := strings.Fields(in.Payload); len(f) != 4 || f[0] != "agentd-demo" || f[1] != "order" || f[2] != in.Order {
 		return nil, nil, fmt.Errorf("the payload is not for order %s", in.Order)
 	}
+	d.record("submit", in.Order)
 	return textResult("accepted " + in.Order), nil, nil
 }
 
