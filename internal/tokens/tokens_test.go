@@ -1,0 +1,110 @@
+package tokens
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"testing"
+	"unicode"
+
+	"agentd/internal/model"
+)
+
+// The reference counts in testdata/reference.json come from OpenAI's BPE
+// vocabularies (o200k_base, cl100k_base); the estimate must stay close to
+// them over varied text: prose in several scripts, code, JSON, URLs, ids.
+func TestTextAgainstReference(t *testing.T) {
+	b, err := os.ReadFile("testdata/reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Text  string `json:"text"`
+		O200k int    `json:"o200k_base"`
+	}
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	var est, ref int
+	for _, r := range rows {
+		got := Text(r.Text)
+		est += got
+		ref += r.O200k
+		if dev := math.Abs(float64(got-r.O200k)) / float64(r.O200k); dev > 0.45 {
+			t.Errorf("%q: estimate %d, reference %d (off by %.0f%%)", r.Text, got, r.O200k, dev*100)
+		}
+	}
+	if dev := math.Abs(float64(est-ref)) / float64(ref); dev > 0.15 {
+		t.Errorf("over the corpus: estimate %d, reference %d (off by %.0f%%)", est, ref, dev*100)
+	}
+	t.Logf("corpus: estimate %d, reference %d", est, ref)
+}
+
+func TestRequest(t *testing.T) {
+	r := &model.Request{System: "be brief", Messages: []model.Message{
+		{Role: model.RoleUser, Content: "hello there"},
+		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "1", Name: "clock", Args: json.RawMessage(`{}`)}}},
+		{Role: model.RoleTool, Content: "12:00", ToolCallID: "1"},
+	}, Tools: []model.ToolSpec{{Name: "clock", Description: "the time", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	n := Request(r)
+	if n < 20 || n > 60 {
+		t.Errorf("Request = %d", n)
+	}
+	if Text("") != 0 || Messages(nil) != 0 {
+		t.Error("empty input has tokens")
+	}
+}
+
+func TestCalibrator(t *testing.T) {
+	var c Calibrator
+	if got := c.Scale("m", 100); got != 100 {
+		t.Errorf("uncalibrated Scale = %d", got)
+	}
+	c.Observe("m", 100, 120)
+	if got := c.Scale("m", 100); got != 120 {
+		t.Errorf("after one report Scale = %d, want 120", got)
+	}
+	for range 20 {
+		c.Observe("m", 100, 150)
+	}
+	if r, _ := c.Ratio("m"); math.Abs(r-1.5) > 0.01 {
+		t.Errorf("ratio %.3f, want about 1.5", r)
+	}
+	c.Observe("m", 100, 100000) // clamped
+	if r, _ := c.Ratio("m"); r > maxRatio {
+		t.Errorf("ratio %.3f above the bound", r)
+	}
+	c.Observe("other", 0, 10)
+	if _, ok := c.Ratio("other"); ok {
+		t.Error("a zero estimate was recorded")
+	}
+}
+
+func FuzzText(f *testing.F) {
+	f.Add("hello, world")
+	f.Add("会議のメモ")
+	f.Fuzz(func(t *testing.T, s string) {
+		n := Text(s)
+		if n < 0 || (s != "" && n == 0 && len([]rune(s)) > 0 && !onlySpace(s)) || n > len(s)+1 {
+			t.Fatalf("Text(%q) = %d", s, n)
+		}
+	})
+}
+
+func onlySpace(s string) bool {
+	for _, r := range s {
+		if r != ' ' && r != '\t' && r != '\n' && r != '\r' && r != '\v' && r != '\f' && r != 0x85 && r != 0xA0 && !unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func BenchmarkText(b *testing.B) {
+	s := "The quick brown fox jumps over the lazy dog; func main() { fmt.Println(42) } https://example.com/a/b?c=d"
+	b.ReportAllocs()
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		Text(s)
+	}
+}
