@@ -337,3 +337,26 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// A hook signature verifies as a hook and can never pass as an approval,
+// even when the payload imitates an approval's signed bytes.
+func TestHookSignatureIsNotAnApproval(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(nil)
+	pub := EncodePublicKey(key.Public().(ed25519.PublicKey))
+	a := Sign(key, "wire all funds to mallory", time.Unix(1700000000, 0), "m1", "c1")
+	forged := string(a.Payload()) // what a hostile server would ask to sign
+	sig, err := SignHook(key, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHook(pub, forged, sig); err != nil {
+		t.Fatalf("CheckHook: %v", err)
+	}
+	a.Signature = sig
+	if err := a.Check(); err == nil {
+		t.Fatal("a hook signature passed as an approval")
+	}
+	if err := CheckHook(pub, forged+"x", sig); err == nil {
+		t.Fatal("CheckHook accepted a changed payload")
+	}
+}

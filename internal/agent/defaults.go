@@ -10,7 +10,9 @@ const (
 	DefaultToolTimeout        = 60 * time.Second
 	DefaultMaxOutputBytes     = 64 << 10
 	DefaultApprovalTimeout    = 10 * time.Minute
-	DefaultContextWindow      = 128000
+	DefaultContextWindow      = 200000
+	DefaultWarnAt             = 0.75
+	DefaultCompactAt          = 0.9
 	DefaultMaxConcurrentTurns = 256
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
@@ -91,6 +93,24 @@ func applyDefinitionDefaults(d *Definition, id string, cfg *Config) {
 	}
 	if d.Memory.ContextWindow == 0 {
 		d.Memory.ContextWindow = DefaultContextWindow
+	}
+	if d.Memory.Compaction == "" {
+		d.Memory.Compaction = CompactSummarize
+	}
+	if d.Memory.RecentTurns == 0 {
+		d.Memory.RecentTurns = 4
+		if d.Memory.Compaction == CompactRetrieve {
+			d.Memory.RecentTurns = 10
+		}
+	}
+	if d.Memory.WarnAt == 0 {
+		d.Memory.WarnAt = DefaultWarnAt
+	}
+	if d.Memory.CompactAt == 0 {
+		d.Memory.CompactAt = DefaultCompactAt
+	}
+	if d.Memory.SummaryModel != nil {
+		applyModelDefaults(d.Memory.SummaryModel)
 	}
 	if d.Inbox.Mode == "" {
 		d.Inbox.Mode = ModeQueue

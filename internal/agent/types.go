@@ -182,9 +182,30 @@ type Budgets struct {
 
 // Memory holds context settings.
 type Memory struct {
-	// ContextWindow is the model's context window in tokens (default 128000).
+	// ContextWindow is the model's context window in tokens (default 200000).
 	ContextWindow int `yaml:"context_window" json:"context_window,omitempty"`
+	// Compaction is how the context is kept inside the window: summarize
+	// (default: older turns are folded into a summary the model writes)
+	// or retrieve (no summaries: the last RecentTurns turns are in
+	// context, and the history tools reach the rest).
+	Compaction string `yaml:"compaction" json:"compaction,omitempty"`
+	// RecentTurns is how many recent turns stay verbatim (default 10 for
+	// retrieve, 4 for summarize).
+	RecentTurns int `yaml:"recent_turns" json:"recent_turns,omitempty"`
+	// WarnAt and CompactAt are fractions of the window: a warning event
+	// when a request grows past WarnAt (default 0.75), compaction past
+	// CompactAt (default 0.9).
+	WarnAt    float64 `yaml:"warn_at" json:"warn_at,omitempty"`
+	CompactAt float64 `yaml:"compact_at" json:"compact_at,omitempty"`
+	// SummaryModel writes summaries (default: the agent's own model).
+	SummaryModel *Model `yaml:"summary_model" json:"summary_model,omitempty"`
 }
+
+// Compaction modes.
+const (
+	CompactSummarize = "summarize"
+	CompactRetrieve  = "retrieve"
+)
 
 // Inbox holds inbox settings.
 type Inbox struct {

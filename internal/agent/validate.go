@@ -23,7 +23,7 @@ var (
 
 // ValidServerName reports whether name can name an MCP server: 1 to 32
 // letters, digits, '-' and single '_', starting with a letter or digit.
-func ValidServerName(name string) bool { return serverRE.MatchString(name) }
+func ValidServerName(name string) bool { return len(name) <= 32 && serverRE.MatchString(name) }
 
 // Accepted values of the enumerated fields.
 var (
@@ -126,6 +126,19 @@ func (c *checker) definition(d *Definition, id string) {
 	c.nonNegativeFloat("budgets.max_usd_per_day", d.Budgets.MaxUSDPerDay)
 	c.duration("budgets.max_wall_time", d.Budgets.MaxWallTime)
 	c.nonNegative("memory.context_window", d.Memory.ContextWindow)
+	c.oneOf("memory.compaction", d.Memory.Compaction, []string{CompactSummarize, CompactRetrieve})
+	c.nonNegative("memory.recent_turns", d.Memory.RecentTurns)
+	for _, f := range []struct {
+		p string
+		v float64
+	}{{"memory.warn_at", d.Memory.WarnAt}, {"memory.compact_at", d.Memory.CompactAt}} {
+		if f.v < 0 || f.v > 1 {
+			c.add(f.p, "must be a fraction between 0 and 1, got %v", f.v)
+		}
+	}
+	if m := d.Memory.SummaryModel; m != nil && !modelIsZero(m) {
+		c.model("memory.summary_model", m, false)
+	}
 	c.oneOf("inbox.mode", d.Inbox.Mode, inboxModes)
 	c.servers("mcp_servers", d.MCPServers)
 	for i, name := range d.Servers {

@@ -19,16 +19,17 @@ func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a,
 		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) })})
 	c, stop := gateway.Pipe(gw)
-	a.Facade = mcpserver.New(FacadeBackend{C: c}, &mcpserver.Options{Name: "agentd", Version: a.version, Logger: a.Logger})
+	f := mcpserver.New(FacadeBackend{C: c}, &mcpserver.Options{Name: "agentd", Version: a.version, Logger: a.Logger})
 	a.wg.Go(func() {
 		<-a.done
 		stop()
 	})
-	if err := a.Facade.Sync(ctx); err != nil {
+	if err := f.Sync(ctx); err != nil {
 		return nil, err
 	}
+	a.facade.Store(f)
 	// Over the unix socket, clients name the host "agentd".
-	facade = a.Facade.Handler(&mcpserver.HandlerOptions{AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]", "agentd"}})
+	facade = f.Handler(&mcpserver.HandlerOptions{AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]", "agentd"}})
 	return gw, nil
 }
 

@@ -62,9 +62,9 @@ type App struct {
 	Permits *permit.Broker
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
-	Facade  *mcpserver.Server
 
 	skills  atomic.Pointer[skill.Set]
+	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
 	version string
 
 	lock      *os.File
@@ -121,8 +121,8 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		}
 		if a.started.Load() {
 			a.syncServers(context.Background())
-			if a.Facade != nil {
-				a.Facade.Sync(context.Background())
+			if f := a.facade.Load(); f != nil {
+				f.Sync(context.Background())
 			}
 		}
 	}
@@ -228,8 +228,8 @@ func (a *App) Bootstrap() {
 // Close stops the runtime (running turns get until ctx is done to finish;
 // the rest resume at the next start), then the store, and releases the lock.
 func (a *App) Close(ctx context.Context) error {
-	if a.Facade != nil {
-		a.Facade.Close()
+	if f := a.facade.Load(); f != nil {
+		f.Close()
 	}
 	if a.Runtime != nil {
 		a.Runtime.Close(ctx)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mr-tron/base58"
-
 	"agentd/approval"
 	"agentd/internal/identity"
 )
@@ -25,11 +23,14 @@ func (s signer) Approve(agentID, message string, createdAt time.Time, messageID,
 }
 
 // SignPayload is the internal "sign" tool of hooks.
-func (s signer) SignPayload(agentID string, payload []byte) (string, string, error) {
+func (s signer) SignPayload(agentID, payload string) (string, string, error) {
 	key, err := s.k.Key(agentID)
 	if err != nil {
 		return "", "", err
 	}
-	sig := ed25519.Sign(key, payload)
-	return base58.Encode(sig), approval.EncodePublicKey(key.Public().(ed25519.PublicKey)), nil
+	sig, err := approval.SignHook(key, payload)
+	if err != nil {
+		return "", "", err
+	}
+	return sig, approval.EncodePublicKey(key.Public().(ed25519.PublicKey)), nil
 }

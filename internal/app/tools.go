@@ -86,9 +86,11 @@ func (p skillPolicy) SkillsFor(agentID string) []string {
 // skillServers connects the MCP servers a skill bundles when it loads.
 type skillServers struct{ a *App }
 
-func (c skillServers) ConnectSkillServers(ctx context.Context, name string, servers map[string]agent.MCPServer) error {
+// Their tools are the loading agent's alone (another agent that loads the
+// skill is added to them).
+func (c skillServers) ConnectSkillServers(ctx context.Context, agentID, name string, servers map[string]agent.MCPServer) error {
 	for _, sn := range slices.Sorted(maps.Keys(servers)) {
-		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Source: "skill:" + name}); err != nil {
+		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Agents: []string{agentID}, Source: "skill:" + name}); err != nil {
 			return err
 		}
 	}
@@ -118,14 +120,20 @@ func (a *App) syncServers(ctx context.Context) {
 	}
 }
 
-// serverTools lets hooks call a server's tool by the server's name or URL.
+// serverTools resolves the servers hooks and toolArgs name.
 type serverTools struct{ a *App }
 
-func (s serverTools) CallTool(ctx context.Context, server, name string, args json.RawMessage, c *tool.Call) (tool.Result, error) {
-	if n := s.nameOf(server); n != "" {
-		server = n
+// ServerName returns the server ref names (by name or by URL).
+func (s serverTools) ServerName(ref string) (string, bool) {
+	if _, ok := s.a.MCP.Status(ref); ok {
+		return ref, true
 	}
-	return s.a.MCP.CallTool(ctx, server, name, args, c)
+	for _, d := range s.a.mcpDefs() {
+		if d.Config.URL != "" && d.Config.URL == ref {
+			return d.Name, true
+		}
+	}
+	return "", false
 }
 
 // ServerURL is the URL of an HTTP server (for toolArgs keyed by URL).
@@ -133,15 +141,6 @@ func (s serverTools) ServerURL(name string) string {
 	for _, d := range s.a.mcpDefs() {
 		if d.Name == name {
 			return d.Config.URL
-		}
-	}
-	return ""
-}
-
-func (s serverTools) nameOf(ref string) string {
-	for _, d := range s.a.mcpDefs() {
-		if d.Config.URL != "" && d.Config.URL == ref {
-			return d.Name
 		}
 	}
 	return ""

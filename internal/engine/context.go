@@ -30,6 +30,16 @@ type Conversation struct {
 	size int
 }
 
+// Mark is a turn boundary in a conversation: the messages before index N
+// come from events up to and including sequence number Seq (a turn_end).
+type Mark struct {
+	N   int
+	Seq int64
+}
+
+// Marks returns the turn boundaries so far, oldest first.
+func (c *Conversation) Marks() []Mark { return c.b.marks[:len(c.b.marks):len(c.b.marks)] }
+
 // Size is roughly how many bytes the conversation holds.
 func (c *Conversation) Size() int { return c.size }
 
@@ -44,9 +54,10 @@ func (c *Conversation) Add(evs ...event.Event) {
 	}
 }
 
-// Seed starts the conversation from messages derived earlier.
-func (c *Conversation) Seed(msgs []model.Message) {
-	c.b = builder{msgs: append([]model.Message(nil), msgs...), group: -1}
+// Seed starts the conversation from messages derived earlier, with their
+// turn boundaries (nil if unknown).
+func (c *Conversation) Seed(msgs []model.Message, marks []Mark) {
+	c.b = builder{msgs: append([]model.Message(nil), msgs...), group: -1, marks: append([]Mark(nil), marks...)}
 }
 
 // Messages returns the conversation so far, with calls still waiting for
@@ -79,6 +90,7 @@ type builder struct {
 	turn     int64
 	step     int
 	hasStep  bool
+	marks    []Mark
 }
 
 func (b *builder) add(e *event.Event) {
@@ -124,7 +136,51 @@ func (b *builder) add(e *event.Event) {
 	case event.TurnEnd:
 		b.closeGroup()
 		b.hasStep = false
+		b.marks = append(b.marks, Mark{N: len(b.msgs), Seq: e.Seq})
+	case event.Summary:
+		// A summary starts the conversation it is part of (see
+		// FromSummary); one met later is the caller's to apply.
+		var d event.SummaryData
+		if len(b.msgs) > 0 || len(b.open) > 0 || e.Decode(&d) != nil {
+			return
+		}
+		b.msgs = append(b.msgs, SummaryMessage(&d))
+		b.marks = append(b.marks, Mark{N: 1, Seq: d.Through})
 	}
+}
+
+// SummaryMessage is the model message that stands in for folded events.
+func SummaryMessage(d *event.SummaryData) model.Message {
+	return model.Message{Role: model.RoleUser, Content: "<summary of the earlier conversation>\n" + d.Text + "\n</summary>"}
+}
+
+// FromSummary returns the events a context is built from: those after the
+// last reset (evs), with the latest summary standing in for the events it
+// folds — the summary first, then the events after the last one it folds.
+// evs is returned as is when it holds no summary.
+func FromSummary(evs []event.Event) []event.Event {
+	last := -1
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == event.Summary {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return evs
+	}
+	var d event.SummaryData
+	if evs[last].Decode(&d) != nil {
+		return evs
+	}
+	out := make([]event.Event, 0, len(evs)-last+8)
+	out = append(out, evs[last])
+	for i := range evs {
+		if evs[i].Seq > d.Through && i != last && evs[i].Kind != event.Summary {
+			out = append(out, evs[i])
+		}
+	}
+	return out
 }
 
 // assistant returns the assistant message of (turn, step), starting one if

@@ -25,6 +25,7 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/model"
 	"agentd/internal/store"
+	"agentd/internal/tokens"
 	"agentd/internal/tool"
 )
 
@@ -93,6 +94,9 @@ type Options struct {
 	// SystemExtra, if set, returns text appended to an agent's system
 	// prompt (the skills it may load).
 	SystemExtra func(d *agent.Definition) string
+	// Calibrator corrects token estimates with reported usage; nil: the
+	// engine keeps its own.
+	Calibrator *tokens.Calibrator
 	// BaseBackoff is the first retry delay (default 500ms); it doubles per
 	// attempt up to MaxBackoff (default 30s), with full jitter.
 	BaseBackoff time.Duration
@@ -101,12 +105,16 @@ type Options struct {
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.
 type Engine struct {
-	o Options
+	o     Options
+	calib *tokens.Calibrator
 }
 
 // New returns an engine.
 func New(o *Options) *Engine {
-	e := &Engine{o: *o}
+	e := &Engine{o: *o, calib: o.Calibrator}
+	if e.calib == nil {
+		e.calib = new(tokens.Calibrator)
+	}
 	if e.o.Logger == nil {
 		e.o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -129,6 +137,9 @@ type Turn struct {
 	// session's events after the last reset marker (see Conversation). The
 	// engine appends to a copy.
 	Context []model.Message
+	// Marks are Context's turn boundaries (Conversation.Marks), which
+	// compaction folds along.
+	Marks []Mark
 	// Prior holds this turn's events already in the log, when resuming
 	// after a restart; nil for a new turn.
 	Prior []event.Event
@@ -160,6 +171,13 @@ type run struct {
 	generated bool                           // the model gave its final answer
 	prior     map[string]event.LifecycleData // lifecycle results and starts already logged, by phaseKey
 	approvals map[string]*priorApproval      // approvals already asked for, by call id
+
+	marks     []Mark // turn boundaries in msgs
+	tok       []int  // token estimates of msgs[:len(tok)]
+	lastRaw   int    // the uncalibrated estimate of the last request
+	warned    bool   // a context warning was logged this turn
+	compacted bool   // compaction was tried this turn
+	overflow  bool   // a context overflow was answered with a prune
 
 	wctx    context.Context // for writes that must happen even if the turn is cancelled
 	mu      sync.Mutex      // guards the fields below (tool goroutines and the timer write too)
@@ -208,14 +226,23 @@ func (r *run) write(ctx context.Context, b *store.Batch, later bool) error {
 		r.timer.Stop()
 		r.armed = false
 	}
+	// The batch is handed to the log before r.mu is released, so that no
+	// write made meanwhile (another tool's result, a timer's hand-over)
+	// can reach the log ahead of it.
 	err := r.flushLocked()
-	r.mu.Unlock()
 	if err == nil {
 		err = r.inputDurable()
 	}
 	if err != nil {
+		r.mu.Unlock()
 		return err
 	}
+	if al, ok := r.e.o.Log.(AsyncLog); ok {
+		wait := al.CommitAsync(ctx, b)
+		r.mu.Unlock()
+		return wait()
+	}
+	defer r.mu.Unlock()
 	return r.e.o.Log.Commit(ctx, b)
 }
 
@@ -352,7 +379,20 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 		if end, stop := r.checkBudgets(); stop {
 			return end, nil
 		}
+		specs := r.toolSpecs()
+		if err := r.fit(ctx, specs); err != nil {
+			return r.stopped(ctx, err)
+		}
 		resp, err := r.callModel(ctx)
+		if err != nil && errors.Is(err, model.ErrContextOverflow) && !r.overflow {
+			// The provider counts differently: cut to half and retry once.
+			r.overflow = true
+			est, _ := r.estimate(specs)
+			if perr := r.prune(ctx, specs, est/2); perr != nil {
+				return r.stopped(ctx, perr)
+			}
+			continue
+		}
 		if err != nil {
 			return r.stopped(ctx, err)
 		}
@@ -392,6 +432,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 			return nil, err
 		}
 		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
+		r.marks = t.Marks
 		return nil, nil
 	}
 	// Resuming: count what was spent and find calls without results.
@@ -445,11 +486,12 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		return nil, fmt.Errorf("engine: resume turn %d: first event is %s, not the input", t.ID, t.Prior[0].Kind)
 	}
 	var c Conversation
-	c.Seed(t.Context)
+	c.Seed(t.Context, t.Marks)
 	c.Add(t.Prior...)
 	// Messages gives unfinished calls a synthetic result; the pending calls
 	// are about to get real ones.
 	r.msgs = dropSynthetic(c.Messages(), pending)
+	r.marks = c.Marks()
 	return pending, nil
 }
 
@@ -676,6 +718,7 @@ type pendingCall struct {
 func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, event.TurnEndData, error) {
 	r.steps++
 	u := s.Usage
+	r.e.calib.Observe(s.model.Name, r.lastRaw, u.InputTokens)
 	r.inTok += u.InputTokens
 	r.outTok += u.OutputTokens
 	cost := r.price(s.model.Name, u)
@@ -805,7 +848,20 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 	var spec tool.Spec
 	if found {
 		spec = t.Spec()
-		found = r.sees(&spec)
+		// The model may call the tools it is offered: model-kind tools
+		// this agent sees.
+		found = r.sees(&spec) && (spec.Kind == "" || spec.Kind == tool.KindModel)
+	}
+	if c.resumed {
+		// A call logged before a restart may have run, unless it was
+		// waiting for an approval that never came: then it runs now.
+		p := r.approvals[c.ID]
+		if p != nil && (p.resolved == nil || !p.resolved.Granted) {
+			c.resumed = false
+		} else if !found || !spec.ReadOnly && !spec.Idempotent {
+			res.Output, res.IsError, res.Interrupted = InterruptedOutput, true, true
+			return res, true
+		}
 	}
 	if !found {
 		res.Output, res.IsError = r.unknownTool(c.Name), true
@@ -825,13 +881,6 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 			res.Output, res.IsError = a.denial, true
 			return res, true
 		}
-		if a.fresh {
-			c.resumed = false // granted just now: it cannot have run before
-		}
-	}
-	if c.resumed && !spec.ReadOnly && !spec.Idempotent {
-		res.Output, res.IsError, res.Interrupted = InterruptedOutput, true, true
-		return res, true
 	}
 	opts := &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes}
 	call := &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,

@@ -31,15 +31,19 @@ type Signer interface {
 	// messageID, channelID). It returns the approval object as JSON and
 	// the agent's public key (base58).
 	Approve(agentID, message string, createdAt time.Time, messageID, channelID string) (approval json.RawMessage, pubkey string, err error)
-	// SignPayload signs bytes for the internal "sign" tool; it returns the
-	// signature and the public key, both base58.
-	SignPayload(agentID string, payload []byte) (signature, pubkey string, err error)
+	// SignPayload signs a hook payload for the internal "sign" tool (see
+	// approval.SignHook); it returns the signature and the public key,
+	// both base58.
+	SignPayload(agentID, payload string) (signature, pubkey string, err error)
 }
 
-// ServerTools calls a tool server's tool by the server's own name for it;
-// server is a server name or URL.
+// ServerTools resolves what hooks and toolArgs name a server by.
 type ServerTools interface {
-	CallTool(ctx context.Context, server, name string, args json.RawMessage, c *tool.Call) (tool.Result, error)
+	// ServerName returns the name of the server ref names: its name, or
+	// the URL it is configured with.
+	ServerName(ref string) (string, bool)
+	// ServerURL returns the URL of an HTTP server ("" for stdio).
+	ServerURL(name string) string
 }
 
 // LifecycleOptions are the options of a message (the Daemon message
@@ -264,7 +268,6 @@ func approvalFields(a json.RawMessage) (pubkey, sig string) {
 // approvalAnswer is how a call's approval ended.
 type approvalAnswer struct {
 	granted bool
-	fresh   bool   // granted in this process: the call cannot have run before
 	denial  string // for the model, when not granted
 }
 
@@ -273,7 +276,7 @@ type approvalAnswer struct {
 func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (approvalAnswer, bool) {
 	p := r.approvals[c.ID]
 	if p != nil && p.resolved != nil {
-		return answer(p.resolved, false), true
+		return answer(p.resolved), true
 	}
 	if r.e.o.Approvals == nil {
 		return approvalAnswer{denial: fmt.Sprintf("tool %s needs a person's approval, and nobody can give it here; the call was not made", c.Name)}, true
@@ -296,7 +299,10 @@ func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (a
 	d, err := r.e.o.Approvals.Wait(ctx, permit.Request{ID: req.ID, Agent: r.def.ID, Session: r.t.Session.Address(),
 		Turn: r.t.ID, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: req.Reason, CreatedAt: time.Now().UTC(), ExpiresAt: req.ExpiresAt})
 	if err != nil {
-		return approvalAnswer{}, false
+		if ctx.Err() != nil {
+			return approvalAnswer{}, false
+		}
+		return approvalAnswer{denial: fmt.Sprintf("the call to %s could not wait for approval: %v", c.Name, err)}, true
 	}
 	res := event.ApprovalResolvedData{ID: req.ID, CallID: c.ID, Tool: c.Name, Granted: d.Granted && !d.Expired,
 		Expired: d.Expired, Reason: d.Reason, By: d.By}
@@ -304,13 +310,13 @@ func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (a
 	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
 		return approvalAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
 	}
-	return answer(&res, true), true
+	return answer(&res), true
 }
 
-func answer(d *event.ApprovalResolvedData, fresh bool) approvalAnswer {
+func answer(d *event.ApprovalResolvedData) approvalAnswer {
 	switch {
 	case d.Granted:
-		return approvalAnswer{granted: true, fresh: fresh}
+		return approvalAnswer{granted: true}
 	case d.Expired:
 		return approvalAnswer{denial: fmt.Sprintf("nobody approved the call to %s in time; it was not made", d.Tool)}
 	case d.Reason != "":
@@ -356,8 +362,12 @@ func (r *run) lifecycleArgs(phase string, s *tool.Spec) json.RawMessage {
 		m["actionsLog"] = log
 	}
 	r.lc.mu.Unlock()
-	if extra := r.toolArgs(s); extra != nil {
-		maps.Copy(m, extra)
+	// The caller's toolArgs add to the lifecycle fields, never replace
+	// them (a tool must be able to trust message, approval, output ...).
+	for k, v := range r.toolArgs(s) {
+		if _, core := m[k]; !core && !lifecycleField[k] {
+			m[k] = v
+		}
 	}
 	if props, closed := schemaProperties(s.InputSchema); closed {
 		for k := range m {
@@ -370,6 +380,11 @@ func (r *run) lifecycleArgs(phase string, s *tool.Spec) json.RawMessage {
 	return b
 }
 
+// lifecycleField names the arguments the lifecycle itself sets.
+var lifecycleField = map[string]bool{"message": true, "messageId": true, "createdAt": true, "channelId": true,
+	"daemonName": true, "identityPrompt": true, "daemonPubkey": true, "approval": true, "output": true,
+	"context": true, "actionsLog": true}
+
 // toolArgs returns the caller's extra arguments for s: keyed
 // "<server>-<tool>" with the server's own tool name, or by the full name.
 func (r *run) toolArgs(s *tool.Spec) map[string]any {
@@ -380,8 +395,8 @@ func (r *run) toolArgs(s *tool.Spec) map[string]any {
 	if s.Server != "" {
 		own := strings.TrimPrefix(s.Name, s.Server+"__")
 		keys = append(keys, s.Server+"-"+own)
-		if u, ok := r.e.o.Servers.(interface{ ServerURL(string) string }); ok {
-			if url := u.ServerURL(s.Server); url != "" {
+		if r.e.o.Servers != nil {
+			if url := r.e.o.Servers.ServerURL(s.Server); url != "" {
 				keys = append(keys, url+"-"+own)
 			}
 		}
@@ -570,6 +585,18 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
+			// Keep what finished before the turn was cut off.
+			var done []event.Event
+			for i, e := range errs {
+				if e == nil && slices.Contains(todo, i) {
+					done = append(done, event.New(r.session, r.t.ID, event.Lifecycle, results[i]))
+				}
+			}
+			if len(done) > 0 {
+				if werr := r.write(r.wctx, &store.Batch{Session: r.session, Events: done}, false); werr != nil {
+					return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, werr)
+				}
+			}
 			return nil, err
 		}
 	}
@@ -640,8 +667,39 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 	if h.DaemonTool != "sign" {
 		return fail("unknown internal tool %q (the agent offers: sign)", h.DaemonTool)
 	}
-	if r.e.o.Signer == nil || r.e.o.Servers == nil {
-		return fail("this agent cannot sign or call hook tools")
+	if h.HookTool.ToolName == "" {
+		return fail("hook has no hookTool.toolName")
+	}
+	// The hook tool is a tool of a server this agent uses, called like
+	// any other: visibility, policy, schema, deadline and output cap.
+	server := origin
+	for _, ref := range []string{h.HookTool.HookServerURL, h.OriginServerURL} {
+		if ref == "" {
+			continue
+		}
+		n, ok := "", false
+		if r.e.o.Servers != nil {
+			n, ok = r.e.o.Servers.ServerName(ref)
+		}
+		if !ok {
+			return fail("hook names the server %q, which this agent does not know", ref)
+		}
+		server = n
+		break
+	}
+	target := server + "__" + h.HookTool.ToolName
+	d.Target = target
+	t, found := r.e.o.Tools.Get(target)
+	var spec tool.Spec
+	if found {
+		spec = t.Spec()
+		found = r.sees(&spec) && spec.Server == server
+	}
+	if !found {
+		return fail("hook tool %s is not a tool of a server this agent uses", target)
+	}
+	if r.e.o.Signer == nil {
+		return fail("this agent cannot sign")
 	}
 	payload, ok := h.DaemonArgs["payload"].(string)
 	if !ok {
@@ -651,7 +709,7 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 		}
 		payload = string(b)
 	}
-	sig, pub, err := r.e.o.Signer.SignPayload(r.def.ID, []byte(payload))
+	sig, pub, err := r.e.o.Signer.SignPayload(r.def.ID, payload)
 	if err != nil {
 		return fail("sign: %v", err)
 	}
@@ -660,27 +718,23 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 	args["payload"], args["signature"], args["daemonPubkey"] = payload, sig, pub
 	b, _ := json.Marshal(args)
 	d.Args = b
-	server := h.HookTool.HookServerURL
-	if server == "" {
-		server = h.OriginServerURL
+	switch v := r.policy.Decide(spec); v.Verdict {
+	case tool.Deny:
+		return fail("%s", v.Reason)
+	case tool.Ask:
+		a, ok := r.askApproval(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: b}}, v.Reason)
+		if !ok {
+			return fail("cancelled while waiting for approval")
+		}
+		if !a.granted {
+			return fail("%s", a.denial)
+		}
 	}
-	if server == "" {
-		server = origin
-	}
-	if h.HookTool.ToolName == "" {
-		return fail("hook has no hookTool.toolName")
-	}
-	d.Target = server + "__" + h.HookTool.ToolName
-	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, r.def.Tools.Timeout.D()+time.Second)
-	defer cancel()
-	res, err := r.e.o.Servers.CallTool(tctx, server, h.HookTool.ToolName, b, &tool.Call{
-		ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approval(ctx)})
-	d.DurationMS = ms(time.Since(start))
-	if err != nil {
-		return fail("hook tool %s on %s: %v", h.HookTool.ToolName, server, err)
-	}
-	d.Output, d.IsError = res.Output, res.IsError
+	out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Name: target, Args: b,
+		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approval(ctx)},
+		&tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
+	d.DurationMS = ms(out.Duration)
+	d.Output, d.IsError = out.Result.Output, out.Result.IsError
 	return d
 }
 

@@ -13,6 +13,7 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/model"
 	"agentd/internal/permit"
+	"agentd/internal/store"
 	"agentd/internal/tool"
 )
 
@@ -197,21 +198,26 @@ func (fakeSigner) Approve(agentID, message string, createdAt time.Time, messageI
 	return a, "PUB-" + agentID, nil
 }
 
-func (fakeSigner) SignPayload(agentID string, payload []byte) (string, string, error) {
-	return "sig(" + string(payload) + ")", "PUB-" + agentID, nil
+func (fakeSigner) SignPayload(agentID, payload string) (string, string, error) {
+	return "sig(" + payload + ")", "PUB-" + agentID, nil
 }
 
-// hookServer records hook calls.
-type hookServer struct {
-	mu    sync.Mutex
-	calls []string
+// servers knows the server "demo", also by its URL.
+type servers struct{}
+
+func (servers) ServerName(ref string) (string, bool) {
+	switch ref {
+	case "demo", "http://demo.example/mcp":
+		return "demo", true
+	}
+	return "", false
 }
 
-func (s *hookServer) CallTool(ctx context.Context, server, name string, args json.RawMessage, c *tool.Call) (tool.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls = append(s.calls, server+"/"+name+" "+string(args)+" approval="+string(c.Approval))
-	return tool.Result{Output: "accepted"}, nil
+func (servers) ServerURL(name string) string {
+	if name == "demo" {
+		return "http://demo.example/mcp"
+	}
+	return ""
 }
 
 // phaseHarness registers one tool of each lifecycle kind on the server
@@ -233,6 +239,7 @@ func newPhaseHarness(t *testing.T, p model.Provider) *phaseHarness {
 		{tool.Spec{Name: "demo__weather", Kind: tool.KindContext, ReadOnly: true}, `sunny`},
 		{tool.Spec{Name: "demo__quote", Kind: tool.KindAction}, `{"hooks":[{"daemonTool":"sign","daemonArgs":{"payload":"order-1"},"hookTool":{"toolName":"submit","toolArgs":{"order":"1"}}}]}`},
 		{tool.Spec{Name: "demo__remember", Kind: tool.KindPostprocess, InputSchema: json.RawMessage(`{"type":"object","properties":{"output":{"type":"string"},"actionsLog":{}},"additionalProperties":false}`)}, `remembered`},
+		{tool.Spec{Name: "demo__submit", Kind: tool.KindServer}, `accepted`},
 	} {
 		spec.Server = "demo"
 		if err := h.tools.Register(tool.Func(spec.Spec, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
@@ -248,14 +255,13 @@ func newPhaseHarness(t *testing.T, p model.Provider) *phaseHarness {
 		}
 	}
 	h.eng.o.Signer = fakeSigner{}
+	h.eng.o.Servers = servers{}
 	return h
 }
 
 func TestLifecyclePhases(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("buy 1 tea")}}
 	h := newPhaseHarness(t, p)
-	hs := &hookServer{}
-	h.eng.o.Servers = hs
 	tr := turn(&agent.Definition{Name: "Tea bot", SystemPrompt: "You sell tea."})
 	tr.Item.CreatedAt = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	tr.Item.Options = json.RawMessage(`{"channelId":"room1","toolArgs":{"demo-quote":{"limit":5}}}`)
@@ -281,8 +287,11 @@ func TestLifecyclePhases(t *testing.T) {
 	if !strings.Contains(h.meta["demo__quote"], `"signature":"SIG"`) {
 		t.Errorf("approval not sent to the server: %q", h.meta["demo__quote"])
 	}
-	if len(hs.calls) != 1 || !strings.HasPrefix(hs.calls[0], `demo/submit {"daemonPubkey":"PUB-a","order":"1","payload":"order-1","signature":"sig(order-1)"}`) {
-		t.Errorf("hook calls %q", hs.calls)
+	if a := h.args["demo__submit"]; a["order"] != "1" || a["payload"] != "order-1" || a["signature"] != "sig(order-1)" || a["daemonPubkey"] != "PUB-a" {
+		t.Errorf("hook call args %v", a)
+	}
+	if !strings.Contains(h.meta["demo__submit"], `"signature":"SIG"`) {
+		t.Errorf("approval not sent with the hook: %q", h.meta["demo__submit"])
 	}
 	// The end comes after every phase.
 	if k := h.log.kinds(); k[len(k)-1] != event.TurnEnd {
@@ -324,7 +333,6 @@ func TestLifecycleSwitchedOff(t *testing.T) {
 func TestLifecycleResume(t *testing.T) {
 	p := &script{}
 	h := newPhaseHarness(t, p)
-	h.eng.o.Servers = &hookServer{}
 	tr := turn(&agent.Definition{})
 	mk := func(kind event.Kind, v any) event.Event { return event.New(1, 7, kind, v) }
 	tr.Prior = []event.Event{
@@ -367,5 +375,48 @@ func TestParseLifecycleOptions(t *testing.T) {
 	o, err := ParseLifecycleOptions(json.RawMessage(`{"channelId":"c","actions":false,"toolArgs":{"s-t":{"x":1}}}`))
 	if err != nil || o.ChannelID != "c" || on(o.Actions) || !on(o.Context) {
 		t.Errorf("%+v %v", o, err)
+	}
+}
+
+// A hook can only reach a server tool this agent sees and its policy
+// allows: an action server cannot make the agent call another server's
+// tool, or one the policy denies.
+func TestHookRespectsVisibilityAndPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		hook   string
+		def    agent.Definition
+		output string
+	}{
+		{"other agent's server", `{"daemonTool":"sign","daemonArgs":{"payload":"p"},"hookTool":{"hookServerUrl":"bank","toolName":"wire"}}`,
+			agent.Definition{}, `hook names the server "bank", which this agent does not know`},
+		{"denied", `{"daemonTool":"sign","daemonArgs":{"payload":"p"},"hookTool":{"toolName":"submit"}}`,
+			agent.Definition{Tools: agent.ToolPolicy{Deny: []string{"demo__submit"}}}, `tool demo__submit is denied by the pattern "demo__submit"`},
+		{"unknown tool", `{"daemonTool":"sign","daemonArgs":{"payload":"p"},"hookTool":{"toolName":"nope"}}`,
+			agent.Definition{}, "hook tool demo__nope is not a tool of a server this agent uses"},
+		{"by URL", `{"daemonTool":"sign","daemonArgs":{"payload":"p"},"hookTool":{"hookServerUrl":"http://demo.example/mcp","toolName":"submit"}}`,
+			agent.Definition{}, "accepted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
+			h := newPhaseHarness(t, p)
+			h.tools.Unregister("demo__quote")
+			h.tools.Register(tool.Func(tool.Spec{Name: "demo__quote", Kind: tool.KindAction, Server: "demo"},
+				func(context.Context, *tool.Call) (tool.Result, error) {
+					return tool.Result{Output: `{"hooks":[` + tc.hook + `]}`}, nil
+				}))
+			if _, err := h.eng.Run(context.Background(), turn(&tc.def)); err != nil {
+				t.Fatal(err)
+			}
+			h.log.mu.Lock()
+			obj := BuildObject(&tc.def, store.InboxItem{ID: 7}, h.log.events, "a/k")
+			h.log.mu.Unlock()
+			if len(obj.HooksLog) != 1 || obj.HooksLog[0].Output != tc.output {
+				t.Fatalf("hooks log %+v", obj.HooksLog)
+			}
+			if _, ran := h.args["demo__submit"]; ran != (tc.output == "accepted") {
+				t.Errorf("submit ran: %v", ran)
+			}
+		})
 	}
 }

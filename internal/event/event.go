@@ -31,6 +31,7 @@ const (
 	ApprovalRequested Kind = "approval_requested" // a tool call waits for a person (ApprovalRequestData)
 	ApprovalResolved  Kind = "approval_resolved"  // it was granted, denied or timed out (ApprovalResolvedData)
 	Lifecycle         Kind = "lifecycle"          // a step of the message lifecycle outside the model loop (LifecycleData)
+	WorkingMemory     Kind = "working_memory"     // a session's working memory key was set or deleted (WorkingMemoryData)
 )
 
 // Live-only kinds are published on the bus but never stored.
@@ -185,12 +186,13 @@ type ApprovalResolvedData struct {
 
 // Lifecycle phases.
 const (
-	PhaseApproval    = "approval"    // the signed approval of the message
-	PhaseContext     = "context"     // a context tool's result
-	PhaseAction      = "action"      // an action tool's result
-	PhaseHook        = "hook"        // a hook: internal tool, then the server's hook tool
-	PhasePostprocess = "postprocess" // a post-process tool's result
-	PhaseBootstrap   = "bootstrap"   // a tool called at start-up
+	PhaseApproval    = "approval"     // the signed approval of the message
+	PhaseContext     = "context"      // a context tool's result
+	PhaseAction      = "action"       // an action tool's result
+	PhaseHook        = "hook"         // a hook: internal tool, then the server's hook tool
+	PhasePostprocess = "postprocess"  // a post-process tool's result
+	PhaseBootstrap   = "bootstrap"    // a tool called at start-up
+	PhaseMemoryFlush = "memory_flush" // a call the model made to store memories before compaction
 )
 
 // LifecycleData is the payload of a Lifecycle event.
@@ -213,6 +215,14 @@ type LifecycleData struct {
 	Hooks []json.RawMessage `json:"hooks,omitempty"`
 	// Approval is the signed approval (PhaseApproval).
 	Approval json.RawMessage `json:"approval,omitempty"`
+}
+
+// WorkingMemoryData is the payload of a WorkingMemory event: one key of the
+// session's working memory (a key-value store) set to Value, or deleted.
+type WorkingMemoryData struct {
+	Key     string          `json:"key"`
+	Value   json.RawMessage `json:"value,omitempty"` // JSON; absent when Deleted
+	Deleted bool            `json:"deleted,omitempty"`
 }
 
 // DeltaData is the payload of a live TextDelta event.

@@ -359,11 +359,7 @@ func (d *demo) submit(_ context.Context, _ *mcp.CallToolRequest, in submitIn) (*
 	if !d.isTrusted(pub) {
 		return nil, nil, fmt.Errorf("untrusted key %s", in.DaemonPubkey)
 	}
-	sig, err := base58.Decode(in.Signature)
-	if err != nil || len(sig) != ed25519.SignatureSize {
-		return nil, nil, errors.New("bad signature: not a base58 ed25519 signature")
-	}
-	if !ed25519.Verify(pub, []byte(in.Payload), sig) {
+	if err := approval.CheckHook(in.DaemonPubkey, in.Payload, in.Signature); err != nil {
 		return nil, nil, errors.New("bad signature")
 	}
 	if f := strings.Fields(in.Payload); len(f) != 4 || f[0] != "agentd-demo" || f[1] != "order" || f[2] != in.Order {

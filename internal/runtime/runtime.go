@@ -781,8 +781,10 @@ func (r *Runtime) process(sess *session, q queued) error {
 		for cut > 0 && evs[cut-1].Seq >= t.Prior[0].Seq {
 			cut--
 		}
-		t.Context = engine.Messages(evs[:cut])
-	} else if t.Context, err = r.context(ctx, sess); err != nil {
+		var c engine.Conversation
+		c.Add(engine.FromSummary(evs[:cut])...)
+		t.Context, t.Marks = c.Messages(), c.Marks()
+	} else if t.Context, t.Marks, err = r.context(ctx, sess); err != nil {
 		return err
 	}
 	if def.Budgets.MaxUSDPerDay > 0 {
@@ -812,26 +814,26 @@ func (r *Runtime) process(sess *session, q queued) error {
 
 // context returns the session's conversation since the last reset, kept
 // in memory while the session is cached and loaded from the log otherwise.
-func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, error) {
+func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, []engine.Mark, error) {
 	sess.mu.Lock()
 	if sess.conv != nil {
-		m := sess.conv.Messages()
+		m, marks := sess.conv.Messages(), sess.conv.Marks()
 		sess.mu.Unlock()
-		return m, nil
+		return m, marks, nil
 	}
 	sess.mu.Unlock()
 	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: load context: %w", err)
+		return nil, nil, fmt.Errorf("runtime: load context: %w", err)
 	}
 	c := new(engine.Conversation)
-	c.Add(evs...)
+	c.Add(engine.FromSummary(evs)...)
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	// Only this session's worker loads or changes the conversation, so
 	// nothing was added meanwhile.
 	r.setConv(sess, c)
-	return c.Messages(), nil
+	return c.Messages(), c.Marks(), nil
 }
 
 // Commit is the engine's log: it commits a batch, keeps the session's
@@ -893,9 +895,19 @@ func (r *Runtime) committed(sess *session, b *store.Batch) {
 					c, before = sess.conv, 0
 					continue
 				}
+				if e.Kind == event.Summary {
+					// The context now starts from the summary: load it
+					// from the log when next needed.
+					r.cached.Add(int64(c.Size() - before))
+					r.setConv(sess, nil)
+					c = nil
+					break
+				}
 				c.Add(e)
 			}
-			r.cached.Add(int64(c.Size() - before))
+			if c != nil {
+				r.cached.Add(int64(c.Size() - before))
+			}
 		}
 		if b.State != "" {
 			sess.s.State = b.State

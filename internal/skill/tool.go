@@ -15,9 +15,10 @@ import (
 const ToolName = "skill"
 
 // Connector connects the MCP servers a skill bundles, for the agent that
-// loaded it. agentd's MCP manager implements it.
+// loaded it (their tools are that agent's). agentd's MCP manager
+// implements it.
 type Connector interface {
-	ConnectSkillServers(ctx context.Context, skill string, servers map[string]agent.MCPServer) error
+	ConnectSkillServers(ctx context.Context, agentID, skill string, servers map[string]agent.MCPServer) error
 }
 
 // Policy says which skills an agent may load.
@@ -119,7 +120,7 @@ func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	if t.conn == nil {
 		return tool.Result{Output: body + "This skill bundles MCP servers (" + strings.Join(names, ", ") + "), but they cannot be connected here: do without their tools.\n"}, nil
 	}
-	if err := t.conn.ConnectSkillServers(ctx, sk.Name, servers); err != nil {
+	if err := t.conn.ConnectSkillServers(ctx, c.Agent, sk.Name, servers); err != nil {
 		return tool.Result{}, fmt.Errorf("skill %s: connecting its MCP servers (%s) failed: %w", sk.Name, strings.Join(names, ", "), err)
 	}
 	var b strings.Builder

@@ -18,6 +18,7 @@ type policyMap map[string][]string
 func (p policyMap) SkillsFor(agentID string) []string { return p[agentID] }
 
 type connectCall struct {
+	Agent   string
 	Skill   string
 	Servers []string
 }
@@ -27,8 +28,8 @@ type fakeConnector struct {
 	err   error
 }
 
-func (c *fakeConnector) ConnectSkillServers(_ context.Context, skill string, servers map[string]agent.MCPServer) error {
-	c.calls = append(c.calls, connectCall{Skill: skill, Servers: sortedKeys(servers)})
+func (c *fakeConnector) ConnectSkillServers(_ context.Context, agentID, skill string, servers map[string]agent.MCPServer) error {
+	c.calls = append(c.calls, connectCall{Agent: agentID, Skill: skill, Servers: sortedKeys(servers)})
 	return c.err
 }
 
@@ -48,7 +49,7 @@ func TestTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	notesBody, githubBody = relative(root, notesBody), relative(root, githubBody)
-	gh := []connectCall{{Skill: "github", Servers: []string{"gh"}}}
+	gh := []connectCall{{Agent: "alice", Skill: "github", Servers: []string{"gh"}}}
 	tests := []struct {
 		name       string
 		agent      string

@@ -64,6 +64,9 @@ func compileNode(m map[string]any) *fastSchema {
 			case string:
 				s.types = []string{t}
 			case []any:
+				if len(t) == 0 {
+					return nil // the general validator decides what [] means
+				}
 				for _, x := range t {
 					str, isStr := x.(string)
 					if !isStr {

@@ -52,6 +52,7 @@ func TestFastSchemaFallsBack(t *testing.T) {
 		`{"anyOf":[{"type":"object"}]}`,
 		`{"type":"object","properties":{"s":{"type":"string","pattern":"^a"}}}`,
 		`{"type":"object","properties":{"n":{"type":"number","multipleOf":0.5}}}`,
+		`{"type":"object","properties":{"x":{"type":[]}}}`,
 	} {
 		if compileFast(json.RawMessage(s)) != nil {
 			t.Errorf("%s: compiled, want the general validator", s)

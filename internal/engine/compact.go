@@ -1,0 +1,425 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/model"
+	"agentd/internal/store"
+	"agentd/internal/tokens"
+	"agentd/internal/tool"
+)
+
+// Keeping the context inside the model's window.
+//
+// Before every model call the engine estimates the request (calibrated by
+// the usage providers report) against the agent's context window:
+//
+//   - past memory.warn_at it logs a context_warning, once per turn;
+//   - past memory.compact_at, in summarize mode, it folds the turns older
+//     than memory.recent_turns into a summary the model writes, after a
+//     silent memory flush, and logs it as a summary event (the session is
+//     "compacting" meanwhile); identifiers of the folded part that the
+//     summary left out are appended to it;
+//   - if the request still does not fit, it drops the oldest turns
+//     (an emergency prune, logged as a summary marked pruned);
+//   - in retrieve mode it sends only the last memory.recent_turns turns.
+//
+// A provider's context-overflow error prunes to half and retries once.
+// Nothing is deleted from the log: the summary stands in for the folded
+// events when the context is rebuilt (FromSummary).
+
+// summaryPrompt instructs the model that writes a summary.
+const summaryPrompt = `You are compacting a conversation so that it fits the model's context window. Write a faithful, dense summary of the transcript below, for the assistant who will continue the conversation: who asked for what, what was decided and why, facts and numbers, every identifier exactly as written (ids, file paths, URLs, names, versions), tool results that still matter, open tasks and the state the conversation was left in. Do not invent anything. Write plain text, no preamble.`
+
+// flushPrompt asks the model to store what matters before compaction.
+const flushPrompt = `The older part of this conversation (the transcript below) is about to leave your context. If anything in it is worth keeping for later — facts about the user, decisions, identifiers, open tasks — store it now with the remember tool. Call the tool as often as needed, then reply DONE. If nothing is worth keeping, reply DONE.`
+
+// estimate returns the calibrated size of the next request and the raw
+// estimate the calibration starts from.
+func (r *run) estimate(specs []model.ToolSpec) (calibrated, raw int) {
+	if len(r.tok) > len(r.msgs) {
+		r.tok = r.tok[:0]
+	}
+	for i := len(r.tok); i < len(r.msgs); i++ {
+		r.tok = append(r.tok, tokens.Message(&r.msgs[i]))
+	}
+	raw = tokens.Text(r.system())
+	for _, n := range r.tok {
+		raw += n
+	}
+	for _, s := range specs {
+		raw += 8 + tokens.Text(s.Name) + tokens.Text(s.Description) + tokens.Text(string(s.Parameters))
+	}
+	return r.e.calib.Scale(r.def.Model.Name, raw), raw
+}
+
+// replaceMsgs swaps the conversation (after compaction or pruning).
+func (r *run) replaceMsgs(msgs []model.Message, marks []Mark) {
+	r.msgs, r.marks, r.tok = msgs, marks, r.tok[:0]
+}
+
+// fit keeps the next request inside the window before a model call.
+func (r *run) fit(ctx context.Context, specs []model.ToolSpec) error {
+	mem := r.def.Memory
+	window := mem.ContextWindow
+	if window <= 0 {
+		window = agent.DefaultContextWindow
+	}
+	if mem.Compaction == agent.CompactRetrieve {
+		r.keepRecent(max(mem.RecentTurns, 1))
+	}
+	est, raw := r.estimate(specs)
+	r.lastRaw = raw
+	if est < int(float64(window)*min(mem.WarnAt, mem.CompactAt)) && est <= window {
+		return nil
+	}
+	if !r.warned && mem.WarnAt > 0 && est >= int(float64(window)*mem.WarnAt) {
+		r.warned = true
+		action := "warn"
+		if mem.Compaction != agent.CompactRetrieve && est >= int(float64(window)*mem.CompactAt) {
+			action = "compact"
+		}
+		ev := event.New(r.session, r.t.ID, event.ContextWarning, event.ContextData{Tokens: est, Window: window, Threshold: mem.WarnAt, Action: action})
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+			return fmt.Errorf("engine: log context warning: %w: %w", errStore, err)
+		}
+	}
+	if mem.Compaction != agent.CompactRetrieve && !r.compacted && mem.CompactAt > 0 && est >= int(float64(window)*mem.CompactAt) {
+		r.compacted = true // once per turn, whatever the outcome
+		if err := r.compact(ctx, "", max(mem.RecentTurns, 1)); err != nil {
+			if errors.Is(err, errStore) || ctx.Err() != nil {
+				return err
+			}
+			r.e.o.Logger.Warn("compaction failed; pruning instead", "agent", r.def.ID, "session", r.t.Session.Address(), "err", err)
+		}
+		est, r.lastRaw = r.estimate(specs)
+	}
+	if est > window {
+		err := r.prune(ctx, specs, window*4/5)
+		_, r.lastRaw = r.estimate(specs)
+		return err
+	}
+	return nil
+}
+
+// keepRecent drops all but the last n turns before this one from the
+// request (retrieve mode); nothing is logged, the log is unchanged.
+func (r *run) keepRecent(n int) {
+	if len(r.marks) <= n {
+		return
+	}
+	m := r.marks[len(r.marks)-n-1]
+	marks := make([]Mark, 0, n)
+	for _, k := range r.marks[len(r.marks)-n:] {
+		marks = append(marks, Mark{N: k.N - m.N, Seq: k.Seq})
+	}
+	r.replaceMsgs(slices.Clone(r.msgs[m.N:]), marks)
+}
+
+// Compact folds the turns before the last keep ones into a summary.
+func (r *run) compact(ctx context.Context, focus string, keep int) error {
+	if len(r.marks) <= keep {
+		return errors.New("nothing to fold: every turn in context is recent")
+	}
+	cut := r.marks[len(r.marks)-keep-1]
+	folded := r.msgs[:cut.N]
+	if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateCompacting}, false); err != nil {
+		return fmt.Errorf("engine: %w: %w", errStore, err)
+	}
+	defer func() {
+		// Back to active even if compaction failed.
+		r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive}, true)
+	}()
+	r.flushMemory(ctx, folded)
+	text, err := r.summarize(ctx, folded, focus)
+	if err != nil {
+		return err
+	}
+	missing := missingIdentifiers(folded, text)
+	if len(missing) > 0 {
+		text += "\n\nIdentifiers from the folded part: " + strings.Join(missing, ", ")
+	}
+	d := event.SummaryData{Text: text, Through: cut.Seq, Folded: cut.N, FoldedTokens: tokens.Messages(folded),
+		Tokens: tokens.Text(text), Model: r.summaryModel().Name, Focus: focus, Restored: missing}
+	return r.applySummary(d, cut, keep)
+}
+
+// applySummary logs a summary and makes it the start of the conversation.
+func (r *run) applySummary(d event.SummaryData, cut Mark, keep int) error {
+	ev := event.New(r.session, r.t.ID, event.Summary, d)
+	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, State: store.StateActive}, false); err != nil {
+		return fmt.Errorf("engine: log summary: %w: %w", errStore, err)
+	}
+	msgs := append([]model.Message{SummaryMessage(&d)}, r.msgs[cut.N:]...)
+	marks := []Mark{{N: 1, Seq: cut.Seq}}
+	for _, k := range r.marks[len(r.marks)-keep:] {
+		marks = append(marks, Mark{N: k.N - cut.N + 1, Seq: k.Seq})
+	}
+	r.replaceMsgs(msgs, marks)
+	return nil
+}
+
+// prune drops the oldest turns until the request fits target, or only this
+// turn is left; it is logged as a pruned summary that names what it drops.
+func (r *run) prune(ctx context.Context, specs []model.ToolSpec, target int) error {
+	keep := len(r.marks)
+	for keep > 0 {
+		keep--
+		if keep == 0 {
+			break
+		}
+		cut := r.marks[len(r.marks)-keep-1]
+		size := 0
+		for i := cut.N; i < len(r.msgs); i++ {
+			size += tokens.Message(&r.msgs[i])
+		}
+		if est, raw := r.estimate(specs); raw > 0 && float64(est)/float64(raw)*float64(size) <= float64(target) {
+			break
+		}
+	}
+	if len(r.marks) == 0 || keep >= len(r.marks) {
+		return nil // nothing older than this turn to drop
+	}
+	cut := r.marks[len(r.marks)-keep-1]
+	folded := r.msgs[:cut.N]
+	missing := missingIdentifiers(folded, "")
+	text := fmt.Sprintf("%d earlier messages were left out to fit the context window; the session's log keeps them.", cut.N)
+	if len(missing) > 0 {
+		text += "\nIdentifiers from the left-out part: " + strings.Join(missing, ", ")
+	}
+	d := event.SummaryData{Text: text, Through: cut.Seq, Folded: cut.N, FoldedTokens: tokens.Messages(folded),
+		Tokens: tokens.Text(text), Pruned: true, Restored: missing}
+	ev := event.New(r.session, r.t.ID, event.ContextWarning, event.ContextData{Tokens: target, Window: r.def.Memory.ContextWindow, Action: "prune"})
+	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+		return fmt.Errorf("engine: log prune: %w: %w", errStore, err)
+	}
+	return r.applySummary(d, cut, keep)
+}
+
+func (r *run) summaryModel() agent.Model {
+	if m := r.def.Memory.SummaryModel; m != nil && m.Provider != "" {
+		return *m
+	}
+	return r.def.Model
+}
+
+// summarize asks the summary model for a summary of folded.
+func (r *run) summarize(ctx context.Context, folded []model.Message, focus string) (string, error) {
+	m := r.summaryModel()
+	p, err := r.e.o.Models.Provider(m)
+	if err != nil {
+		return "", err
+	}
+	prompt := summaryPrompt
+	if focus != "" {
+		prompt += "\n\nKeep in particular: " + focus
+	}
+	req := &model.Request{Model: m.Name, System: prompt,
+		Messages: []model.Message{{Role: model.RoleUser, Content: transcript(folded)}}, MaxTokens: m.Params.MaxTokens}
+	resp, err := r.sideCall(ctx, p, m, req)
+	if err != nil {
+		return "", fmt.Errorf("summary: %w", err)
+	}
+	text := strings.TrimSpace(resp.Text)
+	if text == "" {
+		return "", errors.New("summary: the model returned no text")
+	}
+	return text, nil
+}
+
+// flushMemory gives the model one chance to store what matters from
+// folded with the remember tool, if the agent has one. Its calls are
+// logged as lifecycle events, not as part of the conversation.
+func (r *run) flushMemory(ctx context.Context, folded []model.Message) {
+	t, ok := r.e.o.Tools.Get("remember")
+	if !ok {
+		return
+	}
+	spec := t.Spec()
+	if !r.sees(&spec) || r.policy.Decide(spec).Verdict != tool.Allow {
+		return
+	}
+	p, err := r.e.o.Models.Provider(r.def.Model)
+	if err != nil {
+		return
+	}
+	req := &model.Request{Model: r.def.Model.Name, System: flushPrompt,
+		Messages: []model.Message{{Role: model.RoleUser, Content: transcript(folded)}},
+		Tools:    []model.ToolSpec{{Name: spec.Name, Description: spec.Description, Parameters: spec.InputSchema}}}
+	resp, err := r.sideCall(ctx, p, r.def.Model, req)
+	if err != nil {
+		r.e.o.Logger.Warn("memory flush failed", "agent", r.def.ID, "err", err)
+		return
+	}
+	var evs []event.Event
+	for i, c := range resp.ToolCalls {
+		if c.Name != spec.Name {
+			continue
+		}
+		out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.flush.%d", r.t.ID, i), Name: c.Name, Args: c.Args,
+			Agent: r.def.ID, Session: r.t.Session.Address()}, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
+		evs = append(evs, event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseMemoryFlush,
+			Tool: c.Name, Args: c.Args, Output: out.Result.Output, IsError: out.Result.IsError, DurationMS: ms(out.Duration)}))
+	}
+	if len(evs) > 0 {
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
+			r.e.o.Logger.Warn("log memory flush", "err", err)
+		}
+	}
+}
+
+// sideCall makes a model call outside the conversation (a summary, a
+// memory flush), logging its usage and cost against the turn.
+func (r *run) sideCall(ctx context.Context, p model.Provider, m agent.Model, req *model.Request) (*model.Response, error) {
+	start := time.Now()
+	cctx := ctx
+	if d := m.Timeout.D(); d > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	resp, err := p.Stream(cctx, req, nil)
+	mc := event.ModelCallData{Provider: m.Provider, Model: m.Name, Step: r.steps, Attempt: 1, LatencyMS: ms(time.Since(start))}
+	var usage []store.Usage
+	if err != nil {
+		mc.Error, mc.ErrorKind = err.Error(), model.Kind(err)
+	} else {
+		mc.InputTokens, mc.OutputTokens, mc.StopReason = resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.StopReason
+		mc.CostUSD = r.price(m.Name, resp.Usage)
+		r.inTok += resp.Usage.InputTokens
+		r.outTok += resp.Usage.OutputTokens
+		r.cost += mc.CostUSD
+		usage = []store.Usage{{Session: r.session, Agent: r.def.ID, Model: m.Name, InputTokens: mc.InputTokens,
+			OutputTokens: mc.OutputTokens, CostUSD: mc.CostUSD, Time: time.Now().UTC()}}
+	}
+	ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
+	if werr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, Usage: usage}, true); werr != nil {
+		return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, werr)
+	}
+	return resp, err
+}
+
+// transcript renders messages as text for a summary or a memory flush.
+func transcript(msgs []model.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case model.RoleUser:
+			b.WriteString("User: ")
+			b.WriteString(m.Content)
+		case model.RoleAssistant:
+			if m.Content != "" {
+				b.WriteString("Assistant: ")
+				b.WriteString(m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				if m.Content != "" || b.Len() > 0 {
+					b.WriteString("\n")
+				}
+				fmt.Fprintf(&b, "Assistant called %s with %s", c.Name, c.Args)
+			}
+		case model.RoleTool:
+			out := m.Content
+			if len(out) > 4000 {
+				out = out[:4000] + " …(cut)"
+			}
+			fmt.Fprintf(&b, "Tool %s returned: %s", m.ToolName, out)
+		default:
+			b.WriteString(string(m.Role) + ": " + m.Content)
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// Identifiers a summary must not lose.
+var identifierREs = []*regexp.Regexp{
+	regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+[^\s"'<>()\[\]{}.,;:!?]`),                                                // URLs
+	regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`),                                                                      // e-mail addresses
+	regexp.MustCompile(`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}`),                                                                  // paths
+	regexp.MustCompile(`\b[\w-]+\.(?:go|py|js|ts|tsx|rs|java|c|h|cpp|md|yaml|yml|json|toml|txt|sql|sh|csv|log|html|css)\b`), // file names
+	regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`),                   // UUIDs
+	regexp.MustCompile(`\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`), // hex ids (mixed)
+	regexp.MustCompile(`#\d+|\b[A-Z][A-Z0-9]+-\d+\b`),                                                                       // issue numbers, ticket keys
+	regexp.MustCompile(`\b\d+(?:[.,:/-]\d+)+\b|\b\d{3,}\b`),                                                                 // numbers, dates, versions
+}
+
+// quotedRE finds quoted names in what the user wrote.
+var quotedRE = regexp.MustCompile(`"[^"\n]{2,60}"`)
+
+// nameRE finds capitalised words (names) in what the user wrote.
+var nameRE = regexp.MustCompile(`\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*\b`)
+
+// missingIdentifiers returns the identifiers in msgs that summary does not
+// contain, in order of first appearance.
+func missingIdentifiers(msgs []model.Message, summary string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(id string) {
+		id = strings.TrimSpace(id)
+		if len(id) < 3 || seen[id] {
+			return
+		}
+		seen[id] = true
+		if !strings.Contains(summary, strings.Trim(id, `"`)) {
+			out = append(out, id)
+		}
+	}
+	for _, m := range msgs {
+		texts := []string{m.Content}
+		for _, c := range m.ToolCalls {
+			texts = append(texts, string(c.Args))
+		}
+		for _, t := range texts {
+			for _, re := range identifierREs {
+				if re == identifierREs[5] && len(t) > 0 {
+					for _, h := range re.FindAllString(t, -1) {
+						if len(strings.TrimPrefix(h, "0x")) >= 7 {
+							add(h)
+						}
+					}
+					continue
+				}
+				for _, id := range re.FindAllString(t, -1) {
+					add(id)
+				}
+			}
+		}
+		if m.Role == model.RoleUser {
+			for _, q := range quotedRE.FindAllString(m.Content, -1) {
+				add(q)
+			}
+			for _, n := range nameRE.FindAllStringIndex(m.Content, -1) {
+				if n[0] == 0 || sentenceStart(m.Content[:n[0]]) {
+					continue // a capital that starts a sentence says nothing
+				}
+				add(m.Content[n[0]:n[1]])
+			}
+		}
+	}
+	// A piece of a longer identifier ("1001" of "#1001", a path inside a
+	// URL) is kept with it.
+	return slices.DeleteFunc(out, func(id string) bool {
+		for other := range seen {
+			if other = strings.Trim(other, `"`); len(other) > len(id) && strings.Contains(other, id) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// sentenceStart reports whether a word after prefix starts a sentence.
+func sentenceStart(prefix string) bool {
+	p := strings.TrimRight(prefix, " \t\"'(")
+	return p == "" || strings.HasSuffix(p, ".") || strings.HasSuffix(p, "!") || strings.HasSuffix(p, "?") ||
+		strings.HasSuffix(p, "\n") || strings.HasSuffix(p, ":")
+}
