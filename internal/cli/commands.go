@@ -188,7 +188,7 @@ func (e *env) chatCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chat <agent>",
 		Short: "Chat with an agent in the terminal",
-		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /quit (or Ctrl-D) to leave.",
+		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /compact [focus] to fold older turns into a summary,\n/quit (or Ctrl-D) to leave.",
 		Args:  cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := address(args[0], key)
@@ -218,7 +218,17 @@ func (e *env) chatCmd() *cobra.Command {
 					fmt.Fprintln(out, "(context reset)")
 					continue
 				case "/help":
-					fmt.Fprintln(out, "/reset  restart the context (the log keeps everything)\n/quit   leave")
+					fmt.Fprintln(out, "/reset            restart the context (the log keeps everything)\n/compact [focus]  fold older turns into a summary now\n/quit             leave")
+					continue
+				}
+				if line == "/compact" || strings.HasPrefix(line, "/compact ") {
+					res, err := b.Compact(ctx, addr, strings.TrimSpace(strings.TrimPrefix(line, "/compact")))
+					if err != nil {
+						return err
+					}
+					if res.End != nil {
+						fmt.Fprintf(out, "(%s)\n", res.End.Reply+res.End.Reason)
+					}
 					continue
 				}
 				fmt.Fprint(out, "agent> ")
@@ -507,6 +517,29 @@ func FormatEvent(ev event.Event) string {
 func (e *env) resetCmd() *cobra.Command {
 	return e.sessionCmd("reset", "Restart a session's context (the log keeps everything)", "context reset",
 		func(ctx context.Context, b *backend, addr string) error { return b.Reset(ctx, addr) })
+}
+
+func (e *env) compactCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "compact <agent>/<key> [focus]...",
+		Short: "Fold a session's older turns into a summary now (the log keeps everything)",
+		Long: "Ask the model to summarise the session's turns before the most recent ones (memory.recent_turns),\n" +
+			"keeping the focus words in particular. Identifiers the summary leaves out are added back to it.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
+			res, err := b.Compact(ctx, args[0], strings.Join(args[1:], " "))
+			if err != nil {
+				return err
+			}
+			if res.End != nil {
+				fmt.Fprintf(e.stdout, "%s: %s\n", args[0], res.End.Reply)
+				if res.End.Status != event.StatusDone {
+					return withCode(ExitTurn, fmt.Errorf("compaction %s: %s", res.End.Status, res.End.Reason))
+				}
+			}
+			return nil
+		}),
+	}
 }
 
 func (e *env) cancelCmd() *cobra.Command {

@@ -423,3 +423,46 @@ func sentenceStart(prefix string) bool {
 	return p == "" || strings.HasSuffix(p, ".") || strings.HasSuffix(p, "!") || strings.HasSuffix(p, "?") ||
 		strings.HasSuffix(p, "\n") || strings.HasSuffix(p, ":")
 }
+
+// Compact runs a compaction that was asked for (agentd compact, /compact):
+// the turns before the last memory.recent_turns are folded into a summary
+// whose writer is told to keep t.Item.Text (the focus) in particular. It
+// completes the inbox item like a turn.
+func (e *Engine) Compact(ctx context.Context, t *Turn) (event.TurnEndData, error) {
+	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
+	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r.initLifecycle()
+	r.msgs, r.marks = t.Context, t.Marks
+	end := event.TurnEndData{Status: event.StatusDone}
+	done := slices.ContainsFunc(t.Prior, func(e event.Event) bool { return e.Kind == event.Summary })
+	var err error
+	switch {
+	case done:
+		end.Reply = "compacted before agentd restarted"
+	default:
+		keep := max(r.def.Memory.RecentTurns, 1)
+		if len(r.marks) <= keep {
+			end.Reply = fmt.Sprintf("nothing to compact: the context holds %d turns, and the last %d stay verbatim", len(r.marks), keep)
+			break
+		}
+		n := r.marks[len(r.marks)-keep-1].N
+		if err = r.compact(ctx, t.Item.Text, keep); err != nil {
+			if errors.Is(err, errStore) {
+				break
+			}
+			end = event.TurnEndData{Status: event.StatusError, Reason: "compaction failed: " + err.Error()}
+			err = nil
+			break
+		}
+		end.Reply = fmt.Sprintf("compacted %d messages into a summary; the log keeps them", n)
+	}
+	if err == nil {
+		if err = r.write(r.wctx, r.endBatch(&end), false); err != nil {
+			err = fmt.Errorf("engine: end compaction: %w", err)
+		}
+	}
+	if cerr := r.close(); cerr != nil && err == nil {
+		err = fmt.Errorf("engine: %w: %w", errStore, cerr)
+	}
+	return end, err
+}

@@ -136,7 +136,9 @@ func (b *builder) add(e *event.Event) {
 	case event.TurnEnd:
 		b.closeGroup()
 		b.hasStep = false
-		b.marks = append(b.marks, Mark{N: len(b.msgs), Seq: e.Seq})
+		if len(b.marks) == 0 || b.marks[len(b.marks)-1].N < len(b.msgs) {
+			b.marks = append(b.marks, Mark{N: len(b.msgs), Seq: e.Seq})
+		}
 	case event.Summary:
 		// A summary starts the conversation it is part of (see
 		// FromSummary); one met later is the caller's to apply.

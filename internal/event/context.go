@@ -9,6 +9,10 @@ const (
 	// ContextWarning says the context has grown past a threshold of the
 	// model's window (ContextData).
 	ContextWarning Kind = "context_warning"
+	// CompactRequest is the kind of an inbox item that asks for the
+	// session's context to be compacted (its text is the focus); it is
+	// logged as the summary it produces, or a marker saying why not.
+	CompactRequest Kind = "compact"
 )
 
 // SummaryData is the payload of a Summary event.

@@ -208,6 +208,18 @@ func (c *Client) Reset(ctx context.Context, addr string) error {
 	return c.do(ctx, "POST", p+"/reset", nil, nil)
 }
 
+// Compact folds a session's older turns into a summary now, the summary
+// keeping focus in particular, and waits for it.
+func (c *Client) Compact(ctx context.Context, addr, focus string) (MessageResponse, error) {
+	p, err := sessPath(addr)
+	if err != nil {
+		return MessageResponse{}, err
+	}
+	var out MessageResponse
+	err = c.do(ctx, "POST", p+"/compact", CompactRequest{Focus: focus}, &out)
+	return out, err
+}
+
 // Cancel cancels a session's running turn.
 func (c *Client) Cancel(ctx context.Context, addr string) error {
 	p, err := sessPath(addr)

@@ -13,6 +13,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
+	"agentd/internal/event"
 	"agentd/internal/identity"
 	"agentd/internal/mcp"
 	"agentd/internal/permit"
@@ -34,6 +35,7 @@ import (
 //	POST   /v1/mcp/servers                  {name, server, agent}: add one at run time
 //	DELETE /v1/mcp/servers/{name}           remove one added at run time
 //	GET    /v1/mcp/servers/{name}/tools     its tools
+//	POST   /v1/sessions/{agent}/{key}/compact {focus}: fold older turns into a summary now
 //	GET    /v1/skills                       skills, with availability
 //	GET    /v1/skills/{name}                one skill's instructions
 //	*      /mcp                             agentd as an MCP server (streamable HTTP)
@@ -62,6 +64,34 @@ type Keys interface {
 	Public(agentID string) (string, bool, error)
 	Generate(agentID string, force bool) (string, error)
 	Import(agentID string, r io.Reader, force bool) (string, error)
+}
+
+// Compacter compacts a session's context on request.
+type Compacter interface {
+	Compact(ctx context.Context, addr, focus string) (runtime.Receipt, event.TurnEndData, error)
+}
+
+// CompactRequest is the body of POST .../compact.
+type CompactRequest struct {
+	Focus string `json:"focus,omitempty"` // what the summary must keep in particular
+}
+
+func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.o.Runtime.(Compacter)
+	if !ok {
+		s.unavailable(w, "compaction")
+		return
+	}
+	var req CompactRequest
+	if r.ContentLength != 0 && !s.decode(w, r, &req) {
+		return
+	}
+	rc, end, err := c.Compact(r.Context(), addr(r), req.Focus)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, MessageResponse{Receipt: rc, End: &end})
 }
 
 // Skills gives the current skills.
@@ -110,6 +140,7 @@ func (s *Server) routeTools() {
 	m.HandleFunc("POST /v1/mcp/servers", s.mcpAdd)
 	m.HandleFunc("DELETE /v1/mcp/servers/{name}", s.mcpRemove)
 	m.HandleFunc("GET /v1/mcp/servers/{name}/tools", s.mcpTools)
+	m.HandleFunc("POST /v1/sessions/{agent}/{key}/compact", s.compact)
 	m.HandleFunc("GET /v1/skills", s.skillList)
 	m.HandleFunc("GET /v1/skills/{name}", s.skillShow)
 	if s.o.MCPHandler != nil {

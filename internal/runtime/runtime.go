@@ -49,6 +49,12 @@ type Turns interface {
 	Run(ctx context.Context, t *engine.Turn) (event.TurnEndData, error)
 }
 
+// Compactor is the optional ability of Turns to compact a session's
+// context on request.
+type Compactor interface {
+	Compact(ctx context.Context, t *engine.Turn) (event.TurnEndData, error)
+}
+
 // Options configure a Runtime. Store, Agents and Engine are required.
 type Options struct {
 	Store  store.Store
@@ -495,6 +501,35 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 	return rc, nil
 }
 
+// Compact asks for the session's context to be compacted, focusing the
+// summary on focus (may be ""), in order behind its queued inputs, and
+// waits for it.
+func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, event.TurnEndData, error) {
+	agentID, key, err := r.address(addr)
+	if err != nil {
+		return Receipt{}, event.TurnEndData{}, err
+	}
+	sess, err := r.lookup(ctx, agentID, key)
+	if err != nil {
+		return Receipt{}, event.TurnEndData{}, err
+	}
+	if sess.state() == store.StateClosed {
+		return Receipt{}, event.TurnEndData{}, fmt.Errorf("%w: %s", ErrSessionClosed, addr)
+	}
+	var ch chan event.TurnEndData
+	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: event.CompactRequest, Text: focus, Source: "compact"}, &ch)
+	if err != nil {
+		return rc, event.TurnEndData{}, err
+	}
+	select {
+	case end := <-ch:
+		return rc, end, nil
+	case <-ctx.Done():
+		r.dropWaiter(rc.Turn, ch)
+		return rc, event.TurnEndData{}, ctx.Err()
+	}
+}
+
 // setConv replaces the session's cached conversation, keeping the cache's
 // byte count. sess.mu is held.
 func (r *Runtime) setConv(sess *session, c *engine.Conversation) {
@@ -800,7 +835,17 @@ func (r *Runtime) process(sess *session, q queued) error {
 	sess.cancel = cancel
 	sess.mu.Unlock()
 	r.bus.Publish(event.Event{Session: sess.s.ID, Turn: it.ID, Kind: event.TurnStart, Time: time.Now().UTC()})
-	end, err := r.o.Engine.Run(tctx, t)
+	var end event.TurnEndData
+	if it.Kind == event.CompactRequest {
+		c, ok := r.o.Engine.(Compactor)
+		if !ok {
+			cancel(nil)
+			return fmt.Errorf("runtime: this engine cannot compact")
+		}
+		end, err = c.Compact(tctx, t)
+	} else {
+		end, err = r.o.Engine.Run(tctx, t)
+	}
 	cancel(nil)
 	sess.mu.Lock()
 	sess.cancel = nil

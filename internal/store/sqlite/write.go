@@ -163,9 +163,9 @@ func (s *Store) checkEnqueue(ctx context.Context, item store.InboxItem) (store.I
 	switch {
 	case item.Session <= 0:
 		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: session id %d", ErrInvalid, item.Session)
-	case item.Kind != event.Input && item.Kind != event.SystemMessage && item.Kind != event.Reset:
-		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: kind %q, want %q, %q or %q",
-			ErrInvalid, item.Kind, event.Input, event.SystemMessage, event.Reset)
+	case item.Kind != event.Input && item.Kind != event.SystemMessage && item.Kind != event.Reset && item.Kind != event.CompactRequest:
+		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: kind %q, want %q, %q, %q or %q",
+			ErrInvalid, item.Kind, event.Input, event.SystemMessage, event.Reset, event.CompactRequest)
 	}
 	if item.IdempotencyKey != "" {
 		// Most duplicates are redeliveries of something stored long ago:
