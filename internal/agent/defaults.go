@@ -13,6 +13,8 @@ const (
 	DefaultContextWindow      = 200000
 	DefaultWarnAt             = 0.75
 	DefaultCompactAt          = 0.9
+	DefaultRecall             = 5
+	DefaultEmbedDim           = 384
 	DefaultMaxConcurrentTurns = 256
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
@@ -43,6 +45,12 @@ func DefaultConfig() *Config {
 func applyConfigDefaults(c *Config) {
 	if c.MaxConcurrentTurns == 0 {
 		c.MaxConcurrentTurns = DefaultMaxConcurrentTurns
+	}
+	if c.Embeddings.Provider == "" {
+		c.Embeddings.Provider = EmbedHashed
+	}
+	if c.Embeddings.Provider == EmbedHashed && c.Embeddings.Dim == 0 {
+		c.Embeddings.Dim = DefaultEmbedDim
 	}
 	if c.DefaultModel != nil {
 		if modelIsZero(c.DefaultModel) {
@@ -111,6 +119,9 @@ func applyDefinitionDefaults(d *Definition, id string, cfg *Config) {
 	}
 	if d.Memory.SummaryModel != nil {
 		applyModelDefaults(d.Memory.SummaryModel)
+	}
+	if d.Memory.Recall == 0 {
+		d.Memory.Recall = DefaultRecall
 	}
 	if d.Inbox.Mode == "" {
 		d.Inbox.Mode = ModeQueue

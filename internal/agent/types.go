@@ -164,6 +164,23 @@ func (d *Definition) UsesServer(name string) bool {
 	return d.Servers == nil || slices.Contains(d.Servers, name)
 }
 
+// Embedding providers.
+const (
+	EmbedHashed = "hashed" // built in, offline, lexical (hashed character n-grams)
+	EmbedOpenAI = "openai" // an OpenAI-compatible /embeddings endpoint (OpenAI, Ollama, vLLM ...)
+)
+
+// Embeddings selects the embedder of long-term memory.
+type Embeddings struct {
+	Provider  string `yaml:"provider" json:"provider,omitempty"` // hashed (default) or openai
+	Model     string `yaml:"model" json:"model,omitempty"`
+	BaseURL   string `yaml:"base_url" json:"base_url,omitempty"`
+	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	// Dim is the vector size: the hashed embedder's (default 384), or
+	// what to ask an OpenAI model for (0: its own).
+	Dim int `yaml:"dim" json:"dim,omitempty"`
+}
+
 // BootstrapCall is a tool called when agentd starts.
 type BootstrapCall struct {
 	Tool string         `yaml:"tool" json:"tool"` // the full name, e.g. identity__register
@@ -199,6 +216,15 @@ type Memory struct {
 	CompactAt float64 `yaml:"compact_at" json:"compact_at,omitempty"`
 	// SummaryModel writes summaries (default: the agent's own model).
 	SummaryModel *Model `yaml:"summary_model" json:"summary_model,omitempty"`
+	// Recall is how many long-term memories are recalled into the context
+	// of each turn (default 5; -1: none).
+	Recall int `yaml:"recall" json:"recall,omitempty"`
+	// Shared lets the agent recall and store memories shared between
+	// agents, besides its own.
+	Shared bool `yaml:"shared" json:"shared,omitempty"`
+	// SearchAll lets the agent search other agents' conversations with
+	// the search_all history tool.
+	SearchAll bool `yaml:"search_all" json:"search_all,omitempty"`
 }
 
 // Compaction modes.
@@ -229,6 +255,8 @@ type Config struct {
 	// SkillDirs are folders holding skills, one sub-folder each (default:
 	// <data dir>/skills).
 	SkillDirs []string `yaml:"skill_dirs" json:"skill_dirs,omitempty"`
+	// Embeddings embeds long-term memories for recall.
+	Embeddings Embeddings `yaml:"embeddings" json:"embeddings"`
 
 	// File is the file the config was loaded from ("" if none).
 	File string `yaml:"-" json:"file,omitempty"`

@@ -139,6 +139,9 @@ func (c *checker) definition(d *Definition, id string) {
 	if m := d.Memory.SummaryModel; m != nil && !modelIsZero(m) {
 		c.model("memory.summary_model", m, false)
 	}
+	if d.Memory.Recall < -1 {
+		c.add("memory.recall", "must be -1 (none), 0 (the default) or more, got %d", d.Memory.Recall)
+	}
 	c.oneOf("inbox.mode", d.Inbox.Mode, inboxModes)
 	c.servers("mcp_servers", d.MCPServers)
 	for i, name := range d.Servers {
@@ -237,6 +240,18 @@ func (c *checker) config(cfg *Config) {
 	c.oneOf("log.format", cfg.Log.Format, logFormats)
 	c.oneOf("store.synchronous", cfg.Store.Synchronous, syncModes)
 	c.servers("mcp_servers", cfg.MCPServers)
+	e := cfg.Embeddings
+	c.oneOf("embeddings.provider", e.Provider, []string{EmbedHashed, EmbedOpenAI})
+	if e.Provider == EmbedOpenAI && e.Model == "" {
+		c.add("embeddings.model", "required for the openai provider, e.g. text-embedding-3-small or nomic-embed-text")
+	}
+	if e.BaseURL != "" {
+		c.baseURL("embeddings.base_url", e.BaseURL)
+	}
+	if e.APIKeyEnv != "" {
+		c.envName("embeddings.api_key_env", e.APIKeyEnv, "OPENAI_API_KEY")
+	}
+	c.nonNegative("embeddings.dim", e.Dim)
 	for i, n := range cfg.Tools.HTTPFetch.AllowNetworks {
 		if _, err := netip.ParsePrefix(n); err != nil {
 			c.add(fmt.Sprintf("tools.http_fetch.allow_networks[%d]", i), "must be a CIDR range such as 127.0.0.1/32, got %q", n)
