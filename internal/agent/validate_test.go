@@ -40,6 +40,7 @@ func TestLoadConfigMissing(t *testing.T) {
 		MaxConcurrentTurns: DefaultMaxConcurrentTurns,
 		Log:                Log{Level: "info", Format: "text"},
 		Store:              StoreConfig{Synchronous: "full"},
+		Embeddings:         Embeddings{Provider: EmbedHashed, Dim: DefaultEmbedDim},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
