@@ -178,3 +178,25 @@ func TestMissingIdentifiers(t *testing.T) {
 		}
 	}
 }
+
+type recaller struct{ deg string }
+
+func (r recaller) Recall(ctx context.Context, agentID, query string, k int, shared bool) ([]string, string, error) {
+	return []string{fmt.Sprintf("%s likes green tea (k=%d, shared=%v, q=%s)", agentID, k, shared, query)}, r.deg, nil
+}
+
+func TestRecallInContext(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
+	h := newHarness(t, models{"m": p})
+	h.eng.o.Recall = recaller{deg: "lexical only: the embedder is unreachable"}
+	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{Memory: agent.Memory{Recall: 3, Shared: true}})); err != nil {
+		t.Fatal(err)
+	}
+	if sys := p.reqs[0].System; !strings.Contains(sys, "a likes green tea (k=3, shared=true, q=hello)") {
+		t.Errorf("system prompt:\n%s", sys)
+	}
+	var m event.MarkerData
+	if !h.log.decoded(event.Marker, &m) || m.Name != "recall_degraded" || !strings.Contains(m.Reason, "unreachable") {
+		t.Errorf("marker %+v", m)
+	}
+}

@@ -97,6 +97,9 @@ type Options struct {
 	// Calibrator corrects token estimates with reported usage; nil: the
 	// engine keeps its own.
 	Calibrator *tokens.Calibrator
+	// Recall, if set, adds relevant long-term memories to each turn's
+	// context (memory.recall of them).
+	Recall Recaller
 	// BaseBackoff is the first retry delay (default 500ms); it doubles per
 	// attempt up to MaxBackoff (default 30s), with full jitter.
 	BaseBackoff time.Duration

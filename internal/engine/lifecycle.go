@@ -25,6 +25,13 @@ type Approver interface {
 	Wait(ctx context.Context, req permit.Request) (permit.Decision, error)
 }
 
+// Recaller finds the long-term memories relevant to a message: each as
+// one line of text. degraded, when not empty, says why recall was partial
+// (for example lexical only, the embedder being unreachable).
+type Recaller interface {
+	Recall(ctx context.Context, agentID, query string, k int, shared bool) (items []string, degraded string, err error)
+}
+
 // Signer signs with an agent's identity key.
 type Signer interface {
 	// Approve signs the approval of a message: (message, createdAt,
@@ -98,6 +105,7 @@ type lifecycle struct {
 	context  []string
 	tools    []json.RawMessage
 	actions  []event.LifecycleData
+	recalled []string // long-term memories recalled for this message
 }
 
 type priorApproval struct {
@@ -211,6 +219,14 @@ func (r *run) system() string {
 	}
 	r.lc.mu.Lock()
 	defer r.lc.mu.Unlock()
+	if len(r.lc.recalled) > 0 {
+		b.WriteString("\n\n# Relevant long-term memories (use recall for more, forget to remove one)\n")
+		for _, m := range r.lc.recalled {
+			b.WriteString("\n- ")
+			b.WriteString(m)
+		}
+		b.WriteString("\n")
+	}
 	if len(r.lc.context) > 0 {
 		b.WriteString("\n\n# Context for this message\n")
 		for _, c := range r.lc.context {
@@ -438,16 +454,37 @@ func (r *run) contextPhase(ctx context.Context) error {
 	if !on(r.lc.opts.Context) {
 		return nil
 	}
-	specs := r.phaseTools(tool.KindContext)
-	if len(specs) == 0 {
-		return nil
+	// Long-term memory is recalled while the context tools run.
+	var wg sync.WaitGroup
+	var recalled []string
+	var degraded string
+	if rc := r.e.o.Recall; rc != nil && r.def.Memory.Recall > 0 {
+		wg.Go(func() {
+			items, deg, err := rc.Recall(ctx, r.def.ID, r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
+			if err != nil {
+				deg = "recall failed: " + err.Error()
+			}
+			recalled, degraded = items, deg
+		})
 	}
-	results, err := r.phase(ctx, event.PhaseContext, specs)
+	var results []event.LifecycleData
+	var err error
+	if specs := r.phaseTools(tool.KindContext); len(specs) > 0 {
+		results, err = r.phase(ctx, event.PhaseContext, specs)
+	}
+	wg.Wait()
 	if err != nil {
 		return err
 	}
+	if degraded != "" {
+		ev := event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: "recall_degraded", Reason: degraded})
+		if werr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); werr != nil {
+			return fmt.Errorf("engine: log recall: %w: %w", errStore, werr)
+		}
+	}
 	r.lc.mu.Lock()
 	defer r.lc.mu.Unlock()
+	r.lc.recalled = recalled
 	for _, d := range results {
 		r.lc.context = append(r.lc.context, d.Context...)
 		r.lc.tools = append(r.lc.tools, d.Tools...)
