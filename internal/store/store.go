@@ -155,3 +155,65 @@ type Store interface {
 	// Close flushes pending writes and closes the store.
 	Close() error
 }
+
+// ErrBadCursor is returned (wrapped) for a paging cursor that is malformed or
+// belongs to another query.
+var ErrBadCursor = errors.New("invalid cursor")
+
+// HistoryQuery is a full-text search over session histories.
+type HistoryQuery struct {
+	// Query is what to look for, as a person or a model types it: words,
+	// all of which must occur (in any order); a word ending in * matches
+	// words starting with it. It is never interpreted as query syntax.
+	Query string
+	// Agents limits the search to these agents' sessions; empty: all agents.
+	Agents []string
+	// Since and Until, when set, limit the search to events at or after
+	// Since and before Until.
+	Since, Until time.Time
+	// Limit is the page size: 0 means 20, at most 100.
+	Limit int
+	// Cursor continues a previous search ("" for the first page).
+	Cursor string
+}
+
+// HistoryHit is one event found by a history search.
+type HistoryHit struct {
+	Event event.Event
+	Agent string // the session's agent
+	Key   string // the session's key
+	// Score is the BM25 relevance, higher is better; scores are
+	// comparable within one search only.
+	Score float64
+	// Snippet is about 30 words of the event's text around the first
+	// match, with the matching words wrapped in « and ».
+	Snippet string
+}
+
+// Thread is a session with what a listing of conversations shows.
+type Thread struct {
+	Session
+	Messages     int       // input, system_message and text events
+	Title        string    // the first input's text, shortened
+	LastActivity time.Time // the time of the newest event (CreatedAt if none)
+}
+
+// HistoryStore is what a store offers for searching histories and keeping
+// working memory, beside Store. It is optional: a caller type-asserts it.
+type HistoryStore interface {
+	// SearchHistory returns a page of events whose text matches q, best
+	// first, and the cursor of the next page ("" if there is none).
+	SearchHistory(ctx context.Context, q HistoryQuery) (hits []HistoryHit, next string, err error)
+	// Threads lists an agent's sessions, most recently updated first, and
+	// the cursor of the next page ("" if there is none).
+	Threads(ctx context.Context, agent string, limit int, cursor string) (threads []Thread, next string, err error)
+
+	// SetWorking sets a key of a session's working memory to a JSON value
+	// and logs a working_memory event, in one transaction.
+	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error
+	// DeleteWorking deletes a key (ErrNotFound if it is not set) and logs
+	// a working_memory event, in one transaction.
+	DeleteWorking(ctx context.Context, session int64, key string) error
+	// Working returns a session's working memory.
+	Working(ctx context.Context, session int64) (map[string]json.RawMessage, error)
+}

@@ -121,11 +121,35 @@ const ftsIndexNew = `INSERT INTO events_fts (rowid, text)
 // database to version i+1, recorded in PRAGMA user_version. Steps are only
 // ever appended.
 func migrations() []string {
-	return []string{schemaV1, schemaV2}
+	return []string{schemaV1, schemaV2, schemaV3}
 }
 
 // schemaV2 gives inbox items options (the message lifecycle's, as JSON).
 const schemaV2 = `ALTER TABLE inbox ADD COLUMN options TEXT NOT NULL DEFAULT '';`
+
+// schemaV3 adds working memory and an index for history search.
+//
+// working_memory holds each session's key-value working memory; it is a
+// projection of the session's working_memory events, written by the commit
+// that appends the event (seq is that event's). A deleted key has no row.
+//
+// events_hist covers what a history search filters its full-text matches
+// by (the session, hence the agent, and the time), so that checking a match
+// reads a small index entry instead of the event row with its payload. It
+// is ordered by id, so, like events_turn, it grows at its end and adds no
+// randomly placed page to a commit.
+const schemaV3 = `
+CREATE TABLE working_memory (
+	session_id INTEGER NOT NULL REFERENCES sessions (id),
+	key        TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL,
+	seq        INTEGER NOT NULL,
+	PRIMARY KEY (session_id, key)
+) WITHOUT ROWID;
+
+CREATE INDEX events_hist ON events (id, session_id, ts);
+`
 
 // migrate brings the database on conn up to len(steps), one transaction per
 // step, and fails with ErrSchemaTooNew if it is already beyond that.

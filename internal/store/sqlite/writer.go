@@ -174,6 +174,7 @@ type writer struct {
 	insUsage, sessExists, insInbox    *sql.Stmt
 	inboxByKey, insSession, sessByKey *sql.Stmt
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
+	wmSet, wmDelete                   *sql.Stmt
 
 	// The text index is brought up to date in its own transactions, at most
 	// every IndexDelay while writes come in, and before every search, rather
@@ -216,6 +217,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.sessByKey, qSessionByKey},
 		{&w.maxEventID, `SELECT coalesce(max(id), 0) FROM events`},
 		{&w.ftsIndex, ftsIndexNew},
+		{&w.wmSet, qWorkingSet},
+		{&w.wmDelete, qWorkingDelete},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
@@ -467,6 +470,11 @@ func (w *writer) applyCommit(r *request, now int64) error {
 			}
 			if _, err := w.insEvent.Exec(r.session, seq, e.Turn, string(e.Kind), e.Time.UnixNano(), data); err != nil {
 				return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
+			}
+			if e.Kind == event.WorkingMemory {
+				if err := w.applyWorking(r.session, e); err != nil {
+					return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
+				}
 			}
 		}
 	}

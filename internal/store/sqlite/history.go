@@ -1,0 +1,462 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+var _ store.HistoryStore = (*Store)(nil)
+
+// History search page sizes.
+const (
+	DefaultHistoryLimit = 20
+	MaxHistoryLimit     = 100
+)
+
+// History search queries. The full-text matches are filtered through
+// events_hist (a covering index: no event row is read for a match that is
+// dropped) and ranked; only the page's events are read whole. The rowid
+// bound is the cursor's snapshot: events indexed after the first page never
+// enter later pages.
+const (
+	qHistoryHead = `WITH hits AS (
+		SELECT events_fts.rowid AS id, events_fts.rank AS rank
+		FROM events_fts JOIN events h INDEXED BY events_hist ON h.id = events_fts.rowid
+		WHERE events_fts MATCH ?1 AND events_fts.rowid <= ?2 AND h.ts >= ?3 AND h.ts < ?4`
+	qHistoryAgents = ` AND (SELECT agent FROM sessions WHERE id = h.session_id) IN (SELECT value FROM json_each(?7))`
+	qHistoryTail   = `
+		ORDER BY events_fts.rank, events_fts.rowid LIMIT ?5 OFFSET ?6)
+	SELECT hits.rank, e.session_id, e.seq, e.turn, e.kind, e.ts, e.data, s.agent, s.key
+	FROM hits JOIN events e ON e.id = hits.id JOIN sessions s ON s.id = e.session_id
+	ORDER BY hits.rank, hits.id`
+	qHistoryAll      = qHistoryHead + qHistoryTail
+	qHistoryByAgents = qHistoryHead + qHistoryAgents + qHistoryTail
+
+	// The newest indexed event: the snapshot a first page fixes.
+	qIndexedMax = `SELECT rowid FROM events_fts ORDER BY rowid DESC LIMIT 1`
+
+	// sessions: UNIQUE (agent, key) selects the agent's sessions, which
+	// are sorted in memory (see qSessions). The per-thread figures use
+	// UNIQUE (session_id, seq).
+	qThreads = `SELECT ` + sessionCols + `,
+		(SELECT count(*) FROM events WHERE session_id = sessions.id AND kind IN ('input', 'system_message', 'text')),
+		(SELECT data FROM events WHERE session_id = sessions.id AND kind = 'input' ORDER BY seq LIMIT 1),
+		(SELECT ts FROM events WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1)
+		FROM sessions WHERE agent = ?1 AND (updated_at < ?2 OR (updated_at = ?2 AND id < ?3))
+		ORDER BY updated_at DESC, id DESC LIMIT ?4`
+
+	qWorkingSet = `INSERT INTO working_memory (session_id, key, value, updated_at, seq) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value,
+		updated_at = excluded.updated_at, seq = excluded.seq`
+	qWorkingDelete = `DELETE FROM working_memory WHERE session_id = ? AND key = ?`
+	qWorking       = `SELECT key, value FROM working_memory WHERE session_id = ? ORDER BY key`
+	qWorkingHas    = `SELECT 1 FROM working_memory WHERE session_id = ? AND key = ?`
+)
+
+// SearchHistory searches the text of the input, system_message and text
+// events of the sessions of q.Agents (all agents if empty), in the time
+// range [q.Since, q.Until), and returns a page of hits, best (BM25) first,
+// ties by event id, with the cursor of the next page ("" if none).
+//
+// q.Query is plain text (see store.HistoryQuery): its words must all occur;
+// it is never read as FTS5 syntax, so any text is a valid query, and text
+// without a single word is ErrInvalid.
+//
+// Cursors page by offset inside a snapshot: the first page fixes the newest
+// indexed event, and later pages see only events up to it, so events
+// written meanwhile never shift, repeat or push out hits of later pages.
+// A cursor also records which query it belongs to; used with another it is
+// store.ErrBadCursor. (BM25 weighs words by corpus-wide statistics, which
+// new events change a little; this does not reorder equal documents and
+// scales all scores of a one-word query alike.)
+func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]store.HistoryHit, string, error) {
+	if s.isDown.Load() {
+		return nil, "", store.ErrClosed
+	}
+	match, terms := parseQuery(q.Query)
+	if match == "" {
+		return nil, "", fmt.Errorf("sqlite: search history: %w: the query has no words", ErrInvalid)
+	}
+	limit := q.Limit
+	switch {
+	case limit < 0:
+		return nil, "", fmt.Errorf("sqlite: search history: %w: negative limit %d", ErrInvalid, limit)
+	case limit == 0:
+		limit = DefaultHistoryLimit
+	case limit > MaxHistoryLimit:
+		limit = MaxHistoryLimit
+	}
+	since, until := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.Since.IsZero() {
+		since = q.Since.UnixNano()
+	}
+	if !q.Until.IsZero() {
+		until = q.Until.UnixNano()
+	}
+	var agents []byte
+	if len(q.Agents) > 0 {
+		agents, _ = json.Marshal(q.Agents) // strings always encode
+	}
+	sum := querySum(match, string(agents), since, until)
+
+	var snap, offset int64
+	if q.Cursor != "" {
+		var err error
+		if snap, offset, err = decodeHistoryCursor(q.Cursor, sum); err != nil {
+			return nil, "", fmt.Errorf("sqlite: search history: %w", err)
+		}
+	} else {
+		// Index everything written so far, then fix the snapshot.
+		r := s.getRequest(ctx, opIndex)
+		if err := s.send(ctx, r); err != nil {
+			return nil, "", err
+		}
+		s.putRequest(r)
+		err := s.rdb.QueryRowContext(ctx, qIndexedMax).Scan(&snap)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, "", nil // nothing indexed
+		}
+		if err != nil {
+			return nil, "", s.readErr("search history", err)
+		}
+	}
+
+	var rows *sql.Rows
+	var err error
+	if agents == nil {
+		rows, err = s.rdb.QueryContext(ctx, qHistoryAll, match, snap, since, until, limit+1, offset)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, qHistoryByAgents, match, snap, since, until, limit+1, offset, string(agents))
+	}
+	if err != nil {
+		return nil, "", s.readErr("search history", err)
+	}
+	defer rows.Close()
+	hits := make([]store.HistoryHit, 0, limit)
+	more := false
+	for rows.Next() {
+		if len(hits) == limit {
+			more = true
+			break
+		}
+		var h store.HistoryHit
+		var rank float64
+		var kind string
+		var ts int64
+		var data []byte
+		if err := rows.Scan(&rank, &h.Event.Session, &h.Event.Seq, &h.Event.Turn, &kind, &ts, &data, &h.Agent, &h.Key); err != nil {
+			return nil, "", s.readErr("search history", err)
+		}
+		h.Event.Kind, h.Event.Time, h.Event.Data = event.Kind(kind), unixTime(ts), data
+		h.Score = -rank // FTS5's rank is the negated BM25 score
+		h.Snippet = snippet(eventText(data), terms)
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", s.readErr("search history", err)
+	}
+	next := ""
+	if more {
+		next = encodeHistoryCursor(snap, offset+int64(limit), sum)
+	}
+	return hits, next, nil
+}
+
+// eventText returns the "text" field of an event payload ("" if none).
+func eventText(data []byte) string {
+	var p struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(data, &p) != nil {
+		return ""
+	}
+	return p.Text
+}
+
+// querySum identifies a query for its cursors.
+func querySum(match, agents string, since, until int64) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(match))
+	h.Write([]byte{0})
+	h.Write([]byte(agents))
+	h.Write(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, uint64(since)), uint64(until)))
+	return h.Sum32()
+}
+
+// Cursor prefixes, one per kind of cursor and format.
+const (
+	historyCursorPrefix = "h1"
+	threadCursorPrefix  = "t1"
+)
+
+func encodeHistoryCursor(snap, offset int64, sum uint32) string {
+	b := binary.AppendUvarint(nil, uint64(snap))
+	b = binary.AppendUvarint(b, uint64(offset))
+	b = binary.LittleEndian.AppendUint32(b, sum)
+	return historyCursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeHistoryCursor(c string, sum uint32) (snap, offset int64, err error) {
+	b, err := cursorBytes(c, historyCursorPrefix)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, n := binary.Uvarint(b)
+	if n <= 0 || s > math.MaxInt64 {
+		return 0, 0, fmt.Errorf("%w %q", store.ErrBadCursor, c)
+	}
+	b = b[n:]
+	o, n := binary.Uvarint(b)
+	if n <= 0 || o > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%w %q", store.ErrBadCursor, c)
+	}
+	b = b[n:]
+	if len(b) != 4 {
+		return 0, 0, fmt.Errorf("%w %q", store.ErrBadCursor, c)
+	}
+	if binary.LittleEndian.Uint32(b) != sum {
+		return 0, 0, fmt.Errorf("%w: it belongs to another query", store.ErrBadCursor)
+	}
+	return int64(s), int64(o), nil
+}
+
+func cursorBytes(c, prefix string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(c, prefix)
+	if !ok || len(rest) > 64 {
+		return nil, fmt.Errorf("%w %q", store.ErrBadCursor, c)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q", store.ErrBadCursor, c)
+	}
+	return b, nil
+}
+
+// Thread titles are cut to this many bytes.
+const maxTitle = 120
+
+// Threads lists agent's sessions, most recently updated first (ties by
+// id), with their message counts, titles (the first input, shortened) and
+// last activity, and returns the cursor of the next page ("" if none).
+// limit 0 means 20, at most 100.
+//
+// The cursor is the last listed session's (updated time, id): a later page
+// lists the sessions updated before it, so sessions created meanwhile never
+// appear twice; a session updated while the listing is paged moves to the
+// front, where a new first page finds it.
+func (s *Store) Threads(ctx context.Context, agent string, limit int, cursor string) ([]store.Thread, string, error) {
+	if s.isDown.Load() {
+		return nil, "", store.ErrClosed
+	}
+	switch {
+	case agent == "":
+		return nil, "", fmt.Errorf("sqlite: threads: %w: empty agent", ErrInvalid)
+	case limit < 0:
+		return nil, "", fmt.Errorf("sqlite: threads: %w: negative limit %d", ErrInvalid, limit)
+	case limit == 0:
+		limit = DefaultHistoryLimit
+	case limit > MaxHistoryLimit:
+		limit = MaxHistoryLimit
+	}
+	updated, id := int64(math.MaxInt64), int64(math.MaxInt64)
+	if cursor != "" {
+		b, err := cursorBytes(cursor, threadCursorPrefix)
+		if err != nil {
+			return nil, "", fmt.Errorf("sqlite: threads: %w", err)
+		}
+		u, n := binary.Varint(b)
+		if n <= 0 {
+			return nil, "", fmt.Errorf("sqlite: threads: %w %q", store.ErrBadCursor, cursor)
+		}
+		i, m := binary.Uvarint(b[n:])
+		if m <= 0 || n+m != len(b) || i > math.MaxInt64 {
+			return nil, "", fmt.Errorf("sqlite: threads: %w %q", store.ErrBadCursor, cursor)
+		}
+		updated, id = u, int64(i)
+	}
+	rows, err := s.rdb.QueryContext(ctx, qThreads, agent, updated, id, limit+1)
+	if err != nil {
+		return nil, "", s.readErr("threads", err)
+	}
+	defer rows.Close()
+	out := make([]store.Thread, 0, limit)
+	more := false
+	for rows.Next() {
+		if len(out) == limit {
+			more = true
+			break
+		}
+		var t store.Thread
+		var created, upd int64
+		var first []byte
+		var last sql.NullInt64
+		if err := rows.Scan(&t.ID, &t.Agent, &t.Key, &t.State, &t.LastSeq, &created, &upd, &t.Messages, &first, &last); err != nil {
+			return nil, "", s.readErr("threads", err)
+		}
+		t.CreatedAt, t.UpdatedAt = unixTime(created), unixTime(upd)
+		t.LastActivity = t.CreatedAt
+		if last.Valid {
+			t.LastActivity = unixTime(last.Int64)
+		}
+		t.Title = title(eventText(first))
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", s.readErr("threads", err)
+	}
+	next := ""
+	if more {
+		l := out[len(out)-1]
+		b := binary.AppendVarint(nil, l.UpdatedAt.UnixNano())
+		b = binary.AppendUvarint(b, uint64(l.ID))
+		next = threadCursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+	}
+	return out, next, nil
+}
+
+// title makes a one-line title of at most maxTitle bytes from text.
+func title(text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if len(t) <= maxTitle {
+		return t
+	}
+	cut := maxTitle
+	for cut > 0 && !utf8.RuneStart(t[cut]) {
+		cut--
+	}
+	return t[:cut] + "…"
+}
+
+// Working memory limits.
+const (
+	MaxWorkingKey   = 256      // bytes
+	MaxWorkingValue = 64 << 10 // bytes of JSON
+)
+
+func checkWorkingKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty key")
+	case len(key) > MaxWorkingKey:
+		return fmt.Errorf("key longer than %d bytes", MaxWorkingKey)
+	case !utf8.ValidString(key):
+		return errors.New("key is not valid UTF-8")
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("key %q contains a control character", key)
+		}
+	}
+	return nil
+}
+
+// SetWorking sets key of session's working memory to value (JSON, at most
+// MaxWorkingValue bytes) and appends a working_memory event recording it
+// to the session's log, in one transaction. A session that does not exist
+// is store.ErrNotFound.
+func (s *Store) SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error {
+	if err := checkWorkingKey(key); err != nil {
+		return fmt.Errorf("sqlite: set working memory: %w: %v", ErrInvalid, err)
+	}
+	if !json.Valid(value) {
+		return fmt.Errorf("sqlite: set working memory %q: %w: value is not valid JSON", key, ErrInvalid)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, value); err != nil {
+		return fmt.Errorf("sqlite: set working memory %q: %w: %v", key, ErrInvalid, err)
+	}
+	if buf.Len() > MaxWorkingValue {
+		return fmt.Errorf("sqlite: set working memory %q: %w: value longer than %d bytes", key, ErrInvalid, MaxWorkingValue)
+	}
+	return s.commitWorking(ctx, session, event.WorkingMemoryData{Key: key, Value: buf.Bytes()})
+}
+
+// DeleteWorking deletes key from session's working memory and appends a
+// working_memory event recording it, in one transaction. A key that is not
+// set is store.ErrNotFound, and nothing is written.
+func (s *Store) DeleteWorking(ctx context.Context, session int64, key string) error {
+	if err := checkWorkingKey(key); err != nil {
+		return fmt.Errorf("sqlite: delete working memory: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return store.ErrClosed
+	}
+	var one int
+	err := s.rdb.QueryRowContext(ctx, qWorkingHas, session, key).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlite: delete working memory %q of session %d: %w", key, session, store.ErrNotFound)
+	}
+	if err != nil {
+		return s.readErr("delete working memory", err)
+	}
+	return s.commitWorking(ctx, session, event.WorkingMemoryData{Key: key, Deleted: true})
+}
+
+func (s *Store) commitWorking(ctx context.Context, session int64, d event.WorkingMemoryData) error {
+	if session <= 0 {
+		return fmt.Errorf("sqlite: working memory: %w: session id %d", ErrInvalid, session)
+	}
+	return s.Commit(ctx, &store.Batch{
+		Session: session,
+		Events:  []event.Event{event.New(session, 0, event.WorkingMemory, d)},
+	})
+}
+
+// Working returns session's working memory (empty, not nil, if nothing is
+// set).
+func (s *Store) Working(ctx context.Context, session int64) (map[string]json.RawMessage, error) {
+	if s.isDown.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.rdb.QueryContext(ctx, qWorking, session)
+	if err != nil {
+		return nil, s.readErr("working memory", err)
+	}
+	defer rows.Close()
+	out := make(map[string]json.RawMessage)
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, s.readErr("working memory", err)
+		}
+		out[k] = json.RawMessage(v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("working memory", err)
+	}
+	return out, nil
+}
+
+// applyWorking brings the working_memory table in step with a committed
+// working_memory event (in the commit's transaction).
+func (w *writer) applyWorking(session int64, e *event.Event) error {
+	var d event.WorkingMemoryData
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return fmt.Errorf("%w: working memory payload: %v", ErrInvalid, err)
+	}
+	if err := checkWorkingKey(d.Key); err != nil {
+		return fmt.Errorf("%w: working memory: %v", ErrInvalid, err)
+	}
+	if d.Deleted {
+		_, err := w.wmDelete.Exec(session, d.Key)
+		return err
+	}
+	if len(d.Value) == 0 {
+		return fmt.Errorf("%w: working memory %q: no value", ErrInvalid, d.Key)
+	}
+	_, err := w.wmSet.Exec(session, d.Key, string(d.Value), e.Time.UnixNano(), e.Seq)
+	return err
+}
