@@ -11,6 +11,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/event"
+	"agentd/internal/history"
 	"agentd/internal/identity"
 	"agentd/internal/mcp"
 	"agentd/internal/permit"
@@ -48,6 +49,10 @@ func (a *App) toolLayer(version string) error {
 	}
 	a.skills.Store(set)
 	tools := append(a.MCP.Builtins(), skill.Tool(a.skills.Load, skillPolicy{a}, skillServers{a}))
+	tools = append(tools, history.Tools(a.Store, &history.Options{Logger: a.Logger, Allowed: func(agentID string) bool {
+		d, ok := a.Agents.Get(agentID)
+		return ok && d.Memory.SearchAll
+	}})...)
 	for _, t := range tools {
 		if err := a.Tools.Register(t); err != nil {
 			return fmt.Errorf("app: register tool: %w", err)

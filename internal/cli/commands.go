@@ -508,6 +508,58 @@ func FormatEvent(ev event.Event) string {
 		var d event.ErrorData
 		ev.Decode(&d)
 		body = d.Kind + ": " + d.Message
+	case event.WorkingMemory:
+		var d event.WorkingMemoryData
+		ev.Decode(&d)
+		body = d.Key + " = " + string(d.Value)
+		if d.Deleted {
+			body = d.Key + " deleted"
+		}
+	case event.Summary:
+		var d event.SummaryData
+		ev.Decode(&d)
+		kind := "summary"
+		if d.Pruned {
+			kind = "pruned"
+		}
+		body = fmt.Sprintf("%s of %d messages through seq %d (%d → %d tokens): %s", kind, d.Folded, d.Through, d.FoldedTokens, d.Tokens, d.Text)
+	case event.ContextWarning:
+		var d event.ContextData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s: %d of %d tokens", d.Action, d.Tokens, d.Window)
+	case event.Lifecycle:
+		var d event.LifecycleData
+		ev.Decode(&d)
+		switch {
+		case len(d.Start) > 0:
+			body = d.Phase + " starting " + strings.Join(d.Start, ", ")
+		case d.Phase == event.PhaseApproval:
+			body = "approval signed"
+		default:
+			body = fmt.Sprintf("%s %s", d.Phase, d.Tool)
+			if d.Target != "" {
+				body += " → " + d.Target
+			}
+			if d.IsError {
+				body += " error"
+			}
+			body += ": " + d.Output
+		}
+	case event.ApprovalRequested:
+		var d event.ApprovalRequestData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s %s %s (id %s): %s", d.Tool, d.Args, "waits for approval", d.ID, d.Reason)
+	case event.ApprovalResolved:
+		var d event.ApprovalResolvedData
+		ev.Decode(&d)
+		switch {
+		case d.Granted:
+			body = fmt.Sprintf("%s granted by %s (id %s)", d.Tool, d.By, d.ID)
+		case d.Expired:
+			body = fmt.Sprintf("%s expired (id %s)", d.Tool, d.ID)
+		default:
+			body = fmt.Sprintf("%s denied by %s (id %s): %s", d.Tool, d.By, d.ID, d.Reason)
+		}
 	default:
 		body = string(ev.Data)
 	}

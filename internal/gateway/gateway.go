@@ -77,6 +77,7 @@ type Options struct {
 	Keys       Keys
 	Skills     Skills
 	MCPHandler http.Handler // agentd as an MCP server, served at /mcp
+	History    History      // conversation search and working memory
 }
 
 // Server is the HTTP API.
@@ -107,6 +108,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/close", s.closeSession)
 	m.HandleFunc("GET /v1/turns/{id}", s.turn)
 	s.routeTools()
+	s.routeMemory()
 	return s
 }
 

@@ -20,6 +20,9 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrClosed   = errors.New("store closed")
+	// ErrInvalid is returned (wrapped) for a request a store refuses
+	// before writing or reading anything: a bad key, query or payload.
+	ErrInvalid = errors.New("invalid request")
 )
 
 // Session states.

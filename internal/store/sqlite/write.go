@@ -14,7 +14,8 @@ import (
 
 // ErrInvalid is returned (wrapped) for a request the store refuses before
 // writing anything: a missing session, an unknown state, a bad payload.
-var ErrInvalid = errors.New("invalid request")
+// It is store.ErrInvalid.
+var ErrInvalid = store.ErrInvalid
 
 // Commit writes b in one transaction and waits until it is durable. It
 // assigns the events consecutive sequence numbers after the session's last
