@@ -45,8 +45,14 @@ const (
 	// whole session).
 	qEvents        = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`
 	qEventsLimit   = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
-	qContextEvents = `SELECT ` + eventCols + ` FROM events WHERE session_id = ?1 AND seq > coalesce(
-		(SELECT max(seq) FROM events WHERE session_id = ?1 AND kind = 'reset'), 0) ORDER BY seq`
+	// The context: the events after the last reset, where the latest
+	// summary since then stands in for those it folds (it is returned
+	// with the events after the last one it folds).
+	qContextEvents = `WITH r AS (SELECT coalesce(max(seq), 0) AS seq FROM events WHERE session_id = ?1 AND kind = 'reset'),
+		s AS (SELECT seq, coalesce(json_extract(CAST(data AS TEXT), '$.through'), 0) AS through FROM events
+			WHERE session_id = ?1 AND kind = 'summary' AND seq > (SELECT seq FROM r) ORDER BY seq DESC LIMIT 1)
+		SELECT ` + eventCols + ` FROM events WHERE session_id = ?1 AND (seq = (SELECT seq FROM s)
+			OR seq > max((SELECT seq FROM r), coalesce((SELECT through FROM s), 0)) AND kind <> 'summary') ORDER BY seq`
 	qTurnEvents = `SELECT ` + eventCols + ` FROM events WHERE turn = ? AND +session_id = ? ORDER BY seq`
 	qSearch     = `SELECT e.session_id, e.seq, e.turn, e.kind, e.ts, e.data
 		FROM events_fts JOIN events e ON e.id = events_fts.rowid

@@ -121,7 +121,7 @@ const ftsIndexNew = `INSERT INTO events_fts (rowid, text)
 // database to version i+1, recorded in PRAGMA user_version. Steps are only
 // ever appended.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3}
+	return []string{schemaV1, schemaV2, schemaV3, schemaV4}
 }
 
 // schemaV2 gives inbox items options (the message lifecycle's, as JSON).
@@ -209,3 +209,7 @@ func userVersion(ctx context.Context, conn *sql.Conn) (int, error) {
 	}
 	return v, nil
 }
+
+// schemaV4 finds a session's latest summary (the start of its context)
+// with one index lookup.
+const schemaV4 = `CREATE INDEX events_summary ON events (session_id, seq) WHERE kind = 'summary';`
