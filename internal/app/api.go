@@ -16,7 +16,7 @@ import (
 func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 	var facade http.Handler
 	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
-		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: a.Store,
+		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: a.Store, Memory: a.Memory,
 		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) })})
 	c, stop := gateway.Pipe(gw)
 	f := mcpserver.New(FacadeBackend{C: c}, &mcpserver.Options{Name: "agentd", Version: a.version, Logger: a.Logger})

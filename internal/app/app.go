@@ -24,6 +24,7 @@ import (
 	"agentd/internal/identity"
 	"agentd/internal/mcp"
 	"agentd/internal/mcpserver"
+	"agentd/internal/memory"
 	"agentd/internal/permit"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
@@ -62,6 +63,7 @@ type App struct {
 	Permits *permit.Broker
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
+	Memory  *memory.Store
 
 	skills  atomic.Pointer[skill.Set]
 	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
@@ -148,6 +150,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err := a.toolLayer(o.Version); err != nil {
 		return nil, err
 	}
+	if err := a.openMemory(ctx); err != nil {
+		return nil, err
+	}
 	a.Models = NewModels(nil)
 	a.Bus = event.NewBus()
 	eo := engine.Options{}
@@ -156,6 +161,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
+	eo.Recall = recaller{a.Memory}
 	rt := &runtimeLog{}
 	eo.Log = rt
 	a.Engine = engine.New(&eo)
@@ -208,6 +214,11 @@ func (a *App) Start(ctx context.Context) error {
 		}
 	})
 	a.wg.Go(func() {
+		if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
+			a.Logger.Error("memory embedding stopped", "err", err)
+		}
+	})
+	a.wg.Go(func() {
 		err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
 		if err != nil && wctx.Err() == nil {
 			a.Logger.Error("skill watcher stopped", "err", err)
@@ -246,6 +257,9 @@ func (a *App) closeParts() error {
 	var err error
 	if a.MCP != nil {
 		a.MCP.Close()
+	}
+	if a.Memory != nil {
+		a.Memory.Close()
 	}
 	if a.Store != nil {
 		err = a.Store.Close()

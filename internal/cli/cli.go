@@ -125,7 +125,7 @@ func (e *env) root() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
 		e.serveCmd(), e.chatCmd(), e.withLifecycle(e.sendCmd()), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
-		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.cancelCmd(), e.closeCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
+		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
 	)
 	return root

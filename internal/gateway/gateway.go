@@ -78,6 +78,7 @@ type Options struct {
 	Skills     Skills
 	MCPHandler http.Handler // agentd as an MCP server, served at /mcp
 	History    History      // conversation search and working memory
+	Memory     Memory       // agents' long-term memory
 }
 
 // Server is the HTTP API.
@@ -109,6 +110,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("GET /v1/turns/{id}", s.turn)
 	s.routeTools()
 	s.routeMemory()
+	s.routeLongTerm()
 	return s
 }
 

@@ -34,7 +34,7 @@ func Tools(s *Store, o *ToolOptions) []tool.Tool {
 	return []tool.Tool{
 		tool.Func(tool.Spec{Name: "remember", Description: rememberDesc, InputSchema: json.RawMessage(rememberSchema)}, t.remember),
 		tool.Func(tool.Spec{Name: "recall", Description: recallDesc, InputSchema: json.RawMessage(recallSchema), ReadOnly: true}, t.recall),
-		tool.Func(tool.Spec{Name: "forget", Description: forgetDesc, InputSchema: json.RawMessage(forgetSchema), Idempotent: true, Destructive: true}, t.forget),
+		tool.Func(tool.Spec{Name: "forget", Description: forgetDesc, InputSchema: json.RawMessage(forgetSchema), Idempotent: true}, t.forget), // the agent's own memory: no approval by default
 		tool.Func(tool.Spec{Name: "relate", Description: relateDesc, InputSchema: json.RawMessage(relateSchema), Idempotent: true}, t.relate),
 	}
 }

@@ -1,0 +1,91 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"agentd/internal/agent"
+	"agentd/internal/embed"
+	"agentd/internal/memory"
+)
+
+// MemoryFile is the long-term memory's database inside the data directory.
+const MemoryFile = "memory.db"
+
+// embedder builds the configured embedder.
+func embedder(c agent.Embeddings) (memory.Embedder, error) {
+	switch c.Provider {
+	case agent.EmbedOpenAI:
+		key := ""
+		if c.APIKeyEnv != "" {
+			if key = os.Getenv(c.APIKeyEnv); key == "" {
+				return nil, fmt.Errorf("embeddings: environment variable %s is not set", c.APIKeyEnv)
+			}
+		}
+		return embed.NewOpenAI(&embed.Options{BaseURL: c.BaseURL, APIKey: key, Model: c.Model, Dim: c.Dim, SendDimensions: c.Dim > 0}), nil
+	default:
+		dim := c.Dim
+		if dim <= 0 {
+			dim = agent.DefaultEmbedDim
+		}
+		return embed.NewHashed(dim), nil
+	}
+}
+
+// openMemory opens the long-term memory and registers its tools.
+func (a *App) openMemory(ctx context.Context) error {
+	e, err := embedder(a.Config.Embeddings)
+	if err != nil {
+		a.Logger.Warn("recall is keyword-only", "err", err)
+		e = nil
+	}
+	a.Memory, err = memory.Open(ctx, filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
+		OnStatus: func(degraded bool, reason string) {
+			if degraded {
+				a.Logger.Warn("memory recall degraded to keyword search", "reason", reason)
+			} else {
+				a.Logger.Info("memory recall is hybrid again")
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	shared := func(agentID string) bool {
+		d, ok := a.Agents.Get(agentID)
+		return ok && d.Memory.Shared
+	}
+	for _, t := range memory.Tools(a.Memory, &memory.ToolOptions{Shared: shared}) {
+		if err := a.Tools.Register(t); err != nil {
+			return fmt.Errorf("app: register tool: %w", err)
+		}
+	}
+	return nil
+}
+
+// recaller gives the engine long-term memories for a turn's context.
+type recaller struct{ m *memory.Store }
+
+func (r recaller) Recall(ctx context.Context, agentID, query string, k int, shared bool) ([]string, string, error) {
+	res, err := r.m.Recall(ctx, memory.Query{Scope: agentID, Text: query, K: k, Shared: shared})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]string, 0, len(res.Items))
+	for _, it := range res.Items {
+		var b strings.Builder
+		if it.Entity != "" && it.Kind != memory.KindEntity {
+			b.WriteString(it.Entity + ": ")
+		}
+		b.WriteString(it.Text)
+		fmt.Fprintf(&b, " [%s %d, %s]", it.Kind, it.ID, it.Created.Format("2006-01-02"))
+		out = append(out, b.String())
+	}
+	reason := ""
+	if res.Degraded {
+		reason = "keyword search only: " + res.Reason
+	}
+	return out, reason, nil
+}
