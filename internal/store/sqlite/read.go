@@ -43,8 +43,8 @@ const (
 	// events: UNIQUE (session_id, seq), events_reset, events_turn (the
 	// unary + keeps the planner off the session index, which would scan the
 	// whole session).
-	qEvents        = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`
-	qEventsLimit   = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	qEvents      = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`
+	qEventsLimit = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 	// The context: the events after the last reset, where the latest
 	// summary since then stands in for those it folds (it is returned
 	// with the events after the last one it folds).
