@@ -20,6 +20,9 @@ import (
 // sent to the model stays small, and that `agentd compact` works on demand.
 func TestCompactionLongConversation(t *testing.T) {
 	addr := fake(t, `
+match ^The part of the conversation about to leave
+call remember {"insight": "{{last_user}}"}
+
 match ^User:
 say The user filed several orders with the team.
 
@@ -34,7 +37,17 @@ say Noted. ({{n_messages}} messages in context)
 	}
 	nRE := regexp.MustCompile(`\((\d+) messages in context\)`)
 	maxN := 0
+	// The first third in process (each command a fresh start), the second
+	// against a daemon that is then SIGKILLed, the last against a new one.
+	var d *daemon
 	for i := 1; i <= turns; i++ {
+		switch i {
+		case turns/3 + 1:
+			d = serve(t, dir)
+		case 2*turns/3 + 1:
+			d.kill()
+			d = serve(t, dir)
+		}
 		ids := idsOf(i)
 		msg := fmt.Sprintf("Please file order %s for Grace Hopper; the data is in %s and the receipt at %s. %s", ids[0], ids[1], ids[2],
 			strings.Repeat("Some more words to make this turn take room in the context window. ", 6))
@@ -92,6 +105,17 @@ say Noted. ({{n_messages}} messages in context)
 	if folded < turns/2 || !strings.Contains(last.Text, "Grace Hopper") {
 		t.Errorf("the latest summary folds %d turns; text:\n%s", folded, last.Text)
 	}
+
+	// The memory flush stored the folded turns: their identifiers are
+	// found by recall too.
+	for _, i := range []int{1, turns / 3, turns/2 + 1} {
+		ids := idsOf(i)
+		r := run(t, dir, "memory", "search", ids[0], "--agent", "a")
+		if r.code != 0 || !strings.Contains(r.stdout, strings.TrimPrefix(ids[0], "#")) {
+			t.Errorf("recall of %s: %+v", ids[0], r)
+		}
+	}
+	d.stop(t)
 
 	// On demand, with a focus.
 	r = run(t, dir, "compact", "a/s", "the", "receipts")

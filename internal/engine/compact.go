@@ -42,6 +42,9 @@ const summaryPrompt = `You are compacting a conversation so that it fits the mod
 // flushPrompt asks the model to store what matters before compaction.
 const flushPrompt = `The older part of this conversation (the transcript below) is about to leave your context. If anything in it is worth keeping for later — facts about the user, decisions, identifiers, open tasks — store it now with the remember tool. Call the tool as often as needed, then reply DONE. If nothing is worth keeping, reply DONE.`
 
+// FlushLead starts the memory flush's message, before the transcript.
+const FlushLead = "The part of the conversation about to leave your context:\n\n"
+
 // estimate returns the calibrated size of the next request and the raw
 // estimate the calibration starts from.
 func (r *run) estimate(specs []model.ToolSpec) (calibrated, raw int) {
@@ -252,7 +255,7 @@ func (r *run) flushMemory(ctx context.Context, folded []model.Message) {
 		return
 	}
 	req := &model.Request{Model: r.def.Model.Name, System: flushPrompt,
-		Messages: []model.Message{{Role: model.RoleUser, Content: transcript(folded)}},
+		Messages: []model.Message{{Role: model.RoleUser, Content: FlushLead + transcript(folded)}},
 		Tools:    []model.ToolSpec{{Name: spec.Name, Description: spec.Description, Parameters: spec.InputSchema}}}
 	resp, err := r.sideCall(ctx, p, r.def.Model, req)
 	if err != nil {
