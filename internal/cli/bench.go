@@ -50,6 +50,13 @@ type BenchResult struct {
 	LifecycleToolsP50ms    float64 `json:"lifecycle_tools_p50_ms"`
 	LifecycleOverheadP50ms float64 `json:"lifecycle_overhead_p50_ms"`
 
+	HistorySearchP50ms float64 `json:"history_search_p50_ms"`
+	HistoryMessages    int     `json:"history_messages"`
+	RecallP50ms        float64 `json:"recall_p50_ms"`
+	Memories           int     `json:"memories"`
+	ContextColdMS      float64 `json:"context_cold_ms"`
+	ContextWarmMS      float64 `json:"context_warm_ms"`
+
 	Turns        int    `json:"turns"`
 	Concurrency  int    `json:"concurrency"`
 	Sessions     int    `json:"sessions"`
@@ -125,6 +132,12 @@ func printBench(w interface{ Write([]byte) (int, error) }, r *BenchResult) {
 	row("lifecycle_p50_ms", f(r.LifecycleP50ms, "ms"), "", "message(): 3 context, 1 action (+ signed hook), 1 post-process tool over stdio")
 	row("lifecycle_tools_p50_ms", f(r.LifecycleToolsP50ms, "ms"), "", "of which the MCP calls themselves (6 calls in 4 rounds)")
 	row("lifecycle_overhead_p50_ms", f(r.LifecycleOverheadP50ms, "ms"), "≤ 5", "lifecycle_p50 − model time − MCP call time")
+	if r.HistoryMessages > 0 {
+		row("history_search_p50_ms", f(r.HistorySearchP50ms, "ms"), "≤ 10", fmt.Sprintf("BM25 over %d stored messages, one agent's sessions, top 20", r.HistoryMessages))
+		row("recall_p50_ms", f(r.RecallP50ms, "ms"), "≤ 25", fmt.Sprintf("hybrid recall over %d memories, 384-d vectors", r.Memories))
+		row("context_cold_ms", f(r.ContextColdMS, "ms"), "≤ 20", "a 10,000-event session's context from the log, decoded and sized")
+		row("context_warm_ms", f(r.ContextWarmMS, "ms"), "≤ 2", "the same from the cached conversation")
+	}
 	if r.ReadyMS > 0 {
 		row("ready_ms", f(r.ReadyMS, "ms"), "≤ 100", "agentd serve start to accepting on its socket")
 		row("idle_rss_mb", f(r.IdleRSSMB, "MB"), "≤ 20", "agentd serve, idle")
@@ -182,6 +195,9 @@ func (e *env) bench(ctx context.Context, c benchConfig, skipProc bool) (*BenchRe
 		return nil, err
 	}
 	if err := e.benchMCP(ctx, dir, base, res, c); err != nil {
+		return nil, err
+	}
+	if err := e.benchMemory(ctx, dir, res, c); err != nil {
 		return nil, err
 	}
 	if skipProc {

@@ -228,3 +228,14 @@ func (s *Store) countBacklog(ctx context.Context) {
 	}
 	s.backlog.Store(n)
 }
+
+// Drain embeds every memory still waiting for its vector, now, in the
+// caller's goroutine (for tools and benchmarks that must not wait for Run).
+func (s *Store) Drain(ctx context.Context) error {
+	for {
+		n, err := s.embedBatch(ctx)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}

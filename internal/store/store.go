@@ -141,7 +141,10 @@ type Store interface {
 	// Events returns up to limit events of a session with Seq > after, in order
 	// (limit <= 0: all).
 	Events(ctx context.Context, session, after int64, limit int) ([]event.Event, error)
-	// ContextEvents returns the events after the session's last reset marker.
+	// ContextEvents returns the events a session's conversation is built
+	// from: those after its last reset marker (inputs, messages, text,
+	// tool calls and results, turn ends), the latest summary since then
+	// standing in for the events it folds.
 	ContextEvents(ctx context.Context, session int64) ([]event.Event, error)
 	// TurnEvents returns the events of one turn, in order.
 	TurnEvents(ctx context.Context, session, turn int64) ([]event.Event, error)

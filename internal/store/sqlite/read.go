@@ -47,12 +47,14 @@ const (
 	qEventsLimit = `SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 	// The context: the events after the last reset, where the latest
 	// summary since then stands in for those it folds (it is returned
-	// with the events after the last one it folds).
+	// with the events after the last one it folds), of the kinds a
+	// conversation is made of.
 	qContextEvents = `WITH r AS (SELECT coalesce(max(seq), 0) AS seq FROM events WHERE session_id = ?1 AND kind = 'reset'),
 		s AS (SELECT seq, coalesce(json_extract(CAST(data AS TEXT), '$.through'), 0) AS through FROM events
 			WHERE session_id = ?1 AND kind = 'summary' AND seq > (SELECT seq FROM r) ORDER BY seq DESC LIMIT 1)
 		SELECT ` + eventCols + ` FROM events WHERE session_id = ?1 AND (seq = (SELECT seq FROM s)
-			OR seq > max((SELECT seq FROM r), coalesce((SELECT through FROM s), 0)) AND kind <> 'summary') ORDER BY seq`
+			OR seq > max((SELECT seq FROM r), coalesce((SELECT through FROM s), 0))
+			AND kind IN ('input', 'system_message', 'text', 'tool_call', 'tool_result', 'turn_end')) ORDER BY seq`
 	qTurnEvents = `SELECT ` + eventCols + ` FROM events WHERE turn = ? AND +session_id = ? ORDER BY seq`
 	qSearch     = `SELECT e.session_id, e.seq, e.turn, e.kind, e.ts, e.data
 		FROM events_fts JOIN events e ON e.id = events_fts.rowid
@@ -320,8 +322,10 @@ func (s *Store) Events(ctx context.Context, session, after int64, limit int) ([]
 	return evs, nil
 }
 
-// ContextEvents returns the events after the session's last reset marker
-// (all of them if there is none).
+// ContextEvents returns the events a session's conversation is built
+// from: those after its last reset marker, of the kinds a conversation is
+// made of, with the latest summary since the reset standing in for the
+// events it folds (the summary, then the events after the last it folds).
 func (s *Store) ContextEvents(ctx context.Context, session int64) ([]event.Event, error) {
 	if s.isDown.Load() {
 		return nil, store.ErrClosed

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"agentd/internal/embed"
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/history"
+	"agentd/internal/memory"
+	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
+	"agentd/internal/tokens"
+)
+
+// benchMemory measures memory and context: history search over a large
+// synthetic corpus, hybrid recall over many memories, and assembling the
+// context of a long session, cold (from the log) and warm (cached).
+func (e *env) benchMemory(ctx context.Context, dir string, res *BenchResult, c benchConfig) error {
+	messages, memories := 1_000_000, 100_000
+	if c.quick {
+		messages, memories = 100_000, 10_000
+	}
+	res.HistoryMessages, res.Memories = messages, memories
+
+	// History search: one agent's sessions, top 20.
+	st, err := sqlite.Open(ctx, filepath.Join(dir, "history.db"), &sqlite.Options{Synchronous: "normal"})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := history.GenerateHistory(ctx, st, 10, max(messages/500, 10), messages, 1); err != nil {
+		return fmt.Errorf("bench: generate history: %w", err)
+	}
+	var lat []time.Duration
+	for _, q := range history.BenchQueries(200, 2) {
+		t0 := time.Now()
+		if _, _, err := st.SearchHistory(ctx, store.HistoryQuery{Query: q, Agents: []string{"agent-0"}, Limit: 20}); err != nil {
+			return fmt.Errorf("bench: search history %q: %w", q, err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	res.HistorySearchP50ms = pct(lat, 50)
+
+	// Hybrid recall with the offline embedder's 384-d vectors.
+	m, err := memory.Open(ctx, filepath.Join(dir, "memory.db"), &memory.Options{Embedder: embed.NewHashed(384), BatchSize: 512})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if err := memory.Generate(ctx, m, "bench", memories, 1); err != nil {
+		return fmt.Errorf("bench: generate memories: %w", err)
+	}
+	if err := m.Drain(ctx); err != nil {
+		return err
+	}
+	queries := []string{"who prefers green tea?", "billing-service deploy failures", "what is Alice Chen responsible for",
+		"meetings on Friday", "contract with Globex in Tokyo", "latency in the EU region", "error rate after deploy"}
+	lat = lat[:0]
+	for i := 0; i < 200; i++ {
+		t0 := time.Now()
+		r, err := m.Recall(ctx, memory.Query{Scope: "bench", Text: queries[i%len(queries)], K: 10})
+		if err != nil {
+			return fmt.Errorf("bench: recall: %w", err)
+		}
+		if r.Degraded {
+			return fmt.Errorf("bench: recall degraded: %s", r.Reason)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	res.RecallP50ms = pct(lat, 50)
+
+	// Context assembly of a session with 10,000 events.
+	return benchContext(ctx, st, res)
+}
+
+// benchContext times what a turn does to get its context: cold, the
+// events since the last reset or summary read from the store, decoded into
+// messages and sized in tokens; warm, the cached conversation's messages
+// sized in tokens.
+func benchContext(ctx context.Context, st *sqlite.Store, res *BenchResult) error {
+	sess, _, err := st.Session(ctx, "ctx", "long")
+	if err != nil {
+		return err
+	}
+	const turns = 2500 // 4 events each
+	var evs []event.Event
+	for i := 0; i < turns; i++ {
+		turn := int64(i + 1)
+		evs = append(evs,
+			event.New(sess.ID, turn, event.Input, event.InputData{Text: fmt.Sprintf("Question %d: how do I rotate the logs of service-%d on host db-%d?", i, i%40, i%7)}),
+			event.New(sess.ID, turn, event.ModelCall, event.ModelCallData{Step: 1, InputTokens: 900, OutputTokens: 60}),
+			event.New(sess.ID, turn, event.Text, event.TextData{Text: fmt.Sprintf("Use logrotate with a daily rule for /var/log/service-%d; keep 14 files and compress them.", i%40), Step: 1}),
+			event.New(sess.ID, turn, event.TurnEnd, event.TurnEndData{Status: event.StatusDone}))
+		if len(evs) >= 4000 || i == turns-1 {
+			if err := st.Commit(ctx, &store.Batch{Session: sess.ID, Events: evs}); err != nil {
+				return err
+			}
+			evs = nil
+		}
+	}
+	var cold, warm []time.Duration
+	var conv *engine.Conversation
+	for i := 0; i < 30; i++ {
+		t0 := time.Now()
+		evs, err := st.ContextEvents(ctx, sess.ID)
+		if err != nil {
+			return err
+		}
+		conv = new(engine.Conversation)
+		conv.Add(engine.FromSummary(evs)...)
+		msgs := conv.Messages()
+		_ = tokens.Messages(msgs)
+		cold = append(cold, time.Since(t0))
+	}
+	for i := 0; i < 200; i++ {
+		t0 := time.Now()
+		msgs, marks := conv.Messages(), conv.Marks()
+		_ = tokens.Messages(msgs)
+		_ = marks
+		warm = append(warm, time.Since(t0))
+	}
+	res.ContextColdMS, res.ContextWarmMS = pct(cold, 50), pct(warm, 50)
+	return nil
+}
