@@ -56,6 +56,8 @@ type BenchResult struct {
 	Memories           int     `json:"memories"`
 	ContextColdMS      float64 `json:"context_cold_ms"`
 	ContextWarmMS      float64 `json:"context_warm_ms"`
+	CompactingTurnP50  float64 `json:"turn_while_compacting_p50_ms"`
+	Compactions        int     `json:"compactions"`
 
 	Turns        int    `json:"turns"`
 	Concurrency  int    `json:"concurrency"`
@@ -74,6 +76,10 @@ const benchScript = `match ^tool
 call clock {}
 ---
 say done
+
+match ^User:
+delay 200ms
+say A summary of the earlier turns.
 `
 
 type benchConfig struct {
@@ -125,6 +131,7 @@ func printBench(w interface{ Write([]byte) (int, error) }, r *BenchResult) {
 	row("turn_p50_ms", f(r.TurnP50ms, "ms"), "", "turn with one tool call = two model calls")
 	row("turn_p99_ms", f(r.TurnP99ms, "ms"), "", "")
 	row("overhead_p50_ms", f(r.OverheadP50ms, "ms"), "≤ 1.0", "turn_p50 − 2 × model_rtt_p50")
+	row("turn_while_compacting_p50_ms", f(r.CompactingTurnP50, "ms"), "≈ turn_p50", fmt.Sprintf("the same turns while another session ran %d turns, each folding its context (a 200 ms summary call)", r.Compactions))
 	row("turns_per_s", strconv.FormatFloat(r.TurnsPerS, 'f', 0, 64), "≥ 2000", fmt.Sprintf("one-step turns, %d concurrent sessions, durable", r.Concurrency))
 	row("mcp_stdio_p50_us", f(r.MCPStdioP50us, "µs"), "≤ 300", "MCP tool call round trip, Go server over stdio")
 	row("mcp_http_p50_us", f(r.MCPHTTPP50us, "µs"), "≤ 1000", "MCP tool call round trip, streamable HTTP on loopback")
@@ -224,6 +231,13 @@ func writeBenchAgent(root, base, sync string) error {
 		if err := os.WriteFile(filepath.Join(root, d, "agents", "bench.yaml"), []byte(def), 0o600); err != nil {
 			return err
 		}
+		// An agent whose tiny window makes every turn compact (the summary
+		// takes 200 ms), to show it does not slow other sessions.
+		comp := "name: Compacting\nmodel:\n  provider: openai\n  name: fake\n  base_url: " + base +
+			"\nmemory:\n  context_window: 400\n  recent_turns: 1\n"
+		if err := os.WriteFile(filepath.Join(root, d, "agents", "comp.yaml"), []byte(comp), 0o600); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -255,6 +269,9 @@ func (e *env) benchInProcess(ctx context.Context, dir string, res *BenchResult, 
 	}
 	res.TurnP50ms, res.TurnP99ms = pct(lat, 50), pct(lat, 99)
 	res.OverheadP50ms = res.TurnP50ms - 2*res.ModelRTTP50ms
+	if err := benchWhileCompacting(ctx, rt, res, c); err != nil {
+		return err
+	}
 
 	// Throughput: one-step turns from c.concurrency sessions at once; each
 	// worker moves to a fresh session every 20 turns, as in the latency run,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"agentd/internal/embed"
@@ -11,9 +13,9 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/history"
 	"agentd/internal/memory"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
-	"agentd/internal/tokens"
 )
 
 // benchMemory measures memory and context: history search over a large
@@ -112,17 +114,63 @@ func benchContext(ctx context.Context, st *sqlite.Store, res *BenchResult) error
 		}
 		conv = new(engine.Conversation)
 		conv.Add(engine.FromSummary(evs)...)
-		msgs := conv.Messages()
-		_ = tokens.Messages(msgs)
+		_, _, _ = conv.Messages(), conv.Marks(), conv.Tokens()
 		cold = append(cold, time.Since(t0))
 	}
 	for i := 0; i < 200; i++ {
 		t0 := time.Now()
-		msgs, marks := conv.Messages(), conv.Marks()
-		_ = tokens.Messages(msgs)
-		_ = marks
+		// What a turn of a cached session does: the messages, the turn
+		// boundaries and the token sizes, all kept up to date.
+		_, _, _ = conv.Messages(), conv.Marks(), conv.Tokens()
 		warm = append(warm, time.Since(t0))
 	}
 	res.ContextColdMS, res.ContextWarmMS = pct(cold, 50), pct(warm, 50)
+	return nil
+}
+
+// benchWhileCompacting runs the latency turns again while another
+// session compacts over and over (each summary takes the fake model
+// 200 ms): a session compacting elsewhere must not slow them.
+func benchWhileCompacting(ctx context.Context, rt *runtime.Runtime, res *BenchResult, c benchConfig) error {
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var compactions atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		long := strings.Repeat("Keep these words in the context for a while; they fill the window. ", 12)
+		for i := 0; cctx.Err() == nil; i++ {
+			_, end, err := rt.Send(cctx, runtime.Input{Session: "comp/busy", Text: fmt.Sprintf("%d %s", i, long), Source: "bench"})
+			if err != nil {
+				if cctx.Err() != nil {
+					break
+				}
+				done <- err
+				return
+			}
+			if end.Status != event.StatusDone {
+				done <- fmt.Errorf("compacting turn %s: %s", end.Status, end.Reason)
+				return
+			}
+			if i > 0 {
+				compactions.Add(1)
+			}
+		}
+		done <- nil
+	}()
+	time.Sleep(300 * time.Millisecond) // the first compaction under way
+	var lat []time.Duration
+	for i := 0; i < c.turns/2; i++ {
+		in := runtime.Input{Session: fmt.Sprintf("bench/iso-%d", i/20), Text: "tool please", Source: "bench"}
+		t0 := time.Now()
+		if _, _, err := rt.Send(ctx, in); err != nil {
+			return err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	stop()
+	if err := <-done; err != nil {
+		return fmt.Errorf("bench: compacting session: %w", err)
+	}
+	res.CompactingTurnP50, res.Compactions = pct(lat, 50), int(compactions.Load())
 	return nil
 }

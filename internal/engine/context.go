@@ -6,6 +6,7 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/model"
+	"agentd/internal/tokens"
 )
 
 // Messages derives the model conversation from log events (those after the
@@ -28,6 +29,24 @@ func Messages(evs []event.Event) []model.Message {
 type Conversation struct {
 	b    builder
 	size int
+	toks []int // token estimates of b.msgs[:len(toks)]; the last may be stale
+}
+
+// Tokens returns the estimated tokens of each message Messages would
+// return, as far as known: estimates are kept, so each call sizes only
+// what was added since (and the last message, which may have grown).
+func (c *Conversation) Tokens() []int {
+	msgs := c.b.msgs
+	if len(c.toks) > len(msgs) {
+		c.toks = c.toks[:0]
+	}
+	if n := len(c.toks); n > 0 {
+		c.toks = c.toks[:n-1]
+	}
+	for i := len(c.toks); i < len(msgs); i++ {
+		c.toks = append(c.toks, tokens.Message(&msgs[i]))
+	}
+	return c.toks[:len(c.toks):len(c.toks)]
 }
 
 // Mark is a turn boundary in a conversation: the messages before index N
@@ -58,6 +77,7 @@ func (c *Conversation) Add(evs ...event.Event) {
 // turn boundaries (nil if unknown).
 func (c *Conversation) Seed(msgs []model.Message, marks []Mark) {
 	c.b = builder{msgs: append([]model.Message(nil), msgs...), group: -1, marks: append([]Mark(nil), marks...)}
+	c.toks = nil
 }
 
 // Messages returns the conversation so far, with calls still waiting for

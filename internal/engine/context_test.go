@@ -8,6 +8,7 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/model"
+	"agentd/internal/tokens"
 )
 
 func ev(turn int64, kind event.Kind, payload any) event.Event {
@@ -115,5 +116,25 @@ func BenchmarkMessages(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Messages(evs)
+	}
+}
+
+// Tokens keeps estimates as the conversation grows, re-sizing the last
+// message, which later events may extend.
+func TestConversationTokens(t *testing.T) {
+	evs := history(3)
+	var c Conversation
+	for i := range evs {
+		c.Add(evs[i])
+		got := c.Tokens()
+		msgs := c.b.msgs
+		if len(got) != len(msgs) {
+			t.Fatalf("after %d events: %d sizes for %d messages", i+1, len(got), len(msgs))
+		}
+		for j := range msgs {
+			if want := tokens.Message(&msgs[j]); got[j] != want {
+				t.Fatalf("after %d events: message %d sized %d, want %d", i+1, j, got[j], want)
+			}
+		}
 	}
 }

@@ -143,6 +143,9 @@ type Turn struct {
 	// Marks are Context's turn boundaries (Conversation.Marks), which
 	// compaction folds along.
 	Marks []Mark
+	// Tokens, if not nil, are token estimates of Context's first messages
+	// (Conversation.Tokens), so that only the rest is sized.
+	Tokens []int
 	// Prior holds this turn's events already in the log, when resuming
 	// after a restart; nil for a new turn.
 	Prior []event.Event
@@ -436,6 +439,9 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		}
 		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
 		r.marks = t.Marks
+		if len(t.Tokens) <= len(t.Context) {
+			r.tok = append([]int(nil), t.Tokens...)
+		}
 		return nil, nil
 	}
 	// Resuming: count what was spent and find calls without results.

@@ -819,7 +819,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		var c engine.Conversation
 		c.Add(engine.FromSummary(evs[:cut])...)
 		t.Context, t.Marks = c.Messages(), c.Marks()
-	} else if t.Context, t.Marks, err = r.context(ctx, sess); err != nil {
+	} else if t.Context, t.Marks, t.Tokens, err = r.context(ctx, sess); err != nil {
 		return err
 	}
 	if def.Budgets.MaxUSDPerDay > 0 {
@@ -859,17 +859,17 @@ func (r *Runtime) process(sess *session, q queued) error {
 
 // context returns the session's conversation since the last reset, kept
 // in memory while the session is cached and loaded from the log otherwise.
-func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, []engine.Mark, error) {
+func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, []engine.Mark, []int, error) {
 	sess.mu.Lock()
 	if sess.conv != nil {
-		m, marks := sess.conv.Messages(), sess.conv.Marks()
+		m, marks, toks := sess.conv.Messages(), sess.conv.Marks(), sess.conv.Tokens()
 		sess.mu.Unlock()
-		return m, marks, nil
+		return m, marks, toks, nil
 	}
 	sess.mu.Unlock()
 	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("runtime: load context: %w", err)
+		return nil, nil, nil, fmt.Errorf("runtime: load context: %w", err)
 	}
 	c := new(engine.Conversation)
 	c.Add(engine.FromSummary(evs)...)
@@ -878,7 +878,7 @@ func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, 
 	// Only this session's worker loads or changes the conversation, so
 	// nothing was added meanwhile.
 	r.setConv(sess, c)
-	return c.Messages(), c.Marks(), nil
+	return c.Messages(), c.Marks(), c.Tokens(), nil
 }
 
 // Commit is the engine's log: it commits a batch, keeps the session's
