@@ -43,4 +43,3 @@ func CheckHook(pubkey, payload, signature string) error {
 	}
 	return nil
 }
-
