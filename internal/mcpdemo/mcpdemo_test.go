@@ -93,7 +93,7 @@ func newKey(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey, string) {
 }
 
 func sign(priv ed25519.PrivateKey, payload string) string {
-	return base58.Encode(ed25519.Sign(priv, []byte(payload)))
+	return base58.Encode(ed25519.Sign(priv, approval.HookBytes(payload)))
 }
 
 func TestToolList(t *testing.T) {
