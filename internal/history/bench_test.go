@@ -21,7 +21,7 @@ import (
 func benchCorpus(b *testing.B, agents, sessions, messages int, seed int64) *sqlite.Store {
 	b.Helper()
 	ctx := context.Background()
-	name := fmt.Sprintf("agentd-history-bench-v1-%d-%d-%d-%d.db", agents, sessions, messages, seed)
+	name := fmt.Sprintf("agentd-history-bench-s%d-%d-%d-%d-%d.db", sqlite.SchemaVersion(), agents, sessions, messages, seed)
 	path := filepath.Join(os.TempDir(), name)
 	if _, err := os.Stat(path); err != nil {
 		b.Logf("building %s (once)", path)

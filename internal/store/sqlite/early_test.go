@@ -67,7 +67,7 @@ func TestIndexCatchesUpAfterReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Drop the index rows, as if the process stopped before indexing.
-	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM events_fts`); err != nil {
+	if _, err := s.wconn.ExecContext(ctx, `DELETE FROM events_fts; UPDATE search_indexed SET id = 0`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

@@ -26,27 +26,34 @@ const (
 	MaxHistoryLimit     = 100
 )
 
-// History search queries. The full-text matches are filtered through
-// events_hist (a covering index: no event row is read for a match that is
-// dropped) and ranked; only the page's events are read whole. The rowid
-// bound is the cursor's snapshot: events indexed after the first page never
-// enter later pages.
+// History search queries. The full-text matches are limited to the row id
+// range of the agents' events (see schemaV5) and, the range may hold other
+// agents between them, to the agents' numbers; with a time range they are
+// filtered through events_hist (a covering index: no event row is read for a
+// match that is dropped). They are ranked, ties by event id, and only the
+// page's events are read whole. The event id bound is the cursor's
+// snapshot: events indexed after the first page never enter later pages.
 const (
 	qHistoryHead = `WITH hits AS (
-		SELECT events_fts.rowid AS id, events_fts.rank AS rank
-		FROM events_fts JOIN events h INDEXED BY events_hist ON h.id = events_fts.rowid
-		WHERE events_fts MATCH ?1 AND events_fts.rowid <= ?2 AND h.ts >= ?3 AND h.ts < ?4`
-	qHistoryAgents = ` AND (SELECT agent FROM sessions WHERE id = h.session_id) IN (SELECT value FROM json_each(?7))`
+		SELECT events_fts.rowid & 1099511627775 AS id, events_fts.rank AS rank
+		FROM events_fts`
+	qHistoryTimeJoin = ` JOIN events h INDEXED BY events_hist ON h.id = events_fts.rowid & 1099511627775`
+	qHistoryWhere    = `
+		WHERE events_fts MATCH ?1 AND events_fts.rowid BETWEEN ?7 AND ?8
+		AND events_fts.rowid & 1099511627775 <= ?2`
+	qHistoryTime   = ` AND h.ts >= ?3 AND h.ts < ?4`
+	qHistoryAgents = ` AND events_fts.rowid >> 40 IN (SELECT value FROM json_each(?9))`
 	qHistoryTail   = `
-		ORDER BY events_fts.rank, events_fts.rowid LIMIT ?5 OFFSET ?6)
+		ORDER BY events_fts.rank, events_fts.rowid & 1099511627775 LIMIT ?5 OFFSET ?6)
 	SELECT hits.rank, e.session_id, e.seq, e.turn, e.kind, e.ts, e.data, s.agent, s.key
 	FROM hits JOIN events e ON e.id = hits.id JOIN sessions s ON s.id = e.session_id
 	ORDER BY hits.rank, hits.id`
-	qHistoryAll      = qHistoryHead + qHistoryTail
-	qHistoryByAgents = qHistoryHead + qHistoryAgents + qHistoryTail
+
+	// The agents' numbers in the index's row ids.
+	qSearchAgents = `SELECT id FROM search_agents WHERE agent IN (SELECT value FROM json_each(?1)) ORDER BY id`
 
 	// The newest indexed event: the snapshot a first page fixes.
-	qIndexedMax = `SELECT rowid FROM events_fts ORDER BY rowid DESC LIMIT 1`
+	qIndexedMax = ftsDone
 
 	// sessions: UNIQUE (agent, key) selects the agent's sessions, which
 	// are sorted in memory (see qSessions). The per-thread figures use
@@ -134,13 +141,36 @@ func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]stor
 		}
 	}
 
-	var rows *sql.Rows
-	var err error
-	if agents == nil {
-		rows, err = s.rdb.QueryContext(ctx, qHistoryAll, match, snap, since, until, limit+1, offset)
-	} else {
-		rows, err = s.rdb.QueryContext(ctx, qHistoryByAgents, match, snap, since, until, limit+1, offset, string(agents))
+	lo, hi := int64(0), int64(math.MaxInt64)
+	var nums []byte
+	if agents != nil {
+		ids, err := s.searchAgents(ctx, agents)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(ids) == 0 {
+			return nil, "", nil // none of the agents has a session
+		}
+		lo, _ = searchRange(ids[0], snap)
+		_, hi = searchRange(ids[len(ids)-1], snap)
+		if len(ids) > 1 {
+			nums, _ = json.Marshal(ids) // numbers always encode
+		}
 	}
+	stmt := qHistoryHead
+	timed := since != math.MinInt64 || until != math.MaxInt64
+	if timed {
+		stmt += qHistoryTimeJoin
+	}
+	stmt += qHistoryWhere
+	if timed {
+		stmt += qHistoryTime
+	}
+	if nums != nil {
+		stmt += qHistoryAgents
+	}
+	stmt += qHistoryTail
+	rows, err := s.rdb.QueryContext(ctx, stmt, match, snap, since, until, limit+1, offset, lo, hi, string(nums))
 	if err != nil {
 		return nil, "", s.readErr("search history", err)
 	}
@@ -173,6 +203,28 @@ func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]stor
 		next = encodeHistoryCursor(snap, offset+int64(limit), sum)
 	}
 	return hits, next, nil
+}
+
+// searchAgents returns the index numbers of the agents in agents (a JSON
+// array), in increasing order; agents without sessions have none.
+func (s *Store) searchAgents(ctx context.Context, agents []byte) ([]int64, error) {
+	rows, err := s.rdb.QueryContext(ctx, qSearchAgents, string(agents))
+	if err != nil {
+		return nil, s.readErr("search history", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.readErr("search history", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("search history", err)
+	}
+	return ids, nil
 }
 
 // eventText returns the "text" field of an event payload ("" if none).

@@ -57,7 +57,7 @@ const (
 			AND kind IN ('input', 'system_message', 'text', 'tool_call', 'tool_result', 'turn_end')) ORDER BY seq`
 	qTurnEvents = `SELECT ` + eventCols + ` FROM events WHERE turn = ? AND +session_id = ? ORDER BY seq`
 	qSearch     = `SELECT e.session_id, e.seq, e.turn, e.kind, e.ts, e.data
-		FROM events_fts JOIN events e ON e.id = events_fts.rowid
+		FROM events_fts JOIN events e ON e.id = events_fts.rowid & 1099511627775
 		WHERE events_fts MATCH ? ORDER BY events_fts.rank LIMIT ?`
 	qAgents = `SELECT id, name, type, definition, updated_at FROM agents ORDER BY id`
 	// usage_agent_ts for one agent; all agents scan.

@@ -113,16 +113,52 @@ END;
 // Payloads are valid JSON (Commit checks), but SQLite's parser refuses
 // nesting that Go's accepts; such a payload is stored and not indexed rather
 // than failing its whole group.
-const ftsIndexNew = `INSERT INTO events_fts (rowid, text)
-	SELECT id, iif(json_valid(CAST(data AS TEXT)), json_extract(CAST(data AS TEXT), '$.text'), NULL)
-	FROM events WHERE id > ? AND kind IN ('input', 'system_message', 'text')`
+//
+// Since schema v5 the index's row id is not the event id alone but
+// searchRowid's: see schemaV5. ftsIndexNew indexes the events with an id in
+// (?1, ?2], after ftsAgentsNew has numbered their sessions' agents, and
+// ftsDoneSet records ?2 as indexed, all in one transaction.
+const (
+	ftsAgentsNew = `INSERT OR IGNORE INTO search_agents (agent)
+	SELECT agent FROM sessions WHERE id IN (SELECT session_id FROM events WHERE id > ?1 AND id <= ?2)`
+	ftsIndexNew = `INSERT INTO events_fts (rowid, text)
+	SELECT (a.id << 40) | e.id,
+		iif(json_valid(CAST(e.data AS TEXT)), json_extract(CAST(e.data AS TEXT), '$.text'), NULL)
+	FROM events e JOIN sessions s ON s.id = e.session_id JOIN search_agents a ON a.agent = s.agent
+	WHERE e.id > ?1 AND e.id <= ?2 AND e.kind IN ('input', 'system_message', 'text')`
+	ftsDoneSet = `UPDATE search_indexed SET id = ?1`
+	ftsDone    = `SELECT id FROM search_indexed`
+)
+
+// The index's row id is (agent number << searchAgentShift) | event id.
+const (
+	searchAgentShift = 40
+	searchEventMask  = 1<<searchAgentShift - 1
+)
+
+// searchRange returns the index row ids of agent number a's events with an
+// id up to snap.
+func searchRange(a, snap int64) (lo, hi int64) {
+	return a << searchAgentShift, a<<searchAgentShift | min(snap, searchEventMask)
+}
+
+// migration is one schema step: SQL, then, if fill is set, a function that
+// fills what the SQL created (in the same transaction).
+type migration struct {
+	sql  string
+	fill func(ctx context.Context, conn *sql.Conn) error
+}
 
 // migrations returns the schema steps in order; step i (from 0) brings the
 // database to version i+1, recorded in PRAGMA user_version. Steps are only
 // ever appended.
-func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaV3, schemaV4}
+func migrations() []migration {
+	return []migration{{sql: schemaV1}, {sql: schemaV2}, {sql: schemaV3}, {sql: schemaV4}, {sql: schemaV5, fill: rebuildSearch}}
 }
+
+// SchemaVersion is the schema version this build writes (PRAGMA
+// user_version of a database it has opened).
+func SchemaVersion() int { return len(migrations()) }
 
 // schemaV2 gives inbox items options (the message lifecycle's, as JSON).
 const schemaV2 = `ALTER TABLE inbox ADD COLUMN options TEXT NOT NULL DEFAULT '';`
@@ -153,7 +189,7 @@ CREATE INDEX events_hist ON events (id, session_id, ts);
 
 // migrate brings the database on conn up to len(steps), one transaction per
 // step, and fails with ErrSchemaTooNew if it is already beyond that.
-func migrate(ctx context.Context, conn *sql.Conn, steps []string, log *slog.Logger) error {
+func migrate(ctx context.Context, conn *sql.Conn, steps []migration, log *slog.Logger) error {
 	version, err := userVersion(ctx, conn)
 	if err != nil {
 		return err
@@ -171,7 +207,7 @@ func migrate(ctx context.Context, conn *sql.Conn, steps []string, log *slog.Logg
 }
 
 // migrateStep applies one step unless another opener already did.
-func migrateStep(ctx context.Context, conn *sql.Conn, version int, step string) (err error) {
+func migrateStep(ctx context.Context, conn *sql.Conn, version int, step migration) (err error) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("migrate to %d: begin: %w", version, err)
 	}
@@ -190,8 +226,13 @@ func migrateStep(ctx context.Context, conn *sql.Conn, version int, step string) 
 		_, err = conn.ExecContext(ctx, "COMMIT")
 		return err
 	}
-	if _, err := conn.ExecContext(ctx, step); err != nil {
+	if _, err := conn.ExecContext(ctx, step.sql); err != nil {
 		return fmt.Errorf("migrate to %d: %w", version, err)
+	}
+	if step.fill != nil {
+		if err := step.fill(ctx, conn); err != nil {
+			return fmt.Errorf("migrate to %d: %w", version, err)
+		}
 	}
 	if _, err := conn.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(version)); err != nil {
 		return fmt.Errorf("migrate to %d: set version: %w", version, err)
@@ -213,3 +254,68 @@ func userVersion(ctx context.Context, conn *sql.Conn) (int, error) {
 // schemaV4 finds a session's latest summary (the start of its context)
 // with one index lookup.
 const schemaV4 = `CREATE INDEX events_summary ON events (session_id, seq) WHERE kind = 'summary';`
+
+// schemaV5 puts the agent into the search index's row ids, so that a
+// history search of one agent's sessions reads and ranks only that agent's
+// matches instead of ranking every match and dropping the other agents'.
+//
+// search_agents numbers the agents that have sessions (the writer adds new
+// ones when it indexes). events_fts is rebuilt with row id
+// (agent number << 40) | event id: an agent's events are one row id range,
+// which FTS5 seeks to in every term's list, and a match's event id is its
+// row id's low 40 bits. The indexed text is as before (one "text" column),
+// so BM25 scores are unchanged; the cost is a few bytes more per row id in
+// the index. search_indexed records the newest event id indexed (the row ids
+// no longer give it), updated in each indexing transaction.
+const schemaV5 = `
+CREATE TABLE search_agents (
+	id    INTEGER PRIMARY KEY,
+	agent TEXT NOT NULL UNIQUE
+);
+CREATE TABLE search_indexed (id INTEGER NOT NULL);
+INSERT INTO search_indexed (id) VALUES (0);
+
+DROP TRIGGER events_fts_delete;
+DROP TABLE events_fts;
+CREATE VIRTUAL TABLE events_fts USING fts5 (
+	text,
+	content = '',
+	contentless_delete = 1,
+	tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER events_fts_delete AFTER DELETE ON events
+WHEN old.kind IN ('input', 'system_message', 'text') BEGIN
+	DELETE FROM events_fts WHERE rowid = ((SELECT a.id FROM sessions s JOIN search_agents a ON a.agent = s.agent
+		WHERE s.id = old.session_id) << 40) | old.id;
+END;
+
+INSERT INTO search_agents (agent) SELECT DISTINCT agent FROM sessions ORDER BY agent;
+`
+
+// rebuildBatch is how many events rebuildSearch indexes per statement.
+const rebuildBatch = 100_000
+
+// rebuildSearch indexes the existing events into the new events_fts, in
+// batches of event ids so that no statement holds more than a batch's
+// text, and then merges the index into one segment.
+func rebuildSearch(ctx context.Context, conn *sql.Conn) error {
+	var last int64
+	if err := conn.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&last); err != nil {
+		return fmt.Errorf("rebuild search index: %w", err)
+	}
+	for from := int64(0); from < last; from += rebuildBatch {
+		if _, err := conn.ExecContext(ctx, ftsIndexNew, from, min(from+rebuildBatch, last)); err != nil {
+			return fmt.Errorf("rebuild search index: events %d to %d: %w", from+1, min(from+rebuildBatch, last), err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, ftsDoneSet, last); err != nil {
+		return fmt.Errorf("rebuild search index: %w", err)
+	}
+	if last > 0 {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO events_fts (events_fts) VALUES ('optimize')`); err != nil {
+			return fmt.Errorf("rebuild search index: optimize: %w", err)
+		}
+	}
+	return nil
+}

@@ -174,6 +174,7 @@ type writer struct {
 	insUsage, sessExists, insInbox    *sql.Stmt
 	inboxByKey, insSession, sessByKey *sql.Stmt
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
+	ftsAgents, ftsDoneSet             *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
 
 	// The text index is brought up to date in its own transactions, at most
@@ -217,6 +218,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.sessByKey, qSessionByKey},
 		{&w.maxEventID, `SELECT coalesce(max(id), 0) FROM events`},
 		{&w.ftsIndex, ftsIndexNew},
+		{&w.ftsAgents, ftsAgentsNew},
+		{&w.ftsDoneSet, ftsDoneSet},
 		{&w.wmSet, qWorkingSet},
 		{&w.wmDelete, qWorkingDelete},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -233,7 +236,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 	}
 	// Text written by a process that stopped before indexing it.
 	var indexed, last int64
-	if err := conn.QueryRowContext(ctx, `SELECT coalesce(max(rowid), 0) FROM events_fts`).Scan(&indexed); err != nil {
+	if err := conn.QueryRowContext(ctx, ftsDone).Scan(&indexed); err != nil {
 		_ = w.close()
 		return nil, fmt.Errorf("read index progress: %w", err)
 	}
@@ -331,8 +334,12 @@ func (w *writer) index() {
 	err := w.maxEventID.QueryRow().Scan(&last)
 	if err == nil && last > w.ftsDone {
 		if _, err = w.begin.Exec(); err == nil {
-			if _, err = w.ftsIndex.Exec(w.ftsDone); err == nil {
-				_, err = w.commit.Exec()
+			if _, err = w.ftsAgents.Exec(w.ftsDone, last); err == nil {
+				if _, err = w.ftsIndex.Exec(w.ftsDone, last); err == nil {
+					if _, err = w.ftsDoneSet.Exec(last); err == nil {
+						_, err = w.commit.Exec()
+					}
+				}
 			}
 			if err != nil {
 				_, _ = w.rollback.Exec()

@@ -336,7 +336,7 @@ func TestMigrate(t *testing.T) {
 		return n == 1
 	}
 
-	steps := []string{"CREATE TABLE a (x)", "CREATE TABLE b (x); INSERT INTO b VALUES (1)"}
+	steps := []migration{{sql: "CREATE TABLE a (x)"}, {sql: "CREATE TABLE b (x); INSERT INTO b VALUES (1)"}}
 	if err := migrate(ctx, conn, steps[:1], log); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestMigrate(t *testing.T) {
 		t.Errorf("migrating an up-to-date database: %v", err)
 	}
 	// A failing step is rolled back whole and the version stays.
-	bad := append(steps, "CREATE TABLE c (x); INSERT INTO nosuch VALUES (1)")
+	bad := append(steps, migration{sql: "CREATE TABLE c (x); INSERT INTO nosuch VALUES (1)"})
 	if err := migrate(ctx, conn, bad, log); err == nil {
 		t.Fatal("failing step succeeded")
 	}

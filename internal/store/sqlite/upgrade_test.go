@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"agentd/internal/store"
+)
+
+// A database written by a build before schema v5 (the search index keyed
+// by event id) is upgraded on open: its events are indexed again under the
+// new row ids, searches by agent find them, and new events are indexed as
+// they come.
+func TestUpgradeRebuildsSearchIndex(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, migrations()[:4], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UnixNano()
+	for i, agent := range []string{"ada", "bob"} {
+		if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, agent, key, state, last_seq, created_at, updated_at) VALUES (?, ?, 'k', 'idle', 3, ?, ?)`,
+			i+1, agent, now, now); err != nil {
+			t.Fatal(err)
+		}
+		for seq := 1; seq <= 3; seq++ {
+			data := fmt.Sprintf(`{"text":"%s mentions the lighthouse number %d"}`, agent, seq)
+			if _, err := conn.ExecContext(ctx, `INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, 1, 'input', ?, ?)`,
+				i+1, seq, now, []byte(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	conn.Close()
+	db.Close()
+
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hits, _, err := s.SearchHistory(ctx, store.HistoryQuery{Query: "lighthouse", Agents: []string{"bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 3 {
+		t.Fatalf("%d hits for bob after the upgrade, want 3", len(hits))
+	}
+	for _, h := range hits {
+		if h.Agent != "bob" {
+			t.Errorf("hit from %s", h.Agent)
+		}
+	}
+	all, err := s.SearchText(ctx, "lighthouse", 10)
+	if err != nil || len(all) != 6 {
+		t.Fatalf("SearchText: %d events, %v", len(all), err)
+	}
+}
