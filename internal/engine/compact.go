@@ -81,6 +81,16 @@ func (r *run) fit(ctx context.Context, specs []model.ToolSpec) error {
 	}
 	est, raw := r.estimate(specs)
 	r.lastRaw = raw
+	if _, known := r.e.calib.Ratio(r.def.Model.Name); !known {
+		// Before the provider has reported any usage, a model whose
+		// vocabulary agentd embeds is counted exactly once, which
+		// calibrates the estimate from the first request on.
+		if count := r.e.bpe.Counter(r.def.Model.Provider, r.def.Model.Name); count != nil {
+			exact := tokens.CountRequest(&model.Request{System: r.system(), Messages: r.msgs, Tools: specs}, count)
+			r.e.calib.Observe(r.def.Model.Name, raw, exact)
+			est = r.e.calib.Scale(r.def.Model.Name, raw)
+		}
+	}
 	if est < int(float64(window)*min(mem.WarnAt, mem.CompactAt)) && est <= window {
 		return nil
 	}

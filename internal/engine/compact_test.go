@@ -200,3 +200,23 @@ func TestRecallInContext(t *testing.T) {
 		t.Errorf("marker %+v", m)
 	}
 }
+
+// A model whose vocabulary agentd embeds is counted exactly before the
+// provider reports any usage, which calibrates the estimate.
+func TestExactCountCalibrates(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){func(*model.Request) (*model.Response, error) {
+		return &model.Response{Text: "ok"}, nil // no usage reported
+	}}}
+	h := newHarness(t, models{"gpt-4o-mini": p})
+	def := &agent.Definition{Model: agent.Model{Provider: "openai", Name: "gpt-4o-mini"}}
+	if _, err := h.eng.Run(context.Background(), turn(def)); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := h.eng.calib.Ratio("gpt-4o-mini")
+	if !ok || r <= 0.4 || r >= 2.5 {
+		t.Errorf("ratio %v, %v", r, ok)
+	}
+	if _, ok := h.eng.calib.Ratio("m"); ok {
+		t.Error("a model without a known vocabulary was calibrated")
+	}
+}

@@ -110,11 +110,12 @@ type Options struct {
 type Engine struct {
 	o     Options
 	calib *tokens.Calibrator
+	bpe   *tokens.BPE
 }
 
 // New returns an engine.
 func New(o *Options) *Engine {
-	e := &Engine{o: *o, calib: o.Calibrator}
+	e := &Engine{o: *o, calib: o.Calibrator, bpe: new(tokens.BPE)}
 	if e.calib == nil {
 		e.calib = new(tokens.Calibrator)
 	}

@@ -108,3 +108,37 @@ func BenchmarkText(b *testing.B) {
 		Text(s)
 	}
 }
+
+// The embedded vocabularies count exactly what the reference says.
+func TestBPEMatchesReference(t *testing.T) {
+	b, err := os.ReadFile("testdata/reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct {
+		Text   string `json:"text"`
+		O200k  int    `json:"o200k_base"`
+		Cl100k int    `json:"cl100k_base"`
+	}
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	var bpe BPE
+	o200k, cl100k := bpe.Counter("openai", "gpt-4o-mini"), bpe.Counter("openai", "gpt-4-turbo")
+	if o200k == nil || cl100k == nil {
+		t.Fatal("no counter for gpt-4o-mini or gpt-4-turbo")
+	}
+	for _, r := range rows {
+		if got := o200k(r.Text); got != r.O200k {
+			t.Errorf("o200k %q: %d, want %d", r.Text, got, r.O200k)
+		}
+		if got := cl100k(r.Text); got != r.Cl100k {
+			t.Errorf("cl100k %q: %d, want %d", r.Text, got, r.Cl100k)
+		}
+	}
+	for _, m := range [][2]string{{"openai", "llama3.2"}, {"anthropic", "claude-sonnet-4-5"}, {"openai", "fake"}} {
+		if bpe.Counter(m[0], m[1]) != nil {
+			t.Errorf("%s/%s has a counter", m[0], m[1])
+		}
+	}
+}
