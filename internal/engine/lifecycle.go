@@ -197,8 +197,8 @@ func (r *run) unknownTool(name string) string {
 func (r *run) phaseTools(kind string) []tool.Spec {
 	var out []tool.Spec
 	for _, s := range r.e.o.Tools.Visible(r.policy) {
-		if s.Kind == kind && r.sees(&s) && r.policy.Decide(s).Verdict == tool.Allow {
-			out = append(out, s)
+		if s.Kind == kind && r.sees(&s) {
+			out = append(out, s) // Visible left out the denied ones
 		}
 	}
 	return out
@@ -533,6 +533,14 @@ func (r *run) phase(ctx context.Context, phase string, specs []tool.Spec) ([]eve
 		s := &specs[i]
 		jobs[i] = job{name: s.Name, rerunnable: s.ReadOnly || s.Idempotent || phase == event.PhaseContext,
 			run: func(ctx context.Context) event.LifecycleData { return r.callPhaseTool(ctx, phase, s) }}
+		if d := r.policy.Decide(*s); d.Verdict == tool.Ask {
+			// Phases do not wait for a person: the call is skipped, and
+			// the log says why.
+			jobs[i] = job{name: s.Name, rerunnable: true, run: func(context.Context) event.LifecycleData {
+				return event.LifecycleData{Phase: phase, Tool: s.Name, IsError: true,
+					Output: d.Reason + "; lifecycle phases do not wait for approval, so it was skipped (allow it by name to run it)"}
+			}}
+		}
 	}
 	return r.runJobs(ctx, phase, jobs)
 }

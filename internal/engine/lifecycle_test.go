@@ -420,3 +420,23 @@ func TestHookRespectsVisibilityAndPolicy(t *testing.T) {
 		})
 	}
 }
+
+// A phase tool the policy asks about is not run (phases do not wait for
+// a person), and the log says so.
+func TestPhaseToolNeedingApprovalIsSkipped(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
+	h := newPhaseHarness(t, p)
+	def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"demo__remember"}}}
+	if _, err := h.eng.Run(context.Background(), turn(def)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ran := h.args["demo__remember"]; ran {
+		t.Error("the post-process tool ran without approval")
+	}
+	h.log.mu.Lock()
+	obj := BuildObject(def, store.InboxItem{ID: 7}, h.log.events, "a/k")
+	h.log.mu.Unlock()
+	if len(obj.PostProcessLog) != 1 || !obj.PostProcessLog[0].IsError || !strings.Contains(obj.PostProcessLog[0].Output, "skipped") {
+		t.Errorf("post-process log %+v", obj.PostProcessLog)
+	}
+}
