@@ -195,9 +195,18 @@ func (a *App) Start(ctx context.Context) error {
 	// for each server's first connection (or first failure), within
 	// MCPStartWait.
 	a.syncServers(ctx)
-	wctx, cancelWait := context.WithTimeout(ctx, MCPStartWait)
-	a.MCP.WaitReady(wctx)
-	cancelWait()
+	if servers := a.MCP.List(); len(servers) > 0 {
+		t0 := time.Now()
+		wctx, cancelWait := context.WithTimeout(ctx, MCPStartWait)
+		a.MCP.WaitReady(wctx)
+		cancelWait()
+		for _, st := range a.MCP.List() {
+			if st.State != mcp.StateConnected && st.State != mcp.StateDisabled {
+				a.Logger.Warn("mcp server not connected at start; its tools join when it does", "server", st.Name, "state", st.State, "err", st.LastError)
+			}
+		}
+		a.Logger.Debug("mcp servers connected", "servers", len(servers), "took", time.Since(t0))
+	}
 	n, err := a.Runtime.Start(ctx)
 	if err != nil {
 		return err
