@@ -159,6 +159,10 @@ say finished {{last_user}}
 	if res, err := st.IntegrityCheck(context.Background()); err != nil || res != "ok" {
 		t.Fatalf("integrity_check: %q %v", res, err)
 	}
+	// The search index caught up with every answer despite the kills.
+	if found, err := st.SearchText(context.Background(), "finished", 100000); err != nil || len(found) != len(inputs) {
+		t.Errorf("search finds %d answers, want %d (%v)", len(found), len(inputs), err)
+	}
 	inputsSeen := map[string]int{}
 	ends := map[string]int{}
 	interrupted := map[string]bool{}
