@@ -4,15 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,31 +25,9 @@ import (
 // outside agentd) ran twice, a missing one being recorded as interrupted.
 // AGENTD_KILLS/3 kills (default 10).
 func TestKillRestartLifecycle(t *testing.T) {
-	kills := 10
-	if v := os.Getenv("AGENTD_KILLS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("AGENTD_KILLS: %v", err)
-		}
-		kills = max(n/3, 1)
-	}
-	if testing.Short() {
-		kills = 3
-	}
-	var mu sync.Mutex
-	hits := map[string]int{} // "quote 12", "remember 12", "submit q-…"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		hits[string(b)]++
-		mu.Unlock()
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	kills := killCount(t, 10, 3, 3)
+	cnt := newCounter(t) // "quote 12", "remember 12", "submit q-…"
+	ln := cnt.ln
 
 	addr := fake(t, "match ^job\ndelay 10ms\nsay finished {{last_user}}\n")
 	agentFile := openaiAgent(addr, fmt.Sprintf(`mcp_servers:
@@ -134,8 +107,9 @@ func TestKillRestartLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	mu.Lock()
-	defer mu.Unlock()
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	hits := cnt.hits
 	var interrupted int
 	for s := 0; s < 3; s++ {
 		sess, err := st.SessionByAddress(context.Background(), "shop", fmt.Sprintf("s%d", s))

@@ -26,34 +26,11 @@ import (
 // the database is intact. AGENTD_KILLS sets the number of kills (default
 // 30; run with 200 or more by hand).
 func TestKillRestart(t *testing.T) {
-	kills := 30
-	if v := os.Getenv("AGENTD_KILLS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("AGENTD_KILLS: %v", err)
-		}
-		kills = n
-	}
-	if testing.Short() {
-		kills = 5
-	}
+	kills := killCount(t, 30, 1, 5)
 
 	// The side-effect counter: a POST per run of the non-idempotent tool.
-	var mu sync.Mutex
-	hits := map[string]int{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		hits[string(b)]++
-		mu.Unlock()
-		io.WriteString(w, "recorded "+string(b))
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	cnt := newCounter(t)
+	ln := cnt.ln
 
 	// Three model steps per turn: an idempotent tool, the non-idempotent
 	// one, then the answer; each step takes a little while so kills land
@@ -205,8 +182,9 @@ say finished {{last_user}}
 			}
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	hits := cnt.hits
 	var interruptedN int
 	for _, in := range inputs {
 		if inputsSeen[in.text] != 1 || ends[in.text] != 1 {
@@ -238,4 +216,48 @@ func countEnds(evs []event.Event) int {
 type input struct {
 	session, text string
 	accepted      bool
+}
+
+// killCount is how many times a kill/restart test kills agentd: def, or
+// AGENTD_KILLS divided by div, or short with -short.
+func killCount(t *testing.T, def, div, short int) int {
+	t.Helper()
+	if testing.Short() {
+		return short
+	}
+	v := os.Getenv("AGENTD_KILLS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("AGENTD_KILLS: %v", err)
+	}
+	return max(n/div, 1)
+}
+
+// counter counts side effects outside agentd: each POST body is one.
+type counter struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func newCounter(t *testing.T) *counter {
+	t.Helper()
+	c := &counter{hits: map[string]int{}}
+	var err error
+	if c.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		c.mu.Lock()
+		c.hits[string(b)]++
+		c.mu.Unlock()
+		io.WriteString(w, "recorded "+string(b))
+	})}
+	go srv.Serve(c.ln)
+	t.Cleanup(func() { srv.Close() })
+	return c
 }

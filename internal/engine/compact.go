@@ -360,10 +360,13 @@ var identifierREs = []*regexp.Regexp{
 	regexp.MustCompile(`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}`),                                                                  // paths
 	regexp.MustCompile(`\b[\w-]+\.(?:go|py|js|ts|tsx|rs|java|c|h|cpp|md|yaml|yml|json|toml|txt|sql|sh|csv|log|html|css)\b`), // file names
 	regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`),                   // UUIDs
-	regexp.MustCompile(`\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`), // hex ids (mixed)
 	regexp.MustCompile(`#\d+|\b[A-Z][A-Z0-9]+-\d+\b`),                                                                       // issue numbers, ticket keys
 	regexp.MustCompile(`\b\d+(?:[.,:/-]\d+)+\b|\b\d{3,}\b`),                                                                 // numbers, dates, versions
 }
+
+// hexRE finds hexadecimal ids (digits and letters mixed); those of 7 or
+// more digits are identifiers.
+var hexRE = regexp.MustCompile(`\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`)
 
 // quotedRE finds quoted names in what the user wrote.
 var quotedRE = regexp.MustCompile(`"[^"\n]{2,60}"`)
@@ -393,16 +396,13 @@ func missingIdentifiers(msgs []model.Message, summary string) []string {
 		}
 		for _, t := range texts {
 			for _, re := range identifierREs {
-				if re == identifierREs[5] && len(t) > 0 {
-					for _, h := range re.FindAllString(t, -1) {
-						if len(strings.TrimPrefix(h, "0x")) >= 7 {
-							add(h)
-						}
-					}
-					continue
-				}
 				for _, id := range re.FindAllString(t, -1) {
 					add(id)
+				}
+			}
+			for _, h := range hexRE.FindAllString(t, -1) {
+				if len(strings.TrimPrefix(h, "0x")) >= 7 {
+					add(h)
 				}
 			}
 		}

@@ -390,7 +390,7 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 		if err := r.fit(ctx, specs); err != nil {
 			return r.stopped(ctx, err)
 		}
-		resp, err := r.callModel(ctx)
+		resp, err := r.callModel(ctx, specs)
 		if err != nil && errors.Is(err, model.ErrContextOverflow) && !r.overflow {
 			// The provider counts differently: cut to half and retry once.
 			r.overflow = true
@@ -578,9 +578,8 @@ var errStore = errors.New("log write failed")
 
 // callModel calls the agent's model, retrying retryable failures with
 // backoff and then trying each fallback in order. Every attempt is logged.
-func (r *run) callModel(ctx context.Context) (*stepResponse, error) {
+func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepResponse, error) {
 	chain := append([]agent.Model{r.def.Model}, r.def.Model.Fallbacks...)
-	specs := r.toolSpecs()
 	step := r.steps + 1
 	var last error
 	for _, m := range chain {
