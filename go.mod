@@ -12,6 +12,8 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
+require github.com/coder/websocket v1.8.15 // indirect
+
 require (
 	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect

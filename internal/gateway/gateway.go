@@ -79,18 +79,44 @@ type Options struct {
 	MCPHandler http.Handler // agentd as an MCP server, served at /mcp
 	History    History      // conversation search and working memory
 	Memory     Memory       // agents' long-term memory
+
+	// Handlers built by the gateway's sub-packages; each may be nil.
+	Stream  http.Handler // the WebSocket event stream, at GET /v1/stream
+	OpenAI  http.Handler // the OpenAI-compatible API: GET /v1/models, POST /v1/chat/completions
+	Console http.Handler // the web console's files, at / (no data: they load before login)
 }
 
 // Server is the HTTP API.
 type Server struct {
 	o   Options
-	mux *http.ServeMux
+	mux *routeMux
 	log *slog.Logger
 }
 
+// routeMux is a ServeMux that remembers its patterns, so the OpenAPI
+// description can be checked against what is served.
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, h)
+}
+
+// Routes returns the patterns the API serves ("METHOD /path/{param}"), in
+// the order they were registered.
+func (s *Server) Routes() []string { return append([]string(nil), s.mux.patterns...) }
+
 // New returns the API handler.
 func New(o *Options) *Server {
-	s := &Server{o: *o, mux: http.NewServeMux(), log: o.Logger}
+	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -111,6 +137,8 @@ func New(o *Options) *Server {
 	s.routeTools()
 	s.routeMemory()
 	s.routeLongTerm()
+	s.routeOps()
+	s.mount()
 	return s
 }
 
