@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -136,5 +137,25 @@ func TestConversationTokens(t *testing.T) {
 				t.Fatalf("after %d events: message %d sized %d, want %d", i+1, j, got[j], want)
 			}
 		}
+	}
+}
+
+// BenchmarkConversation10k builds the conversation of a session with
+// 10,000 logged events (7,500 of them in its context) and sizes it: the
+// part of a cold context load after the store's read.
+func BenchmarkConversation10k(b *testing.B) {
+	var evs []event.Event
+	for i := int64(1); i <= 2500; i++ {
+		evs = append(evs,
+			ev(i, event.Input, event.InputData{Text: fmt.Sprintf("Question %d: how do I rotate the logs of service-%d on host db-%d?", i, i%40, i%7)}),
+			ev(i, event.Text, event.TextData{Text: fmt.Sprintf("Use logrotate with a daily rule for /var/log/service-%d; keep 14 files and compress them.", i%40), Step: 1}),
+			ev(i, event.TurnEnd, event.TurnEndData{Status: "done"}),
+		)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var c Conversation
+		c.Add(FromSummary(evs)...)
+		_, _, _ = c.Messages(), c.Marks(), c.Tokens()
 	}
 }

@@ -63,7 +63,12 @@ type Event struct {
 }
 
 // Decode unmarshals the event's payload into v.
-func (e *Event) Decode(v any) error { return json.Unmarshal(e.Data, v) }
+func (e *Event) Decode(v any) error {
+	if decodeFast(e.Data, v) {
+		return nil
+	}
+	return json.Unmarshal(e.Data, v)
+}
 
 // New builds an event with a payload; the store assigns Seq.
 func New(session, turn int64, kind Kind, payload any) Event {

@@ -100,3 +100,32 @@ func BenchmarkCommit(b *testing.B) {
 		reportCommits(b, s, before)
 	})
 }
+
+// BenchmarkContextEvents10k reads the context of a session with 10,000
+// events (2,500 turns of input, model call, text and turn end): what a
+// turn of a session that is not cached reads before it starts.
+func BenchmarkContextEvents10k(b *testing.B) {
+	ctx := context.Background()
+	s, ids := benchStore(b, 1)
+	sess := ids[0]
+	var evs []event.Event
+	for i := range 2500 {
+		turn := int64(i + 1)
+		evs = append(evs,
+			event.New(sess, turn, event.Input, event.InputData{Text: "Question " + strconv.Itoa(i) + ": how do I rotate the logs of service-" + strconv.Itoa(i%40) + "?"}),
+			event.New(sess, turn, event.ModelCall, event.ModelCallData{Step: 1, InputTokens: 900, OutputTokens: 60}),
+			event.New(sess, turn, event.Text, event.TextData{Text: "Use logrotate with a daily rule for /var/log/service-" + strconv.Itoa(i%40) + "; keep 14 files and compress them.", Step: 1}),
+			event.New(sess, turn, event.TurnEnd, event.TurnEndData{Status: event.StatusDone}))
+	}
+	if err := s.Commit(ctx, &store.Batch{Session: sess, Events: evs}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := s.ContextEvents(ctx, sess)
+		if err != nil || len(got) != 7500 {
+			b.Fatal(len(got), err)
+		}
+	}
+}

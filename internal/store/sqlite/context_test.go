@@ -61,3 +61,66 @@ func TestContextEventsFromSummary(t *testing.T) {
 		t.Errorf("a reset after summaries (-want +got):\n%s", diff)
 	}
 }
+
+// A long context is read in parallel ranges; the result is the log's
+// conversation events in order, none missing or doubled, with the summary
+// in its place, whatever the ranges' boundaries.
+func TestContextEventsLongSession(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	sess, _, err := s.Session(ctx, "a", "long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := []event.Kind{event.Input, event.ModelCall, event.ToolCall, event.ToolResult, event.Lifecycle, event.Text, event.TurnEnd}
+	var evs []event.Event
+	for i := range 7001 {
+		k := kinds[i%len(kinds)]
+		var e event.Event
+		switch k {
+		case event.ToolCall:
+			e = event.New(sess.ID, int64(i/7+1), k, event.ToolCallData{ID: "c", Name: "t", Args: []byte(`{}`)})
+		default:
+			e = event.New(sess.ID, int64(i/7+1), k, event.TextData{Text: "event"})
+		}
+		evs = append(evs, e)
+		if i == 4000 {
+			evs = append(evs, event.New(sess.ID, 0, event.Summary, event.SummaryData{Text: "so far", Through: 3500}))
+		}
+	}
+	if err := s.Commit(ctx, &store.Batch{Session: sess.ID, Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Events(ctx, sess.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int64
+	for _, e := range all {
+		switch e.Kind {
+		case event.Summary:
+			want = append(want, e.Seq)
+		case event.Input, event.ToolCall, event.ToolResult, event.Text, event.TurnEnd:
+			if e.Seq > 3500 {
+				want = append(want, e.Seq)
+			}
+		}
+	}
+	got, err := s.ContextEvents(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range got {
+		seqs = append(seqs, e.Seq)
+		if e.Session != sess.ID || e.Time.IsZero() || len(e.Data) == 0 {
+			t.Fatalf("event %d incomplete: %+v", e.Seq, e)
+		}
+	}
+	if diff := cmp.Diff(want, seqs); diff != "" {
+		t.Errorf("context seqs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(all[len(all)-1], got[len(got)-1]); diff != "" {
+		t.Errorf("last event differs from the log's (-log +context):\n%s", diff)
+	}
+}

@@ -49,12 +49,6 @@ const (
 	// summary since then stands in for those it folds (it is returned
 	// with the events after the last one it folds), of the kinds a
 	// conversation is made of.
-	qContextEvents = `WITH r AS (SELECT coalesce(max(seq), 0) AS seq FROM events WHERE session_id = ?1 AND kind = 'reset'),
-		s AS (SELECT seq, coalesce(json_extract(CAST(data AS TEXT), '$.through'), 0) AS through FROM events
-			WHERE session_id = ?1 AND kind = 'summary' AND seq > (SELECT seq FROM r) ORDER BY seq DESC LIMIT 1)
-		SELECT ` + eventCols + ` FROM events WHERE session_id = ?1 AND (seq = (SELECT seq FROM s)
-			OR seq > max((SELECT seq FROM r), coalesce((SELECT through FROM s), 0))
-			AND kind IN ('input', 'system_message', 'text', 'tool_call', 'tool_result', 'turn_end')) ORDER BY seq`
 	qTurnEvents = `SELECT ` + eventCols + ` FROM events WHERE turn = ? AND +session_id = ? ORDER BY seq`
 	qSearch     = `SELECT e.session_id, e.seq, e.turn, e.kind, e.ts, e.data
 		FROM events_fts JOIN events e ON e.id = events_fts.rowid & 1099511627775
@@ -74,7 +68,7 @@ type readStmts struct {
 	sessionByKey, sessionByID, sessions *sql.Stmt
 	inboxByKey, inboxByID, pending      *sql.Stmt
 	pendingSessions                     *sql.Stmt
-	events, eventsLimit, contextEvents  *sql.Stmt
+	events, eventsLimit, contextStart   *sql.Stmt
 	turnEvents, search                  *sql.Stmt
 	agents, usageAgent, usageAll        *sql.Stmt
 }
@@ -93,7 +87,7 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&r.pendingSessions, qPendingSessions},
 		{&r.events, qEvents},
 		{&r.eventsLimit, qEventsLimit},
-		{&r.contextEvents, qContextEvents},
+		{&r.contextStart, qContextStart},
 		{&r.turnEvents, qTurnEvents},
 		{&r.search, qSearch},
 		{&r.agents, qAgents},
@@ -318,25 +312,6 @@ func (s *Store) Events(ctx context.Context, session, after int64, limit int) ([]
 	evs, err := scanEvents(rows)
 	if err != nil {
 		return nil, s.readErr("events", err)
-	}
-	return evs, nil
-}
-
-// ContextEvents returns the events a session's conversation is built
-// from: those after its last reset marker, of the kinds a conversation is
-// made of, with the latest summary since the reset standing in for the
-// events it folds (the summary, then the events after the last it folds).
-func (s *Store) ContextEvents(ctx context.Context, session int64) ([]event.Event, error) {
-	if s.isDown.Load() {
-		return nil, store.ErrClosed
-	}
-	rows, err := s.r.contextEvents.QueryContext(ctx, session)
-	if err != nil {
-		return nil, s.readErr("context events", err)
-	}
-	evs, err := scanEvents(rows)
-	if err != nil {
-		return nil, s.readErr("context events", err)
 	}
 	return evs, nil
 }

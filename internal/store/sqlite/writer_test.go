@@ -380,7 +380,8 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		index string
 	}{
 		{qSessionByKey, []any{"a", "k"}, "sqlite_autoindex_sessions_1"},
-		{qContextEvents, []any{1}, "events_reset"},
+		{qContextStart, []any{1}, "events_reset"},
+		{qContextRange, []any{1, 5, 10}, "sqlite_autoindex_events_1"},
 		{qEvents, []any{1, 5}, "sqlite_autoindex_events_1"},
 		{qEventsLimit, []any{1, 5, 10}, "sqlite_autoindex_events_1"},
 		{qTurnEvents, []any{3, 1}, "events_turn"},
