@@ -198,7 +198,10 @@ func (s *Store) openWriter(ctx context.Context, uri string, o Options) error {
 }
 
 func (s *Store) openReaders(ctx context.Context, uri string) error {
-	dsn := uri + "?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-1024)"
+	// Each reader may cache up to 8 MiB of pages: a history search touches
+	// that much of a large full-text index, and the cache only grows as
+	// pages are read, so an idle or small node pays nothing for it.
+	dsn := uri + "?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-8192)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return fmt.Errorf("sqlite: open readers: %w", err)
