@@ -7,6 +7,7 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/gateway"
+	"agentd/internal/gateway/openaiapi"
 	"agentd/internal/mcpserver"
 	"agentd/internal/store"
 )
@@ -17,7 +18,9 @@ func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 	var facade http.Handler
 	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
 		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: a.Store, Memory: a.Memory,
-		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) })})
+		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) }),
+		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
+	})
 	c, stop := gateway.Pipe(gw)
 	f := mcpserver.New(FacadeBackend{C: c}, &mcpserver.Options{Name: "agentd", Version: a.version, Logger: a.Logger})
 	a.wg.Go(func() {

@@ -8,6 +8,7 @@ func (s *Server) mount() {
 	}
 	if s.o.OpenAI != nil {
 		m.Handle("GET /v1/models", s.o.OpenAI)
+		m.Handle("GET /v1/models/{id}", s.o.OpenAI)
 		m.Handle("POST /v1/chat/completions", s.o.OpenAI)
 	}
 	if s.o.Console != nil {

@@ -1,0 +1,151 @@
+package openaiapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"agentd/internal/runtime"
+)
+
+// OpenAI's error types.
+const (
+	typeInvalid = "invalid_request_error"
+	typeServer  = "server_error"
+)
+
+// apiError is an error as OpenAI's API reports it.
+type apiError struct {
+	status  int
+	message string
+	typ     string
+	param   string // "" is null
+	code    string // "" is null
+	// retry: the request was refused before agentd accepted its input, so
+	// sending it again is safe.
+	retry bool
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// ErrorBody is the body of every error response, and the data of the error
+// event that ends a stream that fails after it started.
+type ErrorBody struct {
+	Error ErrorObject `json:"error"`
+}
+
+// ErrorObject says what went wrong; Param and Code are null when they do
+// not apply.
+type ErrorObject struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func (e *apiError) body() ErrorBody {
+	o := ErrorObject{Message: e.message, Type: e.typ}
+	if e.param != "" {
+		o.Param = &e.param
+	}
+	if e.code != "" {
+		o.Code = &e.code
+	}
+	return ErrorBody{Error: o}
+}
+
+func invalid(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...), typ: typeInvalid, param: param}
+}
+
+func unsupported(param, format string, args ...any) *apiError {
+	e := invalid(param, format, args...)
+	e.code = "unsupported_parameter"
+	return e
+}
+
+func modelNotFound(id string) *apiError {
+	return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found",
+		message: fmt.Sprintf("The model %q does not exist: it must be the id of an agent (GET /v1/models lists them)", clip(id, 100))}
+}
+
+func internalError() *apiError {
+	return &apiError{status: http.StatusInternalServerError, typ: typeServer, code: "internal_error", message: "internal error"}
+}
+
+// fromRuntime maps an error of the runtime to the error a client sees; an
+// error it does not know says only "internal error" (the details go to the
+// log).
+func (h *handler) fromRuntime(err error) *apiError {
+	switch {
+	case errors.Is(err, runtime.ErrUnknownAgent):
+		return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found", message: "the agent does not exist"}
+	case errors.Is(err, runtime.ErrEmptyInput):
+		return invalid("messages", "the last user message is empty")
+	case errors.Is(err, runtime.ErrBadAddress):
+		return invalid("user", "the session key is not valid")
+	case errors.Is(err, runtime.ErrSessionClosed):
+		return &apiError{status: http.StatusConflict, typ: typeInvalid, code: "session_closed",
+			message: "the session is closed: it keeps its log but takes no new messages; start a new conversation"}
+	case errors.Is(err, runtime.ErrBusy):
+		return &apiError{status: http.StatusConflict, typ: typeInvalid, code: "busy", message: "the session is busy"}
+	case errors.Is(err, runtime.ErrClosed):
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServer, code: "unavailable", message: "agentd is shutting down", retry: true}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// The input may have been accepted: its turn goes on.
+		return &apiError{status: http.StatusServiceUnavailable, typ: typeServer, code: "unavailable",
+			message: "agentd stopped waiting for the turn (it is shutting down, or the request was cancelled); an accepted message is answered in its session"}
+	}
+	h.log.Error("openai api: request failed", "err", err)
+	return internalError()
+}
+
+// writeError answers with e. Retrying is safe only when agentd refused the
+// input before accepting it; every other error says so to clients that
+// retry on their own (the openai libraries read x-should-retry).
+func writeError(w http.ResponseWriter, e *apiError) {
+	if !e.retry {
+		w.Header().Set("X-Should-Retry", "false")
+	}
+	writeJSON(w, e.status, e.body())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only this package's own plain structs are written.
+		panic("openaiapi: encode response: " + err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// safeReason makes a turn's reason fit for a response: one line of
+// printable text, at most 300 bytes.
+func safeReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	return clip(strings.TrimSpace(s), 300)
+}
+
+// clip shortens s to at most n bytes without splitting a character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,236 @@
+package openaiapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/gateway/openaiapi"
+	"agentd/internal/model"
+	"agentd/internal/model/fakellm"
+	"agentd/internal/model/openai"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
+	"agentd/internal/tool"
+)
+
+// agents is a fixed set of agent definitions.
+type agents map[string]*agent.Definition
+
+func (a agents) Get(id string) (*agent.Definition, bool) {
+	d, ok := a[id]
+	return d, ok
+}
+
+func (a agents) List() []*agent.Definition {
+	var out []*agent.Definition
+	for _, d := range a {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(x, y *agent.Definition) int { return strings.Compare(x.ID, y.ID) })
+	return out
+}
+
+// script is what the fake model answers.
+const script = `
+match (?m)^history
+say n={{n_messages}} last={{last_user}}
+
+match ^tool
+say Let me look.
+call lookup {}
+---
+say Found: {{tool_result}}
+
+match ^slow
+delay 300ms
+say finished slowly
+
+match ^fail
+fail 400
+
+match ^long
+chunks 5
+say one two three four five six seven eight nine ten
+
+match *
+usage 7 3
+say You said: {{last_user}}
+`
+
+// models gives every agent the OpenAI client, pointed at fakellm.
+type models struct{ p model.Provider }
+
+func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
+
+// logFwd is the engine's log; it forwards to the runtime, which is built
+// after the engine (as in internal/app).
+type logFwd struct{ r *runtime.Runtime }
+
+func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
+
+// token is the bearer token the test server wants, standing for the
+// gateway's authentication.
+const token = "test-token-0123"
+
+// env is the API served over HTTP by a runtime built from real parts: a
+// SQLite store, the engine, the OpenAI model client and fakellm.
+type env struct {
+	t    testing.TB
+	st   *sqlite.Store
+	rt   *runtime.Runtime
+	http *httptest.Server
+	once sync.Once
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with the runtime's store wrapped by wrap.
+func newEnvWith(t testing.TB, wrap func(store.Store) store.Store) *env {
+	t.Helper()
+	s, err := fakellm.ParseScript("test.fake", []byte(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	llm := httptest.NewServer(fakellm.New(s, nil))
+	t.Cleanup(llm.Close)
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := agents{
+		"assistant": {ID: "assistant", Name: "Assistant", Description: "Answers questions.", Type: agent.TypeUser,
+			Model: agent.Model{Provider: agent.ProviderOpenAI, Name: "fake", BaseURL: llm.URL + "/v1"}},
+		"helper": {ID: "helper", Name: "Helper", Type: agent.TypeUser,
+			Model: agent.Model{Provider: agent.ProviderOpenAI, Name: "fake", BaseURL: llm.URL + "/v1"}},
+	}
+	tools := tool.NewRegistry(nil)
+	err = tools.Register(tool.Func(tool.Spec{Name: "lookup", Description: "Looks something up.", InputSchema: json.RawMessage(`{"type":"object"}`), ReadOnly: true},
+		func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: "42"}, nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := event.NewBus()
+	lf := &logFwd{}
+	p := openai.New(&openai.Options{BaseURL: llm.URL + "/v1", HTTPClient: llm.Client()})
+	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{p}, Tools: tools, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	var rs store.Store = st
+	if wrap != nil {
+		rs = wrap(st)
+	}
+	rt := runtime.New(&runtime.Options{Store: rs, Agents: defs, Engine: eng, Bus: bus})
+	lf.r = rt
+	api := openaiapi.New(rt, defs, &openaiapi.Options{Created: time.Unix(1700000000, 0)})
+	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+token {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+	e := &env{t: t, st: st, rt: rt, http: httptest.NewServer(auth)}
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *env) close() {
+	e.once.Do(func() {
+		e.http.CloseClientConnections()
+		e.http.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.rt.Close(ctx)
+		e.st.Close()
+	})
+}
+
+// response is an answer read whole.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// post sends a chat completion request with the given extra headers.
+func (e *env) post(t testing.TB, body string, headers ...string) response {
+	t.Helper()
+	return e.do(t, "POST", "/v1/chat/completions", body, headers...)
+}
+
+func (e *env) do(t testing.TB, method, path, body string, headers ...string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, e.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := e.http.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// sse splits a server-sent event stream into its data fields.
+func sse(t testing.TB, body []byte) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "data: "):
+			out = append(out, strings.TrimPrefix(line, "data: "))
+		default:
+			t.Fatalf("unexpected line in event stream: %q", line)
+		}
+	}
+	return out
+}
+
+// inputs returns the texts of a session's input events.
+func (e *env) inputs(t testing.TB, addr string) []string {
+	t.Helper()
+	_, evs, err := e.rt.Events(t.Context(), addr, 0, 1000)
+	if err != nil {
+		t.Fatalf("events of %s: %v", addr, err)
+	}
+	var out []string
+	for _, ev := range evs {
+		if ev.Kind == event.Input {
+			var d event.InputData
+			if err := ev.Decode(&d); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d.Text)
+		}
+	}
+	return out
+}

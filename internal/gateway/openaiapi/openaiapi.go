@@ -1,0 +1,286 @@
+// Package openaiapi serves agentd's agents over the OpenAI Chat Completions
+// API, so that OpenAI client libraries and chat UIs can talk to them:
+//
+//	GET  /v1/models             every agent, as a model whose id is the agent's id
+//	GET  /v1/models/{id}        one of them
+//	POST /v1/chat/completions   a message to an agent; streamed (server-sent events) or not
+//
+// A conversation is a session. With the header X-Agentd-Session: <key>, or
+// else the request's "user" field, the request continues the session
+// <agent>/openai:<key>: the session already holds the earlier messages, so
+// only the last user message is sent (after any system messages that follow
+// the last assistant message). Without either, the request starts a new
+// session <agent>/openai:<id> whose first message is the request's earlier
+// messages as a short transcript followed by the last user message; the
+// response's X-Agentd-Session header gives the key to continue it.
+//
+// The agent decides how it calls its model: sampling parameters
+// (temperature, top_p, max_tokens, stop, seed, ...) are ignored, and the
+// client's tools are refused (the agent has its own). Authentication is
+// the gateway's: the OpenAI client's API key is sent as a bearer token.
+package openaiapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/runtime"
+)
+
+// SessionHeader names the session key of a conversation, in a request (to
+// continue it) and in every answer to a chat completion.
+const SessionHeader = "X-Agentd-Session"
+
+// KeyPrefix starts the key of every session this API names.
+const KeyPrefix = "openai:"
+
+// Source is the source of the inputs this API sends.
+const Source = "openai"
+
+// Runtime runs turns: Stream submits an input and calls fn with each event
+// of its turn until it ends (runtime.Runtime's Stream).
+type Runtime interface {
+	Stream(ctx context.Context, in runtime.Input, fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error)
+}
+
+// Agents lists the agents (agent.Registry).
+type Agents interface {
+	List() []*agent.Definition
+}
+
+// Options configure the handler; nil means the defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Created is the creation time reported for every model; zero: the
+	// time New was called.
+	Created time.Time
+	// MaxBody bounds a request body (default 1 MiB).
+	MaxBody int64
+}
+
+type handler struct {
+	rt      Runtime
+	agents  Agents
+	log     *slog.Logger
+	created int64
+	maxBody int64
+	mux     *http.ServeMux
+}
+
+// New returns the handler of the OpenAI-compatible routes. It expects the
+// full request path (/v1/...); requests reach it authenticated.
+func New(rt Runtime, agents Agents, o *Options) http.Handler {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	h := &handler{rt: rt, agents: agents, log: opts.Logger, maxBody: opts.MaxBody}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = 1 << 20
+	}
+	created := opts.Created
+	if created.IsZero() {
+		created = time.Now()
+	}
+	h.created = created.Unix()
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("/v1/models", h.only(http.MethodGet, h.models))
+	h.mux.HandleFunc("/v1/models/{id}", h.only(http.MethodGet, h.model))
+	h.mux.HandleFunc("/v1/chat/completions", h.only(http.MethodPost, h.chat))
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalid, code: "unknown_url",
+			message: "unknown path " + clip(r.URL.Path, 100) + ": this API serves GET /v1/models and POST /v1/chat/completions"})
+	})
+	return h.mux
+}
+
+// only answers requests with another method with 405, in OpenAI's shape.
+func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: typeInvalid, code: "method_not_allowed",
+				message: r.Method + " is not allowed here; use " + method})
+			return
+		}
+		fn(w, r)
+	}
+}
+
+// Model is an agent as /v1/models lists it. Name and Description are
+// agentd's additions (some chat UIs show a model's name).
+type Model struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// ModelList answers GET /v1/models.
+type ModelList struct {
+	Object string  `json:"object"`
+	Data   []Model `json:"data"`
+}
+
+func (h *handler) asModel(d *agent.Definition) Model {
+	return Model{ID: d.ID, Object: "model", Created: h.created, OwnedBy: "agentd", Name: d.Name, Description: d.Description}
+}
+
+func (h *handler) models(w http.ResponseWriter, r *http.Request) {
+	defs := slices.Clone(h.agents.List())
+	slices.SortFunc(defs, func(a, b *agent.Definition) int { return strings.Compare(a.ID, b.ID) })
+	out := ModelList{Object: "list", Data: make([]Model, 0, len(defs))}
+	for _, d := range defs {
+		out.Data = append(out.Data, h.asModel(d))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *handler) model(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	d := h.agent(id)
+	if d == nil {
+		writeError(w, modelNotFound(id))
+		return
+	}
+	writeJSON(w, http.StatusOK, h.asModel(d))
+}
+
+func (h *handler) agent(id string) *agent.Definition {
+	for _, d := range h.agents.List() {
+		if d.ID == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// idempotencyHeader names the request's idempotency key: a request with a
+// key its session has seen starts no second turn and is answered with the
+// first one's result.
+const idempotencyHeader = "Idempotency-Key"
+
+func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
+	req, aerr := decodeRequest(r.Body, h.maxBody)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	if h.agent(req.model) == nil {
+		writeError(w, modelNotFound(req.model))
+		return
+	}
+	idem := r.Header.Get(idempotencyHeader)
+	if idem != "" && !validKey(idem) {
+		writeError(w, invalid("", "the %s header must be at most 256 bytes of text without control characters or \"/\"", idempotencyHeader))
+		return
+	}
+	key, continued := strings.TrimSpace(r.Header.Get(SessionHeader)), true
+	switch {
+	case key != "":
+		if !validKey(key) {
+			writeError(w, invalid("", "the %s header must be at most 256 bytes of text without control characters or \"/\"", SessionHeader))
+			return
+		}
+	case req.user != "":
+		key = req.user
+		if !validKey(key) {
+			writeError(w, invalid("user", "user must be at most 256 bytes of text without control characters or \"/\" to name a conversation"))
+			return
+		}
+	default:
+		continued = false
+		key = newKey(req.model, idem)
+	}
+	in := runtime.Input{Session: req.model + "/" + KeyPrefix + key, Text: inputText(req.messages, continued),
+		Source: Source, IdempotencyKey: idem}
+	c := &completion{h: h, w: w, r: r, req: req, key: key, created: time.Now().Unix()}
+	if req.stream {
+		c.stream(in)
+	} else {
+		c.whole(in)
+	}
+}
+
+// newKey names a new conversation. A request with an idempotency key
+// names the same one every time, so that a retry finds the first attempt's
+// turn in it.
+func newKey(agentID, idem string) string {
+	if idem != "" {
+		sum := sha256.Sum256([]byte("agentd openai session\x00" + agentID + "\x00" + idem))
+		return hex.EncodeToString(sum[:12])
+	}
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// inputText is what the agent receives: the last user message, preceded by
+// what the session does not hold yet. A continued session holds the
+// earlier conversation, so only system messages after the last assistant
+// message are new; a new session gets every earlier message.
+func inputText(msgs []message, continued bool) string {
+	last := msgs[len(msgs)-1].text
+	prior := msgs[:len(msgs)-1]
+	if continued {
+		from := 0
+		for i, m := range prior {
+			if m.role == roleAssistant {
+				from = i + 1
+			}
+		}
+		var sys []message
+		for _, m := range prior[from:] {
+			if m.role == roleSystem {
+				sys = append(sys, m)
+			}
+		}
+		prior = sys
+	}
+	var b strings.Builder
+	wrap := "conversation_so_far"
+	onlySystem := true
+	for _, m := range prior {
+		if m.role != roleSystem {
+			onlySystem = false
+		}
+	}
+	if onlySystem {
+		wrap = "instructions"
+	}
+	n := 0
+	for _, m := range prior {
+		if strings.TrimSpace(m.text) == "" {
+			continue
+		}
+		if n == 0 {
+			b.WriteString("<" + wrap + ">\n")
+		}
+		n++
+		if onlySystem {
+			b.WriteString(m.text + "\n")
+			continue
+		}
+		b.WriteString("<" + m.role + ">\n" + m.text + "\n</" + m.role + ">\n")
+	}
+	if n == 0 {
+		return last
+	}
+	b.WriteString("</" + wrap + ">\n\n")
+	b.WriteString(last)
+	return b.String()
+}
