@@ -1,0 +1,266 @@
+package main
+
+// The web console end to end: agentd serves it on TCP against the scripted
+// model, and test/console/console.spec.mjs drives it in headless Chromium
+// (Debian's chromium package, driven by playwright-core from test/npm):
+// log in with the token, chat with streamed replies and tool cards, grant
+// and deny approvals inline, reload, survive a restart of agentd, visit
+// every screen, on a desktop and a phone. It writes screenshots of the
+// main screens to docs/screenshots (AGENTD_SCREENSHOTS names another
+// folder). Without Chromium, node or playwright-core the test is skipped,
+// unless AGENTD_INTEROP=1, which makes that a failure.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// consoleScript is the model: a tool call to a built-in tool with a reply
+// in markdown, and a tool the agent's policy asks a person about.
+const consoleScript = `
+match (?i)calculat|sum
+say Let me work that out with the calculator.
+call calculator {"expression": "(17 + 25) * 3"}
+chunks 6
+---
+say The result is **{{tool_result}}**.
+say
+say Here is how I got there:
+say
+say 1. Added ` + "`17 + 25`" + ` to get 42
+say 2. Multiplied by 3
+say
+say | step | value |
+say |------|------:|
+say | sum | 42 |
+say | × 3 | {{tool_result}} |
+say
+say ` + "```python" + `
+say print((17 + 25) * 3)
+say ` + "```" + `
+chunks 12
+
+match (?i)time
+call clock {"timezone": "UTC"}
+---
+say The clock says: ` + "`{{tool_result}}`" + `
+chunks 5
+
+match *
+say You said: *{{last_user}}*. Ask me to **calculate** something, or for the **time**.
+chunks 8
+`
+
+// consoleDeps finds Chromium, node and playwright-core, or skips.
+func consoleDeps(t *testing.T) (chromium, node string) {
+	t.Helper()
+	missing := func(what string) {
+		if os.Getenv("AGENTD_INTEROP") == "1" {
+			t.Fatalf("the console test needs %s (apt-get install -y chromium; npm ci --prefix test/npm)", what)
+		}
+		t.Skipf("skipping: %s (apt-get install -y chromium; npm ci --prefix test/npm)", what)
+	}
+	chromium = os.Getenv("CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		missing("Chromium at " + chromium)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node")
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "test", "npm", "node_modules", "playwright-core", "package.json")); err != nil {
+		missing("playwright-core")
+	}
+	return chromium, node
+}
+
+// tcpDaemon is `agentd serve --listen` on a fixed address, restartable.
+type tcpDaemon struct {
+	t    *testing.T
+	dir  string
+	addr string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+func (d *tcpDaemon) start() {
+	t := d.t
+	t.Helper()
+	d.cmd = exec.Command(agentdBin, "--data", d.dir, "serve", "--listen", d.addr)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.done = make(chan error, 1)
+	go func(c *exec.Cmd, done chan error) { done <- c.Wait() }(d.cmd, d.done)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get("http://" + d.addr + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("agentd serve --listen exited early: %v\n%s", err, d.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agentd serve --listen %s did not answer:\n%s", d.addr, d.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop stops it gracefully.
+func (d *tcpDaemon) stop() {
+	d.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-d.done:
+		d.done <- err
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		d.t.Fatalf("agentd serve did not stop:\n%s", d.out.String())
+	}
+}
+
+func (d *tcpDaemon) kill() {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	d.cmd.Process.Kill()
+	err := <-d.done
+	d.done <- err
+}
+
+func TestConsole(t *testing.T) {
+	chromium, node := consoleDeps(t)
+	if r := run(t, dataDir(t, nil), "serve", "--help"); !strings.Contains(r.stdout+r.stderr, "--listen") {
+		if os.Getenv("AGENTD_INTEROP") == "1" {
+			t.Fatal("agentd serve has no --listen: the console cannot be served")
+		}
+		t.Skip("skipping: agentd serve has no --listen yet")
+	}
+	addr := fake(t, consoleScript)
+	dir := dataDir(t, nil)
+	files := map[string]string{
+		"agentd.yaml": "prices:\n  fake:\n    input: 3\n    output: 15\n",
+		"agents/assistant.yaml": "name: Assistant\ndescription: A helpful assistant on the scripted model.\n" +
+			strings.TrimPrefix(openaiAgent(addr, "tools:\n  ask: [\"clock\"]\nbudgets:\n  max_steps: 10\n  max_usd_per_day: 5\n"), "name: Tester\n"),
+		"agents/researcher.yaml": strings.Replace(demoAgent(addr, dir, ""), "name: Tester", "name: Researcher\ndescription: Uses the demo MCP server.", 1),
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok := run(t, dir, "token")
+	if tok.code != 0 {
+		if os.Getenv("AGENTD_INTEROP") == "1" {
+			t.Fatalf("agentd token: exit %d: %s", tok.code, tok.stderr)
+		}
+		t.Skipf("skipping: agentd token: %s", tok.stderr)
+	}
+	fields := strings.Fields(tok.stdout)
+	if len(fields) == 0 {
+		t.Fatalf("agentd token printed nothing")
+	}
+	token := fields[len(fields)-1]
+
+	d := &tcpDaemon{t: t, dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), out: &syncBuffer{}}
+	d.start()
+	t.Cleanup(d.kill)
+	res, err := http.Get("http://" + d.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		if os.Getenv("AGENTD_INTEROP") == "1" {
+			t.Fatalf("agentd does not serve the console at /: status %d", res.StatusCode)
+		}
+		t.Skip("skipping: this agentd does not serve the console at / yet")
+	}
+
+	shots := os.Getenv("AGENTD_SCREENSHOTS")
+	if shots == "" {
+		shots = filepath.Join("..", "..", "docs", "screenshots")
+	}
+	shots, _ = filepath.Abs(shots)
+	spec, _ := filepath.Abs(filepath.Join("..", "..", "test", "console", "console.spec.mjs"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, spec)
+	cmd.Env = append(os.Environ(), "URL=http://"+d.addr, "TOKEN="+token, "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromium)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var summary string
+	wg.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if line == "@@restart" {
+				d.stop()
+				d.start()
+				io.WriteString(stdin, "restarted\n")
+				continue
+			}
+			t.Log(line)
+			if strings.HasSuffix(line, " failed") && strings.Contains(line, " passed, ") {
+				mu.Lock()
+				summary = line
+				mu.Unlock()
+			}
+		}
+	})
+	wg.Wait()
+	err = cmd.Wait()
+	stdin.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || !strings.HasSuffix(summary, " 0 failed") {
+		t.Fatalf("the console test failed (%v); screenshots in %s\nnode stderr:\n%s\nagentd:\n%s", err, shots, stderr.String(), tail(d.out.String(), 4000))
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

@@ -1,0 +1,760 @@
+// The chat screen: a session's conversation from its log, live tokens from
+// the stream, tool calls as cards, approvals inline, and a composer whose
+// messages survive a lost connection (each carries an idempotency key, so a
+// retry never starts a second turn).
+
+import { h, icon, fill } from './dom.js';
+import { get, post, path, query, newKey, APIError } from './api.js';
+import { render } from './md.js';
+import { fmtDuration, fmtNum, fmtUSD, fmtTime, relTime, pretty, prefs, setPref, toast, badge, copyButton, empty, errorBox, spinner, routeHash } from './util.js';
+
+const OUTBOX = 'agentd.console.outbox'; // sessionStorage: messages not yet accepted
+const PAGE = 1000;
+
+// Keys made here that have no session yet: their log is not asked for.
+const freshKeys = new Set();
+
+export function newSessionKey() {
+  const d = new Date();
+  const p = (n) => String(n).padStart(2, '0');
+  const k = `web-${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}-${newKey('').slice(1, 5)}`;
+  freshKeys.add(k);
+  return k;
+}
+
+// loadEvents reads a session's whole log (in pages); null if it has none yet.
+export async function loadEvents(agent, key, after = 0, signal) {
+  const all = [];
+  let session = null;
+  for (;;) {
+    let page;
+    try {
+      page = await get(path('sessions', agent, key, 'events') + query({ after, limit: PAGE }), { signal });
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) return { session: null, events: [] };
+      throw e;
+    }
+    session = page.session;
+    all.push(...(page.events || []));
+    if (!page.events || page.events.length < PAGE) break;
+    after = page.next;
+  }
+  return { session, events: all };
+}
+
+export function chatScreen(app, el, args) {
+  let [agent, key] = args;
+  let alive = true;
+  let follow = null;
+  const ctl = new AbortController();
+  app.setTitle('Chat');
+  el.append(spinner('Loading agents'));
+
+  (async () => {
+    let agents;
+    try {
+      agents = await app.getAgents();
+    } catch (e) {
+      fill(el, h('div', { class: 'page' }, errorBox(e)));
+      return;
+    }
+    if (!alive) return;
+    if (!agents || !agents.length) {
+      fill(el, h('div', { class: 'page' }, empty('No agents yet', 'Add an agent file in the data directory (agentd init writes one), and it appears here.')));
+      return;
+    }
+    const p = prefs();
+    if (!agent || !agents.some((a) => a.id === agent)) agent = agents.some((a) => a.id === p.agent) ? p.agent : agents[0].id;
+    if (!key) key = (p.keys && p.keys[agent]) || newSessionKey();
+    const want = routeHash('chat', agent, key);
+    if (location.hash !== want) history.replaceState(null, '', want);
+    setPref('agent', agent);
+    setPref('keys', { ...(p.keys || {}), [agent]: key });
+    const view = new ChatView(app, el, agents, agent, key, ctl.signal);
+    app.current.view = view;
+    follow = await view.start();
+    if (!alive && follow) follow.stop();
+  })();
+
+  return {
+    unmount() {
+      alive = false;
+      ctl.abort();
+      if (follow) follow.stop();
+      if (app.current && app.current.view) app.current.view.destroy();
+    },
+    onConn(state) { if (app.current && app.current.view) app.current.view.onConn(state); },
+    onApprovals(list) { if (app.current && app.current.view) app.current.view.onApprovals(list); },
+  };
+}
+
+class ChatView {
+  constructor(app, el, agents, agent, key, signal) {
+    this.app = app;
+    this.el = el;
+    this.agents = agents;
+    this.agent = agent;
+    this.key = key;
+    this.addr = agent + '/' + key;
+    this.signal = signal;
+    this.items = new Map(); // key → item
+    this.turns = new Map(); // turn → {el, head, body}
+    this.lastSeq = 0;
+    this.running = null; // the turn running, if known
+    this.state = '';
+    this.pendingRender = new Set();
+    this.raf = 0;
+    this.lastRenderCost = 0;
+    this.outbox = loadOutbox().filter((m) => m.addr === this.addr);
+    this.retryTimer = null;
+    this.build();
+  }
+
+  build() {
+    const agentSel = h('select', { id: 'agent-pick', 'aria-label': 'Agent' },
+      this.agents.map((a) => h('option', { value: a.id, selected: a.id === this.agent }, a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id)));
+    agentSel.addEventListener('change', () => {
+      const p = prefs();
+      const k = (p.keys && p.keys[agentSel.value]) || newSessionKey();
+      location.hash = routeHash('chat', agentSel.value, k);
+    });
+    const newBtn = h('button', { class: 'btn btn-block', type: 'button' }, icon('plus'), 'New chat');
+    newBtn.addEventListener('click', () => { location.hash = routeHash('chat', this.agent, newSessionKey()); });
+    this.sessList = h('ul', { class: 'sess-list', 'aria-label': 'Chats with ' + this.agent });
+    this.side = h('aside', { class: 'chat-side', 'aria-label': 'Chats' },
+      h('label', { class: 'field-label', for: 'agent-pick' }, 'Agent'), agentSel, newBtn,
+      h('div', { class: 'side-title' }, 'Recent chats'), this.sessList);
+
+    const agentInfo = this.agents.find((a) => a.id === this.agent) || {};
+    this.stateBadge = h('span', { class: 'head-state' });
+    this.stopBtn = h('button', { class: 'btn btn-sm', type: 'button', hidden: true, title: 'Cancel the running turn' }, icon('stop'), h('span', { class: 'lbl' }, 'Stop'));
+    this.stopBtn.addEventListener('click', () => this.cancel());
+    const resetBtn = h('button', { class: 'btn btn-sm', type: 'button', title: 'Start the context afresh (the log keeps everything)' }, icon('reset'), h('span', { class: 'lbl' }, 'Reset'));
+    resetBtn.addEventListener('click', () => this.reset());
+    const logLink = h('a', { class: 'btn btn-sm', href: routeHash('log', this.agent, this.key), title: 'Every event of this session' }, icon('log'), h('span', { class: 'lbl' }, 'Log'));
+    const sideBtn = h('button', { class: 'icon-btn side-toggle', type: 'button', 'aria-label': 'Chats', 'aria-expanded': 'false' }, icon('list'));
+    sideBtn.addEventListener('click', () => {
+      const on = !this.root.classList.contains('side-open');
+      this.root.classList.toggle('side-open', on);
+      sideBtn.setAttribute('aria-expanded', String(on));
+    });
+    const head = h('div', { class: 'chat-head' }, sideBtn,
+      h('div', { class: 'chat-title' },
+        h('div', { class: 'chat-agent' }, agentInfo.name || this.agent, agentInfo.model ? h('span', { class: 'muted model' }, agentInfo.model) : null),
+        h('div', { class: 'chat-addr mono', title: this.addr }, this.key)),
+      this.stateBadge, h('div', { class: 'head-actions' }, this.stopBtn, resetBtn, logLink));
+
+    this.timeline = h('div', { class: 'timeline', role: 'log', 'aria-label': 'Conversation', 'aria-live': 'polite', 'aria-relevant': 'additions' });
+    this.scroller = h('div', { class: 'scroller' }, this.timeline);
+    this.jump = h('button', { class: 'jump', type: 'button', hidden: true }, 'New messages ↓');
+    this.jump.addEventListener('click', () => this.scrollDown(true));
+    this.scroller.addEventListener('scroll', () => { if (this.nearBottom()) this.jump.hidden = true; }, { passive: true });
+
+    this.input = h('textarea', { id: 'composer', rows: '1', placeholder: 'Message ' + (agentInfo.name || this.agent) + '…', 'aria-label': 'Message', enterkeyhint: 'send' });
+    this.input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.isComposing && e.keyCode !== 229) {
+        e.preventDefault();
+        this.submit();
+      }
+    });
+    this.input.addEventListener('input', () => this.grow());
+    this.sendBtn = h('button', { class: 'send', type: 'submit', 'aria-label': 'Send' }, icon('send'));
+    const form = h('form', { class: 'composer' }, this.input, this.sendBtn);
+    form.addEventListener('submit', (e) => { e.preventDefault(); this.submit(); });
+    this.hint = h('div', { class: 'composer-hint muted' }, 'Enter sends · Shift+Enter adds a line · / jumps here');
+
+    this.root = h('div', { class: 'chat' }, this.side,
+      h('section', { class: 'chat-main', 'aria-label': 'Chat' }, head, this.scroller, this.jump, h('div', { class: 'composer-wrap' }, form, this.hint)));
+    fill(this.el, this.root);
+    const closeSide = () => { this.root.classList.remove('side-open'); sideBtn.setAttribute('aria-expanded', 'false'); };
+    this.side.addEventListener('click', (e) => { if (e.target.closest('a')) closeSide(); });
+    this.root.querySelector('.chat-main').addEventListener('click', (e) => {
+      if (this.root.classList.contains('side-open') && !e.target.closest('.side-toggle')) closeSide();
+    });
+    this.side.addEventListener('keydown', (e) => { if (e.key === 'Escape') { closeSide(); sideBtn.focus(); } });
+  }
+
+  async start() {
+    this.timeline.append(spinner('Loading the conversation'));
+    this.loadSessions();
+    let hist;
+    try {
+      hist = freshKeys.has(this.key) ? { session: null, events: [] } : await loadEvents(this.agent, this.key, 0, this.signal);
+    } catch (e) {
+      if (e.name === 'AbortError') return null;
+      fill(this.timeline, errorBox(e));
+      return null;
+    }
+    this.timeline.replaceChildren();
+    this.fresh = !hist.session;
+    if (hist.session) this.setState(hist.session.state);
+    for (const ev of hist.events) this.apply(ev, true);
+    // Messages sent before a reload that were not accepted yet.
+    for (const m of this.outbox) {
+      if (!this.items.has('in-key:' + m.idem)) this.addPending(m);
+    }
+    if (!this.items.size) this.showEmpty();
+    this.flush();
+    this.scrollDown(true);
+    const handler = (ev) => this.onEvent(ev);
+    handler.onError = () => { this.needResub = true; };
+    this.follow = this.app.follow({ session: this.addr, after: this.lastSeq }, handler);
+    this.onApprovals(this.app.approvals);
+    this.sendOutbox();
+    this.input.focus({ preventScroll: true });
+    return this.follow;
+  }
+
+  destroy() {
+    clearTimeout(this.retryTimer);
+    cancelAnimationFrame(this.raf);
+  }
+
+  async loadSessions() {
+    try {
+      const list = await get('/v1/sessions' + query({ agent: this.agent, limit: 30 }), { signal: this.signal });
+      const rows = list.filter((s) => s.key !== 'bootstrap');
+      if (!rows.some((s) => s.key === this.key)) rows.unshift({ key: this.key, state: 'new', updated_at: null, address: this.addr });
+      fill(this.sessList, rows.map((s) => h('li', null,
+        h('a', { href: routeHash('chat', this.agent, s.key), class: s.key === this.key ? 'current' : null, 'aria-current': s.key === this.key ? 'page' : null },
+          h('span', { class: 'sess-key mono' }, s.key),
+          h('span', { class: 'sess-meta' }, badge(s.state), s.updated_at ? h('span', { class: 'muted' }, relTime(s.updated_at)) : null)))));
+    } catch { /* the list is a convenience */ }
+  }
+
+  showEmpty() {
+    if (this.items.size || this.timeline.querySelector('.chat-empty')) return;
+    const a = this.agents.find((x) => x.id === this.agent) || {};
+    this.timeline.append(h('div', { class: 'chat-empty' }, h('span', { class: 'logo big', 'aria-hidden': 'true' }),
+      h('p', { class: 'empty-title' }, 'Talk to ' + (a.name || this.agent)),
+      a.description ? h('p', { class: 'muted' }, a.description) : null,
+      h('p', { class: 'muted small' }, 'Replies stream in as they are written; tool calls show up as cards you can open.')));
+  }
+
+  setState(s) {
+    this.state = s || '';
+    fill(this.stateBadge, this.state ? badge(this.running ? 'running' : this.state) : null);
+    this.stopBtn.hidden = !this.running && this.state !== 'active';
+    this.input.disabled = this.state === 'closed';
+    this.sendBtn.disabled = this.state === 'closed';
+    if (this.state === 'closed') this.input.placeholder = 'This session is closed.';
+  }
+
+  onConn(state) {
+    if (state === 'connected') this.sendOutbox();
+  }
+
+  onApprovals(list) {
+    // Approvals of this session that the log has not shown yet (the page
+    // was opened while one waited): add them from the list.
+    for (const r of list || []) {
+      if (r.session !== this.addr) continue;
+      const it = this.toolItem(r.turn, r.call_id, r.tool, r.args);
+      if (!it.approval) {
+        it.approval = { id: r.id, reason: r.reason, expires: r.expires_at, args: r.args, state: 'waiting' };
+        this.touch(it);
+      }
+    }
+    this.flush();
+  }
+
+  // onEvent handles an event from the stream.
+  onEvent(ev) {
+    if (ev.seq > 0 && ev.seq <= this.lastSeq) return;
+    const bottom = this.nearBottom();
+    this.apply(ev, false);
+    this.schedule(bottom);
+  }
+
+  // apply folds one event into the timeline's items.
+  apply(ev, historic) {
+    if (ev.seq > 0) this.lastSeq = Math.max(this.lastSeq, ev.seq);
+    const d = ev.data || {};
+    const turn = ev.turn || 0;
+    switch (ev.kind) {
+      case 'input': {
+        if (d.silent) break;
+        const pend = d.idempotency_key && this.items.get('pending:' + d.idempotency_key);
+        const it = { key: 'in:' + ev.seq, kind: 'user', text: d.text, time: ev.time, source: d.source, turn };
+        if (pend) {
+          it.el = pend.el;
+          it.place = true;
+          this.items.delete(pend.key);
+          this.dropOutbox(d.idempotency_key);
+        }
+        if (d.idempotency_key) {
+          this.items.set('in-key:' + d.idempotency_key, { key: 'in-key:' + d.idempotency_key, kind: 'alias' });
+          if (this.outbox.some((m) => m.idem === d.idempotency_key)) this.dropOutbox(d.idempotency_key);
+        }
+        this.add(it);
+        break;
+      }
+      case 'system_message':
+        if (d.silent) break;
+        this.add({ key: 'ev:' + ev.seq, kind: 'system', text: d.text, origin: d.origin, time: ev.time, turn });
+        break;
+      case 'turn_start':
+        this.running = turn;
+        this.setState('active');
+        if (!this.hasTurnContent(turn)) this.add({ key: 'typing:' + turn, kind: 'typing', turn });
+        break;
+      case 'text_delta': {
+        this.dropTyping(turn);
+        const k = (d.reasoning ? 'th:' : 'txt:') + turn + ':' + (d.step || 0);
+        let it = this.items.get(k);
+        if (!it) it = this.add({ key: k, kind: d.reasoning ? 'thought' : 'assistant', text: '', turn, live: true, attempt: d.attempt });
+        if (it.final) break;
+        if (it.attempt !== d.attempt) { it.text = ''; it.attempt = d.attempt; }
+        it.text += d.text || '';
+        it.live = true;
+        this.running = turn;
+        this.touch(it);
+        break;
+      }
+      case 'text':
+      case 'thought': {
+        this.dropTyping(turn);
+        const k = (ev.kind === 'thought' ? 'th:' : 'txt:') + turn + ':' + (d.step || 0);
+        const it = this.items.get(k) || this.add({ key: k, kind: ev.kind === 'thought' ? 'thought' : 'assistant', turn });
+        it.text = d.text || '';
+        it.final = true;
+        it.live = false;
+        it.time = ev.time;
+        this.touch(it);
+        break;
+      }
+      case 'tool_call':
+      case 'tool_start': {
+        this.dropTyping(turn);
+        const it = this.toolItem(turn, d.id, d.name, d.args);
+        if (!it.status || it.status === 'pending') it.status = 'running';
+        if (ev.kind === 'tool_start') it.started = Date.now();
+        this.touch(it);
+        break;
+      }
+      case 'tool_result':
+      case 'tool_end': {
+        const it = this.toolItem(turn, d.id, d.name);
+        it.result = d.output;
+        it.duration = d.duration_ms;
+        it.truncated = d.truncated;
+        it.status = d.interrupted ? 'interrupted' : d.is_error ? (it.approval && it.approval.state === 'denied' ? 'denied' : 'error') : 'ok';
+        this.touch(it);
+        break;
+      }
+      case 'approval_requested': {
+        this.dropTyping(turn);
+        const it = this.toolItem(turn, d.call_id, d.tool, d.args);
+        it.status = it.status === 'ok' || it.status === 'error' ? it.status : 'approval';
+        const prev = it.approval;
+        it.approval = { id: d.id, reason: d.reason, expires: d.expires_at, args: d.args, state: prev && prev.id === d.id ? prev.state : 'waiting' };
+        if (historic) it.approval.historic = true;
+        this.touch(it);
+        break;
+      }
+      case 'approval_resolved': {
+        const it = this.toolItem(turn, d.call_id, d.tool);
+        it.approval = { ...(it.approval || { id: d.id }), state: d.expired ? 'expired' : d.granted ? 'granted' : 'denied', by: d.by, why: d.reason };
+        if (!d.granted) it.status = 'denied';
+        else if (it.status === 'approval') it.status = 'running';
+        this.touch(it);
+        break;
+      }
+      case 'turn_end': {
+        this.dropTyping(turn);
+        for (const it of this.items.values()) {
+          if (it.turn === turn && it.live) { it.live = false; this.touch(it); }
+          if (it.turn === turn && it.kind === 'tool' && it.status === 'running' && d.status !== 'done') { it.status = 'interrupted'; this.touch(it); }
+        }
+        // A reply the log holds no text for (an echo model, say).
+        if (d.reply && ![...this.items.values()].some((it) => it.turn === turn && it.kind === 'assistant')) {
+          this.add({ key: 'txt:' + turn + ':end', kind: 'assistant', text: d.reply, turn, final: true });
+        }
+        this.add({ key: 'end:' + turn, kind: 'end', turn, end: d, time: ev.time });
+        if (this.running === turn || this.running === null) this.running = null;
+        this.setState(this.state === 'active' ? 'idle' : this.state);
+        if (!historic) this.loadSessions();
+        break;
+      }
+      case 'session_state':
+        if (d.state === 'idle') this.running = null;
+        this.setState(d.state);
+        break;
+      case 'error':
+        this.add({ key: 'ev:' + ev.seq, kind: 'notice', tone: 'error', text: (d.kind ? d.kind + ': ' : '') + (d.message || 'error'), time: ev.time, turn });
+        break;
+      case 'reset':
+        this.add({ key: 'ev:' + ev.seq, kind: 'divider', text: 'Context reset' + (d.reason ? ': ' + d.reason : ''), time: ev.time, turn });
+        break;
+      case 'summary':
+        this.add({ key: 'ev:' + ev.seq, kind: 'divider', text: 'Earlier turns summarized', detail: d.text, time: ev.time, turn });
+        break;
+      case 'model_call':
+        if (d.error) this.add({ key: 'ev:' + ev.seq, kind: 'notice', tone: 'warn', text: `${d.provider || 'model'} ${d.model || ''}: ${d.error}`, time: ev.time, turn });
+        break;
+      default:
+        break;
+    }
+  }
+
+  hasTurnContent(turn) {
+    for (const it of this.items.values()) if (it.turn === turn && (it.kind === 'assistant' || it.kind === 'tool' || it.kind === 'thought')) return true;
+    return false;
+  }
+
+  dropTyping(turn) {
+    const it = this.items.get('typing:' + turn);
+    if (it) {
+      this.items.delete(it.key);
+      if (it.el) it.el.remove();
+    }
+  }
+
+  toolItem(turn, id, name, args) {
+    const k = 'tool:' + turn + ':' + id;
+    let it = this.items.get(k);
+    if (!it) it = this.add({ key: k, kind: 'tool', turn, id, name, args, status: 'pending' });
+    if (name && !it.name) it.name = name;
+    if (args !== undefined && it.args === undefined) it.args = args;
+    return it;
+  }
+
+  add(it) {
+    const empty = this.timeline.querySelector('.chat-empty');
+    if (empty) empty.remove();
+    const old = this.items.get(it.key);
+    if (old) { Object.assign(old, it, { el: old.el }); this.touch(old); return old; }
+    this.items.set(it.key, it);
+    if (it.kind === 'alias') return it;
+    const el = it.el || h('div', { class: 'item' });
+    it.el = el;
+    if (!el.parentNode || it.place) {
+      delete it.place;
+      this.place(it);
+    }
+    this.touch(it);
+    return it;
+  }
+
+  // place puts an item's element where it belongs. A turn's items live in
+  // one group, the message that started it first, whatever order the
+  // stream brings them in (live pieces can come before the logged input).
+  // Messages not accepted yet stay last.
+  place(it) {
+    if (it.kind === 'pending' && !it.turn) {
+      this.timeline.appendChild(it.el);
+      return;
+    }
+    if (!it.turn) {
+      this.timeline.insertBefore(it.el, this.firstPending());
+      return;
+    }
+    const box = this.turnBox(it.turn);
+    if (it.kind === 'user' || it.kind === 'pending' || it.kind === 'system') box.head.appendChild(it.el);
+    else box.body.appendChild(it.el);
+  }
+
+  turnBox(turn) {
+    let b = this.turns.get(turn);
+    if (!b) {
+      const head = h('div', { class: 'turn-head' });
+      const body = h('div', { class: 'turn-body' });
+      b = { el: h('div', { class: 'turn', 'data-turn': turn }, head, body), head, body };
+      this.turns.set(turn, b);
+      this.timeline.insertBefore(b.el, this.firstPending());
+    }
+    return b;
+  }
+
+  firstPending() {
+    for (const x of this.items.values()) if (x.kind === 'pending' && x.el && x.el.parentNode === this.timeline) return x.el;
+    return null;
+  }
+
+  touch(it) { this.pendingRender.add(it); }
+
+  schedule(stick) {
+    this.stick = this.stick || stick;
+    if (this.raf) return;
+    // Long replies cost more to render: render less often, never less than
+    // about ten times a second.
+    const wait = Math.min(100, this.lastRenderCost * 3);
+    const go = () => {
+      this.raf = 0;
+      const t0 = performance.now();
+      this.flush();
+      this.lastRenderCost = performance.now() - t0;
+      if (this.stick) this.scrollDown();
+      else if (!this.nearBottom()) this.jump.hidden = false;
+      this.stick = false;
+    };
+    this.raf = wait > 16 ? setTimeout(() => requestAnimationFrame(go), wait) : requestAnimationFrame(go);
+  }
+
+  flush() {
+    const items = [...this.pendingRender];
+    this.pendingRender.clear();
+    let lastLive = null;
+    for (const it of this.items.values()) if (it.live) lastLive = it;
+    // The caret moves: the item that had it is drawn again without it.
+    if (this.caretItem && this.caretItem !== lastLive && !items.includes(this.caretItem)) items.push(this.caretItem);
+    this.caretItem = lastLive;
+    for (const it of items) {
+      if (!it.el || it.kind === 'alias') continue;
+      const node = this.renderItem(it, it === lastLive);
+      it.el.className = 'item item-' + it.kind;
+      // A reply being written is announced once it is whole.
+      if (it.live) it.el.setAttribute('aria-busy', 'true');
+      else it.el.removeAttribute('aria-busy');
+      fill(it.el, node);
+    }
+  }
+
+  renderItem(it, caret) {
+    switch (it.kind) {
+      case 'user':
+        return h('div', { class: 'bubble user' }, h('div', { class: 'md' }, render(it.text || '')),
+          h('div', { class: 'meta' }, it.source && it.source !== 'api' && it.source !== 'console' ? it.source + ' · ' : '', fmtTime(it.time)));
+      case 'pending': {
+        const status = { sending: 'Sending…', retrying: 'Not sent yet: will retry when connected', failed: 'Not sent: ' + (it.error || 'refused') }[it.status] || '';
+        const retry = it.status === 'failed' ? h('button', { class: 'link-btn', type: 'button', onclick: () => this.deliver(it.msg, true) }, 'Retry') : null;
+        const drop = it.status !== 'sending' ? h('button', { class: 'link-btn', type: 'button', onclick: () => { this.dropOutbox(it.msg.idem); this.items.delete(it.key); it.el.remove(); } }, 'Discard') : null;
+        return h('div', { class: ['bubble', 'user', 'pending', 'p-' + it.status] }, h('div', { class: 'md' }, render(it.text || '')),
+          h('div', { class: 'meta' }, h('span', { class: 'pending-status' }, status), retry, drop));
+      }
+      case 'assistant': {
+        const body = h('div', { class: 'md' }, render(it.text || ''));
+        if (caret && it.live) addCaret(body);
+        return h('div', { class: 'bubble assistant' + (it.live ? ' streaming' : '') }, body);
+      }
+      case 'thought': {
+        const d = h('details', { class: 'thought' }, h('summary', null, it.live ? 'Thinking…' : 'Thought'), h('div', { class: 'md' }, render(it.text || '')));
+        if (it.live) d.open = false;
+        return d;
+      }
+      case 'typing':
+        return h('div', { class: 'typing', 'aria-label': 'The agent is working' }, h('span'), h('span'), h('span'));
+      case 'tool':
+        return this.renderTool(it);
+      case 'end':
+        return this.renderEnd(it);
+      case 'system':
+        return h('details', { class: 'system-msg' }, h('summary', null, 'System message' + (it.origin ? ' from ' + it.origin : '')), h('div', { class: 'md' }, render(it.text || '')));
+      case 'notice':
+        return h('div', { class: ['notice', 'tone-' + (it.tone || 'info')], role: it.tone === 'error' ? 'alert' : null }, it.text);
+      case 'divider':
+        return it.detail
+          ? h('details', { class: 'divider' }, h('summary', null, it.text), h('div', { class: 'md' }, render(it.detail)))
+          : h('div', { class: 'divider' }, h('span', null, it.text));
+      default:
+        return h('span');
+    }
+  }
+
+  renderTool(it) {
+    const words = { pending: 'queued', running: 'running', ok: 'done', error: 'error', approval: 'needs approval', denied: 'denied', interrupted: 'interrupted' };
+    const open = it.el && it.el.querySelector('details.tool') ? it.el.querySelector('details.tool').open : false;
+    const args = it.args === undefined ? '' : pretty(it.args);
+    const res = it.result === undefined ? null : pretty(it.result);
+    const details = h('details', { class: ['tool', 'ts-' + it.status], open: open || null },
+      h('summary', null,
+        h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, icon('tool')),
+        h('span', { class: 'tool-name mono' }, it.name || 'tool'),
+        h('span', { class: 'tool-status' }, it.status === 'running' ? h('span', { class: 'spin sm', 'aria-hidden': 'true' }) : null, words[it.status] || it.status),
+        it.duration !== undefined ? h('span', { class: 'tool-dur muted' }, fmtDuration(it.duration)) : null,
+        h('span', { class: 'chev', 'aria-hidden': 'true' }, icon('chevron'))),
+      h('div', { class: 'tool-body' },
+        h('div', { class: 'kv-head' }, h('span', null, 'Arguments'), copyButton(() => args, 'Copy arguments')),
+        h('pre', { class: 'code' }, args || '{}'),
+        res !== null ? [h('div', { class: 'kv-head' }, h('span', null, it.status === 'error' || it.status === 'denied' ? 'Error' : 'Result'), copyButton(() => res, 'Copy result')),
+          h('pre', { class: ['code', it.status === 'error' || it.status === 'denied' ? 'code-error' : null] }, res || '(empty)'),
+          it.truncated ? h('p', { class: 'muted small' }, 'The output was cut to the agent\'s limit.') : null]
+          : h('p', { class: 'muted small' }, it.status === 'running' ? 'Running…' : 'No result yet.')));
+    return [details, it.approval ? approvalPanel(this.app, { ...it.approval, tool: it.name }, () => this.touchAndFlush(it)) : null];
+  }
+
+  touchAndFlush(it) { this.touch(it); this.flush(); }
+
+  renderEnd(it) {
+    const e = it.end || {};
+    const bits = [];
+    if (e.input_tokens || e.output_tokens) bits.push(`${fmtNum(e.input_tokens)} in · ${fmtNum(e.output_tokens)} out`);
+    if (e.cost_usd) bits.push(fmtUSD(e.cost_usd));
+    if (e.duration_ms) bits.push(fmtDuration(e.duration_ms));
+    if (e.steps > 1) bits.push(e.steps + ' steps');
+    const bad = e.status && e.status !== 'done';
+    return h('div', { class: ['turn-end', bad ? 'bad' : null] },
+      bad ? h('span', { class: 'end-status', role: 'status' }, badge(e.status), ' ', e.budget ? 'budget ' + e.budget + ': ' : '', e.reason || '') : null,
+      h('span', { class: 'muted' }, bits.join(' · ')));
+  }
+
+  addPending(msg) {
+    this.add({ key: 'pending:' + msg.idem, kind: 'pending', text: msg.text, status: msg.status || 'retrying', msg });
+  }
+
+  submit() {
+    const text = this.input.value;
+    if (!text.trim() || this.state === 'closed') return;
+    this.input.value = '';
+    this.grow();
+    const msg = { addr: this.addr, idem: newKey('console'), text, at: Date.now(), status: 'sending' };
+    this.outbox.push(msg);
+    saveOutbox(this.addr, this.outbox);
+    this.addPending(msg);
+    this.flush();
+    this.scrollDown(true);
+    this.deliver(msg);
+  }
+
+  // deliver posts a message; a message without an answer stays in the
+  // outbox and is sent again, with the same key, when the connection is back.
+  async deliver(msg, manual) {
+    const it = this.items.get('pending:' + msg.idem);
+    if (msg.inflight) return;
+    msg.inflight = true;
+    if (it) { it.status = 'sending'; this.touchAndFlush(it); }
+    try {
+      const rc = await post(path('sessions', this.agent, this.key, 'messages'), { text: msg.text, idempotency_key: msg.idem });
+      msg.accepted = true;
+      freshKeys.delete(this.key);
+      msg.turn = rc && rc.turn;
+      if (it && this.items.has(it.key)) {
+        it.status = 'sent';
+        if (msg.turn && !rc.duplicate) { it.turn = msg.turn; this.place(it); }
+        this.touchAndFlush(it);
+      }
+      // The log will show the input; until then the bubble stays as sent.
+      this.dropOutbox(msg.idem, true);
+      if (this.fresh || this.needResub) {
+        this.fresh = false;
+        this.needResub = false;
+        if (this.follow) this.follow.resubscribe();
+        this.loadSessions();
+      }
+    } catch (e) {
+      const retry = e.status === 0 || e.status >= 500 || e.status === 429 || e.code === 'busy';
+      msg.status = retry ? 'retrying' : 'failed';
+      if (it) { it.status = msg.status; it.error = e.message; this.touchAndFlush(it); }
+      if (retry) {
+        saveOutbox(this.addr, this.outbox);
+        clearTimeout(this.retryTimer);
+        msg.tries = (msg.tries || 0) + 1;
+        this.retryTimer = setTimeout(() => this.sendOutbox(), Math.min(15000, 1000 * 2 ** Math.min(msg.tries, 4)));
+      } else if (manual) {
+        toast('Not sent: ' + e.message, 'error');
+      }
+    } finally {
+      msg.inflight = false;
+    }
+  }
+
+  sendOutbox() {
+    for (const m of this.outbox) if (!m.accepted && m.status !== 'failed') this.deliver(m);
+  }
+
+  dropOutbox(idem, keepItem) {
+    this.outbox = this.outbox.filter((m) => m.idem !== idem);
+    saveOutbox(this.addr, this.outbox);
+    if (!keepItem) { /* the bubble is replaced by the logged input */ }
+  }
+
+  async cancel() {
+    try {
+      await post(path('sessions', this.agent, this.key, 'cancel'));
+      toast('Cancelling the turn');
+    } catch (e) {
+      toast(e.code === 'no_turn' ? 'No turn is running.' : 'Cancel failed: ' + e.message, e.code === 'no_turn' ? 'info' : 'error');
+    }
+  }
+
+  async reset() {
+    if (!confirm('Reset this session\'s context? The agent forgets the conversation so far; the log keeps it.')) return;
+    try {
+      await post(path('sessions', this.agent, this.key, 'reset') + query({ reason: 'console' }));
+    } catch (e) {
+      toast('Reset failed: ' + e.message, 'error');
+    }
+  }
+
+  grow() {
+    const t = this.input;
+    t.style.height = 'auto';
+    t.style.height = Math.min(t.scrollHeight, Math.round(window.innerHeight * 0.4)) + 'px';
+  }
+
+  nearBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+  }
+
+  scrollDown(force) {
+    if (force || this.nearBottom() || this.stick) this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.jump.hidden = true;
+  }
+}
+
+// addCaret puts the blinking caret at the end of the last text block.
+function addCaret(body) {
+  let target = body;
+  while (target.lastElementChild && !['PRE', 'TABLE', 'HR', 'BR'].includes(target.lastElementChild.tagName)) target = target.lastElementChild;
+  if (target.tagName === 'CODE' && target.parentNode.tagName === 'PRE') target = body;
+  target.appendChild(h('span', { class: 'caret', 'aria-hidden': 'true' }));
+}
+
+// approvalPanel shows a call waiting for a person, with Grant and Deny, or
+// how it was answered. changed() is called after the person answers.
+export function approvalPanel(app, a, changed) {
+  if (a.state && a.state !== 'waiting') {
+    const words = { granted: 'Granted', denied: 'Denied', expired: 'Expired: nobody answered in time' };
+    return h('div', { class: ['approval', 'done', 'ap-' + a.state] },
+      icon(a.state === 'granted' ? 'check' : 'x'),
+      h('span', null, words[a.state] || a.state, a.by ? ' by ' + a.by : '', a.why ? ': ' + a.why : ''));
+  }
+  const reason = h('input', { type: 'text', class: 'deny-reason', placeholder: 'Reason (optional)', 'aria-label': 'Reason for denying', maxlength: '500' });
+  const grant = h('button', { class: 'btn btn-primary btn-sm', type: 'button' }, icon('check'), 'Grant');
+  const deny = h('button', { class: 'btn btn-danger btn-sm', type: 'button' }, icon('x'), 'Deny');
+  const msg = h('span', { class: 'ap-msg', role: 'status' });
+  const act = async (ok) => {
+    grant.disabled = deny.disabled = reason.disabled = true;
+    msg.textContent = ok ? 'Granting…' : 'Denying…';
+    try {
+      await post(path('approvals', a.id, ok ? 'grant' : 'deny'), { by: 'console', reason: ok ? undefined : reason.value.trim() || undefined });
+      a.state = ok ? 'granted' : 'denied';
+      a.by = 'console';
+      a.why = ok ? '' : reason.value.trim();
+      app.refreshApprovals();
+      if (changed) changed();
+    } catch (e) {
+      if (e.status === 404) {
+        msg.textContent = 'No longer waiting (answered elsewhere, or expired).';
+        app.refreshApprovals();
+      } else {
+        msg.textContent = 'Failed: ' + e.message;
+        grant.disabled = deny.disabled = reason.disabled = false;
+      }
+    }
+  };
+  grant.addEventListener('click', () => act(true));
+  deny.addEventListener('click', () => act(false));
+  reason.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); act(false); } });
+  const exp = a.expires ? new Date(a.expires) : null;
+  return h('div', { class: 'approval waiting', role: 'group', 'aria-label': 'Approval for ' + (a.tool || 'a tool') },
+    h('div', { class: 'ap-head' }, icon('shield'), h('strong', null, 'Approval needed'),
+      h('span', { class: 'muted' }, ' · ', h('span', { class: 'mono' }, a.tool || 'tool'), ' wants to run'),
+      exp && !Number.isNaN(exp.getTime()) ? h('span', { class: 'muted small ap-exp' }, 'until ' + fmtTime(exp)) : null),
+    a.reason ? h('p', { class: 'ap-reason small muted' }, a.reason) : null,
+    a.args !== undefined ? h('pre', { class: 'code ap-args' }, pretty(a.args)) : null,
+    h('div', { class: 'ap-actions' }, grant, deny, reason, msg));
+}
+
+function loadOutbox() {
+  try { return JSON.parse(sessionStorage.getItem(OUTBOX) || '[]') || []; } catch { return []; }
+}
+
+function saveOutbox(addr, mine) {
+  try {
+    const others = loadOutbox().filter((m) => m.addr !== addr);
+    const keep = mine.filter((m) => !m.accepted).map(({ addr: a, idem, text, at, status }) => ({ addr: a, idem, text, at, status: status === 'sending' ? 'retrying' : status }));
+    sessionStorage.setItem(OUTBOX, JSON.stringify([...others, ...keep]));
+  } catch { /* storage off: the outbox lives in memory only */ }
+}

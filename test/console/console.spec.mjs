@@ -1,0 +1,370 @@
+// End-to-end test of the web console in headless Chromium, driven with
+// playwright-core (installed by `npm ci --prefix test/npm`).
+//
+// cmd/agentd/console_test.go starts `agentd serve --listen` against a scripted
+// model and runs this file with:
+//
+//   URL             the console's address (http://127.0.0.1:PORT)
+//   TOKEN           the gateway token (`agentd token`)
+//   SCREENSHOT_DIR  where the screenshots go (PNG)
+//   CHROMIUM        the browser (default /usr/bin/chromium)
+//
+// The Go test also restarts agentd when this script asks: it prints
+// "@@restart" and waits for a line "restarted" on its standard input.
+//
+// Each step prints "ok - name" or "not ok - name"; the last line is
+// "N passed, N failed".
+
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const require = createRequire(new URL('../npm/package.json', import.meta.url));
+const { chromium } = require('playwright-core');
+
+const URL_ = process.env.URL;
+const TOKEN = process.env.TOKEN;
+const SHOTS = process.env.SCREENSHOT_DIR || 'docs/screenshots';
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!URL_ || !TOKEN) {
+  console.error('console.spec.mjs: set URL and TOKEN');
+  process.exit(2);
+}
+mkdirSync(SHOTS, { recursive: true });
+const base = new URL(URL_);
+
+const lines = createInterface({ input: process.stdin });
+const waiting = [];
+lines.on('line', (l) => { const w = waiting.shift(); if (w) w(l.trim()); });
+const nextLine = () => new Promise((resolve) => waiting.push(resolve));
+
+// restart asks the Go test to restart agentd (same port, same data).
+async function restart() {
+  console.log('@@restart');
+  const got = await nextLine();
+  assert.equal(got, 'restarted');
+}
+
+// api calls agentd directly with the token, as another client would.
+async function api(method, path, body) {
+  const res = await fetch(new URL(path, base), {
+    method,
+    headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--no-first-run', '--disable-quic'],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: 'light', deviceScaleFactor: 1 });
+const page = await context.newPage();
+page.setDefaultTimeout(15000);
+
+// What the page does that it must not: script errors, CSP refusals,
+// requests to another origin.
+const problems = [];
+const frames = [];
+page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+page.on('console', (m) => {
+  if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push('console error: ' + m.text());
+});
+page.on('request', (r) => {
+  const u = new URL(r.url());
+  if (u.protocol === 'data:') return;
+  if (u.host !== base.host || !['http:', 'ws:', 'https:', 'wss:'].includes(u.protocol)) problems.push('request elsewhere: ' + r.url());
+});
+page.on('websocket', (ws) => {
+  ws.on('framereceived', (f) => { if (typeof f.payload === 'string') frames.push(f.payload); });
+});
+
+let passed = 0;
+let failed = 0;
+async function step(name, fn) {
+  try {
+    await fn();
+    passed++;
+    console.log('ok - ' + name);
+  } catch (e) {
+    failed++;
+    console.log('not ok - ' + name + '\n  ' + String(e && e.stack || e).split('\n').join('\n  '));
+    await page.screenshot({ path: join(SHOTS, 'failure-' + name.replace(/\W+/g, '-') + '.png') }).catch(() => {});
+    throw e;
+  }
+}
+const shot = (name, opts = {}) => page.screenshot({ path: join(SHOTS, name + '.png'), ...opts });
+const conn = () => page.locator('.conn');
+const userBubbles = (text) => page.locator('.timeline .bubble.user', { hasText: text });
+
+let sessionKey = '';
+
+try {
+  await step('the page ignores a server address in its query and hash', async () => {
+    await page.goto(URL_ + '/?server=http://evil.example&api=//evil.example#/chat?server=http://evil.example');
+    await page.waitForSelector('#token');
+    const title = await page.title();
+    assert.match(title, /agentd/);
+    assert.deepEqual(problems, []);
+  });
+
+  await step('security headers on the page', async () => {
+    const res = await page.request.get(URL_ + '/');
+    const h = res.headers();
+    assert.match(h['content-security-policy'], /default-src 'self'/);
+    assert.match(h['content-security-policy'], /frame-ancestors 'none'/);
+    assert.equal(h['x-content-type-options'], 'nosniff');
+    assert.equal(h['referrer-policy'], 'no-referrer');
+  });
+
+  await step('a wrong token is refused', async () => {
+    await shot('login');
+    await page.fill('#token', 'not-the-token-' + 'x'.repeat(30));
+    await page.click('form button[type=submit]');
+    await page.waitForSelector('.login-error:text("not valid")');
+  });
+
+  await step('log in with the token: a cookie only the server reads, nothing stored in the page', async () => {
+    await page.fill('#token', TOKEN);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#composer');
+    const cookies = await context.cookies();
+    const c = cookies.find((x) => x.name === 'agentd_console');
+    assert.ok(c, 'login cookie set');
+    assert.equal(c.httpOnly, true);
+    assert.equal(c.sameSite, 'Strict');
+    const stored = await page.evaluate(() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie]));
+    assert.ok(!stored.includes(TOKEN), 'the token is not kept by the page');
+    assert.ok(!stored.includes(c.value), 'the cookie is not readable by the page');
+    assert.equal(await page.locator('#token').count(), 0);
+    await page.waitForSelector('.conn-connected');
+    sessionKey = decodeURIComponent(new URL(page.url()).hash.split('/').pop());
+    assert.match(sessionKey, /^web-/);
+  });
+
+  await step('Shift+Enter adds a line, Enter sends', async () => {
+    await page.click('#composer');
+    await page.keyboard.type('first line');
+    await page.keyboard.press('Shift+Enter');
+    await page.keyboard.type('second line');
+    assert.equal(await page.inputValue('#composer'), 'first line\nsecond line');
+    assert.equal(await page.locator('.timeline .bubble.user').count(), 0, 'nothing sent yet');
+    await page.fill('#composer', '');
+  });
+
+  await step('send a message: the reply streams in, with a tool card and markdown', async () => {
+    await page.fill('#composer', 'Please calculate (17 + 25) * 3');
+    await page.keyboard.press('Enter');
+    await userBubbles('Please calculate').waitFor();
+    const card = page.locator('details.tool', { hasText: 'calculator' });
+    await card.waitFor();
+    await page.locator('.bubble.assistant strong', { hasText: '126' }).waitFor();
+    await page.locator('details.tool.ts-ok .tool-status', { hasText: 'done' }).waitFor();
+    await page.locator('.item-end').first().waitFor();
+    assert.equal(await card.getAttribute('open'), null, 'tool cards start collapsed');
+    const deltas = frames.filter((f) => f.includes('"text-delta"'));
+    assert.ok(deltas.length >= 2, 'text arrived in pieces over the stream: ' + deltas.length);
+    assert.ok(frames.some((f) => f.includes('"tool-call"')) && frames.some((f) => f.includes('"tool-result"')));
+    assert.equal(await page.locator('.bubble.assistant table').count(), 1, 'a markdown table');
+    assert.equal(await page.locator('.bubble.assistant pre code.lang-python').count(), 1, 'a code block');
+    assert.equal(await page.locator('.caret').count(), 0, 'no caret once the turn ended');
+    assert.equal(await userBubbles('Please calculate').count(), 1);
+  });
+
+  await step('expand the tool card: arguments and result', async () => {
+    const card = page.locator('details.tool', { hasText: 'calculator' });
+    await card.locator('summary').click();
+    const body = card.locator('.tool-body');
+    await body.locator('pre', { hasText: '"expression": "(17 + 25) * 3"' }).waitFor();
+    await body.locator('pre', { hasText: '126' }).waitFor();
+    assert.match(await card.locator('.tool-dur').innerText(), /ms|s/);
+    await page.locator('.scroller').evaluate((el) => { el.scrollTop = 0; });
+    await shot('chat');
+  });
+
+  await step('an approval shows inline and is granted there', async () => {
+    await page.fill('#composer', 'What time is it?');
+    await page.keyboard.press('Enter');
+    const ap = page.locator('.approval.waiting');
+    await ap.waitFor();
+    await ap.locator('text=clock').first().waitFor();
+    assert.equal((await api('GET', '/v1/approvals')).length, 1);
+    await page.locator('.appr-badge:not([hidden])').waitFor();
+    await shot('approval');
+    await ap.getByRole('button', { name: 'Grant' }).click();
+    await page.locator('.approval.ap-granted', { hasText: 'Granted by console' }).waitFor();
+    await page.locator('.bubble.assistant', { hasText: 'The clock says' }).waitFor();
+    await page.locator('details.tool.ts-ok', { hasText: 'clock' }).waitFor();
+    assert.equal((await api('GET', '/v1/approvals')).length, 0);
+    await page.locator('.appr-badge[hidden]').waitFor({ state: 'attached' });
+  });
+
+  await step('a denial with a reason reaches the agent', async () => {
+    await page.fill('#composer', 'And the time now?');
+    await page.keyboard.press('Enter');
+    const ap = page.locator('.approval.waiting');
+    await ap.waitFor();
+    await ap.getByLabel('Reason for denying').fill('not now');
+    await ap.getByRole('button', { name: 'Deny' }).click();
+    await page.locator('.approval.ap-denied', { hasText: 'not now' }).waitFor();
+    await page.locator('details.tool.ts-denied', { hasText: 'clock' }).waitFor();
+    await page.locator('.item-end').nth(2).waitFor();
+  });
+
+  await step('reload: the whole history comes back from the log', async () => {
+    await page.reload();
+    await page.waitForSelector('#composer');
+    await userBubbles('Please calculate').waitFor();
+    await userBubbles('What time is it?').waitFor();
+    await page.locator('.bubble.assistant strong', { hasText: '126' }).waitFor();
+    await page.locator('details.tool', { hasText: 'calculator' }).waitFor();
+    await page.locator('.approval.ap-granted').waitFor();
+    await page.locator('.approval.ap-denied').waitFor();
+    assert.equal(await userBubbles('Please calculate').count(), 1);
+    assert.equal(await page.locator('details.tool').count(), 3);
+    await page.waitForSelector('.conn-connected');
+  });
+
+  await step('agentd restarts: the console reconnects, loses nothing and sends a waiting message once', async () => {
+    const addr = 'assistant/' + sessionKey;
+    // The browser cannot reach agentd for a while; agentd restarts, and
+    // another client talks in the session meanwhile.
+    await context.setOffline(true);
+    await restart();
+    await page.locator('.conn-offline, .conn-reconnecting').waitFor();
+    await page.fill('#composer', 'calculate while away');
+    await page.keyboard.press('Enter');
+    await page.locator('.bubble.pending.p-retrying', { hasText: 'calculate while away' }).waitFor();
+    await api('POST', '/v1/sessions/' + addr.split('/').map(encodeURIComponent).join('/') + '/messages?wait=true', { text: 'sum from elsewhere', idempotency_key: 'elsewhere-1' });
+    await context.setOffline(false);
+    await page.locator('.conn-connected').waitFor({ timeout: 30000 });
+    await userBubbles('sum from elsewhere').waitFor({ timeout: 30000 });
+    await userBubbles('calculate while away').locator('xpath=self::*[not(contains(@class,"pending"))]').waitFor({ timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('.item-end').length >= 5, null, { timeout: 30000 });
+    assert.equal(await userBubbles('calculate while away').count(), 1, 'sent once');
+    assert.equal(await userBubbles('sum from elsewhere').count(), 1, 'shown once');
+    const page1 = await api('GET', '/v1/sessions/' + addr.split('/').map(encodeURIComponent).join('/') + '/events?limit=1000');
+    const inputs = page1.events.filter((e) => e.kind === 'input' && e.data.text === 'calculate while away');
+    assert.equal(inputs.length, 1, 'agentd got the message once');
+  });
+
+  await step('the chat in the dark', async () => {
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.locator('.scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await shot('chat-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  await step('sessions: the list, with state, and search', async () => {
+    await page.click('nav a[data-route=sessions]');
+    await page.locator('.sess-table td', { hasText: sessionKey }).waitFor();
+    await page.locator('.sess-table .badge').first().waitFor();
+    await shot('sessions');
+    await page.fill('#sess-search', 'calculate');
+    await page.locator('.hits .hit mark').first().waitFor();
+    await shot('search');
+  });
+
+  await step('a session\'s log: every event, expandable', async () => {
+    await page.locator('.hits .hit').first().click();
+    await page.locator('.events .ev.k-tool_call').first().waitFor();
+    await page.locator('.events .ev.target').waitFor();
+    const n = await page.locator('.events .ev').count();
+    const logged = await api('GET', '/v1/sessions/' + ['assistant', sessionKey].map(encodeURIComponent).join('/') + '/events?limit=1000');
+    assert.equal(n, logged.events.length);
+    await page.locator('.events .ev.k-tool_result summary').first().click();
+    await page.locator('.events .ev.k-tool_result .ev-body pre', { hasText: '"duration_ms"' }).first().waitFor();
+    await shot('log');
+  });
+
+  await step('agents: model, tools policy, budgets', async () => {
+    await page.click('nav a[data-route=agents]');
+    const card = page.locator('article.agent', { hasText: 'Assistant' });
+    await card.waitFor();
+    await card.locator('.chip-warn', { hasText: 'clock' }).waitFor();
+    await card.locator('dd', { hasText: '$5' }).waitFor();
+    await shot('agents');
+  });
+
+  await step('MCP servers: status and tools', async () => {
+    await page.click('nav a[data-route=mcp]');
+    await page.locator('.status-dot.sd-connected').first().waitFor({ timeout: 20000 });
+    const det = page.locator('details.srv-tools').first();
+    await det.locator('summary').click();
+    await det.locator('.tools-list li').first().waitFor();
+    await shot('mcp');
+  });
+
+  await step('usage: totals and a chart per day', async () => {
+    await page.click('nav a[data-route=usage]');
+    await page.locator('svg.chart').first().waitFor();
+    await page.locator('svg.chart rect.b-cost, svg.chart rect.b-out').first().waitFor();
+    const cost = await page.locator('.stat', { hasText: 'Output tokens' }).locator('.stat-value').innerText();
+    assert.notEqual(cost, '0');
+    await shot('usage');
+  });
+
+  await step('every control has a name', async () => {
+    for (const route of ['chat', 'sessions', 'agents', 'mcp', 'usage']) {
+      await page.click(`nav a[data-route=${route}]`);
+      await page.waitForTimeout(300);
+      const unnamed = await page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, a[href]')]
+        .filter((el) => el.offsetParent !== null || el.closest('.nav'))
+        .filter((el) => !(el.getAttribute('aria-label') || el.getAttribute('title') || (el.labels && el.labels.length) ||
+          el.textContent.trim() || el.getAttribute('placeholder')))
+        .map((el) => el.outerHTML.slice(0, 120)));
+      assert.deepEqual(unnamed, [], route);
+    }
+  });
+
+  await step('a route cannot send the console\'s requests elsewhere', async () => {
+    await page.goto(URL_ + '/#/log/../..');
+    await page.locator('.error-box, .empty').first().waitFor();
+    await page.goto(URL_ + '/#/log/' + encodeURIComponent('//evil.example') + '/x');
+    await page.locator('.error-box, .empty').first().waitFor();
+    assert.deepEqual(problems, []);
+  });
+
+  await step('on a phone: one column and a menu', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(URL_ + '/#/chat/assistant/' + encodeURIComponent(sessionKey));
+    await page.locator('details.tool', { hasText: 'calculator' }).first().waitFor();
+    const side = await page.locator('.chat-side').boundingBox();
+    assert.ok(!side || side.x + side.width <= 1, 'the chat list is out of the way');
+    await page.locator('.scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await shot('phone-chat');
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.locator('nav.nav a[data-route=usage]').waitFor({ state: 'visible' });
+    await page.waitForTimeout(300);
+    await shot('phone-menu');
+    await page.locator('nav.nav a[data-route=usage]').click();
+    await page.locator('svg.chart').first().waitFor();
+    await page.waitForTimeout(400); // the menu slides away
+    await shot('phone-usage');
+  });
+
+  await step('log out: the API refuses the browser again', async () => {
+    await page.setViewportSize({ width: 1280, height: 860 });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForSelector('#token');
+    const res = await page.request.get(URL_ + '/v1/agents');
+    assert.equal(res.status(), 401);
+  });
+
+  await step('nothing went wrong on the page', async () => {
+    assert.deepEqual(problems, []);
+  });
+} catch {
+  // reported by step
+} finally {
+  await browser.close();
+  lines.close();
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
