@@ -7,7 +7,9 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/gateway"
+	"agentd/internal/gateway/console"
 	"agentd/internal/gateway/openaiapi"
+	"agentd/internal/gateway/stream"
 	"agentd/internal/mcpserver"
 	"agentd/internal/store"
 )
@@ -16,15 +18,21 @@ import (
 // agentd as an MCP server (streamable HTTP) at /mcp among them.
 func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 	var facade http.Handler
+	// Upgraded WebSocket connections outlive http.Server.Shutdown; the
+	// stream ends them when the node stops.
+	st := stream.New(stream.Join(a.Runtime, a.Store), &stream.Options{Logger: a.Logger})
 	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
 		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: a.Store, Memory: a.Memory,
 		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) }),
 		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
+		Stream:     st,
+		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 	})
 	c, stop := gateway.Pipe(gw)
 	f := mcpserver.New(FacadeBackend{C: c}, &mcpserver.Options{Name: "agentd", Version: a.version, Logger: a.Logger})
 	a.wg.Go(func() {
 		<-a.done
+		st.Close()
 		stop()
 	})
 	if err := f.Sync(ctx); err != nil {
