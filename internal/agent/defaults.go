@@ -68,6 +68,7 @@ func applyConfigDefaults(c *Config) {
 	if c.Store.Synchronous == "" {
 		c.Store.Synchronous = DefaultSynchronous
 	}
+	applyGatewayDefaults(&c.Gateway)
 }
 
 // applyDefinitionDefaults fills in what d leaves out. d must be valid.

@@ -62,6 +62,9 @@ func parseConfig(rel string, data []byte) (*Config, error) {
 	if err := c.err(); err != nil {
 		return nil, err
 	}
+	if cfg.Gateway.Listen == "" && c.has("gateway.listen") {
+		cfg.Gateway.Listen = GatewayOff // written empty: no TCP
+	}
 	applyConfigDefaults(&cfg)
 	return &cfg, nil
 }

@@ -257,6 +257,8 @@ type Config struct {
 	SkillDirs []string `yaml:"skill_dirs" json:"skill_dirs,omitempty"`
 	// Embeddings embeds long-term memories for recall.
 	Embeddings Embeddings `yaml:"embeddings" json:"embeddings"`
+	// Gateway configures the HTTP API on TCP.
+	Gateway Gateway `yaml:"gateway" json:"gateway"`
 
 	// File is the file the config was loaded from ("" if none).
 	File string `yaml:"-" json:"file,omitempty"`

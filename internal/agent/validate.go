@@ -252,6 +252,7 @@ func (c *checker) config(cfg *Config) {
 		c.envName("embeddings.api_key_env", e.APIKeyEnv, "OPENAI_API_KEY")
 	}
 	c.nonNegative("embeddings.dim", e.Dim)
+	c.gateway(&cfg.Gateway)
 	for i, n := range cfg.Tools.HTTPFetch.AllowNetworks {
 		if _, err := netip.ParsePrefix(n); err != nil {
 			c.add(fmt.Sprintf("tools.http_fetch.allow_networks[%d]", i), "must be a CIDR range such as 127.0.0.1/32, got %q", n)

@@ -41,6 +41,7 @@ func TestLoadConfigMissing(t *testing.T) {
 		Log:                Log{Level: "info", Format: "text"},
 		Store:              StoreConfig{Synchronous: "full"},
 		Embeddings:         Embeddings{Provider: EmbedHashed, Dim: DefaultEmbedDim},
+		Gateway:            Gateway{Listen: DefaultGatewayListen, MaxBody: MaxGatewayBody},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -1,6 +1,7 @@
 // Package cli is agentd's command line. Commands talk to a running daemon
 // through its local API socket when there is one, and otherwise run agentd
-// in process on the same data directory, with the same results.
+// in process on the same data directory, with the same results; chat and
+// send talk to a gateway on another host with --remote.
 //
 // Exit codes a script can rely on:
 //
@@ -64,6 +65,10 @@ type env struct {
 	stderr   io.Writer
 	dataFlag string
 	logLevel string
+
+	// remote and remoteToken are --remote and --token (chat, send).
+	remote      string
+	remoteToken string
 }
 
 // Main runs the command line and returns the exit code. ctx is cancelled
@@ -80,6 +85,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return ExitOK
 	}
 	fmt.Fprintln(stderr, "agentd:", err)
+	if hint := apiHint(err); hint != "" {
+		fmt.Fprintln(stderr, "agentd:", hint)
+	}
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -124,7 +132,7 @@ func (e *env) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
-		e.serveCmd(), e.chatCmd(), e.withLifecycle(e.sendCmd()), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
+		e.serveCmd(), e.remoteFlags(e.chatCmd()), e.remoteFlags(e.withLifecycle(e.sendCmd())), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
 	)
@@ -159,9 +167,12 @@ type backend struct {
 	remote bool
 }
 
-// connect returns a client of the running daemon, or starts agentd in
-// process on the data directory.
+// connect returns a client of the gateway named by --remote, else of the
+// running daemon, else starts agentd in process on the data directory.
 func (e *env) connect(ctx context.Context) (*backend, error) {
+	if e.remote != "" {
+		return e.remoteBackend()
+	}
 	dir := e.dataDir()
 	sock := filepath.Join(dir, app.SocketFile)
 	if _, err := os.Stat(sock); err == nil {

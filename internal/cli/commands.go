@@ -28,12 +28,15 @@ import (
 
 func (e *env) serveCmd() *cobra.Command {
 	var grace time.Duration
+	var listen string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run agentd: the runtime and its local API socket",
+		Short: "Run agentd: the runtime and its API",
 		Long: "Run agentd in the foreground. It resumes any turn a previous run left unfinished,\n" +
-			"serves the local API on a unix socket in the data directory (mode 0600), and on\n" +
-			"SIGINT/SIGTERM stops accepting input, lets running turns finish for --grace, and exits.",
+			"serves the local API on a unix socket in the data directory (mode 0600) and on TCP\n" +
+			"(--listen, default gateway.listen in agentd.yaml, else " + agent.DefaultGatewayListen + ") behind a token\n" +
+			"(agentd token), and on SIGINT/SIGTERM stops accepting input, lets running turns finish\n" +
+			"for --grace, and exits. It refuses to start without a strong token.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
@@ -44,6 +47,14 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			log := e.logger(cfg.Log.Level)
+			var listenFlag *string
+			if cmd.Flags().Changed("listen") {
+				listenFlag = &listen
+			}
+			tcp, err := e.gatewayTCP(dir, cfg, listenFlag, log)
+			if err != nil {
+				return err
+			}
 			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
 			if err != nil {
 				if errors.Is(err, app.ErrLocked) {
@@ -63,6 +74,7 @@ func (e *env) serveCmd() *cobra.Command {
 			a.Bootstrap()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout
+			lw := &lockedWriter{w: out}
 			fmt.Fprintf(out, "agentd %s: data in %s\n", Version, abs)
 			echo := false
 			for _, d := range a.Agents.List() {
@@ -73,10 +85,10 @@ func (e *env) serveCmd() *cobra.Command {
 				fmt.Fprintln(out, agent.ModelHint())
 			}
 			sock := filepath.Join(dir, app.SocketFile)
-			serr := srv.ServeUnix(ctx, sock, func() {
-				fmt.Fprintf(out, "listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
+			serr := serveAPI(ctx, srv, sock, tcp, lw, func() {
+				lw.printf("listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
 			})
-			// Ordered shutdown: the socket is closed; now the runtime (running
+			// Ordered shutdown: the servers are closed; now the runtime (running
 			// turns get the grace period, the rest resume next start), then
 			// the store.
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -93,6 +105,7 @@ func (e *env) serveCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running turns may finish at shutdown")
+	cmd.Flags().StringVar(&listen, "listen", "", "TCP address of the API, host:port, or off (default gateway.listen, else "+agent.DefaultGatewayListen+"; port 0: any free port)")
 	return cmd
 }
 

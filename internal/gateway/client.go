@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +35,31 @@ func (e *APIError) Error() string { return e.Msg }
 // Client calls the API over any connection: the daemon's unix socket, or an
 // in-process server (see Pipe).
 type Client struct {
-	hc *http.Client
+	hc    *http.Client
+	base  string // scheme://host[/prefix] of requests; "" for http://agentd
+	token string // sent as Authorization: Bearer (a remote gateway)
+}
+
+// NewRemoteClient returns a client for the API of agentd serve on another
+// host, at baseURL (http:// or https://, optionally with a path prefix),
+// sending token with every request.
+func NewRemoteClient(baseURL, token string) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("gateway client: %q: want an http:// or https:// URL such as http://127.0.0.1:7420", baseURL)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("gateway client: %q: want no user name, query or fragment (the token goes in --token or %s)", baseURL, TokenEnv)
+	}
+	if token == "" {
+		return nil, fmt.Errorf("gateway client: %s needs a token: --token or %s", baseURL, TokenEnv)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	hc := &http.Client{Transport: tr,
+		// Never carry the token to another place.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Client{hc: hc, base: strings.TrimSuffix(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), token: token}, nil
 }
 
 // NewUnixClient returns a client for the API on a unix socket.
@@ -82,9 +107,16 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://agentd"+path, rd)
+	base := c.base
+	if base == "" {
+		base = "http://agentd"
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -92,6 +124,11 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
+	}
+	if c.base != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		resp.Body.Close()
+		return nil, &APIError{Status: resp.StatusCode, Code: "redirect",
+			Msg: fmt.Sprintf("the gateway redirects to %s: use that URL", resp.Header.Get("Location"))}
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()

@@ -1,0 +1,131 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// TCPOptions configure ServeTCP.
+type TCPOptions struct {
+	// Auth configures authentication; Auth.Tokens is required. Auth.Listen
+	// is set to the address served.
+	Auth AuthOptions
+	// TLSCert and TLSKey, both set, are PEM files: the API is then served
+	// over HTTPS (TLS 1.2 or later).
+	TLSCert, TLSKey string
+	// ReadHeaderTimeout bounds reading a request's headers (0: 10s).
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long (0: 2m).
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers (0: 64 KiB).
+	MaxHeaderBytes int
+}
+
+// ErrInsecureBind is returned by ServeTCP for an address it will not serve
+// without a strong token.
+var ErrInsecureBind = errors.New("refusing to serve without a strong token")
+
+// IsLoopback reports whether addr (host:port) is reachable from this
+// machine only: localhost or a loopback IP address.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// CheckBind reports why the API must not be served on addr with tokens: it
+// needs a strong token, on loopback as on any other address, and says so
+// more loudly for an address other machines can reach.
+func CheckBind(addr string, tokens *Tokens) error {
+	var err error
+	if tokens == nil {
+		err = fmt.Errorf("%w: none configured", ErrNoToken)
+	} else {
+		err = tokens.state().err
+	}
+	if err == nil {
+		return nil
+	}
+	where := "loopback"
+	if !IsLoopback(addr) {
+		where = "not loopback: other machines can reach it"
+	}
+	return fmt.Errorf("gateway: %w on %s (%s): %w", ErrInsecureBind, addr, where, err)
+}
+
+// ServeTCP serves the API on TCP at addr ("127.0.0.1:7420"; port 0 picks a
+// free port) behind Protect until ctx is done, then shuts down gracefully.
+// It refuses to start without a strong token (CheckBind). ready, if not
+// nil, is called with the bound address once it accepts.
+func (s *Server) ServeTCP(ctx context.Context, addr string, o *TCPOptions, ready func(net.Addr)) error {
+	var opts TCPOptions
+	if o != nil {
+		opts = *o
+	}
+	if err := CheckBind(addr, opts.Auth.Tokens); err != nil {
+		return err
+	}
+	var tlsCfg *tls.Config
+	switch {
+	case opts.TLSCert != "" && opts.TLSKey != "":
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return fmt.Errorf("gateway: tls: %w", err)
+		}
+		// HTTP/1.1 only: WebSocket upgrades need it.
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	case opts.TLSCert != "" || opts.TLSKey != "":
+		return errors.New("gateway: tls: set both the certificate and the key")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen: %w", err)
+	}
+	auth := opts.Auth
+	auth.Listen = addr
+	if opts.ReadHeaderTimeout <= 0 {
+		opts.ReadHeaderTimeout = 10 * time.Second
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 2 * time.Minute
+	}
+	if opts.MaxHeaderBytes <= 0 {
+		opts.MaxHeaderBytes = 64 << 10
+	}
+	hs := &http.Server{Handler: s.Protect(&auth), ReadHeaderTimeout: opts.ReadHeaderTimeout, IdleTimeout: opts.IdleTimeout,
+		MaxHeaderBytes: opts.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Requests end with ServeTCP (long polls and streams would hold
+		// Shutdown).
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	<-done
+	return err
+}
