@@ -26,6 +26,10 @@ func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) }),
 		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
 		Stream:     st,
+		Ready:      readiness{a},
+		Metrics:    a.startMetrics(),
+		Usage:      a.Store,
+		AgentFiles: a.Agents,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 	})
 	c, stop := gateway.Pipe(gw)

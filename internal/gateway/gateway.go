@@ -84,6 +84,12 @@ type Options struct {
 	Stream  http.Handler // the WebSocket event stream, at GET /v1/stream
 	OpenAI  http.Handler // the OpenAI-compatible API: GET /v1/models, POST /v1/chat/completions
 	Console http.Handler // the web console's files, at / (no data: they load before login)
+
+	// The operator's parts; each may be nil.
+	Ready      Readiness  // GET /readyz (nil: never ready)
+	Metrics    Metrics    // GET /metrics
+	Usage      Usage      // GET /v1/usage
+	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
 }
 
 // Server is the HTTP API.

@@ -223,3 +223,65 @@ type HistoryStore interface {
 	// Working returns a session's working memory.
 	Working(ctx context.Context, session int64) (map[string]json.RawMessage, error)
 }
+
+// Groupings of a usage report.
+const (
+	UsageByDay     = "day"     // by UTC day, oldest first
+	UsageByAgent   = "agent"   // by agent, costliest first
+	UsageBySession = "session" // by session address, costliest first
+	UsageByModel   = "model"   // by model name, costliest first
+)
+
+// Usage report row limits.
+const (
+	DefaultUsageLimit = 1000
+	MaxUsageLimit     = 10000
+)
+
+// UsageQuery selects recorded usage (one row per model call) and groups it.
+type UsageQuery struct {
+	// Group is UsageByDay, UsageByAgent, UsageBySession or UsageByModel.
+	Group string
+	// Agent limits the report to one agent ("" for all).
+	Agent string
+	// Session limits it to one session, by address "<agent>/<key>" ("" for all).
+	Session string
+	// Since and Until, when set, limit it to usage recorded at or after
+	// Since and before Until.
+	Since, Until time.Time
+	// Limit caps the rows: 0 means DefaultUsageLimit, at most MaxUsageLimit.
+	Limit int
+}
+
+// UsageRow is the usage of one group: its key is the day (2006-01-02),
+// the agent, the session's address or the model.
+type UsageRow struct {
+	Key          string
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
+	Calls        int64 // model calls
+}
+
+// UsageReport is usage grouped as a UsageQuery asks.
+type UsageReport struct {
+	Rows []UsageRow
+	// Total sums every row the query selects, those past the limit too.
+	Total UsageRow
+	// Truncated reports that there were more rows than the limit.
+	Truncated bool
+}
+
+// OpsStore is what a store offers an operator beside Store: usage reports
+// and figures for readiness and metrics. It is optional: a caller
+// type-asserts it.
+type OpsStore interface {
+	// UsageReport groups the usage q selects; a bad query is ErrInvalid.
+	UsageReport(ctx context.Context, q UsageQuery) (UsageReport, error)
+	// QueueDepth counts the pending inbox items of every session.
+	QueueDepth(ctx context.Context) (int64, error)
+	// SessionStates counts sessions by state.
+	SessionStates(ctx context.Context) (map[string]int64, error)
+	// Ping reports whether the store answers a read.
+	Ping(ctx context.Context) error
+}

@@ -1,0 +1,46 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"agentd/internal/metrics"
+)
+
+// readiness says whether this node can take work: Start has resumed its
+// work, Close has not begun, and the store answers a read.
+type readiness struct{ a *App }
+
+// Ready's errors are shown to whoever asks /readyz: they say what is not
+// ready, and the details go to the log.
+func (r readiness) Ready(ctx context.Context) error {
+	select {
+	case <-r.a.done:
+		return errors.New("shutting down")
+	default:
+	}
+	if !r.a.started.Load() {
+		return errors.New("starting: unfinished work is not resumed yet")
+	}
+	if err := r.a.Store.Ping(ctx); err != nil {
+		r.a.Logger.Warn("readiness: the store does not answer", "err", err)
+		return errors.New("the store does not answer")
+	}
+	return nil
+}
+
+// startMetrics starts counting the events of the node's bus; the collector
+// stops at Close.
+func (a *App) startMetrics() *metrics.Collector {
+	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger})
+	a.wg.Go(func() {
+		if err := c.Run(context.Background()); err != nil {
+			a.Logger.Error("metrics stopped", "err", err)
+		}
+	})
+	a.wg.Go(func() {
+		<-a.done
+		c.Close()
+	})
+	return c
+}
