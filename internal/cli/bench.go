@@ -59,6 +59,15 @@ type BenchResult struct {
 	CompactingTurnP50  float64 `json:"turn_while_compacting_p50_ms"`
 	Compactions        int     `json:"compactions"`
 
+	HTTPWaitP50ms      float64 `json:"http_wait_p50_ms"`
+	HTTPWaitOverheadMS float64 `json:"http_wait_overhead_p50_ms"`
+	WSFanoutP50ms      float64 `json:"ws_fanout_p50_ms"`
+	WSFanoutP99ms      float64 `json:"ws_fanout_p99_ms"`
+	WSSubscribers      int     `json:"ws_subscribers"`
+	WSIdleConns        int     `json:"ws_idle_conns"`
+	WSIdleRSSMB        float64 `json:"ws_idle_rss_mb"`
+	WSIdleBaseRSSMB    float64 `json:"ws_idle_base_rss_mb"`
+
 	Turns        int    `json:"turns"`
 	Concurrency  int    `json:"concurrency"`
 	Sessions     int    `json:"sessions"`
@@ -80,10 +89,16 @@ say done
 match ^User:
 delay 200ms
 say A summary of the earlier turns.
+
+match ^fan
+chunks 20
+gap 10ms
+say Streaming text arrives in pieces, about a hundred a second, as a fast model sends it to every watching client.
 `
 
 type benchConfig struct {
 	turns, concurrency, throughputTurns, sessions, growthTurns, rtts int
+	subscribers, fanoutEvents, idleConns                             int
 	quick                                                            bool
 	sync                                                             string
 }
@@ -99,9 +114,11 @@ func (e *env) benchCmd() *cobra.Command {
 			"the figures in docs/performance.md come from a full run.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c := benchConfig{turns: 2000, concurrency: 100, throughputTurns: 20000, sessions: 10000, growthTurns: 50000, rtts: 2000}
+			c := benchConfig{turns: 2000, concurrency: 100, throughputTurns: 20000, sessions: 10000, growthTurns: 50000, rtts: 2000,
+				subscribers: 1000, fanoutEvents: 400, idleConns: 10000}
 			if quick {
-				c = benchConfig{turns: 300, concurrency: 100, throughputTurns: 3000, sessions: 1000, growthTurns: 3000, rtts: 300, quick: true}
+				c = benchConfig{turns: 300, concurrency: 100, throughputTurns: 3000, sessions: 1000, growthTurns: 3000, rtts: 300, quick: true,
+					subscribers: 100, fanoutEvents: 100, idleConns: 500}
 			}
 			c.sync = sync
 			res, err := e.bench(cmd.Context(), c, skipProc)
@@ -151,6 +168,13 @@ func printBench(w interface{ Write([]byte) (int, error) }, r *BenchResult) {
 		row("rss_10k_sessions_mb", f(r.RSS10kSessionsMB, "MB"), "≤ 100", fmt.Sprintf("after %d sessions × 1 turn", r.Sessions))
 		row("rss_growth_pct", f(r.RSSGrowthPct, "%"), "≤ 5", fmt.Sprintf("over a further %d turns", r.GrowthTurns))
 		row("version_ms", f(r.VersionMS, "ms"), "≤ 20", "agentd version")
+	}
+	if r.WSSubscribers > 0 {
+		row("http_wait_p50_ms", f(r.HTTPWaitP50ms, "ms"), "", "the same two-step turn as turn_p50, as POST …/messages?wait=true to agentd serve on TCP")
+		row("http_wait_overhead_p50_ms", f(r.HTTPWaitOverheadMS, "ms"), "≤ 1", "http_wait_p50 − turn_p50 (the gateway, HTTP and a second process)")
+		row("ws_fanout_p50_ms", f(r.WSFanoutP50ms, "ms"), "", fmt.Sprintf("text-delta delivery to %d WebSocket subscribers (a reply streamed in pieces 10 ms apart)", r.WSSubscribers))
+		row("ws_fanout_p99_ms", f(r.WSFanoutP99ms, "ms"), "≤ 20", "")
+		row("ws_idle_rss_mb", f(r.WSIdleRSSMB, "MB"), "≤ 150", fmt.Sprintf("agentd serve holding %d idle WebSocket connections (%.1f MB before)", r.WSIdleConns, r.WSIdleBaseRSSMB))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous)
@@ -236,6 +260,11 @@ func writeBenchAgent(root, base, sync string) error {
 		comp := "name: Compacting\nmodel:\n  provider: openai\n  name: fake\n  base_url: " + base +
 			"\nmemory:\n  context_window: 400\n  recent_turns: 1\n"
 		if err := os.WriteFile(filepath.Join(root, d, "agents", "comp.yaml"), []byte(comp), 0o600); err != nil {
+			return err
+		}
+		// Replies streamed in 20 pieces 10 ms apart: the fan-out figure.
+		fan := "name: Fan\nmodel:\n  provider: openai\n  name: fake\n  base_url: " + base + "\n"
+		if err := os.WriteFile(filepath.Join(root, d, "agents", "fan.yaml"), []byte(fan), 0o600); err != nil {
 			return err
 		}
 	}
@@ -324,13 +353,18 @@ func (e *env) benchProcess(ctx context.Context, dir string, res *BenchResult, c 
 	res.VersionMS = pct(vs, 50)
 
 	sock := filepath.Join(dir, app.SocketFile)
+	port, err := freeTCPPort()
+	if err != nil {
+		return err
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(port)
 	var readies []time.Duration
 	var cmd *exec.Cmd
 	for i := 0; i < 5; i++ {
 		if cmd != nil {
 			stopChild(cmd)
 		}
-		cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error")
+		cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error", "--listen", listen)
 		t0 := time.Now()
 		if err := cmd.Start(); err != nil {
 			return err
@@ -397,7 +431,17 @@ func (e *env) benchProcess(ctx context.Context, dir string, res *BenchResult, c 
 	if res.RSS10kSessionsMB > 0 {
 		res.RSSGrowthPct = (after - res.RSS10kSessionsMB) / res.RSS10kSessionsMB * 100
 	}
-	return nil
+	return benchGateway(ctx, dir, "http://"+listen, cmd.Process.Pid, res, c)
+}
+
+// freeTCPPort returns a loopback port nothing listens on (for a child to bind).
+func freeTCPPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 func stopChild(cmd *exec.Cmd) {

@@ -333,7 +333,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 	}
 	id := s.ids.Add(1)
 	if req.Stream {
-		s.stream(w, ex, f, model, id, req.StreamOptions.IncludeUsage)
+		s.stream(w, r, ex, f, model, id, req.StreamOptions.IncludeUsage, resp.gap)
 		return
 	}
 	if f == openAI {
@@ -355,7 +355,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 
 // stream writes an SSE response. A truncated response stops after half of
 // its events.
-func (s *Server) stream(w http.ResponseWriter, ex *exchange, f format, model string, id uint64, includeUsage bool) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, ex *exchange, f format, model string, id uint64, includeUsage bool, gap time.Duration) {
 	e := &ex.sse
 	*e = sse{w: w, limit: -1}
 	e.flush, _ = w.(http.Flusher)
@@ -375,6 +375,7 @@ func (s *Server) stream(w http.ResponseWriter, ex *exchange, f format, model str
 	h["Content-Type"] = s.hSSE
 	h["Cache-Control"] = s.hNoCache
 	w.WriteHeader(http.StatusOK)
+	e.gap, e.done = gap, r.Context().Done()
 	gen()
 	*e = sse{}
 }
@@ -387,6 +388,10 @@ type sse struct {
 	limit int  // stop after this many events; -1: no limit
 	count bool // count events, write nothing
 	stop  bool
+	// gap paces a stream: the pause before every event but the first,
+	// ended early by done (the client went away).
+	gap  time.Duration
+	done <-chan struct{}
 }
 
 // send writes one event; it reports false once the stream has stopped.
@@ -401,6 +406,16 @@ func (e *sse) send(b []byte) bool {
 	e.n++
 	if e.count {
 		return true
+	}
+	if e.gap > 0 && e.n > 1 {
+		t := time.NewTimer(e.gap)
+		select {
+		case <-t.C:
+		case <-e.done:
+			t.Stop()
+			e.stop = true
+			return false
+		}
 	}
 	if _, err := e.w.Write(b); err != nil {
 		e.stop = true

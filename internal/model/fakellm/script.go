@@ -49,7 +49,8 @@ type response struct {
 	fail     *failSpec
 	truncate bool
 	delay    time.Duration
-	chunks   int // 0: DefaultChunks
+	chunks   int           // 0: DefaultChunks
+	gap      time.Duration // pause between streamed events
 	usage    *[2]int
 }
 
@@ -278,6 +279,16 @@ func (p *parser) directive(r *response, word, rest string) error {
 			return p.errorf("delay: want a duration such as 50ms or 2s, got %q", arg)
 		}
 		r.delay = d
+	case "gap":
+		if err := p.once(word); err != nil {
+			return err
+		}
+		arg := strings.TrimSpace(rest)
+		d, err := time.ParseDuration(arg)
+		if err != nil || d < 0 {
+			return p.errorf("gap: want a duration such as 10ms, got %q", arg)
+		}
+		r.gap = d
 	case "chunks":
 		if err := p.once(word); err != nil {
 			return err

@@ -109,6 +109,9 @@ func dump(s *Script) string {
 			if resp.delay > 0 {
 				fmt.Fprintf(&b, "    delay %v\n", resp.delay)
 			}
+			if resp.gap > 0 {
+				fmt.Fprintf(&b, "    gap %v\n", resp.gap)
+			}
 			if resp.usage != nil {
 				fmt.Fprintf(&b, "    usage %d %d\n", resp.usage[0], resp.usage[1])
 			}

@@ -731,6 +731,35 @@ func TestDelay(t *testing.T) {
 	}
 }
 
+// A paced stream delivers every piece, and a client that gives up in a
+// gap ends the stream.
+func TestGap(t *testing.T) {
+	s := mustParse(t, "match paced\nchunks 4\ngap 1ms\nsay one two three four\nmatch crawl\nchunks 4\ngap 1h\nsay never ending story\n")
+	srv := httptest.NewServer(New(s, nil))
+	defer srv.Close()
+	for _, f := range []format{openAI, anthropic} {
+		if r := exchangeResult(t, srv, f, true, `[{"role":"user","content":"paced"}]`); r.Text != "one two three four" {
+			t.Fatalf("text %q", r.Text)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"stream":true,"messages":[{"role":"user","content":"crawl"}]}`))
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 16)
+	if _, err := resp.Body.Read(first); err != nil {
+		t.Fatalf("first event: %v", err)
+	}
+	cancel()
+	if _, err := io.ReadAll(resp.Body); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	resp.Body.Close()
+}
+
 func TestTruncate(t *testing.T) {
 	srv := httptest.NewServer(New(samples(t)["failures.fake"], nil))
 	defer srv.Close()
