@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"agentd/internal/app"
+	"agentd/internal/event"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/stream"
 )
@@ -21,13 +26,45 @@ import (
 // fan-out to many WebSocket subscribers, and what idle WebSocket
 // connections cost the child's memory (pid).
 func benchGateway(ctx context.Context, dir, base string, pid int, res *BenchResult, c benchConfig) error {
+	auth, post, err := benchPoster(dir, base)
+	if err != nil {
+		return err
+	}
+	lat, err := benchWaitTurns(ctx, post, c.turns)
+	if err != nil {
+		return err
+	}
+	res.ServeWaitP50ms = pct(lat, 50)
+
+	// The same through the local socket of the same process: no TCP, no
+	// token check.
+	uc := gateway.NewUnixClient(filepath.Join(dir, app.SocketFile))
+	lat = lat[:0]
+	for i := 0; i < c.turns; i++ {
+		t0 := time.Now()
+		_, end, err := uc.Stream(ctx, fmt.Sprintf("bench/unix-%d", i/20), gateway.MessageRequest{Text: "tool please"}, func(event.Event) error { return nil })
+		if err == nil && end.Status != "done" {
+			err = errors.New(end.Reason)
+		}
+		if err != nil {
+			return fmt.Errorf("bench: messages over the socket: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	res.UnixWaitP50ms = pct(lat, 50)
+	return benchStream(ctx, base, auth, post, pid, res, c)
+}
+
+// benchPoster returns the token header of the gateway at base (its token
+// in dir) and a function that posts a message and waits for the reply.
+func benchPoster(dir, base string) (http.Header, func(ctx context.Context, addr, text string) error, error) {
 	toks, err := gateway.OpenTokens(dir, nil)
 	if err != nil {
-		return fmt.Errorf("bench: gateway token: %w", err)
+		return nil, nil, fmt.Errorf("bench: gateway token: %w", err)
 	}
 	tok, err := toks.Token()
 	if err != nil {
-		return fmt.Errorf("bench: gateway token: %w", err)
+		return nil, nil, fmt.Errorf("bench: gateway token: %w", err)
 	}
 	auth := http.Header{"Authorization": {"Bearer " + tok}}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -54,19 +91,25 @@ func benchGateway(ctx context.Context, dir, base string, pid int, res *BenchResu
 		return nil
 	}
 
-	// The same two-step turn as the in-process latency figure, through
-	// HTTP on loopback and agentd serve's own process.
+	return auth, post, nil
+}
+
+// benchWaitTurns times n two-step turns (the in-process latency figure's)
+// posted with wait=true, a fresh session every 20 turns.
+func benchWaitTurns(ctx context.Context, post func(ctx context.Context, addr, text string) error, n int) ([]time.Duration, error) {
 	var lat []time.Duration
-	for i := 0; i < c.turns; i++ {
+	for i := 0; i < n; i++ {
 		t0 := time.Now()
 		if err := post(ctx, fmt.Sprintf("bench/http-%d", i/20), "tool please"); err != nil {
-			return fmt.Errorf("bench: POST messages?wait=true: %w", err)
+			return nil, fmt.Errorf("bench: POST messages?wait=true: %w", err)
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	res.HTTPWaitP50ms = pct(lat, 50)
-	res.HTTPWaitOverheadMS = res.HTTPWaitP50ms - res.TurnP50ms
+	return lat, nil
+}
 
+// benchStream measures the WebSocket stream of the gateway at base.
+func benchStream(ctx context.Context, base string, auth http.Header, post func(ctx context.Context, addr, text string) error, pid int, res *BenchResult, c benchConfig) error {
 	// Fan-out: every subscriber follows the fan agent, whose replies stream
 	// in 20 pieces 10 ms apart (benchScript).
 	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/v1/stream?agent=fan"
@@ -100,3 +143,41 @@ func benchGateway(ctx context.Context, dir, base string, pid int, res *BenchResu
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchGatewayInProcess times the latency turns as POST …/messages?wait=true
+// over TCP with the token, against the gateway of the in-process node: the
+// gateway's own cost over the in-process figure.
+func benchGatewayInProcess(ctx context.Context, a *app.App, dir string, res *BenchResult, c benchConfig) error {
+	srv, err := a.API(ctx)
+	if err != nil {
+		return err
+	}
+	toks, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Create: true})
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	addrc := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.ServeTCP(sctx, "127.0.0.1:0", &gateway.TCPOptions{Auth: gateway.AuthOptions{Tokens: toks}}, func(a net.Addr) { addrc <- a.String() })
+	}()
+	defer func() { stop(); <-done }()
+	var base string
+	select {
+	case base = <-addrc:
+	case err := <-done:
+		return fmt.Errorf("bench: gateway: %w", err)
+	}
+	_, post, err := benchPoster(dir, "http://"+base)
+	if err != nil {
+		return err
+	}
+	lat, err := benchWaitTurns(ctx, post, c.turns)
+	if err != nil {
+		return err
+	}
+	res.HTTPWaitP50ms = pct(lat, 50)
+	res.HTTPWaitOverheadMS = res.HTTPWaitP50ms - res.TurnP50ms
+	return nil
+}
