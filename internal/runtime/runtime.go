@@ -105,6 +105,8 @@ type session struct {
 	working bool                    // a worker goroutine exists
 	cancel  context.CancelCauseFunc // of the running turn, nil if none
 	conv    *engine.Conversation    // the context since the last reset; nil until loaded
+	// published is the state last published as a session_state event.
+	published string
 }
 
 type queued struct {
@@ -835,6 +837,9 @@ func (r *Runtime) process(sess *session, q queued) error {
 	sess.cancel = cancel
 	sess.mu.Unlock()
 	r.bus.Publish(event.Event{Session: sess.s.ID, Turn: it.ID, Kind: event.TurnStart, Time: time.Now().UTC()})
+	// The store sees the session active only if the turn writes before it
+	// ends; watchers see it at once.
+	r.publishState(sess, it.ID, store.StateActive)
 	var end event.TurnEndData
 	if it.Kind == event.CompactRequest {
 		c, ok := r.o.Engine.(Compactor)
@@ -960,7 +965,27 @@ func (r *Runtime) committed(sess *session, b *store.Batch) {
 		sess.mu.Unlock()
 	}
 	r.bus.Publish(b.Events...)
+	if sess != nil && b.State != "" {
+		var turn int64
+		if n := len(b.Events); n > 0 {
+			turn = b.Events[n-1].Turn
+		}
+		r.publishState(sess, turn, b.State)
+	}
 	r.trimCache()
+}
+
+// publishState publishes a live session_state event if state is not the
+// session's last published one.
+func (r *Runtime) publishState(sess *session, turn int64, state string) {
+	sess.mu.Lock()
+	changed := sess.published != state
+	sess.published = state
+	id := sess.s.ID
+	sess.mu.Unlock()
+	if changed {
+		r.bus.Publish(event.New(id, turn, event.State, event.StateData{State: state}))
+	}
 }
 
 // Close stops accepting inputs, lets running turns finish until ctx is
@@ -1007,7 +1032,8 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 	}
 	var last int64
 	emit := func(e event.Event) error {
-		if e.Turn != rc.Turn {
+		// A turn's events; the session's state changes are the session's.
+		if e.Turn != rc.Turn || e.Kind == event.State {
 			return nil
 		}
 		if e.Seq > 0 {

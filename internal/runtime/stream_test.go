@@ -245,3 +245,28 @@ func TestStreamStopsWhenFnFails(t *testing.T) {
 		t.Errorf("turn %+v", end)
 	}
 }
+
+// A turn moves its session to active and back to idle; each change is
+// published as a live session_state event, once.
+func TestSessionStateEvents(t *testing.T) {
+	e := newEnv(t, setup{})
+	sub := e.rt.Bus().Subscribe(0, 1024)
+	defer sub.Close()
+	e.submit("a/k", "a:0")
+	e.submit("a/k", "a:1")
+	var states []string
+	deadline := time.After(10 * time.Second)
+	for len(states) < 4 {
+		select {
+		case ev := <-sub.C:
+			if ev.Kind == event.State {
+				states = append(states, decode[event.StateData](t, ev).State)
+			}
+		case <-deadline:
+			t.Fatalf("states so far %v", states)
+		}
+	}
+	if diff := cmp.Diff([]string{"active", "idle", "active", "idle"}, states); diff != "" {
+		t.Errorf("session_state events (-want +got):\n%s", diff)
+	}
+}
