@@ -30,6 +30,10 @@ func benchGateway(ctx context.Context, dir, base string, pid int, res *BenchResu
 	if err != nil {
 		return err
 	}
+	// Idle connections first, while the process holds only what start-up left.
+	if err := benchIdle(ctx, base, auth, pid, res, c); err != nil {
+		return err
+	}
 	lat, err := benchWaitTurns(ctx, post, c.turns)
 	if err != nil {
 		return err
@@ -127,10 +131,15 @@ func benchStream(ctx context.Context, base string, auth http.Header, post func(c
 	}
 	res.WSSubscribers = c.subscribers
 	res.WSFanoutP50ms, res.WSFanoutP99ms = ms(fr.P50), ms(fr.P99)
+	return nil
+}
 
-	// Idle connections, each subscribed to a session of its own.
+// benchIdle measures what idle WebSocket connections, each subscribed to
+// an agent that has no traffic, cost the memory of the process pid.
+func benchIdle(ctx context.Context, base string, auth http.Header, pid int, res *BenchResult, c benchConfig) error {
 	before := rssMB(pid)
-	closeAll, err := stream.HoldIdle(ctx, "ws"+strings.TrimPrefix(base, "http")+"/v1/stream?agent=idle", dial, c.idleConns)
+	closeAll, err := stream.HoldIdle(ctx, "ws"+strings.TrimPrefix(base, "http")+"/v1/stream?agent=idle",
+		&websocket.DialOptions{HTTPHeader: auth}, c.idleConns)
 	if err != nil {
 		return fmt.Errorf("bench: idle connections: %w", err)
 	}
