@@ -13,6 +13,7 @@ package gateway
 //     Failed attempts are rate-limited per client address.
 
 import (
+	"agentd/internal/hostheader"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -690,7 +691,7 @@ func newHostCheck(listen string, extra []string, log *slog.Logger) *hostCheck {
 }
 
 func (h *hostCheck) allowed(v string) bool {
-	host, _, ok := splitHost(v)
+	host, _, ok := hostheader.Split(v)
 	if !ok || host == "" {
 		return false
 	}
@@ -711,62 +712,6 @@ func isIPLiteral(host string) bool {
 	return err == nil && a.Is4()
 }
 
-// splitHost splits a Host header value into its lowercase host and port.
-// It accepts "name", "name:port", "[v6]" and "[v6]:port" with a decimal
-// port; anything else (a second colon, an empty or non-numeric port,
-// characters outside a host name) is not ok. "" is ok: no host.
-func splitHost(h string) (host, port string, ok bool) {
-	h = strings.ToLower(h)
-	if strings.HasPrefix(h, "[") {
-		end := strings.IndexByte(h, ']')
-		if end < 0 {
-			return "", "", false
-		}
-		host, rest := h[:end+1], h[end+1:]
-		for _, c := range host[1:end] {
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == ':' || c == '.') {
-				return "", "", false
-			}
-		}
-		if rest == "" {
-			return host, "", true
-		}
-		if rest[0] != ':' || !isPort(rest[1:]) {
-			return "", "", false
-		}
-		return host, rest[1:], true
-	}
-	host = h
-	if i := strings.IndexByte(h, ':'); i >= 0 {
-		host, port = h[:i], h[i+1:]
-		if !isPort(port) {
-			return "", "", false
-		}
-	}
-	for _, c := range host {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return "", "", false
-		}
-	}
-	if host == "" && port != "" {
-		return "", "", false
-	}
-	return host, port, true
-}
-
-func isPort(p string) bool {
-	if p == "" || len(p) > 5 {
-		return false
-	}
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	n, _ := strconv.Atoi(p)
-	return n <= 65535
-}
-
 // sameOrigin reports whether the normalized origin o is the origin of r
 // itself: the same host and port as its Host header. Over TLS the origin
 // must be https; over plain HTTP either scheme is accepted, as a TLS proxy
@@ -776,11 +721,11 @@ func sameOrigin(o string, r *http.Request) bool {
 	if r.TLS != nil && scheme != "https" {
 		return false
 	}
-	oh, op, ok := splitHost(hostport)
+	oh, op, ok := hostheader.Split(hostport)
 	if !ok {
 		return false
 	}
-	hh, hp, ok := splitHost(r.Host)
+	hh, hp, ok := hostheader.Split(r.Host)
 	if !ok {
 		return false
 	}

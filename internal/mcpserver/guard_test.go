@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"agentd/internal/hostheader"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -106,30 +107,6 @@ func TestGuard(t *testing.T) {
 	}
 }
 
-func TestSplitHost(t *testing.T) {
-	tests := []struct {
-		in, host, port string
-		ok             bool
-	}{
-		{"", "", "", true},
-		{"Example.COM", "example.com", "", true},
-		{"example.com:443", "example.com", "443", true},
-		{"[::1]", "[::1]", "", true},
-		{"[::1]:80", "[::1]", "80", true},
-		{"[::FFFF:127.0.0.1]:80", "[::ffff:127.0.0.1]", "80", true},
-		{"[::1%eth0]", "", "", false},
-		{"host:123456", "", "", false},
-		{"host:-1", "", "", false},
-		{"ho/st", "", "", false},
-	}
-	for _, tt := range tests {
-		host, port, ok := splitHost(tt.in)
-		if host != tt.host || port != tt.port || ok != tt.ok {
-			t.Errorf("splitHost(%q) = %q, %q, %v; want %q, %q, %v", tt.in, host, port, ok, tt.host, tt.port, tt.ok)
-		}
-	}
-}
-
 // FuzzHostAllowed checks that whatever the Host header, the default guard
 // never panics and lets through only loopback names.
 func FuzzHostAllowed(f *testing.F) {
@@ -141,7 +118,7 @@ func FuzzHostAllowed(f *testing.F) {
 		if !g.hostAllowed(h) {
 			return
 		}
-		host, _, _ := splitHost(h)
+		host, _, _ := hostheader.Split(h)
 		switch host {
 		case "localhost", "127.0.0.1", "[::1]", "":
 		default:

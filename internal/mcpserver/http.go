@@ -1,9 +1,9 @@
 package mcpserver
 
 import (
+	"agentd/internal/hostheader"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,7 +87,7 @@ func newGuard(next http.Handler, hosts, origins []string, log *slog.Logger) *gua
 	}
 	g := &guard{next: next, origins: make(map[string]bool, len(origins))}
 	for _, h := range hosts {
-		host, port, ok := splitHost(h)
+		host, port, ok := hostheader.Split(h)
 		if !ok {
 			log.Warn("mcp: ignoring an allowed host that is not host or host:port", "host", h)
 			continue
@@ -95,7 +95,7 @@ func newGuard(next http.Handler, hosts, origins []string, log *slog.Logger) *gua
 		g.hosts = append(g.hosts, hostRule{host: host, port: port})
 	}
 	for _, o := range origins {
-		g.origins[normalizeOrigin(o)] = true
+		g.origins[hostheader.NormalizeOrigin(o)] = true
 	}
 	return g
 }
@@ -117,7 +117,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *guard) hostAllowed(h string) bool {
-	host, port, ok := splitHost(h)
+	host, port, ok := hostheader.Split(h)
 	if !ok {
 		return false
 	}
@@ -130,66 +130,5 @@ func (g *guard) hostAllowed(h string) bool {
 }
 
 func (g *guard) originAllowed(o string) bool {
-	return o != "" && g.origins[normalizeOrigin(o)]
-}
-
-// splitHost splits a Host header value into its lowercase host and port.
-// It accepts "name", "name:port", "[v6]" and "[v6]:port" with a decimal
-// port; anything else (a second colon, an empty or non-numeric port,
-// characters outside a host name) is not ok. "" is ok: no host.
-func splitHost(h string) (host, port string, ok bool) {
-	h = strings.ToLower(h)
-	if strings.HasPrefix(h, "[") {
-		end := strings.IndexByte(h, ']')
-		if end < 0 {
-			return "", "", false
-		}
-		host, rest := h[:end+1], h[end+1:]
-		for _, c := range host[1:end] {
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c == ':' || c == '.') {
-				return "", "", false
-			}
-		}
-		if rest == "" {
-			return host, "", true
-		}
-		if rest[0] != ':' || !isPort(rest[1:]) {
-			return "", "", false
-		}
-		return host, rest[1:], true
-	}
-	host = h
-	if i := strings.IndexByte(h, ':'); i >= 0 {
-		host, port = h[:i], h[i+1:]
-		if !isPort(port) {
-			return "", "", false
-		}
-	}
-	for _, c := range host {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return "", "", false
-		}
-	}
-	if host == "" && port != "" {
-		return "", "", false
-	}
-	return host, port, true
-}
-
-func isPort(p string) bool {
-	if p == "" || len(p) > 5 {
-		return false
-	}
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// normalizeOrigin lowercases an origin and drops a trailing slash, so that
-// configured entries compare equal to what browsers send.
-func normalizeOrigin(o string) string {
-	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+	return o != "" && g.origins[hostheader.NormalizeOrigin(o)]
 }
