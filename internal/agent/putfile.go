@@ -68,7 +68,7 @@ func (r *Registry) writeFile(id string, data []byte) (bool, error) {
 	name := filepath.Join(dir, id+".yaml")
 	_, err = os.Lstat(name)
 	created := errors.Is(err, fs.ErrNotExist)
-	if err := writePrivate(name, out); err != nil {
+	if err := writeFileAtomic(name, out, 0o600); err != nil {
 		return false, fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	return created, nil
@@ -105,37 +105,4 @@ func blockStyle(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// writePrivate replaces name with data, mode 0600: readers see the old
-// file or the new one, never a part.
-func writePrivate(name string, data []byte) (err error) {
-	dir, base := filepath.Split(name)
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp") // created 0600
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	if d, derr := os.Open(filepath.Clean(dir)); derr == nil {
-		_ = d.Sync() // make the rename durable where the platform allows it
-		d.Close()
-	}
-	return nil
 }

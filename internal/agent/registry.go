@@ -390,19 +390,19 @@ func (r *Registry) write(d *Definition) error {
 		return fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	if prompt != nil && prompt.text != sys.text {
-		if err := writeFileAtomic(filepath.Join(dir, id, SystemFile), []byte(prompt.text)); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, id, SystemFile), []byte(prompt.text), 0o644); err != nil {
 			return fmt.Errorf("agent: put %q: %w", id, err)
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, id+".yaml"), data); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, id+".yaml"), data, 0o644); err != nil {
 		return fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	return nil
 }
 
-// writeFileAtomic replaces name with data: readers see the old file or the
-// new one, never a part.
-func writeFileAtomic(name string, data []byte) (err error) {
+// writeFileAtomic replaces name with data, with file mode perm: readers see
+// the old file or the new one, never a part.
+func writeFileAtomic(name string, data []byte, perm os.FileMode) (err error) {
 	dir, base := filepath.Split(name)
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
@@ -417,7 +417,7 @@ func writeFileAtomic(name string, data []byte) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return err
 	}
-	if err = f.Chmod(0o644); err != nil {
+	if err = f.Chmod(perm); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {
