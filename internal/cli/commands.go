@@ -21,6 +21,7 @@ import (
 	"agentd/internal/app"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
+	"agentd/internal/model"
 	"agentd/internal/model/fakellm"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
@@ -147,17 +148,29 @@ func defaultKey() string {
 func (e *env) sendCmd() *cobra.Command {
 	var key, idem, origin string
 	var asJSON, system, silent bool
+	var imageFiles []string
+	var images []gateway.MessageImage
 	cmd := &cobra.Command{
 		Use:   "send <agent> <message>...",
 		Short: "Send one message and print the reply",
 		Long: "Send one message to an agent's session and print the reply when the turn ends.\n" +
 			"With --json, print every event of the turn as a JSON line, then a final line with the end.\n" +
+			"--image FILE attaches an image (PNG, JPEG, GIF or WebP, told by its content; at most 5 MiB\n" +
+			"each, 8 per message); repeat it for several.\n" +
 			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel).",
 		Args: cobra.MinimumNArgs(2),
+		PreRunE: func(*cobra.Command, []string) error {
+			var err error
+			if images, err = readImages(imageFiles); err != nil {
+				return withCode(ExitUsage, err)
+			}
+			return nil
+		},
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := address(args[0], key)
 			enc := json.NewEncoder(e.stdout)
-			m := gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli", System: system, Silent: silent, Origin: origin}
+			m := gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli", System: system, Silent: silent, Origin: origin,
+				Images: images}
 			if silent {
 				// Logged for the next turn; no turn to wait for.
 				rc, err := b.Submit(ctx, addr, m)
@@ -193,7 +206,47 @@ func (e *env) sendCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&system, "system", false, "send as a system message (shown to the model as <system_message>)")
 	cmd.Flags().BoolVar(&silent, "silent", false, "a system message that is logged and enters the next turn's context without starting one")
 	cmd.Flags().StringVar(&origin, "origin", "", "who a system message is from")
+	cmd.Flags().StringArrayVar(&imageFiles, "image", nil, "attach an image file: PNG, JPEG, GIF or WebP (repeatable)")
 	return cmd
+}
+
+// readImages reads image files for a message. The type comes from each
+// file's content, never its name; a file of another type, over
+// model.MaxImageBytes, or more than model.MaxImages files are refused.
+func readImages(files []string) ([]gateway.MessageImage, error) {
+	if len(files) > model.MaxImages {
+		return nil, fmt.Errorf("--image: %d images, at most %d per message", len(files), model.MaxImages)
+	}
+	var out []gateway.MessageImage
+	for _, name := range files {
+		data, err := readImageFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: %w", name, err)
+		}
+		mime, err := model.SniffImage(data)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: %w", name, err)
+		}
+		out = append(out, gateway.MessageImage{MIMEType: mime, Data: data})
+	}
+	return out, nil
+}
+
+// readImageFile reads a file of at most model.MaxImageBytes.
+func readImageFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, model.MaxImageBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > model.MaxImageBytes {
+		return nil, fmt.Errorf("larger than %d bytes", model.MaxImageBytes)
+	}
+	return data, nil
 }
 
 func (e *env) chatCmd() *cobra.Command {

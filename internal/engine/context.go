@@ -149,7 +149,7 @@ func (b *builder) add(e *event.Event) {
 			return // a result without its call cannot be sent
 		}
 		delete(b.open, d.ID)
-		b.msgs = append(b.msgs, model.Message{Role: model.RoleTool, Content: d.Output, ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError})
+		b.msgs = append(b.msgs, ToolMessage(&d))
 		if len(b.open) == 0 {
 			b.closeGroup()
 		}
@@ -251,7 +251,37 @@ func InputMessage(kind event.Kind, d *event.InputData) model.Message {
 	if kind == event.SystemMessage {
 		text = wrapSystem(d.Origin, d.Text)
 	}
-	return model.Message{Role: model.RoleUser, Content: text}
+	return model.Message{Role: model.RoleUser, Content: text, Images: Images(d.Images)}
+}
+
+// ToolMessage is the model message for a tool result.
+func ToolMessage(d *event.ToolResultData) model.Message {
+	return model.Message{Role: model.RoleTool, Content: d.Output, ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError,
+		Images: Images(d.Images)}
+}
+
+// Images returns the logged images as model images (sharing their bytes).
+func Images(refs []event.ImageRef) []model.Image {
+	if len(refs) == 0 {
+		return nil
+	}
+	imgs := make([]model.Image, len(refs))
+	for i, r := range refs {
+		imgs[i] = model.Image{MIMEType: r.MIMEType, Data: r.Data}
+	}
+	return imgs
+}
+
+// ImageRefs returns images as the log stores them (sharing their bytes).
+func ImageRefs(imgs []model.Image) []event.ImageRef {
+	if len(imgs) == 0 {
+		return nil
+	}
+	refs := make([]event.ImageRef, len(imgs))
+	for i, img := range imgs {
+		refs[i] = event.ImageRef{MIMEType: img.MIMEType, Size: len(img.Data), Data: img.Data}
+	}
+	return refs
 }
 
 func wrapSystem(origin, text string) string {

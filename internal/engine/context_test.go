@@ -92,6 +92,31 @@ func TestMessages(t *testing.T) {
 			},
 		},
 	}
+	png := []byte("\x89PNG\r\n\x1a\n")
+	gif := []byte("GIF89a")
+	tests = append(tests, struct {
+		name string
+		evs  []event.Event
+		want []model.Message
+	}{
+		// The log alone (decoded from its JSON) gives the images back.
+		name: "images of an input and of a tool result",
+		evs: []event.Event{
+			ev(1, event.Input, event.InputData{Text: "what is this?", Images: []event.ImageRef{{MIMEType: "image/png", Size: len(png), Data: png}}}),
+			ev(1, event.ToolCall, event.ToolCallData{ID: "c1", Name: "shot", Args: args, Step: 1}),
+			ev(1, event.ToolResult, event.ToolResultData{ID: "c1", Name: "shot", Output: "[image image/gif, 6 bytes]", Images: []event.ImageRef{{MIMEType: "image/gif", Size: len(gif), Data: gif}}}),
+			ev(1, event.Text, event.TextData{Text: "a dot", Step: 2}),
+			ev(1, event.TurnEnd, event.TurnEndData{Status: "done"}),
+			ev(2, event.SystemMessage, event.InputData{Text: "see", Origin: "cam", Images: []event.ImageRef{{MIMEType: "image/gif", Size: len(gif), Data: gif}}}),
+		},
+		want: []model.Message{
+			{Role: model.RoleUser, Content: "what is this?", Images: []model.Image{{MIMEType: "image/png", Data: png}}},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "shot", Args: args}}},
+			{Role: model.RoleTool, Content: "[image image/gif, 6 bytes]", ToolCallID: "c1", ToolName: "shot", Images: []model.Image{{MIMEType: "image/gif", Data: gif}}},
+			{Role: model.RoleAssistant, Content: "a dot"},
+			{Role: model.RoleUser, Content: `<system_message origin="cam">see</system_message>`, Images: []model.Image{{MIMEType: "image/gif", Data: gif}}},
+		},
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Messages(tt.evs)
@@ -117,6 +142,20 @@ func BenchmarkMessages(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		Messages(evs)
+	}
+}
+
+func TestImageRefsRoundTrip(t *testing.T) {
+	imgs := []model.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}, {MIMEType: "image/webp", Data: []byte("RIFF")}}
+	refs := ImageRefs(imgs)
+	if refs[0].Size != 4 || refs[1].MIMEType != "image/webp" {
+		t.Errorf("ImageRefs = %+v", refs)
+	}
+	if diff := cmp.Diff(imgs, Images(refs)); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if ImageRefs(nil) != nil || Images(nil) != nil {
+		t.Error("no images should stay nil")
 	}
 }
 

@@ -433,7 +433,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		// turn's first write (within CoalesceDelay), which saves a sync. A
 		// crash before that write leaves no trace of the turn, which then
 		// starts afresh.
-		d := event.InputData{Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey}
+		d := event.InputData{Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey, Images: t.Item.Images}
 		in := event.New(r.session, t.ID, t.Item.Kind, d)
 		if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}, true); err != nil {
 			return nil, err
@@ -837,8 +837,8 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 			return err
 		}
 	}
-	for _, res := range results {
-		r.msgs = append(r.msgs, model.Message{Role: model.RoleTool, Content: res.Output, ToolCallID: res.ID, ToolName: res.Name, IsError: res.IsError})
+	for i := range results {
+		r.msgs = append(r.msgs, ToolMessage(&results[i]))
 	}
 	return nil
 }
@@ -902,6 +902,7 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 		return res, false
 	}
 	res.Output, res.IsError, res.Truncated = out.Result.Output, out.Result.IsError, out.Truncated
+	res.Images = ImageRefs(out.Result.Images)
 	res.DurationMS = out.Duration.Milliseconds()
 	return res, true
 }

@@ -92,6 +92,17 @@ type InputData struct {
 	Origin         string `json:"origin,omitempty"`          // for system messages: who sent it
 	IdempotencyKey string `json:"idempotency_key,omitempty"` // as given by the sender
 	Silent         bool   `json:"silent,omitempty"`
+	// Images are the message's attached images, checked when the input
+	// was accepted (model.CheckImages).
+	Images []ImageRef `json:"images,omitempty"`
+}
+
+// ImageRef is an image as the log stores it: whole, so that the context
+// can be rebuilt from the log alone.
+type ImageRef struct {
+	MIMEType string `json:"mime_type"` // image/png, image/jpeg, image/gif or image/webp
+	Size     int    `json:"size"`      // bytes
+	Data     []byte `json:"data"`      // the bytes; base64 in JSON
 }
 
 // TextData is the payload of Text and Thought events.
@@ -117,6 +128,8 @@ type ToolResultData struct {
 	Interrupted bool   `json:"interrupted,omitempty"` // the process restarted before the call finished
 	Truncated   bool   `json:"truncated,omitempty"`
 	DurationMS  int64  `json:"duration_ms"`
+	// Images are images the tool returned besides its output.
+	Images []ImageRef `json:"images,omitempty"`
 }
 
 // ModelCallData is the payload of a ModelCall event: one attempt at one model.

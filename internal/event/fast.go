@@ -13,16 +13,13 @@ import (
 // directly; anything it does not recognise exactly (another shape, an
 // unknown or differently-cased key, a number that is not a plain integer,
 // invalid UTF-8) falls back to encoding/json, so the result is always the
-// one encoding/json gives.
+// one encoding/json gives. Payloads with images (an "images" array of
+// InputData or ToolResultData) are such a shape: they always take
+// encoding/json, which also decodes the base64 image data.
 
-// fastDecoder is a payload that can decode a flat JSON object itself.
-type fastDecoder interface {
-	// decodeFlat sets the field named key from the JSON value val; it
-	// reports false for a key or value it does not handle.
-	decodeFlat(key string, val []byte) bool
-}
-
-// decodeFast decodes data into v if v is a fastDecoder and data a flat
+// decodeFast decodes data into v if v is a payload with a decodeFlat
+// method (which sets the field named key from the JSON value val, and
+// reports false for a key or value it does not handle) and data a flat
 // object it handles entirely; it reports whether it did.
 func decodeFast(data []byte, v any) bool {
 	switch d := v.(type) {

@@ -40,6 +40,9 @@ var flatSeeds = []string{
 	`{"id":"c1","name":"clock","output":"{\"time\":\"now\"}","is_error":false,"duration_ms":12}`,
 	`{"text":"tab	inside"}`, "{\"text\":\"bad utf8 \xff\"}", `{"text":"é"}`,
 	`{}`, ``, `null`, `[]`, `{"text":"unterminated`, `{"text":"x",}`, `{"text":"x"} trailing`, `{"silent":"yes"}`,
+	`{"text":"look","images":[{"mime_type":"image/png","size":4,"data":"iVBORw=="}]}`,
+	`{"text":"look","images":null}`, `{"text":"look","images":[]}`, `{"images":[{"data":"not base64"}]}`,
+	`{"id":"c1","name":"shot","output":"[image]","duration_ms":3,"images":[{"mime_type":"image/gif","size":3,"data":"R0lG"}]}`,
 }
 
 func TestDecodeMatchesEncodingJSON(t *testing.T) {
@@ -69,6 +72,40 @@ func TestDecodeFastTakesOwnPayloads(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("%s: not decoded by the fast path", b)
+		}
+	}
+}
+
+// Payloads with images are left to encoding/json, and decode whole.
+func TestDecodeImages(t *testing.T) {
+	in := InputData{Text: "look", Source: "cli", Images: []ImageRef{{MIMEType: "image/png", Size: 4, Data: []byte{0x89, 'P', 'N', 'G'}}}}
+	res := ToolResultData{ID: "c1", Name: "shot", Output: "[image]", Images: []ImageRef{{MIMEType: "image/gif", Size: 3, Data: []byte("GIF")}}}
+	for _, v := range []any{&in, &res} {
+		b, _ := json.Marshal(v)
+		e := Event{Data: b}
+		switch v := v.(type) {
+		case *InputData:
+			if decodeFast(b, new(InputData)) {
+				t.Errorf("%s: taken by the fast path", b)
+			}
+			var got InputData
+			if err := e.Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(*v, got); diff != "" {
+				t.Errorf("InputData (-want +got):\n%s", diff)
+			}
+		case *ToolResultData:
+			if decodeFast(b, new(ToolResultData)) {
+				t.Errorf("%s: taken by the fast path", b)
+			}
+			var got ToolResultData
+			if err := e.Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(*v, got); diff != "" {
+				t.Errorf("ToolResultData (-want +got):\n%s", diff)
+			}
 		}
 	}
 }

@@ -481,12 +481,13 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if r.ContentLength > a.maxBody {
-		a.refuse(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", a.maxBody))
+	limit := bodyLimit(r, a.maxBody)
+	if r.ContentLength > limit {
+		a.refuse(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", limit))
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = http.MaxBytesReader(w, r.Body, a.maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 	}
 
 	switch publicPath(r) {

@@ -496,7 +496,7 @@ func TestProtectBodyLimit(t *testing.T) {
 	a := newAuthServer(t, &gateway.AuthOptions{MaxBody: 2048})
 	big := `{"text":"` + strings.Repeat("x", 3000) + `"}`
 	auth := h("Authorization", "Bearer "+a.token)
-	for _, p := range []string{"/v1/sessions/a/k/messages", "/v1/auth/login", "/v1/nothing"} {
+	for _, p := range []string{"/v1/sessions/a/k/reset", "/v1/auth/login", "/v1/nothing"} {
 		r := a.do(t, "POST", p, auth, big)
 		refusal(t, "POST "+p, r, http.StatusRequestEntityTooLarge, "too_large", a.token)
 		if !strings.Contains(r.body, "2048") {
@@ -504,10 +504,12 @@ func TestProtectBodyLimit(t *testing.T) {
 		}
 	}
 	// Without the token the size is checked first too: nothing is read.
-	refusal(t, "unauthenticated", a.do(t, "POST", "/v1/sessions/a/k/messages", nil, big), http.StatusRequestEntityTooLarge, "too_large")
+	refusal(t, "unauthenticated", a.do(t, "POST", "/v1/sessions/a/k/reset", nil, big), http.StatusRequestEntityTooLarge, "too_large")
 
-	// A body of unknown length is cut at the limit while it is read.
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", a.URL+"/v1/sessions/a/k/messages", io.MultiReader(strings.NewReader(big)))
+	// A body of unknown length is cut at the limit while it is read (a
+	// message's: the one route here that reads its body).
+	enormous := `{"text":"` + strings.Repeat("x", gateway.MaxMessageBody) + `"}`
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", a.URL+"/v1/sessions/a/k/messages", io.MultiReader(strings.NewReader(enormous)))
 	req.Header.Set("Authorization", "Bearer "+a.token)
 	req.ContentLength = -1
 	resp, err := a.Client().Do(req)
@@ -521,7 +523,11 @@ func TestProtectBodyLimit(t *testing.T) {
 	// The default is the API's own limit.
 	d := newAuthServer(t, nil)
 	huge := `{"text":"` + strings.Repeat("x", gateway.MaxBody) + `"}`
-	refusal(t, "default limit", d.do(t, "POST", "/v1/sessions/a/k/messages", h("Authorization", "Bearer "+d.token), huge), http.StatusRequestEntityTooLarge, "too_large")
+	refusal(t, "default limit", d.do(t, "POST", "/v1/sessions/a/k/reset", h("Authorization", "Bearer "+d.token), huge), http.StatusRequestEntityTooLarge, "too_large")
+
+	// A message, which may carry images, has a limit of its own (the
+	// gateway's tests send one larger than max_body).
+	refusal(t, "message over its limit", a.do(t, "POST", "/v1/sessions/a/k/messages", auth, enormous), http.StatusRequestEntityTooLarge, "too_large")
 }
 
 func TestLoginCookie(t *testing.T) {

@@ -35,6 +35,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
@@ -148,11 +149,24 @@ func New(o *Options) *Server {
 	return s
 }
 
-// MaxBody bounds a request body.
+// MaxBody bounds a request body, but for a message's.
 const MaxBody = 1 << 20
 
+// MaxMessageBody bounds the body of POST /v1/sessions/{agent}/{key}/messages,
+// which may carry images (base64, at most 5 MiB each).
+const MaxMessageBody = 16 << 20
+
+// bodyLimit returns the body limit of r: MaxMessageBody for a message,
+// general for everything else.
+func bodyLimit(r *http.Request, general int64) int64 {
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/messages") {
+		return MaxMessageBody
+	}
+	return general
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r, MaxBody))
 	if h, pattern := s.mux.Handler(r); pattern == "" {
 		// No route: the mux answers 404 or 405 in plain text; say it as
 		// every other error is said.
@@ -257,7 +271,7 @@ func (s *Server) errorBody(err error) (int, Error) {
 	case errors.As(err, &se):
 		status, code, msg = se.status, se.code, se.err.Error()
 	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest),
-		errors.Is(err, runtime.ErrBadOptions):
+		errors.Is(err, runtime.ErrBadOptions), errors.Is(err, runtime.ErrBadImage):
 		status, code, msg = 400, "bad_request", err.Error()
 	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, errNotFound):
 		status, code, msg = 404, "not_found", err.Error()
@@ -451,6 +465,14 @@ type MessageRequest struct {
 	// Options are the message lifecycle's options: channelId, context,
 	// actions, postProcess, toolArgs.
 	Options json.RawMessage `json:"options,omitempty"`
+	// Images are attached images (see runtime.Input.Images).
+	Images []MessageImage `json:"images,omitempty"`
+}
+
+// MessageImage is an image of a MessageRequest.
+type MessageImage struct {
+	MIMEType string `json:"mime_type"` // image/png, image/jpeg, image/gif or image/webp
+	Data     []byte `json:"data"`      // standard base64 in JSON
 }
 
 // MessageResponse answers POST .../messages.
@@ -470,6 +492,9 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	}
 	in := runtime.Input{Session: addr(r), Text: req.Text, Source: src, IdempotencyKey: req.IdempotencyKey,
 		System: req.System, Silent: req.Silent, Origin: req.Origin, Options: req.Options}
+	for _, img := range req.Images {
+		in.Images = append(in.Images, model.Image{MIMEType: img.MIMEType, Data: img.Data})
+	}
 	q := r.URL.Query()
 	switch {
 	case q.Get("stream") == "true" || q.Get("stream") == "1":
@@ -508,7 +533,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", MaxBody), Code: "too_large"})
+			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", tooBig.Limit), Code: "too_large"})
 			return false
 		}
 		s.fail(w, badRequest("body: %v", err))

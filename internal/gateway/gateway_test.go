@@ -248,7 +248,7 @@ func TestErrors(t *testing.T) {
 	if _, _, err := e.rt.Send(t.Context(), runtime.Input{Session: "a/k", Text: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	huge := `{"text":"` + strings.Repeat("x", gateway.MaxBody) + `"}`
+	huge := `{"text":"` + strings.Repeat("x", gateway.MaxMessageBody) + `"}`
 	tests := []struct {
 		method, path, body string
 		status             int
@@ -573,3 +573,16 @@ func TestFinishedTurnOnSlowStore(t *testing.T) {
 
 // sessionInfoOpts ignores what changes with every write to a session.
 var sessionInfoOpts = cmpopts.IgnoreFields(gateway.SessionInfo{}, "CreatedAt", "UpdatedAt", "LastSeq")
+
+// A message may be larger than other bodies (it may carry images); other
+// routes keep MaxBody.
+func TestMessageBodyLimit(t *testing.T) {
+	e := newEnv(t, setup{})
+	big := `{"text":"` + strings.Repeat("x", 3*gateway.MaxBody/2) + `"}`
+	if status, _, b := e.do("POST", "/v1/sessions/a/k/messages", big); status != 202 {
+		t.Errorf("a %d-byte message: %d %s", len(big), status, b)
+	}
+	if status, _, b := e.do("POST", "/v1/sessions/a/k/compact", big); status != 413 {
+		t.Errorf("a %d-byte compact request: %d %s, want 413", len(big), status, b)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/model"
 	"agentd/internal/tool"
 
 	"github.com/google/go-cmp/cmp"
@@ -186,7 +187,8 @@ func TestCallResults(t *testing.T) {
 		{"mem__echo", `{"text":"hi there"}`, tool.Result{Output: "hi there"}},
 		{"mem__fail", `{}`, tool.Result{Output: "it failed", IsError: true}},
 		{"mem__structured", ``, tool.Result{Output: `{"answer":42}`}},
-		{"mem__mixed", `{}`, tool.Result{Output: "first\n[image image/png, 4 bytes]\n[audio audio/wav, 2 bytes]\n[resource test://linked]\nembedded text\n[resource test://b, application/zip, 3 bytes]"}},
+		{"mem__mixed", `{}`, tool.Result{Output: "first\n[image image/png, 8 bytes]\n[audio audio/wav, 2 bytes]\n[resource test://linked]\nembedded text\n[resource test://b, application/zip, 3 bytes]",
+			Images: []model.Image{{MIMEType: "image/png", Data: []byte(pngSignature)}}}},
 		{"mem__dotted_name", `{}`, tool.Result{Output: "dotted"}},
 		{"mem__echo", `{"text":5}`, tool.Result{Output: `invalid arguments for mem__echo: property "text": type: 5 has type "integer", want "string"`, IsError: true}},
 	}

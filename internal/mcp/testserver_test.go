@@ -119,7 +119,7 @@ func newTestServerHooks(stdio bool) (*sdk.Server, *testHooks) {
 	add(&sdk.Tool{Name: "mixed"}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return &sdk.CallToolResult{Content: []sdk.Content{
 			&sdk.TextContent{Text: "first"},
-			&sdk.ImageContent{MIMEType: "image/png", Data: []byte{1, 2, 3, 4}},
+			&sdk.ImageContent{MIMEType: "image/png", Data: []byte(pngSignature)},
 			&sdk.AudioContent{MIMEType: "audio/wav", Data: []byte{1, 2}},
 			&sdk.ResourceLink{URI: "test://linked", Name: "linked"},
 			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "test://t", Text: "embedded text"}},
@@ -415,6 +415,10 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// pngSignature starts every PNG file: enough for an image's content to be
+// taken for a PNG.
+const pngSignature = "\x89PNG\r\n\x1a\n"
 
 // run calls a registered tool through the registry.
 func run(t testing.TB, r *recorder, c *tool.Call) tool.Result {

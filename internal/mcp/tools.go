@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"agentd/internal/model"
 	"agentd/internal/tool"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -170,9 +171,12 @@ func hashedName(clean, original string) string {
 
 // convertResult turns a tool result into what the model reads: text
 // joined with "\n", placeholders for binary content, the structured
-// content's JSON when there is no text.
+// content's JSON when there is no text. Images of a type models take are
+// passed on as images too, beside their placeholder (the tool registry
+// checks them further).
 func convertResult(r *sdk.CallToolResult) tool.Result {
 	var parts []string
+	var images []model.Image
 	hasText := false
 	for _, c := range r.Content {
 		switch c := c.(type) {
@@ -181,6 +185,9 @@ func convertResult(r *sdk.CallToolResult) tool.Result {
 			hasText = true
 		case *sdk.ImageContent:
 			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", orUnknown(c.MIMEType), len(c.Data)))
+			if model.SupportedImageType(c.MIMEType) {
+				images = append(images, model.Image{MIMEType: c.MIMEType, Data: c.Data})
+			}
 		case *sdk.AudioContent:
 			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", orUnknown(c.MIMEType), len(c.Data)))
 		case *sdk.ResourceLink:
@@ -204,7 +211,7 @@ func convertResult(r *sdk.CallToolResult) tool.Result {
 			parts = append([]string{string(b)}, parts...)
 		}
 	}
-	return tool.Result{Output: strings.Join(parts, "\n"), IsError: r.IsError}
+	return tool.Result{Output: strings.Join(parts, "\n"), IsError: r.IsError, Images: images}
 }
 
 func orUnknown(mime string) string {

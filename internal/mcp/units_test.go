@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"agentd/internal/agent"
+	"agentd/internal/model"
 	"agentd/internal/tool"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,6 +78,12 @@ func TestConvertResult(t *testing.T) {
 		{"structured beside text is left out", &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "t"}}, StructuredContent: map[string]any{"a": 1}}, tool.Result{Output: "t"}},
 		{"structured beside an image", &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: []byte{1}}}, StructuredContent: []int{1, 2}},
 			tool.Result{Output: "[1,2]\n[image application/octet-stream, 1 bytes]"}},
+		{"images of a type models take are passed on", &sdk.CallToolResult{Content: []sdk.Content{
+			&sdk.TextContent{Text: "two shots"},
+			&sdk.ImageContent{MIMEType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}},
+			&sdk.ImageContent{MIMEType: "image/svg+xml", Data: []byte("<svg/>")},
+		}}, tool.Result{Output: "two shots\n[image image/jpeg, 3 bytes]\n[image image/svg+xml, 6 bytes]",
+			Images: []model.Image{{MIMEType: "image/jpeg", Data: []byte{0xff, 0xd8, 0xff}}}}},
 		{"empty embedded resource", &sdk.CallToolResult{Content: []sdk.Content{&sdk.EmbeddedResource{}}}, tool.Result{}},
 		{"sampling content", &sdk.CallToolResult{Content: []sdk.Content{&sdk.ToolUseContent{Name: "x"}}}, tool.Result{Output: "[unsupported content]"}},
 	}

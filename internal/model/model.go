@@ -56,6 +56,9 @@ type Message struct {
 	ToolCallID string     // RoleTool: the call this answers
 	ToolName   string     // RoleTool: the tool's name (some APIs want it)
 	IsError    bool       // RoleTool: the call failed
+	// Images: RoleUser, the user's attachments; RoleTool, images the tool
+	// returned. See Image.
+	Images []Image
 }
 
 // ToolSpec describes a tool offered to the model.

@@ -37,6 +37,9 @@ var (
 	ErrNoTurn        = errors.New("no turn running")
 	ErrSessionClosed = errors.New("session closed")
 	ErrBusy          = errors.New("session busy")
+	// ErrBadImage: an input's image was refused (type, size or count);
+	// the error says which and why.
+	ErrBadImage = model.ErrBadImage
 )
 
 // Agents gives the current definition of an agent.
@@ -228,6 +231,10 @@ type Input struct {
 	// Options are the message lifecycle's options (engine.LifecycleOptions
 	// as JSON); nil for the defaults.
 	Options json.RawMessage
+	// Images are attached images: at most model.MaxImages, each of a type
+	// and size model.CheckImage accepts. They go into the log with the
+	// message and into every later context that holds it.
+	Images []model.Image
 }
 
 // Receipt acknowledges an accepted input.
@@ -311,8 +318,8 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 	if err != nil {
 		return Receipt{}, err
 	}
-	if strings.TrimSpace(in.Text) == "" {
-		return Receipt{}, ErrEmptyInput
+	if err := checkInput(&in); err != nil {
+		return Receipt{}, err
 	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
@@ -331,8 +338,17 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 		}
 	}
 	item := store.InboxItem{Session: sess.s.ID, Kind: kind, Text: in.Text, Source: in.Source, Origin: in.Origin,
-		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent, Options: in.Options}
+		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent, Options: in.Options, Images: engine.ImageRefs(in.Images)}
 	return r.enqueue(ctx, sess, item, wait)
+}
+
+// checkInput refuses an input without text, or with an image that
+// model.CheckImages refuses.
+func checkInput(in *Input) error {
+	if strings.TrimSpace(in.Text) == "" {
+		return ErrEmptyInput
+	}
+	return model.CheckImages(in.Images)
 }
 
 func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxItem, wait *chan event.TurnEndData) (Receipt, error) {
@@ -770,7 +786,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		r.notify(it.ID, event.TurnEndData{Status: event.StatusDone})
 		return nil
 	case it.Silent:
-		ev := event.New(sess.s.ID, it.ID, event.SystemMessage, event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey})
+		ev := event.New(sess.s.ID, it.ID, event.SystemMessage, event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey, Images: it.Images})
 		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
 			return err
 		}
@@ -1017,6 +1033,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) error) (Receipt, event.TurnEndData, error) {
 	agentID, key, err := r.address(in.Session)
 	if err != nil {
+		return Receipt{}, event.TurnEndData{}, err
+	}
+	if err := checkInput(&in); err != nil {
 		return Receipt{}, event.TurnEndData{}, err
 	}
 	sess, err := r.lookup(ctx, agentID, key)

@@ -66,7 +66,9 @@ type InboxItem struct {
 	Origin         string
 	IdempotencyKey string // "" if none; unique per session otherwise
 	// Options are the message lifecycle's options (JSON), nil if none.
-	Options   json.RawMessage
+	Options json.RawMessage
+	// Images are the message's attached images, nil if none.
+	Images    []event.ImageRef
 	State     string
 	CreatedAt time.Time
 }

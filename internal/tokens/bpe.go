@@ -80,7 +80,7 @@ func CountRequest(r *model.Request, count func(string) int) int {
 	n := count(r.System)
 	for i := range r.Messages {
 		m := &r.Messages[i]
-		n += perMessage + count(m.Content)
+		n += perMessage + count(m.Content) + ImageTokens*len(m.Images)
 		for _, c := range m.ToolCalls {
 			n += perMessage + count(c.Name) + count(string(c.Args))
 		}

@@ -90,9 +90,11 @@ func Messages(msgs []model.Message) int {
 	return n
 }
 
-// Message estimates one message without calibration.
+// Message estimates one message without calibration. Each image counts
+// ImageTokens, whatever its size: its bytes (or their base64) are never
+// counted as text.
 func Message(m *model.Message) int {
-	n := perMessage + Text(m.Content)
+	n := perMessage + Text(m.Content) + ImageTokens*len(m.Images)
 	for _, c := range m.ToolCalls {
 		n += perMessage + Text(c.Name) + Text(string(c.Args))
 	}

@@ -55,6 +55,44 @@ func TestRequest(t *testing.T) {
 	}
 }
 
+// An image costs ImageTokens, however large it is.
+func TestMessageImages(t *testing.T) {
+	small := model.Image{MIMEType: "image/png", Data: make([]byte, 10)}
+	large := model.Image{MIMEType: "image/png", Data: make([]byte, 4<<20)}
+	text := model.Message{Role: model.RoleUser, Content: "what is in the picture?"}
+	tests := []struct {
+		name   string
+		images []model.Image
+		want   int // tokens beyond the text's
+	}{
+		{"none", nil, 0},
+		{"one small", []model.Image{small}, ImageTokens},
+		{"one large", []model.Image{large}, ImageTokens},
+		{"three", []model.Image{small, large, small}, 3 * ImageTokens},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := text
+			m.Images = tt.images
+			if got := Message(&m) - Message(&text); got != tt.want {
+				t.Errorf("images add %d tokens, want %d", got, tt.want)
+			}
+		})
+	}
+	tool := model.Message{Role: model.RoleTool, Content: "[image]", ToolCallID: "c1", Images: []model.Image{large}}
+	r := &model.Request{Messages: []model.Message{text, tool}}
+	if got, want := Request(r), Message(&text)+Message(&tool); got != want || got < ImageTokens {
+		t.Errorf("Request = %d, want %d", got, want)
+	}
+	// Exact counting counts images alike, so calibration compares like
+	// with like.
+	bytesCount := func(s string) int { return len(s) }
+	plain := &model.Request{Messages: []model.Message{text}}
+	if got, want := CountRequest(r, bytesCount)-CountRequest(plain, bytesCount), perMessage+len(tool.Content)+ImageTokens; got != want {
+		t.Errorf("CountRequest: the tool message with an image adds %d, want %d", got, want)
+	}
+}
+
 func TestCalibrator(t *testing.T) {
 	var c Calibrator
 	if got := c.Scale("m", 100); got != 100 {

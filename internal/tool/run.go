@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"agentd/internal/model"
 )
 
 // Defaults for RunOptions.
@@ -64,6 +66,9 @@ var errTimedOut = errors.New("tool call timed out")
 // Output longer than MaxOutputBytes is cut on a UTF-8 boundary, a short
 // note saying how many bytes were cut is appended after the cut, and
 // Truncated is set.
+//
+// Images are passed on as Result.Images describes: an image a provider
+// would refuse is dropped, with a note in Output.
 func (r *Registry) Run(ctx context.Context, c *Call, opts *RunOptions) Outcome {
 	start := time.Now()
 	o := r.defaults
@@ -79,8 +84,29 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts *RunOptions) Outcome {
 	var out Outcome
 	out.Result.IsError = res.IsError
 	out.Result.Output, out.Truncated = truncate(res.Output, o.MaxOutputBytes)
+	out.Result.Images, out.Result.Output = keepImages(res.Images, out.Result.Output)
 	out.Duration = time.Since(start)
 	return out
+}
+
+// keepImages returns the images a result may pass on to the model: at most
+// model.MaxImages that model.CheckImage accepts, since one a provider
+// refuses would fail every later request of the session. A note for each
+// image dropped is added to output.
+func keepImages(imgs []model.Image, output string) ([]model.Image, string) {
+	var kept []model.Image
+	for i, img := range imgs {
+		err := model.CheckImage(img)
+		if err == nil && len(kept) == model.MaxImages {
+			err = fmt.Errorf("more than %d images", model.MaxImages)
+		}
+		if err != nil {
+			output += fmt.Sprintf("\n[image %d dropped: %v]", i, err)
+			continue
+		}
+		kept = append(kept, img)
+	}
+	return kept, output
 }
 
 func (r *Registry) run(ctx context.Context, c *Call, timeout time.Duration) Result {

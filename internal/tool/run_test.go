@@ -1,6 +1,7 @@
 package tool_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"agentd/internal/model"
 	"agentd/internal/tool"
 )
 
@@ -296,6 +298,51 @@ func TestRunDefaultOutputCap(t *testing.T) {
 	want := strings.Repeat("x", tool.DefaultMaxOutputBytes) + "\n[output truncated: 1 of 65537 bytes cut]"
 	if !got.Truncated || got.Result.Output != want {
 		t.Errorf("Run: Truncated=%v, output ends %q", got.Truncated, got.Result.Output[len(got.Result.Output)-50:])
+	}
+}
+
+// Run passes on the images a provider will take and drops the others with
+// a note, so that a tool cannot wedge a session with an image every later
+// model request would fail on.
+func TestRunImages(t *testing.T) {
+	png := model.Image{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n....")}
+	lying := model.Image{MIMEType: "image/png", Data: []byte("<html><script>")}
+	bmp := model.Image{MIMEType: "image/bmp", Data: []byte("BM....")}
+	big := model.Image{MIMEType: "image/png", Data: append(bytes.Clone(png.Data), make([]byte, model.MaxImageBytes)...)}
+	nine := make([]model.Image, model.MaxImages+1)
+	for i := range nine {
+		nine[i] = png
+	}
+	tests := []struct {
+		name       string
+		images     []model.Image
+		wantImages []model.Image
+		wantOutput string
+	}{
+		{"none", nil, nil, "shot"},
+		{"one", []model.Image{png}, []model.Image{png}, "shot"},
+		{"content not what it says", []model.Image{lying, png}, []model.Image{png},
+			"shot\n[image 0 dropped: bad image: content is text/html; charset=utf-8, want PNG, JPEG, GIF or WebP]"},
+		{"unsupported type", []model.Image{bmp}, nil,
+			`shot` + "\n" + `[image 0 dropped: bad image: type "image/bmp" not supported (want image/png, image/jpeg, image/gif or image/webp)]`},
+		{"too large", []model.Image{big}, nil, fmt.Sprintf("shot\n[image 0 dropped: bad image: %d bytes, more than %d]", len(big.Data), model.MaxImageBytes)},
+		{"too many", nine, nine[:model.MaxImages], "shot\n[image 8 dropped: more than 8 images]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tool.NewRegistry(nil)
+			err := r.Register(tool.Func(tool.Spec{Name: "camera"}, func(context.Context, *tool.Call) (tool.Result, error) {
+				return tool.Result{Output: "shot", Images: tt.images}, nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := r.Run(t.Context(), &tool.Call{Name: "camera"}, nil)
+			want := tool.Outcome{Result: tool.Result{Output: tt.wantOutput, Images: tt.wantImages}}
+			if diff := cmp.Diff(want, got, ignoreDuration); diff != "" {
+				t.Errorf("Run (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -7,6 +7,8 @@ package tool
 import (
 	"context"
 	"encoding/json"
+
+	"agentd/internal/model"
 )
 
 // Kinds of tool, as the Daemon lifecycle defines them.
@@ -64,6 +66,11 @@ type Call struct {
 type Result struct {
 	Output  string
 	IsError bool
+	// Images are images for the model besides Output (a screenshot, a
+	// chart); Output should say they are there, for models that do not
+	// see images. Registry.Run passes on those model.CheckImage accepts,
+	// at most model.MaxImages, and notes in Output each one it drops.
+	Images []model.Image
 }
 
 // Tool is a callable tool. A returned error becomes an error result the

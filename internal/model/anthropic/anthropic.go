@@ -18,6 +18,10 @@
 //
 // Usage.InputTokens counts every input token, cached or not:
 // input_tokens + cache_creation_input_tokens + cache_read_input_tokens.
+//
+// Images are sent as base64 image blocks: before the text of a user
+// message, and after the text inside a tool_result's content when a tool
+// returned images.
 package anthropic
 
 import (

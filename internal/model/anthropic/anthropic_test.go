@@ -8,11 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"agentd/internal/model"
+	"agentd/internal/model/fakellm"
 	"agentd/internal/model/internal/wiretest"
 )
 
@@ -372,4 +374,46 @@ func BenchmarkStream200(b *testing.B) {
 	wiretest.BenchStream(b, func(hc *http.Client) model.Provider {
 		return New(&Options{BaseURL: "http://bench.invalid", HTTPClient: hc})
 	}, simpleRequest(), stream200())
+}
+
+// imageRequest has images from the user (image blocks before the text) and
+// from tools (inside tool_result contents, with or without text).
+func imageRequest() *model.Request {
+	pngImg := model.Image{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n-dot")}
+	webpImg := model.Image{MIMEType: "image/webp", Data: []byte("RIFF\x00\x00\x00\x00WEBPVP8 ")}
+	return &model.Request{
+		Model: "claude-sonnet-4-20250514",
+		Messages: []model.Message{
+			{Role: model.RoleUser, Content: "What is in these pictures?", Images: []model.Image{pngImg, webpImg}},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+				{ID: "toolu_1", Name: "screenshot", Args: json.RawMessage(`{}`)},
+				{ID: "toolu_2", Name: "camera", Args: json.RawMessage(`{}`)},
+			}},
+			{Role: model.RoleTool, ToolCallID: "toolu_1", ToolName: "screenshot", Content: "[image image/png, 12 bytes]", Images: []model.Image{pngImg}},
+			{Role: model.RoleTool, ToolCallID: "toolu_2", ToolName: "camera", Images: []model.Image{webpImg}},
+			{Role: model.RoleAssistant, Content: "Two dots."},
+			{Role: model.RoleUser, Images: []model.Image{pngImg}},
+		},
+	}
+}
+
+func TestRequestImagesGolden(t *testing.T) {
+	wiretest.RunGolden(t, piece, dial, *update, []wiretest.GoldenCase{{Golden: "request_images.golden.json", Req: imageRequest()}})
+}
+
+// fakellm takes the images as the real API would and counts them all.
+func TestRequestImagesAcceptedByFakellm(t *testing.T) {
+	script, err := fakellm.ParseScript("images.fake", []byte("say {{images}} images\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fakellm.New(script, nil))
+	defer srv.Close()
+	resp, err := New(&Options{BaseURL: srv.URL, HTTPClient: srv.Client()}).Stream(context.Background(), imageRequest(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "5 images" {
+		t.Errorf("reply %q, want 5 images", resp.Text)
+	}
 }

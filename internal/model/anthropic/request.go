@@ -22,16 +22,26 @@ type wireMessage struct {
 	Content []wireBlock `json:"content"`
 }
 
-// wireBlock is a text, tool_use or tool_result content block.
+// wireBlock is a text, image, tool_use or tool_result content block.
 type wireBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`        // text
+	Source    *wireSource     `json:"source,omitempty"`      // image
 	ID        string          `json:"id,omitempty"`          // tool_use
 	Name      string          `json:"name,omitempty"`        // tool_use
 	Input     json.RawMessage `json:"input,omitempty"`       // tool_use
 	ToolUseID string          `json:"tool_use_id,omitempty"` // tool_result
-	Content   string          `json:"content,omitempty"`     // tool_result
-	IsError   bool            `json:"is_error,omitempty"`    // tool_result
+	// Content is a tool_result's: nil, a string, or []wireBlock when the
+	// tool returned images.
+	Content any  `json:"content,omitempty"`
+	IsError bool `json:"is_error,omitempty"` // tool_result
+}
+
+// wireSource is an image block's source: base64 data.
+type wireSource struct {
+	Type      string `json:"type"` // base64
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"` // base64 in JSON
 }
 
 type wireTool struct {
@@ -95,9 +105,10 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 // results become tool_result blocks of a user turn; consecutive turns of
 // the same role are merged into one, since the API wants user and assistant
 // to alternate, and within a user turn tool_result blocks come first, as the
-// API requires. Messages with nothing to send (empty text, no calls) are
-// left out, since the API rejects empty content. Roles other than assistant
-// and tool are sent as user.
+// API requires. Messages with nothing to send (empty text, no calls, no
+// images) are left out, since the API rejects empty content. Roles other
+// than assistant and tool are sent as user. A user message's images go
+// before its text; a tool's go inside its tool_result, after the text.
 func convertMessages(msgs []model.Message) []wireMessage {
 	out := make([]wireMessage, 0, len(msgs))
 	for _, m := range msgs {
@@ -113,8 +124,20 @@ func convertMessages(msgs []model.Message) []wireMessage {
 				blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: inputObject(tc.Args)})
 			}
 		case model.RoleTool:
-			blocks = append(blocks, wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError})
+			b := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
+			switch {
+			case len(m.Images) > 0:
+				var content []wireBlock
+				if m.Content != "" {
+					content = append(content, wireBlock{Type: "text", Text: m.Content})
+				}
+				b.Content = appendImages(content, m.Images)
+			case m.Content != "":
+				b.Content = m.Content
+			}
+			blocks = append(blocks, b)
 		default:
+			blocks = appendImages(blocks, m.Images)
 			if m.Content != "" {
 				blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
 			}
@@ -132,6 +155,14 @@ func convertMessages(msgs []model.Message) []wireMessage {
 		out = append(out, wireMessage{Role: role, Content: blocks})
 	}
 	return out
+}
+
+// appendImages appends a base64 image block for each image.
+func appendImages(blocks []wireBlock, imgs []model.Image) []wireBlock {
+	for _, img := range imgs {
+		blocks = append(blocks, wireBlock{Type: "image", Source: &wireSource{Type: "base64", MediaType: img.MIMEType, Data: img.Data}})
+	}
+	return blocks
 }
 
 // resultsFirst moves tool_result blocks ahead of the others, keeping the

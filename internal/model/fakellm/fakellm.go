@@ -236,9 +236,22 @@ type wireMessage struct {
 
 // wireBlock is a content part (OpenAI) or content block (Anthropic).
 type wireBlock struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"` // tool_result
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Content  json.RawMessage `json:"content"`   // tool_result
+	ImageURL *wireImageURL   `json:"image_url"` // OpenAI image_url
+	Source   *wireSource     `json:"source"`    // Anthropic image
+}
+
+type wireImageURL struct {
+	URL string `json:"url"`
+}
+
+type wireSource struct {
+	Type      string `json:"type"` // base64 or url
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+	URL       string `json:"url"`
 }
 
 var errTooLarge = errors.New("request body too large")
@@ -299,6 +312,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 	}
 	t := turn{format: f, msgs: msgs}
 	if err := t.analyze(); err != nil {
+		s.badRequest(w, f, "fakellm: "+err.Error())
+		return
+	}
+	if err := t.scanImages(); err != nil {
 		s.badRequest(w, f, "fakellm: "+err.Error())
 		return
 	}
@@ -501,6 +518,8 @@ type turn struct {
 	toolResult     string
 	toolResultDone bool
 
+	images int // image parts or blocks in the request
+
 	// The content blocks of message cachedIdx, parsed last: analyze and
 	// lastToolResult often both read the last message.
 	cachedIdx    int
@@ -532,6 +551,11 @@ func (t *turn) analyze() error {
 			continue
 		}
 		if m.Role != "user" {
+			continue
+		}
+		if t.format == openAI && i > 0 && t.msgs[i-1].Role == "tool" && t.imagesOnly(m.Content, i) {
+			// The images of the tool results before it (tool messages
+			// hold text only): part of the results, not user text.
 			continue
 		}
 		text, isText, err := t.text(m.Content, i)

@@ -100,6 +100,9 @@ func renderTmpl(dst []byte, tm tmpl, t *turn, inJSON bool) []byte {
 		case varNMessages:
 			dst = appendInt(dst, len(t.msgs))
 			continue
+		case varImages:
+			dst = appendInt(dst, t.images)
+			continue
 		case varLastUser:
 			v = t.lastUser
 		case varToolResult:

@@ -77,12 +77,14 @@ const (
 	varLastUser
 	varToolResult
 	varNMessages
+	varImages
 )
 
 var varNames = map[string]varKind{
 	"last_user":   varLastUser,
 	"tool_result": varToolResult,
 	"n_messages":  varNMessages,
+	"images":      varImages,
 }
 
 type segment struct {
@@ -367,7 +369,7 @@ func (p *parser) template(text string) (tmpl, error) {
 		}
 		v, ok := varNames[name]
 		if !ok {
-			return nil, p.errorf("unknown variable {{%s}} (want last_user, tool_result or n_messages)", name)
+			return nil, p.errorf("unknown variable {{%s}} (want last_user, tool_result, n_messages or images)", name)
 		}
 		t = appendLit(t, text[:i])
 		t = append(t, segment{v: v})
@@ -426,7 +428,7 @@ func renderSample(t tmpl) []byte {
 		switch s.v {
 		case varNone:
 			b = append(b, s.lit...)
-		case varNMessages:
+		case varNMessages, varImages:
 			b = append(b, '1')
 		default:
 			b = append(b, 'x')

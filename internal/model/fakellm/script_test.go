@@ -138,6 +138,8 @@ func showTmpl(t tmpl) string {
 			b.WriteString("{{tool_result}}")
 		case varNMessages:
 			b.WriteString("{{n_messages}}")
+		case varImages:
+			b.WriteString("{{images}}")
 		}
 	}
 	return b.String()

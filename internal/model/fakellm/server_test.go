@@ -929,7 +929,7 @@ func FuzzRequest(f *testing.F) {
 			f.Add(body)
 		}
 	}
-	s := New(mustParse(f, "match (?i)weather\nthink t\ncall f {\"q\": \"{{last_user}}\", \"n\": {{n_messages}}}\n---\nsay {{tool_result}}\n"), nil)
+	s := New(mustParse(f, "match (?i)weather\nthink t\ncall f {\"q\": \"{{last_user}}\", \"n\": {{n_messages}}, \"i\": {{images}}}\n---\nsay {{tool_result}} {{images}}\n"), nil)
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
 			w := httptest.NewRecorder()

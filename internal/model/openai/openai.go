@@ -17,6 +17,14 @@
 // the engine's "arguments must be a JSON object" check, which reports the
 // problem back to the model. When such a call is sent back to the API in a
 // later request, the raw text is sent as its arguments again.
+//
+// Images: a user message with images is sent as content parts, its text
+// first, then an image_url part per image holding a data: URL
+// (data:<type>;base64,<data>). Tool messages can only hold text, so the
+// images of tool results (Message.Images on RoleTool messages) are sent in
+// one user message right after the run of tool messages they belong to,
+// made only of image_url parts, in the order of the results; the results'
+// own text should say that they returned images.
 package openai
 
 import (

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"agentd/internal/model"
+	"agentd/internal/model/fakellm"
 	"agentd/internal/model/internal/wiretest"
 )
 
@@ -465,4 +466,48 @@ func BenchmarkStream200(b *testing.B) {
 	wiretest.BenchStream(b, func(hc *http.Client) model.Provider {
 		return New(&Options{BaseURL: "http://bench.invalid/v1", HTTPClient: hc})
 	}, simpleRequest(), stream200())
+}
+
+// imageRequest has images from the user and from a tool, whose images go
+// in a user message after the tool results.
+func imageRequest() *model.Request {
+	pngImg := model.Image{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n-dot")}
+	gifImg := model.Image{MIMEType: "image/gif", Data: []byte("GIF89a-dot")}
+	return &model.Request{
+		Model: "gpt-4o",
+		Messages: []model.Message{
+			{Role: model.RoleUser, Content: "What is in these pictures?", Images: []model.Image{pngImg, gifImg}},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
+				{ID: "call_1", Name: "screenshot", Args: json.RawMessage(`{}`)},
+				{ID: "call_2", Name: "get_time", Args: json.RawMessage(`{}`)},
+			}},
+			{Role: model.RoleTool, ToolCallID: "call_1", ToolName: "screenshot", Content: "[image image/png, 12 bytes]", Images: []model.Image{pngImg}},
+			{Role: model.RoleTool, ToolCallID: "call_2", ToolName: "get_time", Content: "14:05"},
+			{Role: model.RoleAssistant, Content: "A dot and a dot."},
+			{Role: model.RoleUser, Content: "", Images: []model.Image{gifImg}},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_3", Name: "screenshot", Args: json.RawMessage(`{}`)}}},
+			{Role: model.RoleTool, ToolCallID: "call_3", ToolName: "screenshot", Content: "[image image/gif, 10 bytes]", Images: []model.Image{gifImg}},
+		},
+	}
+}
+
+func TestRequestImagesGolden(t *testing.T) {
+	wiretest.RunGolden(t, piece, dial, *update, []wiretest.GoldenCase{{Golden: "request_images.golden.json", Req: imageRequest()}})
+}
+
+// fakellm takes the images as the real API would and counts them all.
+func TestRequestImagesAcceptedByFakellm(t *testing.T) {
+	script, err := fakellm.ParseScript("images.fake", []byte("say {{images}} images\n---\nsay {{images}} images, after a tool\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fakellm.New(script, nil))
+	defer srv.Close()
+	resp, err := New(&Options{BaseURL: srv.URL + "/v1", HTTPClient: srv.Client()}).Stream(context.Background(), imageRequest(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "5 images, after a tool" {
+		t.Errorf("reply %q, want 5 images, after a tool", resp.Text)
+	}
 }

@@ -18,10 +18,23 @@ func reserved(key string) bool {
 }
 
 type wireMessage struct {
-	Role       string         `json:"role"`
-	Content    *string        `json:"content"` // null for a tool-calling turn without text
+	Role string `json:"role"`
+	// Content is a *string, nil (null) for a tool-calling turn without
+	// text, or a []wirePart for a user message with images.
+	Content    any            `json:"content"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// wirePart is a content part of a user message: text or an image.
+type wirePart struct {
+	Type     string        `json:"type"`
+	Text     *string       `json:"text,omitempty"`
+	ImageURL *wireImageURL `json:"image_url,omitempty"`
+}
+
+type wireImageURL struct {
+	URL string `json:"url"`
 }
 
 type wireToolCall struct {
@@ -61,8 +74,15 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 	if req.System != "" {
 		msgs = append(msgs, wireMessage{Role: "system", Content: &req.System})
 	}
+	// Tool messages are text only: the images of a run of tool results go
+	// in one user message right after it.
+	var toolImages []wirePart
 	for i := range req.Messages {
 		m := &req.Messages[i]
+		if m.Role != model.RoleTool && len(toolImages) > 0 {
+			msgs = append(msgs, wireMessage{Role: string(model.RoleUser), Content: toolImages})
+			toolImages = nil
+		}
 		wm := wireMessage{Role: string(m.Role), Content: &m.Content}
 		switch m.Role {
 		case model.RoleAssistant:
@@ -78,8 +98,20 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 			}
 		case model.RoleTool:
 			wm.ToolCallID = m.ToolCallID
+			toolImages = appendImages(toolImages, m.Images)
+		case model.RoleUser:
+			if len(m.Images) > 0 {
+				parts := make([]wirePart, 0, len(m.Images)+1)
+				if m.Content != "" {
+					parts = append(parts, wirePart{Type: "text", Text: &m.Content})
+				}
+				wm.Content = appendImages(parts, m.Images)
+			}
 		}
 		msgs = append(msgs, wm)
+	}
+	if len(toolImages) > 0 {
+		msgs = append(msgs, wireMessage{Role: string(model.RoleUser), Content: toolImages})
 	}
 
 	body := map[string]any{
@@ -123,6 +155,14 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 		body[k] = v
 	}
 	return c.ep.Encode(body)
+}
+
+// appendImages appends an image_url part with a data: URL for each image.
+func appendImages(parts []wirePart, imgs []model.Image) []wirePart {
+	for _, img := range imgs {
+		parts = append(parts, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: img.DataURL()}})
+	}
+	return parts
 }
 
 // argumentsText returns the arguments string to send for a tool call the

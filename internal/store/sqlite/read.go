@@ -15,7 +15,7 @@ import (
 
 const (
 	sessionCols = `id, agent, key, state, last_seq, created_at, updated_at`
-	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options`
+	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images`
 	eventCols   = `session_id, seq, turn, kind, ts, data`
 )
 
@@ -136,9 +136,15 @@ func scanInbox(sc scanner) (store.InboxItem, error) {
 	var kind string
 	var created int64
 	var opts string
-	err := sc.Scan(&it.ID, &it.Session, &kind, &it.Silent, &it.Text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts)
+	var images []byte
+	err := sc.Scan(&it.ID, &it.Session, &kind, &it.Silent, &it.Text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts, &images)
 	if opts != "" {
 		it.Options = json.RawMessage(opts)
+	}
+	if err == nil && len(images) > 0 {
+		if jerr := json.Unmarshal(images, &it.Images); jerr != nil {
+			err = fmt.Errorf("inbox item %d: images: %w", it.ID, jerr)
+		}
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.InboxItem{}, store.ErrNotFound

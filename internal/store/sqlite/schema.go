@@ -154,7 +154,7 @@ type migration struct {
 // ever appended.
 func migrations() []migration {
 	return []migration{{sql: schemaV1}, {sql: schemaV2}, {sql: schemaV3}, {sql: schemaV4}, {sql: schemaV5, fill: rebuildSearch},
-		{sql: schemaV6}}
+		{sql: schemaV6}, {sql: schemaV7}}
 }
 
 // SchemaVersion is the schema version this build writes (PRAGMA
@@ -326,3 +326,7 @@ func rebuildSearch(ctx context.Context, conn *sql.Conn) error {
 // Rows are recorded in time order, so the index grows at its end and adds
 // no randomly placed page to a commit.
 const schemaV6 = `CREATE INDEX usage_ts ON usage (ts);`
+
+// schemaV7 gives inbox items images (event.ImageRef values, as JSON; NULL
+// if none).
+const schemaV7 = `ALTER TABLE inbox ADD COLUMN images BLOB;`

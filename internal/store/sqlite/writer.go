@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -210,8 +211,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.insUsage, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
 			VALUES (?, COALESCE(NULLIF(?, ''), (SELECT agent FROM sessions WHERE id = ?), ''), ?, ?, ?, ?, ?)`},
 		{&w.sessExists, `SELECT 1 FROM sessions WHERE id = ?`},
-		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?) ON CONFLICT DO NOTHING RETURNING id`},
+		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`},
 		{&w.inboxByKey, qInboxByKey},
 		{&w.insSession, `INSERT INTO sessions (agent, key, state, last_seq, created_at, updated_at)
 			VALUES (?, ?, 'created', 0, ?, ?) ON CONFLICT (agent, key) DO NOTHING RETURNING id`},
@@ -524,8 +525,16 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 	if !it.CreatedAt.IsZero() {
 		created = it.CreatedAt.UnixNano()
 	}
+	var images []byte // NULL when there are none
+	if len(it.Images) > 0 {
+		b, err := json.Marshal(it.Images)
+		if err != nil {
+			return fmt.Errorf("sqlite: enqueue: images: %w", err)
+		}
+		images = b
+	}
 	var id int64
-	err := w.insInbox.QueryRow(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options)).Scan(&id)
+	err := w.insInbox.QueryRow(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) && it.IdempotencyKey == "" {
 		return fmt.Errorf("sqlite: enqueue: inbox id %d is taken", it.ID)
 	}
