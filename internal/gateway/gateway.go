@@ -152,14 +152,16 @@ func New(o *Options) *Server {
 // MaxBody bounds a request body, but for a message's.
 const MaxBody = 1 << 20
 
-// MaxMessageBody bounds the body of POST /v1/sessions/{agent}/{key}/messages,
-// which may carry images (base64, at most 5 MiB each).
+// MaxMessageBody bounds the body of a message, which may carry images
+// (base64, at most 5 MiB each): POST /v1/sessions/{agent}/{key}/messages
+// and POST /v1/chat/completions.
 const MaxMessageBody = 16 << 20
 
 // bodyLimit returns the body limit of r: MaxMessageBody for a message,
 // general for everything else.
 func bodyLimit(r *http.Request, general int64) int64 {
-	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/messages") {
+	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" ||
+		strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/messages")) {
 		return MaxMessageBody
 	}
 	return general
