@@ -147,8 +147,12 @@ func TestGatewayTCP(t *testing.T) {
 	if r := request(t, "GET", base+"/v1/agents", "", auth, "Host: localhost.evil.com"); r.status != 403 {
 		t.Errorf("foreign Host: %d %s", r.status, r.body)
 	}
-	// A body over the limit.
-	if r := request(t, "POST", base+"/v1/sessions/tester/k/messages", `{"text":"`+strings.Repeat("x", 1<<20)+`"}`, auth); r.status != 413 || !strings.Contains(r.body, "too_large") {
+	// Bodies over the limits: a message's (16 MiB, for images) and every
+	// other route's (1 MiB).
+	if r := request(t, "POST", base+"/v1/sessions/tester/k/messages", `{"text":"`+strings.Repeat("x", 16<<20)+`"}`, auth); r.status != 413 || !strings.Contains(r.body, "too_large") {
+		t.Errorf("large message: %d %s", r.status, r.body)
+	}
+	if r := request(t, "POST", base+"/v1/approvals/x/deny", `{"reason":"`+strings.Repeat("x", 1<<20)+`"}`, auth); r.status != 413 || !strings.Contains(r.body, "too_large") {
 		t.Errorf("large body: %d %s", r.status, r.body)
 	}
 
