@@ -23,8 +23,9 @@ func (f *frame) size() int { return len(f.pre) + len(f.body) }
 // conn is one WebSocket connection. While it is idle it has one goroutine,
 // its read loop; a writer goroutine exists only while frames wait.
 type conn struct {
-	h  *Handler
-	ws *websocket.Conn
+	h    *Handler
+	ws   *websocket.Conn
+	cork *corkWriter // under ws; nil if the upgrade did not go through smallBuffers
 
 	mu           sync.Mutex
 	subs         []*sub  // nil until the first subscription
@@ -176,6 +177,11 @@ func (c *conn) writeLoop() {
 		batch := c.queue
 		c.queue = nil
 		c.mu.Unlock()
+		// Several frames queued: one write for all of them.
+		corked := len(batch) > 1 && c.cork != nil
+		if corked {
+			c.cork.cork()
+		}
 		for i := range batch {
 			f := &batch[i]
 			msg := f.body
@@ -201,9 +207,21 @@ func (c *conn) writeLoop() {
 			if c.closing {
 				c.writing = false
 				c.mu.Unlock()
+				if corked {
+					c.cork.uncork()
+				}
 				return
 			}
 			c.mu.Unlock()
+		}
+		if corked {
+			if err := c.cork.uncork(); err != nil {
+				c.mu.Lock()
+				c.closeLocked(websocket.StatusAbnormalClosure, "")
+				c.writing = false
+				c.mu.Unlock()
+				return
+			}
 		}
 	}
 }

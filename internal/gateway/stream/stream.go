@@ -297,7 +297,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", ErrClosed.Error())
 		return
 	}
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
+	var cw *corkWriter
+	ws, err := websocket.Accept(smallBuffers{w, &cw}, r, &websocket.AcceptOptions{
 		// The gateway's middleware has checked Host and Origin (and
 		// authentication) before the request gets here; a second,
 		// stricter Origin check here would refuse what it allowed.
@@ -310,7 +311,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(h.o.MaxMessageBytes)
-	c := &conn{h: h, ws: ws, nextPing: time.Now().UnixNano() + int64(h.o.PingInterval)}
+	c := &conn{h: h, ws: ws, cork: cw, nextPing: time.Now().UnixNano() + int64(h.o.PingInterval)}
 	if !h.hub.addConn(c) {
 		ws.Close(StatusShutdown, ReasonShutdown)
 		return
