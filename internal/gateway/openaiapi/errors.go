@@ -84,6 +84,9 @@ func (h *handler) fromRuntime(err error) *apiError {
 	switch {
 	case errors.Is(err, runtime.ErrUnknownAgent):
 		return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found", message: "the agent does not exist"}
+	case errors.Is(err, runtime.ErrBadImage):
+		// The reason is the image checker's: types, sizes and counts.
+		return invalid("messages", "an image of the last user message was refused: %s", safeReason(err.Error()))
 	case errors.Is(err, runtime.ErrEmptyInput):
 		return invalid("messages", "the last user message is empty")
 	case errors.Is(err, runtime.ErrBadAddress):

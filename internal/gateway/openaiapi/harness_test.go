@@ -66,6 +66,9 @@ match ^long
 chunks 5
 say one two three four five six seven eight nine ten
 
+match (?m)^picture
+say I see {{images}} image(s).
+
 match *
 usage 7 3
 say You said: {{last_user}}

@@ -82,8 +82,13 @@ type clientResult struct {
 		Role    string `json:"role"`
 		Deltas  string `json:"deltas"`
 	} `json:"helper"`
+	Image struct {
+		Content string `json:"content"`
+		Finish  string `json:"finish"`
+	} `json:"image"`
 	UnknownModel clientFailure `json:"unknownModel"`
 	Tools        clientFailure `json:"tools"`
+	ImageURL     clientFailure `json:"imageURL"`
 	FailedTurn   clientFailure `json:"failedTurn"`
 	FailedStream clientFailure `json:"failedStream"`
 }
@@ -178,6 +183,10 @@ func TestOfficialClient(t *testing.T) {
 		t.Errorf("stream helper %+v", h)
 	}
 
+	if got.Image.Content != "I see 1 image(s)." || got.Image.Finish != "stop" {
+		t.Errorf("image %+v, want the model to see 1 image", got.Image)
+	}
+
 	status := func(c clientFailure) int {
 		if c.Status == nil {
 			return 0
@@ -193,6 +202,7 @@ func TestOfficialClient(t *testing.T) {
 	}{
 		{"unknown model", got.UnknownModel, "NotFoundError", "model_not_found", "model"},
 		{"tools", got.Tools, "BadRequestError", "unsupported_parameter", "tools"},
+		{"image URL", got.ImageURL, "BadRequestError", "unsupported_parameter", "messages[0].content[1]"},
 		{"failed turn", got.FailedTurn, "InternalServerError", "turn_failed", ""},
 		{"failed stream", got.FailedStream, "APIError", "turn_failed", ""},
 	} {
@@ -200,8 +210,11 @@ func TestOfficialClient(t *testing.T) {
 			t.Errorf("%s: %+v, want %s %s", c.name, c.got, c.class, c.code)
 		}
 	}
-	if status(got.UnknownModel) != 404 || status(got.Tools) != 400 || status(got.FailedTurn) != 502 {
-		t.Errorf("statuses %d %d %d", status(got.UnknownModel), status(got.Tools), status(got.FailedTurn))
+	if status(got.UnknownModel) != 404 || status(got.Tools) != 400 || status(got.ImageURL) != 400 || status(got.FailedTurn) != 502 {
+		t.Errorf("statuses %d %d %d %d", status(got.UnknownModel), status(got.Tools), status(got.ImageURL), status(got.FailedTurn))
+	}
+	if !strings.Contains(got.ImageURL.Message, "image URLs are not fetched") {
+		t.Errorf("image URL refused with %q", got.ImageURL.Message)
 	}
 
 	// The client retries 5xx answers unless told not to: the failed turn

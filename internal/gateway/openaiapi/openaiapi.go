@@ -14,6 +14,10 @@
 // messages as a short transcript followed by the last user message; the
 // response's X-Agentd-Session header gives the key to continue it.
 //
+// Images come as image_url content parts holding data: URLs (agentd fetches
+// no URL on a client's behalf). The last user message's images are sent
+// with it; a new session's transcript mentions earlier ones as "[image]".
+//
 // The agent decides how it calls its model: sampling parameters
 // (temperature, top_p, max_tokens, stop, seed, ...) are ignored, and the
 // client's tools are refused (the agent has its own). Authentication is
@@ -63,9 +67,15 @@ type Options struct {
 	// Created is the creation time reported for every model; zero: the
 	// time New was called.
 	Created time.Time
-	// MaxBody bounds a request body (default 1 MiB).
+	// MaxBody bounds a request body (default DefaultMaxBody).
 	MaxBody int64
 }
+
+// DefaultMaxBody is the default bound of a request body: 16 MiB, room for a
+// message's images (each at most model.MaxImageBytes, base64). It is the
+// gateway's limit for a message (gateway.MaxMessageBody), kept here as its
+// own constant so that this package does not depend on the gateway.
+const DefaultMaxBody = 16 << 20
 
 type handler struct {
 	rt      Runtime
@@ -88,7 +98,7 @@ func New(rt Runtime, agents Agents, o *Options) http.Handler {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.maxBody <= 0 {
-		h.maxBody = 1 << 20
+		h.maxBody = DefaultMaxBody
 	}
 	created := opts.Created
 	if created.IsZero() {
@@ -207,7 +217,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		key = newKey(req.model, idem)
 	}
 	in := runtime.Input{Session: req.model + "/" + KeyPrefix + key, Text: inputText(req.messages, continued),
-		Source: Source, IdempotencyKey: idem}
+		Images: req.images, Source: Source, IdempotencyKey: idem}
 	c := &completion{h: h, w: w, r: r, req: req, key: key, created: time.Now().Unix()}
 	if req.stream {
 		c.stream(in)
@@ -232,7 +242,8 @@ func newKey(agentID, idem string) string {
 // inputText is what the agent receives: the last user message, preceded by
 // what the session does not hold yet. A continued session holds the
 // earlier conversation, so only system messages after the last assistant
-// message are new; a new session gets every earlier message.
+// message are new; a new session gets every earlier message, an image in
+// one as "[image]" (only the last message's images are sent).
 func inputText(msgs []message, continued bool) string {
 	last := msgs[len(msgs)-1].text
 	prior := msgs[:len(msgs)-1]
@@ -264,7 +275,7 @@ func inputText(msgs []message, continued bool) string {
 	}
 	n := 0
 	for _, m := range prior {
-		if strings.TrimSpace(m.text) == "" {
+		if strings.TrimSpace(m.shown) == "" {
 			continue
 		}
 		if n == 0 {
@@ -272,10 +283,10 @@ func inputText(msgs []message, continued bool) string {
 		}
 		n++
 		if onlySystem {
-			b.WriteString(m.text + "\n")
+			b.WriteString(m.shown + "\n")
 			continue
 		}
-		b.WriteString("<" + m.role + ">\n" + m.text + "\n</" + m.role + ">\n")
+		b.WriteString("<" + m.role + ">\n" + m.shown + "\n</" + m.role + ">\n")
 	}
 	if n == 0 {
 		return last

@@ -401,8 +401,6 @@ func TestErrors(t *testing.T) {
 		{name: "content a number", body: `{"model":"assistant","messages":[{"role":"user","content":7}]}`, status: 400, param: "messages[0].content"},
 		{name: "part without type", body: `{"model":"assistant","messages":[{"role":"user","content":[{"text":"hi"}]}]}`, status: 400, param: "messages[0].content[0].type"},
 		{name: "text part not a string", body: `{"model":"assistant","messages":[{"role":"user","content":[{"type":"text","text":1}]}]}`, status: 400, param: "messages[0].content[0]"},
-		{name: "image", body: `{"model":"assistant","messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`,
-			status: 400, param: "messages[0].content[1]", code: "unsupported_parameter", msg: "images are not supported yet"},
 		{name: "audio", body: `{"model":"assistant","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`, status: 400, param: "messages[0].content[0]", code: "unsupported_parameter"},
 		{name: "tools", body: `{"model":"assistant",` + user + `,"tools":[{"type":"function","function":{"name":"f"}}]}`, status: 400, param: "tools", code: "unsupported_parameter", msg: "own tools"},
 		{name: "functions", body: `{"model":"assistant",` + user + `,"functions":[{"name":"f"}]}`, status: 400, param: "functions", code: "unsupported_parameter"},
@@ -418,7 +416,7 @@ func TestErrors(t *testing.T) {
 		{name: "user with control", body: `{"model":"assistant",` + user + `,"user":"a\u0001b"}`, status: 400, param: "user"},
 		{name: "user too long", body: `{"model":"assistant",` + user + `,"user":"` + strings.Repeat("u", 300) + `"}`, status: 400, param: "user"},
 		{name: "idempotency key too long", body: `{"model":"assistant",` + user + `}`, headers: []string{"Idempotency-Key", strings.Repeat("k", 300)}, status: 400},
-		{name: "too large", body: `{"model":"assistant","messages":[{"role":"user","content":"` + strings.Repeat("x", 1<<20) + `"}]}`, status: 413, code: "request_too_large"},
+		{name: "too large", body: `{"model":"assistant","messages":[{"role":"user","content":"` + strings.Repeat("x", openaiapi.DefaultMaxBody) + `"}]}`, status: 413, code: "request_too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.post(t, tc.body, tc.headers...)

@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"unicode/utf8"
+
+	"agentd/internal/model"
 )
 
 // chatRequest is the part of a Chat Completions request agentd reads.
@@ -46,9 +49,17 @@ type wireMessage struct {
 }
 
 type wirePart struct {
-	Type    string          `json:"type"`
-	Text    json.RawMessage `json:"text"`
-	Refusal json.RawMessage `json:"refusal"`
+	Type     string          `json:"type"`
+	Text     json.RawMessage `json:"text"`
+	Refusal  json.RawMessage `json:"refusal"`
+	ImageURL json.RawMessage `json:"image_url"`
+}
+
+// wireImageURL is the image_url of an image part. Detail is accepted and
+// ignored: the agent's model client decides how an image is sent.
+type wireImageURL struct {
+	URL    json.RawMessage `json:"url"`
+	Detail json.RawMessage `json:"detail"`
 }
 
 // Message roles after decoding: developer messages are system messages.
@@ -58,10 +69,15 @@ const (
 	roleAssistant = "assistant"
 )
 
-// message is one message of the request as text.
+// message is one message of the request: its text parts joined, and its
+// images (user messages only).
 type message struct {
 	role string
 	text string
+	// shown is the message as a transcript gives it: text with "[image]"
+	// where each image was, as the images of earlier messages are not sent.
+	shown  string
+	images []model.Image
 }
 
 // request is a decoded, valid request.
@@ -70,7 +86,8 @@ type request struct {
 	stream       bool
 	includeUsage bool
 	user         string
-	messages     []message // the last is the user's
+	messages     []message     // the last is the user's
+	images       []model.Image // the last message's: the only ones sent
 }
 
 // decodeRequest reads and checks a Chat Completions request. Unknown fields
@@ -154,49 +171,54 @@ func (req *chatRequest) check() (*request, *apiError) {
 		default:
 			return nil, invalid(param+".role", "%s: unknown role %q", param, clip(m.Role, 40))
 		}
-		text, err := content(m.Content, param+".content")
+		msg, err := content(m.Content, param+".content", role == roleUser)
 		if err != nil {
 			return nil, err
 		}
 		if role != roleAssistant && (len(m.Content) == 0 || isNull(m.Content)) {
 			return nil, invalid(param+".content", "%s: content is required", param)
 		}
-		out.messages = append(out.messages, message{role: role, text: text})
+		msg.role = role
+		out.messages = append(out.messages, msg)
 	}
 	last := out.messages[len(out.messages)-1]
 	if last.role != roleUser || strings.TrimSpace(last.text) == "" {
-		return nil, invalid("messages", "the last message must be a user message with text")
+		return nil, invalid("messages", "the last message must be a user message with text (images go with text)")
 	}
+	out.images = last.images
 	return out, nil
 }
 
 // content reads a message's content: a string, or an array of parts whose
-// text parts are joined.
-func content(raw json.RawMessage, param string) (string, *apiError) {
+// text parts are joined and whose image parts (allowed when images is
+// true) are decoded and checked.
+func content(raw json.RawMessage, param string, images bool) (message, *apiError) {
 	if len(raw) == 0 || isNull(raw) {
-		return "", nil
+		return message{}, nil
 	}
 	switch raw[0] {
 	case '"':
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", invalid(param, "%s: not a valid string", param)
+			return message{}, invalid(param, "%s: not a valid string", param)
 		}
-		return s, nil
+		return message{text: s, shown: s}, nil
 	case '[':
 	default:
-		return "", invalid(param, "%s must be a string or an array of content parts", param)
+		return message{}, invalid(param, "%s must be a string or an array of content parts", param)
 	}
 	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", invalid(param, "%s must be a string or an array of content parts", param)
+		return message{}, invalid(param, "%s must be a string or an array of content parts", param)
 	}
+	var m message
 	texts := make([]string, 0, len(parts))
+	shown := make([]string, 0, len(parts))
 	for j, p := range parts {
 		pp := fmt.Sprintf("%s[%d]", param, j)
 		var part wirePart
 		if len(p) == 0 || p[0] != '{' || json.Unmarshal(p, &part) != nil {
-			return "", invalid(pp, "%s must be an object with a type", pp)
+			return message{}, invalid(pp, "%s must be an object with a type", pp)
 		}
 		var field json.RawMessage
 		switch part.Type {
@@ -204,24 +226,96 @@ func content(raw json.RawMessage, param string) (string, *apiError) {
 			field = part.Text
 		case "refusal":
 			field = part.Refusal
-		case "image_url", "image", "input_image":
-			return "", unsupported(pp, "images are not supported yet")
+		case "image_url":
+			if !images {
+				return message{}, invalid(pp, "%s: only user messages may hold images", pp)
+			}
+			if len(m.images) == model.MaxImages {
+				return message{}, invalid(pp, "%s: more than %d images in one message", pp, model.MaxImages)
+			}
+			img, err := imagePart(part.ImageURL, pp)
+			if err != nil {
+				return message{}, err
+			}
+			m.images = append(m.images, img)
+			shown = append(shown, "[image]")
+			continue
+		case "image", "input_image":
+			return message{}, invalid(pp+".type", "%s: send an image as an image_url part: {\"type\": \"image_url\", \"image_url\": {\"url\": \"data:image/png;base64,...\"}}", pp)
 		case "input_audio", "audio":
-			return "", unsupported(pp, "audio is not supported yet")
+			return message{}, unsupported(pp, "audio is not supported yet")
 		case "file", "input_file":
-			return "", unsupported(pp, "files are not supported yet")
+			return message{}, unsupported(pp, "files are not supported yet")
 		case "":
-			return "", invalid(pp+".type", "%s: type is required", pp)
+			return message{}, invalid(pp+".type", "%s: type is required", pp)
 		default:
-			return "", invalid(pp+".type", "%s: unknown content part type %q", pp, clip(part.Type, 40))
+			return message{}, invalid(pp+".type", "%s: unknown content part type %q", pp, clip(part.Type, 40))
 		}
 		var s string
 		if len(field) == 0 || field[0] != '"' || json.Unmarshal(field, &s) != nil {
-			return "", invalid(pp, "%s: a %s part needs a string %s", pp, part.Type, part.Type)
+			return message{}, invalid(pp, "%s: a %s part needs a string %s", pp, part.Type, part.Type)
 		}
 		texts = append(texts, s)
+		shown = append(shown, s)
 	}
-	return strings.Join(texts, "\n"), nil
+	m.text = strings.Join(texts, "\n")
+	m.shown = strings.Join(shown, "\n")
+	return m, nil
+}
+
+// imagePart decodes the image_url of an image part at param: a data: URL
+// holding standard, padded base64 of a PNG, JPEG, GIF or WebP image that
+// model.CheckImage accepts. agentd fetches no URL on a client's behalf.
+func imagePart(raw json.RawMessage, param string) (model.Image, *apiError) {
+	var iu wireImageURL
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &iu) != nil {
+		return model.Image{}, invalid(param, "%s: image_url must be an object with a url", param)
+	}
+	var u string
+	if len(iu.URL) == 0 || iu.URL[0] != '"' || json.Unmarshal(iu.URL, &u) != nil || u == "" {
+		return model.Image{}, invalid(param, "%s: image_url.url must be a data: URL (data:image/png;base64,...)", param)
+	}
+	if !emptyJSON(iu.Detail) {
+		var d string
+		if json.Unmarshal(iu.Detail, &d) != nil || d != "auto" && d != "low" && d != "high" {
+			return model.Image{}, invalid(param, "%s: image_url.detail must be auto, low or high", param)
+		}
+	}
+	scheme, rest, ok := strings.Cut(u, ":")
+	scheme = strings.ToLower(scheme)
+	switch {
+	case ok && (scheme == "http" || scheme == "https"):
+		return model.Image{}, unsupported(param, "%s: image URLs are not fetched; send the image as a data: URL", param)
+	case !ok || scheme != "data":
+		return model.Image{}, invalid(param, "%s: image_url.url must be a data: URL (data:image/png;base64,...)", param)
+	}
+	// data:<type>[;<parameter>...];base64,<data>
+	head, data, ok := strings.Cut(rest, ",")
+	params := strings.Split(head, ";")
+	if !ok || len(params) < 2 || !strings.EqualFold(params[len(params)-1], "base64") {
+		return model.Image{}, invalid(param, "%s: the data: URL must be base64: data:<type>;base64,<data>", param)
+	}
+	mime := strings.ToLower(strings.TrimSpace(params[0]))
+	if mime == "image/jpg" {
+		mime = "image/jpeg" // a common misspelling
+	}
+	if !model.SupportedImageType(mime) {
+		return model.Image{}, invalid(param, "%s: image type %q is not supported (want image/png, image/jpeg, image/gif or image/webp)", param, clip(mime, 40))
+	}
+	// An image too large is refused before it is decoded (the decoder
+	// skips line breaks).
+	if len(data)-strings.Count(data, "\n")-strings.Count(data, "\r") > base64.StdEncoding.EncodedLen(model.MaxImageBytes) {
+		return model.Image{}, invalid(param, "%s: the image is larger than %d bytes", param, model.MaxImageBytes)
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return model.Image{}, invalid(param, "%s: the image data is not valid base64 (standard alphabet, padded with =)", param)
+	}
+	img := model.Image{MIMEType: mime, Data: b}
+	if err := model.CheckImage(img); err != nil {
+		return model.Image{}, invalid(param, "%s: %s", param, safeReason(err.Error()))
+	}
+	return img, nil
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(raw, []byte("null")) }

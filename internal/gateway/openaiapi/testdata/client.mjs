@@ -6,8 +6,9 @@
 // baseURL is the API root, such as http://127.0.0.1:7420/v1. It lists the
 // models; sends a message without a session and continues the session the
 // answer names (X-Agentd-Session); streams an answer chunk by chunk; streams
-// one with the client's accumulating helper; and makes three requests that
-// must fail: an unknown model, client tools, and a turn whose model fails.
+// one with the client's accumulating helper; sends a small PNG image as a
+// data: URL; and makes requests that must fail: an unknown model, client
+// tools, an image given by its http URL, and a turn whose model fails.
 //
 // `import OpenAI from "openai"` resolves from this file's directory up, so
 // run it from a directory whose node_modules (or a parent's) holds openai:
@@ -101,12 +102,36 @@ out.model = await client.models.retrieve(model).then((m) => m.id);
   out.helper = { content: final.choices[0].message.content, finish: final.choices[0].finish_reason, role: final.choices[0].message.role, deltas };
 }
 
+// An image, as a data: URL (a 1×1 PNG).
+const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+{
+  const r = await client.chat.completions.create({
+    model,
+    messages: [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "picture from node" },
+          { type: "image_url", image_url: { url: `data:image/png;base64,${png}`, detail: "low" } },
+        ],
+      },
+    ],
+  });
+  out.image = { content: r.choices[0].message.content, finish: r.choices[0].finish_reason };
+}
+
 out.unknownModel = await failure(() => client.chat.completions.create({ model: "no-such-agent", messages: [{ role: "user", content: "hi" }] }));
 out.tools = await failure(() =>
   client.chat.completions.create({
     model,
     messages: [{ role: "user", content: "hi" }],
     tools: [{ type: "function", function: { name: "f", parameters: { type: "object" } } }],
+  }),
+);
+out.imageURL = await failure(() =>
+  client.chat.completions.create({
+    model,
+    messages: [{ role: "user", content: [{ type: "text", text: "picture" }, { type: "image_url", image_url: { url: "https://example.com/cat.png" } }] }],
   }),
 );
 out.failedTurn = await failure(() => client.chat.completions.create({ model, messages: [{ role: "user", content: "fail from node" }] }));
