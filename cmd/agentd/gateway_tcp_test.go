@@ -33,7 +33,7 @@ func serveListen(t *testing.T, dir, addr string, env ...string) (*daemon, string
 	}
 	go func() { d.exited <- cmd.Wait() }()
 	t.Cleanup(d.kill)
-	re := regexp.MustCompile(`listening on (https?://\S+) \(token: `)
+	re := regexp.MustCompile(`listening on (https?://\S+) \(API and web console; token: `)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if m := re.FindStringSubmatch(d.out.String()); m != nil {

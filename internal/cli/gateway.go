@@ -224,7 +224,7 @@ func serveAPI(ctx context.Context, srv *gateway.Server, sock string, tcp *tcpSer
 				if tcp.tokens.Fixed() {
 					where = "$" + gateway.TokenEnv
 				}
-				out.printf("listening on %s://%s (token: %s)\n", scheme, a, where)
+				out.printf("listening on %s://%s (API and web console; token: %s)\n", scheme, a, where)
 				if scheme == "http" && !gateway.IsLoopback(tcp.addr) {
 					out.printf("warning: %s is reachable from other machines over plain http: the token crosses the network unencrypted; set gateway.tls_cert and tls_key, or put a TLS proxy in front\n", tcp.addr)
 				}
