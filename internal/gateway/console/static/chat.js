@@ -234,6 +234,9 @@ class ChatView {
   setState(s) {
     this.state = s || '';
     fill(this.stateBadge, this.state ? badge(this.running ? 'running' : this.state) : null);
+    // The session's row in the list follows too.
+    const row = this.sessList && this.sessList.querySelector('a.current .sess-meta');
+    if (row && row.firstChild && this.state) row.firstChild.replaceWith(badge(this.running ? 'running' : this.state));
     this.stopBtn.hidden = !this.running && this.state !== 'active';
     this.input.disabled = this.state === 'closed';
     this.sendBtn.disabled = this.state === 'closed';
