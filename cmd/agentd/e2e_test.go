@@ -140,7 +140,9 @@ func (s *syncBuffer) String() string {
 // serve starts agentd serve and waits until its socket accepts.
 func serve(t *testing.T, dir string, env ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(agentdBin, "--data", dir, "serve")
+	// The local socket only: tests run many daemons at once, and the
+	// gateway's tests choose their own addresses.
+	cmd := exec.Command(agentdBin, "--data", dir, "serve", "--listen", "off")
 	cmd.Env = append(os.Environ(), env...)
 	d := &daemon{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = d.out, d.out

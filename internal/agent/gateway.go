@@ -28,6 +28,12 @@ type Gateway struct {
 	// absolute); with both set the API is served over HTTPS.
 	TLSCert string `yaml:"tls_cert" json:"tls_cert,omitempty"`
 	TLSKey  string `yaml:"tls_key" json:"tls_key,omitempty"`
+	// RemoteAdmin lets requests over TCP change what runs on this machine:
+	// write agent definitions, add or remove MCP servers (which start
+	// commands), generate or import agents' keys. Off by default: over
+	// TCP the token then chats, approves, reads and resets; the local
+	// socket and the files do the rest.
+	RemoteAdmin bool `yaml:"remote_admin" json:"remote_admin,omitempty"`
 }
 
 // Gateway settings.

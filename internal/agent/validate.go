@@ -185,7 +185,8 @@ func (c *checker) servers(p string, m map[string]MCPServer) {
 		}
 		if s.URL != "" {
 			if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				c.add(sp+".url", "must be an http:// or https:// URL, got %q", s.URL)
+				// The value is not repeated: a URL may carry credentials.
+				c.add(sp+".url", "must be an http:// or https:// URL with a host")
 			}
 		}
 		for i, v := range s.PassEnv {

@@ -167,7 +167,8 @@ func (e *env) gatewayTCP(dir string, cfg *agent.Config, listen *string, log *slo
 	}
 	s.tokens = t
 	s.opts = gateway.TCPOptions{
-		Auth:    gateway.AuthOptions{Tokens: t, AllowedHosts: g.AllowedHosts, CORSOrigins: g.CORSOrigins, MaxBody: int64(g.MaxBody)},
+		Auth: gateway.AuthOptions{Tokens: t, AllowedHosts: g.AllowedHosts, CORSOrigins: g.CORSOrigins, MaxBody: int64(g.MaxBody),
+			RemoteAdmin: g.RemoteAdmin},
 		TLSCert: dataPath(dir, g.TLSCert), TLSKey: dataPath(dir, g.TLSKey),
 	}
 	return s, nil
@@ -230,8 +231,9 @@ func serveAPI(ctx context.Context, srv *gateway.Server, sock string, tcp *tcpSer
 				}
 			})
 			if err != nil && !tcp.explicit && errors.Is(err, syscall.EADDRINUSE) {
-				out.printf("warning: %s is in use (another agentd?); serving the unix socket only. Choose another address with --listen or gateway.listen\n", tcp.addr)
-				return nil
+				// Not a quiet fallback: whatever holds the port would get the
+				// console's logins and the clients' tokens.
+				return fmt.Errorf("%s is in use (another agentd, or another program: clients that expect agentd there would send it their token); choose another address with --listen or gateway.listen, or --listen off for the local socket only: %w", tcp.addr, err)
 			}
 			return err
 		})

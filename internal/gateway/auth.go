@@ -14,11 +14,9 @@ package gateway
 
 import (
 	"agentd/internal/hostheader"
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +29,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,17 +137,14 @@ type Tokens struct {
 
 // tokenState is one version of the token.
 type tokenState struct {
-	token  string
-	sum    [sha256.Size]byte // of token, for comparisons that do not leak its length
-	cookie string            // hex HMAC-SHA256(token, cookieMessage)
-	fi     fs.FileInfo       // the file this was read from; nil for a fixed token
-	err    error             // not nil: no valid token, every request is refused
+	token string
+	sum   [sha256.Size]byte // of token, for comparisons that do not leak its length
+	fi    fs.FileInfo       // the file this was read from; nil for a fixed token
+	err   error             // not nil: no valid token, every request is refused
 }
 
 func newTokenState(token string, fi fs.FileInfo) *tokenState {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte(cookieMessage))
-	return &tokenState{token: token, sum: sha256.Sum256([]byte(token)), cookie: hex.EncodeToString(m.Sum(nil)), fi: fi}
+	return &tokenState{token: token, sum: sha256.Sum256([]byte(token)), fi: fi}
 }
 
 // OpenTokens returns the token of the data directory dataDir: o.Fixed, or
@@ -378,6 +374,23 @@ type AuthOptions struct {
 	// (0: 10 per second, burst 20).
 	FailRate  float64
 	FailBurst int
+	// PreAuthTimeout bounds how long a request may take to arrive, body
+	// included, before it is authenticated (0: 10s).
+	PreAuthTimeout time.Duration
+	// RemoteAdmin serves the routes that change what runs on this machine
+	// (AdminRoutes); without it they answer 403 over TCP.
+	RemoteAdmin bool
+}
+
+// AdminRoutes change what runs on this machine: agent definitions (which
+// name MCP server commands), MCP servers, agents' keys. Over TCP they need
+// AuthOptions.RemoteAdmin besides the token.
+var AdminRoutes = []string{
+	"PUT /v1/agents/{id}",
+	"POST /v1/agents/{id}/key",
+	"PUT /v1/agents/{id}/key",
+	"POST /v1/mcp/servers",
+	"DELETE /v1/mcp/servers/{name}",
 }
 
 // Default limits of failed authentication.
@@ -403,6 +416,11 @@ func (s *Server) Protect(o *AuthOptions) http.Handler {
 		hosts: newHostCheck(opts.Listen, opts.AllowedHosts, s.log), cors: map[string]bool{}}
 	if a.maxBody <= 0 || a.maxBody > MaxBody {
 		a.maxBody = MaxBody
+	}
+	a.admin, a.mux = opts.RemoteAdmin, s.mux
+	a.preAuth = opts.PreAuthTimeout
+	if a.preAuth <= 0 {
+		a.preAuth = preAuthRead
 	}
 	for _, c := range opts.CORSOrigins {
 		n, err := agent.NormalizeOrigin(c)
@@ -431,16 +449,34 @@ type auth struct {
 	hosts   *hostCheck
 	cors    map[string]bool
 	maxBody int64
+	preAuth time.Duration
 	limit   *limiter
+	revoked revocations
+	admin   bool
+	mux     *routeMux
+}
+
+// state is the current token, nil if there is none.
+func (a *auth) state() *tokenState {
+	if a.tokens == nil {
+		return nil
+	}
+	return a.tokens.state()
 }
 
 func (a *auth) refuse(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, Error{Error: msg, Code: code})
 }
 
+// preAuthRead is the default AuthOptions.PreAuthTimeout: nobody without
+// the token can hold a connection open by sending slowly.
+const preAuthRead = 10 * time.Second
+
 func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(a.preAuth))
 	if !a.hosts.allowed(r.Host) {
 		a.refuse(w, http.StatusForbidden, "forbidden", "host not allowed: add it to gateway.allowed_hosts")
 		return
@@ -469,6 +505,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cors {
 		h.Set("Access-Control-Allow-Origin", origins[0])
 		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Set("Access-Control-Expose-Headers", "X-Agentd-Session, Retry-After")
 	}
 	if r.Method == http.MethodOptions && len(origins) == 1 && r.Header.Get("Access-Control-Request-Method") != "" {
 		if !cors {
@@ -476,7 +513,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		h.Set("Access-Control-Allow-Headers", corsAllowHeaders(r.Header.Get("Access-Control-Request-Headers")))
 		h.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -502,13 +539,16 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ip := clientKey(r.RemoteAddr)
-	if retry, ok := a.limit.allow(ip, time.Now()); !ok {
-		a.tooMany(w, retry)
-		return
-	}
+	// The right credential is never refused, even from an address that is
+	// being limited (everyone behind one proxy shares an address); wrong
+	// ones from it are answered 429 without being told apart.
 	ok, presented, viaCookie := a.check(r)
 	if !ok {
+		ip := clientKey(r.RemoteAddr)
+		if retry, allowed := a.limit.allow(ip, time.Now()); !allowed {
+			a.tooMany(w, retry)
+			return
+		}
 		if presented {
 			a.failed(ip)
 		}
@@ -520,7 +560,30 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.refuse(w, http.StatusForbidden, "forbidden", "cross-site request refused")
 		return
 	}
+	if !a.admin {
+		if _, pattern := a.mux.Handler(r); slices.Contains(AdminRoutes, pattern) {
+			a.refuse(w, http.StatusForbidden, "forbidden", "this route changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true")
+			return
+		}
+	}
+	// Authenticated: uploads and streams take as long as they take.
+	rc.SetReadDeadline(time.Time{})
 	a.next.ServeHTTP(w, stripCredentials(r))
+}
+
+// corsAllowHeaders returns the request headers a configured origin may
+// send: those asked for in a preflight that are among the API's own
+// (Authorization, Content-Type, Idempotency-Key, X-Agentd-Session) or the
+// OpenAI client libraries' (X-Stainless-*).
+func corsAllowHeaders(requested string) string {
+	allowed := []string{"Authorization", "Content-Type", "Idempotency-Key", "X-Agentd-Session"}
+	for _, f := range strings.Split(requested, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if strings.HasPrefix(f, "x-stainless-") && len(f) <= 64 && strings.Trim(f, "abcdefghijklmnopqrstuvwxyz0123456789-") == "" {
+			allowed = append(allowed, f)
+		}
+	}
+	return strings.Join(allowed, ", ")
 }
 
 func (a *auth) tooMany(w http.ResponseWriter, retry time.Duration) {
@@ -555,9 +618,13 @@ func (a *auth) check(r *http.Request) (ok, presented, viaCookie bool) {
 		sum := sha256.Sum256([]byte(tok))
 		return subtle.ConstantTimeCompare(sum[:], st.sum[:]) == 1, true, false
 	}
+	now := time.Now()
 	for _, c := range r.CookiesNamed(CookieName) {
 		presented = true
-		if valid && hmac.Equal([]byte(c.Value), []byte(st.cookie)) {
+		if !valid {
+			continue
+		}
+		if nonce, _, ok := parseCookie(c.Value, st.token, now); ok && !a.revoked.revoked(nonce) {
 			return true, true, true
 		}
 	}
@@ -571,10 +638,6 @@ type LoginRequest struct {
 
 func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	ip := clientKey(r.RemoteAddr)
-	if retry, ok := a.limit.allow(ip, time.Now()); !ok {
-		a.tooMany(w, retry)
-		return
-	}
 	var req LoginRequest
 	dec := json.NewDecoder(io.LimitReader(r.Body, loginBody))
 	dec.DisallowUnknownFields()
@@ -588,17 +651,30 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := sha256.Sum256([]byte(req.Token))
 	if st == nil || st.err != nil || subtle.ConstantTimeCompare(sum[:], st.sum[:]) != 1 {
+		if retry, ok := a.limit.allow(ip, time.Now()); !ok {
+			a.tooMany(w, retry)
+			return
+		}
 		a.failed(ip)
 		a.refuse(w, http.StatusUnauthorized, "unauthorized", "invalid token")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: st.cookie, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: newCookie(st.token, time.Now()), Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(CookieMaxAge / time.Second)})
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 }
 
 func (a *auth) logout(w http.ResponseWriter, r *http.Request) {
+	// The cookie stops working here, not only in this browser.
+	if st := a.state(); st != nil && st.err == nil {
+		now := time.Now()
+		for _, c := range r.CookiesNamed(CookieName) {
+			if nonce, exp, ok := parseCookie(c.Value, st.token, now); ok && !a.revoked.revoke(nonce, exp, now) {
+				a.log.Warn("gateway: too many console logouts to remember; this one lasts until the cookie expires")
+			}
+		}
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
 	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})

@@ -12,13 +12,16 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,11 +47,17 @@ func authTokens(t testing.TB) (*gateway.Tokens, string) {
 	return tk, tok
 }
 
-// cookieFor is the console cookie value a token gives.
-func cookieFor(token string) string {
+// cookieFor is a console cookie value made with token, issued now, as
+// docs/api.md describes it: "<issued unix>.<nonce>.<hex HMAC-SHA256 keyed
+// with the token over agentd-console-v1|issued|nonce>".
+func cookieFor(token string) string { return cookieAt(token, time.Now()) }
+
+func cookieAt(token string, issued time.Time) string {
+	at := strconv.FormatInt(issued.Unix(), 10)
+	nonce := "00112233445566778899aabbccddeeff"
 	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("agentd-console-v1"))
-	return hex.EncodeToString(m.Sum(nil))
+	m.Write([]byte("agentd-console-v1|" + at + "|" + nonce))
+	return at + "." + nonce + "." + hex.EncodeToString(m.Sum(nil))
 }
 
 // authServer is a bare API (no runtime: /v1/version and /healthz answer)
@@ -549,8 +558,8 @@ func TestLoginCookie(t *testing.T) {
 		t.Fatalf("login set %d cookies", len(cs))
 	}
 	c := cs[0]
-	want := http.Cookie{Name: "agentd_console", Value: cookieFor(a.token), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode}
-	got := http.Cookie{Name: c.Name, Value: c.Value, Path: c.Path, HttpOnly: c.HttpOnly, SameSite: c.SameSite, Secure: c.Secure}
+	want := http.Cookie{Name: "agentd_console", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int(gateway.CookieMaxAge / time.Second)}
+	got := http.Cookie{Name: c.Name, Path: c.Path, HttpOnly: c.HttpOnly, SameSite: c.SameSite, Secure: c.Secure, MaxAge: c.MaxAge}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cookie (-want +got):\n%s", diff)
 	}
@@ -561,17 +570,35 @@ func TestLoginCookie(t *testing.T) {
 	if r := a.do(t, "GET", "/v1/version", h("Cookie", cookie), ""); r.status != 200 {
 		t.Errorf("with the cookie: %d", r.status)
 	}
+	// Two logins, two cookies: logging one out leaves the other.
+	other := "agentd_console=" + (&http.Response{Header: a.do(t, "POST", "/v1/auth/login", nil, `{"token":"`+a.token+`"}`).header}).Cookies()[0].Value
+	if other == cookie {
+		t.Error("two logins gave the same cookie")
+	}
 
 	r = a.do(t, "POST", "/v1/auth/logout", h("Cookie", cookie), "")
 	if cs := (&http.Response{Header: r.header}).Cookies(); r.status != 200 || len(cs) != 1 || cs[0].MaxAge >= 0 || cs[0].Value != "" {
 		t.Errorf("logout: %d %v", r.status, r.header)
+	}
+	// A copy of the logged-out cookie (another port's page kept it) no
+	// longer works.
+	refusal(t, "cookie after logout", a.do(t, "GET", "/v1/version", h("Cookie", cookie), ""), http.StatusUnauthorized, "unauthorized")
+	if r := a.do(t, "GET", "/v1/version", h("Cookie", other), ""); r.status != 200 {
+		t.Errorf("the other login after a logout: %d", r.status)
+	}
+
+	// A cookie lasts CookieMaxAge from its issue, and is not issued ahead.
+	refusal(t, "expired cookie", a.do(t, "GET", "/v1/version", h("Cookie", "agentd_console="+cookieAt(a.token, time.Now().Add(-gateway.CookieMaxAge-time.Minute))), ""), http.StatusUnauthorized, "unauthorized")
+	refusal(t, "future cookie", a.do(t, "GET", "/v1/version", h("Cookie", "agentd_console="+cookieAt(a.token, time.Now().Add(time.Hour))), ""), http.StatusUnauthorized, "unauthorized")
+	if r := a.do(t, "GET", "/v1/version", h("Cookie", "agentd_console="+cookieAt(a.token, time.Now().Add(-gateway.CookieMaxAge+time.Minute))), ""); r.status != 200 {
+		t.Errorf("a cookie near the end of its life: %d", r.status)
 	}
 
 	// Rotating the token logs every browser out.
 	if _, err := a.tokens.Rotate(); err != nil {
 		t.Fatal(err)
 	}
-	refusal(t, "cookie after rotate", a.do(t, "GET", "/v1/version", h("Cookie", cookie), ""), http.StatusUnauthorized, "unauthorized")
+	refusal(t, "cookie after rotate", a.do(t, "GET", "/v1/version", h("Cookie", other), ""), http.StatusUnauthorized, "unauthorized")
 }
 
 // A rotated or replaced token file is used from the next request on.
@@ -670,14 +697,18 @@ func TestBruteForceIsLimited(t *testing.T) {
 		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
 			t.Fatalf("guess 21: %d %v", w.Code, w.Header())
 		}
-		if w := try(attacker, tok); w.Code != http.StatusTooManyRequests {
-			t.Errorf("the right token while limited: %d, want 429 (a guess must not be confirmed)", w.Code)
+		// The right token is never refused: everyone behind one proxy (or
+		// every local user on 127.0.0.1) shares the address, and a flood of
+		// wrong guesses must not lock the owner out. Guessing stays hopeless:
+		// a token has at least 24 characters, 10 of them different.
+		if w := try(attacker, tok); w.Code != 200 {
+			t.Errorf("the right token while limited: %d, want 200", w.Code)
 		}
-		// The same from the same IPv6 /64.
+		// The same from the same IPv6 /64: wrong guesses are limited together.
 		for i := range 21 {
 			try(fmt.Sprintf("[2001:db8::%x]:1", i+1), "wrong-abcdefghijklmnopqrstuvwxyz")
 		}
-		if w := try("[2001:db8::ffff]:2", tok); w.Code != http.StatusTooManyRequests {
+		if w := try("[2001:db8::ffff]:2", "wrong-again-abcdefghijklmnopqrstuvwxyz"); w.Code != http.StatusTooManyRequests {
 			t.Errorf("another address of the same /64: %d, want 429", w.Code)
 		}
 		if w := try(neighbour, tok); w.Code != 200 {
@@ -691,8 +722,11 @@ func TestBruteForceIsLimited(t *testing.T) {
 			p.ServeHTTP(w, r)
 			return w.Code
 		}
-		if c := login(tok); c != http.StatusTooManyRequests {
-			t.Errorf("login while limited: %d", c)
+		if c := login("wrong-abcdefghijklmnopqrstuvwxyz"); c != http.StatusTooManyRequests {
+			t.Errorf("a wrong login while limited: %d", c)
+		}
+		if c := login(tok); c != 200 {
+			t.Errorf("the right login while limited: %d", c)
 		}
 
 		time.Sleep(time.Second) // refills 10
@@ -961,4 +995,64 @@ func ExampleServer_Protect() {
 	// Output:
 	// 401 {"error":"missing or invalid token: send the header Authorization: Bearer followed by the token (agentd token prints it)","code":"unauthorized"}
 	// 200 {"version":"v1"}
+}
+
+// Without the token, a request that arrives slowly is cut off: nobody can
+// hold connections open by trickling a body (or a login) in.
+func TestSlowUnauthenticatedRequest(t *testing.T) {
+	a := newAuthServer(t, &gateway.AuthOptions{PreAuthTimeout: 300 * time.Millisecond})
+	for _, path := range []string{"/v1/auth/login", "/v1/agents/x/reload"} {
+		conn, err := net.Dial("tcp", a.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1:7420\r\nContent-Length: 100000\r\n\r\n{", path)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		// The server answers or hangs up well before our own deadline.
+		if _, err := io.ReadAll(conn); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Errorf("%s: the connection was held open", path)
+			}
+		}
+		conn.Close()
+	}
+	// With the token, a body may take longer than that.
+	pr, pw := io.Pipe()
+	go func() {
+		time.Sleep(600 * time.Millisecond)
+		pw.Write([]byte(`{"text":"late"}`))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", a.URL+"/v1/nothing", pr)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := a.Client().Do(req)
+	if err != nil {
+		t.Fatalf("a slow authenticated body was cut: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("slow authenticated body: %d, want the route's own 404", resp.StatusCode)
+	}
+}
+
+// A configured origin's preflight gets the headers the API and the OpenAI
+// client libraries send, and pages can read the session header.
+func TestCORSHeaders(t *testing.T) {
+	a := newAuthServer(t, &gateway.AuthOptions{CORSOrigins: []string{"http://localhost:3000"}})
+	r := a.do(t, "OPTIONS", "/v1/chat/completions", h("Origin", "http://localhost:3000", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", "authorization, content-type, x-stainless-os, x-stainless-retry-count, idempotency-key, x-evil"), "")
+	got := strings.ToLower(r.header.Get("Access-Control-Allow-Headers"))
+	for _, want := range []string{"authorization", "content-type", "idempotency-key", "x-agentd-session", "x-stainless-os", "x-stainless-retry-count"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Access-Control-Allow-Headers %q lacks %s", got, want)
+		}
+	}
+	if strings.Contains(got, "x-evil") {
+		t.Errorf("Access-Control-Allow-Headers %q allows x-evil", got)
+	}
+	r = a.do(t, "GET", "/v1/version", h("Origin", "http://localhost:3000", "Authorization", "Bearer "+a.token), "")
+	if !strings.Contains(r.header.Get("Access-Control-Expose-Headers"), "X-Agentd-Session") {
+		t.Errorf("Access-Control-Expose-Headers %q", r.header.Get("Access-Control-Expose-Headers"))
+	}
 }

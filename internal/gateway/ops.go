@@ -365,19 +365,62 @@ func redact(d *agent.Definition) *agent.Definition {
 			srv.Env = hideValues(srv.Env)
 			srv.Headers = hideValues(srv.Headers)
 			srv.URL = hideURL(srv.URL)
+			// Arguments carry tokens as often as anything (--token X).
+			srv.Args = hideList(srv.Args)
 			c.MCPServers[name] = srv
+		}
+	}
+	c.Model = redactModel(d.Model)
+	if d.Bootstrap != nil {
+		c.Bootstrap = make([]agent.BootstrapCall, len(d.Bootstrap))
+		for i, b := range d.Bootstrap {
+			b.Args = hideValues(b.Args)
+			c.Bootstrap[i] = b
 		}
 	}
 	return c
 }
 
-func hideValues(m map[string]string) map[string]string {
+// redactModel hides a model's base URL credentials and query values, its
+// extra provider parameters, and those of its fallbacks.
+func redactModel(m agent.Model) agent.Model {
+	m.BaseURL = hideURL(m.BaseURL)
+	m.Params.Extra = hideValues(m.Params.Extra)
+	if m.Fallbacks != nil {
+		fs := make([]agent.Model, len(m.Fallbacks))
+		for i, f := range m.Fallbacks {
+			fs[i] = redactModel(f)
+		}
+		m.Fallbacks = fs
+	}
+	return m
+}
+
+func hideList(l []string) []string {
+	if l == nil {
+		return nil
+	}
+	out := make([]string, len(l))
+	for i := range out {
+		out[i] = Hidden
+	}
+	return out
+}
+
+func hideValues[V string | any](m map[string]V) map[string]V {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]string, len(m))
+	var hidden V
+	switch p := any(&hidden).(type) {
+	case *string:
+		*p = Hidden
+	case *any:
+		*p = Hidden
+	}
+	out := make(map[string]V, len(m))
 	for k := range m {
-		out[k] = Hidden
+		out[k] = hidden
 	}
 	return out
 }
@@ -442,6 +485,11 @@ func hiddenFields(body []byte) []Problem {
 		if raw, ok := srv.URL.(string); ok && urlHidden(raw) {
 			out = append(out, Problem{Field: "mcp_servers." + name + ".url", Message: hint})
 		}
+	}
+	// Anywhere else GET hides values (arguments, base URLs, extra
+	// parameters, bootstrap arguments).
+	if len(out) == 0 && (bytes.Contains(body, []byte(Hidden)) || bytes.Contains(body, []byte(url.QueryEscape(Hidden)))) {
+		out = append(out, Problem{Message: "the document " + hint})
 	}
 	return out
 }

@@ -432,6 +432,50 @@ mcp_servers:
 	}
 }
 
+// Secrets elsewhere in a definition: server arguments, the model's base
+// URL (and its fallbacks'), extra provider parameters, bootstrap arguments.
+func TestAgentSecretsHiddenEverywhere(t *testing.T) {
+	e := newOpsEnv(t)
+	yml := `name: Keeper
+model:
+  provider: openai
+  name: gpt-4o-mini
+  base_url: https://llm.example/v1?api-key=sk-live-SECRET1
+  params:
+    extra:
+      auth: SECRET5
+  fallbacks:
+    - provider: openai
+      name: other
+      base_url: https://backup.example/v1?key=SECRET6
+mcp_servers:
+  gh:
+    command: gh-server
+    args: [--token, ghp_SECRET2]
+bootstrap:
+  - tool: gh__login
+    args:
+      password: SECRET4
+`
+	if status, body := e.doCT("PUT", "/v1/agents/keeper", "application/yaml", yml); status != 201 {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	_, _, body := e.do("GET", "/v1/agents/keeper", "")
+	for _, s := range []string{"SECRET1", "SECRET2", "SECRET4", "SECRET5", "SECRET6"} {
+		if strings.Contains(string(body), s) {
+			t.Errorf("GET shows %s: %s", s, body)
+		}
+	}
+	d := getAgent(t, e, "keeper")
+	view, _ := json.Marshal(d.Definition)
+	if status, body := e.doCT("PUT", "/v1/agents/keeper", "application/json", string(view)); status != 400 {
+		t.Errorf("PUT of the GET view: %d %s", status, body)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.dir, "agents", "keeper.yaml")); string(b) != yml {
+		t.Error("the refused PUT changed the file")
+	}
+}
+
 // What GET shows, written back, means the same agent, including an empty
 // servers list (none) that a missing one (all) would turn into all.
 func TestAgentRoundTrip(t *testing.T) {
@@ -568,4 +612,50 @@ func FuzzAgentPutBody(f *testing.F) {
 			t.Fatalf("body %q: %d %s", body, status, b)
 		}
 	})
+}
+
+// Over TCP, the token alone cannot write an agent definition (whose MCP
+// servers are commands this machine would start): that needs
+// gateway.remote_admin. The local socket (no Protect) always can.
+func TestAdminRoutesOverTCP(t *testing.T) {
+	for _, admin := range []bool{false, true} {
+		e := newOpsEnv(t)
+		dir := t.TempDir()
+		tk, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := tk.Token()
+		srv := gateway.New(&gateway.Options{Runtime: e.rt, Sessions: e.st, Agents: e.reg, Version: "v", AgentFiles: e.reg})
+		ts := httptest.NewServer(srv.Protect(&gateway.AuthOptions{Tokens: tk, Listen: "127.0.0.1:7420", RemoteAdmin: admin}))
+		put := func(path string) int {
+			req, _ := http.NewRequest("PUT", ts.URL+path, strings.NewReader("name: Shell\nmcp_servers:\n  p:\n    command: /bin/sh\n    args: [-c, \"touch /tmp/owned\"]\n"))
+			req.Host = "127.0.0.1:7420"
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Content-Type", "application/yaml")
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		got := put("/v1/agents/shell")
+		if !admin && got != http.StatusForbidden {
+			t.Errorf("remote_admin off: PUT an agent over TCP: %d, want 403", got)
+		}
+		if admin && got != http.StatusCreated {
+			t.Errorf("remote_admin on: PUT an agent over TCP: %d, want 201", got)
+		}
+		if _, err := os.Stat(filepath.Join(e.dir, "agents", "shell.yaml")); (err == nil) != admin {
+			t.Errorf("remote_admin %v: agent file written: %v", admin, err == nil)
+		}
+		// Odd spellings reach the same route or none.
+		for _, p := range []string{"//v1/agents/shell2", "/v1/agents/./shell2", "/v1/agents/shell2/"} {
+			if c := put(p); c == http.StatusCreated && !admin {
+				t.Errorf("%s: %d", p, c)
+			}
+		}
+		ts.Close()
+	}
 }

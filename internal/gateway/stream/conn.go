@@ -68,7 +68,7 @@ func (s *sub) deliver(f frame) {
 	}
 	f.pre = s.prefix
 	if s.replaying {
-		if len(s.held) >= c.h.o.MaxQueue || s.heldBytes+f.size() > c.h.o.MaxQueueBytes {
+		if len(s.held) >= c.h.o.MaxQueue || s.heldBytes+f.size() > c.h.o.MaxQueueBytes && s.heldBytes >= c.h.o.MaxQueueBytes/2 {
 			c.slowLocked(fmt.Sprintf("slow consumer: %d events arrived during replay", len(s.held)+1))
 			return
 		}
@@ -93,7 +93,10 @@ func (c *conn) pushLocked(f frame) bool {
 		c.slowLocked(fmt.Sprintf("slow consumer: %d events queued", c.pending))
 		return false
 	}
-	if c.pendingBytes+f.size() > o.MaxQueueBytes {
+	// One frame larger than the byte bound (an event with images) still
+	// goes to a connection whose queue is less than half full: the bound
+	// is for a reader falling behind, not for a large event.
+	if c.pendingBytes+f.size() > o.MaxQueueBytes && c.pendingBytes >= o.MaxQueueBytes/2 {
 		c.slowLocked(fmt.Sprintf("slow consumer: %d bytes queued", c.pendingBytes))
 		return false
 	}

@@ -758,3 +758,26 @@ func TestMessageRightAfterHandshake(t *testing.T) {
 		t.Errorf("got %x %s, want a pong", head, body)
 	}
 }
+
+// An event larger than the queue's byte bound (an input with images) is
+// delivered, live and in a replay, instead of closing every subscriber.
+func TestLargeEvent(t *testing.T) {
+	e := newEnv(t, &stream.Options{MaxQueue: 64, MaxQueueBytes: 64 << 10})
+	live := e.dial(t, "session=a/k")
+	if f := live.next(); f.Type != "subscribed" {
+		t.Fatalf("%+v", f)
+	}
+	e.src.commitN(t, "a/k", 1, event.Input, event.InputData{Text: strings.Repeat("y", 200<<10)})
+	if f := live.next(); f.Type != "event" || f.Kind != "input" {
+		t.Fatalf("live: %+v", f)
+	}
+	replay := e.dial(t, "session=a/k&after=0")
+	for f := replay.next(); f.Type != "replayed"; f = replay.next() {
+		if f.Type != "subscribed" && (f.Type != "event" || f.Kind != "input") {
+			t.Fatalf("replay: %+v", f)
+		}
+	}
+	if s := e.h.Stats(); s.SlowClosed != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
