@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 
 	"agentd/internal/event"
@@ -43,8 +44,15 @@ func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 		return nil, err
 	}
 	a.facade.Store(f)
-	// Over the unix socket, clients name the host "agentd".
-	facade = f.Handler(&mcpserver.HandlerOptions{AllowedHosts: []string{"localhost", "127.0.0.1", "[::1]", "agentd"}})
+	// Over the unix socket, clients name the host "agentd"; over TCP, by
+	// the names the gateway accepts (its auth layer has checked the Host
+	// and the token before /mcp is reached).
+	hosts := []string{"localhost", "127.0.0.1", "[::1]", "agentd"}
+	hosts = append(hosts, a.Config.Gateway.AllowedHosts...)
+	if h, _, err := net.SplitHostPort(a.Config.Gateway.Listen); err == nil && h != "" && h != "0.0.0.0" && h != "::" {
+		hosts = append(hosts, h)
+	}
+	facade = f.Handler(&mcpserver.HandlerOptions{AllowedHosts: hosts})
 	return gw, nil
 }
 
