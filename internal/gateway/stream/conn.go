@@ -20,6 +20,12 @@ type frame struct {
 
 func (f *frame) size() int { return len(f.pre) + len(f.body) }
 
+// cost is what f counts toward a connection's byte bound: its size, but at
+// most a quarter of the bound, so that one event larger than the bound (an
+// input with images) is delivered rather than taken for a reader falling
+// behind. A live event's bytes are shared by every connection it goes to.
+func (c *conn) cost(f *frame) int { return min(f.size(), c.h.o.MaxQueueBytes/4) }
+
 // conn is one WebSocket connection. While it is idle it has one goroutine,
 // its read loop; a writer goroutine exists only while frames wait.
 type conn struct {
@@ -68,12 +74,12 @@ func (s *sub) deliver(f frame) {
 	}
 	f.pre = s.prefix
 	if s.replaying {
-		if len(s.held) >= c.h.o.MaxQueue || s.heldBytes+f.size() > c.h.o.MaxQueueBytes && s.heldBytes >= c.h.o.MaxQueueBytes/2 {
+		if len(s.held) >= c.h.o.MaxQueue || s.heldBytes+c.cost(&f) > c.h.o.MaxQueueBytes {
 			c.slowLocked(fmt.Sprintf("slow consumer: %d events arrived during replay", len(s.held)+1))
 			return
 		}
 		s.held = append(s.held, f)
-		s.heldBytes += f.size()
+		s.heldBytes += c.cost(&f)
 		return
 	}
 	if f.seq > 0 && f.seq <= s.replayed[f.session] {
@@ -93,16 +99,13 @@ func (c *conn) pushLocked(f frame) bool {
 		c.slowLocked(fmt.Sprintf("slow consumer: %d events queued", c.pending))
 		return false
 	}
-	// One frame larger than the byte bound (an event with images) still
-	// goes to a connection whose queue is less than half full: the bound
-	// is for a reader falling behind, not for a large event.
-	if c.pendingBytes+f.size() > o.MaxQueueBytes && c.pendingBytes >= o.MaxQueueBytes/2 {
+	if c.pendingBytes+c.cost(&f) > o.MaxQueueBytes {
 		c.slowLocked(fmt.Sprintf("slow consumer: %d bytes queued", c.pendingBytes))
 		return false
 	}
 	c.queue = append(c.queue, f)
 	c.pending++
-	c.pendingBytes += f.size()
+	c.pendingBytes += c.cost(&f)
 	if !c.writing {
 		c.writing = c.h.spawn(c.writeLoop)
 	}
@@ -199,7 +202,7 @@ func (c *conn) writeLoop() {
 			err := c.ws.Write(context.Background(), websocket.MessageText, msg)
 			c.mu.Lock()
 			c.pending--
-			c.pendingBytes -= f.size()
+			c.pendingBytes -= c.cost(f)
 			if c.pending <= hi && c.pendingBytes <= hiBytes {
 				c.wakeLocked()
 			}

@@ -767,15 +767,34 @@ func TestLargeEvent(t *testing.T) {
 	if f := live.next(); f.Type != "subscribed" {
 		t.Fatalf("%+v", f)
 	}
-	e.src.commitN(t, "a/k", 1, event.Input, event.InputData{Text: strings.Repeat("y", 200<<10)})
-	if f := live.next(); f.Type != "event" || f.Kind != "input" {
-		t.Fatalf("live: %+v", f)
+	// Two events larger than the bound, each followed by small ones.
+	for range 2 {
+		e.src.commitN(t, "a/k", 1, event.Input, event.InputData{Text: strings.Repeat("y", 200<<10)})
+		e.src.commitN(t, "a/k", 3, event.Text, event.TextData{Text: "small"})
+	}
+	want := []string{"input", "text", "text", "text", "input", "text", "text", "text"}
+	var got []string
+	for len(got) < len(want) {
+		f := live.next()
+		if f.Type != "event" {
+			t.Fatalf("live: %+v", f)
+		}
+		got = append(got, f.Kind)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("live (-want +got):\n%s", diff)
 	}
 	replay := e.dial(t, "session=a/k&after=0")
+	got = nil
 	for f := replay.next(); f.Type != "replayed"; f = replay.next() {
-		if f.Type != "subscribed" && (f.Type != "event" || f.Kind != "input") {
+		if f.Type == "event" {
+			got = append(got, f.Kind)
+		} else if f.Type != "subscribed" {
 			t.Fatalf("replay: %+v", f)
 		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replay (-want +got):\n%s", diff)
 	}
 	if s := e.h.Stats(); s.SlowClosed != 0 {
 		t.Errorf("stats %+v", s)
