@@ -97,9 +97,25 @@ type result struct {
 // run runs agentd with args and returns its output and exit code.
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runEnv(t, dir, nil, args...)
+}
+
+// runEnv is run with more environment variables.
+func runEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	return runInput(t, dir, env, "", args...)
+}
+
+// runInput is runEnv with stdin.
+func runInput(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, agentdBin, append([]string{"--data", dir}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

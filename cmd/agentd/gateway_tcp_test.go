@@ -4,9 +4,6 @@ package main
 // while serving, and the refusals.
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -50,26 +47,6 @@ func serveListen(t *testing.T, dir, addr string, env ...string) (*daemon, string
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// runEnv is run with more environment variables.
-func runEnv(t *testing.T, dir string, env []string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, agentdBin, append([]string{"--data", dir}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("agentd %v: %v", args, err)
-	}
-	return result{out.String(), errb.String(), code}
 }
 
 type httpResult struct {
@@ -166,7 +143,7 @@ func TestGatewayTCP(t *testing.T) {
 	if sr.code != 0 || strings.TrimSpace(sr.stdout) != "by env" {
 		t.Errorf("send --remote with AGENTD_TOKEN: %d %q %s", sr.code, sr.stdout, sr.stderr)
 	}
-	cr := runChat(t, elsewhere, []string{"AGENTD_TOKEN=" + tok}, "hi over tcp\n/quit\n", "chat", "--remote", base, "tester")
+	cr := runInput(t, elsewhere, []string{"AGENTD_TOKEN=" + tok}, "hi over tcp\n/quit\n", "chat", "--remote", base, "tester")
 	if cr.code != 0 || !strings.Contains(cr.stdout, "hi over tcp") {
 		t.Errorf("chat --remote: %d %q %s", cr.code, cr.stdout, cr.stderr)
 	}
@@ -219,27 +196,6 @@ func TestGatewayTCP(t *testing.T) {
 			t.Errorf("agentd serve printed a token:\n%s", out)
 		}
 	}
-}
-
-// runChat is runEnv with stdin.
-func runChat(t *testing.T, dir string, env []string, stdin string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, agentdBin, append([]string{"--data", dir}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{out.String(), errb.String(), code}
 }
 
 // agentd serve refuses to start where it would not be safe, and says why.

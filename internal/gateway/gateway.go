@@ -229,6 +229,13 @@ func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// Requests end with ServeUnix (long polls would hold Shutdown).
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	defer os.Remove(path)
+	return serveUntil(ctx, hs, ln, ready)
+}
+
+// serveUntil serves ln with hs, calls ready (if not nil) once it accepts,
+// and shuts hs down (5 s for requests in flight) when ctx is done.
+func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ready func()) error {
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	if ready != nil {
@@ -241,9 +248,8 @@ func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err = hs.Shutdown(sctx)
+	err := hs.Shutdown(sctx)
 	<-done
-	os.Remove(path)
 	return err
 }
 

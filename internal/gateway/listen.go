@@ -113,19 +113,9 @@ func (s *Server) ServeTCP(ctx context.Context, addr string, o *TCPOptions, ready
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
 	}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	<-done
-	return err
+	return serveUntil(ctx, hs, ln, func() {
+		if ready != nil {
+			ready(ln.Addr())
+		}
+	})
 }

@@ -162,6 +162,10 @@ func (s *Store) eventRange(ctx context.Context, q string, session, a, b int64, h
 	return out, err
 }
 
+// contextKinds are the kinds a context is read in.
+var contextKinds = [...]event.Kind{event.Input, event.SystemMessage, event.Text, event.ToolCall,
+	event.ToolResult, event.TurnEnd, event.Summary}
+
 // kindOf returns a row's kind, sharing the strings of the kinds a context
 // holds instead of keeping one copy per row.
 func kindOf(v any) event.Kind {
@@ -172,21 +176,10 @@ func kindOf(v any) event.Kind {
 	case []byte:
 		k = string(v)
 	}
-	switch event.Kind(k) {
-	case event.Input:
-		return event.Input
-	case event.SystemMessage:
-		return event.SystemMessage
-	case event.Text:
-		return event.Text
-	case event.ToolCall:
-		return event.ToolCall
-	case event.ToolResult:
-		return event.ToolResult
-	case event.TurnEnd:
-		return event.TurnEnd
-	case event.Summary:
-		return event.Summary
+	for _, known := range contextKinds {
+		if string(known) == k {
+			return known
+		}
 	}
 	return event.Kind(k)
 }
