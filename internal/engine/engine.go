@@ -23,6 +23,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/event"
+	"agentd/internal/jsonstr"
 	"agentd/internal/model"
 	"agentd/internal/store"
 	"agentd/internal/tokens"
@@ -649,7 +650,7 @@ func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *
 func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
 	b := make([]byte, 0, len(d.Text)+48)
 	b = append(b, `{"text":`...)
-	b = strconv.AppendQuote(b, d.Text)
+	b = jsonstr.Append(b, d.Text)
 	if d.Reasoning {
 		b = append(b, `,"reasoning":true`...)
 	}

@@ -407,3 +407,24 @@ func TestStoreFailure(t *testing.T) {
 		t.Fatal("Run succeeded although nothing could be written")
 	}
 }
+
+// A live text delta is valid JSON whatever the model sent, and decodes to
+// what it sent (invalid UTF-8 as U+FFFD).
+func FuzzDeltaJSON(f *testing.F) {
+	for _, s := range []string{"", "hello ", "esc \x1b[A", "\x00\x1f\x7f", "\u2028\u2029", "bad \xff"} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, reasoning bool) {
+		b := deltaJSON(model.Delta{Text: s, Reasoning: reasoning}, 2, 3)
+		var d event.DeltaData
+		if !json.Valid(b) || json.Unmarshal(b, &d) != nil {
+			t.Fatalf("%q: %s is not valid JSON", s, b)
+		}
+		ref, _ := json.Marshal(s)
+		var want string
+		json.Unmarshal(ref, &want)
+		if d != (event.DeltaData{Text: want, Reasoning: reasoning, Step: 2, Attempt: 3}) {
+			t.Fatalf("%q: decodes as %+v", s, d)
+		}
+	})
+}

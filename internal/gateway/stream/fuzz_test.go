@@ -113,25 +113,6 @@ func FuzzParseQuery(f *testing.F) {
 	})
 }
 
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "\x00\x1f\x7f", "\xff\xfe", "é\u2028\u2029😀", "<&>"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendString([]byte("x"), s)
-		var got string
-		if err := json.Unmarshal(b[1:], &got); err != nil {
-			t.Fatalf("%q encodes as %s: %v", s, b[1:], err)
-		}
-		ref, _ := json.Marshal(s)
-		var want string
-		json.Unmarshal(ref, &want)
-		if got != want {
-			t.Fatalf("%q decodes as %q, want %q", s, got, want)
-		}
-	})
-}
-
 // An event frame is valid JSON whatever the event holds.
 func FuzzEventFrame(f *testing.F) {
 	f.Add("assistant/chat:alice", "text_delta", []byte(`{"text":"hi"}`), int64(3))

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"agentd/internal/event"
+	"agentd/internal/jsonstr"
 )
 
 // errBadMessage is wrapped by every error about a client message.
@@ -302,7 +303,7 @@ func KindName(k event.Kind) string {
 // fields of the event.
 func eventPrefix(sub string) []byte {
 	b := append([]byte(nil), `{"type":"event","sub":`...)
-	b = appendString(b, sub)
+	b = jsonstr.Append(b, sub)
 	return append(b, ',')
 }
 
@@ -319,7 +320,7 @@ func encodeEvent(quotedAddr []byte, e *event.Event) []byte {
 	b = append(b, `,"turn":`...)
 	b = strconv.AppendInt(b, e.Turn, 10)
 	b = append(b, `,"kind":`...)
-	b = appendString(b, KindName(e.Kind))
+	b = jsonstr.Append(b, KindName(e.Kind))
 	b = append(b, `,"time":"`...)
 	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
@@ -334,57 +335,7 @@ func encodeEvent(quotedAddr []byte, e *event.Event) []byte {
 	return append(b, '}')
 }
 
-func quote(s string) []byte { return appendString(nil, s) }
-
-// appendString appends s as a JSON string; invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func quote(s string) []byte { return jsonstr.Append(nil, s) }
 
 // control is a frame other than an event.
 type control struct {

@@ -1,5 +1,7 @@
 package fakellm
 
+import "agentd/internal/jsonstr"
+
 // Anthropic Messages.
 //
 // A stream is a series of named SSE events: message_start (the message with
@@ -19,7 +21,7 @@ func streamAnthropic(e *sse, ex *exchange, rp *reply, model string, id uint64) {
 	b := append(ex.out[:0], "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_fake"...)
 	b = appendUint(b, id)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
-	b = appendQuoted(b, model)
+	b = jsonstr.Append(b, model)
 	b = append(b, `,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
 	b = appendInt(b, rp.in)
 	b = append(b, `,"output_tokens":`...)
@@ -80,7 +82,7 @@ func streamAnthropic(e *sse, ex *exchange, rp *reply, model string, id uint64) {
 	for _, c := range rp.calls {
 		b = anBlockStart(b[:0], index)
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendQuoted(b, c.id.of(scratch))
+		b = jsonstr.Append(b, c.id.of(scratch))
 		b = append(b, `,"name":`...)
 		b = append(b, c.spec.nameJSON...)
 		b = append(b, `,"input":{}}}`+"\n\n"...)
@@ -120,7 +122,7 @@ func anDeltas(e *sse, b []byte, index int, head string, s []byte, k int) ([]byte
 	for piece, ok := p.next(); ok; piece, ok = p.next() {
 		b = anDelta(b[:0], index)
 		b = append(b, head...)
-		b = appendQuoted(b, piece)
+		b = jsonstr.Append(b, piece)
 		b = append(b, "}}\n\n"...)
 		if !e.send(b) {
 			return b, false
@@ -160,12 +162,12 @@ func bodyAnthropic(b []byte, ex *exchange, rp *reply, model string, id uint64) [
 	b = append(b, `{"id":"msg_fake`...)
 	b = appendUint(b, id)
 	b = append(b, `","type":"message","role":"assistant","model":`...)
-	b = appendQuoted(b, model)
+	b = jsonstr.Append(b, model)
 	b = append(b, `,"content":[`...)
 	sep := false
 	if rp.hasThink {
 		b = append(b, `{"type":"thinking","thinking":`...)
-		b = appendQuoted(b, rp.think.of(scratch))
+		b = jsonstr.Append(b, rp.think.of(scratch))
 		b = append(b, `,"signature":"`+anSignature+`"}`...)
 		sep = true
 	}
@@ -174,7 +176,7 @@ func bodyAnthropic(b []byte, ex *exchange, rp *reply, model string, id uint64) [
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"text","text":`...)
-		b = appendQuoted(b, rp.text.of(scratch))
+		b = jsonstr.Append(b, rp.text.of(scratch))
 		b = append(b, '}')
 		sep = true
 	}
@@ -183,7 +185,7 @@ func bodyAnthropic(b []byte, ex *exchange, rp *reply, model string, id uint64) [
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"tool_use","id":`...)
-		b = appendQuoted(b, c.id.of(scratch))
+		b = jsonstr.Append(b, c.id.of(scratch))
 		b = append(b, `,"name":`...)
 		b = append(b, c.spec.nameJSON...)
 		b = append(b, `,"input":`...)
@@ -203,9 +205,9 @@ func bodyAnthropic(b []byte, ex *exchange, rp *reply, model string, id uint64) [
 // anErrorBody appends an Anthropic error object.
 func anErrorBody(b []byte, typ, msg string) []byte {
 	b = append(b, `{"type":"error","error":{"type":`...)
-	b = appendQuoted(b, typ)
+	b = jsonstr.Append(b, typ)
 	b = append(b, `,"message":`...)
-	b = appendQuoted(b, msg)
+	b = jsonstr.Append(b, msg)
 	return append(b, "}}\n"...)
 }
 

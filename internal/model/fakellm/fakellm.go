@@ -27,6 +27,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"agentd/internal/jsonstr"
 )
 
 // MaxBodyBytes is the largest request body the server reads.
@@ -662,16 +664,16 @@ func modelsBody() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendQuoted(b, m)
+		b = jsonstr.Append(b, m)
 		b = append(b, `,"object":"model","type":"model","created":`...)
 		b = appendInt(b, created)
 		b = append(b, `,"created_at":"`+createdAt+`","owned_by":"fakellm","display_name":`...)
-		b = appendQuoted(b, m)
+		b = jsonstr.Append(b, m)
 		b = append(b, '}')
 	}
 	b = append(b, `],"has_more":false,"first_id":`...)
-	b = appendQuoted(b, modelNames[0])
+	b = jsonstr.Append(b, modelNames[0])
 	b = append(b, `,"last_id":`...)
-	b = appendQuoted(b, modelNames[len(modelNames)-1])
+	b = jsonstr.Append(b, modelNames[len(modelNames)-1])
 	return append(b, "}\n"...)
 }

@@ -2,6 +2,8 @@ package fakellm
 
 import (
 	"time"
+
+	"agentd/internal/jsonstr"
 )
 
 // OpenAI Chat Completions.
@@ -22,7 +24,7 @@ func streamOpenAI(e *sse, ex *exchange, rp *reply, model string, id uint64, incl
 	pre = append(pre, `","object":"chat.completion.chunk","created":`...)
 	pre = appendInt(pre, int(time.Now().Unix()))
 	pre = append(pre, `,"model":`...)
-	pre = appendQuoted(pre, model)
+	pre = jsonstr.Append(pre, model)
 	pre = append(pre, `,"choices":[`...)
 	ex.pre = pre
 
@@ -50,7 +52,7 @@ func streamOpenAI(e *sse, ex *exchange, rp *reply, model string, id uint64, incl
 		b = append(b, `"tool_calls":[{"index":`...)
 		b = appendInt(b, i)
 		b = append(b, `,"id":`...)
-		b = appendQuoted(b, c.id.of(scratch))
+		b = jsonstr.Append(b, c.id.of(scratch))
 		b = append(b, `,"type":"function","function":{"name":`...)
 		b = append(b, c.spec.nameJSON...)
 		b = append(b, `,"arguments":""}}]`...)
@@ -65,7 +67,7 @@ func streamOpenAI(e *sse, ex *exchange, rp *reply, model string, id uint64, incl
 			b = append(b, `"tool_calls":[{"index":`...)
 			b = appendInt(b, i)
 			b = append(b, `,"function":{"arguments":`...)
-			b = appendQuoted(b, piece)
+			b = jsonstr.Append(b, piece)
 			b = append(b, `}}]`...)
 			b = oaChunkEnd(b, "", includeUsage)
 			if !e.send(b) {
@@ -102,7 +104,7 @@ func oaDeltas(e *sse, b, pre []byte, field string, s []byte, k int, includeUsage
 	for piece, ok := p.next(); ok; piece, ok = p.next() {
 		b = oaChunkStart(b[:0], pre)
 		b = append(b, field...)
-		b = appendQuoted(b, piece)
+		b = jsonstr.Append(b, piece)
 		b = oaChunkEnd(b, "", includeUsage)
 		if !e.send(b) {
 			return b, false
@@ -157,16 +159,16 @@ func bodyOpenAI(b []byte, ex *exchange, rp *reply, model string, id uint64) []by
 	b = append(b, `","object":"chat.completion","created":`...)
 	b = appendInt(b, int(time.Now().Unix()))
 	b = append(b, `,"model":`...)
-	b = appendQuoted(b, model)
+	b = jsonstr.Append(b, model)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if rp.text.len() == 0 && len(rp.calls) > 0 {
 		b = append(b, "null"...)
 	} else {
-		b = appendQuoted(b, rp.text.of(scratch))
+		b = jsonstr.Append(b, rp.text.of(scratch))
 	}
 	if rp.hasThink {
 		b = append(b, `,"reasoning_content":`...)
-		b = appendQuoted(b, rp.think.of(scratch))
+		b = jsonstr.Append(b, rp.think.of(scratch))
 	}
 	if len(rp.calls) > 0 {
 		b = append(b, `,"tool_calls":[`...)
@@ -175,11 +177,11 @@ func bodyOpenAI(b []byte, ex *exchange, rp *reply, model string, id uint64) []by
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendQuoted(b, c.id.of(scratch))
+			b = jsonstr.Append(b, c.id.of(scratch))
 			b = append(b, `,"type":"function","function":{"name":`...)
 			b = append(b, c.spec.nameJSON...)
 			b = append(b, `,"arguments":`...)
-			b = appendQuoted(b, c.args.of(scratch))
+			b = jsonstr.Append(b, c.args.of(scratch))
 			b = append(b, "}}"...)
 		}
 		b = append(b, ']')
@@ -194,9 +196,9 @@ func bodyOpenAI(b []byte, ex *exchange, rp *reply, model string, id uint64) []by
 // oaErrorBody appends an OpenAI error object.
 func oaErrorBody(b []byte, typ, param, code, msg string) []byte {
 	b = append(b, `{"error":{"message":`...)
-	b = appendQuoted(b, msg)
+	b = jsonstr.Append(b, msg)
 	b = append(b, `,"type":`...)
-	b = appendQuoted(b, typ)
+	b = jsonstr.Append(b, typ)
 	b = append(b, `,"param":`...)
 	b = appendNullable(b, param)
 	b = append(b, `,"code":`...)
@@ -208,7 +210,7 @@ func appendNullable(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendQuoted(b, s)
+	return jsonstr.Append(b, s)
 }
 
 // oaError returns the error type, code and message OpenAI sends with status.

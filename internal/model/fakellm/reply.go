@@ -2,6 +2,8 @@ package fakellm
 
 import (
 	"unicode/utf8"
+
+	"agentd/internal/jsonstr"
 )
 
 // span is a part of exchange.scratch.
@@ -109,7 +111,7 @@ func renderTmpl(dst []byte, tm tmpl, t *turn, inJSON bool) []byte {
 			v = t.lastToolResult()
 		}
 		if inJSON {
-			dst = appendEscaped(dst, v)
+			dst = jsonstr.AppendEscaped(dst, v)
 		} else {
 			dst = append(dst, v...)
 		}

@@ -897,28 +897,6 @@ func TestPieces(t *testing.T) {
 	}
 }
 
-func FuzzAppendQuoted(f *testing.F) {
-	for _, s := range []string{"", "plain", "quote\" back\\slash", "ctl\x00\x1f\n\r\t", "héllo 日本", "bad \xff\xfe utf8", "\u2028"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendQuoted(nil, s)
-		if !bytes.Equal(got, appendQuoted(nil, []byte(s))) {
-			t.Fatal("string and []byte forms differ")
-		}
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Fatalf("%q: %v", got, err)
-		}
-		std, _ := json.Marshal(s)
-		var want string
-		json.Unmarshal(std, &want)
-		if back != want {
-			t.Fatalf("round trip %q, want %q", back, want)
-		}
-	})
-}
-
 // FuzzRequest sends arbitrary bodies to both APIs: the server answers 200
 // or 400 with a well-formed body, and never panics.
 func FuzzRequest(f *testing.F) {
