@@ -173,7 +173,7 @@ func (b *builder) add(e *event.Event) {
 
 // SummaryMessage is the model message that stands in for folded events.
 func SummaryMessage(d *event.SummaryData) model.Message {
-	return model.Message{Role: model.RoleUser, Content: "<summary of the earlier conversation>\n" + d.Text + "\n</summary>"}
+	return model.Message{Role: model.RoleUser, Content: "<summary of the earlier conversation>\n" + Neutralise(d.Text) + "\n</summary>"}
 }
 
 // FromSummary returns the events a context is built from: those after the
@@ -245,18 +245,22 @@ func (b *builder) closeGroup() {
 	b.deferred = b.deferred[:0]
 }
 
-// InputMessage is the model message for an input or system message.
+// InputMessage is the model message for an input or system message. A
+// system message is wrapped in <system_message origin="…"> tags; the tags
+// in any text it holds are neutralised (see Neutralise), so that only
+// agentd makes them.
 func InputMessage(kind event.Kind, d *event.InputData) model.Message {
-	text := d.Text
+	text := Neutralise(d.Text)
 	if kind == event.SystemMessage {
-		text = wrapSystem(d.Origin, d.Text)
+		text = wrapSystem(d.Origin, text)
 	}
 	return model.Message{Role: model.RoleUser, Content: text, Images: Images(d.Images)}
 }
 
-// ToolMessage is the model message for a tool result.
+// ToolMessage is the model message for a tool result, its system message
+// tags neutralised.
 func ToolMessage(d *event.ToolResultData) model.Message {
-	return model.Message{Role: model.RoleTool, Content: d.Output, ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError,
+	return model.Message{Role: model.RoleTool, Content: Neutralise(d.Output), ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError,
 		Images: Images(d.Images)}
 }
 
@@ -289,11 +293,69 @@ func wrapSystem(origin, text string) string {
 	sb.WriteString("<system_message")
 	if origin != "" {
 		sb.WriteString(` origin="`)
-		sb.WriteString(strings.ReplaceAll(origin, `"`, "&quot;"))
+		sb.WriteString(attrEscaper.Replace(origin))
 		sb.WriteString(`"`)
 	}
 	sb.WriteString(">")
 	sb.WriteString(text)
 	sb.WriteString("</system_message>")
 	return sb.String()
+}
+
+// attrEscaper escapes a system message's origin for its attribute, so it
+// can neither end the attribute nor the tag.
+var attrEscaper = strings.NewReplacer("&", "&amp;", `"`, "&quot;", "<", "&lt;", ">", "&gt;")
+
+// systemTag is the name of the tag that marks agentd's system messages.
+const systemTag = "system_message"
+
+// Neutralise escapes every system message tag in text that did not come
+// from agentd (a user's message, a tool's output, a summary): the "<" of
+// <system_message …> and </system_message>, in any case and with any
+// white space after "<" or "/", becomes "&lt;", so that a message cannot
+// pass for one that agentd wrapped. Text without such a tag is returned as
+// it is, without copying.
+func Neutralise(text string) string {
+	var sb strings.Builder
+	done := 0
+	for i := 0; ; i++ {
+		j := strings.IndexByte(text[i:], '<')
+		if j < 0 {
+			break
+		}
+		i += j
+		if !isSystemTag(text[i+1:]) {
+			continue
+		}
+		if sb.Len() == 0 {
+			sb.Grow(len(text) + 8)
+		}
+		sb.WriteString(text[done:i])
+		sb.WriteString("&lt;")
+		done = i + 1
+	}
+	if done == 0 {
+		return text
+	}
+	sb.WriteString(text[done:])
+	return sb.String()
+}
+
+// isSystemTag reports whether s, what follows a "<", opens or closes a
+// system message tag: optional white space, an optional "/" and white
+// space, then the tag's name in any case, ended by anything but a letter,
+// digit or "_".
+func isSystemTag(s string) bool {
+	s = strings.TrimLeft(s, " \t\r\n")
+	if strings.HasPrefix(s, "/") {
+		s = strings.TrimLeft(s[1:], " \t\r\n")
+	}
+	if len(s) < len(systemTag) || !strings.EqualFold(s[:len(systemTag)], systemTag) {
+		return false
+	}
+	if len(s) == len(systemTag) {
+		return true
+	}
+	c := s[len(systemTag)]
+	return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
 }
