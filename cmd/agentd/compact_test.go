@@ -33,7 +33,8 @@ say Noted. ({{n_messages}} messages in context)
 	dir := dataDir(t, map[string]string{"agents/a.yaml": agentFile})
 	const turns = 24
 	idsOf := func(i int) []string {
-		return []string{fmt.Sprintf("#%d", 4000+i), fmt.Sprintf("/srv/orders/batch-%d.csv", i), fmt.Sprintf("https://shop.example.com/o/%d", 7000+i)}
+		return []string{fmt.Sprintf("#%d", 4000+i), fmt.Sprintf("/srv/orders/batch-%d.csv", i), fmt.Sprintf("https://shop.example.com/o/%d", 7000+i),
+			fmt.Sprintf("Project-X%d", 40+i)}
 	}
 	nRE := regexp.MustCompile(`\((\d+) messages in context\)`)
 	maxN := 0
@@ -49,7 +50,7 @@ say Noted. ({{n_messages}} messages in context)
 			d = serve(t, dir)
 		}
 		ids := idsOf(i)
-		msg := fmt.Sprintf("Please file order %s for Grace Hopper; the data is in %s and the receipt at %s. %s", ids[0], ids[1], ids[2],
+		msg := fmt.Sprintf("Please file order %s for Grace Hopper; the data is in %s and the receipt at %s, for %s. %s", ids[0], ids[1], ids[2], ids[3],
 			strings.Repeat("Some more words to make this turn take room in the context window. ", 6))
 		r := run(t, dir, "send", "a/s", msg)
 		if r.code != 0 {
@@ -96,7 +97,7 @@ say Noted. ({{n_messages}} messages in context)
 		var d event.InputData
 		json.Unmarshal(e.Data, &d)
 		folded++
-		for _, id := range regexp.MustCompile(`#\d+|/srv/\S+\.csv|https://\S+\d`).FindAllString(d.Text, -1) {
+		for _, id := range regexp.MustCompile(`#\d+|/srv/\S+\.csv|https://\S+\d|Project-X\d+`).FindAllString(d.Text, -1) {
 			if !strings.Contains(last.Text, id) {
 				t.Errorf("summary (seq %d) lost %s", lastSeq, id)
 			}

@@ -368,6 +368,49 @@ var identifierREs = []*regexp.Regexp{
 // more digits are identifiers.
 var hexRE = regexp.MustCompile(`\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`)
 
+// wordRE finds words and words joined by "-" or "." (Project-X42,
+// api.v2.example, getUserById); compound tells which are identifiers.
+var wordRE = regexp.MustCompile(`\b\w+(?:[-.]\w+)*\b`)
+
+// quantityRE matches a number with a short unit or suffix.
+var quantityRE = regexp.MustCompile(`^\d+[A-Za-z]{1,3}$`)
+
+// compound reports whether a word found by wordRE is an identifier: letters
+// and digits mixed (X42, v1.2.3-rc1), a lower-case letter followed by a
+// capital inside it (getUserById, GitHub), a hyphenated word with a capital
+// after the hyphen (Project-X, Jean-Luc), or a dotted name whose parts are
+// not all single letters (example.com, os.path; not e.g). A number with a
+// short unit or suffix (10am, 5GB, 1st) is not one.
+func compound(w string) bool {
+	if quantityRE.MatchString(w) {
+		return false
+	}
+	var letter, digit, dot, lowerUpper, hyphenUpper, longPart bool
+	part := 0
+	var prev byte
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'A' && c <= 'Z':
+			letter = true
+			lowerUpper = lowerUpper || prev >= 'a' && prev <= 'z'
+			hyphenUpper = hyphenUpper || prev == '-'
+		case c >= 'a' && c <= 'z' || c >= 0x80:
+			letter = true
+		}
+		if c == '.' || c == '-' {
+			dot = dot || c == '.'
+			part = 0
+		} else if part++; part > 1 {
+			longPart = true
+		}
+		prev = c
+	}
+	return letter && digit || lowerUpper || hyphenUpper || dot && longPart
+}
+
 // quotedRE finds quoted names in what the user wrote.
 var quotedRE = regexp.MustCompile(`"[^"\n]{2,60}"`)
 
@@ -398,6 +441,11 @@ func missingIdentifiers(msgs []model.Message, summary string) []string {
 			for _, re := range identifierREs {
 				for _, id := range re.FindAllString(t, -1) {
 					add(id)
+				}
+			}
+			for _, w := range wordRE.FindAllString(t, -1) {
+				if compound(w) {
+					add(w)
 				}
 			}
 			for _, h := range hexRE.FindAllString(t, -1) {

@@ -161,21 +161,64 @@ func TestOverflowPrunesAndRetries(t *testing.T) {
 	}
 }
 
+// The identifier corpus: what a summary must not lose (each found whole,
+// never a piece of it) and what is not an identifier.
 func TestMissingIdentifiers(t *testing.T) {
-	msgs := []model.Message{
-		{Role: model.RoleUser, Content: "Hi. My colleague Grace Hopper needs ticket OPS-42 and build 3f9c0a17be21 from https://ci.example.com/b/77 at ~/work/agentd/main.go by 2026-11-30, budget 1,250.50 for \"Project Falcon\"."},
-		{Role: model.RoleAssistant, Content: "Sure.", ToolCalls: []model.ToolCall{{Name: "fetch", Args: []byte(`{"id":"deadbeef-1234-5678-9abc-def012345678"}`)}}},
-	}
-	got := missingIdentifiers(msgs, "Grace Hopper asked about OPS-42.")
-	for _, want := range []string{"3f9c0a17be21", "https://ci.example.com/b/77", "~/work/agentd/main.go", "2026-11-30", "1,250.50", `"Project Falcon"`, "deadbeef-1234-5678-9abc-def012345678"} {
-		if !slices.Contains(got, want) {
-			t.Errorf("missing %q from %q", want, got)
-		}
-	}
-	for _, kept := range []string{"Grace Hopper", "OPS-42", "Hi", "Sure"} {
-		if slices.Contains(got, kept) {
-			t.Errorf("%q reported missing: %q", kept, got)
-		}
+	for _, tc := range []struct {
+		name    string
+		msgs    []model.Message
+		summary string
+		missing []string // found and missing from the summary
+		not     []string // not reported: in the summary, a piece of a longer identifier, or no identifier
+	}{
+		{
+			name: "ids, paths, dates, amounts, quotes",
+			msgs: []model.Message{
+				{Role: model.RoleUser, Content: "Hi. My colleague Grace Hopper needs ticket OPS-42 and build 3f9c0a17be21 from https://ci.example.com/b/77 at ~/work/agentd/main.go by 2026-11-30, budget 1,250.50 for \"Project Falcon\"."},
+				{Role: model.RoleAssistant, Content: "Sure.", ToolCalls: []model.ToolCall{{Name: "fetch", Args: []byte(`{"id":"deadbeef-1234-5678-9abc-def012345678"}`)}}},
+			},
+			summary: "Grace Hopper asked about OPS-42.",
+			missing: []string{"3f9c0a17be21", "https://ci.example.com/b/77", "~/work/agentd/main.go", "2026-11-30", "1,250.50", `"Project Falcon"`, "deadbeef-1234-5678-9abc-def012345678"},
+			not:     []string{"Grace Hopper", "OPS-42", "Hi", "Sure", "ci.example.com", "main.go", "1234-5678"},
+		},
+		{
+			name: "hyphenated, dotted and mixed-case identifiers whole",
+			msgs: []model.Message{
+				{Role: model.RoleUser, Content: "Ship Project-X42 to eu-west-1 with release v1.2.3-rc1 of api.v2.example once getUserById and the GitHub app pass; ask Jean-Luc about node-7."},
+				{Role: model.RoleTool, Content: "deployed svc.payments.internal as build-2026a (h264 encoder, gpt4o-mini)"},
+			},
+			summary: "Ship it once tests pass.",
+			missing: []string{"Project-X42", "eu-west-1", "v1.2.3-rc1", "api.v2.example", "getUserById", "GitHub", "Jean-Luc", "node-7",
+				"svc.payments.internal", "build-2026a", "h264", "gpt4o-mini"},
+			not: []string{"Project", "X42", "1.2.3", "v1.2", "west-1", "payments.internal", "Ship", "deployed"},
+		},
+		{
+			name: "plain words are not identifiers",
+			msgs: []model.Message{
+				{Role: model.RoleUser, Content: "It is a well-known follow-up, e.g. at 10am on the 1st, with 5GB and 100ms to spare."},
+			},
+			not: []string{"well-known", "follow-up", "e.g", "10am", "1st", "5GB", "100ms"},
+		},
+		{
+			name:    "kept in the summary",
+			msgs:    []model.Message{{Role: model.RoleUser, Content: "Use Project-X42 and config.prod.yaml."}},
+			summary: "The user works on Project-X42 with config.prod.yaml.",
+			not:     []string{"Project-X42", "config.prod.yaml", "Project", "prod.yaml"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := missingIdentifiers(tc.msgs, tc.summary)
+			for _, want := range tc.missing {
+				if !slices.Contains(got, want) {
+					t.Errorf("missing %q from %q", want, got)
+				}
+			}
+			for _, not := range tc.not {
+				if slices.Contains(got, not) {
+					t.Errorf("%q reported missing: %q", not, got)
+				}
+			}
+		})
 	}
 }
 
