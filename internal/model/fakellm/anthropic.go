@@ -150,6 +150,9 @@ func anBlockStop(b []byte, index int) []byte {
 }
 
 func anStop(rp *reply) string {
+	if rp.limited {
+		return "max_tokens"
+	}
 	if len(rp.calls) > 0 {
 		return "tool_use"
 	}

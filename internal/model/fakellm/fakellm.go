@@ -6,9 +6,11 @@
 // framework's own overhead against it, and `agentd fakellm` runs it for
 // demos. A script decides, per request, what to say, which tools to call,
 // what to think, and how to fail (rate limits, overload, context overflow,
-// truncated streams). Which response answers a request depends only on the
-// request, never on server state, so replies are the same across retries
-// and restarts; the one exception is `fail ... times=N`, which counts.
+// refused streams, truncated and stalled streams); a request's max_tokens
+// cuts the reply as a model's limit does. Which response answers a request
+// depends only on the request, never on server state, so replies are the
+// same across retries and restarts; the one exception is `fail ...
+// times=N` (and `stall times=N`), which counts.
 //
 // The script format is described in docs/fakellm.md.
 package fakellm
@@ -51,7 +53,7 @@ type Stats struct {
 	Models          int64 // GET /v1/models
 	Healthz         int64 // GET /healthz
 	NotFound        int64 // any other path
-	Failures        int64 // scripted failures served (fail directives)
+	Failures        int64 // scripted failures served (fail directives, nostream refusals)
 	BadRequests     int64 // requests fakellm itself rejected (bad JSON, no messages, wrong method)
 }
 
@@ -65,7 +67,7 @@ type Server struct {
 	modelsBody []byte
 
 	mu    sync.Mutex
-	fails map[uint64]int // fail ... times=N: failures served per request key
+	fails map[uint64]int // fail and stall ... times=N: times served per request key
 
 	chat, messages, models, healthz, notFound, failures, bad atomic.Int64
 
@@ -229,6 +231,17 @@ type wireRequest struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"` // OpenAI
+	MaxTokens           int `json:"max_tokens"`
+	MaxCompletionTokens int `json:"max_completion_tokens"` // OpenAI
+}
+
+// maxTokens returns the most output tokens the request allows, 0 for no
+// limit.
+func (r *wireRequest) maxTokens() int {
+	if r.MaxCompletionTokens > 0 {
+		return r.MaxCompletionTokens
+	}
+	return max(r.MaxTokens, 0)
 }
 
 type wireMessage struct {
@@ -339,13 +352,22 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+	if ns := resp.noStream; ns != nil && req.Stream {
+		s.failures.Add(1)
+		s.writeError(w, f, ns.status, errType(f, ns.status), "", "", ns.msg, -1)
+		return
+	}
 	inTokens := max(1, len(ex.body)/4)
-	if resp.fail != nil && s.shouldFail(resp.fail, ex.body, t.index) {
+	if resp.fail != nil && s.first(resp.fail.times, failKey, ex.body, t.index) {
 		s.failures.Add(1)
 		s.scriptedFailure(w, f, resp.fail, inTokens)
 		return
 	}
 	rp := render(ex, resp, &t, inTokens)
+	rp.stall = resp.stall != nil && s.first(resp.stall.times, stallKey, ex.body, t.index)
+	if limit := req.maxTokens(); limit > 0 && rp.out > limit {
+		rp.cut(ex, limit)
+	}
 	model := req.Model
 	if model == "" {
 		model = modelNames[0]
@@ -363,13 +385,20 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 	h := w.Header()
 	h["Content-Type"] = s.hJSON
 	out := ex.out
-	if rp.truncate {
-		// Half a JSON body: a client sees a response it cannot parse.
+	if rp.truncate || rp.stall {
+		// Half a JSON body: a client sees a response it cannot parse, or
+		// one that stops coming.
 		out = out[:len(out)/2]
 	} else {
 		h["Content-Length"] = []string{strconv.Itoa(len(out))}
 	}
 	w.Write(out)
+	if rp.stall {
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		<-r.Context().Done()
+	}
 }
 
 // stream writes an SSE response. A truncated response stops after half of
@@ -385,10 +414,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, ex *exchange, f 
 			streamAnthropic(e, ex, &ex.rp, model, id)
 		}
 	}
-	if ex.rp.truncate {
+	if ex.rp.truncate || ex.rp.stall {
 		e.count = true
 		gen()
 		e.limit, e.n, e.count = max(1, e.n/2), 0, false
+		e.stall = ex.rp.stall
 	}
 	h := w.Header()
 	h["Content-Type"] = s.hSSE
@@ -406,6 +436,7 @@ type sse struct {
 	n     int  // events sent or counted
 	limit int  // stop after this many events; -1: no limit
 	count bool // count events, write nothing
+	stall bool // at the limit, hold the connection open until done
 	stop  bool
 	// gap paces a stream: the pause before every event but the first,
 	// ended early by done (the client went away).
@@ -420,6 +451,9 @@ func (e *sse) send(b []byte) bool {
 	}
 	if e.limit >= 0 && e.n >= e.limit {
 		e.stop = true
+		if e.stall {
+			<-e.done
+		}
 		return false
 	}
 	e.n++
@@ -451,22 +485,29 @@ func (s *Server) badRequest(w http.ResponseWriter, f format, msg string) {
 	s.writeError(w, f, http.StatusBadRequest, errType(f, 400), "", "", msg, -1)
 }
 
-// shouldFail reports whether a fail directive applies to this request,
-// counting the failures of fail ... times=N per request key.
-func (s *Server) shouldFail(f *failSpec, body []byte, index int) bool {
-	if f.times == 0 {
+// Salts of the counts first keeps, one per directive that counts.
+const (
+	failKey  = 0
+	stallKey = 0x9e3779b97f4a7c15
+)
+
+// first reports whether this request is one of the first times identical
+// ones (by their messages and response index) for the directive that salt
+// names, and counts it; times 0 means every request.
+func (s *Server) first(times int, salt uint64, body []byte, index int) bool {
+	if times == 0 {
 		return true
 	}
 	var req struct {
 		Messages json.RawMessage `json:"messages"`
 	}
 	json.Unmarshal(body, &req) // it parsed before
-	key := fnv64(fnvOffset64, req.Messages)
+	key := fnv64(fnvOffset64^salt, req.Messages)
 	key = (key ^ uint64(index)) * fnvPrime64
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := s.fails[key]
-	if n >= f.times {
+	if n >= times {
 		return false
 	}
 	s.fails[key] = n + 1

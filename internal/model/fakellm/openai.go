@@ -135,6 +135,9 @@ func oaChunkEnd(b []byte, finish string, usageNull bool) []byte {
 }
 
 func oaFinish(rp *reply) string {
+	if rp.limited {
+		return "length"
+	}
 	if len(rp.calls) > 0 {
 		return "tool_calls"
 	}

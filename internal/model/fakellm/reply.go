@@ -29,6 +29,25 @@ type reply struct {
 	in, out  int // token counts
 	chunks   int
 	truncate bool
+	stall    bool // stop sending halfway and hold the connection open
+	limited  bool // cut off at the request's max_tokens
+}
+
+// cut shortens the reply to limit output tokens, as a model that reaches
+// its max_tokens stops: at about four bytes a token, reasoning first, then
+// text; tool calls are dropped.
+func (rp *reply) cut(ex *exchange, limit int) {
+	rp.out, rp.limited = limit, true
+	room := limit * 4
+	for _, sp := range []*span{&rp.think, &rp.text} {
+		n := min(sp.len(), room)
+		for n > 0 && n < sp.len() && !utf8.RuneStart(ex.scratch[sp.start+n]) {
+			n--
+		}
+		sp.end = sp.start + n
+		room -= n
+	}
+	rp.calls = nil
 }
 
 // render fills in resp's templates for this request.

@@ -47,7 +47,9 @@ type response struct {
 	hasThink bool       // at least one think line
 	calls    []callSpec // call lines, in order
 	fail     *failSpec
+	noStream *noStreamSpec // refuse streamed requests
 	truncate bool
+	stall    *stallSpec
 	delay    time.Duration
 	chunks   int           // 0: DefaultChunks
 	gap      time.Duration // pause between streamed events
@@ -58,6 +60,22 @@ type callSpec struct {
 	name     string
 	nameJSON []byte // the name as a quoted JSON string
 	args     tmpl   // a JSON object; variables inside are JSON-escaped
+}
+
+// noStreamSpec is a refusal of streamed requests: the status and message
+// of the error.
+type noStreamSpec struct {
+	status int
+	msg    string
+}
+
+// DefaultNoStreamMessage is what nostream answers when it names no message:
+// what llama.cpp's server said when asked to stream tool calls.
+const DefaultNoStreamMessage = "Cannot use tools with stream"
+
+// stallSpec is a stalled response.
+type stallSpec struct {
+	times int // 0: always
 }
 
 type failSpec struct {
@@ -271,6 +289,29 @@ func (p *parser) directive(r *response, word, rest string) error {
 			return p.errorf("truncate takes no arguments")
 		}
 		r.truncate = true
+	case "nostream":
+		if err := p.once(word); err != nil {
+			return err
+		}
+		ns, err := p.noStream(rest)
+		if err != nil {
+			return err
+		}
+		r.noStream = ns
+	case "stall":
+		if err := p.once(word); err != nil {
+			return err
+		}
+		st := &stallSpec{}
+		if arg := strings.TrimSpace(rest); arg != "" {
+			v, ok := strings.CutPrefix(arg, "times=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 1 {
+				return p.errorf("stall: want nothing or times=N, got %q", arg)
+			}
+			st.times = n
+		}
+		r.stall = st
 	case "delay":
 		if err := p.once(word); err != nil {
 			return err
@@ -446,6 +487,24 @@ func checkObject(b []byte) error {
 		return fmt.Errorf("got %s", strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// noStream parses "nostream [STATUS] [MESSAGE]".
+func (p *parser) noStream(rest string) (*noStreamSpec, error) {
+	ns := &noStreamSpec{status: 500, msg: DefaultNoStreamMessage}
+	rest = strings.TrimSpace(rest)
+	if word, msg := splitWord(rest); word != "" {
+		if n, err := strconv.Atoi(word); err == nil {
+			if n < 400 || n > 599 {
+				return nil, p.errorf("nostream: status %d is not an error status (want 400-599)", n)
+			}
+			ns.status, rest = n, strings.TrimSpace(msg)
+		}
+	}
+	if rest != "" {
+		ns.msg = rest
+	}
+	return ns, nil
 }
 
 func (p *parser) fail(rest string) (*failSpec, error) {

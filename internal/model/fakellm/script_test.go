@@ -100,8 +100,14 @@ func dump(s *Script) string {
 				}
 				b.WriteString("\n")
 			}
+			if ns := resp.noStream; ns != nil {
+				fmt.Fprintf(&b, "    nostream %d %q\n", ns.status, ns.msg)
+			}
 			if resp.truncate {
 				b.WriteString("    truncate\n")
+			}
+			if st := resp.stall; st != nil {
+				fmt.Fprintf(&b, "    stall times=%d\n", st.times)
 			}
 			if resp.chunks > 0 {
 				fmt.Fprintf(&b, "    chunks %d\n", resp.chunks)

@@ -481,7 +481,7 @@ func exchangeResult(t *testing.T, srv *httptest.Server, f format, stream bool, m
 	body := `{"model":"m","stream":%t,"stream_options":{"include_usage":true},"messages":%s}`
 	if f == anthropic {
 		path = "/v1/messages"
-		body = `{"model":"m","max_tokens":10,"stream":%t,"messages":%s}`
+		body = `{"model":"m","max_tokens":1024,"stream":%t,"messages":%s}`
 	}
 	resp, data := do(t, srv, "POST", path, fmt.Sprintf(body, stream, messages))
 	if resp.StatusCode != 200 {
@@ -780,6 +780,116 @@ func TestTruncate(t *testing.T) {
 		if json.Valid(data) || len(data) == 0 {
 			t.Errorf("%s: truncated body is valid JSON: %s", path, data)
 		}
+	}
+}
+
+// nostream refuses streamed requests only, in each format's error shape.
+func TestNoStream(t *testing.T) {
+	srv := httptest.NewServer(New(mustParse(t, "match ^tools\nnostream\nsay whole\nmatch ^worded\nnostream 400 streaming is not supported\nsay fine\n"), nil))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path, user, want string
+		status           int
+	}{
+		{"/v1/chat/completions", "tools", `{"error":{"message":"Cannot use tools with stream","type":"server_error","param":null,"code":null}}`, 500},
+		{"/v1/messages", "tools", `{"type":"error","error":{"type":"api_error","message":"Cannot use tools with stream"}}`, 500},
+		{"/v1/chat/completions", "worded", `"message":"streaming is not supported","type":"invalid_request_error"`, 400},
+	} {
+		resp, data := do(t, srv, "POST", tc.path, `{"stream":true,"max_tokens":99,"messages":[{"role":"user","content":"`+tc.user+`"}]}`)
+		if resp.StatusCode != tc.status || !strings.Contains(string(data), tc.want) {
+			t.Errorf("%s %s streamed: %d %s", tc.path, tc.user, resp.StatusCode, data)
+		}
+		f := openAI
+		if tc.path == "/v1/messages" {
+			f = anthropic
+		}
+		if r := exchangeResult(t, srv, f, false, `[{"role":"user","content":"`+tc.user+`"}]`); r.Text == "" {
+			t.Errorf("%s %s whole: %+v", tc.path, tc.user, r)
+		}
+	}
+}
+
+// stall sends half a response and then nothing until the client gives
+// up; with times=N only the first N identical requests stall.
+func TestStall(t *testing.T) {
+	srv := httptest.NewServer(New(mustParse(t, "match ^once\nstall times=1\nchunks 4\nsay one two three four\n"), nil))
+	defer srv.Close()
+	for _, tc := range []struct {
+		f      format
+		stream bool
+	}{{openAI, true}, {anthropic, true}, {openAI, false}, {anthropic, false}} {
+		path := "/v1/chat/completions"
+		if tc.f == anthropic {
+			path = "/v1/messages"
+		}
+		msgs := fmt.Sprintf(`[{"role":"user","content":"once %d %t"}]`, tc.f, tc.stream)
+		ctx, cancel := context.WithCancel(t.Context())
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+path,
+			strings.NewReader(fmt.Sprintf(`{"stream":%t,"max_tokens":99,"messages":%s}`, tc.stream, msgs)))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make([]byte, 16)
+		if _, err := io.ReadFull(resp.Body, first); err != nil {
+			t.Fatalf("the start: %v", err)
+		}
+		// The rest never comes: the response ends only when the client
+		// gives up.
+		done := make(chan error, 1)
+		go func() { _, err := io.ReadAll(resp.Body); done <- err }()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("format %d stream %t: the stalled response ended with %v", tc.f, tc.stream, err)
+		}
+		resp.Body.Close()
+		// The second identical request is answered whole.
+		if r := exchangeResult(t, srv, tc.f, tc.stream, msgs); r.Text != "one two three four" {
+			t.Errorf("format %d stream %t, after the stall: %+v", tc.f, tc.stream, r)
+		}
+	}
+}
+
+// A request's max_tokens cuts the reply, as a model stops at its limit.
+func TestMaxTokens(t *testing.T) {
+	srv := httptest.NewServer(New(mustParse(t, "match ^long\nthink abcdefgh\nsay 0123456789abcdefghij\ncall f {}\nmatch ^fixed\nsay short\nusage 7 500\n"), nil))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path, body, text, stop string
+		out                    int
+	}{
+		{"/v1/chat/completions", `"max_tokens":4`, "01234567", "length", 4},
+		{"/v1/chat/completions", `"max_tokens":99,"max_completion_tokens":3`, "0123", "length", 3},
+		{"/v1/messages", `"max_tokens":5`, "0123456789ab", "max_tokens", 5},
+		{"/v1/messages", `"max_tokens":1000`, "0123456789abcdefghij", "tool_use", 7},
+	} {
+		for _, stream := range []bool{false, true} {
+			f := openAI
+			if tc.path == "/v1/messages" {
+				f = anthropic
+			}
+			body := fmt.Sprintf(`{"stream":%t,"stream_options":{"include_usage":true},%s,"messages":[{"role":"user","content":"long"}]}`, stream, tc.body)
+			resp, data := do(t, srv, "POST", tc.path, body)
+			var r result
+			switch {
+			case f == openAI && stream:
+				r = readOpenAIStream(t, data)
+			case f == openAI:
+				r = readOpenAIJSON(t, data)
+			case stream:
+				r = readAnthropicStream(t, data)
+			default:
+				r = readAnthropicJSON(t, data)
+			}
+			if resp.StatusCode != 200 || r.Text != tc.text || r.Stop != tc.stop || r.Out != tc.out {
+				t.Errorf("%s %s stream %t: %d %+v", tc.path, tc.body, stream, resp.StatusCode, r)
+			}
+		}
+	}
+	// usage's output count is capped as well.
+	_, data := do(t, srv, "POST", "/v1/chat/completions", `{"max_tokens":50,"messages":[{"role":"user","content":"fixed"}]}`)
+	if r := readOpenAIJSON(t, data); r.Out != 50 || r.Text != "short" || r.Stop != "length" {
+		t.Errorf("fixed usage: %+v", r)
 	}
 }
 
