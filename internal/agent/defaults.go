@@ -7,6 +7,7 @@ const (
 	DefaultMaxSteps           = 25
 	DefaultRetries            = 3
 	DefaultModelTimeout       = 5 * time.Minute
+	DefaultIdleTimeout        = 60 * time.Second
 	DefaultToolTimeout        = 60 * time.Second
 	DefaultMaxOutputBytes     = 64 << 10
 	DefaultApprovalTimeout    = 10 * time.Minute
@@ -147,6 +148,9 @@ func applyModelDefaults(m *Model) {
 	if m.Timeout == 0 {
 		m.Timeout = Duration(DefaultModelTimeout)
 	}
+	if m.IdleTimeout == 0 {
+		m.IdleTimeout = Duration(DefaultIdleTimeout)
+	}
 	for i := range m.Fallbacks {
 		applyModelDefaults(&m.Fallbacks[i])
 	}
@@ -157,5 +161,5 @@ func modelIsZero(m *Model) bool {
 	return m.Provider == "" && m.Name == "" && m.BaseURL == "" && m.APIKeyEnv == "" &&
 		m.Params.Temperature == nil && m.Params.TopP == nil && m.Params.MaxTokens == 0 &&
 		len(m.Params.Stop) == 0 && len(m.Params.Extra) == 0 &&
-		m.Retries == 0 && m.Timeout == 0 && len(m.Fallbacks) == 0
+		m.Retries == 0 && m.Timeout == 0 && m.IdleTimeout == 0 && m.Stream == nil && len(m.Fallbacks) == 0
 }

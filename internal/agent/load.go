@@ -341,6 +341,10 @@ func (m Model) clone() Model {
 		c.Params.TopP = &t
 	}
 	c.Params.Stop = slices.Clone(m.Params.Stop)
+	if m.Stream != nil {
+		s := *m.Stream
+		c.Stream = &s
+	}
 	if m.Params.Extra != nil {
 		c.Params.Extra = cloneValue(m.Params.Extra).(map[string]any)
 	}

@@ -76,9 +76,20 @@ type Model struct {
 	Retries int `yaml:"retries" json:"retries,omitempty"`
 	// Timeout bounds one model call (default 5m).
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+	// IdleTimeout bounds the wait for the next piece of a response once its
+	// headers arrived (default 60s); a stream that stalls longer fails as a
+	// transport failure, which is retried.
+	IdleTimeout Duration `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	// Stream asks the server to stream its responses (nil: true). With
+	// false, agentd asks for each response whole, for servers that cannot
+	// stream (some cannot stream tool calls); see Streams.
+	Stream *bool `yaml:"stream" json:"stream,omitempty"`
 	// Fallbacks are tried in order when this model fails for good.
 	Fallbacks []Model `yaml:"fallbacks" json:"fallbacks,omitempty"`
 }
+
+// Streams reports whether agentd asks this model's server to stream.
+func (m *Model) Streams() bool { return m.Stream == nil || *m.Stream }
 
 // ModelParams are sampling parameters.
 type ModelParams struct {

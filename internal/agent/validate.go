@@ -298,6 +298,7 @@ func (c *checker) model(p string, m *Model, top bool) {
 		c.add(p+".retries", "must be between 0 and %d, got %d", maxRetries, m.Retries)
 	}
 	c.duration(p+".timeout", m.Timeout)
+	c.duration(p+".idle_timeout", m.IdleTimeout)
 	if !top && len(m.Fallbacks) > 0 {
 		c.add(p+".fallbacks", "a fallback cannot have fallbacks of its own")
 		return

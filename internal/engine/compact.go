@@ -292,6 +292,7 @@ func (r *run) flushMemory(ctx context.Context, folded []model.Message) {
 // sideCall makes a model call outside the conversation (a summary, a
 // memory flush), logging its usage and cost against the turn.
 func (r *run) sideCall(ctx context.Context, p model.Provider, m agent.Model, req *model.Request) (*model.Response, error) {
+	wireOptions(m, req)
 	start := time.Now()
 	cctx := ctx
 	if d := m.Timeout.D(); d > 0 {

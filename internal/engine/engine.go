@@ -673,6 +673,7 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) *model.Request {
 		Stop:        m.Params.Stop,
 		Extra:       m.Params.Extra,
 	}
+	wireOptions(m, req)
 	if b := r.def.Budgets.MaxOutputTokens; b > 0 {
 		left := b - r.outTok
 		if req.MaxTokens == 0 || left < req.MaxTokens {
@@ -680,6 +681,13 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) *model.Request {
 		}
 	}
 	return req
+}
+
+// wireOptions sets how req travels to m's server: streamed or whole, and
+// how long a response may stall.
+func wireOptions(m agent.Model, req *model.Request) {
+	req.NoStream = !m.Streams()
+	req.IdleTimeout = m.IdleTimeout.D()
 }
 
 func (r *run) toolSpecs() []model.ToolSpec {

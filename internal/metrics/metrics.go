@@ -135,7 +135,7 @@ func New(bus *event.Bus, o *Options) *Collector {
 	c.modelTime = newFamily("agentd_model_latency_seconds", typeHistogram, "Model call latency (one attempt, failed ones included), by provider and model.", n, modelBuckets, "provider", "model")
 	c.tokens = newFamily("agentd_tokens_total", typeCounter, "Model tokens, by agent, model and direction (input, output).", n, nil, "agent", "model", "direction")
 	c.cost = newFamily("agentd_cost_usd_total", typeCounter, "Model cost in US dollars at the configured prices, by agent and model.", n, nil, "agent", "model")
-	c.errs = newFamily("agentd_errors_total", typeCounter, "Errors, by kind: a failed model call attempt by its error kind (rate_limited, overloaded, auth, context_overflow, bad_request, protocol, transport, other), a failed tool call (tool), a turn that ended in error (turn).", n, nil, "kind")
+	c.errs = newFamily("agentd_errors_total", typeCounter, "Errors, by kind: a failed model call attempt by its error kind (rate_limited, overloaded, server_error, auth, context_overflow, bad_request, protocol, transport, other), a failed tool call (tool), a turn that ended in error (turn).", n, nil, "kind")
 	c.families = []*family{c.turns, c.toolCalls, c.toolTime, c.modelTime, c.tokens, c.cost, c.errs}
 	if bus != nil {
 		c.sub = bus.Subscribe(0, c.o.Buffer)

@@ -10,7 +10,8 @@ import (
 // An *Error matches its kind with errors.Is.
 var (
 	ErrRateLimited     = errors.New("rate limited")       // 429: retry after Retry-After
-	ErrOverloaded      = errors.New("overloaded")         // 5xx, 529, overloaded_error: retry with backoff
+	ErrOverloaded      = errors.New("overloaded")         // 503, 529, overloaded_error: retry with backoff
+	ErrServer          = errors.New("server error")       // other 5xx, api_error, server_error: retry with backoff
 	ErrAuth            = errors.New("authentication")     // 401/403: try a fallback, never retry
 	ErrContextOverflow = errors.New("context overflow")   // the prompt is too long for the model
 	ErrBadRequest      = errors.New("bad request")        // 4xx the caller must fix
@@ -48,7 +49,8 @@ func (e *Error) Unwrap() error { return e.Kind }
 // A malformed or cut-off stream counts: it is most often a connection that
 // broke mid-response.
 func Retryable(err error) bool {
-	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrTransport) || errors.Is(err, ErrProtocol)
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrOverloaded) || errors.Is(err, ErrServer) ||
+		errors.Is(err, ErrTransport) || errors.Is(err, ErrProtocol)
 }
 
 // Kind returns a short name for err's kind, for events and metrics.
@@ -60,6 +62,8 @@ func Kind(err error) string {
 		return "rate_limited"
 	case errors.Is(err, ErrOverloaded):
 		return "overloaded"
+	case errors.Is(err, ErrServer):
+		return "server_error"
 	case errors.Is(err, ErrAuth):
 		return "auth"
 	case errors.Is(err, ErrContextOverflow):

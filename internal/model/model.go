@@ -11,6 +11,7 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Provider streams one model response.
@@ -46,6 +47,13 @@ type Request struct {
 	// Extra holds further provider parameters merged into the request body
 	// as given in the agent's model params (e.g. "seed", "top_k").
 	Extra map[string]any
+	// NoStream asks for the response whole instead of streamed, for a
+	// server that cannot stream. onDelta then gets the whole text at once.
+	NoStream bool
+	// IdleTimeout, if positive, bounds the wait for each next piece of the
+	// response once its headers arrived: a response that stalls longer
+	// fails with ErrTransport, which is retried.
+	IdleTimeout time.Duration
 }
 
 // Message is one entry of the conversation sent to a model.

@@ -113,10 +113,11 @@ func (c *Client) Name() string { return c.ep.Name }
 // order, from the calling goroutine. Failures are *model.Error values, except
 // cancellation of ctx, which returns an error wrapping ctx.Err().
 func (c *Client) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	body, err := c.encodeRequest(req)
-	if err != nil {
-		return nil, err
+	if req == nil {
+		return nil, c.ep.Fail(model.ErrBadRequest, 0, "nil request")
 	}
-	p := parser{ep: &c.ep, out: wire.Output{OnDelta: onDelta}}
-	return c.ep.Post(ctx, body, p.parseJSON, p.parseStream)
+	return c.ep.Send(ctx, req, c.encodeRequest, func() (wire.Reader, wire.Reader) {
+		p := &parser{ep: &c.ep, out: wire.Output{OnDelta: onDelta}}
+		return p.parseJSON, p.parseStream
+	})
 }

@@ -148,11 +148,11 @@ func TestStreamErrors(t *testing.T) {
 		{
 			Name: "500 api_error", Status: 500,
 			Body:     `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
-			WantKind: model.ErrOverloaded, WantStatus: 500, WantMsg: "Internal server error",
+			WantKind: model.ErrServer, WantStatus: 500, WantMsg: "Internal server error",
 		},
 		{
 			Name: "502 from a proxy", Status: 502, Body: "<html><body>Bad Gateway</body></html>",
-			WantKind: model.ErrOverloaded, WantStatus: 502, WantMsg: "Bad Gateway",
+			WantKind: model.ErrServer, WantStatus: 502, WantMsg: "Bad Gateway",
 		},
 		{
 			Name: "401 never shows the key", Status: 401,

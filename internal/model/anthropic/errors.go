@@ -59,8 +59,10 @@ func named(typ string) error {
 		return model.ErrRateLimited
 	case "request_too_large":
 		return model.ErrContextOverflow
-	case "overloaded_error", "api_error", "timeout_error":
+	case "overloaded_error":
 		return model.ErrOverloaded
+	case "api_error", "timeout_error":
+		return model.ErrServer
 	case "invalid_request_error", "not_found_error":
 		return model.ErrBadRequest
 	}

@@ -55,11 +55,9 @@ type wireTool struct {
 // Request.Extra is merged into the body and wins over the client's own
 // parameters (max_tokens, temperature, ...), except for the keys the client
 // owns (model, messages, system, tools, stream). Extra is where parameters
-// such as "thinking", "top_k" or "metadata" go.
-func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
-	if req == nil {
-		return nil, c.ep.Fail(model.ErrBadRequest, 0, "nil request")
-	}
+// such as "thinking", "top_k" or "metadata" go. Without stream the body
+// asks for the response whole ("stream" is left out).
+func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) {
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
@@ -68,7 +66,9 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 		"model":      req.Model,
 		"max_tokens": maxTokens,
 		"messages":   convertMessages(req.Messages),
-		"stream":     true,
+	}
+	if stream {
+		body["stream"] = true
 	}
 	if req.System != "" {
 		body["system"] = req.System

@@ -125,9 +125,10 @@ func named(ae apiError) error {
 		return model.ErrAuth
 	case strings.Contains(tc, "rate_limit"):
 		return model.ErrRateLimited
-	case strings.Contains(tc, "overloaded") || strings.Contains(tc, "server_error") ||
-		strings.Contains(tc, "timeout"):
+	case strings.Contains(tc, "overloaded"):
 		return model.ErrOverloaded
+	case strings.Contains(tc, "server_error") || strings.Contains(tc, "timeout"):
+		return model.ErrServer
 	case strings.Contains(tc, "invalid_request"):
 		return model.ErrBadRequest
 	}

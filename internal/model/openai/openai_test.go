@@ -212,7 +212,7 @@ func TestStreamErrors(t *testing.T) {
 		{
 			Name: "500", Status: 500,
 			Body:     `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`,
-			WantKind: model.ErrOverloaded, WantStatus: 500, WantMsg: "Sorry about that",
+			WantKind: model.ErrServer, WantStatus: 500, WantMsg: "Sorry about that",
 		},
 		{
 			Name: "503 plain text", Status: 503, Body: "upstream connect error",
@@ -268,7 +268,7 @@ func TestStreamErrors(t *testing.T) {
 		},
 		{Name: "empty body", Status: 200, WantKind: model.ErrProtocol, WantMsg: "empty response body"},
 		{Name: "HTML page", Status: 200, Body: "<html>hello</html>", WantKind: model.ErrProtocol},
-		{Name: "mid-stream error object", Status: 200, File: "midstream_error.sse", WantKind: model.ErrOverloaded, WantMsg: "The server had an error"},
+		{Name: "mid-stream error object", Status: 200, File: "midstream_error.sse", WantKind: model.ErrServer, WantMsg: "The server had an error"},
 		{Name: "mid-stream vLLM overflow", Status: 200, File: "midstream_overflow.sse", WantKind: model.ErrContextOverflow, WantStatus: 400, WantMsg: "maximum context length is 8192"},
 		{
 			Name: "mid-stream rate limit", Status: 200,

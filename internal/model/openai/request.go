@@ -65,11 +65,9 @@ type wireToolSpec struct {
 // parameters (max_tokens, temperature, ...), except for the keys the client
 // owns (model, messages, tools, stream, stream_options). When Extra sets
 // "max_completion_tokens", which newer OpenAI models require, max_tokens is
-// left out.
-func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
-	if req == nil {
-		return nil, c.ep.Fail(model.ErrBadRequest, 0, "nil request")
-	}
+// left out. Without stream the body asks for the response whole ("stream"
+// and "stream_options" are left out).
+func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) {
 	msgs := make([]wireMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
 		msgs = append(msgs, wireMessage{Role: "system", Content: &req.System})
@@ -115,10 +113,12 @@ func (c *Client) encodeRequest(req *model.Request) ([]byte, error) {
 	}
 
 	body := map[string]any{
-		"model":          req.Model,
-		"messages":       msgs,
-		"stream":         true,
-		"stream_options": map[string]bool{"include_usage": true},
+		"model":    req.Model,
+		"messages": msgs,
+	}
+	if stream {
+		body["stream"] = true
+		body["stream_options"] = map[string]bool{"include_usage": true}
 	}
 	if len(req.Tools) > 0 {
 		tools := make([]wireTool, 0, len(req.Tools))

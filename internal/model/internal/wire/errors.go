@@ -2,10 +2,12 @@ package wire
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -27,22 +29,28 @@ func (e *Endpoint) Fail(kind error, status int, msg string) *model.Error {
 }
 
 // ReadFailure maps an error from sending the request or reading the
-// response: cancellation of ctx is returned as such, anything else is a
-// transport failure.
+// response: cancellation of ctx is returned as such, a stalled response
+// (see Post) and anything else are transport failures.
 func (e *Endpoint) ReadFailure(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return e.canceled(ctxErr)
+	if ctx.Err() != nil {
+		return e.canceled(ctx)
 	}
 	return e.Fail(model.ErrTransport, 0, err.Error())
 }
 
-// canceled wraps the error of a cancelled context.
-func (e *Endpoint) canceled(ctxErr error) error {
-	return fmt.Errorf("%s: %w", e.Name, ctxErr)
+// canceled returns the failure of a cancelled ctx: a transport failure when
+// the response stalled, and otherwise an error wrapping ctx.Err().
+func (e *Endpoint) canceled(ctx context.Context) error {
+	var st *stalled
+	if errors.As(context.Cause(ctx), &st) {
+		return e.Fail(model.ErrTransport, 0, st.Error())
+	}
+	return fmt.Errorf("%s: %w", e.Name, ctx.Err())
 }
 
-// redact removes the API key and the values of secret-looking headers from
-// s.
+// redact removes the API key, the values of secret-looking headers and
+// anything that looks like a credential (a bearer token, an sk-... key)
+// from s.
 func (e *Endpoint) redact(s string) string {
 	if len(e.APIKey) >= 4 {
 		s = strings.ReplaceAll(s, e.APIKey, "[redacted]")
@@ -52,8 +60,16 @@ func (e *Endpoint) redact(s string) string {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
 	}
-	return s
+	s = bearerRE.ReplaceAllString(s, "${1}[redacted]")
+	return keyRE.ReplaceAllString(s, "[redacted]")
 }
+
+// bearerRE finds a bearer token (its value in group 2).
+var bearerRE = regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`)
+
+// keyRE finds API keys in the shapes providers give them: sk-..., sk-ant-...,
+// sk-proj-....
+var keyRE = regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`)
 
 func secretHeader(name string) bool {
 	n := strings.ToLower(name)
@@ -62,18 +78,18 @@ func secretHeader(name string) bool {
 }
 
 // statusError maps a non-2xx response to a *model.Error.
-func (e *Endpoint) statusError(ctx context.Context, resp *http.Response) error {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+func (e *Endpoint) statusError(ctx context.Context, status int, header http.Header, rd io.Reader) error {
+	body, err := io.ReadAll(io.LimitReader(rd, maxErrorBody))
 	if err != nil && ctx.Err() != nil {
 		return e.ReadFailure(ctx, err)
 	}
 	fallback := Snippet(body)
 	if fallback == "" {
-		fallback = http.StatusText(resp.StatusCode)
+		fallback = http.StatusText(status)
 	}
-	msg, kind := e.ErrorBody(resp.StatusCode, body, fallback)
-	f := e.Fail(kind, resp.StatusCode, msg)
-	f.RetryAfter = retryAfter(resp.Header, e.Now())
+	msg, kind := e.ErrorBody(status, body, fallback)
+	f := e.Fail(kind, status, msg)
+	f.RetryAfter = retryAfter(header, e.Now())
 	return f
 }
 
@@ -96,7 +112,7 @@ func Snippet(body []byte) string {
 // when it names none; overflow tells whether its message says the prompt is
 // longer than the model's context. The first rule that the status or named
 // meets decides, in this order: auth, rate limited, context overflow,
-// overloaded, bad request.
+// overloaded (503, 529), server error (other 5xx), bad request.
 func Kind(status int, named error, overflow bool) error {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || named == model.ErrAuth:
@@ -107,15 +123,39 @@ func Kind(status int, named error, overflow bool) error {
 		return model.ErrContextOverflow
 	case (status == 0 || status == http.StatusBadRequest) && overflow:
 		return model.ErrContextOverflow
-	case status >= 500 || named == model.ErrOverloaded:
+	case status == http.StatusServiceUnavailable || status == 529 || (status == 0 || status >= 500) && named == model.ErrOverloaded:
 		return model.ErrOverloaded
+	case status >= 500 || named == model.ErrServer:
+		return model.ErrServer
 	case status >= 400 || named == model.ErrBadRequest:
 		return model.ErrBadRequest
 	default:
 		// An unexplained failure inside a stream: most likely the server's
 		// trouble, worth a retry.
-		return model.ErrOverloaded
+		return model.ErrServer
 	}
+}
+
+// CannotStream reports whether err is a server's refusal of a streamed
+// request: an HTTP error whose message says that it cannot stream ("Cannot
+// use tools with stream", "streaming is not supported" ...). The request
+// may then be sent again without streaming.
+func CannotStream(err error) bool {
+	var e *model.Error
+	if !errors.As(err, &e) || e.Status < 400 || errors.Is(err, model.ErrAuth) || errors.Is(err, model.ErrRateLimited) {
+		return false
+	}
+	msg := strings.ToLower(e.Message)
+	if !strings.Contains(msg, "stream") {
+		return false
+	}
+	for _, p := range []string{"not supported", "unsupported", "not support", "n't support", "cannot", "can't", "can not",
+		"not allowed", "not available", "not implemented", "disabled", "does not work", "unable"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryAfter reads the delay a server asked for from retry-after-ms or

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/model"
@@ -32,7 +33,7 @@ const emptySchema = `{"type":"object","properties":{}}`
 
 // Endpoint is one model API endpoint and how to talk to it. Its fields are
 // set before first use and not changed after; it is then safe for concurrent
-// use.
+// use. It remembers the models whose server said it cannot stream.
 type Endpoint struct {
 	// Name labels the provider in errors.
 	Name string
@@ -57,14 +58,53 @@ type Endpoint struct {
 	// body carries none: the start of the body, or the status text when the
 	// body is empty.
 	ErrorBody func(status int, body []byte, fallback string) (msg string, kind error)
+
+	noStream sync.Map // model name → true: its server cannot stream
+}
+
+// Reader reads a response body into a response.
+type Reader func(ctx context.Context, r io.Reader) (*model.Response, error)
+
+// Send sends req, encoded by encode, and reads the reply with the readers
+// that newReaders returns (fresh ones for each attempt): streamed unless
+// req.NoStream is set or the server said before that it cannot stream this
+// model. When a server answers a streamed request with an error saying it
+// cannot stream (CannotStream), the request is sent again at once without
+// streaming, and this model is not asked to stream again by this Endpoint.
+func (e *Endpoint) Send(ctx context.Context, req *model.Request, encode func(req *model.Request, stream bool) ([]byte, error),
+	newReaders func() (whole, stream Reader)) (*model.Response, error) {
+	stream := !req.NoStream
+	if stream {
+		_, refused := e.noStream.Load(req.Model)
+		stream = !refused
+	}
+	body, err := encode(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	whole, streamed := newReaders()
+	resp, err := e.Post(ctx, req.IdleTimeout, body, whole, streamed)
+	if err == nil || !stream || !CannotStream(err) {
+		return resp, err
+	}
+	e.noStream.Store(req.Model, true)
+	if body, err = encode(req, false); err != nil {
+		return nil, err
+	}
+	whole, streamed = newReaders()
+	return e.Post(ctx, req.IdleTimeout, body, whole, streamed)
 }
 
 // Post sends body as a JSON request. It hands the reply of a 2xx response to
 // whole when its first byte that is not white space opens a JSON object (a
 // server that ignored "stream" and sent the response in one piece) and to
-// stream otherwise. Failures are *model.Error values, except cancellation of
-// ctx, which returns an error wrapping ctx.Err().
-func (e *Endpoint) Post(ctx context.Context, body []byte, whole, stream func(context.Context, io.Reader) (*model.Response, error)) (*model.Response, error) {
+// stream otherwise. With idle > 0, a reply of which nothing arrives for idle
+// (from its headers on) fails as a transport failure. Failures are
+// *model.Error values, except cancellation of ctx, which returns an error
+// wrapping ctx.Err().
+func (e *Endpoint) Post(ctx context.Context, idle time.Duration, body []byte, whole, stream Reader) (*model.Response, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, e.Fail(model.ErrBadRequest, 0, "invalid base URL: "+err.Error())
@@ -82,10 +122,16 @@ func (e *Endpoint) Post(ctx context.Context, body []byte, whole, stream func(con
 		return nil, e.ReadFailure(ctx, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, e.statusError(ctx, resp)
+	var rd io.Reader = resp.Body
+	if idle > 0 {
+		w := watch(resp.Body, idle, cancel)
+		defer w.stop()
+		rd = w
 	}
-	br := bufio.NewReader(resp.Body)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, e.statusError(ctx, resp.StatusCode, resp.Header, rd)
+	}
+	br := bufio.NewReader(rd)
 	first, err := firstByte(br)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -139,14 +185,14 @@ func (e *Endpoint) DecodeJSON(ctx context.Context, r io.Reader, v any) error {
 func (e *Endpoint) Events(ctx context.Context, r io.Reader, handle func(sse.Event) (done bool, err error), complete func() bool) error {
 	sr := sse.NewReader(r, nil)
 	for {
-		if err := ctx.Err(); err != nil {
-			return e.canceled(err)
+		if ctx.Err() != nil {
+			return e.canceled(ctx)
 		}
 		ev, err := sr.Next()
 		if err != nil {
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				if ctxErr := ctx.Err(); ctxErr != nil {
-					return e.canceled(ctxErr)
+				if ctx.Err() != nil {
+					return e.canceled(ctx)
 				}
 				if complete != nil && complete() {
 					return nil

@@ -33,12 +33,18 @@ func TestKind(t *testing.T) {
 		{name: "400 overflow message", status: 400, named: model.ErrBadRequest, overflow: true, want: model.ErrContextOverflow},
 		{name: "in-stream overflow message", status: 0, overflow: true, want: model.ErrContextOverflow},
 		{name: "422 overflow message is a bad request", status: 422, overflow: true, want: model.ErrBadRequest},
-		{name: "500", status: 500, want: model.ErrOverloaded},
+		{name: "500", status: 500, want: model.ErrServer},
+		{name: "502", status: 502, want: model.ErrServer},
+		{name: "500 with a server name", status: 500, named: model.ErrServer, want: model.ErrServer},
+		{name: "500 with an overloaded name", status: 500, named: model.ErrOverloaded, want: model.ErrOverloaded},
+		{name: "503", status: 503, want: model.ErrOverloaded},
+		{name: "503 with a server name", status: 503, named: model.ErrServer, want: model.ErrOverloaded},
 		{name: "529 with a bad-request name", status: 529, named: model.ErrBadRequest, want: model.ErrOverloaded},
 		{name: "in-stream overloaded name", status: 0, named: model.ErrOverloaded, want: model.ErrOverloaded},
+		{name: "in-stream server name", status: 0, named: model.ErrServer, want: model.ErrServer},
 		{name: "404", status: 404, want: model.ErrBadRequest},
 		{name: "in-stream bad-request name", status: 0, named: model.ErrBadRequest, want: model.ErrBadRequest},
-		{name: "in-stream, nothing named", status: 0, want: model.ErrOverloaded},
+		{name: "in-stream, nothing named", status: 0, want: model.ErrServer},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,10 +119,12 @@ func TestFailRedacts(t *testing.T) {
 			"X-Api-Key":       "k1", // too short to redact safely
 		},
 	}
-	got := e.Fail(model.ErrAuth, 401, "key sk-0123456789, token tok-abcdef, basic Basic dXNlcjpwYXNz, from https://agentd.example, k1")
+	got := e.Fail(model.ErrAuth, 401, "key sk-0123456789, token tok-abcdef, basic Basic dXNlcjpwYXNz, from https://agentd.example, k1, "+
+		"header Authorization: Bearer eyJhbGciOi.J9x_y-z, other key sk-proj-AbCdEfGh0123456789xyz, bearer tiny")
 	want := &model.Error{
 		Kind: model.ErrAuth, Provider: "prov", Status: 401,
-		Message: "key [redacted], token [redacted], basic [redacted], from https://agentd.example, k1",
+		Message: "key [redacted], token [redacted], basic [redacted], from https://agentd.example, k1, " +
+			"header Authorization: Bearer [redacted], other key [redacted], bearer tiny",
 	}
 	if diff := cmp.Diff(*want, *got, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
 		t.Errorf("Fail (-want +got):\n%s", diff)
