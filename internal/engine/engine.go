@@ -392,6 +392,9 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 			return r.stopped(ctx, err)
 		}
 		resp, err := r.callModel(ctx, specs)
+		if bs, ok := errors.AsType[*budgetStop](err); ok {
+			return bs.end, nil
+		}
 		if err != nil && errors.Is(err, model.ErrContextOverflow) && !r.overflow {
 			// The provider counts differently: cut to half and retry once.
 			r.overflow = true
@@ -579,6 +582,8 @@ var errStore = errors.New("log write failed")
 
 // callModel calls the agent's model, retrying retryable failures with
 // backoff and then trying each fallback in order. Every attempt is logged.
+// A call that could take the turn or the day past its USD budget is not
+// made: the error is then a *budgetStop.
 func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepResponse, error) {
 	chain := append([]agent.Model{r.def.Model}, r.def.Model.Fallbacks...)
 	step := r.steps + 1
@@ -589,7 +594,10 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepRespo
 			last = err
 			continue
 		}
-		req := r.request(m, specs)
+		req, err := r.request(m, specs)
+		if err != nil {
+			return nil, err
+		}
 		attempts := m.Retries
 		if attempts <= 0 {
 			attempts = 3
@@ -661,7 +669,10 @@ func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
 	return append(b, '}')
 }
 
-func (r *run) request(m agent.Model, specs []model.ToolSpec) *model.Request {
+// request builds the request of a model step to m, its output bounded by
+// the output token and USD budgets; a *budgetStop error says that the call
+// could not fit the USD budgets at all.
+func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, error) {
 	req := &model.Request{
 		Model:       m.Name,
 		System:      r.system(),
@@ -675,12 +686,16 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) *model.Request {
 	}
 	wireOptions(m, req)
 	if b := r.def.Budgets.MaxOutputTokens; b > 0 {
-		left := b - r.outTok
-		if req.MaxTokens == 0 || left < req.MaxTokens {
-			req.MaxTokens = max(left, 1)
-		}
+		boundOutput(req, max(b-r.outTok, 1))
 	}
-	return req
+	n, err := r.usdBound(m)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		boundOutput(req, n)
+	}
+	return req, nil
 }
 
 // wireOptions sets how req travels to m's server: streamed or whole, and

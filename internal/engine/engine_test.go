@@ -207,8 +207,10 @@ func TestBudgets(t *testing.T) {
 	}{
 		{"steps", agent.Definition{Budgets: agent.Budgets{MaxSteps: 3}}, 0, "max_steps", 3},
 		{"output tokens", agent.Definition{Budgets: agent.Budgets{MaxOutputTokens: 12}}, 0, "max_output_tokens", 3},
-		{"usd per turn", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerTurn: 20}}, 0, "max_usd_per_turn", 2},
-		{"usd per day", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerDay: 100}}, 90, "max_usd_per_day", 1},
+		// $1 a token: each step costs $15, the loop $150.
+		{"usd per turn", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerTurn: 100}}, 0, "max_usd_per_turn", -1},
+		{"usd per day", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerDay: 1000}}, 900, "max_usd_per_day", -1},
+		{"usd per turn, not even the input", agent.Definition{Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerTurn: 1}}, 0, "max_usd_per_turn", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &script{resps: loop()}
@@ -216,8 +218,26 @@ func TestBudgets(t *testing.T) {
 			tr := turn(&tc.def)
 			tr.SpentToday = tc.spent
 			end, err := h.eng.Run(context.Background(), tr)
-			if err != nil || end.Status != event.StatusBudget || end.Budget != tc.budget || end.Steps != tc.steps {
+			if err != nil || end.Status != event.StatusBudget || end.Budget != tc.budget || tc.steps >= 0 && end.Steps != tc.steps {
 				t.Fatalf("end %+v err %v; want budget %s after %d steps", end, err, tc.budget, tc.steps)
+			}
+			// No call was made that could take the turn or the day past
+			// its budget: each asked for at most the output the money left
+			// pays for, after its input.
+			b := tc.def.Budgets
+			if limit := max(b.MaxUSDPerTurn, b.MaxUSDPerDay-tc.spent); tc.def.Model.Name == "priced" && (end.CostUSD > limit || len(p.reqs) != end.Steps) {
+				t.Errorf("cost $%v of $%v in %d steps, %d calls", end.CostUSD, limit, end.Steps, len(p.reqs))
+			}
+			spent := 0.0
+			for i, req := range p.reqs {
+				if tc.def.Model.Name != "priced" {
+					break
+				}
+				left := max(b.MaxUSDPerTurn, b.MaxUSDPerDay-tc.spent) - spent
+				if req.MaxTokens <= 0 || float64(req.MaxTokens) > left {
+					t.Errorf("call %d asked for %d output tokens with $%v left", i, req.MaxTokens, left)
+				}
+				spent += 15
 			}
 		})
 	}
