@@ -41,6 +41,10 @@ var (
 
 var errWallTime = errors.New("wall time budget reached")
 
+// ResumedMarker names the marker a turn logs when it resumes after a
+// restart.
+const ResumedMarker = "resumed"
+
 // InterruptedOutput is the result recorded for a non-idempotent tool call
 // that was running when agentd stopped.
 const InterruptedOutput = "agentd restarted before this call finished; it may or may not have taken effect"
@@ -151,6 +155,10 @@ type Turn struct {
 	// Prior holds this turn's events already in the log, when resuming
 	// after a restart; nil for a new turn.
 	Prior []event.Event
+	// Recovered tells that the input was accepted before agentd last
+	// started: a run before may have streamed text of this turn even when
+	// Prior is empty.
+	Recovered bool
 	// SpentToday is the agent's spending so far today, for the daily budget.
 	SpentToday float64
 	// Durable, if not nil, waits until the input is durable in the inbox.
@@ -180,12 +188,13 @@ type run struct {
 	prior     map[string]event.LifecycleData // lifecycle results and starts already logged, by phaseKey
 	approvals map[string]*priorApproval      // approvals already asked for, by call id
 
-	marks     []Mark // turn boundaries in msgs
-	tok       []int  // token estimates of msgs[:len(tok)]
-	lastRaw   int    // the uncalibrated estimate of the last request
-	warned    bool   // a context warning was logged this turn
-	compacted bool   // compaction was tried this turn
-	overflow  bool   // a context overflow was answered with a prune
+	marks     []Mark        // turn boundaries in msgs
+	tok       []int         // token estimates of msgs[:len(tok)]
+	lastRaw   int           // the uncalibrated estimate of the last request
+	attempts  attemptLabels // numbers of the attempts at model steps
+	warned    bool          // a context warning was logged this turn
+	compacted bool          // compaction was tried this turn
+	overflow  bool          // a context overflow was answered with a prune
 
 	wctx    context.Context // for writes that must happen even if the turn is cancelled
 	mu      sync.Mutex      // guards the fields below (tool goroutines and the timer write too)
@@ -439,7 +448,14 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		// starts afresh.
 		d := event.InputData{Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey, Images: t.Item.Images}
 		in := event.New(r.session, t.ID, t.Item.Kind, d)
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}, true); err != nil {
+		b := &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}
+		if t.Recovered {
+			// The run before may have streamed its first attempt without
+			// logging anything: this run is a resumed one (see
+			// attemptLabels), durably so before it streams.
+			b.Events = append(b.Events, r.resumedMarker())
+		}
+		if err := r.write(r.wctx, b, !t.Recovered); err != nil {
 			return nil, err
 		}
 		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
@@ -464,10 +480,18 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 				r.inTok += d.InputTokens
 				r.outTok += d.OutputTokens
 				r.cost += d.CostUSD
-				if d.Error == "" {
+				r.attempts.logged(d.Step, d.Attempt)
+				// A call outside the conversation (a summary) is logged
+				// with the step before it: not a step of its own.
+				if d.Error == "" && d.Step > r.steps {
 					r.steps++
 					stepCalls, haveStep = 0, true
 				}
+			}
+		case event.Marker:
+			var d event.MarkerData
+			if ev.Decode(&d) == nil && d.Name == ResumedMarker {
+				r.attempts.resumes++
 			}
 		case event.Text:
 			var d event.TextData
@@ -499,6 +523,11 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		// The input itself was never logged (the crash came before it).
 		return nil, fmt.Errorf("engine: resume turn %d: first event is %s, not the input", t.ID, t.Prior[0].Kind)
 	}
+	// The marker makes the attempts of this run unlike those of the runs
+	// before (see attemptLabels); it is durable before any of them streams.
+	if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{r.resumedMarker()}}, false); err != nil {
+		return nil, fmt.Errorf("engine: log resume: %w: %w", errStore, err)
+	}
 	var c Conversation
 	c.Seed(t.Context, t.Marks)
 	c.Add(t.Prior...)
@@ -507,6 +536,14 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 	r.msgs = dropSynthetic(c.Messages(), pending)
 	r.marks = c.Marks()
 	return pending, nil
+}
+
+// resumedMarker counts this run as a resumed one and returns the marker
+// that says so in the log.
+func (r *run) resumedMarker() event.Event {
+	r.attempts.resumes++
+	return event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: ResumedMarker,
+		Reason: "agentd restarted during this turn; it goes on from its log"})
 }
 
 // dropSynthetic removes the synthetic results Messages added for calls that
@@ -581,9 +618,10 @@ func (r *run) stopped(ctx context.Context, err error) (event.TurnEndData, error)
 var errStore = errors.New("log write failed")
 
 // callModel calls the agent's model, retrying retryable failures with
-// backoff and then trying each fallback in order. Every attempt is logged.
-// A call that could take the turn or the day past its USD budget is not
-// made: the error is then a *budgetStop.
+// backoff and then trying each fallback in order. Every attempt is logged;
+// a failed one durably before the next starts, so that no attempt's label
+// is used twice (see attemptLabels). A call that could take the turn or the
+// day past its USD budget is not made: the error is then a *budgetStop.
 func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepResponse, error) {
 	chain := append([]agent.Model{r.def.Model}, r.def.Model.Fallbacks...)
 	step := r.steps + 1
@@ -598,11 +636,12 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepRespo
 		if err != nil {
 			return nil, err
 		}
-		attempts := m.Retries
-		if attempts <= 0 {
-			attempts = 3
+		tries := m.Retries
+		if tries <= 0 {
+			tries = 3
 		}
-		for attempt := 1; attempt <= attempts; attempt++ {
+		for try := 1; try <= tries; try++ {
+			attempt := r.attempts.next(step)
 			resp, lat, err := r.stream(ctx, p, m, req, step, attempt)
 			if err == nil {
 				return &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}, nil
@@ -614,19 +653,54 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepRespo
 			mc := event.ModelCallData{Provider: m.Provider, Model: m.Name, Step: step, Attempt: attempt,
 				LatencyMS: ms(lat), Error: err.Error(), ErrorKind: model.Kind(err)}
 			ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
-			if cerr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); cerr != nil {
+			if cerr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); cerr != nil {
 				return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, cerr)
 			}
 			r.e.o.Logger.Warn("model call failed", "agent", r.def.ID, "provider", m.Provider, "model", m.Name, "attempt", attempt, "err", err)
-			if !model.Retryable(err) || attempt == attempts {
+			if !model.Retryable(err) || try == tries {
 				break
 			}
-			if err := sleep(ctx, r.e.backoff(attempt, model.RetryAfter(err))); err != nil {
+			if err := sleep(ctx, r.e.backoff(try, model.RetryAfter(err))); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return nil, fmt.Errorf("every model failed; last: %w", last)
+}
+
+// attemptLabels numbers the attempts at each model step, so that a client
+// can tell the live text of a new attempt from that of one that failed or
+// was cut off: the numbers go on across retries, fallbacks and a retry
+// after a context overflow, and a turn resumed after a restart starts past
+// every number its runs before may have used. Those are at most one past
+// the highest attempt logged for the step (each failed attempt is logged
+// durably before the next starts; the last, cut off, is not logged) or, if
+// none is logged, one past where the run before started. Each run logs a
+// "resumed" marker durably before it calls a model, so starting at the
+// highest logged attempt plus the number of such markers is always past
+// them.
+type attemptLabels struct {
+	resumes int         // "resumed" markers of this turn, this run's included
+	max     map[int]int // the highest attempt logged, by step
+	step    int         // the step of last
+	last    int         // the last attempt number given out
+}
+
+// logged notes an attempt logged before a restart.
+func (a *attemptLabels) logged(step, attempt int) {
+	if a.max == nil {
+		a.max = map[int]int{}
+	}
+	a.max[step] = max(a.max[step], attempt)
+}
+
+// next returns the number of the next attempt at step.
+func (a *attemptLabels) next(step int) int {
+	if step != a.step {
+		a.step, a.last = step, a.max[step]+a.resumes
+	}
+	a.last++
+	return a.last
 }
 
 type stepResponse struct {

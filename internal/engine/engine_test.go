@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/model"
@@ -277,6 +279,117 @@ func TestRetryAndFallback(t *testing.T) {
 	want := []string{"m:overloaded", "m:overloaded", "m:auth", "b:"}
 	if !slices.Equal(attempts, want) {
 		t.Fatalf("attempts %v, want %v", attempts, want)
+	}
+	// The attempts at a step are numbered across the models.
+	var numbers []int
+	for _, e := range h.log.events {
+		var d event.ModelCallData
+		if e.Kind == event.ModelCall && e.Decode(&d) == nil {
+			numbers = append(numbers, d.Attempt)
+		}
+	}
+	if !slices.Equal(numbers, []int{1, 2, 3, 4}) {
+		t.Errorf("attempt numbers %v, want 1 to 4", numbers)
+	}
+}
+
+// liveLog records published live events.
+type liveLog struct {
+	mu  sync.Mutex
+	evs []event.Event
+}
+
+func (l *liveLog) Publish(evs ...event.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, evs...)
+}
+
+// attempts returns the step and attempt of each text delta.
+func (l *liveLog) attempts() [][2]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out [][2]int
+	for _, e := range l.evs {
+		var d event.DeltaData
+		if e.Kind == event.TextDelta && json.Unmarshal(e.Data, &d) == nil {
+			out = append(out, [2]int{d.Step, d.Attempt})
+		}
+	}
+	return out
+}
+
+// streaming answers like script, passing each text on as a delta.
+type streaming struct{ *script }
+
+func (s streaming) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	resp, err := s.script.Stream(ctx, req, onDelta)
+	if err == nil && resp.Text != "" && onDelta != nil {
+		onDelta(model.Delta{Text: resp.Text})
+	}
+	return resp, err
+}
+
+// A resumed turn's live deltas carry attempt numbers that no run before
+// can have used for the step: past the attempts logged and the resumes
+// logged, each run counting as one. The marker that counts this run is
+// durable before the model is called. A call outside the conversation (a
+// summary, logged with the step before) is not taken for a step.
+func TestResumedAttempts(t *testing.T) {
+	failed := event.ModelCallData{Step: 1, Attempt: 1, Error: "transport", ErrorKind: "transport"}
+	for _, tc := range []struct {
+		name      string
+		prior     []event.Event
+		recovered bool
+		want      [][2]int
+		steps     int
+	}{
+		{name: "new turn", want: [][2]int{{1, 1}}, steps: 1},
+		{name: "recovered before anything was logged", recovered: true, want: [][2]int{{1, 2}}, steps: 1},
+		{name: "after a logged failure", prior: []event.Event{
+			event.New(1, 7, event.Input, event.InputData{Text: "hello"}),
+			event.New(1, 7, event.ModelCall, failed),
+		}, want: [][2]int{{1, 3}}, steps: 1},
+		{name: "after an earlier resume", prior: []event.Event{
+			event.New(1, 7, event.Input, event.InputData{Text: "hello"}),
+			event.New(1, 7, event.Marker, event.MarkerData{Name: ResumedMarker}),
+		}, want: [][2]int{{1, 3}}, steps: 1},
+		{name: "after a summary", prior: []event.Event{
+			event.New(1, 7, event.Input, event.InputData{Text: "hello"}),
+			event.New(1, 7, event.ModelCall, event.ModelCallData{Step: 0, Attempt: 1, InputTokens: 5}),
+		}, want: [][2]int{{1, 2}}, steps: 1},
+		{name: "in a later step", prior: []event.Event{
+			event.New(1, 7, event.Input, event.InputData{Text: "hello"}),
+			event.New(1, 7, event.ModelCall, event.ModelCallData{Step: 1, Attempt: 1}),
+			event.New(1, 7, event.ToolCall, event.ToolCallData{ID: "a", Name: "read", Args: json.RawMessage(`{}`), Step: 1}),
+			event.New(1, 7, event.ToolResult, event.ToolResultData{ID: "a", Name: "read", Output: "read ok"}),
+			event.New(1, 7, event.Marker, event.MarkerData{Name: ResumedMarker}),
+			event.New(1, 7, event.ModelCall, event.ModelCallData{Step: 2, Attempt: 3, Error: "cut", ErrorKind: "transport"}),
+		}, want: [][2]int{{2, 6}}, steps: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h *harness
+			markerFirst := false
+			p := &script{resps: []func(*model.Request) (*model.Response, error){func(*model.Request) (*model.Response, error) {
+				markerFirst = slices.Contains(h.log.kinds(), event.Marker)
+				return &model.Response{Text: "answer"}, nil
+			}}}
+			h = newHarness(t, models{"m": streaming{p}})
+			live := &liveLog{}
+			h.eng.o.Live = live
+			tr := turn(&agent.Definition{})
+			tr.Prior, tr.Recovered = tc.prior, tc.recovered
+			end, err := h.eng.Run(context.Background(), tr)
+			if err != nil || end.Status != event.StatusDone || end.Steps != tc.steps {
+				t.Fatalf("end %+v err %v", end, err)
+			}
+			if diff := cmp.Diff(tc.want, live.attempts()); diff != "" {
+				t.Errorf("delta (step, attempt) (-want +got):\n%s", diff)
+			}
+			if resumed := tc.recovered || len(tc.prior) > 0; markerFirst != resumed {
+				t.Errorf("a resumed marker was logged before the model call: %v; want %v", markerFirst, resumed)
+			}
+		})
 	}
 }
 

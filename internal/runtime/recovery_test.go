@@ -144,11 +144,14 @@ func TestRecoverUnfinishedTurn(t *testing.T) {
 			}
 
 			evs := e.turnEvents(c.session, c.turn)
-			want := []event.Kind{event.Input, event.ModelCall, event.ToolCall, event.ToolResult, event.ModelCall, event.Text, event.TurnEnd}
+			want := []event.Kind{event.Input, event.ModelCall, event.ToolCall, event.Marker, event.ToolResult, event.ModelCall, event.Text, event.TurnEnd}
 			if diff := cmp.Diff(want, kinds(evs)); diff != "" {
 				t.Fatalf("events of the resumed turn (-want +got):\n%s", diff)
 			}
-			res := decode[event.ToolResultData](t, evs[3])
+			if m := decode[event.MarkerData](t, evs[3]); m.Name != engine.ResumedMarker {
+				t.Errorf("marker %+v, want %s", m, engine.ResumedMarker)
+			}
+			res := decode[event.ToolResultData](t, evs[4])
 			res.DurationMS = 0
 			if diff := cmp.Diff(tt.result, res); diff != "" {
 				t.Errorf("tool result (-want +got):\n%s", diff)

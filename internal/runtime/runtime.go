@@ -816,7 +816,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		r.notify(it.ID, end)
 		return nil
 	}
-	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable}
+	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable, Recovered: q.recovered}
 	if q.recovered {
 		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
 		if err != nil {
