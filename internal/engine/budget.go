@@ -45,7 +45,7 @@ func (r *run) usdBound(m agent.Model) (int, error) {
 			continue
 		}
 		left := lim.limit - lim.spent
-		n := math.Inf(1)
+		n := math.Inf(1) // output tokens the money left pays for
 		if price.Output > 0 {
 			n = math.Floor((left - in) * 1e6 / price.Output)
 		} else if in >= left {
@@ -56,8 +56,8 @@ func (r *run) usdBound(m agent.Model) (int, error) {
 				Reason: fmt.Sprintf("stopped: the next call to %s could take %s past its $%.4f budget: $%.4f is left, its input costs about $%.4f (budgets.%s)",
 					m.Name, lim.what, lim.limit, max(left, 0), in, lim.name)}}
 		}
-		if n < math.Inf(1) && (bound == 0 || int(min(n, math.MaxInt32)) < bound) {
-			bound = int(min(n, math.MaxInt32))
+		if k := int(min(n, math.MaxInt32)); n < math.Inf(1) && (bound == 0 || k < bound) {
+			bound = k
 		}
 	}
 	return bound, nil
@@ -67,11 +67,18 @@ func (r *run) usdBound(m agent.Model) (int, error) {
 // model params may set them in extra.
 var outputKeys = []string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
 
-// boundOutput lowers req's output limit to at most n tokens, in
-// Request.MaxTokens and in any output limit Request.Extra sets (which the
-// providers send in its place).
+// safeOutput is the largest output limit agentd sets where the agent set
+// none: every model accepts it, while one larger than a model supports is
+// refused (OpenAI: "max_tokens is too large").
+const safeOutput = 4096
+
+// boundOutput lowers req's output limit to at most n tokens: the limit the
+// agent set (Request.MaxTokens, and any output limit in Request.Extra,
+// which the providers send in its place), or, where it set none, a limit
+// of n if n is at most safeOutput. (Without one the Anthropic client asks
+// for its default 4096; an OpenAI-compatible server's default may be more.)
 func boundOutput(req *model.Request, n int) {
-	if req.MaxTokens == 0 || n < req.MaxTokens {
+	if req.MaxTokens > 0 && n < req.MaxTokens || req.MaxTokens == 0 && n <= safeOutput {
 		req.MaxTokens = n
 	}
 	for _, k := range outputKeys {
