@@ -2,8 +2,8 @@ package main
 
 // Control characters, U+2028/U+2029 and invalid UTF-8 in a reply reach
 // every client intact: agentd send and chat, in process and through the
-// daemon, the API's ?stream=true, the WebSocket event stream and the MCP
-// facade's ask_* tools.
+// daemon, the API's ?stream=true, the WebSocket event stream, the
+// OpenAI-compatible API and the MCP facade's ask_* tools.
 
 import (
 	"bufio"
@@ -100,8 +100,8 @@ func TestControlCharactersChat(t *testing.T) {
 	check("through the daemon")
 }
 
-// Through agentd serve on TCP: POST ?stream=true, the WebSocket and the
-// MCP facade, each with NUL too.
+// Through agentd serve on TCP: POST ?stream=true, the WebSocket, the
+// OpenAI-compatible API and the MCP facade, each with NUL too.
 func TestControlCharactersGateway(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t, nil)
@@ -193,6 +193,36 @@ func TestControlCharactersGateway(t *testing.T) {
 		}
 		if deltas.String() != want {
 			t.Errorf("deltas %q, want %q", deltas.String(), want)
+		}
+	})
+
+	t.Run("chat completions", func(t *testing.T) {
+		req, _ := json.Marshal(map[string]any{"model": "assistant", "stream": true, "user": "cc",
+			"messages": []map[string]string{{"role": "user", "content": msg}}})
+		r := request(t, "POST", base+"/v1/chat/completions", string(req), "Authorization: Bearer "+tok, "Content-Type: application/json")
+		if r.status != 200 {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		var content strings.Builder
+		for _, line := range strings.Split(r.body, "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var chunk struct {
+				Choices []struct {
+					Delta struct{ Content string }
+				}
+			}
+			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
+				t.Fatalf("chunk %q: %v", data, err)
+			}
+			for _, c := range chunk.Choices {
+				content.WriteString(c.Delta.Content)
+			}
+		}
+		if content.String() != want {
+			t.Errorf("content %q, want %q", content.String(), want)
 		}
 	})
 
