@@ -7,7 +7,9 @@
 // thinking deltas to the caller as they arrive, assembles tool calls from
 // their streamed JSON fragments, and turns HTTP and in-stream failures into
 // *model.Error values of the kinds the engine acts on. A reply that arrives
-// as one JSON message (a proxy that ignores "stream") is understood too.
+// as one JSON message (a proxy that ignores "stream") is understood too; one
+// that refuses to stream (Request.NoStream, or an error saying it cannot) is
+// asked for the whole response.
 //
 // Tool-call arguments: Response.ToolCalls[i].Args is always valid JSON:
 // "{}" when empty, the input as sent when it is valid JSON, and otherwise a

@@ -8,7 +8,9 @@
 // and in-stream failures into *model.Error values of the kinds the engine
 // acts on (rate limited, overloaded, auth, context overflow, bad request,
 // protocol, transport). A server that ignores "stream" and answers with one
-// plain JSON chat.completion is understood too.
+// plain JSON chat.completion is understood too; one that refuses to stream
+// (Request.NoStream, or an error saying it cannot) is asked for the whole
+// response.
 //
 // Tool-call arguments: Response.ToolCalls[i].Args is always valid JSON. Empty
 // arguments become "{}". Arguments that are valid JSON are kept as sent.

@@ -1,9 +1,10 @@
 // Package wire holds what agentd's HTTP model clients (internal/model/openai
 // and internal/model/anthropic) do alike: posting a JSON request, telling an
-// event stream from a reply sent whole, reading either within its bounds,
-// turning a non-2xx response into a *model.Error with its Retry-After, the
-// error kinds an HTTP status implies, and keeping the API key and
-// secret-looking header values out of error messages. What is particular to
+// event stream from a reply sent whole, reading either within its bounds and
+// its idle timeout, asking again without streaming when a server says it
+// cannot stream, turning a non-2xx response into a *model.Error with its
+// Retry-After, the error kinds an HTTP status implies, and keeping the API
+// key, secret-looking header values and credentials out of error messages. What is particular to
 // one API's format (its request body, events and error shapes) stays in the
 // client's own package.
 package wire
