@@ -81,10 +81,10 @@ func TestControlCharactersSend(t *testing.T) {
 }
 
 // chat streams the reply's deltas as they come; here a model says the
-// awkward text (a script line cannot hold a line break or NUL).
+// awkward text, NUL included (a script line cannot hold a line break).
 func TestControlCharactersChat(t *testing.T) {
 	t.Parallel()
-	say := strings.NewReplacer("\n", "", "\r", "").Replace(awkward(false))
+	say := strings.NewReplacer("\n", "", "\r", "").Replace(awkward(true))
 	addr := fake(t, "match *\nsay "+say+"\n")
 	dir := dataDir(t, map[string]string{"agents/tester.yaml": openaiAgent(addr, "")})
 	want := decoded(t, say)
