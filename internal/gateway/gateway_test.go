@@ -586,3 +586,39 @@ func TestMessageBodyLimit(t *testing.T) {
 		t.Errorf("a %d-byte compact request: %d %s, want 413", len(big), status, b)
 	}
 }
+
+// Reset, close and reopen of a session that does not exist answer 404 and
+// create nothing; a closed session is reopened by the route, or by a
+// message that asks for it.
+func TestSessionRoutesNeedTheSessionAndReopen(t *testing.T) {
+	e := newEnv(t, setup{})
+	for _, op := range []string{"reset", "close", "reopen"} {
+		checkError(t, e, "POST", "/v1/sessions/a/none/"+op, "", 404, "not_found")
+	}
+	if list, err := e.st.Sessions(t.Context(), store.SessionFilter{}); err != nil || len(list) != 0 {
+		t.Fatalf("sessions created: %+v, %v", list, err)
+	}
+	if status, _, b := e.do("POST", "/v1/sessions/a/k/messages?wait=true", `{"text":"one"}`); status != 200 {
+		t.Fatalf("message: %d %s", status, b)
+	}
+	for _, reopen := range []func(){
+		func() {
+			if status, _, b := e.do("POST", "/v1/sessions/a/k/reopen", ""); status != 200 || !strings.Contains(string(b), `"reopened":true`) {
+				t.Fatalf("reopen: %d %s", status, b)
+			}
+		},
+		func() {}, // the message reopens it
+	} {
+		if status, _, b := e.do("POST", "/v1/sessions/a/k/close", ""); status != 200 {
+			t.Fatalf("close: %d %s", status, b)
+		}
+		checkError(t, e, "POST", "/v1/sessions/a/k/messages", `{"text":"refused"}`, 409, "session_closed")
+		reopen()
+		if status, _, b := e.do("POST", "/v1/sessions/a/k/messages?wait=true", `{"text":"again","reopen":true}`); status != 200 || !strings.Contains(string(b), `"reply":"re: again"`) {
+			t.Fatalf("message after reopening: %d %s", status, b)
+		}
+	}
+	if status, _, b := e.do("POST", "/v1/sessions/a/k/reopen", ""); status != 200 || !strings.Contains(string(b), `"reopened":false`) {
+		t.Errorf("reopen of an open session: %d %s", status, b)
+	}
+}

@@ -33,14 +33,22 @@ var (
 	ErrBadAddress    = errors.New("bad session address")
 	ErrEmptyInput    = errors.New("empty input")
 	ErrBadOptions    = errors.New("bad message options")
-	ErrClosed        = errors.New("runtime closed")
+	ErrClosed        = errors.New("agentd is shutting down")
 	ErrNoTurn        = errors.New("no turn running")
 	ErrSessionClosed = errors.New("session closed")
 	ErrBusy          = errors.New("session busy")
 	// ErrBadImage: an input's image was refused (type, size or count);
 	// the error says which and why.
 	ErrBadImage = model.ErrBadImage
+	// ErrNoSession: the session named does not exist. It matches
+	// store.ErrNotFound too.
+	ErrNoSession error = noSession{}
 )
+
+type noSession struct{}
+
+func (noSession) Error() string        { return "session not found" }
+func (noSession) Is(target error) bool { return target == store.ErrNotFound }
 
 // Agents gives the current definition of an agent.
 type Agents interface {
@@ -235,6 +243,9 @@ type Input struct {
 	// and size model.CheckImage accepts. They go into the log with the
 	// message and into every later context that holds it.
 	Images []model.Image
+	// Reopen reopens the session first if it is closed (see Reopen);
+	// without it, a closed session refuses the input with ErrSessionClosed.
+	Reopen bool
 }
 
 // Receipt acknowledges an accepted input.
@@ -326,7 +337,12 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 		return Receipt{}, err
 	}
 	if sess.state() == store.StateClosed {
-		return Receipt{}, fmt.Errorf("%w: %s", ErrSessionClosed, in.Session)
+		if !in.Reopen {
+			return Receipt{}, closedErr(in.Session)
+		}
+		if _, err := r.reopen(ctx, sess); err != nil {
+			return Receipt{}, err
+		}
 	}
 	kind := event.Input
 	if in.System || in.Silent {
@@ -495,13 +511,14 @@ func (r *Runtime) notify(turn int64, end event.TurnEndData) {
 }
 
 // Reset appends a reset marker after whatever is queued: the context
-// restarts after it and the session keeps its id.
+// restarts after it and the session keeps its id. A session that does not
+// exist is store.ErrNotFound.
 func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, error) {
 	agentID, key, err := r.address(addr)
 	if err != nil {
 		return Receipt{}, err
 	}
-	sess, err := r.lookup(ctx, agentID, key)
+	sess, err := r.existing(ctx, agentID, key)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -532,7 +549,7 @@ func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, eve
 		return Receipt{}, event.TurnEndData{}, err
 	}
 	if sess.state() == store.StateClosed {
-		return Receipt{}, event.TurnEndData{}, fmt.Errorf("%w: %s", ErrSessionClosed, addr)
+		return Receipt{}, event.TurnEndData{}, closedErr(addr)
 	}
 	var ch chan event.TurnEndData
 	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: event.CompactRequest, Text: focus, Source: "compact"}, &ch)
@@ -590,26 +607,59 @@ func (s *session) state() string {
 	return s.s.State
 }
 
-// CloseSession closes a session: it keeps its log and refuses new input.
-// A session with a running or queued turn is not closed (ErrBusy).
+// CloseSession closes a session: it keeps its log and refuses new input
+// until it is reopened. A session with a running or queued turn is not
+// closed (ErrBusy); one that does not exist is store.ErrNotFound.
 func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
 	agentID, key, err := r.address(addr)
 	if err != nil {
 		return err
 	}
-	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	sess, err := r.existing(ctx, agentID, key)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", addr, err)
+		return err
 	}
-	sess := r.session(s)
 	sess.mu.Lock()
 	busy := sess.working || len(sess.queue) > 0
 	sess.mu.Unlock()
 	if busy {
 		return fmt.Errorf("%w: %s has a turn running or queued; cancel it or wait", ErrBusy, addr)
 	}
-	ev := event.New(s.ID, 0, event.Marker, event.MarkerData{Name: "closed"})
-	return r.commit(ctx, sess, &store.Batch{Session: s.ID, State: store.StateClosed, Events: []event.Event{ev}})
+	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: "closed"})
+	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: store.StateClosed, Events: []event.Event{ev}})
+}
+
+// Reopen reopens a closed session: it takes input again, its context
+// continuing where it stopped. It reports whether the session was closed;
+// reopening an open one changes nothing. A session that does not exist is
+// store.ErrNotFound.
+func (r *Runtime) Reopen(ctx context.Context, addr string) (bool, error) {
+	agentID, key, err := r.address(addr)
+	if err != nil {
+		return false, err
+	}
+	sess, err := r.existing(ctx, agentID, key)
+	if err != nil {
+		return false, err
+	}
+	return r.reopen(ctx, sess)
+}
+
+// reopen logs a "reopened" marker and makes a closed session idle.
+func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
+	if sess.state() != store.StateClosed {
+		return false, nil
+	}
+	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: "reopened"})
+	if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: store.StateIdle, Events: []event.Event{ev}}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// closedErr is the error of input to a closed session, saying how to reopen it.
+func closedErr(addr string) error {
+	return fmt.Errorf("%w: %s (reopen it first, or send with reopen)", ErrSessionClosed, addr)
 }
 
 // Cancel cancels the running turn of a session. Queued inputs still run.
@@ -654,6 +704,35 @@ func (r *Runtime) lookup(ctx context.Context, agentID, key string) (*session, er
 		return nil, fmt.Errorf("runtime: session %s: %w", addr, err)
 	}
 	return r.session(s), nil
+}
+
+// existing returns the in-memory session for an address that exists in
+// the store, or store.ErrNotFound: unlike lookup, it creates none.
+func (r *Runtime) existing(ctx context.Context, agentID, key string) (*session, error) {
+	addr := agentID + "/" + key
+	r.mu.Lock()
+	sess := r.byAddr[addr]
+	if sess != nil {
+		r.touch(sess)
+	}
+	r.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	if err != nil {
+		return nil, sessionErr(addr, err)
+	}
+	return r.session(s), nil
+}
+
+// sessionErr is err of reading the session addr: ErrNoSession if it does
+// not exist.
+func sessionErr(addr string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNoSession, addr)
+	}
+	return fmt.Errorf("runtime: session %s: %w", addr, err)
 }
 
 // session returns the in-memory session for s, adding it if needed.
@@ -1138,7 +1217,7 @@ func (r *Runtime) Events(ctx context.Context, addr string, after int64, limit in
 	}
 	s, err := r.st.SessionByAddress(ctx, agentID, key)
 	if err != nil {
-		return s, nil, fmt.Errorf("session %s: %w", addr, err)
+		return s, nil, sessionErr(addr, err)
 	}
 	evs, err := r.st.Events(ctx, s.ID, after, limit)
 	return s, evs, err
