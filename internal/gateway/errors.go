@@ -40,6 +40,7 @@ type failure struct {
 var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, errBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage},
 		status: http.StatusBadRequest, code: "bad_request"},
+	{errs: []error{runtime.ErrTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, errNotFound}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
 	{errs: []error{runtime.ErrNoTurn}, status: http.StatusConflict, code: "no_turn"},
@@ -48,6 +49,7 @@ var failures = []failure{
 	{errs: []error{runtime.ErrClosed}, status: http.StatusServiceUnavailable, code: "shutting_down", retry: ShutdownRetryAfter},
 	{errs: []error{store.ErrFull}, status: http.StatusServiceUnavailable, code: "storage_full", retry: FullRetryAfter,
 		msg: "agentd's disk is full: the request was not accepted; send it again once space is freed"},
+	{errs: []error{errLoad}, status: http.StatusServiceUnavailable, code: "busy", retry: loadRetryAfter},
 	{errs: []error{context.DeadlineExceeded}, status: http.StatusGatewayTimeout, code: "timeout", msg: "timed out waiting"},
 }
 

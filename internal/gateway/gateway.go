@@ -93,13 +93,21 @@ type Options struct {
 	Metrics    Metrics    // GET /metrics
 	Usage      Usage      // GET /v1/usage
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
+
+	// BodyBytesInFlight bounds the bytes of large request bodies received
+	// at once (default DefaultBodyBytesInFlight), and BodyWait how long a
+	// large request waits for its share before it is answered 503 busy
+	// (default 30 s); see admission.
+	BodyBytesInFlight int64
+	BodyWait          time.Duration
 }
 
 // Server is the HTTP API.
 type Server struct {
-	o   Options
-	mux *routeMux
-	log *slog.Logger
+	o    Options
+	mux  *routeMux
+	log  *slog.Logger
+	load *admission
 }
 
 // routeMux is a ServeMux that remembers its patterns, so the OpenAPI
@@ -125,7 +133,7 @@ func (s *Server) Routes() []string { return append([]string(nil), s.mux.patterns
 
 // New returns the API handler.
 func New(o *Options) *Server {
-	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger}
+	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger, load: newAdmission(o.BodyBytesInFlight, o.BodyWait)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -171,7 +179,16 @@ func bodyLimit(r *http.Request, general int64) int64 {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r, MaxBody))
+	limit := bodyLimit(r, MaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	release, err := s.load.admit(r, limit)
+	if err != nil {
+		if r.Context().Err() == nil { // else nobody is left to answer
+			s.fail(w, err)
+		}
+		return
+	}
+	defer release()
 	if h, pattern := s.mux.Handler(r); pattern == "" {
 		// No route: the mux answers 404 or 405 in plain text; say it as
 		// every other error is said.

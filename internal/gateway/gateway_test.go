@@ -578,7 +578,8 @@ var sessionInfoOpts = cmpopts.IgnoreFields(gateway.SessionInfo{}, "CreatedAt", "
 // routes keep MaxBody.
 func TestMessageBodyLimit(t *testing.T) {
 	e := newEnv(t, setup{})
-	big := `{"text":"` + strings.Repeat("x", 3*gateway.MaxBody/2) + `"}`
+	// 1.5 MiB of body, 0.75 MiB of text (each \" is one character).
+	big := `{"text":"` + strings.Repeat(`\"`, 3*gateway.MaxBody/4) + `"}`
 	if status, _, b := e.do("POST", "/v1/sessions/a/k/messages", big); status != 202 {
 		t.Errorf("a %d-byte message: %d %s", len(big), status, b)
 	}

@@ -40,6 +40,9 @@ var (
 	// ErrBadImage: an input's image was refused (type, size or count);
 	// the error says which and why.
 	ErrBadImage = model.ErrBadImage
+	// ErrTooLarge: an input's text is longer than MaxText; the error says
+	// by how much.
+	ErrTooLarge = errors.New("input too large")
 	// ErrNoSession: the session named does not exist. It matches
 	// store.ErrNotFound too.
 	ErrNoSession error = noSession{}
@@ -49,6 +52,12 @@ type noSession struct{}
 
 func (noSession) Error() string        { return "session not found" }
 func (noSession) Is(target error) bool { return target == store.ErrNotFound }
+
+// MaxText bounds the text of one input, in bytes: about 250,000 tokens,
+// more than a model's context takes in one message. A larger input could
+// only fail at the model after filling the log, the cache and the search
+// index.
+const MaxText = 1 << 20
 
 // Agents gives the current definition of an agent.
 type Agents interface {
@@ -358,11 +367,14 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 	return r.enqueue(ctx, sess, item, wait)
 }
 
-// checkInput refuses an input without text, or with an image that
-// model.CheckImages refuses.
+// checkInput refuses an input without text, with text over MaxText, or
+// with an image that model.CheckImages refuses.
 func checkInput(in *Input) error {
 	if strings.TrimSpace(in.Text) == "" {
 		return ErrEmptyInput
+	}
+	if len(in.Text) > MaxText {
+		return fmt.Errorf("%w: the text is %d bytes, at most %d", ErrTooLarge, len(in.Text), MaxText)
 	}
 	return model.CheckImages(in.Images)
 }

@@ -71,6 +71,11 @@ func unsupported(param, format string, args ...any) *apiError {
 	return e
 }
 
+func tooLarge(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalid, code: "request_too_large", param: param,
+		message: fmt.Sprintf(format, args...)}
+}
+
 func modelNotFound(id string) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found",
 		message: fmt.Sprintf("The model %q does not exist: it must be the id of an agent (GET /v1/models lists them)", clip(id, 100))}
@@ -95,6 +100,8 @@ func (h *handler) fromRuntime(err error) *apiError {
 		return invalid("messages", "the last user message is empty")
 	case errors.Is(err, runtime.ErrBadAddress):
 		return invalid("user", "the session key is not valid")
+	case errors.Is(err, runtime.ErrTooLarge):
+		return tooLarge("messages", "the message the agent would receive is too large (%s): send fewer or shorter messages, or continue the conversation with the %s header so that only the last message is sent", safeReason(err.Error()), SessionHeader)
 	case errors.Is(err, runtime.ErrSessionClosed):
 		return &apiError{status: http.StatusConflict, typ: typeInvalid, code: "session_closed",
 			message: "the session is closed: it keeps its log but takes no new messages; start a new conversation"}

@@ -185,7 +185,7 @@ func (h *handler) agent(id string) *agent.Definition {
 const idempotencyHeader = "Idempotency-Key"
 
 func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
-	req, aerr := decodeRequest(r.Body, h.maxBody)
+	req, aerr := decodeRequest(r.Body, r.ContentLength, h.maxBody)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
