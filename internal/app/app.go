@@ -21,6 +21,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/gateway"
 	"agentd/internal/identity"
 	"agentd/internal/mcp"
 	"agentd/internal/mcpserver"
@@ -63,7 +64,9 @@ type App struct {
 	Permits *permit.Broker
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
-	Memory  *memory.Store
+	Memory  *memory.Store // nil when long-term memory is off (see Degraded)
+
+	degraded []gateway.Degraded // optional parts that are off; set in Open
 
 	skills  atomic.Pointer[skill.Set]
 	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
@@ -161,7 +164,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
-	eo.Recall = recaller{a.Memory}
+	if a.Memory != nil {
+		eo.Recall = recaller{a.Memory}
+	}
 	rt := &runtimeLog{}
 	eo.Log = rt
 	a.Engine = engine.New(&eo)
@@ -222,11 +227,13 @@ func (a *App) Start(ctx context.Context) error {
 			a.Logger.Error("agent file watcher stopped", "err", err)
 		}
 	})
-	a.wg.Go(func() {
-		if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
-			a.Logger.Error("memory embedding stopped", "err", err)
-		}
-	})
+	if a.Memory != nil {
+		a.wg.Go(func() {
+			if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
+				a.Logger.Error("memory embedding stopped", "err", err)
+			}
+		})
+	}
 	a.wg.Go(func() {
 		err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
 		if err != nil && wctx.Err() == nil {
@@ -278,6 +285,16 @@ func (a *App) closeParts() error {
 	}
 	return err
 }
+
+// degrade records that an optional part is off, for readiness. Open alone
+// calls it.
+func (a *App) degrade(part, reason string) {
+	a.degraded = append(a.degraded, gateway.Degraded{Part: part, Reason: reason})
+}
+
+// Degraded lists the optional parts that are off, and why; nil when none
+// is.
+func (a *App) Degraded() []gateway.Degraded { return a.degraded }
 
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)

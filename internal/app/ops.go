@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 
+	"agentd/internal/gateway"
 	"agentd/internal/metrics"
 )
 
 // readiness says whether this node can take work: Start has resumed its
-// work, Close has not begun, and the store answers a read.
+// work, Close has not begun, and the store answers a read. It also lists
+// the optional parts that are off, which do not make it unready.
 type readiness struct{ a *App }
+
+// Degraded lists the optional parts that are off.
+func (r readiness) Degraded() []gateway.Degraded { return r.a.Degraded() }
 
 // Ready's errors are shown to whoever asks /readyz: they say what is not
 // ready, and the details go to the log.
@@ -32,7 +37,15 @@ func (r readiness) Ready(ctx context.Context) error {
 // startMetrics starts counting the events of the node's bus; the collector
 // stops at Close.
 func (a *App) startMetrics() *metrics.Collector {
-	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger})
+	degraded := func() []string {
+		var parts []string
+		for _, d := range a.Degraded() {
+			parts = append(parts, d.Part)
+		}
+		return parts
+	}
+	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger,
+		Degraded: degraded})
 	a.wg.Go(func() {
 		if err := c.Run(context.Background()); err != nil {
 			a.Logger.Error("metrics stopped", "err", err)

@@ -39,6 +39,19 @@ type Readiness interface {
 	Ready(ctx context.Context) error
 }
 
+// Degraded is an optional part of agentd that is off: agentd works without
+// it. Reason is shown to whoever asks, so it holds no path or secret.
+type Degraded struct {
+	Part   string `json:"part"` // e.g. memory
+	Reason string `json:"reason"`
+}
+
+// Degradations is the optional ability of a Readiness to list the
+// optional parts that are off (nil or empty: none).
+type Degradations interface {
+	Degraded() []Degraded
+}
+
 // Metrics writes agentd's metrics in the Prometheus text format 0.0.4.
 type Metrics interface {
 	WriteMetrics(ctx context.Context, w io.Writer) error
@@ -82,6 +95,9 @@ type ReadyResponse struct {
 	Ready bool   `json:"ready"`
 	Error string `json:"error,omitempty"` // why not
 	Code  string `json:"code,omitempty"`  // not_ready
+	// Degraded lists the optional parts that are off; absent when none
+	// is. They do not make agentd unready.
+	Degraded []Degraded `json:"degraded,omitempty"`
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -89,13 +105,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: "readiness is not reported by this agentd", Code: "not_ready"})
 		return
 	}
+	var degraded []Degraded
+	if d, ok := s.o.Ready.(Degradations); ok {
+		degraded = d.Degraded()
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.o.Ready.Ready(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: err.Error(), Code: "not_ready"})
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: err.Error(), Code: "not_ready", Degraded: degraded})
 		return
 	}
-	writeJSON(w, 200, ReadyResponse{Ready: true})
+	writeJSON(w, 200, ReadyResponse{Ready: true, Degraded: degraded})
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
