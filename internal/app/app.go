@@ -76,6 +76,7 @@ type App struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	started   atomic.Bool
+	stopping  atomic.Bool     // set by Drain (and Close)
 	done      chan struct{}   // closed by Close
 	bctx      context.Context // ends at Close
 	closeOnce sync.Once
@@ -252,15 +253,25 @@ func (a *App) Bootstrap() {
 	}
 }
 
-// Close stops the runtime (running turns get until ctx is done to finish;
-// the rest resume at the next start), then the store, and releases the lock.
+// Drain is the first step of stopping, while the API still answers: new
+// inputs are refused and queued ones wait for the next start, running
+// turns get until ctx is done to finish (then they are cancelled, to
+// resume at the next start), and whoever waits for a turn gets its end or
+// a shutting-down error. Readiness says "shutting down" from the start.
+func (a *App) Drain(ctx context.Context) {
+	a.stopping.Store(true)
+	if a.Runtime != nil {
+		a.Runtime.Close(ctx)
+	}
+}
+
+// Close stops the runtime (see Drain; running turns get until ctx is done
+// to finish), then the store, and releases the lock.
 func (a *App) Close(ctx context.Context) error {
 	if f := a.facade.Load(); f != nil {
 		f.Close()
 	}
-	if a.Runtime != nil {
-		a.Runtime.Close(ctx)
-	}
+	a.Drain(ctx)
 	if a.cancel != nil {
 		a.cancel()
 	}

@@ -19,10 +19,8 @@ func (r readiness) Degraded() []gateway.Degraded { return r.a.Degraded() }
 // Ready's errors are shown to whoever asks /readyz: they say what is not
 // ready, and the details go to the log.
 func (r readiness) Ready(ctx context.Context) error {
-	select {
-	case <-r.a.done:
+	if r.a.stopping.Load() {
 		return errors.New("shutting down")
-	default:
 	}
 	if !r.a.started.Load() {
 		return errors.New("starting: unfinished work is not resumed yet")

@@ -86,12 +86,31 @@ func (e *env) serveCmd() *cobra.Command {
 				fmt.Fprintln(out, agent.ModelHint())
 			}
 			sock := filepath.Join(dir, app.SocketFile)
-			serr := serveAPI(ctx, srv, sock, tcp, lw, func() {
+			// Ordered shutdown. At the signal the API keeps answering while
+			// the runtime drains: new input is refused (503 shutting_down),
+			// running turns get the grace period, and clients waiting for a
+			// turn get its reply or a retryable 503. Then the servers stop,
+			// then the rest (the store last).
+			serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopServing()
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				select {
+				case <-ctx.Done():
+				case <-serving.Done(): // a server failed
+					return
+				}
+				gctx, cancel := context.WithTimeout(context.Background(), grace)
+				defer cancel()
+				a.Drain(gctx)
+				stopServing()
+			}()
+			serr := serveAPI(serving, srv, sock, tcp, lw, func() {
 				lw.printf("listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
 			})
-			// Ordered shutdown: the servers are closed; now the runtime (running
-			// turns get the grace period, the rest resume next start), then
-			// the store.
+			stopServing()
+			<-drained
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
 			cerr := a.Close(sctx)

@@ -778,9 +778,14 @@ func TestReopen(t *testing.T) {
 		func() error { _, err := e.rt.Reopen(ctx, "a/k"); return err },
 		func() error { return nil }, // the input reopens it
 	} {
-		if err := e.rt.CloseSession(ctx, "a/k"); err != nil {
-			t.Fatal(err)
-		}
+		// The worker of the turn that just ended may not have exited yet.
+		eventually(t, "the session to close", func() bool {
+			err := e.rt.CloseSession(ctx, "a/k")
+			if err != nil && !errors.Is(err, runtime.ErrBusy) {
+				t.Fatal(err)
+			}
+			return err == nil
+		})
 		if _, err := e.rt.Submit(ctx, runtime.Input{Session: "a/k", Text: "refused"}); !errors.Is(err, runtime.ErrSessionClosed) {
 			t.Fatalf("input to a closed session: %v", err)
 		}
