@@ -192,11 +192,7 @@ func (l *runtimeLog) CommitAsync(ctx context.Context, b *store.Batch) func() err
 // Start records the agents, connects the MCP servers, resumes unfinished
 // work and starts watching agent files.
 func (a *App) Start(ctx context.Context) error {
-	for _, d := range a.Agents.List() {
-		if err := a.saveAgent(ctx, d); err != nil {
-			return err
-		}
-	}
+	a.recordAgents(ctx)
 	// Turns resumed or started now must find their servers' tools: wait
 	// for each server's first connection (or first failure), within
 	// MCPStartWait.

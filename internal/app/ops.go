@@ -6,6 +6,7 @@ import (
 
 	"agentd/internal/gateway"
 	"agentd/internal/metrics"
+	"agentd/internal/store"
 )
 
 // readiness says whether this node can take work: Start has resumed its
@@ -28,6 +29,12 @@ func (r readiness) Ready(ctx context.Context) error {
 	if err := r.a.Store.Ping(ctx); err != nil {
 		r.a.Logger.Warn("readiness: the store does not answer", "err", err)
 		return errors.New("the store does not answer")
+	}
+	if err := r.a.Store.Writable(ctx); errors.Is(err, store.ErrFull) {
+		return errors.New("the disk is full: new messages are refused until space is freed")
+	} else if err != nil {
+		r.a.Logger.Warn("readiness: the store cannot write", "err", err)
+		return errors.New("the store cannot write")
 	}
 	return nil
 }

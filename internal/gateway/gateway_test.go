@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -621,5 +622,30 @@ func TestSessionRoutesNeedTheSessionAndReopen(t *testing.T) {
 	}
 	if status, _, b := e.do("POST", "/v1/sessions/a/k/reopen", ""); status != 200 || !strings.Contains(string(b), `"reopened":false`) {
 		t.Errorf("reopen of an open session: %d %s", status, b)
+	}
+}
+
+// fullStore fails every enqueue as a full disk does.
+type fullStore struct{ store.Store }
+
+func (fullStore) Enqueue(context.Context, store.InboxItem) (store.InboxItem, bool, error) {
+	return store.InboxItem{}, false, fmt.Errorf("sqlite: commit: %w: database or disk is full at %s", store.ErrFull, secret)
+}
+
+// A full disk is a 503 storage_full that says when to send again, and
+// shows nothing of the store's own message.
+func TestStorageFull(t *testing.T) {
+	e := newEnv(t, setup{wrap: func(st store.Store) store.Store { return fullStore{st} }})
+	for _, path := range []string{"/v1/sessions/a/k/messages", "/v1/sessions/a/k/messages?wait=true", "/v1/sessions/a/k/messages?stream=true"} {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.http.URL+path, strings.NewReader(`{"text":"x"}`))
+		resp, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || !strings.Contains(string(b), `"code":"storage_full"`) || resp.Header.Get("Retry-After") == "" || showsInternals(string(b)) {
+			t.Errorf("POST %s: %d %s (Retry-After %q)", path, resp.StatusCode, b, resp.Header.Get("Retry-After"))
+		}
 	}
 }

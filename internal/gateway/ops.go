@@ -25,7 +25,7 @@ import (
 
 // Routes of the operator (JSON unless noted):
 //
-//	GET  /readyz                      200 once the runtime has started and the store answers; 503 with the reason
+//	GET  /readyz                      200 once the runtime has started and the store answers and can write; 503 with the reason
 //	GET  /metrics                     Prometheus text format 0.0.4
 //	GET  /v1/usage?group=day|agent|session|model&agent=A&session=A/K&since=T&until=T&limit=N
 //	GET  /v1/agents/{id}              an agent's definition, secrets hidden
