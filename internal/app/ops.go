@@ -10,8 +10,9 @@ import (
 )
 
 // readiness says whether this node can take work: Start has resumed its
-// work, Close has not begun, and the store answers a read. It also lists
-// the optional parts that are off, which do not make it unready.
+// work, stopping has not begun, and the store answers a read and can
+// write. It also lists the optional parts that are off, which do not make
+// it unready.
 type readiness struct{ a *App }
 
 // Degraded lists the optional parts that are off.
