@@ -158,7 +158,13 @@ func serve(t *testing.T, dir string, env ...string) *daemon {
 	t.Helper()
 	// The local socket only: tests run many daemons at once, and the
 	// gateway's tests choose their own addresses.
-	cmd := exec.Command(agentdBin, "--data", dir, "serve", "--listen", "off")
+	return serveArgs(t, dir, []string{"--listen", "off"}, env...)
+}
+
+// serveArgs is serve with the serve command's flags.
+func serveArgs(t *testing.T, dir string, flags []string, env ...string) *daemon {
+	t.Helper()
+	cmd := exec.Command(agentdBin, append([]string{"--data", dir, "serve"}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	d := &daemon{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = d.out, d.out

@@ -21,7 +21,13 @@ import (
 // the base URL it prints once it accepts.
 func serveListen(t *testing.T, dir, addr string, env ...string) (*daemon, string) {
 	t.Helper()
-	cmd := exec.Command(agentdBin, "--data", dir, "serve", "--listen", addr)
+	return serveListenArgs(t, dir, addr, nil, env...)
+}
+
+// serveListenArgs is serveListen with more of the serve command's flags.
+func serveListenArgs(t *testing.T, dir, addr string, flags []string, env ...string) (*daemon, string) {
+	t.Helper()
+	cmd := exec.Command(agentdBin, append([]string{"--data", dir, "serve", "--listen", addr}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	d := &daemon{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = d.out, d.out

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +53,85 @@ say ok
 	}
 	if r := run(t, dir, "memory", "forget"); r.code != 2 {
 		t.Errorf("forget with nothing named: exit %d", r.code)
+	}
+}
+
+// An unreadable memory.db does not stop agentd: it starts without
+// long-term memory, warns once, says so in /readyz (still ready) and in
+// /metrics, and keeps recent turns and the history tools working, while
+// the memory tools answer a clear error. Through the daemon and in process.
+func TestMemoryDatabaseUnreadable(t *testing.T) {
+	t.Parallel()
+	addr := fake(t, `
+match ^remember
+call remember {"insight": "the lighthouse ships in March"}
+---
+say {{tool_result}}
+
+match ^search
+call search_history {"query": "lighthouse"}
+---
+say {{tool_result}}
+
+match *
+say {{n_messages}} messages
+`)
+	for _, viaDaemon := range []bool{true, false} {
+		dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "")})
+		// A directory where the database should be: it cannot be opened
+		// (as root, file modes do not stop a read).
+		if err := os.Mkdir(filepath.Join(dir, "memory.db"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var d *daemon
+		if viaDaemon {
+			d = serve(t, dir)
+		}
+		r := run(t, dir, "send", "a/s", "hello lighthouse")
+		if r.code != 0 || !strings.Contains(r.stdout, "1 messages") {
+			t.Fatalf("viaDaemon=%v: send: %+v", viaDaemon, r)
+		}
+		if !viaDaemon && strings.Count(r.stderr, "long-term memory is off") != 1 {
+			t.Errorf("in process: want one warning, got:\n%s", r.stderr)
+		}
+		if r := run(t, dir, "send", "a/s", "again"); !strings.Contains(r.stdout, "3 messages") {
+			t.Errorf("viaDaemon=%v: recent turns lost: %+v", viaDaemon, r)
+		}
+		r = run(t, dir, "send", "a/s", "remember this")
+		if r.code != 0 || !strings.Contains(r.stdout, "long-term memory is unavailable on this agentd") {
+			t.Errorf("viaDaemon=%v: memory tool: %+v", viaDaemon, r)
+		}
+		if r := run(t, dir, "send", "a/s", "search it"); !strings.Contains(r.stdout, "«lighthouse»") {
+			t.Errorf("viaDaemon=%v: history tool: %+v", viaDaemon, r)
+		}
+		if !viaDaemon {
+			continue
+		}
+		if n := strings.Count(d.out.String(), "long-term memory is off"); n != 1 {
+			t.Errorf("the daemon warned %d times:\n%s", n, d.out.String())
+		}
+		resp, err := unixHTTP(dir).Get("http://agentd/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ready struct {
+			Ready    bool `json:"ready"`
+			Degraded []struct {
+				Part, Reason string
+			} `json:"degraded"`
+		}
+		json.NewDecoder(resp.Body).Decode(&ready)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !ready.Ready || len(ready.Degraded) != 1 || ready.Degraded[0].Part != "memory" ||
+			ready.Degraded[0].Reason == "" || strings.Contains(ready.Degraded[0].Reason, dir) {
+			t.Errorf("readyz: %d %+v", resp.StatusCode, ready)
+		}
+		resp, err = unixHTTP(dir).Get("http://agentd/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		mustContain(t, string(b), `agentd_degraded{part="memory"} 1`)
 	}
 }

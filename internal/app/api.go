@@ -19,11 +19,15 @@ import (
 // agentd as an MCP server (streamable HTTP) at /mcp among them.
 func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 	var facade http.Handler
+	var mem gateway.Memory // a nil *memory.Store is no memory, not a broken one
+	if a.Memory != nil {
+		mem = a.Memory
+	}
 	// Upgraded WebSocket connections outlive http.Server.Shutdown; the
 	// stream ends them when the node stops.
 	st := stream.New(stream.Join(a.Runtime, a.Store), &stream.Options{Logger: a.Logger})
 	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
-		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: a.Store, Memory: a.Memory,
+		Lifecycle: a.Runtime, Approvals: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: a.Store, Memory: mem,
 		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) }),
 		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
 		Stream:     st,

@@ -21,6 +21,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/gateway"
 	"agentd/internal/identity"
 	"agentd/internal/mcp"
 	"agentd/internal/mcpserver"
@@ -63,7 +64,9 @@ type App struct {
 	Permits *permit.Broker
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
-	Memory  *memory.Store
+	Memory  *memory.Store // nil when long-term memory is off (see Degraded)
+
+	degraded []gateway.Degraded // optional parts that are off; set in Open
 
 	skills  atomic.Pointer[skill.Set]
 	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
@@ -73,6 +76,7 @@ type App struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	started   atomic.Bool
+	stopping  atomic.Bool     // set by Drain (and Close)
 	done      chan struct{}   // closed by Close
 	bctx      context.Context // ends at Close
 	closeOnce sync.Once
@@ -161,7 +165,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
-	eo.Recall = recaller{a.Memory}
+	if a.Memory != nil {
+		eo.Recall = recaller{a.Memory}
+	}
 	rt := &runtimeLog{}
 	eo.Log = rt
 	a.Engine = engine.New(&eo)
@@ -186,11 +192,7 @@ func (l *runtimeLog) CommitAsync(ctx context.Context, b *store.Batch) func() err
 // Start records the agents, connects the MCP servers, resumes unfinished
 // work and starts watching agent files.
 func (a *App) Start(ctx context.Context) error {
-	for _, d := range a.Agents.List() {
-		if err := a.saveAgent(ctx, d); err != nil {
-			return err
-		}
-	}
+	a.recordAgents(ctx)
 	// Turns resumed or started now must find their servers' tools: wait
 	// for each server's first connection (or first failure), within
 	// MCPStartWait.
@@ -222,11 +224,13 @@ func (a *App) Start(ctx context.Context) error {
 			a.Logger.Error("agent file watcher stopped", "err", err)
 		}
 	})
-	a.wg.Go(func() {
-		if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
-			a.Logger.Error("memory embedding stopped", "err", err)
-		}
-	})
+	if a.Memory != nil {
+		a.wg.Go(func() {
+			if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
+				a.Logger.Error("memory embedding stopped", "err", err)
+			}
+		})
+	}
 	a.wg.Go(func() {
 		err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
 		if err != nil && wctx.Err() == nil {
@@ -245,15 +249,25 @@ func (a *App) Bootstrap() {
 	}
 }
 
-// Close stops the runtime (running turns get until ctx is done to finish;
-// the rest resume at the next start), then the store, and releases the lock.
+// Drain is the first step of stopping, while the API still answers: new
+// inputs are refused and queued ones wait for the next start, running
+// turns get until ctx is done to finish (then they are cancelled, to
+// resume at the next start), and whoever waits for a turn gets its end or
+// a shutting-down error. Readiness says "shutting down" from the start.
+func (a *App) Drain(ctx context.Context) {
+	a.stopping.Store(true)
+	if a.Runtime != nil {
+		a.Runtime.Close(ctx)
+	}
+}
+
+// Close stops the runtime (see Drain; running turns get until ctx is done
+// to finish), then the store, and releases the lock.
 func (a *App) Close(ctx context.Context) error {
 	if f := a.facade.Load(); f != nil {
 		f.Close()
 	}
-	if a.Runtime != nil {
-		a.Runtime.Close(ctx)
-	}
+	a.Drain(ctx)
 	if a.cancel != nil {
 		a.cancel()
 	}
@@ -278,6 +292,16 @@ func (a *App) closeParts() error {
 	}
 	return err
 }
+
+// degrade records that an optional part is off, for readiness. Open alone
+// calls it.
+func (a *App) degrade(part, reason string) {
+	a.degraded = append(a.degraded, gateway.Degraded{Part: part, Reason: reason})
+}
+
+// Degraded lists the optional parts that are off, and why; nil when none
+// is.
+func (a *App) Degraded() []gateway.Degraded { return a.degraded }
 
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)

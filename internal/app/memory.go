@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/embed"
 	"agentd/internal/memory"
+	"agentd/internal/tool"
 )
 
 // MemoryFile is the long-term memory's database inside the data directory.
@@ -35,14 +37,25 @@ func embedder(c agent.Embeddings) (memory.Embedder, error) {
 	}
 }
 
-// openMemory opens the long-term memory and registers its tools.
+// memoryOff is the reason readiness gives while long-term memory is off;
+// it names no path (the log has the error).
+const memoryOff = "its database could not be opened; agentd runs without long-term memory (the log says why)"
+
+// errMemoryOff is what the memory tools answer while long-term memory is off.
+var errMemoryOff = errors.New("long-term memory is unavailable on this agentd: its database could not be opened. Recent turns and the history tools still work")
+
+// openMemory opens the long-term memory and registers its tools. Long-term
+// memory is optional: when its database cannot be opened (unreadable,
+// not a database, on a full disk), agentd starts without it, says so once
+// in the log and in readiness, and its tools answer errMemoryOff. The file
+// is left as it is.
 func (a *App) openMemory(ctx context.Context) error {
 	e, err := embedder(a.Config.Embeddings)
 	if err != nil {
 		a.Logger.Warn("recall is keyword-only", "err", err)
 		e = nil
 	}
-	a.Memory, err = memory.Open(ctx, filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
+	m, err := memory.Open(ctx, filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
 		OnStatus: func(degraded bool, reason string) {
 			if degraded {
 				a.Logger.Warn("memory recall degraded to keyword search", "reason", reason)
@@ -50,14 +63,19 @@ func (a *App) openMemory(ctx context.Context) error {
 				a.Logger.Info("memory recall is hybrid again")
 			}
 		}})
-	if err != nil {
-		return err
-	}
-	shared := func(agentID string) bool {
+	tools := memory.Tools(m, &memory.ToolOptions{Shared: func(agentID string) bool {
 		d, ok := a.Agents.Get(agentID)
 		return ok && d.Memory.Shared
+	}})
+	if err != nil {
+		a.Logger.Warn("long-term memory is off: agentd runs without it; recent turns and history work, the memory tools answer an error", "err", err)
+		a.degrade("memory", memoryOff)
+		for i, t := range tools {
+			tools[i] = tool.Func(t.Spec(), func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, errMemoryOff })
+		}
 	}
-	for _, t := range memory.Tools(a.Memory, &memory.ToolOptions{Shared: shared}) {
+	a.Memory = m
+	for _, t := range tools {
 		if err := a.Tools.Register(t); err != nil {
 			return fmt.Errorf("app: register tool: %w", err)
 		}

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,7 +12,6 @@ import (
 	"agentd/internal/model/anthropic"
 	"agentd/internal/model/echo"
 	"agentd/internal/model/openai"
-	"agentd/internal/store"
 )
 
 // Models builds and caches one provider client per (provider, base URL,
@@ -72,12 +69,4 @@ func (ms *Models) Provider(m agent.Model) (model.Provider, error) {
 	}
 	ms.m[k] = p
 	return p, nil
-}
-
-func (a *App) saveAgent(ctx context.Context, d *agent.Definition) error {
-	def, err := json.Marshal(d)
-	if err != nil {
-		return err
-	}
-	return a.Store.SaveAgent(ctx, store.AgentRecord{ID: d.ID, Name: d.Name, Type: d.Type, Definition: def, UpdatedAt: time.Now().UTC()})
 }

@@ -4,20 +4,25 @@ import (
 	"context"
 	"errors"
 
+	"agentd/internal/gateway"
 	"agentd/internal/metrics"
+	"agentd/internal/store"
 )
 
 // readiness says whether this node can take work: Start has resumed its
-// work, Close has not begun, and the store answers a read.
+// work, stopping has not begun, and the store answers a read and can
+// write. It also lists the optional parts that are off, which do not make
+// it unready.
 type readiness struct{ a *App }
+
+// Degraded lists the optional parts that are off.
+func (r readiness) Degraded() []gateway.Degraded { return r.a.Degraded() }
 
 // Ready's errors are shown to whoever asks /readyz: they say what is not
 // ready, and the details go to the log.
 func (r readiness) Ready(ctx context.Context) error {
-	select {
-	case <-r.a.done:
+	if r.a.stopping.Load() {
 		return errors.New("shutting down")
-	default:
 	}
 	if !r.a.started.Load() {
 		return errors.New("starting: unfinished work is not resumed yet")
@@ -26,13 +31,27 @@ func (r readiness) Ready(ctx context.Context) error {
 		r.a.Logger.Warn("readiness: the store does not answer", "err", err)
 		return errors.New("the store does not answer")
 	}
+	if err := r.a.Store.Writable(ctx); errors.Is(err, store.ErrFull) {
+		return errors.New("the disk is full: new messages are refused until space is freed")
+	} else if err != nil {
+		r.a.Logger.Warn("readiness: the store cannot write", "err", err)
+		return errors.New("the store cannot write")
+	}
 	return nil
 }
 
 // startMetrics starts counting the events of the node's bus; the collector
 // stops at Close.
 func (a *App) startMetrics() *metrics.Collector {
-	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger})
+	degraded := func() []string {
+		var parts []string
+		for _, d := range a.Degraded() {
+			parts = append(parts, d.Part)
+		}
+		return parts
+	}
+	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger,
+		Degraded: degraded})
 	a.wg.Go(func() {
 		if err := c.Run(context.Background()); err != nil {
 			a.Logger.Error("metrics stopped", "err", err)

@@ -86,12 +86,31 @@ func (e *env) serveCmd() *cobra.Command {
 				fmt.Fprintln(out, agent.ModelHint())
 			}
 			sock := filepath.Join(dir, app.SocketFile)
-			serr := serveAPI(ctx, srv, sock, tcp, lw, func() {
+			// Ordered shutdown. At the signal the API keeps answering while
+			// the runtime drains: new input is refused (503 shutting_down),
+			// running turns get the grace period, and clients waiting for a
+			// turn get its reply or a retryable 503. Then the servers stop,
+			// then the rest (the store last).
+			serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopServing()
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				select {
+				case <-ctx.Done():
+				case <-serving.Done(): // a server failed
+					return
+				}
+				gctx, cancel := context.WithTimeout(context.Background(), grace)
+				defer cancel()
+				a.Drain(gctx)
+				stopServing()
+			}()
+			serr := serveAPI(serving, srv, sock, tcp, lw, func() {
 				lw.printf("listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
 			})
-			// Ordered shutdown: the servers are closed; now the runtime (running
-			// turns get the grace period, the rest resume next start), then
-			// the store.
+			stopServing()
+			<-drained
 			sctx, cancel := context.WithTimeout(context.Background(), grace)
 			defer cancel()
 			cerr := a.Close(sctx)
@@ -147,7 +166,7 @@ func defaultKey() string {
 
 func (e *env) sendCmd() *cobra.Command {
 	var key, idem, origin string
-	var asJSON, system, silent bool
+	var asJSON, system, silent, reopen bool
 	var imageFiles []string
 	var images []gateway.MessageImage
 	cmd := &cobra.Command{
@@ -170,7 +189,7 @@ func (e *env) sendCmd() *cobra.Command {
 			addr := address(args[0], key)
 			enc := json.NewEncoder(e.stdout)
 			m := gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli", System: system, Silent: silent, Origin: origin,
-				Images: images}
+				Images: images, Reopen: reopen}
 			if silent {
 				// Logged for the next turn; no turn to wait for.
 				rc, err := b.Submit(ctx, addr, m)
@@ -207,6 +226,7 @@ func (e *env) sendCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&silent, "silent", false, "a system message that is logged and enters the next turn's context without starting one")
 	cmd.Flags().StringVar(&origin, "origin", "", "who a system message is from")
 	cmd.Flags().StringArrayVar(&imageFiles, "image", nil, "attach an image file: PNG, JPEG, GIF or WebP (repeatable)")
+	cmd.Flags().BoolVar(&reopen, "reopen", false, "reopen the session first if it is closed")
 	return cmd
 }
 
@@ -251,6 +271,7 @@ func readImageFile(name string) ([]byte, error) {
 
 func (e *env) chatCmd() *cobra.Command {
 	var key string
+	var reopen bool
 	cmd := &cobra.Command{
 		Use:   "chat <agent>",
 		Short: "Chat with an agent in the terminal",
@@ -299,7 +320,7 @@ func (e *env) chatCmd() *cobra.Command {
 				}
 				fmt.Fprint(out, "agent> ")
 				p := &chatPrinter{w: out, inText: true} // after the "agent> " prompt
-				_, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: line, Source: "cli"}, p.event)
+				_, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: line, Source: "cli", Reopen: reopen}, p.event)
 				if err != nil {
 					if ctx.Err() != nil {
 						return nil
@@ -312,6 +333,7 @@ func (e *env) chatCmd() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
+	cmd.Flags().BoolVar(&reopen, "reopen", false, "reopen the session if it is closed")
 	return cmd
 }
 
@@ -666,8 +688,28 @@ func (e *env) cancelCmd() *cobra.Command {
 }
 
 func (e *env) closeCmd() *cobra.Command {
-	return e.sessionCmd("close", "Close a session: its log stays, new input is refused", "closed",
+	return e.sessionCmd("close", "Close a session: its log stays, new input is refused until it is reopened", "closed",
 		func(ctx context.Context, b *backend, addr string) error { return b.CloseSession(ctx, addr) })
+}
+
+func (e *env) reopenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reopen <agent>/<key>",
+		Short: "Reopen a closed session: it takes input again, its context where it stopped",
+		Args:  cobra.ExactArgs(1),
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
+			reopened, err := b.Reopen(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if reopened {
+				fmt.Fprintf(e.stdout, "%s: reopened\n", args[0])
+			} else {
+				fmt.Fprintf(e.stdout, "%s: not closed; nothing to do\n", args[0])
+			}
+			return nil
+		}),
+	}
 }
 
 // withBackend makes a command's RunE that is given a client of the daemon,

@@ -122,6 +122,8 @@ func apiHint(err error) string {
 		return "the gateway refused the request's Host or Origin: add the name you reach it by to gateway.allowed_hosts in its agentd.yaml"
 	case ae.Status == 429:
 		return "too many failed attempts from this address: wait a few seconds"
+	case ae.Code == "session_closed":
+		return "agentd reopen <agent>/<key> reopens it; send --reopen reopens it and sends"
 	}
 	return ""
 }

@@ -297,8 +297,12 @@ func (t *Tokens) load() *tokenState {
 	return newTokenState(tok, fi)
 }
 
-// createTokenFile writes a new token to path unless the file exists.
+// createTokenFile writes a new token to path unless the file exists. An
+// existing file is not written to at all (so serve starts on a full disk).
 func createTokenFile(path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return nil
+	}
 	err := writeTokenFile(path, NewToken(), false)
 	if errors.Is(err, fs.ErrExist) {
 		return nil

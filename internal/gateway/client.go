@@ -275,6 +275,17 @@ func (c *Client) CloseSession(ctx context.Context, addr string) error {
 	return c.do(ctx, "POST", p+"/close", nil, nil)
 }
 
+// Reopen reopens a closed session; it reports whether it was closed.
+func (c *Client) Reopen(ctx context.Context, addr string) (bool, error) {
+	p, err := sessPath(addr)
+	if err != nil {
+		return false, err
+	}
+	var out ReopenResponse
+	err = c.do(ctx, "POST", p+"/reopen", nil, &out)
+	return out.Reopened, err
+}
+
 // Pipe serves h in process and returns a client connected to it through
 // in-memory connections, and a function that stops the server.
 func Pipe(h http.Handler) (*Client, func()) {

@@ -99,16 +99,6 @@ type Skills interface {
 	Skills() *skill.Set
 }
 
-// statusError is an error safe to show, with its status and code.
-type statusError struct {
-	status int
-	code   string
-	err    error
-}
-
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return e.err }
-
 // toolErr maps the tool layer's errors to what the API says.
 func toolErr(err error) error {
 	switch {

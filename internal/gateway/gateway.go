@@ -11,11 +11,12 @@
 //	GET  /v1/sessions?agent=A&state=S&limit=N
 //	GET  /v1/sessions/{agent}/{key}
 //	GET  /v1/sessions/{agent}/{key}/events?after=SEQ&limit=N&wait=DURATION   (long-poll)
-//	POST /v1/sessions/{agent}/{key}/messages   {text, idempotency_key, system, silent, origin}
+//	POST /v1/sessions/{agent}/{key}/messages   {text, idempotency_key, system, silent, origin, reopen}
 //	     ?wait=true: the reply; ?stream=true: the turn's events as JSON lines
 //	POST /v1/sessions/{agent}/{key}/reset
 //	POST /v1/sessions/{agent}/{key}/cancel
 //	POST /v1/sessions/{agent}/{key}/close
+//	POST /v1/sessions/{agent}/{key}/reopen
 //	GET  /v1/turns/{id}?wait=DURATION
 package gateway
 
@@ -49,6 +50,7 @@ type Runtime interface {
 	Reset(ctx context.Context, addr, reason string) (runtime.Receipt, error)
 	Cancel(ctx context.Context, addr string) error
 	CloseSession(ctx context.Context, addr string) error
+	Reopen(ctx context.Context, addr string) (bool, error)
 	Events(ctx context.Context, addr string, after int64, limit int) (store.Session, []event.Event, error)
 	Bus() *event.Bus
 }
@@ -91,13 +93,21 @@ type Options struct {
 	Metrics    Metrics    // GET /metrics
 	Usage      Usage      // GET /v1/usage
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
+
+	// BodyBytesInFlight bounds the bytes of large request bodies received
+	// at once (default DefaultBodyBytesInFlight), and BodyWait how long a
+	// large request waits for its share before it is answered 503 busy
+	// (default 30 s); see admission.
+	BodyBytesInFlight int64
+	BodyWait          time.Duration
 }
 
 // Server is the HTTP API.
 type Server struct {
-	o   Options
-	mux *routeMux
-	log *slog.Logger
+	o    Options
+	mux  *routeMux
+	log  *slog.Logger
+	load *admission
 }
 
 // routeMux is a ServeMux that remembers its patterns, so the OpenAPI
@@ -123,7 +133,7 @@ func (s *Server) Routes() []string { return append([]string(nil), s.mux.patterns
 
 // New returns the API handler.
 func New(o *Options) *Server {
-	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger}
+	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger, load: newAdmission(o.BodyBytesInFlight, o.BodyWait)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -140,6 +150,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reset", s.reset)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/cancel", s.cancel)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/close", s.closeSession)
+	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reopen", s.reopen)
 	m.HandleFunc("GET /v1/turns/{id}", s.turn)
 	s.routeTools()
 	s.routeMemory()
@@ -168,7 +179,16 @@ func bodyLimit(r *http.Request, general int64) int64 {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r, MaxBody))
+	limit := bodyLimit(r, MaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	release, err := s.load.admit(r, limit)
+	if err != nil {
+		if r.Context().Err() == nil { // else nobody is left to answer
+			s.fail(w, err)
+		}
+		return
+	}
+	defer release()
 	if h, pattern := s.mux.Handler(r); pattern == "" {
 		// No route: the mux answers 404 or 405 in plain text; say it as
 		// every other error is said.
@@ -265,54 +285,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// fail maps an error to a status and a message safe to show.
-func (s *Server) fail(w http.ResponseWriter, err error) {
-	status, body := s.errorBody(err)
-	writeJSON(w, status, body)
-}
-
-func (s *Server) errorBody(err error) (int, Error) {
-	status, code := http.StatusInternalServerError, "internal"
-	msg := "internal error"
-	var se *statusError
-	switch {
-	case errors.As(err, &se):
-		status, code, msg = se.status, se.code, se.err.Error()
-	case errors.Is(err, runtime.ErrBadAddress), errors.Is(err, runtime.ErrEmptyInput), errors.Is(err, errBadRequest),
-		errors.Is(err, runtime.ErrBadOptions), errors.Is(err, runtime.ErrBadImage):
-		status, code, msg = 400, "bad_request", err.Error()
-	case errors.Is(err, runtime.ErrUnknownAgent), errors.Is(err, errNotFound):
-		status, code, msg = 404, "not_found", err.Error()
-	case errors.Is(err, store.ErrNotFound):
-		status, code, msg = 404, "not_found", "not found"
-	case errors.Is(err, runtime.ErrNoTurn):
-		status, code, msg = 409, "no_turn", err.Error()
-	case errors.Is(err, runtime.ErrSessionClosed):
-		status, code, msg = 409, "session_closed", err.Error()
-	case errors.Is(err, runtime.ErrBusy):
-		status, code, msg = 409, "busy", err.Error()
-	case errors.Is(err, runtime.ErrClosed):
-		status, code, msg = 503, "shutting_down", err.Error()
-	case errors.Is(err, context.DeadlineExceeded):
-		status, code, msg = 504, "timeout", "timed out waiting"
-	default:
-		s.log.Error("api request failed", "err", err)
-	}
-	return status, Error{Error: msg, Code: code}
-}
-
-var errBadRequest = errors.New("bad request")
-
-var errNotFound = errors.New("not found")
-
-func notFound(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), errNotFound)
-}
-
-func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
-}
-
 func addr(r *http.Request) string { return r.PathValue("agent") + "/" + r.PathValue("key") }
 
 // AgentInfo is an agent as the API lists it.
@@ -377,9 +349,6 @@ func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	sess, _, err := s.o.Runtime.Events(r.Context(), addr(r), 0, 1)
-	if errors.Is(err, store.ErrNotFound) {
-		err = notFound("session %s", addr(r))
-	}
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -414,9 +383,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	a := addr(r)
 	sess, evs, err := s.o.Runtime.Events(r.Context(), a, after, int(limit))
-	if errors.Is(err, store.ErrNotFound) {
-		err = notFound("session %s", a)
-	}
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -475,6 +441,8 @@ type MessageRequest struct {
 	Options json.RawMessage `json:"options,omitempty"`
 	// Images are attached images (see runtime.Input.Images).
 	Images []MessageImage `json:"images,omitempty"`
+	// Reopen reopens the session first if it is closed.
+	Reopen bool `json:"reopen,omitempty"`
 }
 
 // MessageImage is an image of a MessageRequest.
@@ -499,7 +467,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		src = "api"
 	}
 	in := runtime.Input{Session: addr(r), Text: req.Text, Source: src, IdempotencyKey: req.IdempotencyKey,
-		System: req.System, Silent: req.Silent, Origin: req.Origin, Options: req.Options}
+		System: req.System, Silent: req.Silent, Origin: req.Origin, Options: req.Options, Reopen: req.Reopen}
 	for _, img := range req.Images {
 		in.Images = append(in.Images, model.Image{MIMEType: img.MIMEType, Data: img.Data})
 	}
@@ -575,14 +543,14 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in runtime.Input
 		}
 		return nil
 	})
-	if err != nil && !started && rc.Turn == 0 {
+	if err != nil && !started {
 		s.fail(w, err)
 		return
 	}
 	start()
 	if err != nil {
-		_, body := s.errorBody(err)
-		enc.Encode(StreamLine{Error: &body})
+		f := s.describe(err)
+		enc.Encode(StreamLine{Error: &f.Body})
 		return
 	}
 	enc.Encode(StreamLine{Receipt: &rc, End: &end})
@@ -606,15 +574,26 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) closeSession(w http.ResponseWriter, r *http.Request) {
-	err := s.o.Runtime.CloseSession(r.Context(), addr(r))
-	if errors.Is(err, store.ErrNotFound) {
-		err = notFound("session %s", addr(r))
-	}
-	if err != nil {
+	if err := s.o.Runtime.CloseSession(r.Context(), addr(r)); err != nil {
 		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"closed": true})
+}
+
+// ReopenResponse answers POST .../reopen.
+type ReopenResponse struct {
+	// Reopened is false when the session was not closed (nothing changed).
+	Reopened bool `json:"reopened"`
+}
+
+func (s *Server) reopen(w http.ResponseWriter, r *http.Request) {
+	reopened, err := s.o.Runtime.Reopen(r.Context(), addr(r))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, ReopenResponse{Reopened: reopened})
 }
 
 func (s *Server) turn(w http.ResponseWriter, r *http.Request) {

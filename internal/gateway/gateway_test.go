@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -578,11 +579,73 @@ var sessionInfoOpts = cmpopts.IgnoreFields(gateway.SessionInfo{}, "CreatedAt", "
 // routes keep MaxBody.
 func TestMessageBodyLimit(t *testing.T) {
 	e := newEnv(t, setup{})
-	big := `{"text":"` + strings.Repeat("x", 3*gateway.MaxBody/2) + `"}`
+	// 1.5 MiB of body, 0.75 MiB of text (each \" is one character).
+	big := `{"text":"` + strings.Repeat(`\"`, 3*gateway.MaxBody/4) + `"}`
 	if status, _, b := e.do("POST", "/v1/sessions/a/k/messages", big); status != 202 {
 		t.Errorf("a %d-byte message: %d %s", len(big), status, b)
 	}
 	if status, _, b := e.do("POST", "/v1/sessions/a/k/compact", big); status != 413 {
 		t.Errorf("a %d-byte compact request: %d %s, want 413", len(big), status, b)
+	}
+}
+
+// Reset, close and reopen of a session that does not exist answer 404 and
+// create nothing; a closed session is reopened by the route, or by a
+// message that asks for it.
+func TestSessionRoutesNeedTheSessionAndReopen(t *testing.T) {
+	e := newEnv(t, setup{})
+	for _, op := range []string{"reset", "close", "reopen"} {
+		checkError(t, e, "POST", "/v1/sessions/a/none/"+op, "", 404, "not_found")
+	}
+	if list, err := e.st.Sessions(t.Context(), store.SessionFilter{}); err != nil || len(list) != 0 {
+		t.Fatalf("sessions created: %+v, %v", list, err)
+	}
+	if status, _, b := e.do("POST", "/v1/sessions/a/k/messages?wait=true", `{"text":"one"}`); status != 200 {
+		t.Fatalf("message: %d %s", status, b)
+	}
+	for _, reopen := range []func(){
+		func() {
+			if status, _, b := e.do("POST", "/v1/sessions/a/k/reopen", ""); status != 200 || !strings.Contains(string(b), `"reopened":true`) {
+				t.Fatalf("reopen: %d %s", status, b)
+			}
+		},
+		func() {}, // the message reopens it
+	} {
+		if status, _, b := e.do("POST", "/v1/sessions/a/k/close", ""); status != 200 {
+			t.Fatalf("close: %d %s", status, b)
+		}
+		checkError(t, e, "POST", "/v1/sessions/a/k/messages", `{"text":"refused"}`, 409, "session_closed")
+		reopen()
+		if status, _, b := e.do("POST", "/v1/sessions/a/k/messages?wait=true", `{"text":"again","reopen":true}`); status != 200 || !strings.Contains(string(b), `"reply":"re: again"`) {
+			t.Fatalf("message after reopening: %d %s", status, b)
+		}
+	}
+	if status, _, b := e.do("POST", "/v1/sessions/a/k/reopen", ""); status != 200 || !strings.Contains(string(b), `"reopened":false`) {
+		t.Errorf("reopen of an open session: %d %s", status, b)
+	}
+}
+
+// fullStore fails every enqueue as a full disk does.
+type fullStore struct{ store.Store }
+
+func (fullStore) Enqueue(context.Context, store.InboxItem) (store.InboxItem, bool, error) {
+	return store.InboxItem{}, false, fmt.Errorf("sqlite: commit: %w: database or disk is full at %s", store.ErrFull, secret)
+}
+
+// A full disk is a 503 storage_full that says when to send again, and
+// shows nothing of the store's own message.
+func TestStorageFull(t *testing.T) {
+	e := newEnv(t, setup{wrap: func(st store.Store) store.Store { return fullStore{st} }})
+	for _, path := range []string{"/v1/sessions/a/k/messages", "/v1/sessions/a/k/messages?wait=true", "/v1/sessions/a/k/messages?stream=true"} {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.http.URL+path, strings.NewReader(`{"text":"x"}`))
+		resp, err := e.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 503 || !strings.Contains(string(b), `"code":"storage_full"`) || resp.Header.Get("Retry-After") == "" || showsInternals(string(b)) {
+			t.Errorf("POST %s: %d %s (Retry-After %q)", path, resp.StatusCode, b, resp.Header.Get("Retry-After"))
+		}
 	}
 }

@@ -115,6 +115,7 @@ type setup struct {
 	wrap     func(store.Store) store.Store          // wraps the runtime's store
 	sessions gateway.Sessions                       // nil: the store
 	runtime  func(*runtime.Runtime) gateway.Runtime // wraps the runtime for the server
+	options  func(*gateway.Options)                 // changes the server's options
 }
 
 // env is the API served over HTTP by a runtime built from real parts.
@@ -152,7 +153,11 @@ func newEnv(t testing.TB, s setup) *env {
 	if s.sessions != nil {
 		sessions = s.sessions
 	}
-	srv := gateway.New(&gateway.Options{Runtime: grt, Sessions: sessions, Agents: testAgents(), Version: "v1.2.3"})
+	o := &gateway.Options{Runtime: grt, Sessions: sessions, Agents: testAgents(), Version: "v1.2.3"}
+	if s.options != nil {
+		s.options(o)
+	}
+	srv := gateway.New(o)
 	e := &env{t: t, st: st, rt: rt, p: p, srv: srv, http: httptest.NewServer(srv)}
 	t.Cleanup(e.close)
 	return e

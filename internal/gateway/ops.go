@@ -25,7 +25,7 @@ import (
 
 // Routes of the operator (JSON unless noted):
 //
-//	GET  /readyz                      200 once the runtime has started and the store answers; 503 with the reason
+//	GET  /readyz                      200 once the runtime has started and the store answers and can write; 503 with the reason
 //	GET  /metrics                     Prometheus text format 0.0.4
 //	GET  /v1/usage?group=day|agent|session|model&agent=A&session=A/K&since=T&until=T&limit=N
 //	GET  /v1/agents/{id}              an agent's definition, secrets hidden
@@ -37,6 +37,19 @@ import (
 // of its error is shown to whoever asks, so it must hold no path or secret.
 type Readiness interface {
 	Ready(ctx context.Context) error
+}
+
+// Degraded is an optional part of agentd that is off: agentd works without
+// it. Reason is shown to whoever asks, so it holds no path or secret.
+type Degraded struct {
+	Part   string `json:"part"` // e.g. memory
+	Reason string `json:"reason"`
+}
+
+// Degradations is the optional ability of a Readiness to list the
+// optional parts that are off (nil or empty: none).
+type Degradations interface {
+	Degraded() []Degraded
 }
 
 // Metrics writes agentd's metrics in the Prometheus text format 0.0.4.
@@ -82,6 +95,9 @@ type ReadyResponse struct {
 	Ready bool   `json:"ready"`
 	Error string `json:"error,omitempty"` // why not
 	Code  string `json:"code,omitempty"`  // not_ready
+	// Degraded lists the optional parts that are off; absent when none
+	// is. They do not make agentd unready.
+	Degraded []Degraded `json:"degraded,omitempty"`
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -89,13 +105,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: "readiness is not reported by this agentd", Code: "not_ready"})
 		return
 	}
+	var degraded []Degraded
+	if d, ok := s.o.Ready.(Degradations); ok {
+		degraded = d.Degraded()
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.o.Ready.Ready(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: err.Error(), Code: "not_ready"})
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: err.Error(), Code: "not_ready", Degraded: degraded})
 		return
 	}
-	writeJSON(w, 200, ReadyResponse{Ready: true})
+	writeJSON(w, 200, ReadyResponse{Ready: true, Degraded: degraded})
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

@@ -659,3 +659,33 @@ func TestAdminRoutesOverTCP(t *testing.T) {
 		ts.Close()
 	}
 }
+
+// degradedReady is storeReady with optional parts off.
+type degradedReady struct {
+	storeReady
+	parts []gateway.Degraded
+}
+
+func (r degradedReady) Degraded() []gateway.Degraded { return r.parts }
+
+// Optional parts that are off are listed by /readyz, which stays 200 for
+// them alone (the console shows them); the list is absent when none is.
+func TestReadyzDegraded(t *testing.T) {
+	e := newEnv(t, setup{})
+	off := []gateway.Degraded{{Part: "memory", Reason: "its database could not be opened"}}
+	srv := gateway.New(&gateway.Options{Runtime: e.rt, Sessions: e.st, Agents: testAgents(), Ready: degradedReady{storeReady{e.st}, off}})
+	e.http.Close()
+	e.http = httptest.NewServer(srv)
+	status, _, body := e.do("GET", "/readyz", "")
+	want := `{"ready":true,"degraded":[{"part":"memory","reason":"its database could not be opened"}]}`
+	if status != 200 || strings.TrimSpace(string(body)) != want {
+		t.Errorf("degraded: %d %s, want 200 %s", status, body, want)
+	}
+	e.st.Close()
+	status, _, body = e.do("GET", "/readyz", "")
+	var rr gateway.ReadyResponse
+	decodeStrict(t, body, &rr)
+	if status != 503 || rr.Ready || len(rr.Degraded) != 1 {
+		t.Errorf("degraded and not ready: %d %s", status, body)
+	}
+}

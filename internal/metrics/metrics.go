@@ -49,7 +49,10 @@ type Options struct {
 	StatesEvery time.Duration
 	// Version is agentd's version, for agentd_info.
 	Version string
-	Logger  *slog.Logger
+	// Degraded, if set, lists the optional parts of agentd that are off
+	// (such as memory), for agentd_degraded; read on each scrape.
+	Degraded func() []string
+	Logger   *slog.Logger
 	// MaxSeries caps the distinct label sets of each metric (default
 	// DefaultMaxSeries).
 	MaxSeries int
@@ -340,6 +343,15 @@ func (c *Collector) WriteMetrics(ctx context.Context, w io.Writer) error {
 			f.add(float64(n), st)
 		}
 		writeFamily(bw, f)
+	}
+	if c.o.Degraded != nil {
+		if parts := c.o.Degraded(); len(parts) > 0 {
+			f := newFamily("agentd_degraded", typeGauge, "1 for each optional part of agentd that is off (GET /readyz says why).", c.o.MaxSeries, nil, "part")
+			for _, p := range parts {
+				f.add(1, p)
+			}
+			writeFamily(bw, f)
+		}
 	}
 	writeHeader(bw, "agentd_info", typeGauge, "Always 1; the version label is agentd's version.")
 	writeSample(bw, "agentd_info", []string{"version"}, []string{labelValue(c.o.Version)}, "", 1)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -332,5 +333,64 @@ func TestCloseLetsRunningTurnFinishUntilItsDeadline(t *testing.T) {
 	}
 	if _, err := e.rt.Reset(t.Context(), "a/k", ""); !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("Reset after Close: %v, want ErrClosed", err)
+	}
+}
+
+// While Close waits for running turns, nothing queued starts; whoever waits
+// for a turn gets its end if it ends in time, and ErrClosed otherwise
+// (even if the wait's own context ends as the runtime stops).
+func TestCloseAnswersWaiters(t *testing.T) {
+	e := newEnv(t, setup{})
+	ctx := t.Context()
+	g := e.p.gate("a:1")
+	type result struct {
+		end event.TurnEndData
+		err error
+	}
+	running := make(chan result, 1)
+	go func() {
+		_, end, err := e.rt.Send(ctx, runtime.Input{Session: "a/k", Text: "a:1"})
+		running <- result{end, err}
+	}()
+	recv(t, "the turn to reach the model", g.entered)
+	queued := e.submit("a/k", "a:2")
+	waitQueued := make(chan result, 1)
+	go func() {
+		end, err := e.rt.Wait(ctx, queued.Turn)
+		waitQueued <- result{end, err}
+	}()
+	closed := make(chan error, 1)
+	go func() { closed <- e.rt.Close(context.Background()) }()
+	var refused string // the address of an input Close refused
+	for i := 0; refused == ""; i++ {
+		addr := fmt.Sprintf("a/other%d", i)
+		if _, err := e.rt.Submit(ctx, runtime.Input{Session: addr, Text: "x"}); errors.Is(err, runtime.ErrClosed) {
+			refused = addr
+		}
+	}
+	g.open()
+	if r := recv(t, "the running turn's waiter", running); r.err != nil || r.end.Reply != "re: a:1" {
+		t.Errorf("running turn: %+v, %v", r.end, r.err)
+	}
+	if r := recv(t, "the queued turn's waiter", waitQueued); !errors.Is(r.err, runtime.ErrClosed) {
+		t.Errorf("queued turn: %+v, %v; want ErrClosed", r.end, r.err)
+	}
+	recv(t, "Close", closed)
+	if len(e.p.requests("a:2")) != 0 {
+		t.Error("the queued turn started while closing")
+	}
+	// A wait whose context is done as well still says the runtime stopped.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := e.rt.Wait(done, queued.Turn); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Wait after Close: %v, want ErrClosed", err)
+	}
+	// Once an input was refused, the next is refused before its session
+	// is made.
+	if _, err := e.rt.Submit(ctx, runtime.Input{Session: refused + "-next", Text: "x"}); !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("Submit while closing: %v", err)
+	}
+	if _, err := e.st.SessionByAddress(ctx, "a", strings.TrimPrefix(refused, "a/")+"-next"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("input refused while closing made a session: %v", err)
 	}
 }

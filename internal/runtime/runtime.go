@@ -33,14 +33,31 @@ var (
 	ErrBadAddress    = errors.New("bad session address")
 	ErrEmptyInput    = errors.New("empty input")
 	ErrBadOptions    = errors.New("bad message options")
-	ErrClosed        = errors.New("runtime closed")
+	ErrClosed        = errors.New("agentd is shutting down")
 	ErrNoTurn        = errors.New("no turn running")
 	ErrSessionClosed = errors.New("session closed")
 	ErrBusy          = errors.New("session busy")
 	// ErrBadImage: an input's image was refused (type, size or count);
 	// the error says which and why.
 	ErrBadImage = model.ErrBadImage
+	// ErrTooLarge: an input's text is longer than MaxText; the error says
+	// by how much.
+	ErrTooLarge = errors.New("input too large")
+	// ErrNoSession: the session named does not exist. It matches
+	// store.ErrNotFound too.
+	ErrNoSession error = noSession{}
 )
+
+type noSession struct{}
+
+func (noSession) Error() string        { return "session not found" }
+func (noSession) Is(target error) bool { return target == store.ErrNotFound }
+
+// MaxText bounds the text of one input, in bytes: about 250,000 tokens,
+// more than a model's context takes in one message. A larger input could
+// only fail at the model after filling the log, the cache and the search
+// index.
+const MaxText = 1 << 20
 
 // Agents gives the current definition of an agent.
 type Agents interface {
@@ -86,6 +103,11 @@ type Runtime struct {
 	ctx    context.Context // cancelled with engine.ErrShutdown on Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // session workers
+	// closing is set when Close begins: workers start no further queued
+	// item. stopped is closed once every worker has exited, so that whoever
+	// still waits for a turn learns it will not end in this process.
+	closing atomic.Bool
+	stopped chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
@@ -147,6 +169,7 @@ func New(o *Options) *Runtime {
 	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	r.stopped = make(chan struct{})
 	r.sessions = make(map[int64]*session)
 	r.byAddr = make(map[string]*session)
 	r.lru = list.New()
@@ -235,6 +258,9 @@ type Input struct {
 	// and size model.CheckImage accepts. They go into the log with the
 	// message and into every later context that holds it.
 	Images []model.Image
+	// Reopen reopens the session first if it is closed (see Reopen);
+	// without it, a closed session refuses the input with ErrSessionClosed.
+	Reopen bool
 }
 
 // Receipt acknowledges an accepted input.
@@ -304,13 +330,8 @@ func (r *Runtime) Send(ctx context.Context, in Input) (Receipt, event.TurnEndDat
 		end, err := r.Wait(ctx, rc.Turn)
 		return rc, end, err
 	}
-	select {
-	case end := <-ch:
-		return rc, end, nil
-	case <-ctx.Done():
-		r.dropWaiter(rc.Turn, ch)
-		return rc, event.TurnEndData{}, ctx.Err()
-	}
+	end, err := r.await(ctx, rc.Turn, ch)
+	return rc, end, err
 }
 
 func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEndData) (Receipt, error) {
@@ -321,12 +342,20 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 	if err := checkInput(&in); err != nil {
 		return Receipt{}, err
 	}
+	if r.closing.Load() { // before the session is made
+		return Receipt{}, ErrClosed
+	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
 		return Receipt{}, err
 	}
 	if sess.state() == store.StateClosed {
-		return Receipt{}, fmt.Errorf("%w: %s", ErrSessionClosed, in.Session)
+		if !in.Reopen {
+			return Receipt{}, closedErr(in.Session)
+		}
+		if _, err := r.reopen(ctx, sess); err != nil {
+			return Receipt{}, err
+		}
 	}
 	kind := event.Input
 	if in.System || in.Silent {
@@ -342,11 +371,14 @@ func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEnd
 	return r.enqueue(ctx, sess, item, wait)
 }
 
-// checkInput refuses an input without text, or with an image that
-// model.CheckImages refuses.
+// checkInput refuses an input without text, with text over MaxText, or
+// with an image that model.CheckImages refuses.
 func checkInput(in *Input) error {
 	if strings.TrimSpace(in.Text) == "" {
 		return ErrEmptyInput
+	}
+	if len(in.Text) > MaxText {
+		return fmt.Errorf("%w: the text is %d bytes, at most %d", ErrTooLarge, len(in.Text), MaxText)
 	}
 	return model.CheckImages(in.Images)
 }
@@ -433,12 +465,42 @@ func (r *Runtime) Wait(ctx context.Context, turn int64) (event.TurnEndData, erro
 		r.dropWaiter(turn, ch)
 		return r.turnResult(rctx, it)
 	}
+	return r.await(ctx, turn, ch)
+}
+
+// await waits for the end of a turn on ch (from addWaiter) until ctx is
+// done, or until the runtime has stopped without ending the turn: then
+// the error is ErrClosed, and the turn resumes at the next start.
+//
+// Once the runtime has stopped, that outcome is the answer even if ctx is
+// done too: a server that stops serving right after the runtime cancels
+// its requests, and the waiter must still say how the turn went.
+func (r *Runtime) await(ctx context.Context, turn int64, ch chan event.TurnEndData) (event.TurnEndData, error) {
 	select {
 	case end := <-ch:
 		return end, nil
 	case <-ctx.Done():
-		r.dropWaiter(turn, ch)
-		return event.TurnEndData{}, ctx.Err()
+	case <-r.stopped:
+	}
+	defer r.dropWaiter(turn, ch)
+	select {
+	case end := <-ch: // it ended as the runtime stopped, or as ctx ended
+		return end, nil
+	default:
+	}
+	if r.isStopped() {
+		return event.TurnEndData{}, fmt.Errorf("%w: turn %d did not end before it stopped; it goes on when agentd starts again", ErrClosed, turn)
+	}
+	return event.TurnEndData{}, ctx.Err()
+}
+
+// isStopped reports whether Close has stopped every worker.
+func (r *Runtime) isStopped() bool {
+	select {
+	case <-r.stopped:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -495,13 +557,14 @@ func (r *Runtime) notify(turn int64, end event.TurnEndData) {
 }
 
 // Reset appends a reset marker after whatever is queued: the context
-// restarts after it and the session keeps its id.
+// restarts after it and the session keeps its id. A session that does not
+// exist is store.ErrNotFound.
 func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, error) {
 	agentID, key, err := r.address(addr)
 	if err != nil {
 		return Receipt{}, err
 	}
-	sess, err := r.lookup(ctx, agentID, key)
+	sess, err := r.existing(ctx, agentID, key)
 	if err != nil {
 		return Receipt{}, err
 	}
@@ -510,13 +573,8 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 	if err != nil {
 		return rc, err
 	}
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		r.dropWaiter(rc.Turn, ch)
-		return rc, ctx.Err()
-	}
-	return rc, nil
+	_, err = r.await(ctx, rc.Turn, ch)
+	return rc, err
 }
 
 // Compact asks for the session's context to be compacted, focusing the
@@ -532,20 +590,15 @@ func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, eve
 		return Receipt{}, event.TurnEndData{}, err
 	}
 	if sess.state() == store.StateClosed {
-		return Receipt{}, event.TurnEndData{}, fmt.Errorf("%w: %s", ErrSessionClosed, addr)
+		return Receipt{}, event.TurnEndData{}, closedErr(addr)
 	}
 	var ch chan event.TurnEndData
 	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: event.CompactRequest, Text: focus, Source: "compact"}, &ch)
 	if err != nil {
 		return rc, event.TurnEndData{}, err
 	}
-	select {
-	case end := <-ch:
-		return rc, end, nil
-	case <-ctx.Done():
-		r.dropWaiter(rc.Turn, ch)
-		return rc, event.TurnEndData{}, ctx.Err()
-	}
+	end, err := r.await(ctx, rc.Turn, ch)
+	return rc, end, err
 }
 
 // setConv replaces the session's cached conversation, keeping the cache's
@@ -590,26 +643,59 @@ func (s *session) state() string {
 	return s.s.State
 }
 
-// CloseSession closes a session: it keeps its log and refuses new input.
-// A session with a running or queued turn is not closed (ErrBusy).
+// CloseSession closes a session: it keeps its log and refuses new input
+// until it is reopened. A session with a running or queued turn is not
+// closed (ErrBusy); one that does not exist is store.ErrNotFound.
 func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
 	agentID, key, err := r.address(addr)
 	if err != nil {
 		return err
 	}
-	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	sess, err := r.existing(ctx, agentID, key)
 	if err != nil {
-		return fmt.Errorf("session %s: %w", addr, err)
+		return err
 	}
-	sess := r.session(s)
 	sess.mu.Lock()
 	busy := sess.working || len(sess.queue) > 0
 	sess.mu.Unlock()
 	if busy {
 		return fmt.Errorf("%w: %s has a turn running or queued; cancel it or wait", ErrBusy, addr)
 	}
-	ev := event.New(s.ID, 0, event.Marker, event.MarkerData{Name: "closed"})
-	return r.commit(ctx, sess, &store.Batch{Session: s.ID, State: store.StateClosed, Events: []event.Event{ev}})
+	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: "closed"})
+	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: store.StateClosed, Events: []event.Event{ev}})
+}
+
+// Reopen reopens a closed session: it takes input again, its context
+// continuing where it stopped. It reports whether the session was closed;
+// reopening an open one changes nothing. A session that does not exist is
+// store.ErrNotFound.
+func (r *Runtime) Reopen(ctx context.Context, addr string) (bool, error) {
+	agentID, key, err := r.address(addr)
+	if err != nil {
+		return false, err
+	}
+	sess, err := r.existing(ctx, agentID, key)
+	if err != nil {
+		return false, err
+	}
+	return r.reopen(ctx, sess)
+}
+
+// reopen logs a "reopened" marker and makes a closed session idle.
+func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
+	if sess.state() != store.StateClosed {
+		return false, nil
+	}
+	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: "reopened"})
+	if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: store.StateIdle, Events: []event.Event{ev}}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// closedErr is the error of input to a closed session, saying how to reopen it.
+func closedErr(addr string) error {
+	return fmt.Errorf("%w: %s (reopen it first, or send with reopen)", ErrSessionClosed, addr)
 }
 
 // Cancel cancels the running turn of a session. Queued inputs still run.
@@ -654,6 +740,35 @@ func (r *Runtime) lookup(ctx context.Context, agentID, key string) (*session, er
 		return nil, fmt.Errorf("runtime: session %s: %w", addr, err)
 	}
 	return r.session(s), nil
+}
+
+// existing returns the in-memory session for an address that exists in
+// the store, or store.ErrNotFound: unlike lookup, it creates none.
+func (r *Runtime) existing(ctx context.Context, agentID, key string) (*session, error) {
+	addr := agentID + "/" + key
+	r.mu.Lock()
+	sess := r.byAddr[addr]
+	if sess != nil {
+		r.touch(sess)
+	}
+	r.mu.Unlock()
+	if sess != nil {
+		return sess, nil
+	}
+	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	if err != nil {
+		return nil, sessionErr(addr, err)
+	}
+	return r.session(s), nil
+}
+
+// sessionErr is err of reading the session addr: ErrNoSession if it does
+// not exist.
+func sessionErr(addr string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNoSession, addr)
+	}
+	return fmt.Errorf("runtime: session %s: %w", addr, err)
 }
 
 // session returns the in-memory session for s, adding it if needed.
@@ -727,7 +842,9 @@ func (r *Runtime) work(sess *session) {
 	defer r.wg.Done()
 	for {
 		sess.mu.Lock()
-		if len(sess.queue) == 0 || r.ctx.Err() != nil {
+		// Closing: the running turn finished; what is queued waits in the
+		// inbox for the next start.
+		if len(sess.queue) == 0 || r.ctx.Err() != nil || r.closing.Load() {
 			sess.working = false
 			sess.mu.Unlock()
 			return
@@ -740,7 +857,7 @@ func (r *Runtime) work(sess *session) {
 		case <-r.ctx.Done():
 			continue
 		}
-		err := r.process(sess, q)
+		end, err := r.process(sess, q)
 		<-r.sem
 		if err != nil && q.durable != nil && q.durable() != nil {
 			// The input never became durable and its sender was told so.
@@ -769,29 +886,38 @@ func (r *Runtime) work(sess *session) {
 		}
 		sess.mu.Lock()
 		sess.queue = sess.queue[1:]
+		// A session whose queue is empty is idle before its waiters hear
+		// of the end, so that one closed right after its reply is not busy.
+		idle := len(sess.queue) == 0
+		if idle {
+			sess.working = false
+		}
 		sess.mu.Unlock()
+		r.notify(q.item.ID, end)
+		if idle {
+			return
+		}
 	}
 }
 
-// process handles one inbox item.
-func (r *Runtime) process(sess *session, q queued) error {
+// process handles one inbox item and returns how it ended; the caller
+// tells the waiters.
+func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 	ctx := r.ctx
 	it := q.item
 	switch {
 	case it.Kind == event.Reset:
 		ev := event.New(sess.s.ID, it.ID, event.Reset, event.MarkerData{Name: "reset", Reason: it.Text})
 		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
-			return err
+			return event.TurnEndData{}, err
 		}
-		r.notify(it.ID, event.TurnEndData{Status: event.StatusDone})
-		return nil
+		return event.TurnEndData{Status: event.StatusDone}, nil
 	case it.Silent:
 		ev := event.New(sess.s.ID, it.ID, event.SystemMessage, event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey, Images: it.Images})
 		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
-			return err
+			return event.TurnEndData{}, err
 		}
-		r.notify(it.ID, event.TurnEndData{Status: event.StatusDone})
-		return nil
+		return event.TurnEndData{Status: event.StatusDone}, nil
 	}
 	var err error
 	if sess.state() == store.StateClosed {
@@ -799,10 +925,9 @@ func (r *Runtime) process(sess *session, q queued) error {
 		end := event.TurnEndData{Status: event.StatusError, Reason: "the session was closed before this input's turn"}
 		ev := event.New(sess.s.ID, it.ID, event.TurnEnd, end)
 		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}, State: store.StateClosed}); err != nil {
-			return err
+			return event.TurnEndData{}, err
 		}
-		r.notify(it.ID, end)
-		return nil
+		return end, nil
 	}
 	def, ok := r.o.Agents.Get(sess.s.Agent)
 	if !ok {
@@ -811,16 +936,15 @@ func (r *Runtime) process(sess *session, q queued) error {
 		end := event.TurnEndData{Status: event.StatusError, Reason: fmt.Sprintf("agent %q is no longer defined", sess.s.Agent)}
 		ev := event.New(sess.s.ID, it.ID, event.TurnEnd, end)
 		if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{it.ID}}); err != nil {
-			return err
+			return event.TurnEndData{}, err
 		}
-		r.notify(it.ID, end)
-		return nil
+		return end, nil
 	}
 	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable, Recovered: q.recovered}
 	if q.recovered {
 		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
 		if err != nil {
-			return err
+			return event.TurnEndData{}, err
 		}
 		t.Prior = prior
 	}
@@ -828,7 +952,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		// The context must not include this turn's own events.
 		evs, err := r.st.ContextEvents(ctx, sess.s.ID)
 		if err != nil {
-			return fmt.Errorf("runtime: load context: %w", err)
+			return event.TurnEndData{}, fmt.Errorf("runtime: load context: %w", err)
 		}
 		cut := len(evs)
 		for cut > 0 && evs[cut-1].Seq >= t.Prior[0].Seq {
@@ -838,13 +962,13 @@ func (r *Runtime) process(sess *session, q queued) error {
 		c.Add(engine.FromSummary(evs[:cut])...)
 		t.Context, t.Marks = c.Messages(), c.Marks()
 	} else if t.Context, t.Marks, t.Tokens, err = r.context(ctx, sess); err != nil {
-		return err
+		return event.TurnEndData{}, err
 	}
 	if def.Budgets.MaxUSDPerDay > 0 {
 		y, m, d := time.Now().UTC().Date()
 		u, err := r.st.UsageSince(ctx, def.ID, time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
 		if err != nil {
-			return err
+			return event.TurnEndData{}, err
 		}
 		t.SpentToday = u.CostUSD
 	}
@@ -861,7 +985,7 @@ func (r *Runtime) process(sess *session, q queued) error {
 		c, ok := r.o.Engine.(Compactor)
 		if !ok {
 			cancel(nil)
-			return fmt.Errorf("runtime: this engine cannot compact")
+			return event.TurnEndData{}, fmt.Errorf("runtime: this engine cannot compact")
 		}
 		end, err = c.Compact(tctx, t)
 	} else {
@@ -872,10 +996,9 @@ func (r *Runtime) process(sess *session, q queued) error {
 	sess.cancel = nil
 	sess.mu.Unlock()
 	if err != nil {
-		return err
+		return event.TurnEndData{}, err
 	}
-	r.notify(it.ID, end)
-	return nil
+	return end, nil
 }
 
 // context returns the session's conversation since the last reset, kept
@@ -1004,16 +1127,21 @@ func (r *Runtime) publishState(sess *session, turn int64, state string) {
 	}
 }
 
-// Close stops accepting inputs, lets running turns finish until ctx is
-// done, then cancels them with engine.ErrShutdown (they resume at the next
-// start) and waits for every worker to exit.
+// Close stops accepting inputs and starting queued ones, lets running
+// turns finish until ctx is done, then cancels them with
+// engine.ErrShutdown, and waits for every worker to exit. Whoever waits
+// for a turn gets its end if it ended, else ErrClosed; the turns cancelled
+// and those still queued resume at the next start. Close may be called
+// more than once.
 func (r *Runtime) Close(ctx context.Context) error {
+	r.closing.Store(true) // first: whoever sees closed sees closing
 	r.mu.Lock()
+	first := !r.closed
 	r.closed = true
 	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
-		// Workers exit when their queues drain; new items are refused.
+		// Workers exit when their running turn ends; new items are refused.
 		r.wg.Wait()
 		close(done)
 	}()
@@ -1023,6 +1151,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.cancel(engine.ErrShutdown)
 	<-done
+	if first {
+		close(r.stopped)
+	}
 	return nil
 }
 
@@ -1037,6 +1168,9 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 	}
 	if err := checkInput(&in); err != nil {
 		return Receipt{}, event.TurnEndData{}, err
+	}
+	if r.closing.Load() { // before the session is made
+		return Receipt{}, event.TurnEndData{}, ErrClosed
 	}
 	sess, err := r.lookup(ctx, agentID, key)
 	if err != nil {
@@ -1063,7 +1197,9 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 		}
 		return fn(e)
 	}
-	replay := func() error {
+	// replay sends what fn has not seen of the turn's logged events; once
+	// the turn has ended, it reads them even if ctx is done meanwhile.
+	replay := func(ctx context.Context) error {
 		evs, err := r.st.TurnEvents(ctx, sess.s.ID, rc.Turn)
 		if err != nil {
 			return err
@@ -1079,14 +1215,14 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 	// writes may be published out of order: on a gap, read the log.
 	live := func(e event.Event) error {
 		if e.Turn == rc.Turn && e.Seq > 0 && last > 0 && e.Seq != last+1 {
-			return replay()
+			return replay(ctx)
 		}
 		return emit(e)
 	}
 	if ch == nil { // duplicate: the original's events and result
 		end, err := r.Wait(ctx, rc.Turn)
 		if err == nil {
-			err = replay()
+			err = replay(context.WithoutCancel(ctx))
 		}
 		return rc, end, err
 	}
@@ -1097,7 +1233,7 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 		case e, ok := <-c:
 			if !ok {
 				// Dropped as too slow: catch up from the log, then wait.
-				if err := replay(); err != nil {
+				if err := replay(ctx); err != nil {
 					return rc, event.TurnEndData{}, err
 				}
 				c = nil
@@ -1106,6 +1242,14 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 			if err := live(e); err != nil {
 				return rc, event.TurnEndData{}, err
 			}
+		case <-r.stopped:
+			// Stopped: the turn's end, if it came, is in ch; else it
+			// resumes at the next start and await says so.
+			end, err := r.await(ctx, rc.Turn, ch)
+			if err != nil {
+				return rc, end, err
+			}
+			return rc, end, replay(context.WithoutCancel(ctx))
 		case end := <-ch:
 			// The turn's events were published before it ended; take what
 			// is still buffered, then anything missed from the log.
@@ -1123,9 +1267,14 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 					drained = true
 				}
 			}
-			return rc, end, replay()
+			return rc, end, replay(context.WithoutCancel(ctx))
 		case <-ctx.Done():
-			return rc, event.TurnEndData{}, ctx.Err()
+			// The turn may have ended, or the runtime stopped, meanwhile.
+			end, err := r.await(ctx, rc.Turn, ch)
+			if err != nil {
+				return rc, end, err
+			}
+			return rc, end, replay(context.WithoutCancel(ctx))
 		}
 	}
 }
@@ -1138,7 +1287,7 @@ func (r *Runtime) Events(ctx context.Context, addr string, after int64, limit in
 	}
 	s, err := r.st.SessionByAddress(ctx, agentID, key)
 	if err != nil {
-		return s, nil, fmt.Errorf("session %s: %w", addr, err)
+		return s, nil, sessionErr(addr, err)
 	}
 	evs, err := r.st.Events(ctx, s.ID, after, limit)
 	return s, evs, err

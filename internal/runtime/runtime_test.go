@@ -743,3 +743,78 @@ func TestConversationCacheBudget(t *testing.T) {
 		}
 	}
 }
+
+// Reset, close and reopen name a session that exists: for one that does
+// not they answer ErrNoSession (a store.ErrNotFound) and create nothing.
+func TestSessionCommandsNeedTheSession(t *testing.T) {
+	e := newEnv(t, setup{})
+	ctx := t.Context()
+	for name, do := range map[string]func() error{
+		"reset":  func() error { _, err := e.rt.Reset(ctx, "a/none", ""); return err },
+		"close":  func() error { return e.rt.CloseSession(ctx, "a/none") },
+		"reopen": func() error { _, err := e.rt.Reopen(ctx, "a/none"); return err },
+	} {
+		if err := do(); !errors.Is(err, runtime.ErrNoSession) || !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of a session that does not exist: %v, want ErrNoSession", name, err)
+		}
+	}
+	if list, err := e.st.Sessions(ctx, store.SessionFilter{}); err != nil || len(list) != 0 {
+		t.Errorf("sessions created: %+v, %v", list, err)
+	}
+}
+
+// A closed session refuses input until it is reopened, by Reopen or by an
+// input that asks for it; its context continues where it stopped.
+func TestReopen(t *testing.T) {
+	e := newEnv(t, setup{})
+	ctx := t.Context()
+	if _, _, err := e.rt.Send(ctx, runtime.Input{Session: "a/k", Text: "a:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if reopened, err := e.rt.Reopen(ctx, "a/k"); err != nil || reopened {
+		t.Errorf("Reopen of an open session: %v, %v; want false, nil", reopened, err)
+	}
+	for i, reopen := range []func() error{
+		func() error { _, err := e.rt.Reopen(ctx, "a/k"); return err },
+		func() error { return nil }, // the input reopens it
+	} {
+		// The worker of the turn that just ended may not have exited yet.
+		eventually(t, "the session to close", func() bool {
+			err := e.rt.CloseSession(ctx, "a/k")
+			if err != nil && !errors.Is(err, runtime.ErrBusy) {
+				t.Fatal(err)
+			}
+			return err == nil
+		})
+		if _, err := e.rt.Submit(ctx, runtime.Input{Session: "a/k", Text: "refused"}); !errors.Is(err, runtime.ErrSessionClosed) {
+			t.Fatalf("input to a closed session: %v", err)
+		}
+		if err := reopen(); err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprintf("a:%d", i+2)
+		if _, end, err := e.rt.Send(ctx, runtime.Input{Session: "a/k", Text: text, Reopen: true}); err != nil || end.Status != event.StatusDone {
+			t.Fatalf("input after reopening: %+v, %v", end, err)
+		}
+		want := []string{"a:1"}
+		for j := range i + 1 {
+			want = append(want, fmt.Sprintf("a:%d", j+2))
+		}
+		if diff := cmp.Diff(conversation(want...), e.p.requests(text)[0].Messages); diff != "" {
+			t.Errorf("context after reopening (-want +got):\n%s", diff)
+		}
+	}
+	s, err := e.st.SessionByAddress(ctx, "a", "k")
+	if err != nil || s.State != store.StateIdle {
+		t.Fatalf("session %+v, %v", s, err)
+	}
+	var marks []string
+	for _, ev := range e.events(s.ID) {
+		if ev.Kind == event.Marker {
+			marks = append(marks, decode[event.MarkerData](t, ev).Name)
+		}
+	}
+	if want := []string{"closed", "reopened", "closed", "reopened"}; !slices.Equal(marks, want) {
+		t.Errorf("markers %v, want %v", marks, want)
+	}
+}

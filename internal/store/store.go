@@ -23,6 +23,10 @@ var (
 	// ErrInvalid is returned (wrapped) for a request a store refuses
 	// before writing or reading anything: a bad key, query or payload.
 	ErrInvalid = errors.New("invalid request")
+	// ErrFull is returned (wrapped) for a write that failed because the
+	// disk (or the file system's quota) is full. Nothing of it was written;
+	// the same write succeeds once space is freed.
+	ErrFull = errors.New("storage full")
 )
 
 // Session states.

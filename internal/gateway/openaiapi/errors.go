@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 
+	"agentd/internal/gateway"
 	"agentd/internal/runtime"
 )
 
@@ -25,9 +27,10 @@ type apiError struct {
 	typ     string
 	param   string // "" is null
 	code    string // "" is null
-	// retry: the request was refused before agentd accepted its input, so
-	// sending it again is safe.
-	retry bool
+	// retryAfter, when not 0, says the request may be sent again after
+	// that long: agentd refused it for now (shutting down, a full disk, too
+	// busy), or stopped before the accepted input's turn ended.
+	retryAfter time.Duration
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -68,6 +71,11 @@ func unsupported(param, format string, args ...any) *apiError {
 	return e
 }
 
+func tooLarge(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalid, code: "request_too_large", param: param,
+		message: fmt.Sprintf(format, args...)}
+}
+
 func modelNotFound(id string) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found",
 		message: fmt.Sprintf("The model %q does not exist: it must be the id of an agent (GET /v1/models lists them)", clip(id, 100))}
@@ -77,9 +85,10 @@ func internalError() *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: typeServer, code: "internal_error", message: "internal error"}
 }
 
-// fromRuntime maps an error of the runtime to the error a client sees; an
-// error it does not know says only "internal error" (the details go to the
-// log).
+// fromRuntime maps an error of the runtime to the error a client sees: in
+// this API's words where it has its own, else as the gateway's table of
+// errors says (which also says when to send again). An error neither knows
+// says only "internal error" (the details go to the log).
 func (h *handler) fromRuntime(err error) *apiError {
 	switch {
 	case errors.Is(err, runtime.ErrUnknownAgent):
@@ -91,27 +100,35 @@ func (h *handler) fromRuntime(err error) *apiError {
 		return invalid("messages", "the last user message is empty")
 	case errors.Is(err, runtime.ErrBadAddress):
 		return invalid("user", "the session key is not valid")
+	case errors.Is(err, runtime.ErrTooLarge):
+		return tooLarge("messages", "the message the agent would receive is too large (%s): send fewer or shorter messages, or continue the conversation with the %s header so that only the last message is sent", safeReason(err.Error()), SessionHeader)
 	case errors.Is(err, runtime.ErrSessionClosed):
 		return &apiError{status: http.StatusConflict, typ: typeInvalid, code: "session_closed",
 			message: "the session is closed: it keeps its log but takes no new messages; start a new conversation"}
-	case errors.Is(err, runtime.ErrBusy):
-		return &apiError{status: http.StatusConflict, typ: typeInvalid, code: "busy", message: "the session is busy"}
-	case errors.Is(err, runtime.ErrClosed):
-		return &apiError{status: http.StatusServiceUnavailable, typ: typeServer, code: "unavailable", message: "agentd is shutting down", retry: true}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		// The input may have been accepted: its turn goes on.
+	case errors.Is(err, context.Canceled):
+		// The client went away; the turn goes on.
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServer, code: "unavailable",
-			message: "agentd stopped waiting for the turn (it is shutting down, or the request was cancelled); an accepted message is answered in its session"}
+			message: "agentd stopped waiting for the turn as the request was cancelled; an accepted message is answered in its session"}
+	}
+	if f, known := gateway.Describe(err); known {
+		typ := typeInvalid
+		if f.Status >= 500 {
+			typ = typeServer
+		}
+		return &apiError{status: f.Status, typ: typ, code: f.Body.Code, message: f.Body.Error, retryAfter: f.RetryAfter}
 	}
 	h.log.Error("openai api: request failed", "err", err)
 	return internalError()
 }
 
-// writeError answers with e. Retrying is safe only when agentd refused the
-// input before accepting it; every other error says so to clients that
-// retry on their own (the openai libraries read x-should-retry).
+// writeError answers with e. Sending again is what the client should do
+// only after an error that names when (Retry-After): every other error
+// says so to clients that retry on their own (the openai libraries read
+// x-should-retry), so that a failed turn is not sent again.
 func writeError(w http.ResponseWriter, e *apiError) {
-	if !e.retry {
+	if e.retryAfter > 0 {
+		gateway.SetRetryAfter(w.Header(), e.retryAfter)
+	} else {
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	writeJSON(w, e.status, e.body())

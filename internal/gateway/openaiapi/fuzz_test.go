@@ -45,7 +45,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		req, err := decodeRequest(strings.NewReader(body), 1<<16)
+		req, err := decodeRequest(strings.NewReader(body), -1, 1<<16)
 		if err != nil {
 			if req != nil {
 				t.Fatal("both a request and an error")

@@ -37,6 +37,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/event"
+	"agentd/internal/gateway"
 	"agentd/internal/runtime"
 )
 
@@ -71,11 +72,10 @@ type Options struct {
 	MaxBody int64
 }
 
-// DefaultMaxBody is the default bound of a request body: 16 MiB, room for a
-// message's images (each at most model.MaxImageBytes, base64). It is the
-// gateway's limit for a message (gateway.MaxMessageBody), kept here as its
-// own constant so that this package does not depend on the gateway.
-const DefaultMaxBody = 16 << 20
+// DefaultMaxBody is the default bound of a request body: the gateway's
+// bound of a message, room for a message's images (each at most
+// model.MaxImageBytes, base64).
+const DefaultMaxBody = gateway.MaxMessageBody
 
 type handler struct {
 	rt      Runtime
@@ -185,7 +185,7 @@ func (h *handler) agent(id string) *agent.Definition {
 const idempotencyHeader = "Idempotency-Key"
 
 func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
-	req, aerr := decodeRequest(r.Body, h.maxBody)
+	req, aerr := decodeRequest(r.Body, r.ContentLength, h.maxBody)
 	if aerr != nil {
 		writeError(w, aerr)
 		return

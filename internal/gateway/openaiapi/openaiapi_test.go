@@ -367,8 +367,9 @@ func checkError(t *testing.T, r response, status int, typ, param, code string) o
 	if r.header.Get("Content-Type") != "application/json" {
 		t.Errorf("content type %q", r.header.Get("Content-Type"))
 	}
-	if retry := r.header.Get("X-Should-Retry"); (retry == "") != (status == 503 && strings.Contains(o.Message, "shutting down")) {
-		t.Errorf("%d with x-should-retry %q", status, retry)
+	// Only a refusal that says when to send again may be sent again.
+	if retry := r.header.Get("X-Should-Retry"); (retry == "") != (r.header.Get("Retry-After") != "") {
+		t.Errorf("%d with x-should-retry %q and retry-after %q", status, retry, r.header.Get("Retry-After"))
 	}
 	return o
 }
@@ -590,6 +591,9 @@ func TestShuttingDown(t *testing.T) {
 	e.rt.Close(t.Context())
 	for _, stream := range []string{"false", "true"} {
 		r := e.post(t, `{"model":"assistant","stream":`+stream+`,"messages":[{"role":"user","content":"hi"}]}`)
-		checkError(t, r, 503, "server_error", "", "unavailable")
+		checkError(t, r, 503, "server_error", "", "shutting_down")
+		if r.header.Get("Retry-After") == "" {
+			t.Errorf("stream=%s: no Retry-After", stream)
+		}
 	}
 }

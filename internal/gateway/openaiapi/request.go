@@ -21,7 +21,7 @@ import (
 // decides how its model is called.
 type chatRequest struct {
 	Model         string          `json:"model"`
-	Messages      []wireMessage   `json:"messages"`
+	Messages      wireMessages    `json:"messages"`
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	N             *int            `json:"n"`
@@ -35,6 +35,49 @@ type chatRequest struct {
 		Type string `json:"type"`
 	} `json:"response_format"`
 	Modalities []string `json:"modalities"`
+}
+
+// MaxMessages bounds the messages of one request: a long conversation that
+// a chat UI sends whole fits, and a body of many tiny messages cannot make
+// agentd build a structure for each (they are refused while being read).
+const MaxMessages = 2048
+
+// wireMessages is the messages array, read one message at a time so that
+// reading stops at the first message past MaxMessages. Its errors are the
+// *apiError to answer with.
+type wireMessages []wireMessage
+
+func (ms *wireMessages) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		*ms = nil
+		return nil
+	}
+	// The request's decoder has checked the syntax of the whole body.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, _ := dec.Token(); t != json.Delim('[') {
+		return invalid("messages", "messages must be an array of messages")
+	}
+	out := (*ms)[:0]
+	for i := 0; dec.More(); i++ {
+		if i == MaxMessages {
+			return tooLarge("messages", "more than %d messages in one request: send fewer, or continue the conversation with the %s header so that only the new messages are sent", MaxMessages, SessionHeader)
+		}
+		var m wireMessage
+		if err := dec.Decode(&m); err != nil {
+			param := fmt.Sprintf("messages[%d]", i)
+			var te *json.UnmarshalTypeError
+			if !errors.As(err, &te) {
+				return invalid(param, "%s must be a message object", param)
+			}
+			if te.Field != "" {
+				param += "." + te.Field
+			}
+			return invalid(param, "%s: want %s, got %s", param, kind(te.Type), te.Value)
+		}
+		out = append(out, m)
+	}
+	*ms = out
+	return nil
 }
 
 type streamOptions struct {
@@ -90,25 +133,36 @@ type request struct {
 	images       []model.Image // the last message's: the only ones sent
 }
 
-// decodeRequest reads and checks a Chat Completions request. Unknown fields
-// are allowed (clients send many); known ones must have their types.
-func decodeRequest(body io.Reader, limit int64) (*request, *apiError) {
-	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+// decodeRequest reads and checks a Chat Completions request of size bytes
+// (-1: unknown). Unknown fields are allowed (clients send many); known ones
+// must have their types.
+func decodeRequest(body io.Reader, size, limit int64) (*request, *apiError) {
+	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalid, code: "request_too_large",
+		message: fmt.Sprintf("the request body is larger than %d bytes", limit)}
+	if size > limit {
+		return nil, tooLarge
+	}
+	// One buffer of the declared size (or grown as the body comes), which
+	// is all the body costs: it is decoded in place.
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) || int64(len(b)) > limit {
-		return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalid, code: "request_too_large",
-			message: fmt.Sprintf("the request body is larger than %d bytes", limit)}
+	if errors.As(err, &tooBig) || int64(buf.Len()) > limit {
+		return nil, tooLarge
 	}
 	if err != nil {
 		return nil, invalid("", "could not read the request body")
 	}
 	var req chatRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&req); err != nil {
+	if err := json.Unmarshal(buf.Bytes(), &req); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return nil, ae
+		}
 		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalid("", "the request body must be one JSON object")
 	}
 	return req.check()
 }

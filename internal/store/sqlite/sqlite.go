@@ -34,8 +34,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlitedrv "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"agentd/internal/store"
 )
@@ -90,6 +91,14 @@ type Store struct {
 
 	nextInbox atomic.Int64 // the last inbox id handed out
 
+	// The disk, as writes find it (see Writable): full since a write
+	// failed for lack of space and until one commits.
+	dir      string // the database's directory
+	full     atomic.Bool
+	probeMu  sync.Mutex // guards probed and probeErr, the last failed probe
+	probed   time.Time
+	probeErr error
+
 	stats struct {
 		commits, requests, largest atomic.Int64
 	}
@@ -135,7 +144,7 @@ func open(ctx context.Context, path string, opts *Options, hook func()) (*Store,
 	}
 	uri := "file:" + uriPath(abs)
 
-	s := &Store{log: o.Logger}
+	s := &Store{log: o.Logger, dir: filepath.Dir(abs)}
 	s.pool.New = func() any { return &request{reply: make(chan struct{}, 1), early: make(chan earlyResult, 1)} }
 	if err := s.openWriter(ctx, uri, o); err != nil {
 		s.closeDBs()
@@ -185,6 +194,20 @@ func (s *Store) openWriter(ctx context.Context, uri string, o Options) error {
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("sqlite: open: journal mode is %q, not wal", mode)
+	}
+	// The write-ahead log and its shared-memory index are kept (the log
+	// emptied) when the store closes, rather than deleted and made again
+	// at the next open: opening then needs no space, so that agentd
+	// starts, reads and says what is wrong on a full disk.
+	if err := conn.Raw(func(dc any) error {
+		fc, ok := dc.(sqlitedrv.FileControl)
+		if !ok {
+			return errors.New("the driver cannot keep the write-ahead log")
+		}
+		_, err := fc.FileControlPersistWAL("main", 1)
+		return err
+	}); err != nil {
+		return fmt.Errorf("sqlite: open: keep the write-ahead log: %w", err)
 	}
 	if err := migrate(ctx, conn, migrations(), s.log); err != nil {
 		return fmt.Errorf("sqlite: open: %w", err)

@@ -21,6 +21,7 @@ const (
 	opSession
 	opSaveAgent
 	opIndex
+	opProbe
 )
 
 func (o op) String() string {
@@ -35,6 +36,8 @@ func (o op) String() string {
 		return "save agent"
 	case opIndex:
 		return "index"
+	case opProbe:
+		return "probe"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -175,7 +178,7 @@ type writer struct {
 	insUsage, sessExists, insInbox    *sql.Stmt
 	inboxByKey, insSession, sessByKey *sql.Stmt
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
-	ftsAgents, ftsDoneSet             *sql.Stmt
+	ftsAgents, ftsDoneSet, probe      *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
 
 	// The text index is brought up to date in its own transactions, at most
@@ -221,6 +224,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.ftsIndex, ftsIndexNew},
 		{&w.ftsAgents, ftsAgentsNew},
 		{&w.ftsDoneSet, ftsDoneSet},
+		{&w.probe, `UPDATE search_indexed SET id = id`},
 		{&w.wmSet, qWorkingSet},
 		{&w.wmDelete, qWorkingDelete},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -378,7 +382,7 @@ func (w *writer) runGroup(group []*request) {
 				return
 			}
 		}
-		r.err = w.apply(r, now)
+		r.err = fullErr(w.apply(r, now))
 		if r.err != nil && guard {
 			if _, err := w.rollbackTo.Exec(); err != nil {
 				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
@@ -405,9 +409,14 @@ func (w *writer) runGroup(group []*request) {
 		if _, err := w.rollback.Exec(); err != nil {
 			w.s.log.Error("store rollback failed", "err", err)
 		}
+		for _, r := range group {
+			w.s.noteWrite(false, r.err)
+		}
 	} else if _, err := w.commit.Exec(); err != nil {
 		w.fail(group, fmt.Errorf("sqlite: commit: %w", err), true)
 		return
+	} else {
+		w.s.noteWrite(true, nil)
 	}
 	w.ftsDirty = w.ftsDirty || texts
 	st := &w.s.stats
@@ -423,6 +432,8 @@ func (w *writer) runGroup(group []*request) {
 // fail gives err to every request of the group that has no error of its
 // own, rolling the transaction back if one is open.
 func (w *writer) fail(group []*request, err error, inTx bool) {
+	err = fullErr(err)
+	w.s.noteWrite(false, err)
 	if inTx {
 		// The transaction may already be gone (SQLite rolls back by itself
 		// after some I/O errors); the ROLLBACK error says nothing new then.
@@ -450,6 +461,8 @@ func (w *writer) apply(r *request, now int64) error {
 	case opIndex:
 		// Handled by the writer loop (see Store.SearchText).
 		return nil
+	case opProbe:
+		return w.applyProbe()
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }
