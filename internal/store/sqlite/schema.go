@@ -189,7 +189,9 @@ CREATE INDEX events_hist ON events (id, session_id, ts);
 `
 
 // migrate brings the database on conn up to len(steps), one transaction per
-// step, and fails with ErrSchemaTooNew if it is already beyond that.
+// step, and fails with ErrSchemaTooNew if it is already beyond that. Each
+// step is a debug line; upgrading a database that had a schema is one info
+// line (making a new one is no news).
 func migrate(ctx context.Context, conn *sql.Conn, steps []migration, log *slog.Logger) error {
 	version, err := userVersion(ctx, conn)
 	if err != nil {
@@ -202,7 +204,10 @@ func migrate(ctx context.Context, conn *sql.Conn, steps []migration, log *slog.L
 		if err := migrateStep(ctx, conn, i+1, steps[i]); err != nil {
 			return err
 		}
-		log.Info("store migrated", "version", i+1)
+		log.Debug("store migration step", "version", i+1)
+	}
+	if version > 0 && version < len(steps) {
+		log.Info("store migrated", "from", version, "to", len(steps))
 	}
 	return nil
 }
