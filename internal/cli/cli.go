@@ -80,7 +80,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -88,6 +88,26 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if hint := apiHint(err); hint != "" {
 		fmt.Fprintln(stderr, "agentd:", hint)
 	}
+	code := exitCode(err)
+	if code == ExitUsage && cmd != nil {
+		printUsage(stderr, cmd)
+	}
+	return code
+}
+
+// printUsage says, after a usage error, how cmd is used and where its help is.
+func printUsage(w io.Writer, cmd *cobra.Command) {
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "usage: %s <command>\n", cmd.CommandPath())
+		fmt.Fprintf(w, "run '%s --help' for the commands\n", cmd.CommandPath())
+		return
+	}
+	fmt.Fprintf(w, "usage: %s\n", cmd.UseLine())
+	fmt.Fprintf(w, "run '%s --help' for its flags and examples\n", cmd.CommandPath())
+}
+
+// exitCode maps an error to the exit code a script sees.
+func exitCode(err error) int {
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -121,9 +141,12 @@ func isUsage(err error) bool {
 
 func (e *env) root() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "agentd",
-		Short:         "agentd runs LLM agents as a long-lived service",
-		Long:          "agentd runs LLM agents as a long-lived service: sessions are append-only event logs,\nturns survive restarts, and everything runs from one binary.",
+		Use:   "agentd",
+		Short: "agentd runs LLM agents as a long-lived service",
+		Long:  "agentd runs LLM agents as a long-lived service: sessions are append-only event logs,\nturns survive restarts, and everything runs from one binary.",
+		Example: "  agentd init && agentd serve\n" +
+			"  agentd send assistant \"hello\"\n" +
+			"  agentd chat assistant",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +39,9 @@ func (e *env) serveCmd() *cobra.Command {
 			"(--listen, default gateway.listen in agentd.yaml, else " + agent.DefaultGatewayListen + ") behind a token\n" +
 			"(agentd token), and on SIGINT/SIGTERM stops accepting input, lets running turns finish\n" +
 			"for --grace, and exits. It refuses to start without a strong token.",
+		Example: "  agentd serve\n" +
+			"  agentd serve --data /srv/agentd --listen 127.0.0.1:7420\n" +
+			"  agentd serve --listen off --grace 30s",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
@@ -158,6 +162,11 @@ func (e *env) sendCmd() *cobra.Command {
 			"--image FILE attaches an image (PNG, JPEG, GIF or WebP, told by its content; at most 5 MiB\n" +
 			"each, 8 per message); repeat it for several.\n" +
 			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel).",
+		Example: "  agentd send assistant \"What is on my calendar today?\"\n" +
+			"  agentd send assistant --session ticket-42 \"Summarise the thread\"\n" +
+			"  agentd send assistant --json \"hello\" | jq .kind\n" +
+			"  agentd send assistant --image chart.png \"What does this chart show?\"\n" +
+			"  agentd send ops --system --silent --origin deploy \"v2.3 is live\"",
 		Args: cobra.MinimumNArgs(2),
 		PreRunE: func(*cobra.Command, []string) error {
 			var err error
@@ -255,7 +264,11 @@ func (e *env) chatCmd() *cobra.Command {
 		Use:   "chat <agent>",
 		Short: "Chat with an agent in the terminal",
 		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /compact [focus] to fold older turns into a summary,\n/quit (or Ctrl-D) to leave.",
-		Args:  cobra.ExactArgs(1),
+		Example: "  agentd chat assistant\n" +
+			"  agentd chat assistant --session work\n" +
+			"  agentd chat assistant --remote https://agentd.example.com --token \"$AGENTD_TOKEN\"\n" +
+			"  printf 'hello\\n/quit\\n' | agentd chat assistant",
+		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := address(args[0], key)
 			if _, _, err := runtime.ParseAddress(addr); err != nil {
@@ -418,7 +431,9 @@ func (e *env) agentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
 		Short: "List agents",
-		Args:  cobra.NoArgs,
+		Example: "  agentd agents\n" +
+			"  agentd agents --json",
+		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			list, err := b.Agents(ctx)
 			if err != nil {
@@ -446,7 +461,17 @@ func (e *env) sessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions, most recently active first",
-		Args:  cobra.NoArgs,
+		Long:  "List sessions, most recently active first. --state is one of: " + strings.Join(store.States(), ", ") + ".",
+		Example: "  agentd sessions\n" +
+			"  agentd sessions --agent assistant --state active\n" +
+			"  agentd sessions --limit 10 --json",
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if f.State != "" && !slices.Contains(store.States(), f.State) {
+				return usage("--state %q is not a session state; the states are %s", f.State, strings.Join(store.States(), ", "))
+			}
+			return nil
+		},
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			list, err := b.Sessions(ctx, f)
 			if err != nil {
@@ -477,7 +502,10 @@ func (e *env) logCmd() *cobra.Command {
 		Use:   "log <agent>/<key>",
 		Short: "Print a session's event log",
 		Long:  "Print every event of a session's log in order. --follow keeps waiting for new events.",
-		Args:  cobra.ExactArgs(1),
+		Example: "  agentd log assistant/cli:alice\n" +
+			"  agentd log assistant/ticket-42 --follow\n" +
+			"  agentd log assistant/ticket-42 --after 120 --json",
+		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			enc := json.NewEncoder(e.stdout)
 			for {
@@ -643,6 +671,8 @@ func (e *env) compactCmd() *cobra.Command {
 		Short: "Fold a session's older turns into a summary now (the log keeps everything)",
 		Long: "Ask the model to summarise the session's turns before the most recent ones (memory.recent_turns),\n" +
 			"keeping the focus words in particular. Identifiers the summary leaves out are added back to it.",
+		Example: "  agentd compact assistant/ticket-42\n" +
+			"  agentd compact assistant/ticket-42 the customer's order numbers",
 		Args: cobra.MinimumNArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			res, err := b.Compact(ctx, args[0], strings.Join(args[1:], " "))
@@ -687,9 +717,10 @@ func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string
 // sessionCmd is a command that does one thing to one session.
 func (e *env) sessionCmd(name, short, done string, do func(context.Context, *backend, string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   name + " <agent>/<key>",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:     name + " <agent>/<key>",
+		Short:   short,
+		Example: "  agentd " + name + " assistant/cli:alice\n  agentd " + name + " support/ticket-42",
+		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			if err := do(ctx, b, args[0]); err != nil {
 				return err
@@ -702,9 +733,10 @@ func (e *env) sessionCmd(name, short, done string, do func(context.Context, *bac
 
 func (e *env) versionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the version",
+		Example: "  agentd version",
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintf(e.stdout, "agentd %s %s %s/%s\n", Version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 			return nil
@@ -716,7 +748,9 @@ func (e *env) initCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
 		Short: "Write a commented example configuration into the data directory",
-		Args:  cobra.NoArgs,
+		Example: "  agentd init\n" +
+			"  agentd init --data /srv/agentd",
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			dir := e.dataDir()
 			created, err := agent.Init(dir)
@@ -742,7 +776,9 @@ func (e *env) fakellmCmd() *cobra.Command {
 		Use:   "fakellm",
 		Short: "Run the scripted fake model server (OpenAI and Anthropic wire formats)",
 		Long:  "Run a fake model server for demos and tests. Without --script it echoes the last user\nmessage. The script format is described in docs/fakellm.md.",
-		Args:  cobra.NoArgs,
+		Example: "  agentd fakellm\n" +
+			"  agentd fakellm --listen 127.0.0.1:8089 --script demo.fake",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var s *fakellm.Script
 			if script != "" {
