@@ -8,7 +8,7 @@
 //	0  success
 //	1  an error (the message says what)
 //	2  bad usage: unknown command, flag or argument
-//	3  not found: no such agent or session
+//	3  not found: no such agent or session, or no agentd data in the data directory
 //	4  the turn ended without completing (budget, error, cancelled)
 //	5  unavailable: the data directory is locked by a process that does not answer
 package cli
@@ -155,7 +155,7 @@ func (e *env) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
-		e.serveCmd(), e.remoteFlags(e.chatCmd()), e.remoteFlags(e.withLifecycle(e.sendCmd())), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
+		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withLifecycle(e.sendCmd()))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
 	)
@@ -188,31 +188,38 @@ type backend struct {
 	*gateway.Client
 	close  func() error
 	remote bool
+	// notRunning says, for agentd run in process, that the daemon is not
+	// running and what was looked at: "agentd is not running on DIR (no
+	// socket there)".
+	notRunning string
 }
 
 // connect returns a client of the gateway named by --remote, else of the
 // running daemon, else starts agentd in process on the data directory.
-func (e *env) connect(ctx context.Context) (*backend, error) {
+// Unless mayMake, a directory with no agentd data is refused (noData)
+// rather than made.
+func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 	if e.remote != "" {
 		return e.remoteBackend()
 	}
 	dir := e.dataDir()
 	sock := filepath.Join(dir, app.SocketFile)
+	why := "no socket there"
 	if _, err := os.Stat(sock); err == nil {
 		c := gateway.NewUnixClient(sock)
 		if err := c.Ping(ctx); err == nil {
 			return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
 		}
+		why = "its socket does not answer"
 	}
 	// In process: quiet unless asked, so a command's output stays its own.
-	log := e.logger("warn")
-	if e.logLevel == "" {
-		log = e.logger("warn")
-	}
-	a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
+	a, err := app.Open(ctx, dir, &app.Options{Logger: e.logger("warn"), Version: Version, Existing: !mayMake})
 	if err != nil {
-		if errors.Is(err, app.ErrLocked) {
+		switch {
+		case errors.Is(err, app.ErrLocked):
 			return nil, withCode(ExitUnavailable, fmt.Errorf("%w, and its socket does not answer", err))
+		case errors.Is(err, app.ErrNoData):
+			return nil, e.noData()
 		}
 		return nil, err
 	}
@@ -226,10 +233,11 @@ func (e *env) connect(ctx context.Context) (*backend, error) {
 		return nil, err
 	}
 	c, stop := gateway.Pipe(api)
-	return &backend{Client: c, close: func() error {
-		stop()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return a.Close(ctx)
-	}}, nil
+	return &backend{Client: c, notRunning: fmt.Sprintf("agentd is not running on %s (%s)", e.absDataDir(), why),
+		close: func() error {
+			stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return a.Close(ctx)
+		}}, nil
 }

@@ -705,7 +705,7 @@ func (e *env) closeCmd() *cobra.Command {
 func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		b, err := e.connect(ctx)
+		b, err := e.connect(ctx, cmd.Annotations[makesData] != "")
 		if err != nil {
 			return err
 		}

@@ -39,6 +39,10 @@ func (e *env) tokenCmd() *cobra.Command {
 				fmt.Fprintln(e.stdout, v)
 				return nil
 			}
+			// A token made in a mistyped directory would be one no agentd knows.
+			if err := e.needData(); err != nil {
+				return err
+			}
 			t, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Create: true})
 			if errors.Is(err, gateway.ErrWeakToken) {
 				return fmt.Errorf("%w (agentd token rotate writes a strong one)", err)
@@ -64,6 +68,9 @@ func (e *env) tokenCmd() *cobra.Command {
 		RunE: func(*cobra.Command, []string) error {
 			if os.Getenv(gateway.TokenEnv) != "" {
 				return fmt.Errorf("%w: set the variable to a new value (at least %d random characters) and restart agentd", gateway.ErrFixedToken, gateway.MinTokenLen)
+			}
+			if err := e.needData(); err != nil {
+				return err
 			}
 			tok, err := gateway.RotateToken(e.dataDir())
 			if err != nil {

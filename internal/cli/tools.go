@@ -123,8 +123,8 @@ func (e *env) approvalsCmd() *cobra.Command {
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(e.stdout, "no approvals waiting")
-				if !b.remote {
-					fmt.Fprintln(e.stdout, "(agentd is not running: calls wait for approval only in `agentd serve`)")
+				if b.notRunning != "" {
+					fmt.Fprintf(e.stdout, "(%s: calls wait for approval only in `agentd serve`)\n", b.notRunning)
 				}
 				return nil
 			}
@@ -208,8 +208,8 @@ func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, re
 	d, err := b.Resolve(ctx, id, grant, reason)
 	if apiStatus(err) == 404 {
 		msg := fmt.Sprintf("no approval %q is waiting: it was answered, it expired, or there never was one", id)
-		if !b.remote {
-			msg += " (agentd is not running: calls wait for approval only in `agentd serve`)"
+		if b.notRunning != "" {
+			msg += " (" + b.notRunning + ": calls wait for approval only in `agentd serve`)"
 		}
 		return withCode(ExitNotFound, errors.New(msg))
 	}
