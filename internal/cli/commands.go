@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +23,6 @@ import (
 	"agentd/internal/gateway"
 	"agentd/internal/model"
 	"agentd/internal/model/fakellm"
-	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -256,160 +254,6 @@ func readImageFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", model.MaxImageBytes)
 	}
 	return data, nil
-}
-
-func (e *env) chatCmd() *cobra.Command {
-	var key string
-	cmd := &cobra.Command{
-		Use:   "chat <agent>",
-		Short: "Chat with an agent in the terminal",
-		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /compact [focus] to fold older turns into a summary,\n/quit (or Ctrl-D) to leave.",
-		Example: "  agentd chat assistant\n" +
-			"  agentd chat assistant --session work\n" +
-			"  agentd chat assistant --remote https://agentd.example.com --token \"$AGENTD_TOKEN\"\n" +
-			"  printf 'hello\\n/quit\\n' | agentd chat assistant",
-		Args: cobra.ExactArgs(1),
-		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			addr := address(args[0], key)
-			if _, _, err := runtime.ParseAddress(addr); err != nil {
-				return err
-			}
-			out := e.stdout
-			fmt.Fprintf(out, "chatting with %s — /reset to start over, /quit to leave\n", addr)
-			in := bufio.NewScanner(e.stdin)
-			in.Buffer(make([]byte, 64<<10), 1<<20)
-			for {
-				fmt.Fprint(out, "\nyou> ")
-				if !in.Scan() {
-					fmt.Fprintln(out)
-					return in.Err()
-				}
-				line := strings.TrimSpace(in.Text())
-				switch line {
-				case "":
-					continue
-				case "/quit", "/exit":
-					return nil
-				case "/reset":
-					if err := b.Reset(ctx, addr); err != nil {
-						return err
-					}
-					fmt.Fprintln(out, "(context reset)")
-					continue
-				case "/help":
-					fmt.Fprintln(out, "/reset            restart the context (the log keeps everything)\n/compact [focus]  fold older turns into a summary now\n/quit             leave")
-					continue
-				}
-				if line == "/compact" || strings.HasPrefix(line, "/compact ") {
-					res, err := b.Compact(ctx, addr, strings.TrimSpace(strings.TrimPrefix(line, "/compact")))
-					if err != nil {
-						return err
-					}
-					if res.End != nil {
-						fmt.Fprintf(out, "(%s)\n", res.End.Reply+res.End.Reason)
-					}
-					continue
-				}
-				fmt.Fprint(out, "agent> ")
-				p := &chatPrinter{w: out, inText: true} // after the "agent> " prompt
-				_, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: line, Source: "cli"}, p.event)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					fmt.Fprintf(out, "\n[error: %v]\n", err)
-					continue
-				}
-				p.end(end)
-			}
-		}),
-	}
-	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
-	return cmd
-}
-
-// chatPrinter renders a streamed turn for a person. It shows the live
-// events (text deltas, tool start and end) as they happen; the logged ones
-// are shown only for a turn that streamed nothing live (a redelivered
-// input whose turn had already run).
-type chatPrinter struct {
-	w      io.Writer
-	live   bool // live events arrived
-	inText bool // the cursor is after text on the current line
-}
-
-func (p *chatPrinter) event(ev event.Event) error {
-	switch ev.Kind {
-	case event.TextDelta:
-		var d event.DeltaData
-		if ev.Decode(&d) == nil && !d.Reasoning {
-			p.live = true
-			fmt.Fprint(p.w, d.Text)
-			p.inText = true
-		}
-	case event.ToolStart:
-		p.live = true
-		var d event.ToolCallData
-		ev.Decode(&d)
-		p.newline()
-		fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
-	case event.ToolEnd:
-		var d event.ToolResultData
-		ev.Decode(&d)
-		p.result(d)
-	case event.Text:
-		if !p.live {
-			var d event.TextData
-			ev.Decode(&d)
-			fmt.Fprint(p.w, d.Text)
-			p.inText = true
-		}
-	case event.ToolCall:
-		if !p.live {
-			var d event.ToolCallData
-			ev.Decode(&d)
-			p.newline()
-			fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
-		}
-	case event.ToolResult:
-		if !p.live {
-			var d event.ToolResultData
-			ev.Decode(&d)
-			p.result(d)
-		}
-	case event.ModelCall:
-		var d event.ModelCallData
-		if ev.Decode(&d) == nil && d.Error != "" {
-			p.newline()
-			fmt.Fprintf(p.w, "  [model %s attempt %d failed: %s]\n", d.Model, d.Attempt, d.Error)
-		}
-	}
-	return nil
-}
-
-func (p *chatPrinter) newline() {
-	if p.inText {
-		fmt.Fprintln(p.w)
-		p.inText = false
-	}
-}
-
-func (p *chatPrinter) result(d event.ToolResultData) {
-	status := "ok"
-	switch {
-	case d.Interrupted:
-		status = "interrupted"
-	case d.IsError:
-		status = "error"
-	}
-	fmt.Fprintf(p.w, "  ↳ %s (%d ms): %s\n", status, d.DurationMS, clip(firstLine(d.Output), 200))
-}
-
-func (p *chatPrinter) end(end event.TurnEndData) {
-	p.newline()
-	if end.Status != event.StatusDone {
-		fmt.Fprintf(p.w, "[turn %s: %s]\n", end.Status, end.Reason)
-	}
 }
 
 func clip(s string, n int) string {
