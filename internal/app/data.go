@@ -8,6 +8,10 @@ import (
 	"agentd/internal/agent"
 )
 
+// LockFile is the data directory's lock: the agentd that holds it owns the
+// directory.
+const LockFile = "agentd.lock"
+
 // ErrNoData means a directory holds no agentd data: Open with
 // Options.Existing refuses it rather than make a data directory there.
 var ErrNoData = errors.New("no agentd data")

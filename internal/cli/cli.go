@@ -10,7 +10,8 @@
 //	2  bad usage: unknown command, flag or argument
 //	3  not found: no such agent or session, or no agentd data in the data directory
 //	4  the turn ended without completing (budget, error, cancelled)
-//	5  unavailable: the data directory is locked by a process that does not answer
+//	5  unavailable: agentd is not running (status), or the data directory is
+//	   locked by a process that does not answer
 package cli
 
 import (
@@ -84,7 +85,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "agentd:", err)
+	if !errors.As(err, new(silent)) {
+		fmt.Fprintln(stderr, "agentd:", err)
+	}
 	if hint := apiHint(err); hint != "" {
 		fmt.Fprintln(stderr, "agentd:", hint)
 	}
@@ -146,7 +149,9 @@ func (e *env) root() *cobra.Command {
 		Long:  "agentd runs LLM agents as a long-lived service: sessions are append-only event logs,\nturns survive restarts, and everything runs from one binary.",
 		Example: "  agentd init && agentd serve\n" +
 			"  agentd send assistant \"hello\"\n" +
-			"  agentd chat assistant",
+			"  agentd chat assistant\n" +
+			"  agentd status\n" +
+			"  agentd doctor",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
@@ -158,6 +163,7 @@ func (e *env) root() *cobra.Command {
 		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withLifecycle(e.sendCmd()))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
+		e.statusCmd(), e.doctorCmd(),
 	)
 	return root
 }
@@ -203,14 +209,9 @@ func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 		return e.remoteBackend()
 	}
 	dir := e.dataDir()
-	sock := filepath.Join(dir, app.SocketFile)
-	why := "no socket there"
-	if _, err := os.Stat(sock); err == nil {
-		c := gateway.NewUnixClient(sock)
-		if err := c.Ping(ctx); err == nil {
-			return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
-		}
-		why = "its socket does not answer"
+	c, why := e.daemon(ctx)
+	if c != nil {
+		return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
 	}
 	// In process: quiet unless asked, so a command's output stays its own.
 	a, err := app.Open(ctx, dir, &app.Options{Logger: e.logger("warn"), Version: Version, Existing: !mayMake})
@@ -232,12 +233,26 @@ func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
-	c, stop := gateway.Pipe(api)
-	return &backend{Client: c, notRunning: fmt.Sprintf("agentd is not running on %s (%s)", e.absDataDir(), why),
+	pc, stop := gateway.Pipe(api)
+	return &backend{Client: pc, notRunning: fmt.Sprintf("agentd is not running on %s (%s)", e.absDataDir(), why),
 		close: func() error {
 			stop()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			return a.Close(ctx)
 		}}, nil
+}
+
+// daemon returns a client of the agentd serving the data directory, or
+// why there is none: "no socket there", "its socket does not answer".
+func (e *env) daemon(ctx context.Context) (*gateway.Client, string) {
+	sock := filepath.Join(e.dataDir(), app.SocketFile)
+	if _, err := os.Stat(sock); err != nil {
+		return nil, "no socket there"
+	}
+	c := gateway.NewUnixClient(sock)
+	if err := c.Ping(ctx); err != nil {
+		return nil, "its socket does not answer"
+	}
+	return c, ""
 }

@@ -118,9 +118,13 @@ func (s *Server) ServeTCP(ctx context.Context, addr string, o *TCPOptions, ready
 		// Requests end with ServeTCP (long polls and streams would hold
 		// Shutdown).
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	where := "http://" + ln.Addr().String()
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
+		where = "https://" + ln.Addr().String()
 	}
+	s.listening.add(where)
+	defer s.listening.remove(where)
 	return serveUntil(ctx, hs, ln, func() {
 		if ready != nil {
 			ready(ln.Addr())
