@@ -96,7 +96,11 @@ func (e *env) memoryCmd() *cobra.Command {
 				lo = n + 1
 			}
 			if len(args) < lo || (!more && len(args) > hi) {
-				return usage("%d arguments; want %s", len(args), want)
+				got := fmt.Sprintf("%d arguments", len(args))
+				if len(args) == 1 {
+					got = "1 argument"
+				}
+				return usage("%s; want %s", got, want)
 			}
 			return nil
 		}
