@@ -329,7 +329,7 @@ func TestChat(t *testing.T) {
 	addr := fake(t, "match time\ncall clock {\"timezone\": \"Europe/Paris\"}\n---\nchunks 4\nsay It is {{tool_result}} in Paris.\n")
 	dir := dataDir(t, map[string]string{"agents/paris.yaml": openaiAgent(addr, "")})
 	cmd := exec.Command(agentdBin, "--data", dir, "chat", "paris", "--session", "c")
-	cmd.Stdin = strings.NewReader("what time is it?\nhello\n/reset\n/quit\n")
+	cmd.Stdin = strings.NewReader("what time is it?\nhello\n/bogus\n//etc/hosts\n/reset\n/quit\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("chat: %v\n%s", err, out)
@@ -344,6 +344,13 @@ func TestChat(t *testing.T) {
 	}
 	mustContain(t, s, "agent> hello")
 	mustContain(t, s, "(context reset)")
+	// An unknown command is answered, not sent; // sends a line that
+	// starts with /.
+	mustContain(t, s, "unknown command /bogus: the commands are /reset, /compact, /help, /quit, /exit")
+	mustContain(t, s, "agent> /etc/hosts")
+	if r := run(t, dir, "log", "paris/c"); strings.Contains(r.stdout, "bogus") {
+		t.Errorf("an unknown command reached the session:\n%s", r.stdout)
+	}
 }
 
 // A silent system message is logged and reaches the next turn's context

@@ -105,8 +105,8 @@ func TestControlCharactersChat(t *testing.T) {
 func TestControlCharactersGateway(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t, nil)
-	tok := strings.TrimSpace(run(t, dir, "token").stdout)
 	_, base := serveListen(t, dir, "127.0.0.1:0")
+	tok := strings.TrimSpace(run(t, dir, "token").stdout)
 	auth := http.Header{"Authorization": {"Bearer " + tok}}
 	msg := awkward(true)
 	want := decoded(t, msg)

@@ -109,9 +109,23 @@ func runEnv(t *testing.T, dir string, env []string, args ...string) result {
 // runInput is runEnv with stdin.
 func runInput(t *testing.T, dir string, env []string, stdin string, args ...string) result {
 	t.Helper()
+	return runCmd(t, "", env, stdin, append([]string{"--data", dir}, args...)...)
+}
+
+// runIn runs agentd in the working directory cwd, without --data.
+func runIn(t *testing.T, cwd string, env []string, args ...string) result {
+	t.Helper()
+	return runCmd(t, cwd, env, "", args...)
+}
+
+// runCmd runs agentd with args in cwd ("": the test's), with more
+// environment variables and stdin.
+func runCmd(t *testing.T, cwd string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, agentdBin, append([]string{"--data", dir}, args...)...)
+	cmd := exec.CommandContext(ctx, agentdBin, args...)
+	cmd.Dir = cwd
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}

@@ -207,7 +207,8 @@ func TestGatewayTCP(t *testing.T) {
 // agentd serve refuses to start where it would not be safe, and says why.
 func TestGatewayTCPRefusals(t *testing.T) {
 	t.Parallel()
-	dir := dataDir(t, nil)
+	// A data directory (agentd token refuses a directory without one).
+	dir := dataDir(t, map[string]string{"agentd.yaml": "# defaults\n"})
 	port := freePort(t)
 
 	// Other machines could reach it, and the token is weak.
@@ -248,7 +249,7 @@ func TestGatewayTCPRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if r := run(t, dir, "serve", "--listen", ln.Addr().String()); r.code == 0 || !strings.Contains(r.stderr, "address already in use") {
+	if r := run(t, dir, "serve", "--listen", ln.Addr().String()); r.code == 0 || !strings.Contains(r.stderr, "address in use: "+ln.Addr().String()) {
 		t.Errorf("--listen on a taken port: %d %s", r.code, r.stderr)
 	}
 	// Rotating a token from the environment is refused.

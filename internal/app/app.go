@@ -47,6 +47,9 @@ type Options struct {
 	Engine *engine.Options
 	// Version is agentd's version, told to MCP servers and clients.
 	Version string
+	// Existing makes Open refuse, with ErrNoData, a directory that holds
+	// no agentd data (see HasData) instead of making one there.
+	Existing bool
 }
 
 // App is a running agentd node.
@@ -100,6 +103,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if o.Existing && !HasData(dir) {
+		return nil, fmt.Errorf("app: %s: %w", dir, ErrNoData)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("app: data directory: %w", err)
@@ -304,7 +310,7 @@ func (a *App) degrade(part, reason string) {
 func (a *App) Degraded() []gateway.Degraded { return a.degraded }
 
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("app: lock: %w", err)
 	}

@@ -114,6 +114,8 @@ func (e *env) benchCmd() *cobra.Command {
 		Long: "Run agentd against fakellm over loopback with instant replies and report turn overhead,\n" +
 			"throughput, start-up time and memory. --quick runs smaller counts (for CI);\n" +
 			"the figures in docs/performance.md come from a full run.",
+		Example: "  agentd bench\n" +
+			"  agentd bench --quick --json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := benchConfig{turns: 2000, concurrency: 100, throughputTurns: 20000, sessions: 10000, growthTurns: 50000, rtts: 2000,

@@ -8,9 +8,10 @@
 //	0  success
 //	1  an error (the message says what)
 //	2  bad usage: unknown command, flag or argument
-//	3  not found: no such agent or session
+//	3  not found: no such agent or session, or no agentd data in the data directory
 //	4  the turn ended without completing (budget, error, cancelled)
-//	5  unavailable: the data directory is locked by a process that does not answer
+//	5  unavailable: agentd is not running (status), or the data directory is
+//	   locked by a process that does not answer
 package cli
 
 import (
@@ -80,14 +81,36 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "agentd:", err)
+	if !errors.As(err, new(silent)) {
+		fmt.Fprintln(stderr, "agentd:", err)
+	}
 	if hint := apiHint(err); hint != "" {
 		fmt.Fprintln(stderr, "agentd:", hint)
 	}
+	code := exitCode(err)
+	if code == ExitUsage && cmd != nil {
+		printUsage(stderr, cmd)
+	}
+	return code
+}
+
+// printUsage says, after a usage error, how cmd is used and where its help is.
+func printUsage(w io.Writer, cmd *cobra.Command) {
+	if cmd.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "usage: %s <command>\n", cmd.CommandPath())
+		fmt.Fprintf(w, "run '%s --help' for the commands\n", cmd.CommandPath())
+		return
+	}
+	fmt.Fprintf(w, "usage: %s\n", cmd.UseLine())
+	fmt.Fprintf(w, "run '%s --help' for its flags and examples\n", cmd.CommandPath())
+}
+
+// exitCode maps an error to the exit code a script sees.
+func exitCode(err error) int {
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
@@ -121,9 +144,14 @@ func isUsage(err error) bool {
 
 func (e *env) root() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "agentd",
-		Short:         "agentd runs LLM agents as a long-lived service",
-		Long:          "agentd runs LLM agents as a long-lived service: sessions are append-only event logs,\nturns survive restarts, and everything runs from one binary.",
+		Use:   "agentd",
+		Short: "agentd runs LLM agents as a long-lived service",
+		Long:  "agentd runs LLM agents as a long-lived service: sessions are append-only event logs,\nturns survive restarts, and everything runs from one binary.",
+		Example: "  agentd init && agentd serve\n" +
+			"  agentd send assistant \"hello\"\n" +
+			"  agentd chat assistant\n" +
+			"  agentd status\n" +
+			"  agentd doctor",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version,
@@ -132,9 +160,10 @@ func (e *env) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
-		e.serveCmd(), e.remoteFlags(e.chatCmd()), e.remoteFlags(e.withLifecycle(e.sendCmd())), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
+		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withLifecycle(e.sendCmd()))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.reopenCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
+		e.statusCmd(), e.doctorCmd(), e.serviceCmd(),
 	)
 	return root
 }
@@ -165,31 +194,33 @@ type backend struct {
 	*gateway.Client
 	close  func() error
 	remote bool
+	// notRunning says, for agentd run in process, that the daemon is not
+	// running and what was looked at: "agentd is not running on DIR (no
+	// socket there)".
+	notRunning string
 }
 
 // connect returns a client of the gateway named by --remote, else of the
 // running daemon, else starts agentd in process on the data directory.
-func (e *env) connect(ctx context.Context) (*backend, error) {
+// Unless mayMake, a directory with no agentd data is refused (noData)
+// rather than made.
+func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 	if e.remote != "" {
 		return e.remoteBackend()
 	}
 	dir := e.dataDir()
-	sock := filepath.Join(dir, app.SocketFile)
-	if _, err := os.Stat(sock); err == nil {
-		c := gateway.NewUnixClient(sock)
-		if err := c.Ping(ctx); err == nil {
-			return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
-		}
+	c, why := e.daemon(ctx)
+	if c != nil {
+		return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
 	}
 	// In process: quiet unless asked, so a command's output stays its own.
-	log := e.logger("warn")
-	if e.logLevel == "" {
-		log = e.logger("warn")
-	}
-	a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
+	a, err := app.Open(ctx, dir, &app.Options{Logger: e.logger("warn"), Version: Version, Existing: !mayMake})
 	if err != nil {
-		if errors.Is(err, app.ErrLocked) {
+		switch {
+		case errors.Is(err, app.ErrLocked):
 			return nil, withCode(ExitUnavailable, fmt.Errorf("%w, and its socket does not answer", err))
+		case errors.Is(err, app.ErrNoData):
+			return nil, e.noData()
 		}
 		return nil, err
 	}
@@ -202,11 +233,26 @@ func (e *env) connect(ctx context.Context) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
-	c, stop := gateway.Pipe(api)
-	return &backend{Client: c, close: func() error {
-		stop()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return a.Close(ctx)
-	}}, nil
+	pc, stop := gateway.Pipe(api)
+	return &backend{Client: pc, notRunning: fmt.Sprintf("agentd is not running on %s (%s)", e.absDataDir(), why),
+		close: func() error {
+			stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return a.Close(ctx)
+		}}, nil
+}
+
+// daemon returns a client of the agentd serving the data directory, or
+// why there is none: "no socket there", "its socket does not answer".
+func (e *env) daemon(ctx context.Context) (*gateway.Client, string) {
+	sock := filepath.Join(e.dataDir(), app.SocketFile)
+	if _, err := os.Stat(sock); err != nil {
+		return nil, "no socket there"
+	}
+	c := gateway.NewUnixClient(sock)
+	if err := c.Ping(ctx); err != nil {
+		return nil, "its socket does not answer"
+	}
+	return c, ""
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +23,6 @@ import (
 	"agentd/internal/gateway"
 	"agentd/internal/model"
 	"agentd/internal/model/fakellm"
-	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -38,6 +37,9 @@ func (e *env) serveCmd() *cobra.Command {
 			"(--listen, default gateway.listen in agentd.yaml, else " + agent.DefaultGatewayListen + ") behind a token\n" +
 			"(agentd token), and on SIGINT/SIGTERM stops accepting input, lets running turns finish\n" +
 			"for --grace, and exits. It refuses to start without a strong token.",
+		Example: "  agentd serve\n" +
+			"  agentd serve --data /srv/agentd --listen 127.0.0.1:7420\n" +
+			"  agentd serve --listen off --grace 30s",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
@@ -177,6 +179,11 @@ func (e *env) sendCmd() *cobra.Command {
 			"--image FILE attaches an image (PNG, JPEG, GIF or WebP, told by its content; at most 5 MiB\n" +
 			"each, 8 per message); repeat it for several.\n" +
 			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel).",
+		Example: "  agentd send assistant \"What is on my calendar today?\"\n" +
+			"  agentd send assistant --session ticket-42 \"Summarise the thread\"\n" +
+			"  agentd send assistant --json \"hello\" | jq .kind\n" +
+			"  agentd send assistant --image chart.png \"What does this chart show?\"\n" +
+			"  agentd send ops --system --silent --origin deploy \"v2.3 is live\"",
 		Args: cobra.MinimumNArgs(2),
 		PreRunE: func(*cobra.Command, []string) error {
 			var err error
@@ -269,158 +276,6 @@ func readImageFile(name string) ([]byte, error) {
 	return data, nil
 }
 
-func (e *env) chatCmd() *cobra.Command {
-	var key string
-	var reopen bool
-	cmd := &cobra.Command{
-		Use:   "chat <agent>",
-		Short: "Chat with an agent in the terminal",
-		Long:  "An interactive chat that streams the reply and shows tool calls as they run.\nType /reset to restart the context, /compact [focus] to fold older turns into a summary,\n/quit (or Ctrl-D) to leave.",
-		Args:  cobra.ExactArgs(1),
-		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			addr := address(args[0], key)
-			if _, _, err := runtime.ParseAddress(addr); err != nil {
-				return err
-			}
-			out := e.stdout
-			fmt.Fprintf(out, "chatting with %s — /reset to start over, /quit to leave\n", addr)
-			in := bufio.NewScanner(e.stdin)
-			in.Buffer(make([]byte, 64<<10), 1<<20)
-			for {
-				fmt.Fprint(out, "\nyou> ")
-				if !in.Scan() {
-					fmt.Fprintln(out)
-					return in.Err()
-				}
-				line := strings.TrimSpace(in.Text())
-				switch line {
-				case "":
-					continue
-				case "/quit", "/exit":
-					return nil
-				case "/reset":
-					if err := b.Reset(ctx, addr); err != nil {
-						return err
-					}
-					fmt.Fprintln(out, "(context reset)")
-					continue
-				case "/help":
-					fmt.Fprintln(out, "/reset            restart the context (the log keeps everything)\n/compact [focus]  fold older turns into a summary now\n/quit             leave")
-					continue
-				}
-				if line == "/compact" || strings.HasPrefix(line, "/compact ") {
-					res, err := b.Compact(ctx, addr, strings.TrimSpace(strings.TrimPrefix(line, "/compact")))
-					if err != nil {
-						return err
-					}
-					if res.End != nil {
-						fmt.Fprintf(out, "(%s)\n", res.End.Reply+res.End.Reason)
-					}
-					continue
-				}
-				fmt.Fprint(out, "agent> ")
-				p := &chatPrinter{w: out, inText: true} // after the "agent> " prompt
-				_, end, err := b.Stream(ctx, addr, gateway.MessageRequest{Text: line, Source: "cli", Reopen: reopen}, p.event)
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					fmt.Fprintf(out, "\n[error: %v]\n", err)
-					continue
-				}
-				p.end(end)
-			}
-		}),
-	}
-	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
-	cmd.Flags().BoolVar(&reopen, "reopen", false, "reopen the session if it is closed")
-	return cmd
-}
-
-// chatPrinter renders a streamed turn for a person. It shows the live
-// events (text deltas, tool start and end) as they happen; the logged ones
-// are shown only for a turn that streamed nothing live (a redelivered
-// input whose turn had already run).
-type chatPrinter struct {
-	w      io.Writer
-	live   bool // live events arrived
-	inText bool // the cursor is after text on the current line
-}
-
-func (p *chatPrinter) event(ev event.Event) error {
-	switch ev.Kind {
-	case event.TextDelta:
-		var d event.DeltaData
-		if ev.Decode(&d) == nil && !d.Reasoning {
-			p.live = true
-			fmt.Fprint(p.w, d.Text)
-			p.inText = true
-		}
-	case event.ToolStart:
-		p.live = true
-		var d event.ToolCallData
-		ev.Decode(&d)
-		p.newline()
-		fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
-	case event.ToolEnd:
-		var d event.ToolResultData
-		ev.Decode(&d)
-		p.result(d)
-	case event.Text:
-		if !p.live {
-			var d event.TextData
-			ev.Decode(&d)
-			fmt.Fprint(p.w, d.Text)
-			p.inText = true
-		}
-	case event.ToolCall:
-		if !p.live {
-			var d event.ToolCallData
-			ev.Decode(&d)
-			p.newline()
-			fmt.Fprintf(p.w, "  ⚙ %s %s\n", d.Name, clip(string(d.Args), 200))
-		}
-	case event.ToolResult:
-		if !p.live {
-			var d event.ToolResultData
-			ev.Decode(&d)
-			p.result(d)
-		}
-	case event.ModelCall:
-		var d event.ModelCallData
-		if ev.Decode(&d) == nil && d.Error != "" {
-			p.newline()
-			fmt.Fprintf(p.w, "  [model %s attempt %d failed: %s]\n", d.Model, d.Attempt, d.Error)
-		}
-	}
-	return nil
-}
-
-func (p *chatPrinter) newline() {
-	if p.inText {
-		fmt.Fprintln(p.w)
-		p.inText = false
-	}
-}
-
-func (p *chatPrinter) result(d event.ToolResultData) {
-	status := "ok"
-	switch {
-	case d.Interrupted:
-		status = "interrupted"
-	case d.IsError:
-		status = "error"
-	}
-	fmt.Fprintf(p.w, "  ↳ %s (%d ms): %s\n", status, d.DurationMS, clip(firstLine(d.Output), 200))
-}
-
-func (p *chatPrinter) end(end event.TurnEndData) {
-	p.newline()
-	if end.Status != event.StatusDone {
-		fmt.Fprintf(p.w, "[turn %s: %s]\n", end.Status, end.Reason)
-	}
-}
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -440,7 +295,9 @@ func (e *env) agentsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
 		Short: "List agents",
-		Args:  cobra.NoArgs,
+		Example: "  agentd agents\n" +
+			"  agentd agents --json",
+		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			list, err := b.Agents(ctx)
 			if err != nil {
@@ -468,7 +325,17 @@ func (e *env) sessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sessions",
 		Short: "List sessions, most recently active first",
-		Args:  cobra.NoArgs,
+		Long:  "List sessions, most recently active first. --state is one of: " + strings.Join(store.States(), ", ") + ".",
+		Example: "  agentd sessions\n" +
+			"  agentd sessions --agent assistant --state active\n" +
+			"  agentd sessions --limit 10 --json",
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if f.State != "" && !slices.Contains(store.States(), f.State) {
+				return usage("--state %q is not a session state; the states are %s", f.State, strings.Join(store.States(), ", "))
+			}
+			return nil
+		},
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			list, err := b.Sessions(ctx, f)
 			if err != nil {
@@ -499,7 +366,10 @@ func (e *env) logCmd() *cobra.Command {
 		Use:   "log <agent>/<key>",
 		Short: "Print a session's event log",
 		Long:  "Print every event of a session's log in order. --follow keeps waiting for new events.",
-		Args:  cobra.ExactArgs(1),
+		Example: "  agentd log assistant/cli:alice\n" +
+			"  agentd log assistant/ticket-42 --follow\n" +
+			"  agentd log assistant/ticket-42 --after 120 --json",
+		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			enc := json.NewEncoder(e.stdout)
 			for {
@@ -665,6 +535,8 @@ func (e *env) compactCmd() *cobra.Command {
 		Short: "Fold a session's older turns into a summary now (the log keeps everything)",
 		Long: "Ask the model to summarise the session's turns before the most recent ones (memory.recent_turns),\n" +
 			"keeping the focus words in particular. Identifiers the summary leaves out are added back to it.",
+		Example: "  agentd compact assistant/ticket-42\n" +
+			"  agentd compact assistant/ticket-42 the customer's order numbers",
 		Args: cobra.MinimumNArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			res, err := b.Compact(ctx, args[0], strings.Join(args[1:], " "))
@@ -696,7 +568,9 @@ func (e *env) reopenCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "reopen <agent>/<key>",
 		Short: "Reopen a closed session: it takes input again, its context where it stopped",
-		Args:  cobra.ExactArgs(1),
+		Example: "  agentd reopen assistant/cli:alice\n" +
+			"  agentd send assistant --session cli:alice --reopen \"where were we?\"",
+		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			reopened, err := b.Reopen(ctx, args[0])
 			if err != nil {
@@ -717,7 +591,7 @@ func (e *env) reopenCmd() *cobra.Command {
 func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		b, err := e.connect(ctx)
+		b, err := e.connect(ctx, cmd.Annotations[makesData] != "")
 		if err != nil {
 			return err
 		}
@@ -729,9 +603,10 @@ func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string
 // sessionCmd is a command that does one thing to one session.
 func (e *env) sessionCmd(name, short, done string, do func(context.Context, *backend, string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   name + " <agent>/<key>",
-		Short: short,
-		Args:  cobra.ExactArgs(1),
+		Use:     name + " <agent>/<key>",
+		Short:   short,
+		Example: "  agentd " + name + " assistant/cli:alice\n  agentd " + name + " support/ticket-42",
+		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			if err := do(ctx, b, args[0]); err != nil {
 				return err
@@ -744,9 +619,10 @@ func (e *env) sessionCmd(name, short, done string, do func(context.Context, *bac
 
 func (e *env) versionCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
+		Use:     "version",
+		Short:   "Print the version",
+		Example: "  agentd version",
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintf(e.stdout, "agentd %s %s %s/%s\n", Version, goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 			return nil
@@ -758,7 +634,9 @@ func (e *env) initCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "init",
 		Short: "Write a commented example configuration into the data directory",
-		Args:  cobra.NoArgs,
+		Example: "  agentd init\n" +
+			"  agentd init --data /srv/agentd",
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			dir := e.dataDir()
 			created, err := agent.Init(dir)
@@ -784,7 +662,9 @@ func (e *env) fakellmCmd() *cobra.Command {
 		Use:   "fakellm",
 		Short: "Run the scripted fake model server (OpenAI and Anthropic wire formats)",
 		Long:  "Run a fake model server for demos and tests. Without --script it echoes the last user\nmessage. The script format is described in docs/fakellm.md.",
-		Args:  cobra.NoArgs,
+		Example: "  agentd fakellm\n" +
+			"  agentd fakellm --listen 127.0.0.1:8089 --script demo.fake",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var s *fakellm.Script
 			if script != "" {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +26,8 @@ func (e *env) tokenCmd() *cobra.Command {
 		Long: "Print the token every request to the API on TCP needs (Authorization: Bearer <token>, or the\n" +
 			"web console's login). It is kept in gateway.token in the data directory (mode 0600), made on\n" +
 			"first use; " + gateway.TokenEnv + ", when set, is the token instead. `agentd token rotate` replaces it.",
+		Example: "  agentd token\n" +
+			"  curl -H \"Authorization: Bearer $(agentd token)\" http://127.0.0.1:7420/v1/agents",
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			dir := e.dataDir()
@@ -37,6 +38,10 @@ func (e *env) tokenCmd() *cobra.Command {
 				fmt.Fprintf(e.stderr, "(the token is %s, which is set)\n", gateway.TokenEnv)
 				fmt.Fprintln(e.stdout, v)
 				return nil
+			}
+			// A token made in a mistyped directory would be one no agentd knows.
+			if err := e.needData(); err != nil {
+				return err
 			}
 			t, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Create: true})
 			if errors.Is(err, gateway.ErrWeakToken) {
@@ -58,10 +63,14 @@ func (e *env) tokenCmd() *cobra.Command {
 		Short: "Replace the token; the old one stops working at once",
 		Long: "Write a new token to gateway.token and print it. A running agentd uses it from its next\n" +
 			"request, without a restart: the old token and every console login made with it stop working.",
-		Args: cobra.NoArgs,
+		Example: "  agentd token rotate",
+		Args:    cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if os.Getenv(gateway.TokenEnv) != "" {
 				return fmt.Errorf("%w: set the variable to a new value (at least %d random characters) and restart agentd", gateway.ErrFixedToken, gateway.MinTokenLen)
+			}
+			if err := e.needData(); err != nil {
+				return err
 			}
 			tok, err := gateway.RotateToken(e.dataDir())
 			if err != nil {
@@ -130,19 +139,29 @@ func apiHint(err error) string {
 
 // tcpServer is the API on TCP as `agentd serve` runs it.
 type tcpServer struct {
-	addr     string // host:port; "" when off
-	explicit bool   // named by --listen or agentd.yaml, not the default
-	tokens   *gateway.Tokens
-	opts     gateway.TCPOptions
+	addr   string // host:port; "" when off
+	from   string // where addr comes from: --listen, agentd.yaml, or the default
+	tokens *gateway.Tokens
+	opts   gateway.TCPOptions
 }
+
+// Where a TCP address comes from.
+const (
+	fromFlag    = "--listen"
+	fromConfig  = "gateway.listen in agentd.yaml"
+	fromDefault = "the default address"
+)
 
 // gatewayTCP resolves the TCP address from --listen (if set) and the
 // config, and opens the token. It fails without a strong token.
 func (e *env) gatewayTCP(dir string, cfg *agent.Config, listen *string, log *slog.Logger) (*tcpServer, error) {
 	g := cfg.Gateway
-	s := &tcpServer{addr: g.Listen, explicit: g.Listen != agent.DefaultGatewayListen}
+	s := &tcpServer{addr: g.Listen, from: fromConfig}
+	if g.Listen == agent.DefaultGatewayListen {
+		s.from = fromDefault
+	}
 	if listen != nil {
-		s.addr, s.explicit = *listen, true
+		s.addr, s.from = *listen, fromFlag
 		if s.addr == "" {
 			s.addr = agent.GatewayOff
 		}
@@ -232,10 +251,11 @@ func serveAPI(ctx context.Context, srv *gateway.Server, sock string, tcp *tcpSer
 					out.printf("warning: %s is reachable from other machines over plain http: the token crosses the network unencrypted; set gateway.tls_cert and tls_key, or put a TLS proxy in front\n", tcp.addr)
 				}
 			})
-			if err != nil && !tcp.explicit && errors.Is(err, syscall.EADDRINUSE) {
+			if errors.Is(err, gateway.ErrAddrInUse) {
 				// Not a quiet fallback: whatever holds the port would get the
 				// console's logins and the clients' tokens.
-				return fmt.Errorf("%s is in use (another agentd, or another program: clients that expect agentd there would send it their token); choose another address with --listen or gateway.listen, or --listen off for the local socket only: %w", tcp.addr, err)
+				return fmt.Errorf("%w: %s (from %s) is held by another process (another agentd, or a program that would receive the token of clients expecting agentd); "+
+					"choose another address with --listen HOST:PORT or gateway.listen in agentd.yaml, or serve only the local socket with --listen off", gateway.ErrAddrInUse, tcp.addr, tcp.from)
 			}
 			return err
 		})

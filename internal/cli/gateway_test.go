@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"agentd/internal/agent"
@@ -21,19 +20,19 @@ func TestGatewayTCPAddress(t *testing.T) {
 	str := func(s string) *string { return &s }
 	log := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
-		name     string
-		cfg      string // gateway.listen
-		flag     *string
-		addr     string
-		explicit bool
+		name string
+		cfg  string // gateway.listen
+		flag *string
+		addr string
+		from string
 	}{
-		{"default", agent.DefaultGatewayListen, nil, agent.DefaultGatewayListen, false},
-		{"config", "127.0.0.1:9000", nil, "127.0.0.1:9000", true},
-		{"config off", agent.GatewayOff, nil, "", false},
-		{"flag wins", "127.0.0.1:9000", str("127.0.0.1:0"), "127.0.0.1:0", true},
-		{"flag off", agent.DefaultGatewayListen, str("off"), "", true},
-		{"flag empty", agent.DefaultGatewayListen, str(""), "", true},
-		{"flag names the default", "127.0.0.1:9000", str(agent.DefaultGatewayListen), agent.DefaultGatewayListen, true},
+		{"default", agent.DefaultGatewayListen, nil, agent.DefaultGatewayListen, fromDefault},
+		{"config", "127.0.0.1:9000", nil, "127.0.0.1:9000", fromConfig},
+		{"config off", agent.GatewayOff, nil, "", fromConfig},
+		{"flag wins", "127.0.0.1:9000", str("127.0.0.1:0"), "127.0.0.1:0", fromFlag},
+		{"flag off", agent.DefaultGatewayListen, str("off"), "", fromFlag},
+		{"flag empty", agent.DefaultGatewayListen, str(""), "", fromFlag},
+		{"flag names the default", "127.0.0.1:9000", str(agent.DefaultGatewayListen), agent.DefaultGatewayListen, fromFlag},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -43,8 +42,8 @@ func TestGatewayTCPAddress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s.addr != tc.addr || (s.addr != "" && s.explicit != tc.explicit) {
-				t.Errorf("addr %q explicit %v, want %q %v", s.addr, s.explicit, tc.addr, tc.explicit)
+			if s.addr != tc.addr || (s.addr != "" && s.from != tc.from) {
+				t.Errorf("addr %q from %s, want %q from %s", s.addr, s.from, tc.addr, tc.from)
 			}
 			_, statErr := os.Stat(filepath.Join(dir, gateway.TokenFile))
 			if (statErr == nil) != (tc.addr != "") {
@@ -81,7 +80,8 @@ func TestAPIHint(t *testing.T) {
 	}
 }
 
-// An address that is taken, the default or a chosen one, is an error.
+// An address that is taken, the default or a chosen one, is an error that
+// names it, where it comes from, and what to do.
 func TestServeAPIAddressInUse(t *testing.T) {
 	t.Setenv(gateway.TokenEnv, "")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -90,7 +90,7 @@ func TestServeAPIAddressInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	srv := gateway.New(&gateway.Options{Version: "test"})
-	for _, explicit := range []bool{false, true} {
+	for _, from := range []string{fromDefault, fromConfig, fromFlag} {
 		dir := t.TempDir()
 		cfg := agent.DefaultConfig()
 		cfg.Gateway.Listen = ln.Addr().String()
@@ -98,7 +98,7 @@ func TestServeAPIAddressInUse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tcp.explicit = explicit
+		tcp.from = from
 		var out bytes.Buffer
 		lw := &lockedWriter{w: &out}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -109,11 +109,14 @@ func TestServeAPIAddressInUse(t *testing.T) {
 		// would get the clients' tokens.
 		err = <-done
 		cancel()
-		if !errors.Is(err, syscall.EADDRINUSE) {
-			t.Errorf("address in use (explicit %v): %v", explicit, err)
+		if !errors.Is(err, gateway.ErrAddrInUse) {
+			t.Errorf("address in use (%s): %v", from, err)
+			continue
 		}
-		if !explicit && !strings.Contains(err.Error(), "--listen off") {
-			t.Errorf("default address in use: %v does not say what to do", err)
+		for _, want := range []string{"address in use: " + ln.Addr().String() + " (from " + from + ") is held by another process", "--listen HOST:PORT", "--listen off"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("address in use (%s): %v does not say %q", from, err, want)
+			}
 		}
 	}
 }

@@ -21,6 +21,8 @@ func (e *env) mcpServeCmd() *cobra.Command {
 		Long: "Serve agentd as an MCP server on stdin/stdout: every agent is a tool (ask_<agent>: send it a message,\n" +
 			"get the reply), plus list_agents, list_sessions and read_session_log. Uses the running daemon,\n" +
 			"or runs agentd in process. Configure it in an MCP client as the command `agentd mcp serve --data DIR`.",
+		Example: "  agentd mcp serve\n" +
+			"  agentd mcp serve --data /srv/agentd",
 		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			s := mcpserver.New(app.FacadeBackend{C: b.Client}, &mcpserver.Options{Name: "agentd", Version: Version, Logger: e.logger("warn")})

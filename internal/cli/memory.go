@@ -13,7 +13,8 @@ import (
 
 // historyCmd searches conversations.
 func (e *env) historyCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "history", Short: "Search conversations (every message is kept at full fidelity)"}
+	cmd := &cobra.Command{Use: "history", Short: "Search conversations (every message is kept at full fidelity)",
+		Example: "  agentd history search invoice 5521"}
 	var agents []string
 	var limit int
 	var asJSON bool
@@ -23,6 +24,9 @@ func (e *env) historyCmd() *cobra.Command {
 		Short: "Full-text search over sessions' messages, best match first",
 		Long: "Search every message of every session (or of --agent's) with BM25 ranking. All words must occur;\n" +
 			"a word ending in * matches words starting with it. Matches are shown «like this».",
+		Example: "  agentd history search invoice 5521\n" +
+			"  agentd history search refund* --agent support --limit 5\n" +
+			"  agentd history search \"error budget\" --json",
 		Args: cobra.MinimumNArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			page, err := b.SearchHistory(ctx, strings.Join(args, " "), agents, limit, cursor)
@@ -49,21 +53,57 @@ func (e *env) historyCmd() *cobra.Command {
 	search.Flags().IntVar(&limit, "limit", 20, "results per page (at most 100)")
 	search.Flags().StringVar(&cursor, "cursor", "", "the next page of an earlier search")
 	search.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
-	cmd.AddCommand(search)
-	return cmd
+	return group(cmd, search)
 }
 
-// memoryCmd reads and edits agents' long-term memory.
+// memoryCmd reads and edits agents' long-term memory. The agent is each
+// command's first argument, as with send and keys; it may be left out
+// where that is unambiguous and there is only one agent. --agent is the
+// older spelling, still taken (with a notice) for one release.
 func (e *env) memoryCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "memory", Short: "An agent's long-term memory: search, list, show, forget"}
+	cmd := &cobra.Command{Use: "memory", Short: "An agent's long-term memory: search, list, show, forget",
+		Example: "  agentd memory search assistant tea\n  agentd memory show assistant \"Ada Lovelace\""}
 	var agentFlag string
 	var limit int
 	var asJSON bool
-	pick := func(ctx context.Context, b *backend) (string, error) {
+	// pick returns the agent and the arguments after it. Where the agent
+	// may be left out, fewer arguments than full mean it was.
+	pick := func(ctx context.Context, b *backend, path string, args []string, full int) (string, []string, error) {
 		if agentFlag != "" {
-			return agentArg(ctx, b, []string{agentFlag})
+			fmt.Fprintf(e.stderr, "agentd: --agent is deprecated and goes away in the next release: name the agent first, as in %s %s\n",
+				path, strings.Join(append([]string{agentFlag}, args...), " "))
+			id, err := agentArg(ctx, b, []string{agentFlag})
+			return id, args, err
 		}
-		return agentArg(ctx, b, nil)
+		if len(args) < full {
+			id, err := agentArg(ctx, b, nil)
+			return id, args, err
+		}
+		id, err := agentArg(ctx, b, args[:1])
+		if err != nil && full > 1 {
+			err = fmt.Errorf("%w; the agent comes first: %s <agent> %s", err, path, strings.Join(args, " "))
+		}
+		return id, args[1:], err
+	}
+	// memArgs checks a command's arguments: n after the agent (at least n
+	// when more), the agent required or not.
+	memArgs := func(n int, more, agentRequired bool) cobra.PositionalArgs {
+		return func(cmd *cobra.Command, args []string) error {
+			lo, hi, want := n, n+1, strings.TrimPrefix(cmd.Use, cmd.Name()+" ")
+			if agentFlag != "" {
+				hi, want = n, strings.TrimSpace(strings.NewReplacer("<agent>", "", "[agent]", "").Replace(want))+" (with --agent)"
+			} else if agentRequired {
+				lo = n + 1
+			}
+			if len(args) < lo || (!more && len(args) > hi) {
+				got := fmt.Sprintf("%d arguments", len(args))
+				if len(args) == 1 {
+					got = "1 argument"
+				}
+				return usage("%s; want %s", got, want)
+			}
+			return nil
+		}
 	}
 	printItems := func(page gateway.MemoryPage) error {
 		if asJSON {
@@ -88,15 +128,17 @@ func (e *env) memoryCmd() *cobra.Command {
 		return nil
 	}
 	search := &cobra.Command{
-		Use:   "search <query>...",
+		Use:   "search <agent> <query>...",
 		Short: "Recall memories: keyword and vector search, best first",
-		Args:  cobra.MinimumNArgs(1),
+		Example: "  agentd memory search assistant green tea\n" +
+			"  agentd memory search assistant lighthouse --limit 5 --json",
+		Args: memArgs(1, true, true),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			id, err := pick(ctx, b)
+			id, query, err := pick(ctx, b, "agentd memory search", args, 2)
 			if err != nil {
 				return err
 			}
-			page, err := b.Memories(ctx, id, strings.Join(args, " "), limit)
+			page, err := b.Memories(ctx, id, strings.Join(query, " "), limit)
 			if err != nil {
 				return err
 			}
@@ -104,11 +146,13 @@ func (e *env) memoryCmd() *cobra.Command {
 		}),
 	}
 	list := &cobra.Command{
-		Use:   "list",
+		Use:   "list [agent]",
 		Short: "The newest memories",
-		Args:  cobra.NoArgs,
-		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
-			id, err := pick(ctx, b)
+		Example: "  agentd memory list assistant\n" +
+			"  agentd memory list --limit 50 --json",
+		Args: memArgs(0, false, false),
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
+			id, _, err := pick(ctx, b, "agentd memory list", args, 1)
 			if err != nil {
 				return err
 			}
@@ -120,15 +164,17 @@ func (e *env) memoryCmd() *cobra.Command {
 		}),
 	}
 	show := &cobra.Command{
-		Use:   "show <entity>",
+		Use:   "show [agent] <entity>",
 		Short: "An entity with its observations and relations",
-		Args:  cobra.ExactArgs(1),
+		Example: "  agentd memory show assistant \"Ada Lovelace\"\n" +
+			"  agentd memory show \"Ada Lovelace\" --json",
+		Args: memArgs(1, false, false),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			id, err := pick(ctx, b)
+			id, rest, err := pick(ctx, b, "agentd memory show", args, 2)
 			if err != nil {
 				return err
 			}
-			ent, err := b.MemoryEntity(ctx, id, args[0])
+			ent, err := b.MemoryEntity(ctx, id, rest[0])
 			if err != nil {
 				return err
 			}
@@ -147,16 +193,18 @@ func (e *env) memoryCmd() *cobra.Command {
 	}
 	var req gateway.ForgetRequest
 	forget := &cobra.Command{
-		Use:   "forget",
+		Use:   "forget [agent]",
 		Short: "Remove memories: entities (with their observations and relations), observations, relations or insights",
-		Args:  cobra.NoArgs,
-		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
-			id, err := pick(ctx, b)
-			if err != nil {
-				return err
-			}
+		Example: "  agentd memory forget assistant --entity \"Ada Lovelace\"\n" +
+			"  agentd memory forget assistant --observation 12,13 --insight 4",
+		Args: memArgs(0, false, false),
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			if len(req.Entities)+len(req.Observations)+len(req.Relations)+len(req.Insights) == 0 {
 				return usage("usage: name what to forget with --entity, --observation, --relation or --insight")
+			}
+			id, _, err := pick(ctx, b, "agentd memory forget", args, 1)
+			if err != nil {
+				return err
 			}
 			req.Agent = id
 			n, err := b.Forget(ctx, req)
@@ -172,7 +220,8 @@ func (e *env) memoryCmd() *cobra.Command {
 	forget.Flags().Int64SliceVar(&req.Relations, "relation", nil, "relation ids")
 	forget.Flags().Int64SliceVar(&req.Insights, "insight", nil, "insight ids")
 	for _, c := range []*cobra.Command{search, list, show, forget} {
-		c.Flags().StringVar(&agentFlag, "agent", "", "whose memory (default: the only agent)")
+		c.Flags().StringVar(&agentFlag, "agent", "", "deprecated: name the agent as the first argument")
+		c.Flags().MarkHidden("agent")
 		cmd.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{search, list} {
@@ -181,5 +230,5 @@ func (e *env) memoryCmd() *cobra.Command {
 	for _, c := range []*cobra.Command{search, list, show} {
 		c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	}
-	return cmd
+	return group(cmd)
 }

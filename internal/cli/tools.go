@@ -107,6 +107,8 @@ func (e *env) approvalsCmd() *cobra.Command {
 		Long: "List the tool calls an agent's policy marks \"ask\" that wait for a person.\n" +
 			"Answer one with `agentd approve <id>` or `agentd deny <id> --reason TEXT`;\n" +
 			"a call nobody answers before it expires counts as denied.",
+		Example: "  agentd approvals\n" +
+			"  agentd approvals --json",
 		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			list, err := b.Approvals(ctx)
@@ -121,8 +123,8 @@ func (e *env) approvalsCmd() *cobra.Command {
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(e.stdout, "no approvals waiting")
-				if !b.remote {
-					fmt.Fprintln(e.stdout, "(agentd is not running: calls wait for approval only in `agentd serve`)")
+				if b.notRunning != "" {
+					fmt.Fprintf(e.stdout, "(%s: calls wait for approval only in `agentd serve`)\n", b.notRunning)
 				}
 				return nil
 			}
@@ -162,10 +164,11 @@ func expires(t, now time.Time) string {
 
 func (e *env) approveCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "approve <id>",
-		Short: "Let a waiting tool call run",
-		Long:  "Grant a tool call waiting for approval (see `agentd approvals`); the turn goes on and the tool runs.",
-		Args:  cobra.ExactArgs(1),
+		Use:     "approve <id>",
+		Short:   "Let a waiting tool call run",
+		Long:    "Grant a tool call waiting for approval (see `agentd approvals`); the turn goes on and the tool runs.",
+		Example: "  agentd approve 7f3a9c",
+		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			return e.resolve(ctx, b, args[0], true, "")
 		}),
@@ -179,7 +182,8 @@ func (e *env) denyCmd() *cobra.Command {
 		Short: "Refuse a waiting tool call",
 		Long: "Deny a tool call waiting for approval (see `agentd approvals`). The tool does not run;\n" +
 			"the model is told it was denied, with --reason if given, and the turn goes on.",
-		Args: cobra.ExactArgs(1),
+		Example: "  agentd deny 7f3a9c --reason \"not on a Friday\"",
+		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			return e.resolve(ctx, b, args[0], false, reason)
 		}),
@@ -204,8 +208,8 @@ func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, re
 	d, err := b.Resolve(ctx, id, grant, reason)
 	if apiStatus(err) == 404 {
 		msg := fmt.Sprintf("no approval %q is waiting: it was answered, it expired, or there never was one", id)
-		if !b.remote {
-			msg += " (agentd is not running: calls wait for approval only in `agentd serve`)"
+		if b.notRunning != "" {
+			msg += " (" + b.notRunning + ": calls wait for approval only in `agentd serve`)"
 		}
 		return withCode(ExitNotFound, errors.New(msg))
 	}
@@ -232,6 +236,8 @@ func (e *env) mcpCmd() *cobra.Command {
 		Short: "Manage MCP servers, or serve agentd as one",
 		Long: "MCP servers give agents tools. Servers come from agentd.yaml, agent files, skills,\n" +
 			"or `agentd mcp add` at run time; `agentd mcp serve` makes agentd itself an MCP server.",
+		Example: "  agentd mcp list\n" +
+			"  agentd mcp add files -- npx -y @modelcontextprotocol/server-filesystem /srv/docs",
 	}, e.mcpListCmd(), e.mcpToolsCmd(), e.mcpAddCmd(), e.mcpRemoveCmd(), e.mcpServeCmd(), e.mcpDemoCmd())
 }
 
@@ -240,7 +246,9 @@ func (e *env) mcpListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List MCP servers and their state",
-		Args:  cobra.NoArgs,
+		Example: "  agentd mcp list\n" +
+			"  agentd mcp list --json",
+		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			settleMCP(ctx, b)
 			list, err := b.MCPServers(ctx)
@@ -275,6 +283,8 @@ func (e *env) mcpToolsCmd() *cobra.Command {
 		Short: "List the tools an MCP server gives agents",
 		Long: "List a server's tools as agents see them (<server>__<tool>), with their lifecycle kind\n" +
 			"(model, context, action, postprocess, server) and the hints the server declares.",
+		Example: "  agentd mcp tools files\n" +
+			"  agentd mcp tools files --json",
 		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			settleMCP(ctx, b)
@@ -332,9 +342,10 @@ func (e *env) mcpAddCmd() *cobra.Command {
 		Short: "Add an MCP server at run time",
 		Long: "Connect an MCP server and give its tools to agents (all of them, or --agent's alone). It is\n" +
 			"kept across restarts. A stdio server's command and arguments come after --; an HTTP server\n" +
-			"is given with --url. The command waits until the server is connected and its tools listed.\n\n" +
-			"  agentd mcp add files -- npx -y @modelcontextprotocol/server-filesystem /srv/docs\n" +
-			"  agentd mcp add search --url https://mcp.example.com/mcp --header-env Authorization=SEARCH_TOKEN",
+			"is given with --url. The command waits until the server is connected and its tools listed.",
+		Example: "  agentd mcp add files -- npx -y @modelcontextprotocol/server-filesystem /srv/docs\n" +
+			"  agentd mcp add search --url https://mcp.example.com/mcp --header-env Authorization=SEARCH_TOKEN\n" +
+			"  agentd mcp add tickets --agent support --env TICKETS_DB=/srv/tickets.db -- tickets-mcp",
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch dash := cmd.ArgsLenAtDash(); {
 			case len(args) == 0 || dash == 0:
@@ -411,10 +422,11 @@ func pairs(flag, form string, list []string) (map[string]string, error) {
 
 func (e *env) mcpRemoveCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "remove <name>",
-		Short: "Remove an MCP server added with agentd mcp add",
-		Long:  "Disconnect an MCP server added at run time and forget it. A server defined in a file is removed by editing the file.",
-		Args:  cobra.ExactArgs(1),
+		Use:     "remove <name>",
+		Short:   "Remove an MCP server added with agentd mcp add",
+		Long:    "Disconnect an MCP server added at run time and forget it. A server defined in a file is removed by editing the file.",
+		Example: "  agentd mcp remove files",
+		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			err := b.RemoveMCPServer(ctx, args[0])
 			if apiStatus(err) == 404 {
@@ -439,6 +451,8 @@ func (e *env) keysCmd() *cobra.Command {
 			"its public key is shown in base58 (the Solana format). A key is made on first use, or\n" +
 			"with agentd keys generate; a Solana keypair file can be imported. The agent may be left\n" +
 			"out when there is only one.",
+		Example: "  agentd keys show assistant\n" +
+			"  agentd keys generate assistant",
 	}, e.keysShowCmd(), e.keysGenerateCmd(), e.keysImportCmd())
 }
 
@@ -468,7 +482,9 @@ func (e *env) keysShowCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show [agent]",
 		Short: "Print an agent's public key (base58)",
-		Args:  cobra.MaximumNArgs(1),
+		Example: "  agentd keys show\n" +
+			"  agentd keys show assistant",
+		Args: cobra.MaximumNArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			id, err := agentArg(ctx, b, args)
 			if err != nil {
@@ -494,7 +510,9 @@ func (e *env) keysGenerateCmd() *cobra.Command {
 		Use:   "generate [agent]",
 		Short: "Make a new key for an agent",
 		Long:  "Make a new ed25519 key for an agent and print its public key. An existing key is kept unless --force.",
-		Args:  cobra.MaximumNArgs(1),
+		Example: "  agentd keys generate assistant\n" +
+			"  agentd keys generate assistant --force",
+		Args: cobra.MaximumNArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			id, err := agentArg(ctx, b, args)
 			if err != nil {
@@ -525,7 +543,8 @@ func (e *env) keysImportCmd() *cobra.Command {
 		Short: "Give an agent the key in a Solana keypair file",
 		Long: "Import a Solana keypair file (a JSON array of 64 numbers: the seed, then the public key,\n" +
 			"as solana-keygen writes) as an agent's key. An existing key is kept unless --force.",
-		Args: cobra.RangeArgs(1, 2),
+		Example: "  agentd keys import ~/.config/solana/id.json assistant",
+		Args:    cobra.RangeArgs(1, 2),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			id, err := agentArg(ctx, b, args[1:])
 			if err != nil {
@@ -578,6 +597,8 @@ func (e *env) skillsCmd() *cobra.Command {
 		Short: "List skills and show their instructions",
 		Long: "A skill is a folder with a SKILL.md file (under <data>/skills by default). Agents see each\n" +
 			"available skill's name and description and load its instructions when they need them.",
+		Example: "  agentd skills list\n" +
+			"  agentd skills show pdf-forms",
 	}, e.skillsListCmd(), e.skillsShowCmd())
 }
 
@@ -586,7 +607,9 @@ func (e *env) skillsListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List skills and whether they are available",
-		Args:  cobra.NoArgs,
+		Example: "  agentd skills list\n" +
+			"  agentd skills list --json",
+		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			list, err := b.Skills(ctx)
 			if err != nil {
@@ -628,9 +651,10 @@ func skillStatus(s gateway.SkillInfo) string {
 
 func (e *env) skillsShowCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "show <name>",
-		Short: "Print a skill's instructions",
-		Args:  cobra.ExactArgs(1),
+		Use:     "show <name>",
+		Short:   "Print a skill's instructions",
+		Example: "  agentd skills show pdf-forms",
+		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			s, err := b.Skill(ctx, args[0])
 			if apiStatus(err) == 404 {

@@ -104,10 +104,12 @@ type Options struct {
 
 // Server is the HTTP API.
 type Server struct {
-	o    Options
-	mux  *routeMux
-	log  *slog.Logger
-	load *admission
+	o         Options
+	mux       *routeMux
+	log       *slog.Logger
+	load      *admission
+	started   time.Time
+	listening listening // the addresses ServeUnix and ServeTCP serve
 }
 
 // routeMux is a ServeMux that remembers its patterns, so the OpenAPI
@@ -133,7 +135,8 @@ func (s *Server) Routes() []string { return append([]string(nil), s.mux.patterns
 
 // New returns the API handler.
 func New(o *Options) *Server {
-	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger, load: newAdmission(o.BodyBytesInFlight, o.BodyWait)}
+	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger,
+		load: newAdmission(o.BodyBytesInFlight, o.BodyWait), started: time.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -156,6 +159,7 @@ func New(o *Options) *Server {
 	s.routeMemory()
 	s.routeLongTerm()
 	s.routeOps()
+	s.routeStatus()
 	s.mount()
 	return s
 }
@@ -250,6 +254,8 @@ func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error
 		// Requests end with ServeUnix (long polls would hold Shutdown).
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	defer os.Remove(path)
+	s.listening.add("unix:" + path)
+	defer s.listening.remove("unix:" + path)
 	return serveUntil(ctx, hs, ln, ready)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"syscall"
 	"time"
 )
 
@@ -31,6 +32,10 @@ type TCPOptions struct {
 // ErrInsecureBind is returned by ServeTCP for an address it will not serve
 // without a strong token.
 var ErrInsecureBind = errors.New("refusing to serve without a strong token")
+
+// ErrAddrInUse is returned (wrapped, with the system's error) by ServeTCP
+// when another process holds the address.
+var ErrAddrInUse = errors.New("address in use")
 
 // IsLoopback reports whether addr (host:port) is reachable from this
 // machine only: localhost or a loopback IP address.
@@ -91,6 +96,9 @@ func (s *Server) ServeTCP(ctx context.Context, addr string, o *TCPOptions, ready
 		return errors.New("gateway: tls: set both the certificate and the key")
 	}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("gateway: %s: %w by another process: %w", addr, ErrAddrInUse, err)
+	}
 	if err != nil {
 		return fmt.Errorf("gateway: listen: %w", err)
 	}
@@ -110,9 +118,13 @@ func (s *Server) ServeTCP(ctx context.Context, addr string, o *TCPOptions, ready
 		// Requests end with ServeTCP (long polls and streams would hold
 		// Shutdown).
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	where := "http://" + ln.Addr().String()
 	if tlsCfg != nil {
 		ln = tls.NewListener(ln, tlsCfg)
+		where = "https://" + ln.Addr().String()
 	}
+	s.listening.add(where)
+	defer s.listening.remove(where)
 	return serveUntil(ctx, hs, ln, func() {
 		if ready != nil {
 			ready(ln.Addr())

@@ -38,6 +38,11 @@ const (
 	StateClosed     = "closed"
 )
 
+// States returns the session states, in the order a session meets them.
+func States() []string {
+	return []string{StateCreated, StateActive, StateIdle, StateCompacting, StateClosed}
+}
+
 // Session is one conversation of one agent.
 type Session struct {
 	ID        int64

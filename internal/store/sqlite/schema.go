@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -189,7 +191,9 @@ CREATE INDEX events_hist ON events (id, session_id, ts);
 `
 
 // migrate brings the database on conn up to len(steps), one transaction per
-// step, and fails with ErrSchemaTooNew if it is already beyond that.
+// step, and fails with ErrSchemaTooNew if it is already beyond that. Each
+// step is a debug line; upgrading a database that had a schema is one info
+// line (making a new one is no news).
 func migrate(ctx context.Context, conn *sql.Conn, steps []migration, log *slog.Logger) error {
 	version, err := userVersion(ctx, conn)
 	if err != nil {
@@ -202,7 +206,10 @@ func migrate(ctx context.Context, conn *sql.Conn, steps []migration, log *slog.L
 		if err := migrateStep(ctx, conn, i+1, steps[i]); err != nil {
 			return err
 		}
-		log.Info("store migrated", "version", i+1)
+		log.Debug("store migration step", "version", i+1)
+	}
+	if version > 0 && version < len(steps) {
+		log.Info("store migrated", "from", version, "to", len(steps))
 	}
 	return nil
 }
@@ -242,6 +249,35 @@ func migrateStep(ctx context.Context, conn *sql.Conn, version int, step migratio
 		return fmt.Errorf("migrate to %d: commit: %w", version, err)
 	}
 	return nil
+}
+
+// FileSchemaVersion reads the schema version of the database at path,
+// opened read-only: it may be asked while agentd runs, and writes nothing.
+// Without a write-ahead log (no agentd has it open, and the last closed it
+// cleanly) the file is opened as immutable, since even a read-only open of
+// a WAL database makes its -wal and -shm files.
+func FileSchemaVersion(ctx context.Context, path string) (int, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: schema version: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return 0, fmt.Errorf("sqlite: schema version: %w", err)
+	}
+	q := "?mode=ro&_pragma=busy_timeout(5000)"
+	if _, err := os.Stat(abs + "-wal"); err != nil {
+		q = "?mode=ro&immutable=1"
+	}
+	db, err := sql.Open("sqlite", "file:"+uriPath(abs)+q)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: schema version: %w", err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("sqlite: schema version of %s: %w", path, err)
+	}
+	return v, nil
 }
 
 func userVersion(ctx context.Context, conn *sql.Conn) (int, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -128,13 +129,7 @@ func checkBatch(b *store.Batch) error {
 	return nil
 }
 
-func validState(s string) bool {
-	switch s {
-	case store.StateCreated, store.StateActive, store.StateIdle, store.StateCompacting, store.StateClosed:
-		return true
-	}
-	return false
-}
+func validState(s string) bool { return slices.Contains(store.States(), s) }
 
 // Enqueue persists a pending inbox item and returns it with its id (the
 // turn id). If the session already has an item with the same non-empty
