@@ -481,7 +481,7 @@ func TestProtocolVersions(t *testing.T) {
 					net.add("p", srv)
 					o.dial = net.dial
 				} else {
-					d.Config.URL = newHTTPServer(t, srv, false).URL
+					d.Config.URL, d.Config.AllowNetworks = newHTTPServer(t, srv, false).URL, local
 				}
 				m := newTestManager(t, o)
 				if _, err := m.Add(context.Background(), d); err != nil {
