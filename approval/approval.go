@@ -1,21 +1,28 @@
-// Package approval lets a tool server check that a request really comes from
-// an agentd agent.
+// Package approval lets a tool server check that a call really comes from
+// an agentd agent, about a message the agent received, and is the call the
+// agent meant to make.
 //
 // Every agentd agent has an ed25519 key. When an agent calls a tool server
-// (an MCP server, say) on behalf of a message, it sends an [Approval]: its
-// signature over the message, the time it was created, the message id and
-// the channel id. The approval travels in the request's _meta object under
-// [MetaKey]. A server takes it out with [FromMeta] and checks it with a
-// [Verifier], which also rejects unknown keys, stale approvals and replays.
+// (an MCP server, say) on behalf of a message, it sends an [Approval] bound
+// to that one call: its signature over the message, the time it was
+// created, the message id and the channel id, together with the server it
+// is for (the audience), the tool's name and a hash of the arguments. The
+// approval travels in the request's _meta object under [MetaKey]. A server
+// takes it out with [FromMeta] and checks it with a [Verifier], against the
+// tool name and arguments it received; the verifier also rejects other
+// audiences, unknown keys, stale approvals and replays.
 //
 // The signed bytes ([Approval.Payload]) are a simple length-prefixed
-// encoding, so the check is easy to reproduce in any language; see
-// docs/approval.md in the agentd repository.
+// encoding, and the arguments hash is the SHA-256 of their RFC 8785
+// canonical JSON ([HashArguments]), so the check is easy to reproduce in
+// any language; see docs/approval.md in the agentd repository.
 package approval
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,12 +37,19 @@ import (
 // approval object.
 const MetaKey = "agentd/approval"
 
-// Version is the approval format this package writes and accepts.
-const Version = 1
+// Version is the approval format this package writes and accepts. Version 1
+// approvals, which were not bound to a call, are refused.
+const Version = 2
 
-// DomainTag starts every signed payload, so that an approval signature
-// cannot be mistaken for a signature over anything else.
-const DomainTag = "agentd-approval-v1"
+// DomainTag starts every signed approval payload, so that an approval
+// signature cannot be mistaken for a signature over anything else.
+const DomainTag = "agentd-approval-v2"
+
+// MessageDomainTag starts the bytes of an agent's signature over a message
+// alone ([SignMessage]), which agentd makes as every message lifecycle
+// starts and shows only as a [Fingerprint]. It differs from DomainTag, so
+// such a signature is never an approval.
+const MessageDomainTag = "agentd-message-v1"
 
 // Errors reported by [Approval.Check], [FromMeta] and [Verifier.Verify].
 // The returned errors wrap one of these with details.
@@ -44,19 +58,23 @@ var (
 	ErrMissing = errors.New("approval: missing")
 	// ErrMalformed means the approval cannot be read: a bad version, a
 	// public key or signature that is not base58 or has the wrong length,
-	// a missing message id, or JSON that is not an approval object.
+	// a missing message id, audience or tool, JSON that is not an approval
+	// object, or arguments that are not JSON.
 	ErrMalformed = errors.New("approval: malformed")
 	// ErrUntrusted means the approval is signed by a key the verifier
 	// does not trust.
 	ErrUntrusted = errors.New("approval: untrusted key")
+	// ErrMismatch means the approval is for another call: another server
+	// (audience), another tool or other arguments than the ones received.
+	ErrMismatch = errors.New("approval: not for this call")
 	// ErrSignature means the signature does not match the public key and
 	// the approval's fields: it was tampered with or signed by another key.
 	ErrSignature = errors.New("approval: bad signature")
 	// ErrExpired means the approval was created too long ago, or too far
 	// in the future.
 	ErrExpired = errors.New("approval: expired")
-	// ErrReplayed means the verifier has already accepted an approval for
-	// this message.
+	// ErrReplayed means the verifier has already accepted this approval's
+	// call.
 	ErrReplayed = errors.New("approval: replayed")
 	// ErrCacheFull means the verifier's replay cache holds as many
 	// unexpired approvals as it may, so it refuses new ones rather than
@@ -64,92 +82,188 @@ var (
 	ErrCacheFull = errors.New("approval: replay cache full")
 )
 
-// Approval is an agent's signature over a message it acts on. Its JSON form
-// is the wire object sent to tool servers.
+// Message is what an agent acts on: the message's text, when it came in,
+// its id and its channel (may be "").
+type Message struct {
+	Text      string
+	CreatedAt time.Time
+	ID        string
+	ChannelID string
+}
+
+// Approval is an agent's signature over a message it acts on and the one
+// tool call it makes for it. Its JSON form is the wire object sent to the
+// tool server.
 type Approval struct {
-	Version   int       `json:"version"`      // 1
+	Version   int       `json:"version"`      // 2
 	Pubkey    string    `json:"daemonPubkey"` // base58 ed25519 public key (Solana format)
 	Message   string    `json:"message"`
 	CreatedAt time.Time `json:"createdAt"` // encoded RFC 3339 with millisecond precision, UTC
 	MessageID string    `json:"messageId"`
 	ChannelID string    `json:"channelId"` // may be ""
-	Signature string    `json:"signature"` // base58 of the 64-byte ed25519 signature
+	// Audience is the tool server the approval is for: the URL of an http
+	// or sse server (without its query), or the name a stdio server has in
+	// the agent's configuration.
+	Audience string `json:"audience"`
+	// Tool is the tool's name on that server.
+	Tool string `json:"tool"`
+	// ArgumentsHash is HashArguments of the call's arguments.
+	ArgumentsHash string `json:"argumentsHash"`
+	Signature     string `json:"signature"` // base58 of the 64-byte ed25519 signature
 }
 
 // Payload returns the canonical bytes that are signed: [DomainTag], then the
 // message, createdAt as the decimal string of Unix milliseconds, the message
-// id and the channel id, each written as a 4-byte big-endian length and the
-// bytes. It returns nil if a field is longer than 4 GiB - 1 bytes.
+// id, the channel id, the audience, the tool and the arguments hash, each
+// written as a 4-byte big-endian length and the bytes. It returns nil if a
+// field is longer than 4 GiB - 1 bytes.
 func (a *Approval) Payload() []byte {
-	return payload(a.Message, a.CreatedAt.UnixMilli(), a.MessageID, a.ChannelID)
+	return payload(DomainTag, a.Message, ms(a.CreatedAt), a.MessageID, a.ChannelID, a.Audience, a.Tool, a.ArgumentsHash)
 }
 
-func payload(message string, createdMillis int64, messageID, channelID string) []byte {
-	var msBuf [20]byte
-	ms := strconv.AppendInt(msBuf[:0], createdMillis, 10)
-	fields := [...]int{len(message), len(ms), len(messageID), len(channelID)}
-	n := len(DomainTag)
-	for _, l := range fields {
-		if uint64(l) > math.MaxUint32 {
+// MessagePayload returns the bytes [SignMessage] signs: [MessageDomainTag],
+// then the message, createdAt in Unix milliseconds, the message id and the
+// channel id, encoded as in [Approval.Payload].
+func MessagePayload(m Message) []byte {
+	return payload(MessageDomainTag, m.Text, ms(m.CreatedAt), m.ID, m.ChannelID)
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+func payload(tag string, fields ...string) []byte {
+	n := len(tag)
+	for _, f := range fields {
+		if uint64(len(f)) > math.MaxUint32 {
 			return nil
 		}
-		n += 4 + l
+		n += 4 + len(f)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, DomainTag...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(message)))
-	b = append(b, message...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(ms)))
-	b = append(b, ms...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(messageID)))
-	b = append(b, messageID...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(channelID)))
-	b = append(b, channelID...)
+	b = append(b, tag...)
+	for _, f := range fields {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
 	return b
 }
 
-// Sign returns the approval of message signed with key. createdAt is
-// truncated to milliseconds and kept in UTC, so the approval still verifies
-// after a round trip through JSON.
-//
-// key must be a 64-byte ed25519 private key. With any other key, or a field
-// too long to encode, Sign returns an approval without a public key or
-// signature, which [Approval.Check] rejects as malformed.
-func Sign(key ed25519.PrivateKey, message string, createdAt time.Time, messageID, channelID string) *Approval {
-	a := &Approval{
-		Version:   Version,
-		Message:   message,
-		CreatedAt: time.UnixMilli(createdAt.UnixMilli()).UTC(),
-		MessageID: messageID,
-		ChannelID: channelID,
-	}
+// Sign returns the approval of message m for one call: the tool tool of
+// the server audience, with arguments (as [HashArguments] takes them),
+// signed with key. CreatedAt is truncated to milliseconds and kept in UTC,
+// so the approval still verifies after a round trip through JSON. key must
+// be a 64-byte ed25519 private key; the error wraps [ErrMalformed].
+func Sign(key ed25519.PrivateKey, m Message, audience, tool string, arguments any) (*Approval, error) {
 	if len(key) != ed25519.PrivateKeySize {
-		return a
+		return nil, fmt.Errorf("%w: the key is %d bytes, want %d", ErrMalformed, len(key), ed25519.PrivateKeySize)
+	}
+	h, err := HashArguments(arguments)
+	if err != nil {
+		return nil, err
+	}
+	a := &Approval{
+		Version:       Version,
+		Pubkey:        base58.Encode(key[ed25519.SeedSize:]),
+		Message:       m.Text,
+		CreatedAt:     time.UnixMilli(m.CreatedAt.UnixMilli()).UTC(),
+		MessageID:     m.ID,
+		ChannelID:     m.ChannelID,
+		Audience:      audience,
+		Tool:          tool,
+		ArgumentsHash: h,
 	}
 	p := a.Payload()
 	if p == nil {
-		return a
+		return nil, fmt.Errorf("%w: a field is too long", ErrMalformed)
 	}
-	a.Pubkey = base58.Encode(key[ed25519.SeedSize:])
 	a.Signature = base58.Encode(ed25519.Sign(key, p))
-	return a
+	return a, nil
 }
 
-// Check reports whether the signature matches Pubkey over [Approval.Payload].
-// It returns an error wrapping [ErrMalformed] or [ErrSignature], or nil. It
-// does not look at the time or at earlier approvals; a [Verifier] does.
-func (a *Approval) Check() error {
-	if a == nil {
-		return fmt.Errorf("%w: no approval", ErrMalformed)
+// SignMessage signs the message alone ([MessagePayload]) and returns the
+// signature in base58. It is not an approval: no verifier accepts it.
+func SignMessage(key ed25519.PrivateKey, m Message) (string, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return "", fmt.Errorf("%w: the key is %d bytes, want %d", ErrMalformed, len(key), ed25519.PrivateKeySize)
 	}
-	if a.Version != Version {
-		return fmt.Errorf("%w: unsupported version %d (want %d)", ErrMalformed, a.Version, Version)
+	p := MessagePayload(m)
+	if p == nil {
+		return "", fmt.Errorf("%w: a field is too long", ErrMalformed)
 	}
-	pub, err := ParsePublicKey(a.Pubkey)
+	return base58.Encode(ed25519.Sign(key, p)), nil
+}
+
+// Fingerprint identifies a signature without revealing it: the first 8
+// bytes of the SHA-256 of its base58 text, in hex. agentd shows it where it
+// would otherwise show the signature (lifecycle objects, the event log), so
+// that what a tool server received can be matched with agentd's record.
+func Fingerprint(signature string) string {
+	sum := sha256.Sum256([]byte(signature))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Check reports whether the approval is well formed, is for the call of
+// tool with arguments on the server audience, and is signed by Pubkey. It
+// returns an error wrapping [ErrMalformed], [ErrMismatch] or
+// [ErrSignature], or nil. It does not look at the time or at earlier
+// approvals, and it does not restrict the key; a [Verifier] does.
+func (a *Approval) Check(audience, tool string, arguments any) error {
+	pub, err := a.parse()
 	if err != nil {
 		return err
 	}
+	if err := a.matches([]string{audience}, tool, arguments); err != nil {
+		return err
+	}
 	return a.checkSignature(pub)
+}
+
+// parse checks what needs no call to compare with and returns the key.
+func (a *Approval) parse() (ed25519.PublicKey, error) {
+	if a == nil {
+		return nil, fmt.Errorf("%w: no approval", ErrMalformed)
+	}
+	if a.Version != Version {
+		return nil, fmt.Errorf("%w: unsupported version %d (want %d)", ErrMalformed, a.Version, Version)
+	}
+	pub, err := ParsePublicKey(a.Pubkey)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.MessageID == "":
+		return nil, fmt.Errorf("%w: missing messageId", ErrMalformed)
+	case a.Audience == "":
+		return nil, fmt.Errorf("%w: missing audience", ErrMalformed)
+	case a.Tool == "":
+		return nil, fmt.Errorf("%w: missing tool", ErrMalformed)
+	}
+	return pub, nil
+}
+
+// matches checks that the approval is for a call of tool with arguments
+// on one of audiences.
+func (a *Approval) matches(audiences []string, tool string, arguments any) error {
+	ok := false
+	for _, au := range audiences {
+		ok = ok || au != "" && au == a.Audience
+	}
+	if !ok {
+		if len(audiences) == 0 {
+			return fmt.Errorf("%w: the verifier names no audience (VerifierOptions.Audience)", ErrMismatch)
+		}
+		return fmt.Errorf("%w: it is for the server %q", ErrMismatch, a.Audience)
+	}
+	if a.Tool != tool {
+		return fmt.Errorf("%w: it is for the tool %q, not %q", ErrMismatch, a.Tool, tool)
+	}
+	h, err := HashArguments(arguments)
+	if err != nil {
+		return err
+	}
+	if h != a.ArgumentsHash {
+		return fmt.Errorf("%w: it is for other arguments", ErrMismatch)
+	}
+	return nil
 }
 
 // checkSignature checks the signature against pub, which the caller has
@@ -217,21 +331,27 @@ func (a Approval) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("approval: createdAt year %d is outside 0-9999", y)
 	}
 	type wire struct {
-		Version   int    `json:"version"`
-		Pubkey    string `json:"daemonPubkey"`
-		Message   string `json:"message"`
-		CreatedAt string `json:"createdAt"`
-		MessageID string `json:"messageId"`
-		ChannelID string `json:"channelId"`
-		Signature string `json:"signature"`
+		Version       int    `json:"version"`
+		Pubkey        string `json:"daemonPubkey"`
+		Message       string `json:"message"`
+		CreatedAt     string `json:"createdAt"`
+		MessageID     string `json:"messageId"`
+		ChannelID     string `json:"channelId"`
+		Audience      string `json:"audience"`
+		Tool          string `json:"tool"`
+		ArgumentsHash string `json:"argumentsHash"`
+		Signature     string `json:"signature"`
 	}
 	return json.Marshal(wire{
-		Version:   a.Version,
-		Pubkey:    a.Pubkey,
-		Message:   a.Message,
-		CreatedAt: t.Format(createdAtLayout),
-		MessageID: a.MessageID,
-		ChannelID: a.ChannelID,
-		Signature: a.Signature,
+		Version:       a.Version,
+		Pubkey:        a.Pubkey,
+		Message:       a.Message,
+		CreatedAt:     t.Format(createdAtLayout),
+		MessageID:     a.MessageID,
+		ChannelID:     a.ChannelID,
+		Audience:      a.Audience,
+		Tool:          a.Tool,
+		ArgumentsHash: a.ArgumentsHash,
+		Signature:     a.Signature,
 	})
 }

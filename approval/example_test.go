@@ -11,24 +11,36 @@ import (
 	"agentd/approval"
 )
 
-// A tool server checks the approval that comes with a tools/call request.
+// A tool server checks the approval that comes with a tools/call request,
+// against the tool and the arguments it received.
 func Example() {
-	// The agent's side: agentd signs the message it acts on.
+	// The agent's side: agentd signs the message it acts on, bound to this
+	// call of this server.
 	agentKey := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
 	sent := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	a := approval.Sign(agentKey, "book a table for two", sent, "msg-17", "telegram:4242")
+	msg := approval.Message{Text: "book a table for two", CreatedAt: sent, ID: "msg-17", ChannelID: "telegram:4242"}
+	args := map[string]any{"people": 2, "time": "19:30"}
+	a, err := approval.Sign(agentKey, msg, "https://tables.example/mcp", "reserve", args)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	params, _ := json.Marshal(map[string]any{
-		"name":  "reserve",
-		"_meta": map[string]any{approval.MetaKey: a},
+		"name":      "reserve",
+		"arguments": args,
+		"_meta":     map[string]any{approval.MetaKey: a},
 	})
 
-	// The server's side: one Verifier per tool, trusting the agent's key.
+	// The server's side: it knows its own URL and trusts the agent's key.
 	verifier := approval.NewVerifier(&approval.VerifierOptions{
-		Trusted: []string{a.Pubkey},
-		Now:     func() time.Time { return sent.Add(2 * time.Second) },
+		Audience: []string{"https://tables.example/mcp"},
+		Trusted:  []string{a.Pubkey},
+		Now:      func() time.Time { return sent.Add(2 * time.Second) },
 	})
 	var req struct {
-		Meta map[string]any `json:"_meta"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      map[string]any  `json:"_meta"`
 	}
 	if err := json.Unmarshal(params, &req); err != nil {
 		fmt.Println(err)
@@ -39,35 +51,57 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("first:", verifier.Verify(got))
+	fmt.Println("first:", verifier.Verify(got, req.Name, req.Arguments))
 	fmt.Println("message:", got.Message)
-	err = verifier.Verify(got)
-	fmt.Println("again:", err, errors.Is(err, approval.ErrReplayed))
+	err = verifier.Verify(got, req.Name, req.Arguments)
+	fmt.Println("again:", errors.Is(err, approval.ErrReplayed))
+	err = verifier.Verify(got, "cancel_all", req.Arguments)
+	fmt.Println("another tool:", err)
+	err = verifier.Verify(got, req.Name, `{"people":20,"time":"19:30"}`)
+	fmt.Println("other arguments:", err)
 	// Output:
 	// first: <nil>
 	// message: book a table for two
-	// again: approval: replayed: message "msg-17" in channel "telegram:4242" true
+	// again: true
+	// another tool: approval: not for this call: it is for the tool "reserve", not "cancel_all"
+	// other arguments: approval: not for this call: it is for other arguments
 }
 
 func ExampleApproval_Payload() {
 	a := &approval.Approval{
-		Message:   "hi",
-		CreatedAt: time.UnixMilli(1700000000123),
-		MessageID: "m1",
-		ChannelID: "",
+		Message:       "hi",
+		CreatedAt:     time.UnixMilli(1700000000123),
+		MessageID:     "m1",
+		ChannelID:     "",
+		Audience:      "files",
+		Tool:          "read",
+		ArgumentsHash: "44136fa3",
 	}
 	fmt.Printf("%q\n", a.Payload())
 	// Output:
-	// "agentd-approval-v1\x00\x00\x00\x02hi\x00\x00\x00\r1700000000123\x00\x00\x00\x02m1\x00\x00\x00\x00"
+	// "agentd-approval-v2\x00\x00\x00\x02hi\x00\x00\x00\r1700000000123\x00\x00\x00\x02m1\x00\x00\x00\x00\x00\x00\x00\x05files\x00\x00\x00\x04read\x00\x00\x00\b44136fa3"
 }
 
 func ExampleApproval_Check() {
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize))
-	a := approval.Sign(key, "delete the draft", time.Now(), "m2", "")
-	fmt.Println(a.Check())
-	a.Message = "delete everything"
-	fmt.Println(a.Check())
+	m := approval.Message{Text: "delete the draft", CreatedAt: time.Now(), ID: "m2"}
+	a, _ := approval.Sign(key, m, "files", "delete", `{"path":"draft.txt"}`)
+	fmt.Println(a.Check("files", "delete", `{"path": "draft.txt"}`))
+	fmt.Println(a.Check("files", "delete", `{"path": "/"}`))
+	a.Tool = "wipe"
+	fmt.Println(a.Check("files", "wipe", `{"path": "draft.txt"}`))
 	// Output:
 	// <nil>
+	// approval: not for this call: it is for other arguments
 	// approval: bad signature
+}
+
+func ExampleHashArguments() {
+	// The same arguments, written two ways, hash alike.
+	h1, _ := approval.HashArguments(`{"b": [1.0, "x"], "a": null}`)
+	h2, _ := approval.HashArguments(map[string]any{"a": nil, "b": []any{1, "x"}})
+	c, _ := approval.CanonicalJSON([]byte(`{"b": [1.0, "x"], "a": null}`))
+	fmt.Println(h1 == h2, string(c))
+	// Output:
+	// true {"a":null,"b":[1,"x"]}
 }

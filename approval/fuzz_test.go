@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -28,8 +31,8 @@ func addSeeds(f *testing.F) {
 		f.Add(wire)
 	}
 	for _, s := range []string{
-		``, `null`, `{}`, `[]`, `"x"`, `{"version":1}`,
-		`{"version":1,"daemonPubkey":"11111111111111111111111111111111","createdAt":"2025-01-01T00:00:00Z","messageId":"m","signature":"1"}`,
+		``, `null`, `{}`, `[]`, `"x"`, `{"version":2}`,
+		`{"version":2,"daemonPubkey":"11111111111111111111111111111111","createdAt":"2025-01-01T00:00:00Z","messageId":"m","audience":"a","tool":"t","signature":"1"}`,
 		`{"createdAt":"2025-01-01T00:00:00.123456789+05:00"}`,
 		`{"createdAt":"0000-01-01T00:00:00Z","version":1}`,
 		`{"Version":1,"VERSION":2,"message":"a","Message":"b"}`,
@@ -52,11 +55,11 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		checkErr := a.Check()
-		if checkErr != nil && !errors.Is(checkErr, ErrMalformed) && !errors.Is(checkErr, ErrSignature) {
+		checkErr := a.Check(a.Audience, a.Tool, nil)
+		if checkErr != nil && !errors.Is(checkErr, ErrMalformed) && !errors.Is(checkErr, ErrMismatch) && !errors.Is(checkErr, ErrSignature) {
 			t.Fatalf("Check error %v wraps no sentinel", checkErr)
 		}
-		_ = NewVerifier(&VerifierOptions{Now: func() time.Time { return now }}).Verify(a)
+		_ = NewVerifier(&VerifierOptions{Now: func() time.Time { return now }, Audience: []string{a.Audience}}).Verify(a, a.Tool, nil)
 		wire, err := json.Marshal(a)
 		if err != nil {
 			return // createdAt outside years 0-9999
@@ -68,8 +71,8 @@ func FuzzDecode(f *testing.F) {
 		if !bytes.Equal(a.Payload(), b.Payload()) {
 			t.Fatalf("payload changed in a round trip: %q vs %q", a.Payload(), b.Payload())
 		}
-		if (checkErr == nil) != (b.Check() == nil) {
-			t.Fatalf("Check changed in a round trip: %v vs %v", checkErr, b.Check())
+		if again := b.Check(b.Audience, b.Tool, nil); (checkErr == nil) != (again == nil) {
+			t.Fatalf("Check changed in a round trip: %v vs %v", checkErr, again)
 		}
 	})
 }
@@ -91,4 +94,85 @@ func FuzzFromMeta(f *testing.F) {
 			t.Fatalf("FromMeta(string) error %v does not wrap ErrMalformed", err)
 		}
 	})
+}
+
+// FuzzCanonicalJSON checks the canonical form against the standard
+// library: it is valid JSON that decodes to the same value as the input
+// (numbers as doubles), every number in it reads back as the same double,
+// and canonicalizing it again changes nothing.
+func FuzzCanonicalJSON(f *testing.F) {
+	_, vf := loadVectors(f)
+	for _, c := range vf.Canonical {
+		f.Add([]byte(c.Input))
+	}
+	for _, v := range vf.Approvals {
+		f.Add([]byte(v.Arguments))
+	}
+	for _, s := range []string{`1e400`, `-0.0`, `"\ud800"`, `{"a":{"a":{"a":[]}}}`, `1.5e-323`, `"\u00e9\u2028"`, `[1,]`, `{"\u0000":0}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := CanonicalJSON(data)
+		var want any
+		if json.Unmarshal(data, &want) != nil {
+			if err == nil {
+				t.Fatalf("CanonicalJSON accepted %q, which is not JSON", data)
+			}
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return // a number beyond the double range, or too deep
+		}
+		var got any
+		if err := json.Unmarshal(c, &got); err != nil {
+			t.Fatalf("CanonicalJSON(%q) = %q, not JSON: %v", data, c, err)
+		}
+		if !reflect.DeepEqual(normalize(want), normalize(got)) {
+			t.Fatalf("CanonicalJSON(%q) = %q, another value", data, c)
+		}
+		again, err := CanonicalJSON(c)
+		if err != nil || !bytes.Equal(again, c) {
+			t.Fatalf("CanonicalJSON is not idempotent: %q then %q (%v)", c, again, err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(c))
+		dec.UseNumber()
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if n, ok := tok.(json.Number); ok {
+				f, err := strconv.ParseFloat(string(n), 64)
+				if err != nil || math.IsInf(f, 0) {
+					t.Fatalf("number %s in %q does not read back: %v", n, c, err)
+				}
+				if string(appendES6Number(nil, f)) != string(n) {
+					t.Fatalf("number %s in %q is not in its shortest ECMAScript form", n, c)
+				}
+			}
+		}
+	})
+}
+
+// normalize makes -0 and 0 alike, as JSON text does not tell them apart
+// in the canonical form.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == 0 {
+			return 0.0
+		}
+	case []any:
+		for i := range x {
+			x[i] = normalize(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = normalize(x[k])
+		}
+	}
+	return v
 }

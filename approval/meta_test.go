@@ -11,7 +11,7 @@ import (
 )
 
 func TestFromMeta(t *testing.T) {
-	want := Sign(testKey(1), "deploy ✓", time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC), "m1", "chat:1")
+	want := sign(t, testKey(1), "deploy ✓", time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC), "m1", "chat:1", "t", `{"a":1}`)
 	wire, err := json.Marshal(want)
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +31,9 @@ func TestFromMeta(t *testing.T) {
 		{"approval", *want},
 		{"approval pointer", want},
 		{"map of strings", map[string]any{
-			"version": 1, "daemonPubkey": want.Pubkey, "message": want.Message,
+			"version": 2, "daemonPubkey": want.Pubkey, "message": want.Message,
 			"createdAt": "2025-01-02T03:04:05.678Z", "messageId": "m1", "channelId": "chat:1",
+			"audience": "srv", "tool": "t", "argumentsHash": want.ArgumentsHash,
 			"signature": want.Signature, "extra": []int{1, 2},
 		}},
 	}
@@ -45,7 +46,7 @@ func TestFromMeta(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("FromMeta (-want +got):\n%s", diff)
 			}
-			if err := got.Check(); err != nil {
+			if err := got.Check("srv", "t", `{"a":1}`); err != nil {
 				t.Errorf("Check: %v", err)
 			}
 		})
@@ -95,7 +96,11 @@ func TestFromMetaErrors(t *testing.T) {
 // the MCP Go SDK decodes them.
 func TestFromMetaMCP(t *testing.T) {
 	c := newClock()
-	a := Sign(testKey(5), "what is the weather?", c.Now(), "msg-9", "web:1")
+	a, err := Sign(testKey(5), Message{Text: "what is the weather?", CreatedAt: c.Now(), ID: "msg-9", ChannelID: "web:1"},
+		"https://weather.example/mcp", "weather", map[string]any{"city": "Lisbon"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	wire, err := json.Marshal(map[string]any{
 		"name":      "weather",
 		"arguments": map[string]any{"city": "Lisbon"},
@@ -112,8 +117,8 @@ func TestFromMetaMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := NewVerifier(&VerifierOptions{Now: c.Now, Trusted: []string{a.Pubkey}})
-	if err := v.Verify(got); err != nil {
+	v := NewVerifier(&VerifierOptions{Now: c.Now, Trusted: []string{a.Pubkey}, Audience: []string{"https://weather.example/mcp"}})
+	if err := v.Verify(got, params.Name, params.Arguments); err != nil {
 		t.Errorf("Verify = %v", err)
 	}
 }

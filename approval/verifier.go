@@ -26,6 +26,11 @@ type VerifierOptions struct {
 	// MaxSkew is how far in the future an approval's createdAt may be, to
 	// tolerate clocks that differ (default 30s).
 	MaxSkew time.Duration
+	// Audience lists the names this server answers to: its URL as agents
+	// are configured with it (without a query), and for a stdio server the
+	// name agents give it. An approval for any other audience is refused
+	// with ErrMismatch; with no Audience, every approval is.
+	Audience []string
 	// Trusted lists the base58 public keys whose approvals are accepted.
 	// Empty means any key. An entry that is not a valid public key matches
 	// nothing; it never widens the list.
@@ -38,19 +43,21 @@ type VerifierOptions struct {
 	MaxEntries int
 }
 
-// A Verifier checks approvals and accepts each message once. It is safe for
-// concurrent use.
+// A Verifier checks the approvals a tool server receives and accepts each
+// call once. It is safe for concurrent use.
 //
-// A message is identified by the public key, the channel id and the message
-// id together, so a replayed approval is always recognised while two agents,
-// or two channels, may use the same message id. The verifier remembers an
-// accepted message until its approval expires (createdAt + MaxAge), so its
+// A call is identified by the public key, the channel id, the message id,
+// the audience, the tool and the arguments hash together, so a replayed
+// approval is always recognised while two agents, two channels or two
+// different calls for one message are told apart. The verifier remembers
+// an accepted call until its approval expires (createdAt + MaxAge), so its
 // memory is bounded by MaxEntries fixed-size entries.
 type Verifier struct {
 	maxAge     time.Duration
 	maxSkew    time.Duration
 	now        func() time.Time
 	maxEntries int
+	audience   []string
 	restricted bool                                     // Trusted was given
 	trusted    map[[ed25519.PublicKeySize]byte]struct{} // nil when !restricted
 
@@ -63,8 +70,8 @@ type Verifier struct {
 	floor time.Time
 }
 
-// replayKey is a hash of (public key, channel id, message id): fixed size,
-// whatever the length of the ids.
+// replayKey is a hash of (public key, channel id, message id, audience,
+// tool, arguments hash): fixed size, whatever the length of the fields.
 type replayKey [sha256.Size]byte
 
 type replayEntry struct {
@@ -82,6 +89,7 @@ func NewVerifier(o *VerifierOptions) *Verifier {
 		maxSkew:    o.MaxSkew,
 		now:        o.Now,
 		maxEntries: o.MaxEntries,
+		audience:   append([]string(nil), o.Audience...),
 		seen:       make(map[replayKey]struct{}),
 	}
 	if v.maxAge <= 0 {
@@ -108,30 +116,27 @@ func NewVerifier(o *VerifierOptions) *Verifier {
 	return v
 }
 
-// Verify checks an approval and records its message as seen. It returns nil
-// if the approval is well formed, signed by a trusted key, created no more
-// than MaxAge ago and no more than MaxSkew in the future, and its message
-// has not been accepted before. Otherwise the error wraps one of
-// [ErrMalformed], [ErrUntrusted], [ErrExpired], [ErrSignature],
-// [ErrReplayed] or [ErrCacheFull], checked in that order.
-func (v *Verifier) Verify(a *Approval) error {
-	if a == nil {
-		return fmt.Errorf("%w: no approval", ErrMalformed)
-	}
-	if a.Version != Version {
-		return fmt.Errorf("%w: unsupported version %d (want %d)", ErrMalformed, a.Version, Version)
-	}
-	pub, err := ParsePublicKey(a.Pubkey)
+// Verify checks the approval a server received with a call of tool with
+// arguments (as [HashArguments] takes them: the request's raw arguments,
+// or their decoded values), and records the call as seen. It returns nil
+// if the approval is well formed, signed by a trusted key, for one of the
+// verifier's audiences, for this tool and these arguments, created no more
+// than MaxAge ago and no more than MaxSkew in the future, and its call has
+// not been accepted before. Otherwise the error wraps one of
+// [ErrMalformed], [ErrUntrusted], [ErrMismatch], [ErrExpired],
+// [ErrSignature], [ErrReplayed] or [ErrCacheFull], checked in that order.
+func (v *Verifier) Verify(a *Approval, tool string, arguments any) error {
+	pub, err := a.parse()
 	if err != nil {
 		return err
-	}
-	if a.MessageID == "" {
-		return fmt.Errorf("%w: missing messageId", ErrMalformed)
 	}
 	if v.restricted {
 		if _, ok := v.trusted[[ed25519.PublicKeySize]byte(pub)]; !ok {
 			return fmt.Errorf("%w: %s", ErrUntrusted, a.Pubkey)
 		}
+	}
+	if err := a.matches(v.audience, tool, arguments); err != nil {
+		return err
 	}
 	now := v.now()
 	if err := v.checkTime(a.CreatedAt, now); err != nil {
@@ -140,7 +145,7 @@ func (v *Verifier) Verify(a *Approval) error {
 	if err := a.checkSignature(pub); err != nil {
 		return err
 	}
-	key := newReplayKey(pub, a.ChannelID, a.MessageID)
+	key := newReplayKey(pub, a.ChannelID, a.MessageID, a.Audience, a.Tool, a.ArgumentsHash)
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -149,7 +154,7 @@ func (v *Verifier) Verify(a *Approval) error {
 		return fmt.Errorf("%w: created %s, before %s", ErrExpired, a.CreatedAt.UTC().Format(createdAtLayout), v.floor.UTC().Format(createdAtLayout))
 	}
 	if _, ok := v.seen[key]; ok {
-		return fmt.Errorf("%w: message %q in channel %q", ErrReplayed, a.MessageID, a.ChannelID)
+		return fmt.Errorf("%w: the call of %s for message %q in channel %q", ErrReplayed, a.Tool, a.MessageID, a.ChannelID)
 	}
 	if len(v.seen) >= v.maxEntries {
 		return fmt.Errorf("%w: %d unexpired approvals", ErrCacheFull, len(v.seen))
@@ -188,13 +193,17 @@ func (v *Verifier) Len() int {
 	return len(v.seen)
 }
 
-func newReplayKey(pub ed25519.PublicKey, channelID, messageID string) replayKey {
-	b := make([]byte, 0, len(pub)+16+len(channelID)+len(messageID))
+func newReplayKey(pub ed25519.PublicKey, fields ...string) replayKey {
+	n := len(pub)
+	for _, f := range fields {
+		n += 8 + len(f)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, pub...)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(channelID)))
-	b = append(b, channelID...)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(messageID)))
-	b = append(b, messageID...)
+	for _, f := range fields {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(f)))
+		b = append(b, f...)
+	}
 	return sha256.Sum256(b)
 }
 

@@ -35,6 +35,12 @@ func pubOf(key ed25519.PrivateKey) string {
 	return EncodePublicKey(key.Public().(ed25519.PublicKey))
 }
 
+// newV is a verifier for the audience "srv" with options o.
+func newV(o VerifierOptions) *Verifier {
+	o.Audience = append(o.Audience, "srv")
+	return NewVerifier(&o)
+}
+
 func TestVerifyTime(t *testing.T) {
 	key := testKey(1)
 	tests := []struct {
@@ -61,9 +67,9 @@ func TestVerifyTime(t *testing.T) {
 			c := newClock()
 			o := tc.opts
 			o.Now = c.Now
-			v := NewVerifier(&o)
-			a := Sign(key, "m", c.Now().Add(tc.offset), "id", "ch")
-			if err := v.Verify(a); !errors.Is(err, tc.wantErr) {
+			v := newV(o)
+			a := sign(t, key, "m", c.Now().Add(tc.offset), "id", "ch", "t", nil)
+			if err := v.Verify(a, "t", nil); !errors.Is(err, tc.wantErr) {
 				t.Errorf("Verify = %v, want %v", err, tc.wantErr)
 			}
 		})
@@ -71,75 +77,119 @@ func TestVerifyTime(t *testing.T) {
 }
 
 func TestVerifyZeroTime(t *testing.T) {
-	a := Sign(testKey(1), "m", time.Time{}, "id", "")
-	if err := NewVerifier(nil).Verify(a); !errors.Is(err, ErrExpired) {
+	a := sign(t, testKey(1), "m", time.Time{}, "id", "", "t", nil)
+	if err := newV(VerifierOptions{}).Verify(a, "t", nil); !errors.Is(err, ErrExpired) {
 		t.Errorf("Verify(zero createdAt) = %v, want ErrExpired", err)
+	}
+}
+
+// The verifier checks the call it is given against the approval's, before
+// anything else but its form and key: an approval is good for one server,
+// one tool and one set of arguments.
+func TestVerifyCall(t *testing.T) {
+	c := newClock()
+	key := testKey(1)
+	m := Message{Text: "deploy", CreatedAt: c.Now(), ID: "1", ChannelID: "ops"}
+	a, err := Sign(key, m, "https://deploy.example/mcp", "deploy", `{"env":"staging"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		audience []string
+		tool     string
+		args     any
+		wantErr  error
+	}{
+		{"no audience", nil, "deploy", `{"env":"staging"}`, ErrMismatch},
+		{"another audience", []string{"https://other.example/mcp"}, "deploy", `{"env":"staging"}`, ErrMismatch},
+		{"another tool", []string{"https://deploy.example/mcp"}, "destroy", `{"env":"staging"}`, ErrMismatch},
+		{"other arguments", []string{"https://deploy.example/mcp"}, "deploy", `{"env":"production"}`, ErrMismatch},
+		{"more arguments", []string{"https://deploy.example/mcp"}, "deploy", map[string]any{"env": "staging", "force": true}, ErrMismatch},
+		{"bad arguments", []string{"https://deploy.example/mcp"}, "deploy", `{"env":`, ErrMalformed},
+		{"this call", []string{"deploy", "https://deploy.example/mcp"}, "deploy", map[string]any{"env": "staging"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := NewVerifier(&VerifierOptions{Now: c.Now, Audience: tc.audience})
+			if err := v.Verify(a, tc.tool, tc.args); !errors.Is(err, tc.wantErr) {
+				t.Errorf("Verify = %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }
 
 func TestVerifyReplay(t *testing.T) {
 	c := newClock()
-	v := NewVerifier(&VerifierOptions{Now: c.Now})
+	v := newV(VerifierOptions{Now: c.Now})
 	keyA, keyB := testKey(1), testKey(2)
 	steps := []struct {
 		name    string
 		a       *Approval
+		tool    string
+		args    string
 		wantErr error
 	}{
-		{"first", Sign(keyA, "m", c.Now(), "42", "chat"), nil},
-		{"same approval again", Sign(keyA, "m", c.Now(), "42", "chat"), ErrReplayed},
-		{"same message signed later", Sign(keyA, "m", c.Now().Add(time.Second), "42", "chat"), ErrReplayed},
-		{"same message other text", Sign(keyA, "other", c.Now(), "42", "chat"), ErrReplayed},
-		{"same id other channel", Sign(keyA, "m", c.Now(), "42", "chat2"), nil},
-		{"same id no channel", Sign(keyA, "m", c.Now(), "42", ""), nil},
-		{"same id other key", Sign(keyB, "m", c.Now(), "42", "chat"), nil},
-		{"other id", Sign(keyA, "m", c.Now(), "43", "chat"), nil},
-		{"ids that concatenate alike", Sign(keyA, "m", c.Now(), "2", "chat4"), nil},
+		{"first", sign(t, keyA, "m", c.Now(), "42", "chat", "t", `{"n":1}`), "t", `{"n":1}`, nil},
+		{"same approval again", sign(t, keyA, "m", c.Now(), "42", "chat", "t", `{"n":1}`), "t", `{"n":1}`, ErrReplayed},
+		{"same call signed later", sign(t, keyA, "m", c.Now().Add(time.Second), "42", "chat", "t", `{"n":1}`), "t", `{"n":1}`, ErrReplayed},
+		{"same call other text", sign(t, keyA, "other", c.Now(), "42", "chat", "t", `{"n":1}`), "t", `{"n":1}`, ErrReplayed},
+		{"same call arguments written otherwise", sign(t, keyA, "m", c.Now(), "42", "chat", "t", `{ "n": 1.0 }`), "t", `{"n":1}`, ErrReplayed},
+		{"same message other arguments", sign(t, keyA, "m", c.Now(), "42", "chat", "t", `{"n":2}`), "t", `{"n":2}`, nil},
+		{"same message other tool", sign(t, keyA, "m", c.Now(), "42", "chat", "u", `{"n":1}`), "u", `{"n":1}`, nil},
+		{"same id other channel", sign(t, keyA, "m", c.Now(), "42", "chat2", "t", `{"n":1}`), "t", `{"n":1}`, nil},
+		{"same id no channel", sign(t, keyA, "m", c.Now(), "42", "", "t", `{"n":1}`), "t", `{"n":1}`, nil},
+		{"same id other key", sign(t, keyB, "m", c.Now(), "42", "chat", "t", `{"n":1}`), "t", `{"n":1}`, nil},
+		{"other id", sign(t, keyA, "m", c.Now(), "43", "chat", "t", `{"n":1}`), "t", `{"n":1}`, nil},
+		{"ids that concatenate alike", sign(t, keyA, "m", c.Now(), "2", "chat4", "t", `{"n":1}`), "t", `{"n":1}`, nil},
 	}
 	for _, s := range steps {
-		if err := v.Verify(s.a); !errors.Is(err, s.wantErr) {
+		if err := v.Verify(s.a, s.tool, s.args); !errors.Is(err, s.wantErr) {
 			t.Errorf("%s: Verify = %v, want %v", s.name, err, s.wantErr)
 		}
 	}
-	if got := v.Len(); got != 6 {
-		t.Errorf("Len = %d, want 6", got)
+	if got := v.Len(); got != 8 {
+		t.Errorf("Len = %d, want 8", got)
 	}
 }
 
 func TestVerifyRejectedNotRecorded(t *testing.T) {
 	c := newClock()
-	v := NewVerifier(&VerifierOptions{Now: c.Now})
-	good := Sign(testKey(1), "m", c.Now(), "1", "")
+	v := newV(VerifierOptions{Now: c.Now})
+	good := sign(t, testKey(1), "m", c.Now(), "1", "", "t", nil)
 	bad := *good
 	bad.Message = "tampered"
-	if err := v.Verify(&bad); !errors.Is(err, ErrSignature) {
+	if err := v.Verify(&bad, "t", nil); !errors.Is(err, ErrSignature) {
 		t.Fatalf("Verify(tampered) = %v, want ErrSignature", err)
 	}
-	if err := v.Verify(good); err != nil {
-		t.Errorf("Verify(good) after a forged copy = %v, want nil", err)
+	if err := v.Verify(good, "u", nil); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("Verify(another tool) = %v, want ErrMismatch", err)
+	}
+	if err := v.Verify(good, "t", nil); err != nil {
+		t.Errorf("Verify(good) after refused copies = %v, want nil", err)
 	}
 }
 
 func TestVerifyPrunes(t *testing.T) {
 	c := newClock()
-	v := NewVerifier(&VerifierOptions{Now: c.Now, MaxAge: time.Minute})
+	v := newV(VerifierOptions{Now: c.Now, MaxAge: time.Minute})
 	start := c.Now()
-	first := Sign(testKey(1), "m", start, "1", "")
-	if err := v.Verify(first); err != nil {
+	first := sign(t, testKey(1), "m", start, "1", "", "t", nil)
+	if err := v.Verify(first, "t", nil); err != nil {
 		t.Fatal(err)
 	}
 	c.Add(30 * time.Second)
-	if err := v.Verify(Sign(testKey(1), "m", c.Now(), "2", "")); err != nil {
+	if err := v.Verify(sign(t, testKey(1), "m", c.Now(), "2", "", "t", nil), "t", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Verify(first); !errors.Is(err, ErrReplayed) {
+	if err := v.Verify(first, "t", nil); !errors.Is(err, ErrReplayed) {
 		t.Errorf("replay within MaxAge: Verify = %v, want ErrReplayed", err)
 	}
 	c.Add(31 * time.Second)
-	if err := v.Verify(first); !errors.Is(err, ErrExpired) {
+	if err := v.Verify(first, "t", nil); !errors.Is(err, ErrExpired) {
 		t.Errorf("replay after MaxAge: Verify = %v, want ErrExpired", err)
 	}
-	if err := v.Verify(Sign(testKey(1), "m", c.Now(), "3", "")); err != nil {
+	if err := v.Verify(sign(t, testKey(1), "m", c.Now(), "3", "", "t", nil), "t", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := v.Len(); got != 2 {
@@ -147,31 +197,31 @@ func TestVerifyPrunes(t *testing.T) {
 	}
 	// The clock goes back: the forgotten approval must still be refused.
 	c.Set(start)
-	if err := v.Verify(first); !errors.Is(err, ErrExpired) {
+	if err := v.Verify(first, "t", nil); !errors.Is(err, ErrExpired) {
 		t.Errorf("replay after the clock went back: Verify = %v, want ErrExpired", err)
 	}
 }
 
 func TestVerifyCacheFull(t *testing.T) {
 	c := newClock()
-	v := NewVerifier(&VerifierOptions{Now: c.Now, MaxAge: time.Minute, MaxEntries: 3})
+	v := newV(VerifierOptions{Now: c.Now, MaxAge: time.Minute, MaxEntries: 3})
 	key := testKey(1)
 	for i := range 3 {
-		if err := v.Verify(Sign(key, "m", c.Now().Add(time.Duration(i)*time.Second), fmt.Sprint(i), "")); err != nil {
+		if err := v.Verify(sign(t, key, "m", c.Now().Add(time.Duration(i)*time.Second), fmt.Sprint(i), "", "t", nil), "t", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	next := Sign(key, "m", c.Now().Add(10*time.Second), "next", "")
-	if err := v.Verify(next); !errors.Is(err, ErrCacheFull) {
+	next := sign(t, key, "m", c.Now().Add(10*time.Second), "next", "", "t", nil)
+	if err := v.Verify(next, "t", nil); !errors.Is(err, ErrCacheFull) {
 		t.Fatalf("Verify with a full cache = %v, want ErrCacheFull", err)
 	}
 	// A replay is still reported as one when the cache is full.
-	if err := v.Verify(Sign(key, "m", c.Now(), "0", "")); !errors.Is(err, ErrReplayed) {
+	if err := v.Verify(sign(t, key, "m", c.Now(), "0", "", "t", nil), "t", nil); !errors.Is(err, ErrReplayed) {
 		t.Errorf("replay with a full cache = %v, want ErrReplayed", err)
 	}
 	// Once the oldest expires, there is room again.
 	c.Add(time.Minute + time.Millisecond)
-	if err := v.Verify(next); err != nil {
+	if err := v.Verify(next, "t", nil); err != nil {
 		t.Errorf("Verify after the oldest expired = %v, want nil", err)
 	}
 	if got := v.Len(); got != 3 {
@@ -196,8 +246,8 @@ func TestVerifyTrusted(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v := NewVerifier(&VerifierOptions{Now: c.Now, Trusted: tc.trusted})
-			if err := v.Verify(Sign(tc.key, "m", c.Now(), "1", "")); !errors.Is(err, tc.wantErr) {
+			v := newV(VerifierOptions{Now: c.Now, Trusted: tc.trusted})
+			if err := v.Verify(sign(t, tc.key, "m", c.Now(), "1", "", "t", nil), "t", nil); !errors.Is(err, tc.wantErr) {
 				t.Errorf("Verify = %v, want %v", err, tc.wantErr)
 			}
 		})
@@ -206,37 +256,39 @@ func TestVerifyTrusted(t *testing.T) {
 
 func TestVerifyMalformed(t *testing.T) {
 	c := newClock()
-	v := NewVerifier(&VerifierOptions{Now: c.Now})
-	good := Sign(testKey(1), "m", c.Now(), "1", "")
+	v := newV(VerifierOptions{Now: c.Now})
+	good := sign(t, testKey(1), "m", c.Now(), "1", "", "t", nil)
 	tests := []struct {
 		name   string
 		change func(a *Approval)
 	}{
 		{"no message id", func(a *Approval) { a.MessageID = "" }},
-		{"version", func(a *Approval) { a.Version = 2 }},
+		{"no audience", func(a *Approval) { a.Audience = "" }},
+		{"no tool", func(a *Approval) { a.Tool = "" }},
+		{"version 1", func(a *Approval) { a.Version = 1 }},
 		{"pubkey", func(a *Approval) { a.Pubkey = "11" }},
 		{"signature", func(a *Approval) { a.Signature = "abc" }},
 	}
 	for _, tc := range tests {
 		a := *good
 		tc.change(&a)
-		if err := v.Verify(&a); !errors.Is(err, ErrMalformed) {
+		if err := v.Verify(&a, a.Tool, nil); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: Verify = %v, want ErrMalformed", tc.name, err)
 		}
 	}
-	if err := v.Verify(nil); !errors.Is(err, ErrMalformed) {
+	if err := v.Verify(nil, "t", nil); !errors.Is(err, ErrMalformed) {
 		t.Errorf("Verify(nil) = %v, want ErrMalformed", err)
 	}
-	if err := v.Verify(good); err != nil {
+	if err := v.Verify(good, "t", nil); err != nil {
 		t.Errorf("Verify(good) = %v", err)
 	}
 }
 
 func TestVerifyConcurrent(t *testing.T) {
 	c := newClock()
-	v := NewVerifier(&VerifierOptions{Now: c.Now})
+	v := newV(VerifierOptions{Now: c.Now})
 	key := testKey(1)
-	same := Sign(key, "m", c.Now(), "same", "")
+	same := sign(t, key, "m", c.Now(), "same", "", "t", nil)
 	const workers = 32
 	var (
 		wg       sync.WaitGroup
@@ -246,12 +298,16 @@ func TestVerifyConcurrent(t *testing.T) {
 	)
 	for i := range workers {
 		wg.Go(func() {
-			if err := v.Verify(Sign(key, "m", c.Now(), fmt.Sprint("own-", i), "")); err != nil {
+			a, err := Sign(key, Message{Text: "m", CreatedAt: c.Now(), ID: fmt.Sprint("own-", i)}, "srv", "t", nil)
+			if err == nil {
+				err = v.Verify(a, "t", nil)
+			}
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
 			}
-			err := v.Verify(same)
+			err = v.Verify(same, "t", nil)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -277,15 +333,15 @@ func TestVerifyConcurrent(t *testing.T) {
 func BenchmarkVerify(b *testing.B) {
 	c := newClock()
 	key := testKey(1)
-	v := NewVerifier(&VerifierOptions{Now: c.Now, MaxEntries: b.N + 1})
+	v := newV(VerifierOptions{Now: c.Now, MaxEntries: b.N + 1})
 	as := make([]*Approval, b.N)
 	for i := range as {
-		as[i] = Sign(key, "deploy the staging build", c.Now(), fmt.Sprint("msg-", i), "telegram:1")
+		as[i] = sign(b, key, "deploy the staging build", c.Now(), fmt.Sprint("msg-", i), "telegram:1", "deploy", benchArgs)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		if err := v.Verify(as[i]); err != nil {
+		if err := v.Verify(as[i], "deploy", benchArgs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -249,12 +249,3 @@ func TestControlCharactersGateway(t *testing.T) {
 		}
 	})
 }
-
-// bearer adds the gateway token to every request.
-type bearer struct{ tok string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.tok)
-	return http.DefaultTransport.RoundTrip(r)
-}

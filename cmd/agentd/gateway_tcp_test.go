@@ -274,3 +274,32 @@ func TestGatewayTCPOff(t *testing.T) {
 		t.Error("a token was made though TCP is off")
 	}
 }
+
+// Off loopback a token needs an estimated 128 bits: a long, varied but
+// sequential AGENTD_TOKEN or token file is refused there, with the rule and
+// how to make a good one; on loopback it still serves, and a generated
+// token serves everywhere.
+func TestGatewayTCPWeakTokenOffLoopback(t *testing.T) {
+	t.Parallel()
+	dir := dataDir(t, nil)
+	weak := "abcdefghijklmnopqrstuvwx"
+	wild := fmt.Sprintf("0.0.0.0:%d", freePort(t))
+	refused := func(how string, r result) {
+		t.Helper()
+		if r.code == 0 || !strings.Contains(r.stderr, "not loopback") || !strings.Contains(r.stderr, "needs 128") ||
+			!strings.Contains(r.stderr, "agentd token rotate") || !strings.Contains(r.stderr, "openssl rand -base64 32") {
+			t.Errorf("%s on %s: %d %s", how, wild, r.code, r.stderr)
+		}
+	}
+	refused("AGENTD_TOKEN="+weak, runEnv(t, dir, []string{"AGENTD_TOKEN=" + weak}, "serve", "--listen", wild))
+	d, _ := serveListen(t, dir, "127.0.0.1:0", "AGENTD_TOKEN="+weak)
+	d.stop(t)
+
+	if err := os.WriteFile(filepath.Join(dir, "gateway.token"), []byte(weak+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused("a token file holding "+weak, run(t, dir, "serve", "--listen", wild))
+	okRun(t, dir, "token", "rotate")
+	d, _ = serveListen(t, dir, "0.0.0.0:0")
+	d.stop(t)
+}

@@ -168,6 +168,7 @@ say sum: {{tool_result}}
     env: {MEMORY_FILE_PATH: %q}
   web:
     url: http://127.0.0.1:%d/mcp
+    allow_networks: ["127.0.0.1/32"]
 `, node, everything, node, memory, mem, port)
 	dir := dataDir(t, map[string]string{"agentd.yaml": cfg, "agents/a.yaml": openaiAgent(addr, "")})
 	d := serve(t, dir)

@@ -23,7 +23,7 @@ func Init(dataDir string) (created []string, err error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent: init: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Join(dataDir, AgentsDir), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dataDir, AgentsDir), 0o700); err != nil {
 		return nil, fmt.Errorf("agent: init: %w", err)
 	}
 	for _, f := range []struct {
@@ -48,7 +48,7 @@ func Init(dataDir string) (created []string, err error) {
 // createFile writes data to a new file name; it reports false if name
 // already exists.
 func createFile(name string, data []byte) (bool, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		return false, nil
 	}

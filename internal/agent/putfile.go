@@ -62,7 +62,7 @@ func (r *Registry) writeFile(id string, data []byte) (bool, error) {
 		}
 	}
 	dir := filepath.Join(r.dataDir, AgentsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	name := filepath.Join(dir, id+".yaml")

@@ -233,7 +233,7 @@ func (r *Registry) notify(ids []string) {
 // an error if the files cannot be watched.
 func (r *Registry) Run(ctx context.Context) error {
 	dir := filepath.Join(r.dataDir, AgentsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("agent: watch: %w", err)
 	}
 	w, err := fsnotify.NewWatcher()
@@ -386,15 +386,15 @@ func (r *Registry) write(d *Definition) error {
 		return err
 	}
 	dir := filepath.Join(r.dataDir, AgentsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	if prompt != nil && prompt.text != sys.text {
-		if err := writeFileAtomic(filepath.Join(dir, id, SystemFile), []byte(prompt.text), 0o644); err != nil {
+		if err := writeFileAtomic(filepath.Join(dir, id, SystemFile), []byte(prompt.text), 0o600); err != nil {
 			return fmt.Errorf("agent: put %q: %w", id, err)
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, id+".yaml"), data, 0o644); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, id+".yaml"), data, 0o600); err != nil {
 		return fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	return nil

@@ -145,6 +145,11 @@ type MCPServer struct {
 	// to the environment variable holding its value (for secrets).
 	Headers    map[string]string `yaml:"headers" json:"headers,omitempty"`
 	HeadersEnv map[string]string `yaml:"headers_env" json:"headers_env,omitempty"`
+	// AllowNetworks are CIDR ranges an http or sse server may be reached
+	// in although the SSRF guard blocks them (loopback, private,
+	// link-local ...), e.g. "127.0.0.1/32" for a server on this machine.
+	// Empty: none; every connection, redirects included, is checked.
+	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
 	// Kind is the lifecycle kind of the server's tools that declare none in
 	// their _meta ("agentd/kind"): model (default), context, action,
 	// postprocess or server. Kinds sets it per tool (by the server's name

@@ -189,6 +189,14 @@ func (c *checker) servers(p string, m map[string]MCPServer) {
 				c.add(sp+".url", "must be an http:// or https:// URL with a host")
 			}
 		}
+		for i, n := range s.AllowNetworks {
+			fp := fmt.Sprintf("%s.allow_networks[%d]", sp, i)
+			if _, err := netip.ParsePrefix(n); err != nil {
+				c.add(fp, "must be a CIDR range such as 127.0.0.1/32, got %q", n)
+			} else if s.EffectiveTransport() == TransportStdio {
+				c.add(fp, "only an http or sse server connects to a network")
+			}
+		}
 		for i, v := range s.PassEnv {
 			c.envName(fmt.Sprintf("%s.pass_env[%d]", sp, i), v, "GITHUB_TOKEN")
 		}

@@ -114,6 +114,10 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := privateDataDir(dir, log); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, done: make(chan struct{})}
 	ok := false
 	defer func() {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"agentd/approval"
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/history"
@@ -179,9 +180,8 @@ func (a *App) bootstrap(ctx context.Context) {
 				spec = t.Spec()
 			}
 			if spec.Server != "" {
-				if appr, _, err := (signer{a.Keys}).Approve(d.ID, "bootstrap", time.Now(), fmt.Sprintf("bootstrap-%d-%d", time.Now().UnixNano(), i), d.ID+"/bootstrap"); err == nil {
-					c.Approval = appr
-				}
+				c.Approval = messageApprover{s: signer{a.Keys}, agent: d.ID, m: approval.Message{Text: "bootstrap", CreatedAt: time.Now(),
+					ID: fmt.Sprintf("bootstrap-%d-%d", time.Now().UnixNano(), i), ChannelID: d.ID + "/bootstrap"}}
 			}
 			out := a.Tools.Run(ctx, c, &tool.RunOptions{Timeout: d.Tools.Timeout.D(), MaxOutputBytes: d.Tools.MaxOutputBytes})
 			if ctx.Err() != nil {

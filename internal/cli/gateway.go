@@ -175,7 +175,8 @@ func (e *env) gatewayTCP(dir string, cfg *agent.Config, listen *string, log *slo
 		s.addr = ""
 		return s, nil
 	}
-	t, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Fixed: os.Getenv(gateway.TokenEnv), Create: true, Logger: log})
+	t, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Fixed: os.Getenv(gateway.TokenEnv), Create: true,
+		OffLoopback: !gateway.IsLoopback(s.addr), Logger: log})
 	if err != nil {
 		where := "loopback"
 		if !gateway.IsLoopback(s.addr) {

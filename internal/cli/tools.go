@@ -345,6 +345,7 @@ func (e *env) mcpAddCmd() *cobra.Command {
 			"is given with --url. The command waits until the server is connected and its tools listed.",
 		Example: "  agentd mcp add files -- npx -y @modelcontextprotocol/server-filesystem /srv/docs\n" +
 			"  agentd mcp add search --url https://mcp.example.com/mcp --header-env Authorization=SEARCH_TOKEN\n" +
+			"  agentd mcp add local --url http://127.0.0.1:8931/mcp --allow-network 127.0.0.1/32\n" +
 			"  agentd mcp add tickets --agent support --env TICKETS_DB=/srv/tickets.db -- tickets-mcp",
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch dash := cmd.ArgsLenAtDash(); {
@@ -400,6 +401,7 @@ func (e *env) mcpAddCmd() *cobra.Command {
 	f.StringArrayVar(&s.PassEnv, "pass-env", nil, "an environment variable of agentd the server process also gets (repeatable)")
 	f.StringVar(&s.Dir, "dir", "", "the server process's working directory")
 	f.StringVar(&s.Kind, "kind", "", "the lifecycle kind of tools that declare none: model, context, action, postprocess or server")
+	f.StringArrayVar(&s.AllowNetworks, "allow-network", nil, "a CIDR range the HTTP server may be in although the SSRF guard blocks it, such as 127.0.0.1/32 for one on this machine (repeatable)")
 	f.StringVar(&agentID, "agent", "", "give the tools to this agent alone")
 	return cmd
 }

@@ -221,6 +221,11 @@ func TestDoctor(t *testing.T) {
 			dir := files(t, map[string]string{"agentd.yaml": "gateway:\n  listen: " + closedAddr(t) + "\n"})
 			return dir, &Options{Env: env(map[string]string{gateway.TokenEnv: "aaaa"})}
 		}, []Check{{Area: "gateway", Name: "token", Status: Fail, Fix: gateway.TokenEnv}}, true},
+		{"guessable token off loopback", func(t *testing.T) (string, *Options) {
+			_, port, _ := net.SplitHostPort(closedAddr(t))
+			dir := files(t, map[string]string{"agentd.yaml": "gateway:\n  listen: 0.0.0.0:" + port + "\n", "gateway.token": "abcdefghijklmnopqrstuvwxyz012345\n"})
+			return dir, &Options{Env: env(nil)}
+		}, []Check{{Area: "gateway", Name: "token", Status: Fail, Detail: "entropy"}}, true},
 		{"no token yet", func(t *testing.T) (string, *Options) {
 			return files(t, map[string]string{"agentd.yaml": "gateway:\n  listen: " + closedAddr(t) + "\n"}), &Options{Env: env(nil)}
 		}, []Check{{Area: "gateway", Name: "token", Status: OK, Detail: "none yet"}}, false},

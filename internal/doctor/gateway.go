@@ -104,7 +104,7 @@ func (d *doctor) gateway(cfg *agent.Config) {
 		d.r.add(area, "encryption", Warn, g.Listen+" is reachable from other machines over plain http: the token crosses the network unencrypted",
 			"set gateway.tls_cert and gateway.tls_key, or put a TLS proxy in front")
 	}
-	d.token()
+	d.token(!gateway.IsLoopback(g.Listen))
 	if g.TLSCert != "" || g.TLSKey != "" {
 		d.tls(dataPath(d.dir, g.TLSCert), dataPath(d.dir, g.TLSKey))
 	}
@@ -137,22 +137,23 @@ func (d *doctor) address(addr string) {
 	}
 }
 
-// token checks the gateway's token: from AGENTD_TOKEN, or the token file.
-func (d *doctor) token() {
+// token checks the gateway's token: from AGENTD_TOKEN, or the token file;
+// offLoopback holds it to the rule for an address other machines reach.
+func (d *doctor) token(offLoopback bool) {
 	const area, name = "gateway", "token"
 	fixed := d.o.Env(gateway.TokenEnv)
 	if _, err := os.Stat(filepath.Join(d.dir, gateway.TokenFile)); fixed == "" && errors.Is(err, fs.ErrNotExist) {
 		d.r.add(area, name, OK, "none yet: agentd serve makes one (agentd token prints it)", "")
 		return
 	}
-	t, err := gateway.OpenTokens(d.dir, &gateway.TokenOptions{Fixed: fixed})
+	t, err := gateway.OpenTokens(d.dir, &gateway.TokenOptions{Fixed: fixed, OffLoopback: offLoopback})
 	switch {
 	case err == nil && t.Fixed():
 		d.r.add(area, name, OK, "strong, from $"+gateway.TokenEnv, "")
 	case err == nil:
 		d.r.add(area, name, OK, "strong, in "+t.Path()+" (mode 0600)", "")
 	case fixed != "":
-		d.r.add(area, name, Fail, err.Error(), "set "+gateway.TokenEnv+" to at least "+fmt.Sprint(gateway.MinTokenLen)+" random characters, or unset it to use the token file")
+		d.r.add(area, name, Fail, err.Error(), "set "+gateway.TokenEnv+" to the output of `openssl rand -base64 32`, or unset it to use the token file")
 	default:
 		d.r.add(area, name, Fail, err.Error(), "agentd token rotate writes a new, strong one")
 	}

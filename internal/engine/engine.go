@@ -993,7 +993,7 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 	call := &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,
 		Agent: r.def.ID, Session: r.t.Session.Address()}
 	if spec.Server != "" {
-		call.Approval = r.approval(ctx)
+		call.Approval = r.approver()
 	}
 	out := r.e.o.Tools.Run(ctx, call, opts)
 	if ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"agentd/approval"
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/permit"
@@ -32,16 +34,34 @@ type Recaller interface {
 	Recall(ctx context.Context, agentID, query string, k int, shared bool) (items []string, degraded string, err error)
 }
 
-// Signer signs with an agent's identity key.
+// Signer signs with an agent's identity key (creating it on first use).
 type Signer interface {
-	// Approve signs the approval of a message: (message, createdAt,
-	// messageID, channelID). It returns the approval object as JSON and
-	// the agent's public key (base58).
-	Approve(agentID, message string, createdAt time.Time, messageID, channelID string) (approval json.RawMessage, pubkey string, err error)
+	// SignMessage signs a message alone, as every message lifecycle
+	// starts (approval.SignMessage). It returns the agent's public key and
+	// the signature's fingerprint: the signature itself is never shown.
+	SignMessage(agentID string, m approval.Message) (pubkey, fingerprint string, err error)
+	// ApproveCall signs the approval of a message for one call of a tool
+	// server (approval.Sign) and returns its wire object, which only that
+	// server receives.
+	ApproveCall(agentID string, m approval.Message, audience, tool string, args json.RawMessage) (json.RawMessage, error)
 	// SignPayload signs a hook payload for the internal "sign" tool (see
 	// approval.SignHook); it returns the signature and the public key,
 	// both base58.
 	SignPayload(agentID, payload string) (signature, pubkey string, err error)
+}
+
+// ApprovalView is the approval of a message as agentd shows it (in the
+// lifecycle object, the arguments of lifecycle tools and the event log):
+// what the agent signed, and a fingerprint of the signature. It never
+// holds a signature: whoever held one could present it to a tool server.
+// Tool servers get approvals bound to each call, in the call's _meta.
+type ApprovalView struct {
+	DaemonPubkey string `json:"daemonPubkey"`
+	Message      string `json:"message"`
+	CreatedAt    string `json:"createdAt"` // RFC 3339, UTC, milliseconds: the time signed
+	MessageID    string `json:"messageId"`
+	ChannelID    string `json:"channelId"`
+	Fingerprint  string `json:"fingerprint"` // approval.Fingerprint of the message's signature
 }
 
 // ServerTools resolves what hooks and toolArgs name a server by.
@@ -97,11 +117,8 @@ type lifecycle struct {
 	after     bool // action or post-process tools run after the answer
 
 	mu       sync.Mutex
-	signed   bool
-	approval json.RawMessage // the signed approval object
-	sig      string          // its signature
-	pubkey   string
-	signErr  error
+	view     *ApprovalView // the signed message; nil without a signer
+	logged   bool          // the approval event is in the log
 	context  []string
 	tools    []json.RawMessage
 	actions  []event.LifecycleData
@@ -133,7 +150,34 @@ func (r *run) initLifecycle() {
 		on(o.PostProcess) && len(r.phaseTools(tool.KindPostprocess)) > 0
 	r.prior = map[string]event.LifecycleData{}
 	r.approvals = map[string]*priorApproval{}
+	// Every message lifecycle starts by signing the message, whether or
+	// not a tool server is called (the signature is the same after a
+	// restart: ed25519 is deterministic).
+	r.lc.view = signView(r.e.o.Signer, r.def.ID, r.message(), r.e.o.Logger)
 }
+
+// message is what this turn's approvals are about.
+func (r *run) message() approval.Message {
+	return approval.Message{Text: r.t.Item.Text, CreatedAt: r.t.Item.CreatedAt, ID: r.lc.messageID, ChannelID: r.lc.channel}
+}
+
+// signView signs m with the agent's key and returns how it is shown; nil
+// without a signer or when signing fails (logged).
+func signView(s Signer, agentID string, m approval.Message, log *slog.Logger) *ApprovalView {
+	if s == nil {
+		return nil
+	}
+	pub, fp, err := s.SignMessage(agentID, m)
+	if err != nil {
+		log.Error("sign message", "agent", agentID, "err", err)
+		return nil
+	}
+	return &ApprovalView{DaemonPubkey: pub, Message: m.Text, CreatedAt: m.CreatedAt.UTC().Format(createdAtLayout),
+		MessageID: m.ID, ChannelID: m.ChannelID, Fingerprint: fp}
+}
+
+// createdAtLayout is RFC 3339 with milliseconds, as approvals write it.
+const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // notePrior records a lifecycle or approval event of a resumed turn.
 func (r *run) notePrior(ev *event.Event) {
@@ -145,8 +189,7 @@ func (r *run) notePrior(ev *event.Event) {
 		}
 		switch {
 		case d.Phase == event.PhaseApproval:
-			r.lc.signed, r.lc.approval = true, d.Approval
-			r.lc.pubkey, r.lc.sig = approvalFields(d.Approval)
+			r.lc.logged = true
 		case len(d.Start) > 0:
 			for _, name := range d.Start {
 				if _, done := r.prior[phaseKey(d.Phase, name)]; !done {
@@ -246,39 +289,32 @@ func (r *run) system() string {
 	return b.String()
 }
 
-// approval returns the turn's signed approval, signing it on first use
-// (nil without a Signer, or when signing fails; the failure is logged).
-func (r *run) approval(ctx context.Context) json.RawMessage {
-	r.lc.mu.Lock()
-	defer r.lc.mu.Unlock()
-	if r.lc.signed || r.e.o.Signer == nil {
-		return r.lc.approval
-	}
-	r.lc.signed = true
-	a, pub, err := r.e.o.Signer.Approve(r.def.ID, r.t.Item.Text, r.t.Item.CreatedAt, r.lc.messageID, r.lc.channel)
-	if err != nil {
-		r.lc.signErr = err
-		r.e.o.Logger.Error("sign approval", "agent", r.def.ID, "err", err)
+// approver returns what signs this turn's approvals for calls to tool
+// servers (nil without a signer), logging first, once, the approval event:
+// that the turn signed its message, with its fingerprint.
+func (r *run) approver() tool.Approver {
+	if r.e.o.Signer == nil {
 		return nil
 	}
-	r.lc.approval, r.lc.pubkey = a, pub
-	_, r.lc.sig = approvalFields(a)
-	ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseApproval, Approval: a})
-	// Signing again after a crash gives the same approval: it may wait.
-	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
-		r.e.o.Logger.Error("log approval", "agent", r.def.ID, "err", err)
+	r.lc.mu.Lock()
+	defer r.lc.mu.Unlock()
+	if !r.lc.logged && r.lc.view != nil {
+		r.lc.logged = true
+		view, _ := json.Marshal(r.lc.view)
+		ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseApproval, Approval: view})
+		// Signing again after a crash gives the same signature: it may wait.
+		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+			r.e.o.Logger.Error("log approval", "agent", r.def.ID, "err", err)
+		}
 	}
-	return a
+	return callApprover{r}
 }
 
-// approvalFields returns the public key and signature of an approval.
-func approvalFields(a json.RawMessage) (pubkey, sig string) {
-	var f struct {
-		Pubkey    string `json:"daemonPubkey"`
-		Signature string `json:"signature"`
-	}
-	json.Unmarshal(a, &f)
-	return f.Pubkey, f.Signature
+// callApprover signs a turn's message for one call at a time.
+type callApprover struct{ r *run }
+
+func (a callApprover) Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
+	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), audience, tool, args)
 }
 
 // approvalAnswer is how a call's approval ended.
@@ -360,11 +396,9 @@ func (r *run) lifecycleArgs(phase string, s *tool.Spec) json.RawMessage {
 		"daemonName":     r.def.Name,
 		"identityPrompt": r.def.SystemPrompt,
 	}
-	if r.lc.pubkey != "" {
-		m["daemonPubkey"] = r.lc.pubkey
-	}
-	if r.lc.sig != "" {
-		m["approval"] = r.lc.sig
+	if r.lc.view != nil {
+		m["daemonPubkey"] = r.lc.view.DaemonPubkey
+		m["approval"] = *r.lc.view
 	}
 	if phase != event.PhaseContext {
 		m["output"] = r.reply
@@ -546,13 +580,12 @@ func (r *run) phase(ctx context.Context, phase string, specs []tool.Spec) ([]eve
 }
 
 func (r *run) callPhaseTool(ctx context.Context, phase string, s *tool.Spec) event.LifecycleData {
-	var appr json.RawMessage
-	if s.Server != "" {
-		appr = r.approval(ctx) // first: the arguments carry the public key
-	}
 	args := r.lifecycleArgs(phase, s)
 	call := &tool.Call{ID: fmt.Sprintf("%d.%s.%s", r.t.ID, phase, s.Name), Name: s.Name, Args: args,
-		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: appr}
+		Agent: r.def.ID, Session: r.t.Session.Address()}
+	if s.Server != "" {
+		call.Approval = r.approver()
+	}
 	out := r.e.o.Tools.Run(ctx, call, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
 	d := event.LifecycleData{Phase: phase, Tool: s.Name, Args: args, Output: out.Result.Output, IsError: out.Result.IsError,
 		DurationMS: ms(out.Duration)}
@@ -760,14 +793,19 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 	}
 	args := map[string]any{}
 	maps.Copy(args, h.HookTool.ToolArgs)
-	args["payload"], args["signature"], args["daemonPubkey"] = payload, sig, pub
+	args["payload"], args["daemonPubkey"] = payload, pub
+	// The log and a person asked to approve see the signature's
+	// fingerprint; only the hook tool gets the signature.
+	args["signatureFingerprint"] = approval.Fingerprint(sig)
+	d.Args, _ = json.Marshal(args)
+	delete(args, "signatureFingerprint")
+	args["signature"] = sig
 	b, _ := json.Marshal(args)
-	d.Args = b
 	switch v := r.policy.Decide(spec); v.Verdict {
 	case tool.Deny:
 		return fail("%s", v.Reason)
 	case tool.Ask:
-		a, ok := r.askApproval(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: b}}, v.Reason)
+		a, ok := r.askApproval(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: d.Args}}, v.Reason)
 		if !ok {
 			return fail("cancelled while waiting for approval")
 		}
@@ -776,7 +814,7 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 		}
 	}
 	out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Name: target, Args: b,
-		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approval(ctx)},
+		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approver()},
 		&tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
 	d.DurationMS = ms(out.Duration)
 	d.Output, d.IsError = out.Result.Output, out.Result.IsError
@@ -791,10 +829,11 @@ type Object struct {
 	MessageID    string    `json:"messageId"`
 	Message      string    `json:"message"`
 	CreatedAt    time.Time `json:"createdAt"`
-	Approval     string    `json:"approval"` // the signature over (message, createdAt, messageId, channelId), base58
-	// ApprovalObject is the whole signed approval, as tool servers get it
-	// in _meta["agentd/approval"].
-	ApprovalObject json.RawMessage   `json:"approvalObject,omitempty"`
+	// Approval is the agent's signed approval of the message: what it
+	// signed and the signature's fingerprint, never the signature. Tool
+	// servers get approvals bound to each of their calls in the call's
+	// _meta["agentd/approval"].
+	Approval       *ApprovalView     `json:"approval"`
 	ChannelID      string            `json:"channelId"`
 	IdentityPrompt string            `json:"identityPrompt"`
 	Context        []string          `json:"context"`
@@ -842,8 +881,10 @@ func BuildObject(d *agent.Definition, item store.InboxItem, evs []event.Event, c
 				Interrupted: l.Interrupted, DurationMS: l.DurationMS}
 			switch l.Phase {
 			case event.PhaseApproval:
-				o.ApprovalObject = l.Approval
-				o.DaemonPubkey, o.Approval = approvalFields(l.Approval)
+				var v ApprovalView
+				if json.Unmarshal(l.Approval, &v) == nil {
+					o.Approval, o.DaemonPubkey = &v, v.DaemonPubkey
+				}
 			case event.PhaseContext:
 				o.Context = append(o.Context, l.Context...)
 				o.Tools = append(o.Tools, l.Tools...)
@@ -868,6 +909,21 @@ func BuildObject(d *agent.Definition, item store.InboxItem, evs []event.Event, c
 					o.Output = t.Reply
 				}
 			}
+		}
+	}
+	return o
+}
+
+// Object is BuildObject with the approval of a turn that logged none (it
+// called no tool server) filled in: the agent signs the message again,
+// which gives the signature the turn made (ed25519 signatures are
+// deterministic), to show its key and fingerprint.
+func (e *Engine) Object(d *agent.Definition, item store.InboxItem, evs []event.Event, channel string) *Object {
+	o := BuildObject(d, item, evs, channel)
+	if o.Approval == nil {
+		m := approval.Message{Text: item.Text, CreatedAt: item.CreatedAt, ID: o.MessageID, ChannelID: o.ChannelID}
+		if v := signView(e.o.Signer, d.ID, m, e.o.Logger); v != nil {
+			o.Approval, o.DaemonPubkey = v, v.DaemonPubkey
 		}
 	}
 	return o

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"agentd/approval"
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/model"
@@ -193,9 +196,13 @@ func TestToolVisibility(t *testing.T) {
 // fakeSigner signs with fixed strings.
 type fakeSigner struct{}
 
-func (fakeSigner) Approve(agentID, message string, createdAt time.Time, messageID, channelID string) (json.RawMessage, string, error) {
-	a, _ := json.Marshal(map[string]string{"daemonPubkey": "PUB-" + agentID, "message": message, "messageId": messageID, "channelId": channelID, "signature": "SIG"})
-	return a, "PUB-" + agentID, nil
+func (fakeSigner) SignMessage(agentID string, m approval.Message) (string, string, error) {
+	return "PUB-" + agentID, "FP(" + m.ID + ")", nil
+}
+
+func (fakeSigner) ApproveCall(agentID string, m approval.Message, audience, tool string, args json.RawMessage) (json.RawMessage, error) {
+	return json.Marshal(map[string]string{"daemonPubkey": "PUB-" + agentID, "message": m.Text, "messageId": m.ID, "channelId": m.ChannelID,
+		"audience": audience, "tool": tool, "args": string(args), "signature": "SIG"})
 }
 
 func (fakeSigner) SignPayload(agentID, payload string) (string, string, error) {
@@ -247,7 +254,11 @@ func newPhaseHarness(t *testing.T, p model.Provider) *phaseHarness {
 			json.Unmarshal(c.Args, &m)
 			h.mu.Lock()
 			h.args[c.Name] = m
-			h.meta[c.Name] = string(c.Approval)
+			if c.Approval != nil {
+				// As the MCP client does: for this server, tool and arguments.
+				a, _ := c.Approval.Approve("http://demo.example/mcp", strings.TrimPrefix(c.Name, "demo__"), c.Args)
+				h.meta[c.Name] = string(a)
+			}
 			h.mu.Unlock()
 			return tool.Result{Output: spec.out}, nil
 		})); err != nil {
@@ -284,12 +295,28 @@ func TestLifecyclePhases(t *testing.T) {
 	if a := h.args["demo__remember"]; len(a) != 2 || a["output"] != "buy 1 tea" || a["actionsLog"] == nil {
 		t.Errorf("post-process args %v (the schema allows only output and actionsLog)", a)
 	}
-	if !strings.Contains(h.meta["demo__quote"], `"signature":"SIG"`) {
+	if !strings.Contains(h.meta["demo__quote"], `"signature":"SIG"`) || !strings.Contains(h.meta["demo__quote"], `"tool":"quote"`) ||
+		!strings.Contains(h.meta["demo__quote"], `"channelId":"room1"`) {
 		t.Errorf("approval not sent to the server: %q", h.meta["demo__quote"])
+	}
+	// The lifecycle arguments show the approval without a signature.
+	want := map[string]any{"daemonPubkey": "PUB-a", "message": "hello", "createdAt": "2026-11-22T10:00:00.000Z", "messageId": "7",
+		"channelId": "room1", "fingerprint": "FP(7)"}
+	if diff := cmp.Diff(want, h.args["demo__notes"]["approval"]); diff != "" {
+		t.Errorf("the approval in a lifecycle tool's arguments (-want +got):\n%s", diff)
 	}
 	if a := h.args["demo__submit"]; a["order"] != "1" || a["payload"] != "order-1" || a["signature"] != "sig(order-1)" || a["daemonPubkey"] != "PUB-a" {
 		t.Errorf("hook call args %v", a)
 	}
+	// No signature in the log: the approval event and the hook's logged
+	// arguments show fingerprints.
+	h.log.mu.Lock()
+	for _, ev := range h.log.events {
+		if strings.Contains(string(ev.Data), "SIG") || strings.Contains(string(ev.Data), "sig(order-1)") {
+			t.Errorf("a signature in the log: %s %s", ev.Kind, ev.Data)
+		}
+	}
+	h.log.mu.Unlock()
 	if !strings.Contains(h.meta["demo__submit"], `"signature":"SIG"`) {
 		t.Errorf("approval not sent with the hook: %q", h.meta["demo__submit"])
 	}
@@ -301,6 +328,10 @@ func TestLifecyclePhases(t *testing.T) {
 	h.log.mu.Lock()
 	obj := BuildObject(tr.Agent, tr.Item, h.log.events, "a/k")
 	h.log.mu.Unlock()
+	if obj.Approval == nil || *obj.Approval != (ApprovalView{DaemonPubkey: "PUB-a", Message: "hello", CreatedAt: "2026-11-22T10:00:00.000Z",
+		MessageID: "7", ChannelID: "room1", Fingerprint: "FP(7)"}) {
+		t.Errorf("object approval %+v", obj.Approval)
+	}
 	if obj.DaemonPubkey != "PUB-a" || obj.DaemonName != "Tea bot" || obj.MessageID != "7" || obj.ChannelID != "room1" ||
 		obj.Output != "buy 1 tea" || obj.IdentityPrompt != "You sell tea." || obj.Status != event.StatusDone {
 		t.Errorf("object %+v", obj)

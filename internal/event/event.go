@@ -204,7 +204,7 @@ type ApprovalResolvedData struct {
 
 // Lifecycle phases.
 const (
-	PhaseApproval    = "approval"     // the signed approval of the message
+	PhaseApproval    = "approval"     // the message was signed (what, and the signature's fingerprint)
 	PhaseContext     = "context"      // a context tool's result
 	PhaseAction      = "action"       // an action tool's result
 	PhaseHook        = "hook"         // a hook: internal tool, then the server's hook tool
@@ -231,7 +231,8 @@ type LifecycleData struct {
 	Tools   []json.RawMessage `json:"tools,omitempty"`
 	// Hooks an action tool asked for.
 	Hooks []json.RawMessage `json:"hooks,omitempty"`
-	// Approval is the signed approval (PhaseApproval).
+	// Approval is what the agent signed and the signature's fingerprint,
+	// never the signature (PhaseApproval; engine.ApprovalView).
 	Approval json.RawMessage `json:"approval,omitempty"`
 }
 

@@ -10,7 +10,7 @@ package gateway
 //  4. The body size.
 //  5. Public paths pass (health, login, the console's static files).
 //  6. The token: Authorization: Bearer <token>, or the console's cookie.
-//     Failed attempts are rate-limited per client address.
+//     Failed attempts are rate-limited per client network (clientKey).
 
 import (
 	"agentd/internal/hostheader"
@@ -102,12 +102,12 @@ func CheckToken(s string) error {
 }
 
 // NewToken returns a new random token: 32 bytes from crypto/rand in
-// base58 (about 44 characters).
+// base58 (about 44 characters), which CheckRemoteToken accepts.
 func NewToken() string {
 	for {
 		var b [32]byte
 		rand.Read(b[:])
-		if t := base58.Encode(b[:]); CheckToken(t) == nil {
+		if t := base58.Encode(b[:]); CheckRemoteToken(t) == nil {
 			return t
 		}
 	}
@@ -120,7 +120,11 @@ type TokenOptions struct {
 	Fixed string
 	// Create makes the token file with a new token when it is missing.
 	Create bool
-	Logger *slog.Logger
+	// OffLoopback says the API is served where other machines can reach
+	// it: the token, fixed or read from the file whenever it changes,
+	// must then pass CheckRemoteToken rather than CheckToken alone.
+	OffLoopback bool
+	Logger      *slog.Logger
 }
 
 // Tokens is the gateway token. It re-reads the token file when the file
@@ -128,11 +132,12 @@ type TokenOptions struct {
 // effect at the next request, without a restart. A file that is missing,
 // unreadable, readable by others or holds a weak token lets no request in.
 type Tokens struct {
-	path  string
-	fixed bool
-	log   *slog.Logger
-	cur   atomic.Pointer[tokenState]
-	mu    sync.Mutex // serializes reloads
+	path   string
+	fixed  bool
+	remote bool // the token must pass CheckRemoteToken (TokenOptions.OffLoopback)
+	log    *slog.Logger
+	cur    atomic.Pointer[tokenState]
+	mu     sync.Mutex // serializes reloads
 }
 
 // tokenState is one version of the token.
@@ -155,12 +160,12 @@ func OpenTokens(dataDir string, o *TokenOptions) (*Tokens, error) {
 	if o != nil {
 		opts = *o
 	}
-	t := &Tokens{path: filepath.Join(dataDir, TokenFile), log: opts.Logger}
+	t := &Tokens{path: filepath.Join(dataDir, TokenFile), log: opts.Logger, remote: opts.OffLoopback}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
 	if opts.Fixed != "" {
-		if err := CheckToken(opts.Fixed); err != nil {
+		if err := t.checkToken(opts.Fixed); err != nil {
 			return nil, fmt.Errorf("gateway: %s: %w", TokenEnv, err)
 		}
 		t.fixed = true
@@ -291,7 +296,7 @@ func (t *Tokens) load() *tokenState {
 		return fail(fmt.Errorf("%w: %v", ErrNoToken, err))
 	}
 	tok := strings.TrimSpace(string(b))
-	if err := CheckToken(tok); err != nil {
+	if err := t.checkToken(tok); err != nil {
 		return fail(fmt.Errorf("%s: %w", t.path, err))
 	}
 	return newTokenState(tok, fi)
@@ -374,8 +379,9 @@ type AuthOptions struct {
 	// MaxBody, applies as well.
 	MaxBody int64
 	// FailRate and FailBurst limit failed authentication attempts per
-	// client address: FailBurst at once, then FailRate per second
-	// (0: 10 per second, burst 20).
+	// client network (an IPv4 /24, an IPv6 /64, all of loopback):
+	// FailBurst at once, then FailRate per second (0: 10 per second,
+	// burst 20).
 	FailRate  float64
 	FailBurst int
 	// PreAuthTimeout bounds how long a request may take to arrive, body
@@ -816,8 +822,10 @@ func sameOrigin(o string, r *http.Request) bool {
 	return oh == hh && op == hp
 }
 
-// clientKey is the rate-limit key of a remote address: the IP for IPv4,
-// the /64 for IPv6 (one host usually has a whole /64).
+// clientKey is the rate-limit key of a remote address: the /24 for IPv4
+// and the /64 for IPv6 (whoever holds one address usually holds its
+// neighbours too), and one key for every loopback address (127.0.0.0/8 and
+// ::1: any local user can use them all).
 func clientKey(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
@@ -827,12 +835,16 @@ func clientKey(remote string) string {
 	if err != nil {
 		return host
 	}
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.WithZone("").Prefix(64)
-		return p.String()
+	a = a.WithZone("").Unmap()
+	bits := 24
+	switch {
+	case a.IsLoopback():
+		return "loopback"
+	case a.Is6():
+		bits = 64
 	}
-	return a.String()
+	p, _ := a.Prefix(bits)
+	return p.String()
 }
 
 // limiter is a token bucket per client: each failed attempt takes one;

@@ -714,6 +714,23 @@ func TestBruteForceIsLimited(t *testing.T) {
 		if w := try(neighbour, tok); w.Code != 200 {
 			t.Errorf("another client: %d", w.Code)
 		}
+		// One guess from each address of an IPv4 /24 are limited together,
+		// and so are all loopback addresses (127.0.0.0/8 and ::1), which any
+		// local user can use; another /24 is not limited.
+		for _, net := range []struct{ each, then string }{
+			{"198.51.100.%d:1", "198.51.100.250:1"},
+			{"127.0.%d.1:1", "[::1]:1"},
+		} {
+			for i := range 21 {
+				try(fmt.Sprintf(net.each, i+1), "wrong-abcdefghijklmnopqrstuvwxyz")
+			}
+			if w := try(net.then, "wrong-again-abcdefghijklmnopqrstuvwxyz"); w.Code != http.StatusTooManyRequests {
+				t.Errorf("after one guess from each of 21 addresses like %s, %s: %d, want 429", net.each, net.then, w.Code)
+			}
+		}
+		if w := try("198.51.101.1:1", "wrong-abcdefghijklmnopqrstuvwxyz"); w.Code != 401 {
+			t.Errorf("another /24: %d, want 401", w.Code)
+		}
 		// Logins count too.
 		login := func(tok string) int {
 			r := httptest.NewRequest("POST", "/v1/auth/login", strings.NewReader(`{"token":"`+tok+`"}`))

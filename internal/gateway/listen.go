@@ -53,13 +53,17 @@ func IsLoopback(addr string) bool {
 
 // CheckBind reports why the API must not be served on addr with tokens: it
 // needs a strong token, on loopback as on any other address, and says so
-// more loudly for an address other machines can reach.
+// more loudly for an address other machines can reach, where the token
+// must pass CheckRemoteToken (tokens opened with TokenOptions.OffLoopback).
 func CheckBind(addr string, tokens *Tokens) error {
 	var err error
-	if tokens == nil {
+	switch {
+	case tokens == nil:
 		err = fmt.Errorf("%w: none configured", ErrNoToken)
-	} else {
+	case tokens.state().err != nil:
 		err = tokens.state().err
+	case !IsLoopback(addr) && !tokens.remote:
+		err = fmt.Errorf("%w: the token was opened for loopback only (TokenOptions.OffLoopback)", ErrWeakToken)
 	}
 	if err == nil {
 		return nil

@@ -298,6 +298,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"LifecycleRequest":     reflect.TypeFor[gateway.LifecycleRequest](),
 		"LifecycleLogEntry":    reflect.TypeFor[engine.LogEntry](),
 		"LifecycleObject":      reflect.TypeFor[engine.Object](),
+		"LifecycleApproval":    reflect.TypeFor[engine.ApprovalView](),
 		"LifecycleResponse":    reflect.TypeFor[gateway.LifecycleResponse](),
 		"KeyInfo":              reflect.TypeFor[gateway.KeyInfo](),
 		"KeyRequest":           reflect.TypeFor[gateway.KeyRequest](),

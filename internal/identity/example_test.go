@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"agentd/approval"
 	"agentd/internal/identity"
 )
 
@@ -33,13 +34,14 @@ func Example() {
 	}
 	fmt.Println("public key:", pub)
 
-	a, err := keys.Sign("assistant", "book a table for two", time.Now(), "msg-17", "telegram:4242")
+	m := approval.Message{Text: "book a table for two", CreatedAt: time.Now(), ID: "msg-17", ChannelID: "telegram:4242"}
+	a, err := keys.Approve("assistant", m, "https://tables.example/mcp", "reserve", `{"people":2}`)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("signed by:", a.Pubkey)
-	fmt.Println("check:", a.Check())
+	fmt.Println("check:", a.Check("https://tables.example/mcp", "reserve", `{"people": 2}`))
 
 	_, err = keys.Generate("assistant", false)
 	fmt.Println(err != nil)

@@ -1,5 +1,5 @@
 // Package identity keeps the ed25519 keypairs that identify agentd's agents
-// and signs approvals with them.
+// and signs with them: approvals of tool calls, and messages.
 //
 // Each agent's key lives in <data dir>/keys/<agent id>.json in the Solana
 // keypair format (a JSON array of the 32-byte seed followed by the 32-byte
@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"agentd/approval"
 	"agentd/internal/agent"
@@ -152,7 +151,7 @@ func (k *Keyring) key(agentID string) (ed25519.PrivateKey, error) {
 	k.mu.Lock()
 	k.keys[agentID] = key
 	k.mu.Unlock()
-	k.log.Info("created agent key", "agent", agentID, "pubkey", pubkey(key))
+	k.log.Info("created agent key", "agent", agentID, "pubkey", pubkeyOf(key))
 	return key, nil
 }
 
@@ -160,7 +159,7 @@ func (k *Keyring) key(agentID string) (ed25519.PrivateKey, error) {
 // the agent has no key yet. It never creates a key.
 func (k *Keyring) Public(agentID string) (string, bool, error) {
 	if key := k.cached(agentID); key != nil {
-		return pubkey(key), true, nil
+		return pubkeyOf(key), true, nil
 	}
 	if err := checkID(agentID); err != nil {
 		return "", false, err
@@ -168,7 +167,7 @@ func (k *Keyring) Public(agentID string) (string, bool, error) {
 	k.fileMu.Lock()
 	defer k.fileMu.Unlock()
 	if key := k.cached(agentID); key != nil {
-		return pubkey(key), true, nil
+		return pubkeyOf(key), true, nil
 	}
 	key, err := k.load(agentID)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -177,7 +176,7 @@ func (k *Keyring) Public(agentID string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	return pubkey(key), true, nil
+	return pubkeyOf(key), true, nil
 }
 
 // Generate creates a new key for the agent and returns its base58 public
@@ -194,7 +193,7 @@ func (k *Keyring) Generate(agentID string, force bool) (string, error) {
 	if err := k.store(agentID, key, force, "generated agent key"); err != nil {
 		return "", err
 	}
-	return pubkey(key), nil
+	return pubkeyOf(key), nil
 }
 
 // Import reads a Solana keypair file (a JSON array of 64 numbers: the
@@ -221,17 +220,38 @@ func (k *Keyring) Import(agentID string, r io.Reader, force bool) (string, error
 	if err := k.store(agentID, key, force, "imported agent key"); err != nil {
 		return "", err
 	}
-	return pubkey(key), nil
+	return pubkeyOf(key), nil
 }
 
-// Sign signs an approval of message with the agent's key, creating the key
-// on first use.
-func (k *Keyring) Sign(agentID, message string, createdAt time.Time, messageID, channelID string) (*approval.Approval, error) {
+// Approve signs, with the agent's key (created on first use), the approval
+// of message m for one call: the tool tool of the server audience with
+// arguments (see approval.Sign).
+func (k *Keyring) Approve(agentID string, m approval.Message, audience, tool string, arguments any) (*approval.Approval, error) {
 	key, err := k.key(agentID)
 	if err != nil {
 		return nil, err
 	}
-	return approval.Sign(key, message, createdAt, messageID, channelID), nil
+	a, err := approval.Sign(key, m, audience, tool, arguments)
+	if err != nil {
+		return nil, fmt.Errorf("identity: approve for %q: %w", agentID, err)
+	}
+	return a, nil
+}
+
+// SignMessage signs message m alone with the agent's key (created on first
+// use), as every message lifecycle starts (see approval.SignMessage). It
+// returns the agent's public key and the signature's fingerprint; the
+// signature itself never leaves the keyring.
+func (k *Keyring) SignMessage(agentID string, m approval.Message) (pubkey, fingerprint string, err error) {
+	key, err := k.key(agentID)
+	if err != nil {
+		return "", "", err
+	}
+	sig, err := approval.SignMessage(key, m)
+	if err != nil {
+		return "", "", fmt.Errorf("identity: sign message for %q: %w", agentID, err)
+	}
+	return pubkeyOf(key), approval.Fingerprint(sig), nil
 }
 
 // store writes key as the agent's key and caches it.
@@ -247,9 +267,9 @@ func (k *Keyring) store(agentID string, key ed25519.PrivateKey, force bool, what
 	k.keys[agentID] = key
 	k.mu.Unlock()
 	if replaced {
-		k.log.Warn(what+", replacing the previous key", "agent", agentID, "pubkey", pubkey(key))
+		k.log.Warn(what+", replacing the previous key", "agent", agentID, "pubkey", pubkeyOf(key))
 	} else {
-		k.log.Info(what, "agent", agentID, "pubkey", pubkey(key))
+		k.log.Info(what, "agent", agentID, "pubkey", pubkeyOf(key))
 	}
 	return nil
 }
@@ -376,7 +396,7 @@ func checkID(agentID string) error {
 	return nil
 }
 
-func pubkey(key ed25519.PrivateKey) string {
+func pubkeyOf(key ed25519.PrivateKey) string {
 	return approval.EncodePublicKey(key.Public().(ed25519.PublicKey))
 }
 

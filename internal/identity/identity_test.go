@@ -326,7 +326,8 @@ func TestInvalidAgentID(t *testing.T) {
 		_, _, calls["Public"] = k.Public(id)
 		_, calls["Generate"] = k.Generate(id, true)
 		_, calls["Import"] = k.Import(id, bytes.NewReader(data), true)
-		_, calls["Sign"] = k.Sign(id, "m", time.Now(), "1", "")
+		_, calls["Approve"] = k.Approve(id, approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, "srv", "t", nil)
+		_, _, calls["SignMessage"] = k.SignMessage(id, approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"})
 		for name, err := range calls {
 			if !errors.Is(err, agent.ErrInvalidID) {
 				t.Errorf("%s(%q) = %v, want agent.ErrInvalidID", name, id, err)
@@ -370,8 +371,8 @@ func TestLoosePermissions(t *testing.T) {
 			if _, _, err := k2.Public("a"); !errors.Is(err, ErrInsecure) {
 				t.Errorf("Public = %v, want ErrInsecure", err)
 			}
-			if _, err := k2.Sign("a", "m", time.Now(), "1", ""); !errors.Is(err, ErrInsecure) {
-				t.Errorf("Sign = %v, want ErrInsecure", err)
+			if _, err := k2.Approve("a", approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, "srv", "t", nil); !errors.Is(err, ErrInsecure) {
+				t.Errorf("Approve = %v, want ErrInsecure", err)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 				t.Error("the refused key file was rewritten")
@@ -484,7 +485,7 @@ func TestConcurrentFirstUse(t *testing.T) {
 		wg.Go(func() {
 			if i%4 == 0 {
 				var a *approval.Approval
-				a, errs[i] = ring.Sign("shared", "m", time.Now(), "1", "")
+				a, errs[i] = ring.Approve("shared", approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, "srv", "t", nil)
 				if errs[i] == nil {
 					keys[i] = mustKeyFromPub(t, ring, a.Pubkey)
 				}
@@ -532,39 +533,54 @@ func TestSign(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Date(2025, 1, 2, 3, 4, 5, 678999999, time.UTC)
-	a, err := k.Sign("rfc", "Deploy the staging build", created, "msg-0001", "telegram:12345")
+	m := approval.Message{Text: "Deploy the staging build", CreatedAt: created, ID: "msg-0001", ChannelID: "telegram:12345"}
+	args := `{"env": "staging", "replicas": 3}`
+	a, err := k.Approve("rfc", m, "https://deploy.example.com/mcp", "deploy", args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same approval as the first vector of the approval package.
 	want := &approval.Approval{
-		Version:   1,
-		Pubkey:    rfcPubkey,
-		Message:   "Deploy the staging build",
-		CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC),
-		MessageID: "msg-0001",
-		ChannelID: "telegram:12345",
-		Signature: "2ebZYaUtw2kmKbY2khLy3paaagwhDUZLpPKdWX52pyVmY1zTJAKFt6VXAHPW2wWJsCB684Jgg3aFVF6ahtEC9rdi",
+		Version:       2,
+		Pubkey:        rfcPubkey,
+		Message:       "Deploy the staging build",
+		CreatedAt:     time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC),
+		MessageID:     "msg-0001",
+		ChannelID:     "telegram:12345",
+		Audience:      "https://deploy.example.com/mcp",
+		Tool:          "deploy",
+		ArgumentsHash: "06d6c2c18211cdbe1876231a5f0136356840257de8ee2c5ef4120408315f8031",
+		Signature:     "5JP69rD8dsLMLGSmNFZRm6SJGLWqHudQxLL4C8oWdQKgmvGt2kwCNnvT5P1DMr68iYeh5mMDAoMwmJNKChkYDuCC",
 	}
 	if diff := cmp.Diff(want, a); diff != "" {
-		t.Errorf("Sign (-want +got):\n%s", diff)
+		t.Errorf("Approve (-want +got):\n%s", diff)
 	}
-	if err := a.Check(); err != nil {
+	if err := a.Check("https://deploy.example.com/mcp", "deploy", args); err != nil {
 		t.Errorf("Check = %v", err)
 	}
+	// The message alone: the public key and the vector's fingerprint.
+	pub, fp, err := k.SignMessage("rfc", m)
+	if err != nil || pub != rfcPubkey || fp != "52bfc178fda61ba7" {
+		t.Errorf("SignMessage = %s, %s, %v", pub, fp, err)
+	}
 
-	// A new agent's key is created by Sign, and a verifier trusting its
-	// public key accepts the approval.
-	b, err := k.Sign("fresh", "hello", time.Now(), "m1", "")
+	// A new agent's key is created by SignMessage, and a verifier trusting
+	// its public key accepts the approvals it signs.
+	fresh := approval.Message{Text: "hello", CreatedAt: time.Now(), ID: "m1"}
+	signedBy, _, err := k.SignMessage("fresh", fresh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pub, ok, err := k.Public("fresh")
-	if err != nil || !ok || pub != b.Pubkey {
-		t.Fatalf("Public = %q, %v, %v; approval signed by %s", pub, ok, err, b.Pubkey)
+	if err != nil || !ok || pub != signedBy {
+		t.Fatalf("Public = %q, %v, %v; the message was signed by %s", pub, ok, err, signedBy)
 	}
-	v := approval.NewVerifier(&approval.VerifierOptions{Trusted: []string{pub}})
-	if err := v.Verify(b); err != nil {
+	b, err := k.Approve("fresh", fresh, "files", "read", map[string]any{"path": "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := approval.NewVerifier(&approval.VerifierOptions{Trusted: []string{pub}, Audience: []string{"files"}})
+	if err := v.Verify(b, "read", `{"path":"a"}`); err != nil {
 		t.Errorf("Verify = %v", err)
 	}
 }
@@ -658,7 +674,7 @@ func BenchmarkSign(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := k.Sign("a", "deploy the staging build", created, "msg-1", "telegram:1"); err != nil {
+		if _, err := k.Approve("a", approval.Message{Text: "deploy the staging build", CreatedAt: created, ID: "msg-1", ChannelID: "telegram:1"}, "srv", "deploy", `{"env":"staging"}`); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -47,5 +47,5 @@ func BenchmarkCallStdio(b *testing.B) {
 
 func BenchmarkCallStreamableHTTP(b *testing.B) {
 	hs := newHTTPServer(b, newMinimalServer(), false)
-	benchCall(b, Def{Name: "b", Config: agent.MCPServer{URL: hs.URL}})
+	benchCall(b, Def{Name: "b", Config: agent.MCPServer{URL: hs.URL, AllowNetworks: local}})
 }

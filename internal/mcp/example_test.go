@@ -38,7 +38,10 @@ func Example() {
 		panic(err)
 	}
 	defer m.Close()
-	if errs := m.Set(ctx, []mcp.Def{{Name: "weather", Config: agent.MCPServer{URL: hs.URL}}}); errs != nil {
+	if errs := m.Set(ctx, []mcp.Def{{Name: "weather", Config: agent.MCPServer{URL: hs.URL,
+		// The test server is on this machine, which the SSRF guard blocks
+		// unless the server's entry allows it.
+		AllowNetworks: []string{"127.0.0.1/32"}}}}); errs != nil {
 		panic(errs)
 	}
 	m.WaitReady(ctx)

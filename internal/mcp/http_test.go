@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,10 +25,11 @@ func TestHTTPTransports(t *testing.T) {
 			reg := newRecorder()
 			m := newTestManager(t, &Options{Tools: reg, Logger: logs.logger()})
 			d := Def{Name: "web", Config: agent.MCPServer{
-				Transport:  transport,
-				URL:        hs.URL,
-				Headers:    map[string]string{"X-Static": "static-value"},
-				HeadersEnv: map[string]string{"Authorization": "AGENTD_MCP_TOKEN"},
+				Transport:     transport,
+				URL:           hs.URL,
+				AllowNetworks: local,
+				Headers:       map[string]string{"X-Static": "static-value"},
+				HeadersEnv:    map[string]string{"Authorization": "AGENTD_MCP_TOKEN"},
 			}}
 			if errs := m.Set(context.Background(), []Def{d}); errs != nil {
 				t.Fatal(errs)
@@ -87,7 +91,7 @@ func TestHTTPServerGoesAway(t *testing.T) {
 	hs := newHTTPServer(t, newTestServer(false), false)
 	reg := newRecorder()
 	m := newTestManager(t, &Options{Tools: reg})
-	if _, err := m.Add(context.Background(), Def{Name: "web", Config: agent.MCPServer{URL: hs.URL}}); err != nil {
+	if _, err := m.Add(context.Background(), Def{Name: "web", Config: agent.MCPServer{URL: hs.URL, AllowNetworks: local}}); err != nil {
 		t.Fatal(err)
 	}
 	hs.CloseClientConnections()
@@ -110,7 +114,7 @@ func TestAddRemovePersist(t *testing.T) {
 
 	reg := newRecorder()
 	m := newTestManager(t, &Options{Tools: reg, StatePath: state, dial: nil})
-	d := Def{Name: "added", Config: agent.MCPServer{URL: hs.URL}, Agents: []string{"alice"}}
+	d := Def{Name: "added", Config: agent.MCPServer{URL: hs.URL, AllowNetworks: local}, Agents: []string{"alice"}}
 	st, err := m.Add(ctx, d)
 	if err != nil {
 		t.Fatal(err)
@@ -124,16 +128,16 @@ func TestAddRemovePersist(t *testing.T) {
 	}
 
 	// Same configuration, another agent: merged. Different: refused.
-	if st, err := m.Add(ctx, Def{Name: "added", Config: agent.MCPServer{URL: hs.URL}, Agents: []string{"bob"}}); err != nil ||
+	if st, err := m.Add(ctx, Def{Name: "added", Config: agent.MCPServer{URL: hs.URL, AllowNetworks: local}, Agents: []string{"bob"}}); err != nil ||
 		strings.Join(st.Agents, ",") != "alice,bob" {
 		t.Errorf("merging Add: %+v, %v", st, err)
 	}
-	if _, err := m.Add(ctx, Def{Name: "added", Config: agent.MCPServer{URL: hs.URL + "/other"}}); !errors.Is(err, ErrConflict) {
+	if _, err := m.Add(ctx, Def{Name: "added", Config: agent.MCPServer{URL: hs.URL + "/other", AllowNetworks: local}}); !errors.Is(err, ErrConflict) {
 		t.Errorf("conflicting Add: %v", err)
 	}
 
 	// Configured servers are not removed at run time.
-	if errs := m.Set(ctx, []Def{{Name: "configured", Config: agent.MCPServer{URL: hs.URL}}}); errs != nil {
+	if errs := m.Set(ctx, []Def{{Name: "configured", Config: agent.MCPServer{URL: hs.URL, AllowNetworks: local}}}); errs != nil {
 		t.Fatal(errs)
 	}
 	if err := m.Remove(ctx, "configured"); !errors.Is(err, ErrConfigured) || !strings.Contains(err.Error(), "edit") {
@@ -184,7 +188,7 @@ func TestAddFailureKeepsNothing(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.json")
 	reg := newRecorder()
 	m := newTestManager(t, &Options{Tools: reg, StatePath: state})
-	_, err := m.Add(context.Background(), Def{Name: "dead", Config: agent.MCPServer{URL: url, Timeout: agent.Duration(5e9)}})
+	_, err := m.Add(context.Background(), Def{Name: "dead", Config: agent.MCPServer{URL: url, AllowNetworks: local, Timeout: agent.Duration(5e9)}})
 	if err == nil || !strings.Contains(err.Error(), `mcp: add "dead"`) {
 		t.Fatalf("Add: %v", err)
 	}
@@ -204,5 +208,73 @@ func TestBadStateFile(t *testing.T) {
 	_, err := New(&Options{Tools: newRecorder(), StatePath: state})
 	if err == nil || !strings.Contains(err.Error(), state) || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("New with a bad state file: %v", err)
+	}
+}
+
+// An http or sse server dials through the SSRF guard: a server on this
+// machine is refused unless its entry allows its range, the refusal names
+// the address and the line to add, and a redirect is checked again at its
+// target.
+func TestHTTPDialGuard(t *testing.T) {
+	for _, transport := range []string{agent.TransportHTTP, agent.TransportSSE} {
+		t.Run(transport, func(t *testing.T) {
+			hs := newHTTPServer(t, newTestServer(false), transport == agent.TransportSSE)
+			target := newHTTPServer(t, newTestServer(false), transport == agent.TransportSSE)
+			ln, err := net.Listen("tcp", "127.0.0.2:0")
+			if err != nil {
+				t.Skip("no 127.0.0.2 on this machine:", err)
+			}
+			elsewhere := &httptest.Server{Listener: ln, Config: &http.Server{Handler: target.Config.Handler}}
+			elsewhere.Start()
+			t.Cleanup(elsewhere.Close)
+			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			}))
+			t.Cleanup(redirect.Close)
+			m := newTestManager(t, &Options{Tools: newRecorder()})
+			cfg := agent.MCPServer{Transport: transport, URL: hs.URL, Timeout: agent.Duration(5e9)}
+			_, err = m.Add(context.Background(), Def{Name: "web", Config: cfg})
+			if err == nil || !strings.Contains(err.Error(), "127.0.0.1 is a loopback address") ||
+				!strings.Contains(err.Error(), `allow_networks: [127.0.0.1/32]`) || !strings.Contains(err.Error(), "MCP server web") {
+				t.Fatalf("a loopback server without allow_networks: %v", err)
+			}
+			if n := len(hs.seen()); n != 0 {
+				t.Errorf("the refused server got %d requests", n)
+			}
+			// Allowing another range does not open this one.
+			cfg.AllowNetworks = []string{"10.0.0.0/8"}
+			if _, err := m.Add(context.Background(), Def{Name: "web", Config: cfg}); err == nil {
+				t.Fatal("allow_networks [10.0.0.0/8] reached 127.0.0.1")
+			}
+			cfg.AllowNetworks = local
+			if _, err := m.Add(context.Background(), Def{Name: "web", Config: cfg}); err != nil {
+				t.Fatalf("with allow_networks: %v", err)
+			}
+
+			// A server on an allowed address that redirects elsewhere on
+			// this machine: the target is checked like the first address.
+			cfg.URL = redirect.URL
+			_, err = m.Add(context.Background(), Def{Name: "hop", Config: cfg})
+			if err == nil || !strings.Contains(err.Error(), "127.0.0.2 is a loopback address") || !strings.Contains(err.Error(), `allow_networks: [127.0.0.2/32]`) {
+				t.Fatalf("a redirect to 127.0.0.2 with only 127.0.0.1/32 allowed: %v", err)
+			}
+			cfg.AllowNetworks = []string{"127.0.0.1/32", "127.0.0.2/32"}
+			if _, err := m.Add(context.Background(), Def{Name: "hop", Config: cfg}); err != nil {
+				t.Fatalf("a redirect to an allowed address: %v", err)
+			}
+		})
+	}
+}
+
+// allow_networks must be CIDR ranges, on an http or sse server.
+func TestAllowNetworksChecked(t *testing.T) {
+	m := newTestManager(t, &Options{Tools: newRecorder()})
+	for _, cfg := range []agent.MCPServer{
+		{URL: "http://127.0.0.1:1/mcp", AllowNetworks: []string{"127.0.0.1"}},
+		{Command: "true", AllowNetworks: []string{"127.0.0.1/32"}},
+	} {
+		if _, err := m.Add(context.Background(), Def{Name: "x", Config: cfg}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "allow_networks") {
+			t.Errorf("Add(%+v): %v", cfg, err)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -100,10 +99,6 @@ type Options struct {
 	// StatePath is a JSON file (mode 0600) where servers added at run time
 	// persist; "" means they are not persisted.
 	StatePath string
-	// HTTPClient is used by the http and sse transports; its Transport,
-	// CheckRedirect and Jar are kept, its Timeout is not (streams are long
-	// lived). Nil means a client with dial and TLS handshake timeouts.
-	HTTPClient *http.Client
 	// Uses reports whether an agent uses a node-wide server (one whose
 	// Def.Agents is nil); the resource and prompt built-ins consult it for
 	// calls that name an agent. Nil means every agent uses every node-wide
@@ -157,7 +152,6 @@ type contrib struct {
 type Manager struct {
 	log    *slog.Logger
 	opts   Options
-	http   *http.Client
 	impl   *sdk.Implementation
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -205,7 +199,6 @@ func New(o *Options) (*Manager, error) {
 	if m.opts.StopGrace <= 0 {
 		m.opts.StopGrace = DefaultStopGrace
 	}
-	m.http = newHTTPClient(o.HTTPClient)
 	m.impl = &sdk.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}
 
 	var saved []Def
@@ -542,9 +535,6 @@ func (m *Manager) Close() error {
 	m.cancel()
 	m.mu.Unlock()
 	m.wg.Wait()
-	if m.opts.HTTPClient == nil {
-		m.http.CloseIdleConnections()
-	}
 	return nil
 }
 
@@ -626,6 +616,9 @@ func validateDef(d *Def) error {
 		if c.URL != "" {
 			return bad("a stdio server has a command, not a url")
 		}
+		if len(c.AllowNetworks) > 0 {
+			return bad("allow_networks is for an http or sse server")
+		}
 	case agent.TransportHTTP, agent.TransportSSE:
 		if c.URL == "" {
 			return bad("a %s server needs a url", t)
@@ -636,6 +629,9 @@ func validateDef(d *Def) error {
 		u, err := url.Parse(c.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return bad("url %q is not an http or https URL", c.URL)
+		}
+		if _, err := allowPrefixes(c.AllowNetworks); err != nil {
+			return bad("%v", err)
 		}
 	case "":
 		return bad("set command (stdio) or url (http, sse)")

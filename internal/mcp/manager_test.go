@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,13 +130,17 @@ var cmpStatus = cmp.FilterPath(func(p cmp.Path) bool {
 
 func TestCallArgsAndMeta(t *testing.T) {
 	_, reg, _, _, _ := memManager(t, memDef("mem"))
+	var signed []string
 	res := run(t, reg, &tool.Call{
-		ID:       "call_7",
-		Name:     "mem__meta",
-		Args:     json.RawMessage(`{"x":1,"y":"two"}`),
-		Agent:    "alice",
-		Session:  "alice/chat:1",
-		Approval: json.RawMessage(`{"pubkey":"abc","messageId":"m1"}`),
+		ID:      "call_7",
+		Name:    "mem__meta",
+		Args:    json.RawMessage(`{"x":1,"y":"two"}`),
+		Agent:   "alice",
+		Session: "alice/chat:1",
+		Approval: approverFunc(func(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
+			signed = append(signed, audience, tool, string(args))
+			return json.RawMessage(`{"pubkey":"abc","messageId":"m1"}`), nil
+		}),
 	})
 	if res.IsError {
 		t.Fatal(res.Output)
@@ -164,14 +169,19 @@ func TestCallArgsAndMeta(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"x": 1.0, "y": "two"}, got.Args); diff != "" {
 		t.Errorf("arguments (-want +got):\n%s", diff)
 	}
+	// The approval was signed for this call: the server's URL, its own
+	// name for the tool, the arguments sent.
+	if want := []string{"http://mem.invalid/mem", "meta", `{"x":1,"y":"two"}`}; !slices.Equal(signed, want) {
+		t.Errorf("approval signed for %q, want %q", signed, want)
+	}
 
 	// An approval that arrives as a JSON string holding the object.
-	res = run(t, reg, &tool.Call{Name: "mem__meta", Approval: json.RawMessage(`"{\"pubkey\":\"k\"}"`)})
+	res = run(t, reg, &tool.Call{Name: "mem__meta", Approval: returns(`"{\"pubkey\":\"k\"}"`)})
 	if !strings.Contains(res.Output, `"agentd/approval":{"pubkey":"k"}`) {
 		t.Errorf("string approval: %s", res.Output)
 	}
 	// An approval that is not an object is refused, not sent.
-	res = run(t, reg, &tool.Call{Name: "mem__meta", Approval: json.RawMessage(`[1]`)})
+	res = run(t, reg, &tool.Call{Name: "mem__meta", Approval: returns(`[1]`)})
 	if !res.IsError || !strings.Contains(res.Output, "approval is not a JSON object") {
 		t.Errorf("bad approval: %+v", res)
 	}
@@ -481,7 +491,7 @@ func TestProtocolVersions(t *testing.T) {
 					net.add("p", srv)
 					o.dial = net.dial
 				} else {
-					d.Config.URL = newHTTPServer(t, srv, false).URL
+					d.Config.URL, d.Config.AllowNetworks = newHTTPServer(t, srv, false).URL, local
 				}
 				m := newTestManager(t, o)
 				if _, err := m.Add(context.Background(), d); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -412,7 +413,7 @@ func (s *server) call(ctx context.Context, remote string, args json.RawMessage, 
 	}
 	params := &sdk.CallToolParams{Name: remote, Arguments: callArgs(args)}
 	if c != nil {
-		meta, err := callMeta(c)
+		meta, err := callMeta(c, audience(s.name, s.cfg), remote, callArgs(args))
 		if err != nil {
 			return tool.Result{}, fmt.Errorf("mcp: %s: call %s: %w", s.name, remote, err)
 		}
@@ -460,16 +461,23 @@ const (
 	MetaKind = "agentd/kind"
 )
 
-// callMeta is the _meta of a call: its approval (an object), agent,
-// session and id, each when present.
-func callMeta(c *tool.Call) (sdk.Meta, error) {
+// callMeta is the _meta of a call: its approval (an object, signed for
+// this call: the server's audience, its own name for the tool and the
+// arguments as sent), agent, session and id, each when present.
+func callMeta(c *tool.Call, audience, remote string, args json.RawMessage) (sdk.Meta, error) {
 	meta := make(sdk.Meta, 4)
-	if a := trimSpace(c.Approval); len(a) > 0 && string(a) != "null" {
-		obj, err := approvalObject(a)
+	if c.Approval != nil {
+		a, err := c.Approval.Approve(audience, remote, args)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("approval: %w", err)
 		}
-		meta[MetaApproval] = obj
+		if a = trimSpace(a); len(a) > 0 && string(a) != "null" {
+			obj, err := approvalObject(a)
+			if err != nil {
+				return nil, err
+			}
+			meta[MetaApproval] = obj
+		}
 	}
 	if c.Agent != "" {
 		meta[MetaAgent] = c.Agent
@@ -481,6 +489,21 @@ func callMeta(c *tool.Call) (sdk.Meta, error) {
 		meta[MetaCallID] = c.ID
 	}
 	return meta, nil
+}
+
+// audience is what approvals sent to a server name it by: the URL of an
+// http or sse server without its query and fragment (which may hold
+// secrets), or the name of a stdio server.
+func audience(name string, cfg agent.MCPServer) string {
+	if cfg.URL == "" {
+		return name
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return cfg.URL
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 // approvalObject returns the approval as a JSON object. It may arrive as

@@ -182,7 +182,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	if _, err := m2.Add(ctx, stdioDef(t, "proc", "stdio")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m2.Add(ctx, Def{Name: "web", Config: agent.MCPServer{Transport: "sse", URL: hs.URL}}); err != nil {
+	if _, err := m2.Add(ctx, Def{Name: "web", Config: agent.MCPServer{Transport: "sse", URL: hs.URL, AllowNetworks: local}}); err != nil {
 		t.Fatal(err)
 	}
 	m.WaitReady(ctx)

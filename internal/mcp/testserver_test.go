@@ -379,6 +379,10 @@ type httpServer struct {
 	headers []http.Header
 }
 
+// local is the allow_networks of a test server on this machine (the SSRF
+// guard blocks loopback unless a server's entry allows it).
+var local = []string{"127.0.0.1/32"}
+
 func newHTTPServer(t testing.TB, srv *sdk.Server, sse bool) *httpServer {
 	t.Helper()
 	var h http.Handler

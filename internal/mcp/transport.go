@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/netguard"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -137,16 +139,18 @@ func (m *Manager) transport(life context.Context, name string, cfg agent.MCPServ
 		}
 		return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}, p, nil
 	case agent.TransportHTTP:
-		hc, err := m.httpClientFor(cfg)
+		hc, err := httpClientFor(name, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
+		context.AfterFunc(life, hc.CloseIdleConnections)
 		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
 	case agent.TransportSSE:
-		hc, err := m.httpClientFor(cfg)
+		hc, err := httpClientFor(name, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
+		context.AfterFunc(life, hc.CloseIdleConnections)
 		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: unknown transport %q", ErrInvalid, cfg.EffectiveTransport())
@@ -167,23 +171,30 @@ func (l *lifeTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 	return l.t.Connect(l.life)
 }
 
-// newHTTPClient is the base client for the http and sse transports.
-func newHTTPClient(hc *http.Client) *http.Client {
-	if hc != nil {
-		c := *hc
-		c.Timeout = 0
-		return &c
+// httpClientFor is the client of one http or sse server: it dials through
+// an SSRF guard that lets it reach only public addresses and the ranges
+// cfg.AllowNetworks opens, on every connection and redirect, and sends
+// cfg's headers. It uses no proxy: the guard must see the address it
+// connects to.
+func httpClientFor(name string, cfg agent.MCPServer) (*http.Client, error) {
+	allow, err := allowPrefixes(cfg.AllowNetworks)
+	if err != nil {
+		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	tr.TLSHandshakeTimeout = 10 * time.Second
+	g := netguard.New(&netguard.Options{AllowPrefixes: allow, DialTimeout: 10 * time.Second})
+	d := g.Dialer()
+	d.Control = func(network, address string, c syscall.RawConn) error {
+		err := g.Control(network, address, c)
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("%w; if MCP server %s is meant to be there, add to its entry (under mcp_servers in agentd.yaml or the agent file): allow_networks: [%s]",
+			err, name, hostPrefix(address))
+	}
+	tr := g.Transport()
+	tr.DialContext = d.DialContext
 	tr.MaxIdleConnsPerHost = 16
-	return &http.Client{Transport: tr}
-}
-
-// httpClientFor is the client for one server: the base client sending its
-// headers.
-func (m *Manager) httpClientFor(cfg agent.MCPServer) (*http.Client, error) {
+	var rt http.RoundTripper = tr
 	h := make(http.Header, len(cfg.Headers)+len(cfg.HeadersEnv))
 	for k, v := range cfg.Headers {
 		h.Set(k, v)
@@ -195,15 +206,34 @@ func (m *Manager) httpClientFor(cfg agent.MCPServer) (*http.Client, error) {
 		}
 		h.Set(k, v)
 	}
-	c := *m.http
 	if len(h) > 0 {
-		base := c.Transport
-		if base == nil {
-			base = http.DefaultTransport
-		}
-		c.Transport = &headerTransport{base: base, h: h}
+		rt = &headerTransport{base: rt, h: h}
 	}
-	return &c, nil
+	return &http.Client{Transport: rt, CheckRedirect: netguard.CheckRedirect}, nil
+}
+
+// allowPrefixes parses a server's allow_networks.
+func allowPrefixes(nets []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(nets))
+	for _, n := range nets {
+		p, err := netip.ParsePrefix(n)
+		if err != nil {
+			return nil, fmt.Errorf("allow_networks: %q is not a CIDR range such as 127.0.0.1/32", n)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// hostPrefix is the single-address range of an "ip:port" address: what
+// allow_networks needs to reach that one address.
+func hostPrefix(address string) string {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return address
+	}
+	a := ap.Addr().WithZone("").Unmap()
+	return netip.PrefixFrom(a, a.BitLen()).String()
 }
 
 // headerTransport adds fixed headers to every request. The values are
@@ -211,6 +241,13 @@ func (m *Manager) httpClientFor(cfg agent.MCPServer) (*http.Client, error) {
 type headerTransport struct {
 	base http.RoundTripper
 	h    http.Header
+}
+
+// CloseIdleConnections closes the base transport's idle connections.
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +95,18 @@ func TestConvertResult(t *testing.T) {
 	}
 }
 
+// approverFunc is a tool.Approver made of a function.
+type approverFunc func(audience, tool string, args json.RawMessage) (json.RawMessage, error)
+
+func (f approverFunc) Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
+	return f(audience, tool, args)
+}
+
+// returns is an approver that returns a fixed approval.
+func returns(a string) tool.Approver {
+	return approverFunc(func(string, string, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(a), nil })
+}
+
 func TestCallMeta(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -102,16 +115,19 @@ func TestCallMeta(t *testing.T) {
 		wantErr bool
 	}{
 		{"nothing", tool.Call{}, `{}`, false},
-		{"all", tool.Call{ID: "c", Agent: "a", Session: "s", Approval: json.RawMessage(` {"k":1} `)},
+		{"all", tool.Call{ID: "c", Agent: "a", Session: "s", Approval: returns(` {"k":1} `)},
 			`{"agentd/agent":"a","agentd/approval":{"k":1},"agentd/call_id":"c","agentd/session":"s"}`, false},
-		{"null approval", tool.Call{Approval: json.RawMessage(`null`)}, `{}`, false},
-		{"string approval", tool.Call{Approval: json.RawMessage(`"{\"k\":2}"`)}, `{"agentd/approval":{"k":2}}`, false},
-		{"array approval", tool.Call{Approval: json.RawMessage(`[]`)}, ``, true},
-		{"broken approval", tool.Call{Approval: json.RawMessage(`{"k":`)}, ``, true},
-		{"string of junk", tool.Call{Approval: json.RawMessage(`"nope"`)}, ``, true},
+		{"null approval", tool.Call{Approval: returns(`null`)}, `{}`, false},
+		{"string approval", tool.Call{Approval: returns(`"{\"k\":2}"`)}, `{"agentd/approval":{"k":2}}`, false},
+		{"array approval", tool.Call{Approval: returns(`[]`)}, ``, true},
+		{"broken approval", tool.Call{Approval: returns(`{"k":`)}, ``, true},
+		{"string of junk", tool.Call{Approval: returns(`"nope"`)}, ``, true},
+		{"approver fails", tool.Call{Approval: approverFunc(func(string, string, json.RawMessage) (json.RawMessage, error) {
+			return nil, errors.New("no key")
+		})}, ``, true},
 	}
 	for _, tt := range tests {
-		meta, err := callMeta(&tt.call)
+		meta, err := callMeta(&tt.call, "srv", "t", json.RawMessage(`{}`))
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: error %v", tt.name, err)
 			continue
@@ -122,6 +138,24 @@ func TestCallMeta(t *testing.T) {
 		b, _ := json.Marshal(meta)
 		if string(b) != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, b, tt.want)
+		}
+	}
+}
+
+// The audience of approvals is a server's URL without its query and
+// credentials, or a stdio server's name.
+func TestAudience(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  agent.MCPServer
+		want string
+	}{
+		{agent.MCPServer{Command: "srv"}, "files"},
+		{agent.MCPServer{URL: "https://mcp.example.com/mcp"}, "https://mcp.example.com/mcp"},
+		{agent.MCPServer{URL: "https://u:p@mcp.example.com:8443/mcp?key=secret#x"}, "https://mcp.example.com:8443/mcp"},
+		{agent.MCPServer{Transport: "sse", URL: "http://127.0.0.1:8931/sse?"}, "http://127.0.0.1:8931/sse"},
+	} {
+		if got := audience("files", tc.cfg); got != tc.want {
+			t.Errorf("audience(%+v) = %q, want %q", tc.cfg, got, tc.want)
 		}
 	}
 }

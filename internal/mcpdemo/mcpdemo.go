@@ -74,6 +74,10 @@ type Options struct {
 	// Trusted lists the base58 public keys submit and whoami accept;
 	// empty means any key.
 	Trusted []string
+	// Audience lists the names whoami accepts approvals for: the name the
+	// agent gives this server (a stdio server's audience) or its URL.
+	// Empty means "demo", the name the examples give it.
+	Audience []string
 	// Record, if set, is told of every call with a side effect before it
 	// returns: quote and remember with the message id, submit with the
 	// order. Tests count calls with it across restarts of agentd.
@@ -86,6 +90,7 @@ type demo struct {
 	srv     *mcp.Server
 	record  func(tool, key string)
 	trusted map[string]bool // base58 of the decoded keys; nil: any
+	aud     []string        // the audiences whoami accepts
 
 	mu      sync.Mutex
 	counter int64
@@ -101,7 +106,10 @@ func New(o *Options) *mcp.Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &demo{log: opts.Logger, notes: map[string][]string{}, record: opts.Record}
+	d := &demo{log: opts.Logger, notes: map[string][]string{}, record: opts.Record, aud: opts.Audience}
+	if len(d.aud) == 0 {
+		d.aud = []string{"demo"}
+	}
 	if d.record == nil {
 		d.record = func(string, string) {}
 	}
@@ -374,7 +382,13 @@ func (d *demo) whoami(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := a.Check(); err != nil {
+	// The approval must be for this call: this server, whoami and the
+	// arguments received.
+	au := d.aud[0]
+	if slices.Contains(d.aud, a.Audience) {
+		au = a.Audience
+	}
+	if err := a.Check(au, req.Params.Name, req.Params.Arguments); err != nil {
 		return nil, nil, err
 	}
 	pub, _ := approval.ParsePublicKey(a.Pubkey) // Check parsed it

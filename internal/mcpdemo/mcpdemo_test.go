@@ -346,28 +346,40 @@ func TestSubmit(t *testing.T) {
 func TestWhoami(t *testing.T) {
 	_, priv, pubkey := newKey(t)
 	_, _, otherPub := newKey(t)
-	signed := approval.Sign(priv, "who am I?", time.Now(), "m-42", "c1")
+	m := approval.Message{Text: "who am I?", CreatedAt: time.Now(), ID: "m-42", ChannelID: "c1"}
+	sign := func(audience, tool string) *approval.Approval {
+		a, err := approval.Sign(priv, m, audience, tool, map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	signed := sign("demo", "whoami")
 	tampered := *signed
 	tampered.Message = "something else"
 
 	tests := []struct {
-		name    string
-		trusted []string
-		meta    mcp.Meta
-		want    string
-		isError bool
+		name     string
+		trusted  []string
+		audience []string
+		meta     mcp.Meta
+		want     string
+		isError  bool
 	}{
-		{"valid", nil, mcp.Meta{approval.MetaKey: signed}, pubkey + " m-42 verified", false},
-		{"valid trusted", []string{pubkey}, mcp.Meta{approval.MetaKey: signed}, pubkey + " m-42 verified", false},
-		{"no meta", nil, nil, "missing", true},
-		{"other meta", nil, mcp.Meta{"progressToken": "x"}, "missing", true},
-		{"tampered", nil, mcp.Meta{approval.MetaKey: &tampered}, "bad signature", true},
-		{"not an object", nil, mcp.Meta{approval.MetaKey: 42}, "malformed", true},
-		{"untrusted", []string{otherPub}, mcp.Meta{approval.MetaKey: signed}, "untrusted", true},
+		{"valid", nil, nil, mcp.Meta{approval.MetaKey: signed}, pubkey + " m-42 verified", false},
+		{"valid trusted", []string{pubkey}, nil, mcp.Meta{approval.MetaKey: signed}, pubkey + " m-42 verified", false},
+		{"named otherwise", nil, []string{"tools", "https://demo.example/mcp"}, mcp.Meta{approval.MetaKey: sign("https://demo.example/mcp", "whoami")}, "verified", false},
+		{"no meta", nil, nil, nil, "missing", true},
+		{"other meta", nil, nil, mcp.Meta{"progressToken": "x"}, "missing", true},
+		{"tampered", nil, nil, mcp.Meta{approval.MetaKey: &tampered}, "bad signature", true},
+		{"not an object", nil, nil, mcp.Meta{approval.MetaKey: 42}, "malformed", true},
+		{"untrusted", []string{otherPub}, nil, mcp.Meta{approval.MetaKey: signed}, "untrusted", true},
+		{"for another server", nil, nil, mcp.Meta{approval.MetaKey: sign("evil", "whoami")}, "not for this call", true},
+		{"for another tool", nil, nil, mcp.Meta{approval.MetaKey: sign("demo", "submit")}, "not for this call", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cs := connect(t, &mcpdemo.Options{Trusted: tt.trusted}, nil)
+			cs := connect(t, &mcpdemo.Options{Trusted: tt.trusted, Audience: tt.audience}, nil)
 			text, isErr := callMeta(t, cs, "whoami", map[string]any{}, tt.meta)
 			if isErr != tt.isError || !strings.Contains(text, tt.want) {
 				t.Errorf("whoami = %q (isError %v), want %q (isError %v)", text, isErr, tt.want, tt.isError)

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -181,6 +182,13 @@ func Open(ctx context.Context, path string, o *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: open: %w", err)
 	}
+	// Memories are private: only the owner may read the database. SQLite
+	// gives the -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("memory: open: %w", err)
+	}
+	f.Close()
 	uri := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
 	s := &Store{
 		log: opt.Logger, emb: opt.Embedder, halfLife: opt.HalfLife, onStatus: opt.OnStatus,

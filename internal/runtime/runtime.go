@@ -69,6 +69,13 @@ type Turns interface {
 	Run(ctx context.Context, t *engine.Turn) (event.TurnEndData, error)
 }
 
+// Objects is the optional ability of Turns to build a turn's lifecycle
+// object with what only the engine knows (the approval of a turn that
+// called no tool server); without it the object is engine.BuildObject's.
+type Objects interface {
+	Object(d *agent.Definition, item store.InboxItem, evs []event.Event, channel string) *engine.Object
+}
+
 // Compactor is the optional ability of Turns to compact a session's
 // context on request.
 type Compactor interface {
@@ -297,6 +304,9 @@ func (r *Runtime) Message(ctx context.Context, in Input) (Receipt, *engine.Objec
 	def, ok := r.o.Agents.Get(agentID)
 	if !ok {
 		return rc, nil, fmt.Errorf("%w: %s", ErrUnknownAgent, agentID)
+	}
+	if o, ok := r.o.Engine.(Objects); ok {
+		return rc, o.Object(def, it, evs, rc.Session), nil
 	}
 	return rc, engine.BuildObject(def, it, evs, rc.Session), nil
 }

@@ -57,9 +57,19 @@ type Call struct {
 	Args    json.RawMessage // validated JSON object
 	Agent   string          // the calling agent's id
 	Session string          // the calling session's address
-	// Approval is the agent's signed approval of the message the call
-	// serves (JSON, see package agentd/approval); tool servers receive it.
-	Approval json.RawMessage
+	// Approval makes the agent's approval of the message the call serves,
+	// bound to the call, which tool servers receive; nil: none.
+	Approval Approver
+}
+
+// Approver signs the approvals calls carry to tool servers (see package
+// agentd/approval): each is for one call alone, so whoever sees it cannot
+// present it with another.
+type Approver interface {
+	// Approve returns the approval object (JSON) for the call of tool, the
+	// server's own name for it, on the server audience (its URL, or its
+	// name for a stdio server), with args exactly as they are sent.
+	Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error)
 }
 
 // Result is what a call returns to the model.

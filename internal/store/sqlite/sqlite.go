@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -142,6 +143,13 @@ func open(ctx context.Context, path string, opts *Options, hook func()) (*Store,
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	// The database holds every conversation: only its owner may read it.
+	// SQLite gives the -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	f.Close()
 	uri := "file:" + uriPath(abs)
 
 	s := &Store{log: o.Logger, dir: filepath.Dir(abs)}
