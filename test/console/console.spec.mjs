@@ -6,7 +6,9 @@
 //
 //   URL             the console's address (http://127.0.0.1:PORT)
 //   TOKEN           the gateway token (`agentd token`)
-//   SCREENSHOT_DIR  where the screenshots go (PNG)
+//   SCREENSHOT_DIR  where the screenshots go (PNG); empty: none are taken
+//   FAILURE_DIR     where a failing step's screenshot goes (default
+//                   SCREENSHOT_DIR, else the system's temporary folder)
 //   CHROMIUM        the browser (default /usr/bin/chromium)
 //
 // The Go test also restarts agentd when this script asks: it prints
@@ -19,6 +21,7 @@ import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const require = createRequire(new URL('../npm/package.json', import.meta.url));
@@ -26,13 +29,14 @@ const { chromium } = require('playwright-core');
 
 const URL_ = process.env.URL;
 const TOKEN = process.env.TOKEN;
-const SHOTS = process.env.SCREENSHOT_DIR || 'docs/screenshots';
+const SHOTS = process.env.SCREENSHOT_DIR || '';
+const FAILURES = process.env.FAILURE_DIR || SHOTS || join(tmpdir(), 'agentd-console-failures');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!URL_ || !TOKEN) {
   console.error('console.spec.mjs: set URL and TOKEN');
   process.exit(2);
 }
-mkdirSync(SHOTS, { recursive: true });
+if (SHOTS) mkdirSync(SHOTS, { recursive: true });
 const base = new URL(URL_);
 
 const lines = createInterface({ input: process.stdin });
@@ -95,11 +99,13 @@ async function step(name, fn) {
   } catch (e) {
     failed++;
     console.log('not ok - ' + name + '\n  ' + String(e && e.stack || e).split('\n').join('\n  '));
-    await page.screenshot({ path: join(SHOTS, 'failure-' + name.replace(/\W+/g, '-') + '.png') }).catch(() => {});
+    mkdirSync(FAILURES, { recursive: true });
+    await page.screenshot({ path: join(FAILURES, 'failure-' + name.replace(/\W+/g, '-') + '.png') }).catch(() => {});
     throw e;
   }
 }
-const shot = (name, opts = {}) => page.screenshot({ path: join(SHOTS, name + '.png'), ...opts });
+// shot writes a screenshot of the page, when screenshots were asked for.
+const shot = async (name, opts = {}) => { if (SHOTS) await page.screenshot({ path: join(SHOTS, name + '.png'), ...opts }); };
 const conn = () => page.locator('.conn');
 const userBubbles = (text) => page.locator('.timeline .bubble.user', { hasText: text });
 
