@@ -169,6 +169,8 @@ func TestConsole(t *testing.T) {
 		"agents/assistant.yaml": "name: Assistant\ndescription: A helpful assistant on the scripted model.\n" +
 			strings.TrimPrefix(openaiAgent(addr, "tools:\n  ask: [\"clock\"]\nbudgets:\n  max_steps: 10\n  max_usd_per_day: 5\n"), "name: Tester\n"),
 		"agents/researcher.yaml": strings.Replace(demoAgent(addr, dir, ""), "name: Tester", "name: Researcher\ndescription: Uses the demo MCP server.", 1),
+		// A file with a mistake: the console lists it with its problem.
+		"agents/draft.yaml": "name: Draft\nmodel:\n  provider: echo\nbudgets:\n  max_steps: many\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, name)

@@ -131,9 +131,6 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log, OnChange: onChange}); err != nil {
 		return nil, err
 	}
-	for file, err := range a.Agents.Errors() {
-		log.Warn("agent file not loaded", "file", file, "err", err)
-	}
 	if a.Store, err = sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: a.Config.Store.Synchronous, Logger: log}); err != nil {
 		return nil, err
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -81,6 +83,13 @@ func (e *env) serveCmd() *cobra.Command {
 			for _, d := range a.Agents.List() {
 				fmt.Fprintf(out, "  agent %-16s %s\n", d.ID, describeModel(d.Model))
 				echo = echo || d.Model.Provider == agent.ProviderEcho
+			}
+			errs := a.Agents.Errors()
+			for _, id := range slices.Sorted(maps.Keys(errs)) {
+				fmt.Fprintf(out, "  agent %-16s invalid, not loaded:\n", id)
+				for line := range strings.SplitSeq(errs[id].Error(), "\n") {
+					fmt.Fprintf(out, "    %s\n", line)
+				}
 			}
 			if echo {
 				fmt.Fprintln(out, agent.ModelHint())
@@ -428,16 +437,41 @@ func (e *env) agentsCmd() *cobra.Command {
 				return json.NewEncoder(e.stdout).Encode(list)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tTYPE\tMODEL")
+			fmt.Fprintln(tw, "ID\tNAME\tTYPE\tMODEL\tSTATE")
 			for _, a := range list {
 				m := a.Provider + " " + a.Model
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m), a.State)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, a := range list {
+				if len(a.Problems) == 0 {
+					continue
+				}
+				if a.State == gateway.AgentInvalid {
+					fmt.Fprintf(e.stdout, "\n%s: invalid, not loaded:\n", a.ID)
+				} else {
+					fmt.Fprintf(e.stdout, "\n%s: its file does not load; the last good definition stays in use:\n", a.ID)
+				}
+				for _, p := range a.Problems {
+					fmt.Fprintf(e.stdout, "  %s\n", problemText(p))
+				}
+			}
+			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// problemText formats a problem as agentd reports config errors:
+// file:line: field: message.
+func problemText(p gateway.Problem) string {
+	if p.File == "" {
+		return p.Message
+	}
+	return agent.FieldError{File: p.File, Line: p.Line, Field: p.Field, Msg: p.Message}.Error()
 }
 
 func (e *env) sessionsCmd() *cobra.Command {

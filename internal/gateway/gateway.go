@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -285,6 +286,8 @@ func (s *Server) errorBody(err error) (int, Error) {
 		status, code, msg = 404, "not_found", err.Error()
 	case errors.Is(err, store.ErrNotFound):
 		status, code, msg = 404, "not_found", "not found"
+	case errors.Is(err, runtime.ErrInvalidAgent):
+		status, code, msg = 409, "agent_invalid", err.Error()
 	case errors.Is(err, runtime.ErrNoTurn):
 		status, code, msg = 409, "no_turn", err.Error()
 	case errors.Is(err, runtime.ErrSessionClosed):
@@ -315,6 +318,12 @@ func badRequest(format string, args ...any) error {
 
 func addr(r *http.Request) string { return r.PathValue("agent") + "/" + r.PathValue("key") }
 
+// Agent states in the list.
+const (
+	AgentReady   = "ready"   // a definition is in use
+	AgentInvalid = "invalid" // its file does not load and never did: messages to it are refused
+)
+
 // AgentInfo is an agent as the API lists it.
 type AgentInfo struct {
 	ID       string `json:"id"`
@@ -325,15 +334,50 @@ type AgentInfo struct {
 	File     string `json:"file,omitempty"`
 	// Description is the agent's own description.
 	Description string `json:"description,omitempty"`
+	// State is AgentReady or AgentInvalid.
+	State string `json:"state"`
+	// Problems are what is wrong with the agent's file: why an invalid
+	// agent does not load, or, for a ready one, why the file's newest
+	// version does not (its last good definition stays in use).
+	Problems []Problem `json:"problems,omitempty"`
+	// ModelHint, for an agent on the built-in echo model, says how to
+	// configure a real one.
+	ModelHint string `json:"model_hint,omitempty"`
 }
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	defs := s.o.Agents.List()
-	out := make([]AgentInfo, 0, len(defs))
-	for _, d := range defs {
-		out = append(out, AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File, Description: d.Description})
+	var errs map[string]error
+	if s.o.AgentFiles != nil {
+		errs = s.o.AgentFiles.Errors()
 	}
+	out := make([]AgentInfo, 0, len(defs)+len(errs))
+	for _, d := range defs {
+		a := AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File,
+			Description: d.Description, State: AgentReady}
+		if d.Model.Provider == agent.ProviderEcho {
+			a.ModelHint = agent.ModelHintFor(d.File)
+		}
+		if err := errs[d.ID]; err != nil {
+			a.Problems = problems(err, true)
+			delete(errs, d.ID)
+		}
+		out = append(out, a)
+	}
+	for id, err := range errs {
+		out = append(out, AgentInfo{ID: id, File: agentFile(id, err), State: AgentInvalid, Problems: problems(err, true)})
+	}
+	slices.SortFunc(out, func(a, b AgentInfo) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, 200, out)
+}
+
+// agentFile is the file an agent's load error names, or its usual name.
+func agentFile(id string, err error) string {
+	var ce *agent.ConfigError
+	if errors.As(err, &ce) && len(ce.Errors) > 0 && ce.Errors[0].File != "" {
+		return ce.Errors[0].File
+	}
+	return agent.AgentsDir + "/" + id + ".yaml"
 }
 
 // SessionInfo is a session as the API shows it.

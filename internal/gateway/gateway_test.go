@@ -47,8 +47,8 @@ func TestRoutes(t *testing.T) {
 	var ags []gateway.AgentInfo
 	decodeStrict(t, body, &ags)
 	wantAgents := []gateway.AgentInfo{
-		{ID: "a", Name: "Alpha", Type: "user", Provider: "test", Model: "m1", File: "agents/a.yaml"},
-		{ID: "b", Name: "Beta", Type: "permanent", Provider: "test", Model: "m2"},
+		{ID: "a", Name: "Alpha", Type: "user", Provider: "test", Model: "m1", File: "agents/a.yaml", State: gateway.AgentReady},
+		{ID: "b", Name: "Beta", Type: "permanent", Provider: "test", Model: "m2", State: gateway.AgentReady},
 	}
 	if diff := cmp.Diff(wantAgents, ags); status != 200 || diff != "" {
 		t.Errorf("agents: %d (-want +got):\n%s", status, diff)

@@ -298,6 +298,20 @@ try {
     await shot('agents');
   });
 
+  await step('agents: a file that does not load is listed with its problem, and cannot chat', async () => {
+    const card = page.locator('article.agent', { hasText: 'agents/draft.yaml' });
+    await card.locator('.badge.st-invalid').waitFor();
+    await card.locator('.problems li', { hasText: /^agents\/draft\.yaml:5: budgets\.max_steps: / }).waitFor();
+    assert.equal(await card.getByRole('link', { name: 'Chat' }).count(), 0);
+    const listed = (await api('GET', '/v1/agents')).find((a) => a.id === 'draft');
+    assert.equal(listed.state, 'invalid');
+    await assert.rejects(api('POST', '/v1/sessions/draft/x/messages', { text: 'hi' }), /409 .*agent_invalid/);
+    await page.click('nav a[data-route=chat]');
+    await page.locator('#agent-pick option[value=draft][disabled]').waitFor({ state: 'attached' });
+    await page.goto(URL_ + '/#/chat/draft');
+    await page.locator('.problems li', { hasText: 'agents/draft.yaml:5' }).waitFor();
+  });
+
   await step('MCP servers: status and tools', async () => {
     await page.click('nav a[data-route=mcp]');
     await page.locator('.status-dot.sd-connected').first().waitFor({ timeout: 20000 });

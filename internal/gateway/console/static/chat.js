@@ -6,7 +6,7 @@
 import { h, icon, fill } from './dom.js';
 import { get, post, path, query, newKey, APIError } from './api.js';
 import { render } from './md.js';
-import { fmtDuration, fmtNum, fmtUSD, fmtTime, relTime, pretty, prefs, setPref, toast, badge, copyButton, empty, errorBox, spinner, routeHash } from './util.js';
+import { fmtDuration, fmtNum, fmtUSD, fmtTime, relTime, pretty, prefs, setPref, toast, badge, copyButton, empty, errorBox, spinner, routeHash, problemsBox } from './util.js';
 
 const OUTBOX = 'agentd.console.outbox'; // sessionStorage: messages not yet accepted
 const PAGE = 1000;
@@ -59,12 +59,17 @@ export function chatScreen(app, el, args) {
       return;
     }
     if (!alive) return;
-    if (!agents || !agents.length) {
-      fill(el, h('div', { class: 'page' }, empty('No agents yet', 'Add an agent file in the data directory (agentd init writes one), and it appears here.')));
+    const usable = (agents || []).filter((a) => a.state !== 'invalid');
+    const broken = (agents || []).find((a) => a.id === agent && a.state === 'invalid');
+    if (broken || !usable.length) {
+      fill(el, h('div', { class: 'page' }, broken
+        ? problemsBox('The file of ' + broken.id + ' does not load, so it cannot chat until the file is fixed:', broken.problems)
+        : empty('No agents yet', agents && agents.length ? 'No agent file loads: the Agents page says why.' : 'Add an agent file in the data directory (agentd init writes one), and it appears here.'),
+      h('p', null, h('a', { href: routeHash('agents', agent) }, 'See the agents'))));
       return;
     }
     const p = prefs();
-    if (!agent || !agents.some((a) => a.id === agent)) agent = agents.some((a) => a.id === p.agent) ? p.agent : agents[0].id;
+    if (!agent || !usable.some((a) => a.id === agent)) agent = usable.some((a) => a.id === p.agent) ? p.agent : usable[0].id;
     if (!key) key = (p.keys && p.keys[agent]) || newSessionKey();
     const want = routeHash('chat', agent, key);
     if (location.hash !== want) history.replaceState(null, '', want);
@@ -112,7 +117,8 @@ class ChatView {
 
   build() {
     const agentSel = h('select', { id: 'agent-pick', 'aria-label': 'Agent' },
-      this.agents.map((a) => h('option', { value: a.id, selected: a.id === this.agent }, a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id)));
+      this.agents.map((a) => h('option', { value: a.id, selected: a.id === this.agent, disabled: a.state === 'invalid' },
+        (a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id) + (a.state === 'invalid' ? ' — file invalid' : ''))));
     agentSel.addEventListener('change', () => {
       const p = prefs();
       const k = (p.keys && p.keys[agentSel.value]) || newSessionKey();

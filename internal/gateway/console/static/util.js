@@ -129,6 +129,19 @@ export function highlight(snippet) {
   return out;
 }
 
+// problemLine formats a problem of an agent file as agentd reports config
+// errors: file:line: field: message.
+export function problemLine(p) {
+  const where = p.file ? p.file + (p.line ? ':' + p.line : '') + ': ' : '';
+  return where + (p.field ? p.field + ': ' : '') + (p.message || '');
+}
+
+// problemsBox lists an agent file's problems under a heading.
+export function problemsBox(title, problems) {
+  return h('div', { class: 'error-box small problems', role: 'note' }, h('p', null, title),
+    h('ul', null, (problems || []).map((p) => h('li', { class: 'mono' }, problemLine(p)))));
+}
+
 // empty is a placeholder for a list with nothing in it.
 export function empty(title, text, ...actions) {
   return h('div', { class: 'empty' }, h('p', { class: 'empty-title' }, title), text ? h('p', null, text) : null, ...actions);

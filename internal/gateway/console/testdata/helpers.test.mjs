@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { path, query, request, newKey } from '../static/api.js';
-import { parseRoute, routeHash, pretty, splitAddr } from '../static/util.js';
+import { parseRoute, routeHash, pretty, splitAddr, problemLine } from '../static/util.js';
 import { kindOf } from '../static/stream.js';
 import { series, niceMax, lastDays } from '../static/usage.js';
 
@@ -45,6 +45,10 @@ test('small formats', () => {
   assert.equal(pretty('not json {'), 'not json {');
   assert.match(newKey('console'), /^console-[0-9a-f]{24}$/);
   assert.notEqual(newKey(), newKey());
+  assert.equal(problemLine({ file: 'agents/a.yaml', line: 5, field: 'budgets.max_steps', message: 'must be an integer' }),
+    'agents/a.yaml:5: budgets.max_steps: must be an integer');
+  assert.equal(problemLine({ file: 'agents/a.yaml', message: 'permission denied' }), 'agents/a.yaml: permission denied');
+  assert.equal(problemLine({ message: 'x' }), 'x');
 });
 
 test('the usage series has every day, oldest first', () => {
