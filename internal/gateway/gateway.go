@@ -10,6 +10,7 @@
 //	GET  /v1/agents
 //	GET  /v1/sessions?agent=A&state=S&limit=N
 //	GET  /v1/sessions/{agent}/{key}
+//	PATCH /v1/sessions/{agent}/{key}           {title}: name the session
 //	GET  /v1/sessions/{agent}/{key}/events?after=SEQ&limit=N&wait=DURATION   (long-poll)
 //	POST /v1/sessions/{agent}/{key}/messages   {text, idempotency_key, system, silent, origin}
 //	     ?wait=true: the reply; ?stream=true: the turn's events as JSON lines
@@ -29,6 +30,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,6 +138,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("GET /v1/agents", s.agents)
 	m.HandleFunc("GET /v1/sessions", s.sessions)
 	m.HandleFunc("GET /v1/sessions/{agent}/{key}", s.session)
+	m.HandleFunc("PATCH /v1/sessions/{agent}/{key}", s.patchSession)
 	m.HandleFunc("GET /v1/sessions/{agent}/{key}/events", s.events)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/messages", s.message)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reset", s.reset)
@@ -356,7 +359,10 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 		a := AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File,
 			Description: d.Description, State: AgentReady}
 		if d.Model.Provider == agent.ProviderEcho {
-			a.ModelHint = agent.ModelHintFor(d.File)
+			a.ModelHint = agent.ModelHint()
+			if d.File != "" {
+				a.ModelHint = agent.ModelHintFor(agent.AgentsDir + "/" + filepath.Base(d.File))
+			}
 		}
 		if err := errs[d.ID]; err != nil {
 			a.Problems = problems(err, true)
@@ -390,10 +396,16 @@ type SessionInfo struct {
 	LastSeq   int64     `json:"last_seq"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Title names the conversation for people: its first message's first
+	// line, a few words a model wrote, or a person's name for it (TitleBy:
+	// input, model or user). Absent until the first message.
+	Title   string `json:"title,omitempty"`
+	TitleBy string `json:"title_by,omitempty"`
 }
 
 func info(s store.Session) SessionInfo {
-	return SessionInfo{ID: s.ID, Address: s.Address(), Agent: s.Agent, Key: s.Key, State: s.State, LastSeq: s.LastSeq, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	return SessionInfo{ID: s.ID, Address: s.Address(), Agent: s.Agent, Key: s.Key, State: s.State, LastSeq: s.LastSeq, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Title: s.Title, TitleBy: s.TitleBy}
 }
 
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {

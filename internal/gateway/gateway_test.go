@@ -128,7 +128,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := gateway.SessionInfo{ID: stored.ID, Address: "a/chat:alice", Agent: "a", Key: "chat:alice", State: stored.State,
-		LastSeq: stored.LastSeq, CreatedAt: stored.CreatedAt, UpdatedAt: stored.UpdatedAt}
+		LastSeq: stored.LastSeq, CreatedAt: stored.CreatedAt, UpdatedAt: stored.UpdatedAt, Title: "hello", TitleBy: store.TitleByInput}
 	if diff := cmp.Diff(want, si); status != 200 || diff != "" {
 		t.Errorf("session: %d (-want +got):\n%s", status, diff)
 	}
