@@ -30,6 +30,7 @@ import (
 	"agentd/internal/skill"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
 )
@@ -240,6 +241,21 @@ func (a *App) Bootstrap() {
 	if a.bctx != nil {
 		a.wg.Go(func() { a.bootstrap(a.bctx) })
 	}
+}
+
+// TitleSessions starts, in the background, naming sessions with a few
+// words from a model after their first reply (the daemon does this once it
+// is up; a command run in process does not, as it would end first).
+func (a *App) TitleSessions() {
+	if a.bctx == nil {
+		return
+	}
+	t := title.New(a.Store, a.Agents, a.Models, a.Bus, &title.Options{Logger: a.Logger, Prices: a.Config.Prices})
+	a.wg.Go(func() {
+		if err := t.Run(a.bctx); err != nil {
+			a.Logger.Error("session titles stopped", "err", err)
+		}
+	})
 }
 
 // Close stops the runtime (running turns get until ctx is done to finish;

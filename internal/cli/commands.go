@@ -75,6 +75,7 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			a.Bootstrap()
+			a.TitleSessions()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout
 			lw := &lockedWriter{w: out}
@@ -490,9 +491,9 @@ func (e *env) sessionsCmd() *cobra.Command {
 				return json.NewEncoder(e.stdout).Encode(list)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED")
+			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED\tTITLE")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime), titleCell(s.Title))
 			}
 			return tw.Flush()
 		}),
@@ -502,6 +503,15 @@ func (e *env) sessionsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// titleCell is a session's title as a table shows it: at most 40
+// characters (titles are one line without control characters).
+func titleCell(t string) string {
+	if r := []rune(t); len(r) > 40 {
+		return string(r[:39]) + "…"
+	}
+	return t
 }
 
 func (e *env) logCmd() *cobra.Command {
