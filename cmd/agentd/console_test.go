@@ -30,8 +30,16 @@ import (
 )
 
 // consoleScript is the model: a tool call to a built-in tool with a reply
-// in markdown, and a tool the agent's policy asks a person about.
+// in markdown, a tool the agent's policy asks a person about, a refusal
+// of its API key, and the title agentd asks for after a chat's first
+// reply.
 const consoleScript = `
+match ^Conversation to name
+say Arithmetic with the calculator
+
+match (?i)^flaky
+fail 401
+
 match (?i)calculat|sum
 say Let me work that out with the calculator.
 call calculator {"expression": "(17 + 25) * 3"}
@@ -171,6 +179,8 @@ func TestConsole(t *testing.T) {
 		"agents/researcher.yaml": strings.Replace(demoAgent(addr, dir, ""), "name: Tester", "name: Researcher\ndescription: Uses the demo MCP server.", 1),
 		// A file with a mistake: the console lists it with its problem.
 		"agents/draft.yaml": "name: Draft\nmodel:\n  provider: echo\nbudgets:\n  max_steps: many\n",
+		// The built-in echo model: the console says how to configure a real one.
+		"agents/offline.yaml": "name: Offline\nmodel:\n  provider: echo\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, name)
