@@ -212,6 +212,7 @@ try {
     await ap.locator('text=clock').first().waitFor();
     assert.equal((await api('GET', '/v1/approvals')).length, 1);
     await page.locator('.appr-badge:not([hidden])').waitFor();
+    await ap.scrollIntoViewIfNeeded();
     await shot('approval');
     await ap.getByRole('button', { name: 'Grant' }).click();
     await page.locator('.approval.ap-granted', { hasText: 'Granted by console' }).waitFor();
