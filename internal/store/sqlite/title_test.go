@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"agentd/internal/event"
 	"agentd/internal/store"
 )
@@ -84,25 +82,5 @@ func TestSetTitle(t *testing.T) {
 	}
 	if _, err := s.SetTitle(ctx, sess.ID+100, "x", store.TitleByUser); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("SetTitle of no session = %v, want ErrNotFound", err)
-	}
-}
-
-func TestTitleOf(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"", ""},
-		{" \n\t\n", ""},
-		{"hello", "hello"},
-		{"\n\n  first line  \nsecond", "first line"},
-		{"tab\tand\x1b[31mcolour\x07", "tab and[31mcolour"},
-		{"Please summarize the quarterly report and list every action item we agreed on", "Please summarize the quarterly report and list every action…"},
-		{"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa…"},
-		{"日本語のメッセージ", "日本語のメッセージ"},
-	} {
-		if got := store.TitleOf(tc.in); got != tc.want {
-			t.Errorf("TitleOf(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	if diff := cmp.Diff("a b c", store.CleanTitle(" a\r\nb\u0085c\u0000")); diff != "" {
-		t.Errorf("CleanTitle (-want +got):\n%s", diff)
 	}
 }
