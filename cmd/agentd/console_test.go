@@ -5,14 +5,18 @@ package main
 // (Debian's chromium package, driven by playwright-core from test/npm):
 // log in with the token, chat with streamed replies and tool cards, grant
 // and deny approvals inline, reload, survive a restart of agentd, visit
-// every screen, on a desktop and a phone. It writes screenshots of the
-// main screens to docs/screenshots (AGENTD_SCREENSHOTS names another
-// folder). Without Chromium, node or playwright-core the test is skipped,
-// unless AGENTD_INTEROP=1, which makes that a failure.
+// every screen, on a desktop and a phone. With AGENTD_SCREENSHOTS=1 it
+// writes screenshots of the main screens to docs/screenshots (another
+// value names another folder); without it, it writes nothing in the tree,
+// and a failing step's screenshot goes to a temporary folder it names.
+// Without Chromium, node or playwright-core the test is skipped, unless
+// AGENTD_INTEROP=1, which makes that a failure.
 
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,8 +30,16 @@ import (
 )
 
 // consoleScript is the model: a tool call to a built-in tool with a reply
-// in markdown, and a tool the agent's policy asks a person about.
+// in markdown, a tool the agent's policy asks a person about, a refusal
+// of its API key, and the title agentd asks for after a chat's first
+// reply.
 const consoleScript = `
+match ^Conversation to name
+say Arithmetic with the calculator
+
+match (?i)^flaky
+fail 401
+
 match (?i)calculat|sum
 say Let me work that out with the calculator.
 call calculator {"expression": "(17 + 25) * 3"}
@@ -165,6 +177,10 @@ func TestConsole(t *testing.T) {
 		"agents/assistant.yaml": "name: Assistant\ndescription: A helpful assistant on the scripted model.\n" +
 			strings.TrimPrefix(openaiAgent(addr, "tools:\n  ask: [\"clock\"]\nbudgets:\n  max_steps: 10\n  max_usd_per_day: 5\n"), "name: Tester\n"),
 		"agents/researcher.yaml": strings.Replace(demoAgent(addr, dir, ""), "name: Tester", "name: Researcher\ndescription: Uses the demo MCP server.", 1),
+		// A file with a mistake: the console lists it with its problem.
+		"agents/draft.yaml": "name: Draft\nmodel:\n  provider: echo\nbudgets:\n  max_steps: many\n",
+		// The built-in echo model: the console says how to configure a real one.
+		"agents/offline.yaml": "name: Offline\nmodel:\n  provider: echo\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, name)
@@ -203,17 +219,15 @@ func TestConsole(t *testing.T) {
 		t.Skip("skipping: this agentd does not serve the console at / yet")
 	}
 
-	shots := os.Getenv("AGENTD_SCREENSHOTS")
-	if shots == "" {
-		shots = filepath.Join("..", "..", "docs", "screenshots")
-	}
-	shots, _ = filepath.Abs(shots)
+	shots, failures := screenshotDirs(t)
+	docShots := filepath.Join("..", "..", "docs", "screenshots")
+	tracked := dirDigest(t, docShots)
 	spec, _ := filepath.Abs(filepath.Join("..", "..", "test", "console", "console.spec.mjs"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, spec)
-	cmd.Env = append(os.Environ(), "URL=http://"+d.addr, "TOKEN="+token, "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "URL=http://"+d.addr, "TOKEN="+token, "SCREENSHOT_DIR="+shots, "FAILURE_DIR="+failures, "CHROMIUM="+chromium)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -253,9 +267,55 @@ func TestConsole(t *testing.T) {
 	stdin.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	if err != nil || !strings.HasSuffix(summary, " 0 failed") {
-		t.Fatalf("the console test failed (%v); screenshots in %s\nnode stderr:\n%s\nagentd:\n%s", err, shots, stderr.String(), tail(d.out.String(), 4000))
+	if shots == "" && dirDigest(t, docShots) != tracked {
+		t.Errorf("the test changed %s without AGENTD_SCREENSHOTS=1", docShots)
 	}
+	if err != nil || !strings.HasSuffix(summary, " 0 failed") {
+		t.Fatalf("the console test failed (%v); the failing step's screenshot is in %s\nnode stderr:\n%s\nagentd:\n%s", err, failures, stderr.String(), tail(d.out.String(), 4000))
+	}
+}
+
+// screenshotDirs says where the console test writes its screenshots: ""
+// (none) unless AGENTD_SCREENSHOTS asks for them, docs/screenshots for
+// AGENTD_SCREENSHOTS=1, else the folder it names; and where a failing
+// step's screenshot goes: that folder, or one under the system's temporary
+// directory, made only when a step fails, that outlives the test.
+func screenshotDirs(t *testing.T) (shots, failures string) {
+	t.Helper()
+	switch v := os.Getenv("AGENTD_SCREENSHOTS"); v {
+	case "":
+	case "1":
+		shots = filepath.Join("..", "..", "docs", "screenshots")
+	default:
+		shots = v
+	}
+	if shots != "" {
+		abs, err := filepath.Abs(shots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs, abs
+	}
+	return "", filepath.Join(os.TempDir(), "agentd-console-failures")
+}
+
+// dirDigest is a digest of the names and contents of the files in dir.
+func dirDigest(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %d\n", e.Name(), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func tail(s string, n int) string {

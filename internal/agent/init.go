@@ -69,8 +69,15 @@ func createFile(name string, data []byte) (bool, error) {
 
 // ModelHint is the line `agentd serve` prints when an agent uses the echo
 // model.
-func ModelHint() string {
+func ModelHint() string { return ModelHintFor("") }
+
+// ModelHintFor is ModelHint for the agent file named file (relative to the
+// data directory; "" for any agent's file).
+func ModelHintFor(file string) string {
+	if file == "" {
+		file = AgentsDir + "/<id>.yaml"
+	}
 	return "Using the built-in echo model, which only repeats your messages. For a real model, " +
-		"export OPENAI_API_KEY or ANTHROPIC_API_KEY and set model.provider and model.name in agents/<id>.yaml, " +
+		"export OPENAI_API_KEY or ANTHROPIC_API_KEY and set model.provider and model.name in " + file + ", " +
 		"or set model.base_url to a local server such as Ollama (http://localhost:11434/v1); see docs/configuration.md."
 }

@@ -67,8 +67,11 @@ type snapshot struct {
 }
 
 // NewRegistry loads the agents of dataDir; cfg supplies the default model
-// (nil means DefaultConfig). Files that fail to load are logged and listed
-// by Errors; NewRegistry itself fails only if agents/ cannot be read.
+// (nil means DefaultConfig). Files that fail to load are listed by Errors
+// (and FileError) but not logged: the caller reports them where they
+// matter, once (agentd serve's banner, agentd agents, a message to the
+// agent); later reloads log what changed. NewRegistry itself fails only if
+// agents/ cannot be read.
 func NewRegistry(dataDir string, cfg *Config, opts *RegistryOptions) (*Registry, error) {
 	if opts == nil {
 		opts = &RegistryOptions{}
@@ -90,7 +93,7 @@ func NewRegistry(dataDir string, cfg *Config, opts *RegistryOptions) (*Registry,
 		r.debounce = DefaultDebounce
 	}
 	r.snap.Store(&snapshot{defs: map[string]*Definition{}, errs: map[string]error{}})
-	if _, err := r.reload(); err != nil {
+	if _, err := r.load(false); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -114,6 +117,13 @@ func (r *Registry) Errors() map[string]error {
 	return maps.Clone(r.snap.Load().errs)
 }
 
+// FileError returns why agent id's file does not load (a *ConfigError
+// for a file with problems), or nil. An agent whose file broke after it
+// loaded has both a definition (Get) and a FileError.
+func (r *Registry) FileError(id string) error {
+	return r.snap.Load().errs[id]
+}
+
 // Reload reloads agents/ now. It returns the problems of every file that
 // failed (also listed by Errors); the agents that loaded apply either way.
 func (r *Registry) Reload() error {
@@ -131,9 +141,13 @@ func (r *Registry) Reload() error {
 	return errors.Join(errs...)
 }
 
-// reload loads the files and swaps in the new state; it returns the ids
-// that changed.
-func (r *Registry) reload() ([]string, error) {
+// reload loads the files and swaps in the new state, logging what
+// changed; it returns the ids that changed.
+func (r *Registry) reload() ([]string, error) { return r.load(true) }
+
+// load loads the files and swaps in the new state; it returns the ids that
+// changed, and logs the changes if logChanges.
+func (r *Registry) load(logChanges bool) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, err := loadAgents(r.dataDir, r.cfg)
@@ -180,6 +194,9 @@ func (r *Registry) reload() ([]string, error) {
 			continue
 		}
 		changed = append(changed, id)
+		if !logChanges {
+			continue
+		}
 		switch {
 		case curErr != "" && curErr != prevErr:
 			r.logInvalid(id, next.errs[id], cur != nil)

@@ -334,3 +334,46 @@ func BenchmarkRegistryGet(b *testing.B) {
 		b.Fatal("agent not found")
 	}
 }
+
+// NewRegistry reports files that do not load through FileError and Errors
+// without logging them (its callers report them, once); a reload that
+// breaks another file logs that.
+func TestRegistryFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeAgent := func(id, body string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, AgentsDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, AgentsDir, id+".yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeAgent("good", "name: Good\n")
+	writeAgent("bad", "name: Bad\nbudgets:\n  max_steps: -1\n")
+	var log strings.Builder
+	r, err := NewRegistry(dir, nil, &RegistryOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log.Len() != 0 {
+		t.Errorf("NewRegistry logged:\n%s", log.String())
+	}
+	var ce *ConfigError
+	if err := r.FileError("bad"); !errors.As(err, &ce) || len(ce.Errors) != 1 || ce.Errors[0].Line != 3 {
+		t.Errorf("FileError(bad) = %v, want a ConfigError for line 3", err)
+	}
+	if err := r.FileError("good"); err != nil {
+		t.Errorf("FileError(good) = %v", err)
+	}
+	writeAgent("good", "name: Good\nbudgets:\n  max_steps: -1\n")
+	if err := r.Reload(); err == nil {
+		t.Fatal("Reload found no problem")
+	}
+	if _, ok := r.Get("good"); !ok || r.FileError("good") == nil {
+		t.Errorf("after a broken edit: Get(good) ok=%v, FileError %v; want the last good definition and the problem", ok, r.FileError("good"))
+	}
+	if got := log.String(); !strings.Contains(got, "agent=good") || strings.Contains(got, "agent=bad") {
+		t.Errorf("Reload logged %q; want the newly broken file only", got)
+	}
+}

@@ -230,7 +230,8 @@ type Memory struct {
 	// CompactAt (default 0.9).
 	WarnAt    float64 `yaml:"warn_at" json:"warn_at,omitempty"`
 	CompactAt float64 `yaml:"compact_at" json:"compact_at,omitempty"`
-	// SummaryModel writes summaries (default: the agent's own model).
+	// SummaryModel writes summaries and session titles (default: the
+	// agent's own model).
 	SummaryModel *Model `yaml:"summary_model" json:"summary_model,omitempty"`
 	// Recall is how many long-term memories are recalled into the context
 	// of each turn (default 5; -1: none).

@@ -31,6 +31,7 @@ import (
 	"agentd/internal/skill"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
 )
@@ -145,9 +146,6 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log, OnChange: onChange}); err != nil {
 		return nil, err
 	}
-	for file, err := range a.Agents.Errors() {
-		log.Warn("agent file not loaded", "file", file, "err", err)
-	}
 	if a.Store, err = sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: a.Config.Store.Synchronous, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -257,6 +255,21 @@ func (a *App) Bootstrap() {
 	if a.bctx != nil {
 		a.wg.Go(func() { a.bootstrap(a.bctx) })
 	}
+}
+
+// TitleSessions starts, in the background, naming sessions with a few
+// words from a model after their first reply (the daemon does this once it
+// is up; a command run in process does not, as it would end first).
+func (a *App) TitleSessions() {
+	if a.bctx == nil {
+		return
+	}
+	t := title.New(a.Store, a.Agents, a.Models, a.Bus, &title.Options{Logger: a.Logger, Prices: a.Config.Prices})
+	a.wg.Go(func() {
+		if err := t.Run(a.bctx); err != nil {
+			a.Logger.Error("session titles stopped", "err", err)
+		}
+	})
 }
 
 // Drain is the first step of stopping, while the API still answers: new

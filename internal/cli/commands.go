@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -75,6 +76,7 @@ func (e *env) serveCmd() *cobra.Command {
 				return err
 			}
 			a.Bootstrap()
+			a.TitleSessions()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout
 			lw := &lockedWriter{w: out}
@@ -83,6 +85,13 @@ func (e *env) serveCmd() *cobra.Command {
 			for _, d := range a.Agents.List() {
 				fmt.Fprintf(out, "  agent %-16s %s\n", d.ID, describeModel(d.Model))
 				echo = echo || d.Model.Provider == agent.ProviderEcho
+			}
+			errs := a.Agents.Errors()
+			for _, id := range slices.Sorted(maps.Keys(errs)) {
+				fmt.Fprintf(out, "  agent %-16s invalid, not loaded:\n", id)
+				for line := range strings.SplitSeq(errs[id].Error(), "\n") {
+					fmt.Fprintf(out, "    %s\n", line)
+				}
 			}
 			if echo {
 				fmt.Fprintln(out, agent.ModelHint())
@@ -307,16 +316,41 @@ func (e *env) agentsCmd() *cobra.Command {
 				return json.NewEncoder(e.stdout).Encode(list)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tTYPE\tMODEL")
+			fmt.Fprintln(tw, "ID\tNAME\tTYPE\tMODEL\tSTATE")
 			for _, a := range list {
 				m := a.Provider + " " + a.Model
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m), a.State)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, a := range list {
+				if len(a.Problems) == 0 {
+					continue
+				}
+				if a.State == gateway.AgentInvalid {
+					fmt.Fprintf(e.stdout, "\n%s: invalid, not loaded:\n", a.ID)
+				} else {
+					fmt.Fprintf(e.stdout, "\n%s: its file does not load; the last good definition stays in use:\n", a.ID)
+				}
+				for _, p := range a.Problems {
+					fmt.Fprintf(e.stdout, "  %s\n", problemText(p))
+				}
+			}
+			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// problemText formats a problem as agentd reports config errors:
+// file:line: field: message.
+func problemText(p gateway.Problem) string {
+	if p.File == "" {
+		return p.Message
+	}
+	return agent.FieldError{File: p.File, Line: p.Line, Field: p.Field, Msg: p.Message}.Error()
 }
 
 func (e *env) sessionsCmd() *cobra.Command {
@@ -345,9 +379,9 @@ func (e *env) sessionsCmd() *cobra.Command {
 				return json.NewEncoder(e.stdout).Encode(list)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED")
+			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED\tTITLE")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime), titleCell(s.Title))
 			}
 			return tw.Flush()
 		}),
@@ -357,6 +391,15 @@ func (e *env) sessionsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// titleCell is a session's title as a table shows it: at most 40
+// characters (titles are one line without control characters).
+func titleCell(t string) string {
+	if r := []rune(t); len(r) > 40 {
+		return string(r[:39]) + "…"
+	}
+	return t
 }
 
 func (e *env) logCmd() *cobra.Command {

@@ -522,7 +522,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.refuse(w, http.StatusForbidden, "forbidden", "cross-origin requests are not allowed")
 			return
 		}
-		h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE")
+		h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
 		h.Set("Access-Control-Allow-Headers", corsAllowHeaders(r.Header.Get("Access-Control-Request-Headers")))
 		h.Set("Access-Control-Max-Age", "600")
 		w.WriteHeader(http.StatusNoContent)

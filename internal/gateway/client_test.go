@@ -47,7 +47,7 @@ func exerciseClient(t *testing.T, e *env, c *gateway.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gateway.SessionInfo{{ID: rc.SessionID, Address: "a/chat:bob", Agent: "a", Key: "chat:bob", State: store.StateIdle}}
+	want := []gateway.SessionInfo{{ID: rc.SessionID, Address: "a/chat:bob", Agent: "a", Key: "chat:bob", State: store.StateIdle, Title: "hello", TitleBy: store.TitleByInput}}
 	if diff := cmp.Diff(want, list, sessionInfoOpts); diff != "" {
 		t.Errorf("Sessions (-want +got):\n%s", diff)
 	}

@@ -43,6 +43,7 @@ var failures = []failure{
 	{errs: []error{runtime.ErrTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, errNotFound}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
+	{errs: []error{runtime.ErrInvalidAgent}, status: http.StatusConflict, code: "agent_invalid"},
 	{errs: []error{runtime.ErrNoTurn}, status: http.StatusConflict, code: "no_turn"},
 	{errs: []error{runtime.ErrSessionClosed}, status: http.StatusConflict, code: "session_closed"},
 	{errs: []error{runtime.ErrBusy}, status: http.StatusConflict, code: "busy"},

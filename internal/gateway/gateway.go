@@ -10,6 +10,7 @@
 //	GET  /v1/agents
 //	GET  /v1/sessions?agent=A&state=S&limit=N
 //	GET  /v1/sessions/{agent}/{key}
+//	PATCH /v1/sessions/{agent}/{key}           {title}: name the session
 //	GET  /v1/sessions/{agent}/{key}/events?after=SEQ&limit=N&wait=DURATION   (long-poll)
 //	POST /v1/sessions/{agent}/{key}/messages   {text, idempotency_key, system, silent, origin, reopen}
 //	     ?wait=true: the reply; ?stream=true: the turn's events as JSON lines
@@ -30,6 +31,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,6 +151,7 @@ func New(o *Options) *Server {
 	m.HandleFunc("GET /v1/agents", s.agents)
 	m.HandleFunc("GET /v1/sessions", s.sessions)
 	m.HandleFunc("GET /v1/sessions/{agent}/{key}", s.session)
+	m.HandleFunc("PATCH /v1/sessions/{agent}/{key}", s.patchSession)
 	m.HandleFunc("GET /v1/sessions/{agent}/{key}/events", s.events)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/messages", s.message)
 	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reset", s.reset)
@@ -293,6 +297,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func addr(r *http.Request) string { return r.PathValue("agent") + "/" + r.PathValue("key") }
 
+// Agent states in the list.
+const (
+	AgentReady   = "ready"   // a definition is in use
+	AgentInvalid = "invalid" // its file does not load and never did: messages to it are refused
+)
+
 // AgentInfo is an agent as the API lists it.
 type AgentInfo struct {
 	ID       string `json:"id"`
@@ -303,15 +313,53 @@ type AgentInfo struct {
 	File     string `json:"file,omitempty"`
 	// Description is the agent's own description.
 	Description string `json:"description,omitempty"`
+	// State is AgentReady or AgentInvalid.
+	State string `json:"state"`
+	// Problems are what is wrong with the agent's file: why an invalid
+	// agent does not load, or, for a ready one, why the file's newest
+	// version does not (its last good definition stays in use).
+	Problems []Problem `json:"problems,omitempty"`
+	// ModelHint, for an agent on the built-in echo model, says how to
+	// configure a real one.
+	ModelHint string `json:"model_hint,omitempty"`
 }
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	defs := s.o.Agents.List()
-	out := make([]AgentInfo, 0, len(defs))
-	for _, d := range defs {
-		out = append(out, AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File, Description: d.Description})
+	var errs map[string]error
+	if s.o.AgentFiles != nil {
+		errs = s.o.AgentFiles.Errors()
 	}
+	out := make([]AgentInfo, 0, len(defs)+len(errs))
+	for _, d := range defs {
+		a := AgentInfo{ID: d.ID, Name: d.Name, Type: d.Type, Provider: d.Model.Provider, Model: d.Model.Name, File: d.File,
+			Description: d.Description, State: AgentReady}
+		if d.Model.Provider == agent.ProviderEcho {
+			a.ModelHint = agent.ModelHint()
+			if d.File != "" {
+				a.ModelHint = agent.ModelHintFor(agent.AgentsDir + "/" + filepath.Base(d.File))
+			}
+		}
+		if err := errs[d.ID]; err != nil {
+			a.Problems = problems(err, true)
+			delete(errs, d.ID)
+		}
+		out = append(out, a)
+	}
+	for id, err := range errs {
+		out = append(out, AgentInfo{ID: id, File: agentFile(id, err), State: AgentInvalid, Problems: problems(err, true)})
+	}
+	slices.SortFunc(out, func(a, b AgentInfo) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, 200, out)
+}
+
+// agentFile is the file an agent's load error names, or its usual name.
+func agentFile(id string, err error) string {
+	var ce *agent.ConfigError
+	if errors.As(err, &ce) && len(ce.Errors) > 0 && ce.Errors[0].File != "" {
+		return ce.Errors[0].File
+	}
+	return agent.AgentsDir + "/" + id + ".yaml"
 }
 
 // SessionInfo is a session as the API shows it.
@@ -324,10 +372,16 @@ type SessionInfo struct {
 	LastSeq   int64     `json:"last_seq"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Title names the conversation for people: its first message's first
+	// line, a few words a model wrote, or a person's name for it (TitleBy:
+	// input, model or user). Absent until the first message.
+	Title   string `json:"title,omitempty"`
+	TitleBy string `json:"title_by,omitempty"`
 }
 
 func info(s store.Session) SessionInfo {
-	return SessionInfo{ID: s.ID, Address: s.Address(), Agent: s.Agent, Key: s.Key, State: s.State, LastSeq: s.LastSeq, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	return SessionInfo{ID: s.ID, Address: s.Address(), Agent: s.Agent, Key: s.Key, State: s.State, LastSeq: s.LastSeq, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		Title: s.Title, TitleBy: s.TitleBy}
 }
 
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {

@@ -48,8 +48,8 @@ func TestRoutes(t *testing.T) {
 	var ags []gateway.AgentInfo
 	decodeStrict(t, body, &ags)
 	wantAgents := []gateway.AgentInfo{
-		{ID: "a", Name: "Alpha", Type: "user", Provider: "test", Model: "m1", File: "agents/a.yaml"},
-		{ID: "b", Name: "Beta", Type: "permanent", Provider: "test", Model: "m2"},
+		{ID: "a", Name: "Alpha", Type: "user", Provider: "test", Model: "m1", File: "agents/a.yaml", State: gateway.AgentReady},
+		{ID: "b", Name: "Beta", Type: "permanent", Provider: "test", Model: "m2", State: gateway.AgentReady},
 	}
 	if diff := cmp.Diff(wantAgents, ags); status != 200 || diff != "" {
 		t.Errorf("agents: %d (-want +got):\n%s", status, diff)
@@ -129,7 +129,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := gateway.SessionInfo{ID: stored.ID, Address: "a/chat:alice", Agent: "a", Key: "chat:alice", State: stored.State,
-		LastSeq: stored.LastSeq, CreatedAt: stored.CreatedAt, UpdatedAt: stored.UpdatedAt}
+		LastSeq: stored.LastSeq, CreatedAt: stored.CreatedAt, UpdatedAt: stored.UpdatedAt, Title: "hello", TitleBy: store.TitleByInput}
 	if diff := cmp.Diff(want, si); status != 200 || diff != "" {
 		t.Errorf("session: %d (-want +got):\n%s", status, diff)
 	}

@@ -29,7 +29,10 @@ import (
 
 // Sentinel errors.
 var (
-	ErrUnknownAgent  = errors.New("unknown agent")
+	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrInvalidAgent: the agent's file does not load and no earlier
+	// version of it did; the error holds the file's problems.
+	ErrInvalidAgent  = errors.New("agent file invalid")
 	ErrBadAddress    = errors.New("bad session address")
 	ErrEmptyInput    = errors.New("empty input")
 	ErrBadOptions    = errors.New("bad message options")
@@ -62,6 +65,13 @@ const MaxText = 1 << 20
 // Agents gives the current definition of an agent.
 type Agents interface {
 	Get(id string) (*agent.Definition, bool)
+}
+
+// AgentFiles is the optional ability of Agents to say why an agent's file
+// does not load, so that a message to it says so rather than that there
+// is no such agent.
+type AgentFiles interface {
+	FileError(id string) error
 }
 
 // Turns runs one turn (the engine).
@@ -242,9 +252,20 @@ func (r *Runtime) address(addr string) (agentID, key string, err error) {
 		return "", "", err
 	}
 	if _, ok := r.o.Agents.Get(agentID); !ok {
-		return "", "", fmt.Errorf("%w %q", ErrUnknownAgent, agentID)
+		return "", "", r.noAgent(agentID)
 	}
 	return agentID, key, nil
+}
+
+// noAgent says why there is no definition of agent id: its file is
+// invalid, or there is no such agent.
+func (r *Runtime) noAgent(id string) error {
+	if f, ok := r.o.Agents.(AgentFiles); ok {
+		if err := f.FileError(id); err != nil {
+			return fmt.Errorf("agent %q: %w: %w", id, ErrInvalidAgent, err)
+		}
+	}
+	return fmt.Errorf("%w %q", ErrUnknownAgent, id)
 }
 
 // Input is something to put in a session's inbox.

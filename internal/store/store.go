@@ -11,7 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode"
 
 	"agentd/internal/event"
 )
@@ -52,6 +54,64 @@ type Session struct {
 	LastSeq   int64 // the sequence number of the session's newest event
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Title names the conversation for people ("" until its first
+	// message); TitleBy says who set it.
+	Title   string
+	TitleBy string
+}
+
+// Who set a session's title. A title is replaced only by a later source
+// of this list: the first message's line by a model's title, either by a
+// person's.
+const (
+	TitleByInput = "input" // the first message's first line (TitleOf), set when it is logged
+	TitleByModel = "model" // a few words a model wrote after the first reply
+	TitleByUser  = "user"  // a person named it
+)
+
+// TitleLen is about the longest title TitleOf makes, in characters.
+const TitleLen = 60
+
+// MaxTitle is the longest title a session may have, in characters.
+const MaxTitle = 200
+
+// TitleOf makes a title from a message: its first line that holds
+// something, with its spaces folded and control characters dropped, cut
+// at a word boundary near TitleLen characters (marked with an ellipsis).
+func TitleOf(text string) string {
+	for line := range strings.Lines(text) {
+		if t := CleanTitle(line); t != "" {
+			return clip(t, TitleLen)
+		}
+	}
+	return ""
+}
+
+// CleanTitle folds a title's white space (line breaks included) into
+// single spaces and drops control characters, so that it prints as one
+// line anywhere, a terminal included.
+func CleanTitle(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip cuts s to about n characters, at a word boundary when there is one
+// in the second half, and marks the cut with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := string(r[:n])
+	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:-") + "…"
 }
 
 // Address returns "<agent>/<key>".
@@ -211,7 +271,7 @@ type HistoryHit struct {
 type Thread struct {
 	Session
 	Messages     int       // input, system_message and text events
-	Title        string    // the first input's text, shortened
+	Title        string    // the first input's text, shortened (Session.Title is the session's title for people)
 	LastActivity time.Time // the time of the newest event (CreatedAt if none)
 }
 

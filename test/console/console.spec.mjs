@@ -6,7 +6,9 @@
 //
 //   URL             the console's address (http://127.0.0.1:PORT)
 //   TOKEN           the gateway token (`agentd token`)
-//   SCREENSHOT_DIR  where the screenshots go (PNG)
+//   SCREENSHOT_DIR  where the screenshots go (PNG); empty: none are taken
+//   FAILURE_DIR     where a failing step's screenshot goes (default
+//                   SCREENSHOT_DIR, else the system's temporary folder)
 //   CHROMIUM        the browser (default /usr/bin/chromium)
 //
 // The Go test also restarts agentd when this script asks: it prints
@@ -19,6 +21,7 @@ import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const require = createRequire(new URL('../npm/package.json', import.meta.url));
@@ -26,13 +29,14 @@ const { chromium } = require('playwright-core');
 
 const URL_ = process.env.URL;
 const TOKEN = process.env.TOKEN;
-const SHOTS = process.env.SCREENSHOT_DIR || 'docs/screenshots';
+const SHOTS = process.env.SCREENSHOT_DIR || '';
+const FAILURES = process.env.FAILURE_DIR || SHOTS || join(tmpdir(), 'agentd-console-failures');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!URL_ || !TOKEN) {
   console.error('console.spec.mjs: set URL and TOKEN');
   process.exit(2);
 }
-mkdirSync(SHOTS, { recursive: true });
+if (SHOTS) mkdirSync(SHOTS, { recursive: true });
 const base = new URL(URL_);
 
 const lines = createInterface({ input: process.stdin });
@@ -95,11 +99,13 @@ async function step(name, fn) {
   } catch (e) {
     failed++;
     console.log('not ok - ' + name + '\n  ' + String(e && e.stack || e).split('\n').join('\n  '));
-    await page.screenshot({ path: join(SHOTS, 'failure-' + name.replace(/\W+/g, '-') + '.png') }).catch(() => {});
+    mkdirSync(FAILURES, { recursive: true });
+    await page.screenshot({ path: join(FAILURES, 'failure-' + name.replace(/\W+/g, '-') + '.png') }).catch(() => {});
     throw e;
   }
 }
-const shot = (name, opts = {}) => page.screenshot({ path: join(SHOTS, name + '.png'), ...opts });
+// shot writes a screenshot of the page, when screenshots were asked for.
+const shot = async (name, opts = {}) => { if (SHOTS) await page.screenshot({ path: join(SHOTS, name + '.png'), ...opts }); };
 const conn = () => page.locator('.conn');
 const userBubbles = (text) => page.locator('.timeline .bubble.user', { hasText: text });
 
@@ -177,6 +183,16 @@ try {
     assert.equal(await userBubbles('Please calculate').count(), 1);
   });
 
+  await step('the chat is named after its first message, then with a few words from the model', async () => {
+    const current = page.locator('.sess-list a.current .sess-key');
+    await current.filter({ hasText: 'Arithmetic with the calculator' }).waitFor();
+    const s = await api('GET', '/v1/sessions/assistant/' + encodeURIComponent(sessionKey));
+    assert.equal(s.title_by, 'model');
+    await page.locator('.chat-head .chat-name', { hasText: 'Arithmetic with the calculator' }).waitFor();
+    assert.equal(await page.locator('.echo-banner').count(), 0, 'a real model: no echo banner');
+    assert.equal(await page.locator('.ready-banner').count(), 0, 'agentd is whole: no readiness banner');
+  });
+
   await step('expand the tool card: arguments and result', async () => {
     const card = page.locator('details.tool', { hasText: 'calculator' });
     await card.locator('summary').click();
@@ -196,6 +212,7 @@ try {
     await ap.locator('text=clock').first().waitFor();
     assert.equal((await api('GET', '/v1/approvals')).length, 1);
     await page.locator('.appr-badge:not([hidden])').waitFor();
+    await ap.scrollIntoViewIfNeeded();
     await shot('approval');
     await ap.getByRole('button', { name: 'Grant' }).click();
     await page.locator('.approval.ap-granted', { hasText: 'Granted by console' }).waitFor();
@@ -254,6 +271,84 @@ try {
     assert.equal(inputs.length, 1, 'agentd got the message once');
   });
 
+  await step('a failed turn is said once, in words, and Retry sends its message again', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.waitForFunction((k) => !location.hash.endsWith(encodeURIComponent(k)), sessionKey);
+    const key = decodeURIComponent(new URL(page.url()).hash.split('/').pop());
+    await page.fill('#composer', 'flaky request');
+    await page.keyboard.press('Enter');
+    const failure = page.locator('.failure');
+    await failure.locator('.failure-text', { hasText: 'refused the API key' }).waitFor();
+    await page.locator('.item-end').first().waitFor();
+    const shown = await page.locator('.timeline').innerText();
+    assert.ok(!/other:|auth:/.test(shown), 'no internal error kind: ' + shown);
+    assert.equal(await page.locator('.turn-end.bad').count(), 0, 'the turn\'s end does not say the failure again');
+    assert.equal(await failure.count(), 1);
+    await failure.locator('summary', { hasText: 'Details' }).click();
+    await failure.locator('pre', { hasText: '401' }).waitFor();
+    await failure.getByRole('button', { name: 'Retry' }).click();
+    await page.locator('.failure').nth(1).waitFor();
+    assert.equal(await userBubbles('flaky request').count(), 2);
+    assert.equal(await page.locator('.failure button', { hasText: 'Retry' }).count(), 1, 'the first failure was retried');
+    const logged = await api('GET', '/v1/sessions/assistant/' + encodeURIComponent(key) + '/events?limit=1000');
+    assert.equal(logged.events.filter((e) => e.kind === 'input' && e.data.text === 'flaky request').length, 2, 'sent again');
+    assert.equal(logged.session.title, 'flaky request');
+  });
+
+  await step('rename a chat and close one from the list', async () => {
+    const row = page.locator('.sess-list li', { hasText: 'flaky request' });
+    await row.hover();
+    await row.getByRole('button', { name: /^Rename/ }).click();
+    const input = page.getByLabel(/^New title for/);
+    await input.fill('Key trouble');
+    await input.press('Enter');
+    const renamed = page.locator('.sess-list li', { hasText: 'Key trouble' });
+    await renamed.waitFor();
+    await page.locator('.chat-head .chat-name', { hasText: 'Key trouble' }).waitFor();
+    page.once('dialog', (d) => d.accept());
+    await renamed.hover();
+    await renamed.getByRole('button', { name: /^Close/ }).click();
+    await renamed.locator('.badge.st-closed').waitFor();
+    await page.locator('#composer[disabled]').waitFor({ state: 'attached' });
+    const list = await api('GET', '/v1/sessions?agent=assistant');
+    const s = list.find((x) => x.title === 'Key trouble');
+    assert.ok(s && s.title_by === 'user' && s.state === 'closed', JSON.stringify(list));
+  });
+
+  await step('an agent on the echo model says how to configure a real one', async () => {
+    await page.selectOption('#agent-pick', 'offline');
+    const banner = page.locator('.echo-banner');
+    await banner.waitFor();
+    assert.match(await banner.innerText(), /built-in echo model.*set model\.provider and model\.name in agents\/offline\.yaml/s);
+    await page.fill('#composer', 'hello echo');
+    await page.keyboard.press('Enter');
+    await page.locator('.sess-list a.current .sess-key', { hasText: 'hello echo' }).waitFor();
+    await page.goto(URL_ + '/#/chat/assistant/' + encodeURIComponent(sessionKey));
+    await page.locator('details.tool', { hasText: 'calculator' }).first().waitFor();
+    assert.equal(await page.locator('.echo-banner').count(), 0);
+  });
+
+  await step('agentd running degraded: a banner says so, until dismissed, and again after a reconnect', async () => {
+    let reason = 'memory.db cannot be opened: permission denied';
+    await page.route('**/readyz', (route) => route.fulfill({ status: 200, contentType: 'application/json',
+      body: JSON.stringify({ ready: true, degraded: [{ part: 'memory', reason }] }) }));
+    await page.reload();
+    const banner = page.locator('.ready-banner');
+    await banner.locator('.degraded-part', { hasText: 'long-term memory: memory.db cannot be opened: permission denied' }).waitFor();
+    await banner.getByRole('button', { name: 'Dismiss' }).click();
+    await banner.waitFor({ state: 'detached' });
+    reason = 'memory.db is not a database';
+    await context.setOffline(true);
+    await page.locator('.conn-offline, .conn-reconnecting').waitFor();
+    await context.setOffline(false);
+    await page.locator('.conn-connected').waitFor({ timeout: 30000 });
+    await banner.locator('.degraded-part', { hasText: 'memory.db is not a database' }).waitFor();
+    await page.unroute('**/readyz');
+    await page.reload();
+    await page.locator('.conn-connected').waitFor();
+    assert.equal(await page.locator('.ready-banner').count(), 0);
+  });
+
   await step('the chat in the dark', async () => {
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.locator('.scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });
@@ -290,6 +385,20 @@ try {
     await card.locator('.chip-warn', { hasText: 'clock' }).waitFor();
     await card.locator('dd', { hasText: '$5' }).waitFor();
     await shot('agents');
+  });
+
+  await step('agents: a file that does not load is listed with its problem, and cannot chat', async () => {
+    const card = page.locator('article.agent', { hasText: 'agents/draft.yaml' });
+    await card.locator('.badge.st-invalid').waitFor();
+    await card.locator('.problems li', { hasText: /^agents\/draft\.yaml:5: budgets\.max_steps: / }).waitFor();
+    assert.equal(await card.getByRole('link', { name: 'Chat' }).count(), 0);
+    const listed = (await api('GET', '/v1/agents')).find((a) => a.id === 'draft');
+    assert.equal(listed.state, 'invalid');
+    await assert.rejects(api('POST', '/v1/sessions/draft/x/messages', { text: 'hi' }), /409 .*agent_invalid/);
+    await page.click('nav a[data-route=chat]');
+    await page.locator('#agent-pick option[value=draft][disabled]').waitFor({ state: 'attached' });
+    await page.goto(URL_ + '/#/chat/draft');
+    await page.locator('.problems li', { hasText: 'agents/draft.yaml:5' }).waitFor();
   });
 
   await step('MCP servers: status and tools', async () => {
@@ -335,8 +444,8 @@ try {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.goto(URL_ + '/#/chat/assistant/' + encodeURIComponent(sessionKey));
     await page.locator('details.tool', { hasText: 'calculator' }).first().waitFor();
-    const side = await page.locator('.chat-side').boundingBox();
-    assert.ok(!side || side.x + side.width <= 1, 'the chat list is out of the way');
+    // The chat list and the menu slide out of the way when the page becomes narrow.
+    await page.waitForFunction(() => ['.chat-side', 'nav.nav'].every((q) => document.querySelector(q).getBoundingClientRect().right <= 1));
     await page.locator('.scroller').evaluate((el) => { el.scrollTop = el.scrollHeight; });
     await shot('phone-chat');
     await page.getByRole('button', { name: 'Menu' }).click();

@@ -355,7 +355,7 @@ func (s *Store) Threads(ctx context.Context, agent string, limit int, cursor str
 		var created, upd int64
 		var first []byte
 		var last sql.NullInt64
-		if err := rows.Scan(&t.ID, &t.Agent, &t.Key, &t.State, &t.LastSeq, &created, &upd, &t.Messages, &first, &last); err != nil {
+		if err := rows.Scan(&t.ID, &t.Agent, &t.Key, &t.State, &t.LastSeq, &created, &upd, &t.Session.Title, &t.Session.TitleBy, &t.Messages, &first, &last); err != nil {
 			return nil, "", s.readErr("threads", err)
 		}
 		t.CreatedAt, t.UpdatedAt = unixTime(created), unixTime(upd)

@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	sessionCols = `id, agent, key, state, last_seq, created_at, updated_at`
+	sessionCols = `id, agent, key, state, last_seq, created_at, updated_at, title, title_by`
 	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images`
 	eventCols   = `session_id, seq, turn, kind, ts, data`
 )
@@ -120,7 +120,7 @@ type scanner interface{ Scan(dest ...any) error }
 func scanSession(sc scanner) (store.Session, error) {
 	var s store.Session
 	var created, updated int64
-	err := sc.Scan(&s.ID, &s.Agent, &s.Key, &s.State, &s.LastSeq, &created, &updated)
+	err := sc.Scan(&s.ID, &s.Agent, &s.Key, &s.State, &s.LastSeq, &created, &updated, &s.Title, &s.TitleBy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Session{}, store.ErrNotFound
 	}

@@ -3,12 +3,15 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"agentd/internal/store"
 )
 
 // ErrSchemaTooNew is returned by Open for a database written by a newer
@@ -156,7 +159,7 @@ type migration struct {
 // ever appended.
 func migrations() []migration {
 	return []migration{{sql: schemaV1}, {sql: schemaV2}, {sql: schemaV3}, {sql: schemaV4}, {sql: schemaV5, fill: rebuildSearch},
-		{sql: schemaV6}, {sql: schemaV7}}
+		{sql: schemaV6}, {sql: schemaV7}, {sql: schemaV8, fill: fillTitles}}
 }
 
 // SchemaVersion is the schema version this build writes (PRAGMA
@@ -366,3 +369,59 @@ const schemaV6 = `CREATE INDEX usage_ts ON usage (ts);`
 // schemaV7 gives inbox items images (event.ImageRef values, as JSON; NULL
 // if none).
 const schemaV7 = `ALTER TABLE inbox ADD COLUMN images BLOB;`
+
+// schemaV8 gives sessions a title for people, and who set it
+// (store.TitleByInput, TitleByModel, TitleByUser; empty while it has none).
+// fillTitles titles the sessions that exist from their first message.
+const schemaV8 = `
+ALTER TABLE sessions ADD COLUMN title TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN title_by TEXT NOT NULL DEFAULT '';
+`
+
+// fillTitles gives each session its first input's title, as the writer
+// does when a session's first input is logged. It reads each session's
+// events in order up to its first input (UNIQUE (session_id, seq)).
+func fillTitles(ctx context.Context, conn *sql.Conn) error {
+	rows, err := conn.QueryContext(ctx, `SELECT s.id, (SELECT e.data FROM events e
+		WHERE e.session_id = s.id AND e.kind = 'input' ORDER BY e.seq LIMIT 1) FROM sessions s`)
+	if err != nil {
+		return fmt.Errorf("session titles: %w", err)
+	}
+	titles := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			rows.Close()
+			return fmt.Errorf("session titles: %w", err)
+		}
+		if t := inputTitle(data); t != "" {
+			titles[id] = t
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("session titles: %w", err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("session titles: %w", err)
+	}
+	for id, t := range titles {
+		if _, err := conn.ExecContext(ctx, qTitleInput, t, id); err != nil {
+			return fmt.Errorf("session titles: %w", err)
+		}
+	}
+	return nil
+}
+
+// inputTitle is the title of an input event's payload, "" for a silent
+// input or one without text.
+func inputTitle(data []byte) string {
+	var in struct {
+		Text   string `json:"text"`
+		Silent bool   `json:"silent"`
+	}
+	if json.Unmarshal(data, &in) != nil || in.Silent {
+		return ""
+	}
+	return store.TitleOf(in.Text)
+}

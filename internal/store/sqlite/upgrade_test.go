@@ -68,3 +68,53 @@ func TestUpgradeRebuildsSearchIndex(t *testing.T) {
 		t.Fatalf("SearchText: %d events, %v", len(all), err)
 	}
 }
+
+// A database written before schema v8 (no session titles) is upgraded on
+// open: each session is titled from its first input, as new ones are.
+func TestUpgradeTitlesSessions(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, migrations()[:7], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO sessions (id, agent, key, state, last_seq, created_at, updated_at) VALUES (1, 'a', 'chat', 'idle', 3, 0, 0), (2, 'a', 'bootstrap', 'idle', 1, 0, 0)`,
+		`INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES
+			(1, 1, 1, 'system_message', 0, '{"text":"not this"}'),
+			(1, 2, 1, 'input', 0, '{"text":"Where is the lighthouse?\nIt was here"}'),
+			(1, 3, 2, 'input', 0, '{"text":"nor this"}'),
+			(2, 1, 0, 'tool_result', 0, '{"output":"x"}')`,
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	db.Close()
+
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, want := range []store.Session{
+		{Key: "chat", Title: "Where is the lighthouse?", TitleBy: store.TitleByInput},
+		{Key: "bootstrap"},
+	} {
+		got, err := s.SessionByAddress(ctx, "a", want.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Title != want.Title || got.TitleBy != want.TitleBy {
+			t.Errorf("%s: title %q by %q, want %q by %q", want.Key, got.Title, got.TitleBy, want.Title, want.TitleBy)
+		}
+	}
+}

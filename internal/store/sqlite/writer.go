@@ -22,6 +22,7 @@ const (
 	opSaveAgent
 	opIndex
 	opProbe
+	opTitle
 )
 
 func (o op) String() string {
@@ -38,6 +39,8 @@ func (o op) String() string {
 		return "index"
 	case opProbe:
 		return "probe"
+	case opTitle:
+		return "title"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -64,10 +67,12 @@ type request struct {
 	agent, key string
 	// opSaveAgent
 	rec store.AgentRecord
+	// opTitle (with session)
+	title, titleBy string
 
 	// results
 	sess      store.Session
-	created   bool
+	created   bool // opSession: the session is new; opTitle: the title was set
 	duplicate bool
 	err       error
 
@@ -180,6 +185,7 @@ type writer struct {
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
 	ftsAgents, ftsDoneSet, probe      *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
+	setTitle, titleInput              *sql.Stmt
 
 	// The text index is brought up to date in its own transactions, at most
 	// every IndexDelay while writes come in, and before every search, rather
@@ -207,7 +213,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.release, "RELEASE req"},
 		{&w.rollbackTo, "ROLLBACK TO req"},
 		{&w.updSession, `UPDATE sessions SET last_seq = last_seq + ?, updated_at = ?,
-			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq`},
+			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq, title_by = ''`},
 		{&w.insEvent, `INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, ?, ?, ?, ?)`},
 		{&w.markDone, `UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, ?)
 			WHERE id = ? AND (? = 0 OR session_id = ?)`},
@@ -227,6 +233,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.probe, `UPDATE search_indexed SET id = id`},
 		{&w.wmSet, qWorkingSet},
 		{&w.wmDelete, qWorkingDelete},
+		{&w.setTitle, qSetTitle},
+		{&w.titleInput, qTitleInput},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
@@ -458,6 +466,8 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applySession(r, now)
 	case opSaveAgent:
 		return w.applySaveAgent(r, now)
+	case opTitle:
+		return w.applyTitle(r)
 	case opIndex:
 		// Handled by the writer loop (see Store.SearchText).
 		return nil
@@ -470,7 +480,8 @@ func (w *writer) apply(r *request, now int64) error {
 func (w *writer) applyCommit(r *request, now int64) error {
 	if r.session != 0 {
 		var last int64
-		err := w.updSession.QueryRow(int64(len(r.events)), now, r.state, r.session).Scan(&last)
+		var untitled bool
+		err := w.updSession.QueryRow(int64(len(r.events)), now, r.state, r.session).Scan(&last, &untitled)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, store.ErrNotFound)
 		}
@@ -496,6 +507,13 @@ func (w *writer) applyCommit(r *request, now int64) error {
 				if err := w.applyWorking(r.session, e); err != nil {
 					return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
 				}
+			}
+			if untitled {
+				titled, err := w.titleFromInput(r.session, e)
+				if err != nil {
+					return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
+				}
+				untitled = !titled
 			}
 		}
 	}

@@ -66,7 +66,28 @@ export async function request(method, p, body, { signal, quiet401 } = {}) {
 }
 
 export const get = (p, opts) => request('GET', p, undefined, opts);
+
+// readiness asks GET /readyz (the one route outside /v1/ the page reads):
+// {ready, degraded: [{part, reason}]} when agentd takes work, perhaps
+// without some part; {ready: false, error} when it does not; null when
+// agentd does not answer.
+export async function readiness() {
+  let res;
+  try {
+    res = await fetch('/readyz', { credentials: 'same-origin', cache: 'no-store', redirect: 'error', headers: { Accept: 'application/json' } });
+  } catch {
+    return null;
+  }
+  if (res.status === 401) {
+    for (const fn of listeners) fn(new APIError(401, 'unauthorized', 'unauthorized'));
+    return null;
+  }
+  const data = await res.json().catch(() => null);
+  if (!data || typeof data !== 'object') return null;
+  return { ready: !!data.ready, degraded: Array.isArray(data.degraded) ? data.degraded : [], error: data.error || '' };
+}
 export const post = (p, body, opts) => request('POST', p, body ?? {}, opts);
+export const patch = (p, body, opts) => request('PATCH', p, body ?? {}, opts);
 
 // newKey returns a random idempotency key (works outside secure contexts too).
 export function newKey(prefix = 'console') {

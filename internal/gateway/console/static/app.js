@@ -6,7 +6,7 @@
 // own origin (api.js).
 
 import { h, icon, fill } from './dom.js';
-import { get, post, onUnauthorized, APIError } from './api.js';
+import { get, post, readiness, onUnauthorized, APIError } from './api.js';
 import { Stream } from './stream.js';
 import { toast, parseRoute, routeHash } from './util.js';
 import { chatScreen } from './chat.js';
@@ -70,6 +70,7 @@ class App {
   start() {
     this.shell();
     this.stream.start();
+    this.refreshReady();
     this.refreshApprovals();
     clearInterval(this.approvalTimer);
     this.approvalTimer = setInterval(() => { if (document.visibilityState === 'visible') this.refreshApprovals(); }, 15000);
@@ -96,7 +97,8 @@ class App {
       this.nav,
       h('div', { class: 'top-right' }, this.apprBadge, this.conn, logout));
     this.main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
-    fill(this.root, header, this.scrim, this.main);
+    this.banners = h('div', { class: 'banners' });
+    fill(this.root, header, this.banners, this.scrim, this.main);
     if (this.keysBound) return;
     this.keysBound = true;
     document.addEventListener('keydown', (e) => {
@@ -120,6 +122,9 @@ class App {
 
   showConn(state, mode) {
     if (!this.conn) return;
+    // Back after a lost connection: agentd may have restarted in another state.
+    if (state === 'connected' && this.connState && this.connState !== 'connected' && this.connState !== 'connecting') this.refreshReady();
+    this.connState = state;
     const words = { connecting: 'Connecting…', connected: mode === 'polling' ? 'Connected (polling)' : 'Connected', reconnecting: 'Reconnecting…', offline: 'Offline' };
     this.conn.className = 'conn conn-' + state;
     this.conn.lastChild.textContent = words[state] || state;
@@ -155,6 +160,33 @@ class App {
     } else if (m.type === 'replayed' && m.done) {
       if (fn && fn.onReplayed) fn.onReplayed(m);
     }
+  }
+
+  // refreshReady asks agentd whether it runs degraded (a part such as
+  // long-term memory off, with why) or is not ready, and says so in a
+  // banner until it is dismissed or agentd is whole again.
+  async refreshReady() {
+    clearTimeout(this.readyTimer);
+    const r = await readiness();
+    if (!r || !this.banners) return;
+    // Not ready yet (starting): look again until it is.
+    if (!r.ready) this.readyTimer = setTimeout(() => this.refreshReady(), 5000);
+    const problems = r.ready ? r.degraded.map((d) => ({ part: String(d.part || 'a part'), reason: String(d.reason || '') })) : [{ part: '', reason: r.error || 'agentd is not ready' }];
+    const key = JSON.stringify([r.ready, problems]);
+    if (!problems.length || key === this.readyDismissed) {
+      if (!problems.length) this.readyDismissed = null;
+      fill(this.banners);
+      return;
+    }
+    const words = { memory: 'long-term memory' };
+    const dismiss = h('button', { class: 'icon-btn', type: 'button', 'aria-label': 'Dismiss', title: 'Dismiss' }, icon('close'));
+    dismiss.addEventListener('click', () => { this.readyDismissed = key; fill(this.banners); });
+    fill(this.banners, h('div', { class: 'banner banner-warn ready-banner', role: 'alert' }, icon('warn'),
+      h('div', { class: 'banner-text' }, r.ready
+        ? [h('p', null, h('strong', null, 'agentd is running degraded.'), ' Conversations work without:'),
+          problems.map((p) => h('p', { class: 'degraded-part' }, (Object.hasOwn(words, p.part) ? words[p.part] : p.part) + (p.reason ? ': ' + p.reason.replace(/\.$/, '') : '') + '.'))]
+        : h('p', null, h('strong', null, 'agentd is not ready: '), problems[0].reason)),
+      dismiss));
   }
 
   async refreshApprovals() {
@@ -205,9 +237,11 @@ class App {
     this.authed = false;
     this.stream.stop();
     clearInterval(this.approvalTimer);
+    clearTimeout(this.readyTimer);
     if (this.current && this.current.unmount) this.current.unmount();
     this.current = null;
     this.main = null;
+    this.banners = null;
     this.handlers.clear();
     this.root.classList.remove('menu-open');
     this.setTitle('Sign in');

@@ -3,10 +3,10 @@
 // messages survive a lost connection (each carries an idempotency key, so a
 // retry never starts a second turn).
 
-import { h, icon, fill } from './dom.js';
-import { get, post, path, query, newKey, APIError } from './api.js';
+import { h, icon, fill, append } from './dom.js';
+import { get, post, patch, path, query, newKey, APIError } from './api.js';
 import { render } from './md.js';
-import { fmtDuration, fmtNum, fmtUSD, fmtTime, relTime, pretty, prefs, setPref, toast, badge, copyButton, empty, errorBox, spinner, routeHash } from './util.js';
+import { fmtDuration, fmtNum, fmtUSD, fmtTime, relTime, pretty, prefs, setPref, toast, badge, copyButton, empty, errorBox, spinner, routeHash, problemsBox, failureSentence } from './util.js';
 
 const OUTBOX = 'agentd.console.outbox'; // sessionStorage: messages not yet accepted
 const PAGE = 1000;
@@ -59,12 +59,17 @@ export function chatScreen(app, el, args) {
       return;
     }
     if (!alive) return;
-    if (!agents || !agents.length) {
-      fill(el, h('div', { class: 'page' }, empty('No agents yet', 'Add an agent file in the data directory (agentd init writes one), and it appears here.')));
+    const usable = (agents || []).filter((a) => a.state !== 'invalid');
+    const broken = (agents || []).find((a) => a.id === agent && a.state === 'invalid');
+    if (broken || !usable.length) {
+      fill(el, h('div', { class: 'page' }, broken
+        ? problemsBox('The file of ' + broken.id + ' does not load, so it cannot chat until the file is fixed:', broken.problems)
+        : empty('No agents yet', agents && agents.length ? 'No agent file loads: the Agents page says why.' : 'Add an agent file in the data directory (agentd init writes one), and it appears here.'),
+      h('p', null, h('a', { href: routeHash('agents', agent) }, 'See the agents'))));
       return;
     }
     const p = prefs();
-    if (!agent || !agents.some((a) => a.id === agent)) agent = agents.some((a) => a.id === p.agent) ? p.agent : agents[0].id;
+    if (!agent || !usable.some((a) => a.id === agent)) agent = usable.some((a) => a.id === p.agent) ? p.agent : usable[0].id;
     if (!key) key = (p.keys && p.keys[agent]) || newSessionKey();
     const want = routeHash('chat', agent, key);
     if (location.hash !== want) history.replaceState(null, '', want);
@@ -98,6 +103,7 @@ class ChatView {
     this.addr = agent + '/' + key;
     this.signal = signal;
     this.items = new Map(); // key → item
+    this.failedCalls = new Map(); // turn → model calls that failed
     this.turns = new Map(); // turn → {el, head, body}
     this.lastSeq = 0;
     this.running = null; // the turn running, if known
@@ -112,7 +118,8 @@ class ChatView {
 
   build() {
     const agentSel = h('select', { id: 'agent-pick', 'aria-label': 'Agent' },
-      this.agents.map((a) => h('option', { value: a.id, selected: a.id === this.agent }, a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id)));
+      this.agents.map((a) => h('option', { value: a.id, selected: a.id === this.agent, disabled: a.state === 'invalid' },
+        (a.name && a.name !== a.id ? `${a.name} (${a.id})` : a.id) + (a.state === 'invalid' ? ' — file invalid' : ''))));
     agentSel.addEventListener('change', () => {
       const p = prefs();
       const k = (p.keys && p.keys[agentSel.value]) || newSessionKey();
@@ -138,11 +145,15 @@ class ChatView {
       this.root.classList.toggle('side-open', on);
       sideBtn.setAttribute('aria-expanded', String(on));
     });
+    this.nameEl = h('span', { class: 'chat-name' }, agentInfo.name || this.agent);
+    this.addrEl = h('div', { class: 'chat-addr', title: this.addr }, h('span', { class: 'mono' }, this.key));
     const head = h('div', { class: 'chat-head' }, sideBtn,
       h('div', { class: 'chat-title' },
-        h('div', { class: 'chat-agent' }, agentInfo.name || this.agent, agentInfo.model ? h('span', { class: 'muted model' }, agentInfo.model) : null),
-        h('div', { class: 'chat-addr mono', title: this.addr }, this.key)),
+        h('div', { class: 'chat-agent' }, this.nameEl, agentInfo.model ? h('span', { class: 'muted model' }, agentInfo.model) : null),
+        this.addrEl),
       this.stateBadge, h('div', { class: 'head-actions' }, this.stopBtn, resetBtn, logLink));
+    // An agent on the built-in echo model: say how to configure a real one.
+    const banner = agentInfo.model_hint ? h('div', { class: 'banner banner-info echo-banner', role: 'note' }, icon('info'), h('span', { class: 'banner-text' }, agentInfo.model_hint)) : null;
 
     this.timeline = h('div', { class: 'timeline', role: 'log', 'aria-label': 'Conversation', 'aria-live': 'polite', 'aria-relevant': 'additions' });
     this.scroller = h('div', { class: 'scroller' }, this.timeline);
@@ -164,7 +175,7 @@ class ChatView {
     this.hint = h('div', { class: 'composer-hint muted' }, 'Enter sends · Shift+Enter adds a line · / jumps here');
 
     this.root = h('div', { class: 'chat' }, this.side,
-      h('section', { class: 'chat-main', 'aria-label': 'Chat' }, head, this.scroller, this.jump, h('div', { class: 'composer-wrap' }, form, this.hint)));
+      h('section', { class: 'chat-main', 'aria-label': 'Chat' }, head, banner, this.scroller, this.jump, h('div', { class: 'composer-wrap' }, form, this.hint)));
     fill(this.el, this.root);
     const closeSide = () => { this.root.classList.remove('side-open'); sideBtn.setAttribute('aria-expanded', 'false'); };
     this.side.addEventListener('click', (e) => { if (e.target.closest('a')) closeSide(); });
@@ -207,19 +218,104 @@ class ChatView {
 
   destroy() {
     clearTimeout(this.retryTimer);
+    clearTimeout(this.titleTimer);
     cancelAnimationFrame(this.raf);
   }
 
   async loadSessions() {
+    let list;
     try {
-      const list = await get('/v1/sessions' + query({ agent: this.agent, limit: 30 }), { signal: this.signal });
-      const rows = list.filter((s) => s.key !== 'bootstrap');
-      if (!rows.some((s) => s.key === this.key)) rows.unshift({ key: this.key, state: 'new', updated_at: null, address: this.addr });
-      fill(this.sessList, rows.map((s) => h('li', null,
-        h('a', { href: routeHash('chat', this.agent, s.key), class: s.key === this.key ? 'current' : null, 'aria-current': s.key === this.key ? 'page' : null },
-          h('span', { class: 'sess-key mono' }, s.key),
-          h('span', { class: 'sess-meta' }, badge(s.state), s.updated_at ? h('span', { class: 'muted' }, relTime(s.updated_at)) : null)))));
-    } catch { /* the list is a convenience */ }
+      list = await get('/v1/sessions' + query({ agent: this.agent, limit: 30 }), { signal: this.signal });
+    } catch { return; /* the list is a convenience */ }
+    if (!Array.isArray(list)) return; // an answer cut short (the page is leaving)
+    const rows = list.filter((s) => s.key !== 'bootstrap');
+    if (!rows.some((s) => s.key === this.key)) rows.unshift({ key: this.key, state: 'new', updated_at: null, address: this.addr });
+    this.session = rows.find((s) => s.key === this.key);
+    this.showTitle();
+    if (this.renaming) return; // keep what a person is typing
+    fill(this.sessList, rows.map((s) => this.sessionRow(s)));
+  }
+
+  // showTitle names the chat by its session's title, when it has one.
+  showTitle() {
+    const t = this.session && this.session.title;
+    const a = this.agents.find((x) => x.id === this.agent) || {};
+    this.nameEl.textContent = t || a.name || this.agent;
+    fill(this.addrEl, t ? (a.name || this.agent) + ' · ' : null, h('span', { class: 'mono' }, this.key));
+    this.app.setTitle(t || 'Chat');
+  }
+
+  // sessionRow is a chat in the list, by its title, with Rename and Close.
+  sessionRow(s) {
+    const current = s.key === this.key;
+    const label = s.title || s.key;
+    const li = h('li', { class: 'sess-item', 'data-key': s.key });
+    const link = h('a', { href: routeHash('chat', this.agent, s.key), class: current ? 'current' : null, 'aria-current': current ? 'page' : null, title: s.title ? s.key : null },
+      h('span', { class: ['sess-key', s.title ? null : 'mono'] }, label),
+      h('span', { class: 'sess-meta' }, badge(s.state), s.updated_at ? h('span', { class: 'muted' }, relTime(s.updated_at)) : null));
+    const acts = s.state === 'new' ? null : h('span', { class: 'sess-actions' },
+      h('button', { class: 'icon-btn sm', type: 'button', 'aria-label': 'Rename “' + label + '”', title: 'Rename', onclick: () => this.rename(li, s) }, icon('edit')),
+      s.state !== 'closed' ? h('button', { class: 'icon-btn sm', type: 'button', 'aria-label': 'Close “' + label + '”', title: 'Close', onclick: () => this.closeSession(s) }, icon('archive')) : null);
+    return append(li, [link, acts]);
+  }
+
+  // rename edits a chat's title in place: Enter (or leaving the field)
+  // saves, Escape cancels.
+  rename(li, s) {
+    const input = h('input', { type: 'text', class: 'sess-rename', value: s.title || '', maxlength: '200', placeholder: s.key, 'aria-label': 'New title for “' + (s.title || s.key) + '”' });
+    let done = false;
+    const finish = async (save) => {
+      if (done) return;
+      done = true;
+      const t = input.value.trim();
+      if (save && t && t !== s.title) {
+        try {
+          await patch(path('sessions', this.agent, s.key), { title: t });
+        } catch (e) {
+          toast('Rename failed: ' + e.message, 'error');
+        }
+      }
+      this.renaming = false;
+      await this.loadSessions();
+      const back = this.sessList.querySelector(`li[data-key="${CSS.escape(s.key)}"] a`);
+      if (back && !save) back.focus();
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { e.preventDefault(); finish(true); }
+      if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); finish(false); }
+    });
+    input.addEventListener('blur', () => finish(true));
+    this.renaming = true;
+    fill(li, input);
+    input.focus();
+    input.select();
+  }
+
+  // closeSession closes a chat from the list: its log stays, and it takes
+  // no new messages.
+  async closeSession(s) {
+    if (!confirm('Close “' + (s.title || s.key) + '”? Its log stays; it takes no new messages.')) return;
+    try {
+      await post(path('sessions', this.agent, s.key, 'close'));
+      toast('Closed “' + (s.title || s.key) + '”');
+    } catch (e) {
+      toast(e.code === 'busy' ? 'That chat is working: stop its turn first, then close it.' : 'Close failed: ' + e.message, 'error');
+    }
+    this.loadSessions();
+  }
+
+  // titleSoon looks again for the title a model writes after a session's
+  // first reply (agentd asks it once the turn has ended).
+  titleSoon() {
+    const a = this.agents.find((x) => x.id === this.agent) || {};
+    if (a.provider === 'echo' || (this.session && this.session.title_by && this.session.title_by !== 'input')) return;
+    clearTimeout(this.titleTimer);
+    let tries = 0;
+    const again = async () => {
+      await this.loadSessions();
+      if (++tries < 3 && this.session && this.session.title_by === 'input') this.titleTimer = setTimeout(again, 2000 * tries);
+    };
+    this.titleTimer = setTimeout(again, 1500);
   }
 
   showEmpty() {
@@ -373,10 +469,16 @@ class ChatView {
         if (d.reply && ![...this.items.values()].some((it) => it.turn === turn && it.kind === 'assistant')) {
           this.add({ key: 'txt:' + turn + ':end', kind: 'assistant', text: d.reply, turn, final: true });
         }
+        if (d.status === 'error' && !this.items.has('fail:' + turn)) {
+          this.add({ key: 'fail:' + turn, kind: 'failure', message: d.reason, time: ev.time, turn, historic });
+        }
         this.add({ key: 'end:' + turn, kind: 'end', turn, end: d, time: ev.time });
         if (this.running === turn || this.running === null) this.running = null;
         this.setState(this.state === 'active' ? 'idle' : this.state);
-        if (!historic) this.loadSessions();
+        if (!historic) {
+          this.loadSessions();
+          if (d.status === 'done') this.titleSoon();
+        }
         break;
       }
       case 'session_state':
@@ -384,7 +486,8 @@ class ChatView {
         this.setState(d.state);
         break;
       case 'error':
-        this.add({ key: 'ev:' + ev.seq, kind: 'notice', tone: 'error', text: (d.kind ? d.kind + ': ' : '') + (d.message || 'error'), time: ev.time, turn });
+        // A failed turn: said once, in words, with its details and Retry.
+        this.add({ key: 'fail:' + turn, kind: 'failure', errKind: d.kind, message: d.message, time: ev.time, turn, historic });
         break;
       case 'reset':
         this.add({ key: 'ev:' + ev.seq, kind: 'divider', text: 'Context reset' + (d.reason ? ': ' + d.reason : ''), time: ev.time, turn });
@@ -393,7 +496,10 @@ class ChatView {
         this.add({ key: 'ev:' + ev.seq, kind: 'divider', text: 'Earlier turns summarized', detail: d.text, time: ev.time, turn });
         break;
       case 'model_call':
-        if (d.error) this.add({ key: 'ev:' + ev.seq, kind: 'notice', tone: 'warn', text: `${d.provider || 'model'} ${d.model || ''}: ${d.error}`, time: ev.time, turn });
+        // A failed attempt is retried, or the turn fails and says so once:
+        // the attempts are counted for the failure's details (the log
+        // screen has each one).
+        if (d.error) this.failedCalls.set(turn, (this.failedCalls.get(turn) || 0) + 1);
         break;
       default:
         break;
@@ -545,6 +651,8 @@ class ChatView {
         return h('details', { class: 'system-msg' }, h('summary', null, 'System message' + (it.origin ? ' from ' + it.origin : '')), h('div', { class: 'md' }, render(it.text || '')));
       case 'notice':
         return h('div', { class: ['notice', 'tone-' + (it.tone || 'info')], role: it.tone === 'error' ? 'alert' : null }, it.text);
+      case 'failure':
+        return this.renderFailure(it);
       case 'divider':
         return it.detail
           ? h('details', { class: 'divider' }, h('summary', null, it.text), h('div', { class: 'md' }, render(it.detail)))
@@ -578,6 +686,26 @@ class ChatView {
 
   touchAndFlush(it) { this.touch(it); this.flush(); }
 
+  // renderFailure says why a turn failed, in words, with the error itself
+  // under Details and a Retry that sends the turn's message again.
+  renderFailure(it) {
+    const input = this.turnInput(it.turn);
+    const retry = input !== null && !it.retried && this.state !== 'closed'
+      ? h('button', { class: 'btn btn-sm', type: 'button', onclick: () => { it.retried = true; this.touchAndFlush(it); this.send(input); } }, icon('retry'), 'Retry')
+      : null;
+    const tries = this.failedCalls.get(it.turn) || 0;
+    const detail = [it.message, tries > 1 ? `(${tries} attempts at the model failed)` : ''].filter(Boolean).join('\n');
+    return h('div', { class: 'failure', role: it.historic ? null : 'alert' },
+      h('div', { class: 'failure-head' }, icon('warn'), h('span', { class: 'failure-text' }, failureSentence(it.errKind)), retry),
+      detail ? h('details', { class: 'failure-detail' }, h('summary', null, 'Details'), h('pre', { class: 'code' }, detail)) : null);
+  }
+
+  // turnInput is the text of the message that started a turn, or null.
+  turnInput(turn) {
+    for (const it of this.items.values()) if (it.turn === turn && it.kind === 'user') return it.text || '';
+    return null;
+  }
+
   renderEnd(it) {
     const e = it.end || {};
     const bits = [];
@@ -585,7 +713,8 @@ class ChatView {
     if (e.cost_usd) bits.push(fmtUSD(e.cost_usd));
     if (e.duration_ms) bits.push(fmtDuration(e.duration_ms));
     if (e.steps > 1) bits.push(e.steps + ' steps');
-    const bad = e.status && e.status !== 'done';
+    // A failure is said by its own item, once.
+    const bad = e.status && e.status !== 'done' && !(e.status === 'error' && this.items.has('fail:' + it.turn));
     return h('div', { class: ['turn-end', bad ? 'bad' : null] },
       bad ? h('span', { class: 'end-status', role: 'status' }, badge(e.status), ' ', e.budget ? 'budget ' + e.budget + ': ' : '', e.reason || '') : null,
       h('span', { class: 'muted' }, bits.join(' · ')));
@@ -600,6 +729,12 @@ class ChatView {
     if (!text.trim() || this.state === 'closed') return;
     this.input.value = '';
     this.grow();
+    this.send(text);
+  }
+
+  // send sends text as a new message (a new idempotency key: a retry of a
+  // failed turn is another turn).
+  send(text) {
     const msg = { addr: this.addr, idem: newKey('console'), text, at: Date.now(), status: 'sending' };
     this.outbox.push(msg);
     saveOutbox(this.addr, this.outbox);

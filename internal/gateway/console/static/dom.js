@@ -74,6 +74,11 @@ const ICONS = {
   key: 'M8 15a4 4 0 110-8 4 4 0 010 8zM11 11h10M17 11v4M20 11v3',
   eye: 'M2 12s4-7 10-7 10 7 10 7-4 7-10 7S2 12 2 12zM12 15a3 3 0 110-6 3 3 0 010 6z',
   back: 'M15 6l-6 6 6 6',
+  edit: 'M4 20h4L19 9l-4-4L4 16zM13 7l4 4',
+  archive: 'M4 5h16v4H4zM6 9v10h12V9M10 13h4',
+  retry: 'M20 11a8 8 0 10-2 6M20 5v6h-6',
+  info: 'M12 21a9 9 0 110-18 9 9 0 010 18zM12 11v5M12 8h.01',
+  warn: 'M12 4l9 16H3zM12 10v4M12 17h.01',
 };
 
 export function icon(name, cls) {

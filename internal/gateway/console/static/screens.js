@@ -3,7 +3,7 @@
 
 import { h, icon, fill } from './dom.js';
 import { get, path, query, APIError } from './api.js';
-import { fmtDuration, fmtNum, fmtUSD, fmtTime, fmtDateTime, relTime, pretty, badge, copyButton, empty, errorBox, spinner, highlight, splitAddr, routeHash } from './util.js';
+import { fmtDuration, fmtNum, fmtUSD, fmtTime, fmtDateTime, relTime, pretty, badge, copyButton, empty, errorBox, spinner, highlight, splitAddr, routeHash, problemsBox } from './util.js';
 import { loadEvents, approvalPanel } from './chat.js';
 
 const STATES = ['created', 'active', 'idle', 'compacting', 'closed'];
@@ -58,7 +58,9 @@ export function sessionsScreen(app, el) {
     fill(body, h('table', { class: 'table sess-table' },
       h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Session'), h('th', { scope: 'col' }, 'State'), h('th', { scope: 'col', class: 'num' }, 'Events'), h('th', { scope: 'col' }, 'Last active'), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'Open')))),
       h('tbody', null, list.map((s) => h('tr', null,
-        h('td', { 'data-label': 'Session' }, h('a', { href: routeHash('chat', s.agent, s.key), class: 'sess-link' }, h('span', { class: 'muted' }, s.agent + '/'), h('span', { class: 'mono' }, s.key))),
+        h('td', { 'data-label': 'Session' }, h('a', { href: routeHash('chat', s.agent, s.key), class: 'sess-link' },
+          s.title ? h('span', { class: 'sess-title' }, s.title) : null,
+          h('span', { class: 'sess-addr' }, h('span', { class: 'muted' }, s.agent + '/'), h('span', { class: 'mono' }, s.key)))),
         h('td', { 'data-label': 'State' }, badge(s.state)),
         h('td', { 'data-label': 'Events', class: 'num' }, fmtNum(s.last_seq)),
         h('td', { 'data-label': 'Last active', title: fmtDateTime(s.updated_at) }, relTime(s.updated_at)),
@@ -258,13 +260,18 @@ export function agentsScreen(app, el, args) {
     if (!alive) return;
     if (!list.length) { fill(grid, empty('No agents', 'Add an agent file to the data directory.')); return; }
     fill(grid, list.map((a) => {
-      const detail = h('div', { class: 'agent-detail' }, spinner('Loading details'));
-      const card = h('article', { class: ['card', 'agent', args[0] === a.id ? 'target' : null], id: 'agent-' + a.id, 'aria-labelledby': 'agent-h-' + a.id },
+      const invalid = a.state === 'invalid';
+      const detail = h('div', { class: 'agent-detail' }, invalid ? null : spinner('Loading details'));
+      const card = h('article', { class: ['card', 'agent', invalid ? 'agent-invalid' : null, args[0] === a.id ? 'target' : null], id: 'agent-' + a.id, 'aria-labelledby': 'agent-h-' + a.id },
         h('div', { class: 'card-head' },
-          h('div', null, h('h2', { id: 'agent-h-' + a.id }, a.name || a.id), h('div', { class: 'muted mono small' }, a.id, a.type ? ' · ' + a.type : '')),
-          h('a', { href: routeHash('chat', a.id), class: 'btn btn-sm' }, icon('chat'), 'Chat')),
+          h('div', null, h('h2', { id: 'agent-h-' + a.id }, a.name || a.id), h('div', { class: 'muted mono small' }, invalid ? a.file || a.id : a.id, a.type ? ' · ' + a.type : '')),
+          invalid ? badge('invalid') : h('a', { href: routeHash('chat', a.id), class: 'btn btn-sm' }, icon('chat'), 'Chat')),
         a.description ? h('p', { class: 'desc' }, a.description) : null,
         detail);
+      if (invalid) {
+        fill(detail, problemsBox('The agent file does not load, so this agent does not run until it is fixed:', a.problems));
+        return card;
+      }
       fill(detail, dl([['Model', h('span', { class: 'mono' }, [a.provider, a.model].filter(Boolean).join(' · ') || '—')]]));
       loadAgent(a.id, detail);
       return card;
@@ -288,8 +295,7 @@ async function loadAgent(id, box) {
   const b = d.budgets || {};
   const fallbacks = (m.fallbacks || []).map((f) => [f.provider, f.name].filter(Boolean).join(' '));
   fill(box,
-    problems.length ? h('div', { class: 'error-box small' }, 'The agent file has problems; this is the last definition that loaded: ',
-      problems.map((p) => h('div', null, [p.file, p.line].filter(Boolean).join(':'), p.field ? ' ' + p.field : '', ': ', p.message))) : null,
+    problems.length ? problemsBox('The agent file has problems; this is the last definition that loaded:', problems) : null,
     h('h3', null, 'Model'),
     dl([
       ['Provider', m.provider],

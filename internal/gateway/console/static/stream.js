@@ -112,7 +112,10 @@ export class Stream {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.attempt = 0;
-    if (this.ws && (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)) return;
+    // A socket that outlived a moment offline is connected again (the
+    // state said offline meanwhile).
+    if (this.ws && this.ws.readyState === WebSocket.OPEN) { this.setState('connected'); return; }
+    if (this.ws && this.ws.readyState === WebSocket.CONNECTING) return;
     this.connect();
   }
 

@@ -129,6 +129,35 @@ export function highlight(snippet) {
   return out;
 }
 
+// problemLine formats a problem of an agent file as agentd reports config
+// errors: file:line: field: message.
+export function problemLine(p) {
+  const where = p.file ? p.file + (p.line ? ':' + p.line : '') + ': ' : '';
+  return where + (p.field ? p.field + ': ' : '') + (p.message || '');
+}
+
+// problemsBox lists an agent file's problems under a heading.
+export function problemsBox(title, problems) {
+  return h('div', { class: 'error-box small problems', role: 'note' }, h('p', null, title),
+    h('ul', null, (problems || []).map((p) => h('li', { class: 'mono' }, problemLine(p)))));
+}
+
+// FAILURES say why a turn failed, by the kind of its error event.
+const FAILURES = {
+  rate_limited: 'The model\u2019s provider is limiting requests right now. Wait a little, then retry.',
+  overloaded: 'The model\u2019s provider is overloaded or failed. Retry in a moment.',
+  auth: 'The model\u2019s provider refused the API key. Check the key the agent\u2019s model uses (model.api_key_env), then retry.',
+  context_overflow: 'The conversation is too long for the model. Reset the chat (the log keeps everything), then retry.',
+  bad_request: 'The model\u2019s provider refused the request.',
+  protocol: 'The model\u2019s answer broke off or could not be read.',
+  transport: 'agentd could not reach the model\u2019s provider.',
+};
+
+// failureSentence says in words why a turn failed, from its error's kind.
+export function failureSentence(kind) {
+  return Object.hasOwn(FAILURES, kind) ? FAILURES[kind] : 'The turn failed before the agent could answer.';
+}
+
 // empty is a placeholder for a list with nothing in it.
 export function empty(title, text, ...actions) {
   return h('div', { class: 'empty' }, h('p', { class: 'empty-title' }, title), text ? h('p', null, text) : null, ...actions);

@@ -3,8 +3,8 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { path, query, request, newKey } from '../static/api.js';
-import { parseRoute, routeHash, pretty, splitAddr } from '../static/util.js';
+import { path, query, request, newKey, readiness } from '../static/api.js';
+import { parseRoute, routeHash, pretty, splitAddr, problemLine, failureSentence } from '../static/util.js';
 import { kindOf } from '../static/stream.js';
 import { series, niceMax, lastDays } from '../static/usage.js';
 
@@ -28,6 +28,28 @@ test('request only goes to this origin\'s API', async () => {
   assert.deepEqual(seen, ['/v1/agents']);
 });
 
+test('readiness reads /readyz: degraded parts, not ready, no answer', async () => {
+  const answers = [
+    [200, { ready: true }],
+    [200, { ready: true, degraded: [{ part: 'memory', reason: 'memory.db cannot be opened' }] }],
+    [503, { ready: false, error: 'starting', code: 'not_ready' }],
+  ];
+  const seen = [];
+  globalThis.fetch = async (url) => { seen.push(url); const [status, body] = answers.shift(); return new Response(JSON.stringify(body), { status }); };
+  assert.deepEqual(await readiness(), { ready: true, degraded: [], error: '' });
+  assert.deepEqual(await readiness(), { ready: true, degraded: [{ part: 'memory', reason: 'memory.db cannot be opened' }], error: '' });
+  assert.deepEqual(await readiness(), { ready: false, degraded: [], error: 'starting' });
+  assert.deepEqual(seen, ['/readyz', '/readyz', '/readyz']);
+  globalThis.fetch = async () => { throw new TypeError('offline'); };
+  assert.equal(await readiness(), null);
+});
+
+test('a failed turn is said in words', () => {
+  assert.match(failureSentence('auth'), /refused the API key/);
+  assert.match(failureSentence('rate_limited'), /limiting requests/);
+  for (const k of ['other', '', undefined, 'constructor', 'toString']) assert.equal(failureSentence(k), 'The turn failed before the agent could answer.', String(k));
+});
+
 test('routes come from the hash and go back to it', () => {
   assert.deepEqual(parseRoute('#/chat/assistant/web%3A1'), { name: 'chat', args: ['assistant', 'web:1'] });
   assert.deepEqual(parseRoute(''), { name: '', args: [] });
@@ -45,6 +67,10 @@ test('small formats', () => {
   assert.equal(pretty('not json {'), 'not json {');
   assert.match(newKey('console'), /^console-[0-9a-f]{24}$/);
   assert.notEqual(newKey(), newKey());
+  assert.equal(problemLine({ file: 'agents/a.yaml', line: 5, field: 'budgets.max_steps', message: 'must be an integer' }),
+    'agents/a.yaml:5: budgets.max_steps: must be an integer');
+  assert.equal(problemLine({ file: 'agents/a.yaml', message: 'permission denied' }), 'agents/a.yaml: permission denied');
+  assert.equal(problemLine({ message: 'x' }), 'x');
 });
 
 test('the usage series has every day, oldest first', () => {
