@@ -104,6 +104,12 @@ type Options struct {
 	// CheckRedirect and Jar are kept, its Timeout is not (streams are long
 	// lived). Nil means a client with dial and TLS handshake timeouts.
 	HTTPClient *http.Client
+	// MaxResultBytes is the text one message of a server may hold: longer
+	// results are cut while they are read, so that a large result costs
+	// no more memory than that and leaves the connection usable (default
+	// DefaultMaxResultBytes; see "Large results" in limit.go). The
+	// registry then cuts a result to the agent's tools.max_output_bytes.
+	MaxResultBytes int
 	// Uses reports whether an agent uses a node-wide server (one whose
 	// Def.Agents is nil); the resource and prompt built-ins consult it for
 	// calls that name an agent. Nil means every agent uses every node-wide
@@ -158,6 +164,7 @@ type Manager struct {
 	log    *slog.Logger
 	opts   Options
 	http   *http.Client
+	limits limits // what a server's message may hold
 	impl   *sdk.Implementation
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -206,6 +213,7 @@ func New(o *Options) (*Manager, error) {
 		m.opts.StopGrace = DefaultStopGrace
 	}
 	m.http = newHTTPClient(o.HTTPClient)
+	m.limits = defaultLimits(o.MaxResultBytes)
 	m.impl = &sdk.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}
 
 	var saved []Def

@@ -135,19 +135,19 @@ func (m *Manager) transport(life context.Context, name string, cfg agent.MCPServ
 		if err != nil {
 			return nil, nil, err
 		}
-		return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}, p, nil
+		return &sdk.IOTransport{Reader: newLimitReader(p.stdout, framedLines, m.limits), Writer: p.stdin}, p, nil
 	case agent.TransportHTTP:
 		hc, err := m.httpClientFor(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: m.limitBodies(hc)}, nil, nil
 	case agent.TransportSSE:
 		hc, err := m.httpClientFor(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: m.limitBodies(hc)}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: unknown transport %q", ErrInvalid, cfg.EffectiveTransport())
 }

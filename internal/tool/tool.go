@@ -60,6 +60,10 @@ type Call struct {
 	// Approval is the agent's signed approval of the message the call
 	// serves (JSON, see package agentd/approval); tool servers receive it.
 	Approval json.RawMessage
+	// MaxOutputBytes is the cap Registry.Run puts on the output: a tool
+	// that reads a large output stops there and reports the rest as
+	// Result.Omitted rather than hold it in memory.
+	MaxOutputBytes int
 }
 
 // Result is what a call returns to the model.
@@ -71,6 +75,11 @@ type Result struct {
 	// see images. Registry.Run passes on those model.CheckImage accepts,
 	// at most model.MaxImages, and notes in Output each one it drops.
 	Images []model.Image
+	// Omitted is how many bytes of output the tool left out as it read it
+	// (it keeps no more than Call.MaxOutputBytes, or its server's answer
+	// was cut as it arrived). Registry.Run counts them in its truncation
+	// note and marks the outcome Truncated.
+	Omitted int64
 }
 
 // Tool is a callable tool. A returned error becomes an error result the
