@@ -120,6 +120,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			if err := a.saveAgent(context.Background(), d); err != nil {
 				log.Warn("record agent", "agent", id, "err", err)
 			}
+			a.warnBuiltin(d)
 		}
 		if a.started.Load() {
 			a.syncServers(context.Background())
@@ -190,6 +191,7 @@ func (a *App) Start(ctx context.Context) error {
 		if err := a.saveAgent(ctx, d); err != nil {
 			return err
 		}
+		a.warnBuiltin(d)
 	}
 	// Turns resumed or started now must find their servers' tools: wait
 	// for each server's first connection (or first failure), within

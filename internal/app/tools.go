@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"time"
@@ -71,12 +72,30 @@ func (a *App) skillDirs() []string {
 // Skills returns the current skills.
 func (a *App) Skills() *skill.Set { return a.skills.Load() }
 
-// skillPrompt is what an agent's system prompt says about its skills.
+// skillPrompt is what an agent's system prompt says about its skills:
+// nothing unless it is offered the skill tool that loads them.
 func (a *App) skillPrompt(d *agent.Definition) string {
+	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask}
+	if !d.OffersBuiltin(skill.ToolName) || p.Decide(tool.Spec{Name: skill.ToolName}).Verdict == tool.Deny {
+		return ""
+	}
 	if s := a.skills.Load(); s != nil {
 		return s.Prompt(d.Skills)
 	}
 	return ""
+}
+
+// warnBuiltin logs each tools.builtin pattern of d that names no built-in
+// tool: a misspelt name would otherwise offer nothing, silently.
+func (a *App) warnBuiltin(d *agent.Definition) {
+	for _, p := range d.Tools.Builtin {
+		if !slices.ContainsFunc(a.Tools.Specs(), func(s tool.Spec) bool {
+			ok, _ := path.Match(p, s.Name)
+			return ok && s.Server == ""
+		}) {
+			a.Logger.Warn("tools.builtin names no built-in tool", "agent", d.ID, "file", d.File, "pattern", p)
+		}
+	}
 }
 
 type skillPolicy struct{ a *App }

@@ -58,8 +58,8 @@ func (r *run) estimate(specs []model.ToolSpec) (calibrated, raw int) {
 	for _, n := range r.tok {
 		raw += n
 	}
-	for _, s := range specs {
-		raw += 8 + tokens.Text(s.Name) + tokens.Text(s.Description) + tokens.Text(string(s.Parameters))
+	for i := range specs {
+		raw += tokens.Tool(&specs[i], tokens.Text)
 	}
 	return r.e.calib.Scale(r.def.Model.Name, raw), raw
 }

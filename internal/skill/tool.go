@@ -58,17 +58,37 @@ type skillTool struct {
 //
 // current returns the skills in force (such as the latest Set from Watch)
 // and is called once per call; it may return nil.
+//
+// The tool is offered only to agents that may load at least one skill
+// (Spec.Serves): with no skill installed it costs no tokens.
 func Tool(current func() *Set, p Policy, c Connector) tool.Tool {
 	return skillTool{current: current, policy: p, conn: c}
 }
 
-func (skillTool) Spec() tool.Spec {
+func (t skillTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name:        ToolName,
 		Description: "Loads a skill: instructions (and scripts or references) for a specific kind of task. Call it with the name of a skill listed in the system prompt before starting a task that skill covers, then follow its instructions. With file, returns one of the skill's files instead.",
 		InputSchema: json.RawMessage(toolSchema),
 		ReadOnly:    true,
+		Serves:      t.serves,
 	}
+}
+
+// serves reports whether the agent may load any skill now.
+func (t skillTool) serves(agentID string) bool {
+	var set *Set
+	if t.current != nil {
+		set = t.current()
+	}
+	return len(set.Allowed(t.patterns(agentID))) > 0
+}
+
+func (t skillTool) patterns(agentID string) []string {
+	if t.policy == nil {
+		return nil
+	}
+	return t.policy.SkillsFor(agentID)
 }
 
 type toolArgs struct {
@@ -85,11 +105,7 @@ func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	if t.current != nil {
 		set = t.current()
 	}
-	var patterns []string
-	if t.policy != nil {
-		patterns = t.policy.SkillsFor(c.Agent)
-	}
-	sk, err := check(set, patterns, args.Name)
+	sk, err := check(set, t.patterns(c.Agent), args.Name)
 	if err != nil {
 		return tool.Result{}, err
 	}

@@ -48,6 +48,11 @@ type Spec struct {
 	// Scope, when set, lists the agents that may see the tool (the MCP
 	// servers an agent file defines); nil means every agent.
 	Scope []string
+	// Serves, when set, says whether an agent is offered the tool at all,
+	// whatever its policy: search_all serves the agents whose
+	// memory.search_all is on, skill those that may load a skill. Nil
+	// serves every agent.
+	Serves func(agentID string) bool
 }
 
 // Call is one invocation.
