@@ -162,6 +162,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
+	eo.Skills = skillServers{a}
 	eo.Recall = recaller{a.Memory}
 	rt := &runtimeLog{}
 	eo.Log = rt

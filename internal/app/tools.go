@@ -107,18 +107,39 @@ func (p skillPolicy) SkillsFor(agentID string) []string {
 	return []string{} // an unknown agent may load none
 }
 
-// skillServers connects the MCP servers a skill bundles when it loads.
+// skillServers connects the MCP servers a skill bundles when a session
+// loads it, and again before each turn of a session that loaded it.
 type skillServers struct{ a *App }
 
-// Their tools are the loading agent's alone (another agent that loads the
-// skill is added to them).
+// Their tools are the loading agent's (another agent that loads the skill
+// is added to them), and within it those of the sessions that loaded the
+// skill (Def.Skill).
 func (c skillServers) ConnectSkillServers(ctx context.Context, agentID, name string, servers map[string]agent.MCPServer) error {
 	for _, sn := range slices.Sorted(maps.Keys(servers)) {
-		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Agents: []string{agentID}, Source: "skill:" + name}); err != nil {
+		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Agents: []string{agentID}, Source: "skill:" + name, Skill: name}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ConnectSkills connects the servers of the skills a session loaded, as
+// loading them did: after a restart they are not connected. A skill that
+// is gone, unavailable or no longer allowed for the agent is skipped.
+func (c skillServers) ConnectSkills(ctx context.Context, agentID string, names []string) {
+	set := c.a.skills.Load()
+	patterns := skillPolicy{c.a}.SkillsFor(agentID)
+	for _, name := range names {
+		sk, ok := set.Get(name)
+		if !ok || !sk.Available || !skill.Match(patterns, name) {
+			continue
+		}
+		if servers := sk.Servers(); len(servers) > 0 {
+			if err := c.ConnectSkillServers(ctx, agentID, name, servers); err != nil {
+				c.a.Logger.Warn("servers of a loaded skill not connected", "agent", agentID, "skill", name, "err", err)
+			}
+		}
+	}
 }
 
 // mcpDefs are the MCP servers the configuration and the agent files define.

@@ -173,10 +173,11 @@ func (r *run) notePrior(ev *event.Event) {
 
 // sees reports whether the agent may see a tool: its own servers' tools,
 // the node-wide servers it uses, and the built-in tools it is offered
-// (tools.builtin) — each only if the tool serves it (Spec.Serves).
+// (tools.builtin) — each only if the tool serves it (Spec.Serves), and a
+// skill's server's only in a session that loaded the skill.
 func (r *run) sees(s *tool.Spec) bool {
 	switch {
-	case s.Serves != nil && !s.Serves(r.def.ID):
+	case s.Serves != nil && !s.Serves(r.def.ID), !r.seesSkill(s):
 		return false
 	case s.Scope != nil:
 		return slices.Contains(s.Scope, r.def.ID)

@@ -131,6 +131,11 @@ type Def struct {
 	// "agent:<id>", "runtime", "skill:<name>". It is shown in List. Servers
 	// added with the source "skill:..." are not persisted.
 	Source string
+	// Skill, for a server a skill bundles (added when a session loads the
+	// skill), is that skill: its tools are seen only in the sessions that
+	// loaded it (tool.Spec.Skills), unless another definition of the same
+	// server makes them visible more widely.
+	Skill string
 }
 
 // Status describes one server.
@@ -140,7 +145,10 @@ type Status struct {
 	Source    string // the sources of its definitions, comma-separated
 	State     string // connecting, connected, down or disabled
 	// Agents are the agents that see its tools; nil means node-wide.
-	Agents    []string
+	Agents []string
+	// Skills, when set, are the skills whose loading sessions alone see
+	// its tools (a skill's bundled server).
+	Skills    []string
 	Tools     int // tools registered now
 	Restarts  int // successful reconnections
 	LastError string
@@ -156,6 +164,16 @@ type Status struct {
 type contrib struct {
 	agents []string
 	source string
+	skills []string // the skills that bundle it; nil: not a skill's
+}
+
+// runtimeContrib is the contribution of d, added at run time.
+func runtimeContrib(d *Def) *contrib {
+	c := &contrib{agents: d.Agents, source: d.Source}
+	if d.Skill != "" {
+		c.skills = []string{d.Skill}
+	}
+	return c
 }
 
 // Manager connects to MCP servers and keeps their tools registered. It is
@@ -236,8 +254,8 @@ func New(o *Options) (*Manager, error) {
 			continue
 		}
 		s := m.newServer(d.Name, d.Config)
-		s.runtime = &contrib{agents: d.Agents, source: d.Source}
-		s.scope = s.effectiveAgents()
+		s.runtime = runtimeContrib(&d)
+		s.scope, s.skills = s.view()
 		m.servers[d.Name] = s
 		m.start(s, nil)
 	}
@@ -307,7 +325,7 @@ func (m *Manager) Set(ctx context.Context, defs []Def) []error {
 			m.stop(s)
 			continue
 		}
-		s.setScope(s.effectiveAgents())
+		s.setView(s.view())
 	}
 	for _, name := range order {
 		g := want[name]
@@ -319,7 +337,7 @@ func (m *Manager) Set(ctx context.Context, defs []Def) []error {
 		}
 		s := m.newServer(name, g.cfg)
 		s.configured = g.contribs
-		s.scope = s.effectiveAgents()
+		s.scope, s.skills = s.view()
 		m.servers[name] = s
 		m.start(s, nil)
 	}
@@ -359,8 +377,8 @@ func (m *Manager) Add(ctx context.Context, d Def) (Status, error) {
 	m.wg.Add(1)
 	defer m.wg.Done()
 	s := m.newServer(d.Name, d.Config)
-	s.runtime = &contrib{agents: d.Agents, source: d.Source}
-	s.scope = s.effectiveAgents()
+	s.runtime = runtimeContrib(&d)
+	s.scope, s.skills = s.view()
 	m.mu.Unlock()
 
 	var cn *conn
@@ -422,18 +440,26 @@ func (m *Manager) mergeLocked(s *server, d Def) (Status, error) {
 		return Status{}, conflict(d.Name, s.sources())
 	}
 	old := s.runtime
-	if s.runtime == nil {
-		s.runtime = &contrib{agents: d.Agents, source: d.Source}
-	} else {
-		s.runtime = &contrib{agents: mergeAgents(s.runtime.agents, d.Agents), source: s.runtime.source}
+	add := runtimeContrib(&d)
+	if s.runtime != nil {
+		add = &contrib{agents: mergeAgents(s.runtime.agents, add.agents), source: s.runtime.source,
+			skills: mergeAgents(s.runtime.skills, add.skills)}
+		if sameList(add.agents, old.agents) && sameList(add.skills, old.skills) {
+			// Nothing new (a skill loaded again): no write.
+			return s.statusWith(s.sources()), nil
+		}
 	}
+	s.runtime = add
 	if err := m.saveLocked(); err != nil {
 		s.runtime = old
 		return Status{}, fmt.Errorf("mcp: add %q: %w", d.Name, err)
 	}
-	s.setScope(s.effectiveAgents())
+	s.setView(s.view())
 	return s.statusWith(s.sources()), nil
 }
+
+// sameList reports whether two lists are equal, nil differing from empty.
+func sameList(a, b []string) bool { return slices.Equal(a, b) && (a == nil) == (b == nil) }
 
 // Remove removes a server added at run time (removeMCPServer) and deletes
 // it from StatePath. A server defined in a configuration file is removed by
@@ -459,7 +485,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		return fmt.Errorf("mcp: remove %q: %w", name, err)
 	}
 	if s.configured != nil {
-		s.setScope(s.effectiveAgents())
+		s.setView(s.view())
 		m.mu.Unlock()
 		return nil
 	}

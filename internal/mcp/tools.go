@@ -78,6 +78,7 @@ func (s *server) toolSpec(name string, t *sdk.Tool) (tool.Spec, error) {
 		Kind:        s.toolKind(t),
 		Server:      s.name,
 		Scope:       slices.Clone(s.scope),
+		Skills:      slices.Clone(s.skills),
 	}
 	if a := t.Annotations; a != nil {
 		spec.ReadOnly = a.ReadOnlyHint
@@ -115,7 +116,7 @@ func sameSpec(a, b tool.Spec) bool {
 	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
 		a.Kind == b.Kind && a.ReadOnly == b.ReadOnly && a.Idempotent == b.Idempotent && a.Risky == b.Risky &&
 		a.Destructive == b.Destructive && a.Server == b.Server &&
-		slices.Equal(a.Scope, b.Scope) && (a.Scope == nil) == (b.Scope == nil)
+		sameList(a.Scope, b.Scope) && sameList(a.Skills, b.Skills)
 }
 
 // toolNames maps each of a server's tool names to the name agentd

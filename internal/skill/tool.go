@@ -15,8 +15,8 @@ import (
 const ToolName = "skill"
 
 // Connector connects the MCP servers a skill bundles, for the agent that
-// loaded it (their tools are that agent's). agentd's MCP manager
-// implements it.
+// loaded it; their tools are seen only in the sessions that loaded the
+// skill (see Loads). agentd's wiring implements it over the MCP manager.
 type Connector interface {
 	ConnectSkillServers(ctx context.Context, agentID, skill string, servers map[string]agent.MCPServer) error
 }
@@ -96,6 +96,22 @@ type toolArgs struct {
 	File string `json:"file"`
 }
 
+// Loads reports whether a call of the tool named tool with args loads a
+// skill (rather than reading one of its files), and which: with a
+// successful result, the calling session has loaded it. Its servers'
+// tools are then that session's (tool.Spec.Skills), for as long as the
+// session's log says so, across restarts.
+func Loads(tool string, args json.RawMessage) (string, bool) {
+	if tool != ToolName {
+		return "", false
+	}
+	var a toolArgs
+	if json.Unmarshal(args, &a) != nil || a.Name == "" || a.File != "" {
+		return "", false
+	}
+	return a.Name, true
+}
+
 func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	var args toolArgs
 	if err := json.Unmarshal(c.Args, &args); err != nil {
@@ -123,12 +139,7 @@ func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	if err != nil {
 		return tool.Result{}, err
 	}
-	servers := map[string]agent.MCPServer{}
-	for name, srv := range sk.MCPServers {
-		if !srv.Disabled {
-			servers[name] = srv
-		}
-	}
+	servers := sk.Servers()
 	if len(servers) == 0 {
 		return tool.Result{Output: body}, nil
 	}

@@ -165,3 +165,22 @@ func TestToolServes(t *testing.T) {
 		t.Error("not offered without a policy, with skills")
 	}
 }
+
+func TestLoads(t *testing.T) {
+	tests := []struct {
+		tool, args string
+		want       string
+		ok         bool
+	}{
+		{"skill", `{"name":"tea"}`, "tea", true},
+		{"skill", `{"name":"tea","file":"a.md"}`, "", false},
+		{"skill", `{"name":""}`, "", false},
+		{"skill", `not json`, "", false},
+		{"other", `{"name":"tea"}`, "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := Loads(tt.tool, json.RawMessage(tt.args)); got != tt.want || ok != tt.ok {
+			t.Errorf("Loads(%s, %s) = %q, %v; want %q, %v", tt.tool, tt.args, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -48,6 +48,9 @@ type Spec struct {
 	// Scope, when set, lists the agents that may see the tool (the MCP
 	// servers an agent file defines); nil means every agent.
 	Scope []string
+	// Skills, when set, are the skills that bundle the tool's server: only
+	// a session that loaded one of them sees the tool.
+	Skills []string
 	// Serves, when set, says whether an agent is offered the tool at all,
 	// whatever its policy: search_all serves the agents whose
 	// memory.search_all is on, skill those that may load a skill. Nil
@@ -65,6 +68,10 @@ type Call struct {
 	// Approval is the agent's signed approval of the message the call
 	// serves (JSON, see package agentd/approval); tool servers receive it.
 	Approval json.RawMessage
+	// Skills are the skills the calling session has loaded: the tools
+	// over MCP servers' resources and prompts reach a skill's server only
+	// for them.
+	Skills []string
 	// MaxOutputBytes is the cap Registry.Run puts on the output: a tool
 	// that reads a large output stops there and reports the rest as
 	// Result.Omitted rather than hold it in memory.
