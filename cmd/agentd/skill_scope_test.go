@@ -15,7 +15,8 @@ import (
 // offered to the model, and none of its context, action or post-process
 // tools (nor the hook that signs for it) runs. The sessions that loaded
 // it keep it across a restart of agentd, which reconnects the server for
-// them. Through `agentd serve` and a client, restarted in between.
+// them. Through `agentd serve` and a client, restarted in between, then in
+// process.
 func TestSkillServerStaysInItsSessions(t *testing.T) {
 	rec := fakeRec(t, "match ^load$\ncall skill {\"name\": \"tea\"}\n---\nsay loaded\n\nmatch *\nsay two green teas\n")
 	skillMD := fmt.Sprintf("---\nname: tea\ndescription: Sell tea.\nmcp_servers:\n  teashop:\n    command: %q\n    args: [mcp, demo]\n---\n# Tea\nSell tea.\n", agentdBin)
@@ -72,8 +73,13 @@ func TestSkillServerStaysInItsSessions(t *testing.T) {
 	other("after another session loaded the skill")
 	d.stop(t)
 
-	serve(t, dir)
+	d = serve(t, dir)
 	other("after a restart")
 	loaded("after a restart")
 	other("after a restart and the server's reconnection")
+	d.stop(t)
+
+	// In process, without a daemon, the same.
+	other("in process")
+	loaded("in process")
 }
