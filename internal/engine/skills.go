@@ -59,10 +59,12 @@ func (l *loadedSkills) result(d *event.ToolResultData) {
 	}
 }
 
+// add adds skills. It never changes a slice list returned: a new one is
+// made (calls still running may hold the old one).
 func (l *loadedSkills) add(names ...string) {
 	for _, n := range names {
 		if i, found := slices.BinarySearch(l.names, n); !found {
-			l.names = slices.Insert(l.names, i, n)
+			l.names = slices.Insert(slices.Clip(l.names), i, n)
 		}
 	}
 }
@@ -91,7 +93,8 @@ func (l *loadedSkills) event(e *event.Event) {
 	}
 }
 
-// list returns the skills loaded, sorted; the caller must not change it.
+// list returns the skills loaded, sorted; the caller must not change it,
+// and later adds leave it as it is.
 func (l *loadedSkills) list() []string { return l.names[:len(l.names):len(l.names)] }
 
 // initSkills gathers the skills the session loaded before this turn (and
