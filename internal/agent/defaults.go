@@ -30,6 +30,16 @@ const (
 	EchoModelName = "echo"
 )
 
+// DefaultBuiltin returns the built-in tools a fresh agent is offered
+// (ToolPolicy.Builtin of agentd init's agent and of the built-in one): the
+// clock, search of its own conversations, the conversation's working
+// memory, long-term memory (recall, and remember, which the memory flush
+// before compaction needs too) and skill (offered only when a skill may
+// be loaded). docs/tools.md gives each tool's cost in tokens.
+func DefaultBuiltin() []string {
+	return []string{"clock", "search_history", "wm_get", "wm_set", "wm_delete", "recall", "remember", "skill"}
+}
+
 // Environment variables read for API keys when a model names none.
 const (
 	OpenAIKeyEnv    = "OPENAI_API_KEY"

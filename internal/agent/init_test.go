@@ -44,6 +44,10 @@ func TestInit(t *testing.T) {
 	if a.Model.Provider != ProviderEcho || a.SystemPrompt == "" || a.File != want[1] {
 		t.Errorf("example assistant = %+v", a)
 	}
+	// A fresh agent is offered the default set, as the built-in one is.
+	if diff := cmp.Diff(DefaultBuiltin(), a.Tools.Builtin); diff != "" {
+		t.Errorf("example assistant's tools.builtin (-DefaultBuiltin +example):\n%s", diff)
+	}
 
 	// A second run writes nothing and keeps the user's edits.
 	edited := "name: Mine\n"

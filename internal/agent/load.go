@@ -272,6 +272,7 @@ func builtin(dataDir string, cfg *Config) (*Definition, error) {
 		Type:         TypePermanent,
 		Description:  "Built-in assistant, present until agents/ holds an agent file.",
 		SystemPrompt: builtinPrompt,
+		Tools:        ToolPolicy{Builtin: DefaultBuiltin()},
 	}
 	sys, err := readSystemPrompt(dataDir, BuiltinAgentID)
 	if err != nil {

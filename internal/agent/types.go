@@ -5,6 +5,7 @@
 package agent
 
 import (
+	"path"
 	"slices"
 	"time"
 )
@@ -108,6 +109,12 @@ type ToolPolicy struct {
 	Allow []string `yaml:"allow" json:"allow,omitempty"`
 	Deny  []string `yaml:"deny" json:"deny,omitempty"`
 	Ask   []string `yaml:"ask" json:"ask,omitempty"`
+	// Builtin are globs over the names of the built-in tools the agent is
+	// offered (its MCP servers' tools are chosen by Servers and
+	// MCPServers); the policy applies to them as to every tool. Left out:
+	// every built-in tool; an empty list: none. A fresh agent (agentd
+	// init's, the built-in one) has DefaultBuiltin.
+	Builtin []string `yaml:"builtin" json:"builtin,omitempty"`
 	// Timeout bounds one tool call (default 60s).
 	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
 	// MaxOutputBytes caps what a tool result gives the model (default 64 KiB).
@@ -173,6 +180,20 @@ func (s *MCPServer) EffectiveTransport() string {
 		return TransportHTTP
 	}
 	return ""
+}
+
+// OffersBuiltin reports whether the agent is offered the built-in tool
+// name (see ToolPolicy.Builtin).
+func (d *Definition) OffersBuiltin(name string) bool {
+	if d.Tools.Builtin == nil {
+		return true
+	}
+	for _, p := range d.Tools.Builtin {
+		if ok, err := path.Match(p, name); ok && err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // UsesServer reports whether the agent uses the node-wide MCP server name.

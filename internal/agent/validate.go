@@ -370,6 +370,7 @@ func (c *checker) tools(p string, t *ToolPolicy) {
 	c.globs(p+".allow", t.Allow)
 	c.globs(p+".deny", t.Deny)
 	c.globs(p+".ask", t.Ask)
+	c.globs(p+".builtin", t.Builtin)
 	c.duration(p+".timeout", t.Timeout)
 	c.duration(p+".approval_timeout", t.ApprovalTimeout)
 	c.nonNegative(p+".max_output_bytes", t.MaxOutputBytes)

@@ -135,6 +135,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			if err := a.saveAgent(context.Background(), d); err != nil {
 				log.Warn("record agent", "agent", id, "err", err)
 			}
+			a.warnBuiltin(d)
 		}
 		if a.started.Load() {
 			a.syncServers(context.Background())
@@ -173,6 +174,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
+	eo.Skills = skillServers{a}
 	if a.Memory != nil {
 		eo.Recall = recaller{a.Memory}
 	}
@@ -201,6 +203,9 @@ func (l *runtimeLog) CommitAsync(ctx context.Context, b *store.Batch) func() err
 // work and starts watching agent files.
 func (a *App) Start(ctx context.Context) error {
 	a.recordAgents(ctx)
+	for _, d := range a.Agents.List() {
+		a.warnBuiltin(d)
+	}
 	// Turns resumed or started now must find their servers' tools: wait
 	// for each server's first connection (or first failure), within
 	// MCPStartWait.

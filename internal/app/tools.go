@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"path/filepath"
 	"slices"
 	"time"
@@ -72,12 +73,30 @@ func (a *App) skillDirs() []string {
 // Skills returns the current skills.
 func (a *App) Skills() *skill.Set { return a.skills.Load() }
 
-// skillPrompt is what an agent's system prompt says about its skills.
+// skillPrompt is what an agent's system prompt says about its skills:
+// nothing unless it is offered the skill tool that loads them.
 func (a *App) skillPrompt(d *agent.Definition) string {
+	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask}
+	if !d.OffersBuiltin(skill.ToolName) || p.Decide(tool.Spec{Name: skill.ToolName}).Verdict == tool.Deny {
+		return ""
+	}
 	if s := a.skills.Load(); s != nil {
 		return s.Prompt(d.Skills)
 	}
 	return ""
+}
+
+// warnBuiltin logs each tools.builtin pattern of d that names no built-in
+// tool: a misspelt name would otherwise offer nothing, silently.
+func (a *App) warnBuiltin(d *agent.Definition) {
+	for _, p := range d.Tools.Builtin {
+		if !slices.ContainsFunc(a.Tools.Specs(), func(s tool.Spec) bool {
+			ok, _ := path.Match(p, s.Name)
+			return ok && s.Server == ""
+		}) {
+			a.Logger.Warn("tools.builtin names no built-in tool", "agent", d.ID, "file", d.File, "pattern", p)
+		}
+	}
 }
 
 type skillPolicy struct{ a *App }
@@ -89,18 +108,39 @@ func (p skillPolicy) SkillsFor(agentID string) []string {
 	return []string{} // an unknown agent may load none
 }
 
-// skillServers connects the MCP servers a skill bundles when it loads.
+// skillServers connects the MCP servers a skill bundles when a session
+// loads it, and again before each turn of a session that loaded it.
 type skillServers struct{ a *App }
 
-// Their tools are the loading agent's alone (another agent that loads the
-// skill is added to them).
+// Their tools are the loading agent's (another agent that loads the skill
+// is added to them), and within it those of the sessions that loaded the
+// skill (Def.Skill).
 func (c skillServers) ConnectSkillServers(ctx context.Context, agentID, name string, servers map[string]agent.MCPServer) error {
 	for _, sn := range slices.Sorted(maps.Keys(servers)) {
-		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Agents: []string{agentID}, Source: "skill:" + name}); err != nil {
+		if _, err := c.a.MCP.Add(ctx, mcp.Def{Name: sn, Config: servers[sn], Agents: []string{agentID}, Source: "skill:" + name, Skill: name}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ConnectSkills connects the servers of the skills a session loaded, as
+// loading them did: after a restart they are not connected. A skill that
+// is gone, unavailable or no longer allowed for the agent is skipped.
+func (c skillServers) ConnectSkills(ctx context.Context, agentID string, names []string) {
+	set := c.a.skills.Load()
+	patterns := skillPolicy{c.a}.SkillsFor(agentID)
+	for _, name := range names {
+		sk, ok := set.Get(name)
+		if !ok || !sk.Available || !skill.Match(patterns, name) {
+			continue
+		}
+		if servers := sk.Servers(); len(servers) > 0 {
+			if err := c.ConnectSkillServers(ctx, agentID, name, servers); err != nil {
+				c.a.Logger.Warn("servers of a loaded skill not connected", "agent", agentID, "skill", name, "err", err)
+			}
+		}
+	}
 }
 
 // mcpDefs are the MCP servers the configuration and the agent files define.

@@ -58,8 +58,8 @@ func (r *run) estimate(specs []model.ToolSpec) (calibrated, raw int) {
 	for _, n := range r.tok {
 		raw += n
 	}
-	for _, s := range specs {
-		raw += 8 + tokens.Text(s.Name) + tokens.Text(s.Description) + tokens.Text(string(s.Parameters))
+	for i := range specs {
+		raw += tokens.Tool(&specs[i], tokens.Text)
 	}
 	return r.e.calib.Scale(r.def.Model.Name, raw), raw
 }
@@ -166,7 +166,9 @@ func (r *run) compact(ctx context.Context, focus string, keep int) error {
 }
 
 // applySummary logs a summary and makes it the start of the conversation.
+// The skills loaded so far stay loaded.
 func (r *run) applySummary(d event.SummaryData, cut Mark, keep int) error {
+	d.Skills = r.skills.list()
 	ev := event.New(r.session, r.t.ID, event.Summary, d)
 	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, State: store.StateActive}, false); err != nil {
 		return fmt.Errorf("engine: log summary: %w: %w", errStore, err)
@@ -493,6 +495,7 @@ func sentenceStart(prefix string) bool {
 func (e *Engine) Compact(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
 	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r.skills.add(t.Skills...) // for the summary; no tool of theirs runs
 	r.initLifecycle()
 	r.msgs, r.marks = t.Context, t.Marks
 	end := event.TurnEndData{Status: event.StatusDone}

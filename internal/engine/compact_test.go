@@ -51,6 +51,7 @@ func TestCompactionFoldsOlderTurns(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("The user filed several orders for Ada."), text("done")}}
 	h := newHarness(t, models{"m": p})
 	tr := compactTurn(evs, agent.Memory{ContextWindow: size, Compaction: agent.CompactSummarize, RecentTurns: 2, WarnAt: 0.75, CompactAt: 0.9})
+	tr.Skills = []string{"tea"} // loaded in a folded turn
 	end, err := h.eng.Run(context.Background(), tr)
 	if err != nil || end.Status != event.StatusDone || end.Reply != "done" {
 		t.Fatalf("end %+v err %v", end, err)
@@ -58,6 +59,10 @@ func TestCompactionFoldsOlderTurns(t *testing.T) {
 	var sum event.SummaryData
 	if !h.log.decoded(event.Summary, &sum) {
 		t.Fatalf("no summary: %v", h.log.kinds())
+	}
+	// The skills loaded stay loaded after their turns are folded.
+	if !slices.Equal(sum.Skills, []string{"tea"}) {
+		t.Errorf("summary skills %q", sum.Skills)
 	}
 	var warn event.ContextData
 	if !h.log.decoded(event.ContextWarning, &warn) || warn.Action != "compact" {
@@ -105,6 +110,9 @@ func TestCompactionFoldsOlderTurns(t *testing.T) {
 	}
 	if m := rebuilt.Marks(); len(m) != 4 || m[0] != (Mark{N: 1, Seq: 24}) {
 		t.Errorf("rebuilt marks %+v", m)
+	}
+	if sk := rebuilt.Skills(); !slices.Equal(sk, []string{"tea"}) {
+		t.Errorf("rebuilt skills %q", sk)
 	}
 }
 

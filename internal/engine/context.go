@@ -2,6 +2,7 @@ package engine
 
 import (
 	"maps"
+	"slices"
 	"strings"
 
 	"agentd/internal/event"
@@ -100,6 +101,10 @@ func (c *Conversation) Messages() []model.Message {
 // Len returns the number of messages so far.
 func (c *Conversation) Len() int { return len(c.b.msgs) }
 
+// Skills returns the skills the conversation loaded (see "Skills a session
+// has loaded"), sorted, in a slice of the caller's.
+func (c *Conversation) Skills() []string { return slices.Clone(c.b.skills.names) }
+
 type builder struct {
 	msgs []model.Message
 	// The open tool group: the assistant message whose calls still wait for
@@ -111,6 +116,7 @@ type builder struct {
 	step     int
 	hasStep  bool
 	marks    []Mark
+	skills   loadedSkills
 }
 
 func (b *builder) add(e *event.Event) {
@@ -136,6 +142,7 @@ func (b *builder) add(e *event.Event) {
 		if e.Decode(&d) != nil {
 			return
 		}
+		b.skills.call(&d)
 		a := b.assistant(e.Turn, d.Step)
 		a.ToolCalls = append(a.ToolCalls, model.ToolCall{ID: d.ID, Name: d.Name, Args: d.Args})
 		if b.open == nil {
@@ -148,6 +155,7 @@ func (b *builder) add(e *event.Event) {
 		if e.Decode(&d) != nil || !b.open[d.ID] {
 			return // a result without its call cannot be sent
 		}
+		b.skills.result(&d)
 		delete(b.open, d.ID)
 		b.msgs = append(b.msgs, ToolMessage(&d))
 		if len(b.open) == 0 {
@@ -166,6 +174,7 @@ func (b *builder) add(e *event.Event) {
 		if len(b.msgs) > 0 || len(b.open) > 0 || e.Decode(&d) != nil {
 			return
 		}
+		b.skills.add(d.Skills...)
 		b.msgs = append(b.msgs, SummaryMessage(&d))
 		b.marks = append(b.marks, Mark{N: 1, Seq: d.Through})
 	}

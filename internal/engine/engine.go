@@ -99,6 +99,9 @@ type Options struct {
 	// SystemExtra, if set, returns text appended to an agent's system
 	// prompt (the skills it may load).
 	SystemExtra func(d *agent.Definition) string
+	// Skills, if set, connects the servers of the skills a session loaded
+	// before each of its turns.
+	Skills SkillServers
 	// Calibrator corrects token estimates with reported usage; nil: the
 	// engine keeps its own.
 	Calibrator *tokens.Calibrator
@@ -159,6 +162,9 @@ type Turn struct {
 	// started: a run before may have streamed text of this turn even when
 	// Prior is empty.
 	Recovered bool
+	// Skills are the skills the session loaded before this turn, derived
+	// from the same events as Context (Conversation.Skills).
+	Skills []string
 	// SpentToday is the agent's spending so far today, for the daily budget.
 	SpentToday float64
 	// Durable, if not nil, waits until the input is durable in the inbox.
@@ -183,6 +189,7 @@ type run struct {
 	session int64
 	ended   bool // the turn_end is committed
 
+	skills    loadedSkills                   // the skills the session loaded
 	lc        lifecycle                      // the message lifecycle's state
 	generated bool                           // the model gave its final answer
 	prior     map[string]event.LifecycleData // lifecycle results and starts already logged, by phaseKey
@@ -345,6 +352,7 @@ func (r *run) rerunnable(name string) bool {
 func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
 	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r.initSkills(ctx)
 	r.initLifecycle()
 	if w := r.def.Budgets.MaxWallTime.D(); w > 0 {
 		var cancel context.CancelFunc
@@ -935,6 +943,7 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 			return err
 		}
 	}
+	r.noteSkills(calls, results)
 	for i := range results {
 		r.msgs = append(r.msgs, ToolMessage(&results[i]))
 	}
@@ -991,7 +1000,7 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 	}
 	opts := &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes}
 	call := &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,
-		Agent: r.def.ID, Session: r.t.Session.Address()}
+		Agent: r.def.ID, Session: r.t.Session.Address(), Skills: r.skills.list()}
 	if spec.Server != "" {
 		call.Approval = r.approver()
 	}

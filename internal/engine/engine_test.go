@@ -561,3 +561,50 @@ func FuzzDeltaJSON(f *testing.F) {
 		}
 	})
 }
+
+// The model is offered the tools the agent may use: the built-in ones its
+// tools.builtin names (every one when left out) that serve it, minus what
+// its policy denies; and the tools of the servers it uses.
+func TestOfferedTools(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	extra := []tool.Spec{
+		{Name: "gated", InputSchema: obj, Serves: func(agentID string) bool { return agentID == "trusted" }},
+		{Name: "srv__tool", InputSchema: obj, Server: "srv"},
+		{Name: "mine__tool", InputSchema: obj, Server: "mine", Scope: []string{"a"}},
+		{Name: "srv__ctx", InputSchema: obj, Server: "srv", Kind: tool.KindContext},
+	}
+	tests := []struct {
+		name string
+		def  agent.Definition
+		want []string
+	}{
+		{"everything safe", agent.Definition{}, []string{"mine__tool", "read", "send_money", "slow", "srv__tool"}},
+		{"served", agent.Definition{ID: "trusted"}, []string{"gated", "read", "send_money", "slow", "srv__tool"}},
+		{"not served", agent.Definition{ID: "other"}, []string{"read", "send_money", "slow", "srv__tool"}},
+		{"a built-in set", agent.Definition{Tools: agent.ToolPolicy{Builtin: []string{"re*", "net"}}}, []string{"mine__tool", "read", "srv__tool"}},
+		{"no built-in", agent.Definition{Tools: agent.ToolPolicy{Builtin: []string{}}, Servers: []string{}}, []string{"mine__tool"}},
+		{"an allow list", agent.Definition{Tools: agent.ToolPolicy{Allow: []string{"read", "net", "srv__*"}}}, []string{"net", "read", "srv__tool"}},
+		{"deny and ask", agent.Definition{Tools: agent.ToolPolicy{Deny: []string{"s*"}, Ask: []string{"net"}}}, []string{"mine__tool", "net", "read"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
+			h := newHarness(t, models{"m": p})
+			for _, s := range extra {
+				if err := h.tools.Register(tool.Func(s, func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, nil })); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := h.eng.Run(context.Background(), turn(&tt.def)); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range p.reqs[0].Tools {
+				got = append(got, s.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("offered (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -215,12 +215,19 @@ func (r *run) notePrior(ev *event.Event) {
 }
 
 // sees reports whether the agent may see a tool: its own servers' tools,
-// the node-wide servers it uses, and every built-in tool.
+// the node-wide servers it uses, and the built-in tools it is offered
+// (tools.builtin) — each only if the tool serves it (Spec.Serves), and a
+// skill's server's only in a session that loaded the skill.
 func (r *run) sees(s *tool.Spec) bool {
-	if s.Scope != nil {
+	switch {
+	case s.Serves != nil && !s.Serves(r.def.ID), !r.seesSkill(s):
+		return false
+	case s.Scope != nil:
 		return slices.Contains(s.Scope, r.def.ID)
+	case s.Server == "":
+		return r.def.OffersBuiltin(s.Name)
 	}
-	return s.Server == "" || r.def.UsesServer(s.Server)
+	return r.def.UsesServer(s.Server)
 }
 
 func (r *run) unknownTool(name string) string {

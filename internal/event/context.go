@@ -35,6 +35,9 @@ type SummaryData struct {
 	// Pruned marks an emergency cut: the oldest events were dropped from
 	// the context without a model summary.
 	Pruned bool `json:"pruned,omitempty"`
+	// Skills are the skills loaded in the conversation it folds: they stay
+	// loaded (their servers' tools stay the session's).
+	Skills []string `json:"skills,omitempty"`
 }
 
 // ContextData is the payload of a ContextWarning event.

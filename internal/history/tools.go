@@ -88,7 +88,9 @@ func Tools(st Store, opts *Options) []tool.Tool {
 		ro("search_history", "Full-text search over the messages of your own past conversations, best matches first. Returns snippets with the matching words marked «like this», the thread and event number of each hit, and a cursor for more results.", searchHistorySchema, h.searchHistory),
 		ro("get_thread", "Reads one of your conversation threads in order: messages in full, tool calls summarised. Use the cursor to read on.", getThreadSchema, h.getThread),
 		ro("find_relevant", "Finds the messages of your past conversations most relevant to a query, favouring recent ones, optionally within a time range.", findRelevantSchema, h.findRelevant),
-		ro("search_all", "Full-text search over the conversations of all agents (or some), best matches first, for agents allowed to. Returns snippets with matches marked «like this» and a cursor for more results.", searchAllSchema, h.searchAll),
+		// Offered only to the agents allowed to use it.
+		tool.Func(tool.Spec{Name: "search_all", Description: "Full-text search over the conversations of all agents (or some), best matches first. Returns snippets with matches marked «like this» and a cursor for more results.",
+			InputSchema: json.RawMessage(searchAllSchema), ReadOnly: true, Serves: h.allowed}, h.logged("search_all", h.searchAll)),
 		rw("wm_set", "Sets a key of this conversation's working memory to a JSON value (a string, number, object, ...), replacing any earlier value. Working memory persists with the conversation.", wmSetSchema, h.wmSet),
 		ro("wm_get", "Reads this conversation's working memory: one key, or all keys and values when no key is given.", wmGetSchema, h.wmGet),
 		rw("wm_delete", "Deletes a key from this conversation's working memory.", wmDeleteSchema, h.wmDelete),
@@ -125,6 +127,9 @@ type tools struct {
 	st Store
 	o  Options
 }
+
+// allowed reports whether an agent may use search_all.
+func (h *tools) allowed(agentID string) bool { return h.o.Allowed != nil && h.o.Allowed(agentID) }
 
 // logged logs store failures of a tool (a tool's error goes to the model).
 func (h *tools) logged(name string, fn func(context.Context, *tool.Call) (tool.Result, error)) func(context.Context, *tool.Call) (tool.Result, error) {
@@ -246,7 +251,7 @@ func (h *tools) searchAll(ctx context.Context, c *tool.Call) (tool.Result, error
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if h.o.Allowed == nil || !h.o.Allowed(agent) {
+	if !h.allowed(agent) {
 		return tool.Result{}, fmt.Errorf("search_all: %w: agent %q may not search other agents' conversations; use search_history for your own", ErrNotAllowed, agent)
 	}
 	limit, err := checkLimit(c.Name, a.Limit, defaultLimit)

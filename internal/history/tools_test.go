@@ -89,6 +89,15 @@ func TestSearchAllAllowed(t *testing.T) {
 	if _, err := call(t, tools, "search_all", "bob", `{"query": "invoice"}`); err == nil {
 		t.Error("search_all for bob succeeded")
 	}
+	// Only the agents allowed to use it are offered it.
+	serves := tools["search_all"].Spec().Serves
+	if serves == nil || !serves("alice") || serves("bob") {
+		t.Error("search_all is offered to agents not allowed to use it")
+	}
+	_, none := setup(t, nil)
+	if none["search_all"].Spec().Serves("alice") {
+		t.Error("search_all is offered without an Allowed function")
+	}
 }
 
 func TestFindRelevantRecency(t *testing.T) {

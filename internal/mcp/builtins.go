@@ -274,13 +274,9 @@ func (m *Manager) getPrompt(ctx context.Context, c *tool.Call) (tool.Result, err
 // "" every connected server with the capability, that the calling agent
 // uses. capability is "resources" or "prompts".
 func (m *Manager) builtinTargets(c *tool.Call, name, capability string) ([]target, error) {
-	agentID := ""
-	if c != nil {
-		agentID = c.Agent
-	}
 	if name != "" {
 		s := m.lookup(name)
-		if s == nil || !m.visible(s, agentID) {
+		if s == nil || !m.visible(s, c) {
 			return nil, fmt.Errorf("mcp: %w: no MCP server called %q; see mcp_list_resources or mcp_list_prompts for the servers available", ErrNotFound, name)
 		}
 		cn, err := s.session()
@@ -301,7 +297,7 @@ func (m *Manager) builtinTargets(c *tool.Call, name, capability string) ([]targe
 	var out []target
 	for _, s := range servers {
 		cn := s.conn.Load()
-		if cn == nil || !m.visible(s, agentID) || !hasCapability(cn, capability) {
+		if cn == nil || !m.visible(s, c) || !hasCapability(cn, capability) {
 			continue
 		}
 		out = append(out, target{s, cn})
@@ -309,18 +305,23 @@ func (m *Manager) builtinTargets(c *tool.Call, name, capability string) ([]targe
 	return out, nil
 }
 
-// visible reports whether agentID may use s ("" means any caller).
-func (m *Manager) visible(s *server, agentID string) bool {
-	if agentID == "" {
+// visible reports whether the caller of c may use s: its agent sees the
+// server, and for a skill's server its session loaded the skill (c.Skills).
+// A call without an agent (nil, or a person's) may use every server.
+func (m *Manager) visible(s *server, c *tool.Call) bool {
+	if c == nil || c.Agent == "" {
 		return true
 	}
 	s.mu.Lock()
-	scope := s.scope
+	scope, skills := s.scope, s.skills
 	s.mu.Unlock()
-	if scope != nil {
-		return slices.Contains(scope, agentID)
+	if skills != nil && !slices.ContainsFunc(skills, func(sk string) bool { return slices.Contains(c.Skills, sk) }) {
+		return false
 	}
-	return m.opts.Uses == nil || m.opts.Uses(agentID, s.name)
+	if scope != nil {
+		return slices.Contains(scope, c.Agent)
+	}
+	return m.opts.Uses == nil || m.opts.Uses(c.Agent, s.name)
 }
 
 func hasCapability(cn *conn, capability string) bool {

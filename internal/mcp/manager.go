@@ -99,6 +99,12 @@ type Options struct {
 	// StatePath is a JSON file (mode 0600) where servers added at run time
 	// persist; "" means they are not persisted.
 	StatePath string
+	// MaxResultBytes is the text one message of a server may hold: longer
+	// results are cut while they are read, so that a large result costs
+	// no more memory than that and leaves the connection usable (default
+	// DefaultMaxResultBytes; see "Large results" in limit.go). The
+	// registry then cuts a result to the agent's tools.max_output_bytes.
+	MaxResultBytes int
 	// Uses reports whether an agent uses a node-wide server (one whose
 	// Def.Agents is nil); the resource and prompt built-ins consult it for
 	// calls that name an agent. Nil means every agent uses every node-wide
@@ -120,6 +126,11 @@ type Def struct {
 	// "agent:<id>", "runtime", "skill:<name>". It is shown in List. Servers
 	// added with the source "skill:..." are not persisted.
 	Source string
+	// Skill, for a server a skill bundles (added when a session loads the
+	// skill), is that skill: its tools are seen only in the sessions that
+	// loaded it (tool.Spec.Skills), unless another definition of the same
+	// server makes them visible more widely.
+	Skill string
 }
 
 // Status describes one server.
@@ -129,7 +140,10 @@ type Status struct {
 	Source    string // the sources of its definitions, comma-separated
 	State     string // connecting, connected, down or disabled
 	// Agents are the agents that see its tools; nil means node-wide.
-	Agents    []string
+	Agents []string
+	// Skills, when set, are the skills whose loading sessions alone see
+	// its tools (a skill's bundled server).
+	Skills    []string
 	Tools     int // tools registered now
 	Restarts  int // successful reconnections
 	LastError string
@@ -145,6 +159,16 @@ type Status struct {
 type contrib struct {
 	agents []string
 	source string
+	skills []string // the skills that bundle it; nil: not a skill's
+}
+
+// runtimeContrib is the contribution of d, added at run time.
+func runtimeContrib(d *Def) *contrib {
+	c := &contrib{agents: d.Agents, source: d.Source}
+	if d.Skill != "" {
+		c.skills = []string{d.Skill}
+	}
+	return c
 }
 
 // Manager connects to MCP servers and keeps their tools registered. It is
@@ -152,6 +176,7 @@ type contrib struct {
 type Manager struct {
 	log    *slog.Logger
 	opts   Options
+	limits limits // what a server's message may hold
 	impl   *sdk.Implementation
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
@@ -199,6 +224,7 @@ func New(o *Options) (*Manager, error) {
 	if m.opts.StopGrace <= 0 {
 		m.opts.StopGrace = DefaultStopGrace
 	}
+	m.limits = defaultLimits(o.MaxResultBytes)
 	m.impl = &sdk.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion}
 
 	var saved []Def
@@ -221,8 +247,8 @@ func New(o *Options) (*Manager, error) {
 			continue
 		}
 		s := m.newServer(d.Name, d.Config)
-		s.runtime = &contrib{agents: d.Agents, source: d.Source}
-		s.scope = s.effectiveAgents()
+		s.runtime = runtimeContrib(&d)
+		s.scope, s.skills = s.view()
 		m.servers[d.Name] = s
 		m.start(s, nil)
 	}
@@ -292,7 +318,7 @@ func (m *Manager) Set(ctx context.Context, defs []Def) []error {
 			m.stop(s)
 			continue
 		}
-		s.setScope(s.effectiveAgents())
+		s.setView(s.view())
 	}
 	for _, name := range order {
 		g := want[name]
@@ -304,7 +330,7 @@ func (m *Manager) Set(ctx context.Context, defs []Def) []error {
 		}
 		s := m.newServer(name, g.cfg)
 		s.configured = g.contribs
-		s.scope = s.effectiveAgents()
+		s.scope, s.skills = s.view()
 		m.servers[name] = s
 		m.start(s, nil)
 	}
@@ -344,8 +370,8 @@ func (m *Manager) Add(ctx context.Context, d Def) (Status, error) {
 	m.wg.Add(1)
 	defer m.wg.Done()
 	s := m.newServer(d.Name, d.Config)
-	s.runtime = &contrib{agents: d.Agents, source: d.Source}
-	s.scope = s.effectiveAgents()
+	s.runtime = runtimeContrib(&d)
+	s.scope, s.skills = s.view()
 	m.mu.Unlock()
 
 	var cn *conn
@@ -407,18 +433,26 @@ func (m *Manager) mergeLocked(s *server, d Def) (Status, error) {
 		return Status{}, conflict(d.Name, s.sources())
 	}
 	old := s.runtime
-	if s.runtime == nil {
-		s.runtime = &contrib{agents: d.Agents, source: d.Source}
-	} else {
-		s.runtime = &contrib{agents: mergeAgents(s.runtime.agents, d.Agents), source: s.runtime.source}
+	add := runtimeContrib(&d)
+	if s.runtime != nil {
+		add = &contrib{agents: mergeAgents(s.runtime.agents, add.agents), source: s.runtime.source,
+			skills: mergeAgents(s.runtime.skills, add.skills)}
+		if sameList(add.agents, old.agents) && sameList(add.skills, old.skills) {
+			// Nothing new (a skill loaded again): no write.
+			return s.statusWith(s.sources()), nil
+		}
 	}
+	s.runtime = add
 	if err := m.saveLocked(); err != nil {
 		s.runtime = old
 		return Status{}, fmt.Errorf("mcp: add %q: %w", d.Name, err)
 	}
-	s.setScope(s.effectiveAgents())
+	s.setView(s.view())
 	return s.statusWith(s.sources()), nil
 }
+
+// sameList reports whether two lists are equal, nil differing from empty.
+func sameList(a, b []string) bool { return slices.Equal(a, b) && (a == nil) == (b == nil) }
 
 // Remove removes a server added at run time (removeMCPServer) and deletes
 // it from StatePath. A server defined in a configuration file is removed by
@@ -444,7 +478,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		return fmt.Errorf("mcp: remove %q: %w", name, err)
 	}
 	if s.configured != nil {
-		s.setScope(s.effectiveAgents())
+		s.setView(s.view())
 		m.mu.Unlock()
 		return nil
 	}

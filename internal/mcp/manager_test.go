@@ -77,6 +77,7 @@ func TestToolRegistration(t *testing.T) {
 	}
 	want := []row{
 		{Name: "mem__add_extra", Kind: "action"},
+		{Name: "mem__big", Kind: "action"},
 		{Name: "mem__ctx_tool", Kind: "server", Idempotent: true}, // Kinds wins over _meta
 		{Name: "mem__dotted_name", Kind: "action"},
 		{Name: "mem__echo", Kind: "postprocess", ReadOnly: true, Idempotent: true},
@@ -110,12 +111,12 @@ func TestToolRegistration(t *testing.T) {
 
 	st, _ := m.Status("mem")
 	want2 := Status{Name: "mem", Transport: "http", Source: "config", State: StateConnected, Agents: []string{"alice", "bob"},
-		Tools: 15, ServerName: "testserver", ServerVersion: "1.2.3"}
+		Tools: 16, ServerName: "testserver", ServerVersion: "1.2.3"}
 	if diff := cmp.Diff(want2, st, cmpStatus); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	specs, err := m.Tools("mem")
-	if err != nil || len(specs) != 15 {
+	if err != nil || len(specs) != 16 {
 		t.Errorf("Tools: %d specs, %v", len(specs), err)
 	}
 	if _, err := m.Tools("nope"); !errors.Is(err, ErrNotFound) {
@@ -420,7 +421,7 @@ func TestSharedAndConflicting(t *testing.T) {
 	m.WaitReady(ctx)
 	waitFor(t, "the tools to be back", func() bool {
 		st, _ := m.Status("shared")
-		return st.State == StateConnected && st.Tools == 15 && reg.has("shared__echo")
+		return st.State == StateConnected && st.Tools == 16 && reg.has("shared__echo")
 	})
 }
 

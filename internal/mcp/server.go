@@ -57,7 +57,8 @@ type server struct {
 	conn atomic.Pointer[conn] // nil unless connected
 
 	mu       sync.Mutex
-	scope    []string
+	scope    []string // the agents that see its tools; nil: every agent
+	skills   []string // the skills whose loading sessions alone see them; nil: not gated
 	state    string
 	since    time.Time
 	lastErr  string
@@ -99,6 +100,16 @@ func (s *server) timeout() time.Duration {
 		return d
 	}
 	return DefaultTimeout
+}
+
+// view is who sees the server's tools: the union of the definitions'
+// agents, and the skills that alone make them visible (only when every
+// definition is a skill's). m.mu is held.
+func (s *server) view() (agents, skills []string) {
+	if len(s.configured) == 0 && s.runtime != nil {
+		skills = slices.Clone(s.runtime.skills)
+	}
+	return s.effectiveAgents(), skills
 }
 
 // effectiveAgents is the union of the definitions' agents. m.mu is held.
@@ -292,15 +303,15 @@ func (s *server) setDown(reason string) {
 	s.state, s.lastErr = StateDown, reason
 }
 
-// setScope re-registers the tools if the agents that see them changed.
-// m.mu is held.
-func (s *server) setScope(scope []string) {
+// setView re-registers the tools if the agents or skills that see them
+// changed. m.mu is held.
+func (s *server) setView(scope, skills []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.Equal(scope, s.scope) && (scope == nil) == (s.scope == nil) {
+	if sameList(scope, s.scope) && sameList(skills, s.skills) {
 		return
 	}
-	s.scope = scope
+	s.scope, s.skills = scope, skills
 	if cn := s.conn.Load(); cn != nil {
 		s.unregisterAllLocked()
 		s.syncLocked(cn.tools)
@@ -356,6 +367,7 @@ func (s *server) statusWith(src string) Status {
 		Source:    src,
 		State:     s.state,
 		Agents:    slices.Clone(s.scope),
+		Skills:    slices.Clone(s.skills),
 		Tools:     len(s.tools),
 		Restarts:  s.restarts,
 		LastError: s.lastErr,

@@ -157,6 +157,11 @@ func newTestServerHooks(stdio bool) (*sdk.Server, *testHooks) {
 			}
 			return text(v), nil
 		})
+	add(&sdk.Tool{Name: "big", Description: "Returns that many bytes of text.", InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer"}}}`)},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			n, _ := args(req)["bytes"].(float64)
+			return text(strings.Repeat("x", int(n))), nil
+		})
 	add(&sdk.Tool{Name: "pid"}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		return text(fmt.Sprint(os.Getpid())), nil
 	})
@@ -385,12 +390,15 @@ var local = []string{"127.0.0.1/32"}
 
 func newHTTPServer(t testing.TB, srv *sdk.Server, sse bool) *httpServer {
 	t.Helper()
-	var h http.Handler
 	if sse {
-		h = sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	} else {
-		h = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+		return serveHTTP(t, sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	}
+	return serveHTTP(t, sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+}
+
+// serveHTTP serves h and records the requests' headers.
+func serveHTTP(t testing.TB, h http.Handler) *httpServer {
+	t.Helper()
 	hs := &httpServer{}
 	hs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hs.mu.Lock()

@@ -78,6 +78,7 @@ func (s *server) toolSpec(name string, t *sdk.Tool) (tool.Spec, error) {
 		Kind:        s.toolKind(t),
 		Server:      s.name,
 		Scope:       slices.Clone(s.scope),
+		Skills:      slices.Clone(s.skills),
 	}
 	if a := t.Annotations; a != nil {
 		spec.ReadOnly = a.ReadOnlyHint
@@ -115,7 +116,7 @@ func sameSpec(a, b tool.Spec) bool {
 	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
 		a.Kind == b.Kind && a.ReadOnly == b.ReadOnly && a.Idempotent == b.Idempotent && a.Risky == b.Risky &&
 		a.Destructive == b.Destructive && a.Server == b.Server &&
-		slices.Equal(a.Scope, b.Scope) && (a.Scope == nil) == (b.Scope == nil)
+		sameList(a.Scope, b.Scope) && sameList(a.Skills, b.Skills)
 }
 
 // toolNames maps each of a server's tool names to the name agentd
@@ -173,7 +174,8 @@ func hashedName(clean, original string) string {
 // joined with "\n", placeholders for binary content, the structured
 // content's JSON when there is no text. Images of a type models take are
 // passed on as images too, beside their placeholder (the tool registry
-// checks them further).
+// checks them further). What was cut from the result as it was read
+// (_meta "agentd/omitted") becomes Omitted.
 func convertResult(r *sdk.CallToolResult) tool.Result {
 	var parts []string
 	var images []model.Image
@@ -211,7 +213,21 @@ func convertResult(r *sdk.CallToolResult) tool.Result {
 			parts = append([]string{string(b)}, parts...)
 		}
 	}
-	return tool.Result{Output: strings.Join(parts, "\n"), IsError: r.IsError, Images: images}
+	return tool.Result{Output: strings.Join(parts, "\n"), IsError: r.IsError, Images: images, Omitted: omitted(r.Meta)}
+}
+
+// omitted reads the bytes a limitReader cut from a result.
+func omitted(m sdk.Meta) int64 {
+	switch n := m[MetaOmitted].(type) {
+	case float64:
+		return int64(n)
+	case int64:
+		return n
+	case json.Number:
+		v, _ := n.Int64()
+		return v
+	}
+	return 0
 }
 
 func orUnknown(mime string) string {

@@ -137,21 +137,21 @@ func (m *Manager) transport(life context.Context, name string, cfg agent.MCPServ
 		if err != nil {
 			return nil, nil, err
 		}
-		return &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}, p, nil
+		return &sdk.IOTransport{Reader: newLimitReader(p.stdout, framedLines, m.limits), Writer: p.stdin}, p, nil
 	case agent.TransportHTTP:
 		hc, err := httpClientFor(name, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
 		context.AfterFunc(life, hc.CloseIdleConnections)
-		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
+		return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: m.limitBodies(hc)}, nil, nil
 	case agent.TransportSSE:
 		hc, err := httpClientFor(name, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
 		context.AfterFunc(life, hc.CloseIdleConnections)
-		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: hc}, nil, nil
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: m.limitBodies(hc)}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: unknown transport %q", ErrInvalid, cfg.EffectiveTransport())
 }

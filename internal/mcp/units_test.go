@@ -77,6 +77,8 @@ func TestConvertResult(t *testing.T) {
 		{"texts", &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a"}, &sdk.TextContent{Text: "b"}}}, tool.Result{Output: "a\nb"}},
 		{"error", &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "bad"}}, IsError: true}, tool.Result{Output: "bad", IsError: true}},
 		{"structured beside text is left out", &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "t"}}, StructuredContent: map[string]any{"a": 1}}, tool.Result{Output: "t"}},
+		{"cut as it was read", &sdk.CallToolResult{Meta: sdk.Meta{MetaOmitted: float64(1234)}, Content: []sdk.Content{&sdk.TextContent{Text: "t"}}},
+			tool.Result{Output: "t", Omitted: 1234}},
 		{"structured beside an image", &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{Data: []byte{1}}}, StructuredContent: []int{1, 2}},
 			tool.Result{Output: "[1,2]\n[image application/octet-stream, 1 bytes]"}},
 		{"images of a type models take are passed on", &sdk.CallToolResult{Content: []sdk.Content{

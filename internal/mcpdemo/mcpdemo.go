@@ -4,7 +4,8 @@
 //
 // Each tool declares its lifecycle kind in its _meta under "agentd/kind":
 //
-//	model        echo, add, counter, whoami, change_tools (and late, crash)
+//	model        echo, add, counter, whoami, fill, change_tools (and late,
+//	             crash)
 //	             offered to the model as ordinary function calls
 //	context      notes: called before inference with the message's
 //	             lifecycle fields; returns context lines and tools
@@ -17,7 +18,8 @@
 // whoami checks the signed approval agentd sends in a request's _meta (see
 // package agentd/approval). counter is deliberately neither read-only nor
 // idempotent, so a test can see that a call is not repeated; change_tools
-// adds a tool, so a client receives notifications/tools/list_changed; crash,
+// adds a tool, so a client receives notifications/tools/list_changed; fill
+// returns as many bytes of text as asked, for tests of large results; crash,
 // present only with Options.AllowCrash, ends the process, for reconnect
 // tests. Every result is deterministic for the same inputs and state.
 package mcpdemo
@@ -65,6 +67,9 @@ const CrashStatus = 3
 
 // maxNotes bounds what remember keeps per channel; older lines are dropped.
 const maxNotes = 100
+
+// MaxFill is the most text fill returns.
+const MaxFill = 64 << 20
 
 // Options configure the demo server. The zero value is ready to use.
 type Options struct {
@@ -175,6 +180,10 @@ type textIn struct {
 	Text string `json:"text" jsonschema:"the text to return"`
 }
 
+type fillIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes of text to return"`
+}
+
 type addIn struct {
 	A float64 `json:"a" jsonschema:"the first number"`
 	B float64 `json:"b" jsonschema:"the second number"`
@@ -270,6 +279,10 @@ func (d *demo) addTools(allowCrash bool) {
 		Meta: meta(KindModel), Annotations: readOnly(),
 	}, d.whoami)
 	mcp.AddTool(d.srv, &mcp.Tool{
+		Name: "fill", Description: fmt.Sprintf("Return that many bytes of text (at most %d): lines of digits, each line ending with its own byte offset.", MaxFill),
+		Meta: meta(KindModel), Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false)},
+	}, fill)
+	mcp.AddTool(d.srv, &mcp.Tool{
 		Name: "change_tools", Description: "Add the tool late to this server.",
 		Meta: meta(KindModel),
 	}, d.changeTools)
@@ -303,6 +316,22 @@ func add(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResu
 		return nil, nil, errors.New("the sum is out of range")
 	}
 	return textResult(strconv.FormatFloat(sum, 'g', -1, 64)), nil, nil
+}
+
+// fill returns in.Bytes bytes of ASCII text: 64-byte lines of digits,
+// each ending with the offset of its first byte, so that a cut shows where
+// it was made.
+func fill(_ context.Context, _ *mcp.CallToolRequest, in fillIn) (*mcp.CallToolResult, any, error) {
+	if in.Bytes < 0 || in.Bytes > MaxFill {
+		return nil, nil, fmt.Errorf("bytes must be 0 to %d", MaxFill)
+	}
+	b := make([]byte, 0, in.Bytes+64)
+	for len(b) < in.Bytes {
+		off := strconv.Itoa(len(b))
+		line := strings.Repeat("0123456789", 7)[:63-len(off)-1] + " " + off + "\n"
+		b = append(b, line...)
+	}
+	return textResult(string(b[:in.Bytes])), nil, nil
 }
 
 func (d *demo) count(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {

@@ -132,6 +132,7 @@ func TestToolList(t *testing.T) {
 		"quote":        {"action", false, false, false},
 		"submit":       {"server", false, false, false},
 		"whoami":       {"model", true, false, true},
+		"fill":         {"model", true, true, true},
 		"change_tools": {"model", false, false, false},
 	}
 	if d := cmp.Diff(want, list(nil)); d != "" {
@@ -162,6 +163,10 @@ func TestModelTools(t *testing.T) {
 		{"add", map[string]any{"a": 1}, "b", true},
 		{"add", map[string]any{"a": 1e308, "b": 1e308}, "out of range", true},
 		{"counter", map[string]any{"by": 2}, "by", true},
+		{"fill", map[string]any{"bytes": 0}, "", false},
+		{"fill", map[string]any{"bytes": 10}, "0123456789", false},
+		{"fill", map[string]any{"bytes": 70}, "0123456789012345678901234567890123456789012345678901234567890 0\n012345", false},
+		{"fill", map[string]any{"bytes": mcpdemo.MaxFill + 1}, "bytes must be", true},
 	}
 	for _, tt := range tests {
 		text, isErr := call(t, cs, tt.tool, tt.args)

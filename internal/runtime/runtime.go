@@ -991,8 +991,8 @@ func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 		}
 		var c engine.Conversation
 		c.Add(engine.FromSummary(evs[:cut])...)
-		t.Context, t.Marks = c.Messages(), c.Marks()
-	} else if t.Context, t.Marks, t.Tokens, err = r.context(ctx, sess); err != nil {
+		t.Context, t.Marks, t.Skills = c.Messages(), c.Marks(), c.Skills()
+	} else if t.Context, t.Marks, t.Tokens, t.Skills, err = r.context(ctx, sess); err != nil {
 		return event.TurnEndData{}, err
 	}
 	if def.Budgets.MaxUSDPerDay > 0 {
@@ -1032,19 +1032,20 @@ func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 	return end, nil
 }
 
-// context returns the session's conversation since the last reset, kept
-// in memory while the session is cached and loaded from the log otherwise.
-func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, []engine.Mark, []int, error) {
+// context returns the session's conversation since the last reset (with
+// the skills it loaded), kept in memory while the session is cached and
+// loaded from the log otherwise.
+func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, []engine.Mark, []int, []string, error) {
 	sess.mu.Lock()
-	if sess.conv != nil {
-		m, marks, toks := sess.conv.Messages(), sess.conv.Marks(), sess.conv.Tokens()
+	if c := sess.conv; c != nil {
+		m, marks, toks, skills := c.Messages(), c.Marks(), c.Tokens(), c.Skills()
 		sess.mu.Unlock()
-		return m, marks, toks, nil
+		return m, marks, toks, skills, nil
 	}
 	sess.mu.Unlock()
 	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("runtime: load context: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("runtime: load context: %w", err)
 	}
 	c := new(engine.Conversation)
 	c.Add(engine.FromSummary(evs)...)
@@ -1053,7 +1054,7 @@ func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, 
 	// Only this session's worker loads or changes the conversation, so
 	// nothing was added meanwhile.
 	r.setConv(sess, c)
-	return c.Messages(), c.Marks(), c.Tokens(), nil
+	return c.Messages(), c.Marks(), c.Tokens(), c.Skills(), nil
 }
 
 // Commit is the engine's log: it commits a batch, keeps the session's

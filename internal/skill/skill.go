@@ -88,6 +88,18 @@ type Skill struct {
 	Overrides []string
 }
 
+// Servers returns the MCP servers the skill bundles that are not
+// disabled: those connected when it loads.
+func (sk *Skill) Servers() map[string]agent.MCPServer {
+	out := map[string]agent.MCPServer{}
+	for name, srv := range sk.MCPServers {
+		if !srv.Disabled {
+			out[name] = srv
+		}
+	}
+	return out
+}
+
 // Requires is what a skill needs to be usable.
 type Requires struct {
 	Bins []string // executables, looked up on PATH

@@ -15,8 +15,8 @@ import (
 const ToolName = "skill"
 
 // Connector connects the MCP servers a skill bundles, for the agent that
-// loaded it (their tools are that agent's). agentd's MCP manager
-// implements it.
+// loaded it; their tools are seen only in the sessions that loaded the
+// skill (see Loads). agentd's wiring implements it over the MCP manager.
 type Connector interface {
 	ConnectSkillServers(ctx context.Context, agentID, skill string, servers map[string]agent.MCPServer) error
 }
@@ -58,22 +58,58 @@ type skillTool struct {
 //
 // current returns the skills in force (such as the latest Set from Watch)
 // and is called once per call; it may return nil.
+//
+// The tool is offered only to agents that may load at least one skill
+// (Spec.Serves): with no skill installed it costs no tokens.
 func Tool(current func() *Set, p Policy, c Connector) tool.Tool {
 	return skillTool{current: current, policy: p, conn: c}
 }
 
-func (skillTool) Spec() tool.Spec {
+func (t skillTool) Spec() tool.Spec {
 	return tool.Spec{
 		Name:        ToolName,
 		Description: "Loads a skill: instructions (and scripts or references) for a specific kind of task. Call it with the name of a skill listed in the system prompt before starting a task that skill covers, then follow its instructions. With file, returns one of the skill's files instead.",
 		InputSchema: json.RawMessage(toolSchema),
 		ReadOnly:    true,
+		Serves:      t.serves,
 	}
+}
+
+// serves reports whether the agent may load any skill now.
+func (t skillTool) serves(agentID string) bool {
+	var set *Set
+	if t.current != nil {
+		set = t.current()
+	}
+	return len(set.Allowed(t.patterns(agentID))) > 0
+}
+
+func (t skillTool) patterns(agentID string) []string {
+	if t.policy == nil {
+		return nil
+	}
+	return t.policy.SkillsFor(agentID)
 }
 
 type toolArgs struct {
 	Name string `json:"name"`
 	File string `json:"file"`
+}
+
+// Loads reports whether a call of the tool named tool with args loads a
+// skill (rather than reading one of its files), and which: with a
+// successful result, the calling session has loaded it. Its servers'
+// tools are then that session's (tool.Spec.Skills), for as long as the
+// session's log says so, across restarts.
+func Loads(tool string, args json.RawMessage) (string, bool) {
+	if tool != ToolName {
+		return "", false
+	}
+	var a toolArgs
+	if json.Unmarshal(args, &a) != nil || a.Name == "" || a.File != "" {
+		return "", false
+	}
+	return a.Name, true
 }
 
 func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) {
@@ -85,11 +121,7 @@ func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	if t.current != nil {
 		set = t.current()
 	}
-	var patterns []string
-	if t.policy != nil {
-		patterns = t.policy.SkillsFor(c.Agent)
-	}
-	sk, err := check(set, patterns, args.Name)
+	sk, err := check(set, t.patterns(c.Agent), args.Name)
 	if err != nil {
 		return tool.Result{}, err
 	}
@@ -107,12 +139,7 @@ func (t skillTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	if err != nil {
 		return tool.Result{}, err
 	}
-	servers := map[string]agent.MCPServer{}
-	for name, srv := range sk.MCPServers {
-		if !srv.Disabled {
-			servers[name] = srv
-		}
-	}
+	servers := sk.Servers()
 	if len(servers) == 0 {
 		return tool.Result{Output: body}, nil
 	}

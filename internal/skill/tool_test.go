@@ -147,3 +147,40 @@ func TestToolSpec(t *testing.T) {
 		t.Errorf("description does not point to the listing: %q", s.Description)
 	}
 }
+
+// The tool is offered only to agents that may load a skill.
+func TestToolServes(t *testing.T) {
+	_, _, set := loadFixture(t, "testdata/tool.txtar")
+	policy := policyMap{"alice": {"notes"}, "bob": {}, "carol": {"broken"}}
+	serves := Tool(func() *Set { return set }, policy, nil).Spec().Serves
+	for agentID, want := range map[string]bool{"alice": true, "bob": false, "carol": false} {
+		if serves(agentID) != want {
+			t.Errorf("serves(%s) = %v, want %v", agentID, !want, want)
+		}
+	}
+	if Tool(func() *Set { return nil }, nil, nil).Spec().Serves("alice") {
+		t.Error("offered with no skills")
+	}
+	if !Tool(func() *Set { return set }, nil, nil).Spec().Serves("anyone") {
+		t.Error("not offered without a policy, with skills")
+	}
+}
+
+func TestLoads(t *testing.T) {
+	tests := []struct {
+		tool, args string
+		want       string
+		ok         bool
+	}{
+		{"skill", `{"name":"tea"}`, "tea", true},
+		{"skill", `{"name":"tea","file":"a.md"}`, "", false},
+		{"skill", `{"name":""}`, "", false},
+		{"skill", `not json`, "", false},
+		{"other", `{"name":"tea"}`, "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := Loads(tt.tool, json.RawMessage(tt.args)); got != tt.want || ok != tt.ok {
+			t.Errorf("Loads(%s, %s) = %q, %v; want %q, %v", tt.tool, tt.args, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -85,8 +85,8 @@ func CountRequest(r *model.Request, count func(string) int) int {
 			n += perMessage + count(c.Name) + count(string(c.Args))
 		}
 	}
-	for _, t := range r.Tools {
-		n += perToolDef + count(t.Name) + count(t.Description) + count(string(t.Parameters))
+	for i := range r.Tools {
+		n += Tool(&r.Tools[i], count)
 	}
 	return n
 }

@@ -105,10 +105,17 @@ func Message(m *model.Message) int {
 // definitions, without calibration.
 func Request(r *model.Request) int {
 	n := Text(r.System) + Messages(r.Messages)
-	for _, t := range r.Tools {
-		n += perToolDef + Text(t.Name) + Text(t.Description) + Text(string(t.Parameters))
+	for i := range r.Tools {
+		n += Tool(&r.Tools[i], Text)
 	}
 	return n
+}
+
+// Tool counts what offering one tool adds to a request, its name,
+// description and schema counted with count (Text to estimate, a BPE
+// counter to count exactly) plus the framing around them.
+func Tool(t *model.ToolSpec, count func(string) int) int {
+	return perToolDef + count(t.Name) + count(t.Description) + count(string(t.Parameters))
 }
 
 // Calibrator corrects estimates per model with the input tokens providers

@@ -38,7 +38,7 @@ type RunOptions struct {
 type Outcome struct {
 	Result    Result
 	Duration  time.Duration // wall time of Run
-	Truncated bool          // Result.Output was cut to MaxOutputBytes
+	Truncated bool          // Result.Output was cut to MaxOutputBytes, or the tool left some out
 }
 
 // errTimedOut is the cause of a call's context when its own deadline ends it.
@@ -64,8 +64,9 @@ var errTimedOut = errors.New("tool call timed out")
 // the error's message.
 //
 // Output longer than MaxOutputBytes is cut on a UTF-8 boundary, a short
-// note saying how many bytes were cut is appended after the cut, and
-// Truncated is set.
+// note saying how many bytes were cut (counting those the tool itself left
+// out, Result.Omitted) is appended after the cut, and Truncated is set.
+// The call carries MaxOutputBytes, so that a tool can stop reading there.
 //
 // Images are passed on as Result.Images describes: an image a provider
 // would refuse is dropped, with a note in Output.
@@ -80,10 +81,10 @@ func (r *Registry) Run(ctx context.Context, c *Call, opts *RunOptions) Outcome {
 			o.MaxOutputBytes = opts.MaxOutputBytes
 		}
 	}
-	res := r.run(ctx, c, o.Timeout)
+	res := r.run(ctx, c, &o)
 	var out Outcome
 	out.Result.IsError = res.IsError
-	out.Result.Output, out.Truncated = truncate(res.Output, o.MaxOutputBytes)
+	out.Result.Output, out.Truncated = truncate(res.Output, o.MaxOutputBytes, res.Omitted)
 	out.Result.Images, out.Result.Output = keepImages(res.Images, out.Result.Output)
 	out.Duration = time.Since(start)
 	return out
@@ -109,7 +110,7 @@ func keepImages(imgs []model.Image, output string) ([]model.Image, string) {
 	return kept, output
 }
 
-func (r *Registry) run(ctx context.Context, c *Call, timeout time.Duration) Result {
+func (r *Registry) run(ctx context.Context, c *Call, o *RunOptions) Result {
 	if c == nil {
 		return errorResult("no tool call given")
 	}
@@ -124,7 +125,8 @@ func (r *Registry) run(ctx context.Context, c *Call, timeout time.Duration) Resu
 	}
 	call := *c
 	call.Args = args
-	return r.call(ctx, e, &call, timeout)
+	call.MaxOutputBytes = o.MaxOutputBytes
+	return r.call(ctx, e, &call, o.Timeout)
 }
 
 // call runs the tool in its own goroutine so that Run can return at the
@@ -377,14 +379,15 @@ func unescapePointer(s string) string {
 }
 
 // truncate cuts s to at most max bytes on a UTF-8 boundary and appends a
-// note of what was cut.
-func truncate(s string, max int) (string, bool) {
-	if len(s) <= max {
+// note of what was cut, omitted bytes (left out before s) included.
+func truncate(s string, limit int, omitted int64) (string, bool) {
+	if len(s) <= limit && omitted <= 0 {
 		return s, false
 	}
-	cut := max
-	for cut > 0 && max-cut < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]) {
+	cut := min(len(s), limit)
+	for cut > 0 && cut < len(s) && limit-cut < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return fmt.Sprintf("%s\n[output truncated: %d of %d bytes cut]", s[:cut], len(s)-cut, len(s)), true
+	total := int64(len(s)) + max(omitted, 0)
+	return fmt.Sprintf("%s\n[output truncated: %d of %d bytes cut]", s[:cut], total-int64(cut), total), true
 }

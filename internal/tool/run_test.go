@@ -254,26 +254,34 @@ func TestRunDefaultTimeout(t *testing.T) {
 
 func TestRunOutputCap(t *testing.T) {
 	tests := []struct {
-		name   string
-		output string
-		max    int
-		want   tool.Outcome
+		name    string
+		output  string
+		omitted int64 // what the tool says it left out
+		max     int
+		want    tool.Outcome
 	}{
-		{"under the cap", "hello", 10, okOutcome("hello")},
-		{"exactly the cap", "helloworld", 10, okOutcome("helloworld")},
-		{"over the cap", "hello world", 5, tool.Outcome{Result: tool.Result{Output: "hello\n[output truncated: 6 of 11 bytes cut]"}, Truncated: true}},
+		{"under the cap", "hello", 0, 10, okOutcome("hello")},
+		{"exactly the cap", "helloworld", 0, 10, okOutcome("helloworld")},
+		{"over the cap", "hello world", 0, 5, tool.Outcome{Result: tool.Result{Output: "hello\n[output truncated: 6 of 11 bytes cut]"}, Truncated: true}},
 		// "é" is 2 bytes: a cap of 5 would split the third one.
-		{"on a rune boundary", "ééééé", 5, tool.Outcome{Result: tool.Result{Output: "éé\n[output truncated: 6 of 10 bytes cut]"}, Truncated: true}},
+		{"on a rune boundary", "ééééé", 0, 5, tool.Outcome{Result: tool.Result{Output: "éé\n[output truncated: 6 of 10 bytes cut]"}, Truncated: true}},
 		// "🙂" is 4 bytes.
-		{"four-byte runes", "🙂🙂", 7, tool.Outcome{Result: tool.Result{Output: "🙂\n[output truncated: 4 of 8 bytes cut]"}, Truncated: true}},
-		{"cap smaller than a rune", "🙂", 2, tool.Outcome{Result: tool.Result{Output: "\n[output truncated: 4 of 4 bytes cut]"}, Truncated: true}},
-		{"invalid UTF-8 still capped", "\xff\xff\xff\xff\xff\xff", 4, tool.Outcome{Result: tool.Result{Output: "\xff\xff\xff\xff\n[output truncated: 2 of 6 bytes cut]"}, Truncated: true}},
+		{"four-byte runes", "🙂🙂", 0, 7, tool.Outcome{Result: tool.Result{Output: "🙂\n[output truncated: 4 of 8 bytes cut]"}, Truncated: true}},
+		{"cap smaller than a rune", "🙂", 0, 2, tool.Outcome{Result: tool.Result{Output: "\n[output truncated: 4 of 4 bytes cut]"}, Truncated: true}},
+		// A tool that read no more than the cap: the note counts what it
+		// left out.
+		{"left out by the tool", "hello", 95, 10, tool.Outcome{Result: tool.Result{Output: "hello\n[output truncated: 95 of 100 bytes cut]"}, Truncated: true}},
+		{"left out and over the cap", "hello world", 89, 5, tool.Outcome{Result: tool.Result{Output: "hello\n[output truncated: 95 of 100 bytes cut]"}, Truncated: true}},
+		{"invalid UTF-8 still capped", "\xff\xff\xff\xff\xff\xff", 0, 4, tool.Outcome{Result: tool.Result{Output: "\xff\xff\xff\xff\n[output truncated: 2 of 6 bytes cut]"}, Truncated: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := tool.NewRegistry(nil)
-			err := r.Register(tool.Func(tool.Spec{Name: "big"}, func(context.Context, *tool.Call) (tool.Result, error) {
-				return tool.Result{Output: tt.output}, nil
+			err := r.Register(tool.Func(tool.Spec{Name: "big"}, func(_ context.Context, c *tool.Call) (tool.Result, error) {
+				if c.MaxOutputBytes != tt.max {
+					t.Errorf("the call's MaxOutputBytes is %d, want %d", c.MaxOutputBytes, tt.max)
+				}
+				return tool.Result{Output: tt.output, Omitted: tt.omitted}, nil
 			}))
 			if err != nil {
 				t.Fatal(err)

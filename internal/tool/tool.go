@@ -48,6 +48,14 @@ type Spec struct {
 	// Scope, when set, lists the agents that may see the tool (the MCP
 	// servers an agent file defines); nil means every agent.
 	Scope []string
+	// Skills, when set, are the skills that bundle the tool's server: only
+	// a session that loaded one of them sees the tool.
+	Skills []string
+	// Serves, when set, says whether an agent is offered the tool at all,
+	// whatever its policy: search_all serves the agents whose
+	// memory.search_all is on, skill those that may load a skill. Nil
+	// serves every agent.
+	Serves func(agentID string) bool
 }
 
 // Call is one invocation.
@@ -60,6 +68,14 @@ type Call struct {
 	// Approval makes the agent's approval of the message the call serves,
 	// bound to the call, which tool servers receive; nil: none.
 	Approval Approver
+	// Skills are the skills the calling session has loaded: the tools
+	// over MCP servers' resources and prompts reach a skill's server only
+	// for them.
+	Skills []string
+	// MaxOutputBytes is the cap Registry.Run puts on the output: a tool
+	// that reads a large output stops there and reports the rest as
+	// Result.Omitted rather than hold it in memory.
+	MaxOutputBytes int
 }
 
 // Approver signs the approvals calls carry to tool servers (see package
@@ -81,6 +97,11 @@ type Result struct {
 	// see images. Registry.Run passes on those model.CheckImage accepts,
 	// at most model.MaxImages, and notes in Output each one it drops.
 	Images []model.Image
+	// Omitted is how many bytes of output the tool left out as it read it
+	// (it keeps no more than Call.MaxOutputBytes, or its server's answer
+	// was cut as it arrived). Registry.Run counts them in its truncation
+	// note and marks the outcome Truncated.
+	Omitted int64
 }
 
 // Tool is a callable tool. A returned error becomes an error result the

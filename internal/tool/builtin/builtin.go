@@ -30,7 +30,8 @@ type Options struct {
 	// included; default 30s.
 	FetchTimeout time.Duration
 	// FetchMaxBytes caps the response body http_fetch returns; default
-	// 1 MiB.
+	// 1 MiB. The agent's tools.max_output_bytes caps it too: the body is
+	// read no further.
 	FetchMaxBytes int64
 }
 

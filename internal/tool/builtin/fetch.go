@@ -23,8 +23,11 @@ import (
 const (
 	defaultFetchTimeout  = 30 * time.Second
 	defaultFetchMaxBytes = 1 << 20
-	sniffLen             = 512 // what http.DetectContentType looks at
-	userAgent            = "agentd-http-fetch"
+	// countMax bounds what is read past the cap of a body whose length
+	// was not given, to count what was left out.
+	countMax  = 8 << 20
+	sniffLen  = 512 // what http.DetectContentType looks at
+	userAgent = "agentd-http-fetch"
 )
 
 // fetch is the http_fetch tool. All its connections go through a
@@ -113,10 +116,15 @@ func (f *fetch) Call(ctx context.Context, c *tool.Call) (tool.Result, error) {
 		return tool.Result{Output: b.String()}, nil
 	}
 	b.WriteByte('\n')
-	if err := f.writeBody(&b, resp); err != nil {
+	limit := f.maxBytes
+	if c.MaxOutputBytes > 0 {
+		limit = min(limit, int64(max(c.MaxOutputBytes-b.Len(), 0)))
+	}
+	omitted, err := writeBody(&b, resp, limit)
+	if err != nil {
 		return tool.Result{}, fmt.Errorf("reading the body of %s: %w", resp.Request.URL.Redacted(), err)
 	}
-	return tool.Result{Output: b.String()}, nil
+	return tool.Result{Output: b.String(), Omitted: omitted}, nil
 }
 
 // request builds the request args describe.
@@ -157,17 +165,20 @@ func (f *fetch) request(ctx context.Context, args *fetchArgs) (*http.Request, er
 	return req, nil
 }
 
-// writeBody writes the response body to b if it is text, up to maxBytes,
-// and a one-line description of it otherwise.
-func (f *fetch) writeBody(b *strings.Builder, resp *http.Response) error {
+// writeBody writes the response body to b if it is text, up to limit
+// bytes, and a one-line description of it otherwise. It returns how many
+// bytes of the body it left out: reading stops at the limit, so a large
+// body is never held (one of unknown length is read up to countMax
+// further to count them).
+func writeBody(b *strings.Builder, resp *http.Response, limit int64) (omitted int64, err error) {
 	br := bufio.NewReaderSize(resp.Body, sniffLen)
 	head, err := br.Peek(sniffLen)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return 0, err
 	}
 	if len(head) == 0 {
 		b.WriteString("(empty body)")
-		return nil
+		return 0, nil
 	}
 	mediaType := mediaTypeOf(resp.Header.Get("Content-Type"), head)
 	size := "size unknown"
@@ -176,28 +187,31 @@ func (f *fetch) writeBody(b *strings.Builder, resp *http.Response) error {
 	}
 	if !isText(mediaType) {
 		fmt.Fprintf(b, "[%s content (%s) not shown]", mediaType, size)
-		return nil
+		return 0, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(br, f.maxBytes+1))
+	data, err := io.ReadAll(io.LimitReader(br, limit+1))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	truncated := int64(len(data)) > f.maxBytes
-	if truncated {
-		data = data[:f.maxBytes]
-		// Drop a rune cut in half at the end.
-		for i := 0; i < utf8.UTFMax-1 && len(data) > 0; i++ {
-			if r, n := utf8.DecodeLastRune(data); r != utf8.RuneError || n != 1 {
-				break
-			}
-			data = data[:len(data)-1]
+	if int64(len(data)) <= limit {
+		b.WriteString(strings.ToValidUTF8(string(data), "\uFFFD"))
+		return 0, nil
+	}
+	data = data[:limit]
+	// Drop a rune cut in half at the end.
+	for i := 0; i < utf8.UTFMax-1 && len(data) > 0; i++ {
+		if r, n := utf8.DecodeLastRune(data); r != utf8.RuneError || n != 1 {
+			break
 		}
+		data = data[:len(data)-1]
 	}
 	b.WriteString(strings.ToValidUTF8(string(data), "\uFFFD"))
-	if truncated {
-		fmt.Fprintf(b, "\n[body truncated: showing the first %d bytes (%s)]", len(data), size)
+	if resp.ContentLength >= 0 {
+		return max(resp.ContentLength-int64(len(data)), 1), nil
 	}
-	return nil
+	// A failure while counting loses only the count's precision.
+	rest, _ := io.Copy(io.Discard, io.LimitReader(br, countMax))
+	return limit + 1 - int64(len(data)) + rest, nil
 }
 
 // mediaTypeOf returns the lower-case media type of a Content-Type header,

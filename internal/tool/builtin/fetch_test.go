@@ -90,6 +90,13 @@ func TestFetch(t *testing.T) {
 		case "/big":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			io.WriteString(w, strings.Repeat("é", 20)) // 40 bytes
+		case "/huge":
+			// 300000 bytes of unknown length (chunked).
+			w.Header().Set("Content-Type", "text/plain")
+			for range 3 {
+				io.WriteString(w, strings.Repeat("z", 100000))
+				w.(http.Flusher).Flush()
+			}
 		case "/invalid-utf8":
 			w.Header().Set("Content-Type", "text/plain")
 			w.Write([]byte("ok\xff\xfeok"))
@@ -169,14 +176,24 @@ func TestFetch(t *testing.T) {
 		})
 	}
 
-	// With a 25-byte cap, which falls inside the 13th "é" of /big.
-	for path, want := range map[string]string{
-		"/big":  "HTTP 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 40\n\n" + strings.Repeat("é", 12) + "\n[body truncated: showing the first 24 bytes (40 bytes)]",
-		"/text": "HTTP 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 12\n\nhello, world",
-	} {
-		if diff := cmp.Diff(ok(want), run(t, small, "http_fetch", get(path)), ignoreDuration); diff != "" {
-			t.Errorf("http_fetch %s with a 25-byte cap (-want +got):\n%s", path, diff)
-		}
+	// With a 25-byte cap, which falls inside the 13th "é" of /big: the
+	// note counts the 16 bytes left unread.
+	bigHead := "HTTP 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 40\n\n"
+	if diff := cmp.Diff(tool.Outcome{Result: tool.Result{Output: bigHead + strings.Repeat("é", 12) + fmt.Sprintf("\n[output truncated: 16 of %d bytes cut]", len(bigHead)+40)}, Truncated: true},
+		run(t, small, "http_fetch", get("/big")), ignoreDuration); diff != "" {
+		t.Errorf("http_fetch /big with a 25-byte cap (-want +got):\n%s", diff)
+	}
+	want := "HTTP 200 OK\nContent-Type: text/plain; charset=utf-8\nContent-Length: 12\n\nhello, world"
+	if diff := cmp.Diff(ok(want), run(t, small, "http_fetch", get("/text")), ignoreDuration); diff != "" {
+		t.Errorf("http_fetch /text with a 25-byte cap (-want +got):\n%s", diff)
+	}
+	// A body longer than the call's output cap is read no further than
+	// the cap; one of unknown length is counted for the note.
+	hugeHead := "HTTP 200 OK\nContent-Type: text/plain\n\n"
+	got := r.Run(t.Context(), &tool.Call{Name: "http_fetch", Args: json.RawMessage(get("/huge"))}, &tool.RunOptions{MaxOutputBytes: 1000})
+	want = hugeHead + strings.Repeat("z", 1000-len(hugeHead)) + fmt.Sprintf("\n[output truncated: %d of %d bytes cut]", 300000-(1000-len(hugeHead)), len(hugeHead)+300000)
+	if diff := cmp.Diff(tool.Outcome{Result: tool.Result{Output: want}, Truncated: true}, got, ignoreDuration); diff != "" {
+		t.Errorf("http_fetch /huge with a 1000-byte output cap (-want +got):\n%s", diff)
 	}
 	if n := blocked.hits.Load(); n != 0 {
 		t.Errorf("the server on 127.0.0.2 was reached %d times", n)
