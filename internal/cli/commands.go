@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
@@ -167,13 +168,28 @@ func address(agentOrAddr, key string) string {
 	return agentOrAddr + "/" + key
 }
 
+// defaultKey is the session key the CLI uses when none is given:
+// cli:<user>, the user from $USER, else the account running agentd, else
+// "local".
 func defaultKey() string {
 	u := os.Getenv("USER")
+	if u == "" {
+		if cur, err := user.Current(); err == nil {
+			u = cur.Username
+		}
+	}
 	if u == "" {
 		u = "local"
 	}
 	return "cli:" + u
 }
+
+// defaultKeyHelp says what defaultKey is, for help texts.
+const defaultKeyHelp = "cli:$USER"
+
+// sessionArg is the session a command's argument names: <agent>/<key>,
+// or <agent> alone for the session send and chat use by default.
+func sessionArg(arg string) string { return address(arg, defaultKey()) }
 
 func (e *env) sendCmd() *cobra.Command {
 	var key, idem, origin string
@@ -406,21 +422,24 @@ func (e *env) logCmd() *cobra.Command {
 	var asJSON, follow bool
 	var after int64
 	cmd := &cobra.Command{
-		Use:   "log <agent>/<key>",
+		Use:   "log <agent>[/<key>]",
 		Short: "Print a session's event log",
-		Long:  "Print every event of a session's log in order. --follow keeps waiting for new events.",
-		Example: "  agentd log assistant/cli:alice\n" +
+		Long: "Print every event of a session's log in order. --follow keeps waiting for new events.\n" +
+			"An agent alone names the session send and chat use by default (" + defaultKeyHelp + ").",
+		Example: "  agentd log assistant\n" +
+			"  agentd log assistant/cli:alice\n" +
 			"  agentd log assistant/ticket-42 --follow\n" +
 			"  agentd log assistant/ticket-42 --after 120 --json",
 		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
+			addr := sessionArg(args[0])
 			enc := json.NewEncoder(e.stdout)
 			for {
 				wait := time.Duration(0)
 				if follow {
 					wait = 30 * time.Second
 				}
-				page, err := b.Events(ctx, args[0], after, 1000, wait)
+				page, err := b.Events(ctx, addr, after, 1000, wait)
 				if err != nil {
 					if follow && ctx.Err() != nil {
 						return nil
@@ -574,7 +593,7 @@ func (e *env) resetCmd() *cobra.Command {
 
 func (e *env) compactCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "compact <agent>/<key> [focus]...",
+		Use:   "compact <agent>[/<key>] [focus]...",
 		Short: "Fold a session's older turns into a summary now (the log keeps everything)",
 		Long: "Ask the model to summarise the session's turns before the most recent ones (memory.recent_turns),\n" +
 			"keeping the focus words in particular. Identifiers the summary leaves out are added back to it.",
@@ -582,12 +601,13 @@ func (e *env) compactCmd() *cobra.Command {
 			"  agentd compact assistant/ticket-42 the customer's order numbers",
 		Args: cobra.MinimumNArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			res, err := b.Compact(ctx, args[0], strings.Join(args[1:], " "))
+			addr := sessionArg(args[0])
+			res, err := b.Compact(ctx, addr, strings.Join(args[1:], " "))
 			if err != nil {
 				return err
 			}
 			if res.End != nil {
-				fmt.Fprintf(e.stdout, "%s: %s\n", args[0], res.End.Reply)
+				fmt.Fprintf(e.stdout, "%s: %s\n", addr, res.End.Reply)
 				if res.End.Status != event.StatusDone {
 					return withCode(ExitTurn, fmt.Errorf("compaction %s: %s", res.End.Status, res.End.Reason))
 				}
@@ -609,20 +629,21 @@ func (e *env) closeCmd() *cobra.Command {
 
 func (e *env) reopenCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "reopen <agent>/<key>",
+		Use:   "reopen <agent>[/<key>]",
 		Short: "Reopen a closed session: it takes input again, its context where it stopped",
 		Example: "  agentd reopen assistant/cli:alice\n" +
 			"  agentd send assistant --session cli:alice --reopen \"where were we?\"",
 		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			reopened, err := b.Reopen(ctx, args[0])
+			addr := sessionArg(args[0])
+			reopened, err := b.Reopen(ctx, addr)
 			if err != nil {
 				return err
 			}
 			if reopened {
-				fmt.Fprintf(e.stdout, "%s: reopened\n", args[0])
+				fmt.Fprintf(e.stdout, "%s: reopened\n", addr)
 			} else {
-				fmt.Fprintf(e.stdout, "%s: not closed; nothing to do\n", args[0])
+				fmt.Fprintf(e.stdout, "%s: not closed; nothing to do\n", addr)
 			}
 			return nil
 		}),
@@ -646,15 +667,17 @@ func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string
 // sessionCmd is a command that does one thing to one session.
 func (e *env) sessionCmd(name, short, done string, do func(context.Context, *backend, string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:     name + " <agent>/<key>",
+		Use:     name + " <agent>[/<key>]",
 		Short:   short,
-		Example: "  agentd " + name + " assistant/cli:alice\n  agentd " + name + " support/ticket-42",
+		Long:    short + ".\nAn agent alone names the session send and chat use by default (" + defaultKeyHelp + ").",
+		Example: "  agentd " + name + " assistant\n  agentd " + name + " assistant/cli:alice\n  agentd " + name + " support/ticket-42",
 		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			if err := do(ctx, b, args[0]); err != nil {
+			addr := sessionArg(args[0])
+			if err := do(ctx, b, addr); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "%s: %s\n", args[0], done)
+			fmt.Fprintf(e.stdout, "%s: %s\n", addr, done)
 			return nil
 		}),
 	}
