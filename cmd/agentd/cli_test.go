@@ -29,6 +29,18 @@ func TestFreshMachine(t *testing.T) {
 	mustContain(t, r.stdout, "assistant")
 	r = run(t, dir, "sessions")
 	mustContain(t, r.stdout, "assistant/cli:")
+	// An agent alone names the session send used; so it is without $USER.
+	r = run(t, dir, "log", "assistant")
+	mustContain(t, r.stdout, "hello there")
+	r = runEnv(t, dir, []string{"USER="}, "send", "assistant", "no user")
+	if r.code != 0 {
+		t.Fatalf("send without $USER: %+v", r)
+	}
+	r = runEnv(t, dir, []string{"USER="}, "log", "assistant")
+	mustContain(t, r.stdout, "no user")
+	if r := run(t, dir, "sessions"); strings.Contains(r.stdout, "assistant/cli: ") {
+		t.Errorf("a session key without a user: %s", r.stdout)
+	}
 	d.stop(t)
 	mustContain(t, d.out.String(), "agentd stopped")
 	if fi, err := os.Stat(filepath.Join(dir, "agentd.sock")); err == nil {
@@ -361,9 +373,15 @@ func TestSilentAndClose(t *testing.T) {
 	serve(t, dir)
 	r := run(t, dir, "send", "a", "--session", "s", "--silent", "--origin", "ops", "deploy finished")
 	mustContain(t, r.stdout, "logged for the next turn")
-	r = run(t, dir, "log", "a/s", "--json")
-	evs, _ := jsonEvents(t, r.stdout)
-	if got := kinds(evs); !slices.Equal(got, []event.Kind{event.SystemMessage}) {
+	// The message is durable in the inbox when send returns; the session's
+	// worker logs it a moment later.
+	var got []event.Kind
+	waitFor(t, func() bool {
+		evs, _ := jsonEvents(t, run(t, dir, "log", "a/s", "--json").stdout)
+		got = kinds(evs)
+		return len(got) > 0
+	})
+	if !slices.Equal(got, []event.Kind{event.SystemMessage}) {
 		t.Fatalf("after a silent message the log holds %v", got)
 	}
 	r = run(t, dir, "send", "a", "--session", "s", "hi")
@@ -414,5 +432,40 @@ func TestFakellmCommand(t *testing.T) {
 	r = run(t, dir, "fakellm", "--listen", "127.0.0.1:0", "--script", bad)
 	if r.code == 0 || !strings.Contains(r.stderr, "bad.fake:2") {
 		t.Fatalf("bad script: %+v", r)
+	}
+}
+
+// The demo script the README names works as the README says: greet, ask the
+// time (a clock tool call), note something (working memory).
+func TestDemoScript(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(agentdBin, "fakellm", "--listen", addr, "--script", filepath.Join("..", "..", "examples", "demo.fake"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	waitFor(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	dir := dataDir(t, map[string]string{"agents/assistant.yaml": openaiAgent(addr, "")})
+	for _, tt := range []struct{ say, want string }{
+		{"hello", "I am a scripted model"},
+		{"what time is it?", `The clock tool answered: {"time":`},
+		{"note buy tea", `set "note"`},
+		{"anything else", "You said: anything else"},
+	} {
+		r := run(t, dir, "send", "assistant", tt.say)
+		if r.code != 0 || !strings.Contains(r.stdout, tt.want) {
+			t.Errorf("%q: want %q in %+v", tt.say, tt.want, r)
+		}
 	}
 }
