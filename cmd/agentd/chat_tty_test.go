@@ -189,3 +189,71 @@ func TestChatTerminal(t *testing.T) {
 	}
 	d.stop(t)
 }
+
+// What a model says is shown on the terminal, never obeyed by it: escape
+// sequences (here, one that retitles the window and one that colours the
+// text), C1 controls and bidirectional overrides appear in caret or \u
+// notation, in chat, in send's reply and in log, in process and through
+// the daemon; a pipe still gets the bytes as they are.
+func TestTerminalShowsControls(t *testing.T) {
+	const said = "title\x1b]0;pwned\x07 red\x1b[31mX \u202eevil\u0085."
+	const shown = `title^[]0;pwned^G red^[[31mX \u202Eevil\u0085.`
+	addr := fake(t, "match *\nsay "+said+"\n")
+	dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "")})
+	check := func(t *testing.T, key string) {
+		c := startChat(t, dir, "a", "--session", key)
+		c.waitFor("you> ", 1)
+		c.keys("hi\r")
+		c.waitFor(shown, 1)
+		c.keys("\x04")
+		if err := c.wait(); err != nil {
+			t.Fatalf("chat ended with %v", err)
+		}
+		for _, raw := range []string{"\x1b]0;pwned", "\x1b[31m", "\u202e", "\u0085"} {
+			if strings.Contains(c.out.String(), raw) {
+				t.Errorf("chat wrote %q to the terminal:\n%q", raw, c.out.String())
+			}
+		}
+		for _, args := range [][]string{{"send", "a", "--session", key, "again"}, {"log", "a/" + key}} {
+			out := onTerminal(t, dir, args...)
+			if !strings.Contains(out, shown) || strings.Contains(out, "\x1b]0;pwned") {
+				t.Errorf("agentd %s on a terminal wrote\n%q", strings.Join(args, " "), out)
+			}
+		}
+		if r := run(t, dir, "send", "a", "--session", key, "piped"); !strings.Contains(r.stdout, said) {
+			t.Errorf("send to a pipe: %q, want the bytes as they are", r.stdout)
+		}
+	}
+	t.Run("in process", func(t *testing.T) { check(t, "ctl-local") })
+	d := serve(t, dir)
+	t.Run("daemon", func(t *testing.T) { check(t, "ctl-daemon") })
+	d.stop(t)
+}
+
+// onTerminal runs agentd with its output on a pseudo-terminal and returns
+// what the terminal was sent.
+func onTerminal(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	master, tty, err := ptytest.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer master.Close()
+	cmd := exec.Command(agentdBin, append([]string{"--data", dir}, args...)...)
+	cmd.Stdout, cmd.Stderr = tty, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var out strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := master.Read(buf)
+		out.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	cmd.Wait()
+	return out.String()
+}

@@ -51,12 +51,13 @@ func (e *env) chatCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c := &chat{addr: addr, out: e.stdout, reopen: reopen}
+			c := &chat{addr: addr, out: shown(e.stdout), reopen: reopen}
 			if tty != nil {
 				defer tty.Close()
 				// Everything written goes through the line editor, which
-				// keeps the prompt in its place (the terminal is raw).
-				c.out, c.tty = tty, tty
+				// keeps the prompt in its place (the terminal is raw); what
+				// the reply holds is shown, never obeyed, by the terminal.
+				c.out, c.tty = termWriter{tty}, tty
 				e.stdout, e.stderr = tty, tty
 			}
 			return e.withBackend(func(ctx context.Context, b *backend, _ []string) error {

@@ -243,7 +243,7 @@ func (e *env) sendCmd() *cobra.Command {
 			if asJSON {
 				enc.Encode(gateway.StreamLine{Receipt: &rc, End: &end})
 			} else if end.Reply != "" {
-				fmt.Fprintln(e.stdout, end.Reply)
+				fmt.Fprintln(shown(e.stdout), end.Reply)
 			}
 			if end.Status != event.StatusDone {
 				return withCode(ExitTurn, fmt.Errorf("turn %d %s: %s", rc.Turn, end.Status, end.Reason))
@@ -433,7 +433,7 @@ func (e *env) logCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := sessionArg(args[0])
-			enc := json.NewEncoder(e.stdout)
+			enc, out := json.NewEncoder(e.stdout), shown(e.stdout)
 			for {
 				wait := time.Duration(0)
 				if follow {
@@ -450,7 +450,7 @@ func (e *env) logCmd() *cobra.Command {
 					if asJSON {
 						enc.Encode(ev)
 					} else {
-						fmt.Fprintln(e.stdout, FormatEvent(ev))
+						fmt.Fprintln(out, FormatEvent(ev))
 					}
 				}
 				after = page.Next
