@@ -262,7 +262,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"send", "--nope", "a", "b"}, 2, "unknown flag"},
 		{[]string{"send", "nobody", "hi"}, 3, "unknown agent"},
 		{[]string{"log", "assistant/none"}, 3, "not found"},
-		{[]string{"log", "no-slash"}, 2, "bad session address"},
+		{[]string{"log", "a/b/c"}, 2, "bad session address"},
+		{[]string{"log", "no-such-session"}, 3, "session not found"},
 	} {
 		r := run(t, dir, tc.args...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {

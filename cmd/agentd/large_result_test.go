@@ -57,7 +57,7 @@ say {{tool_result}}
 		t.Errorf("the next call: %+v", results[1])
 	}
 	// The log the user reads back says the same.
-	logged, _ := jsonEvents(t, okRun(t, dir, "log", "a/cli:local", "--json"))
+	logged, _ := jsonEvents(t, okRun(t, dir, "log", "a", "--json"))
 	found := false
 	for _, ev := range logged {
 		var d event.ToolResultData

@@ -20,7 +20,7 @@ func TestArgumentErrorShowsUsage(t *testing.T) {
 			args       []string
 			usage, see string
 		}{
-			{[]string{"log"}, "usage: agentd log <agent>/<key>", "agentd log --help"},
+			{[]string{"log"}, "usage: agentd log <agent>[/<key>]", "agentd log --help"},
 			{[]string{"send", "assistant"}, "usage: agentd send <agent> <message>...", "agentd send --help"},
 			{[]string{"keys", "show", "a", "b"}, "usage: agentd keys show [agent]", "agentd keys show --help"},
 			{[]string{"sessions", "--limit", "many"}, "usage: agentd sessions", "agentd sessions --help"},
