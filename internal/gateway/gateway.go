@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -386,7 +387,12 @@ func info(s store.Session) SessionInfo {
 
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.SessionFilter{Agent: q.Get("agent"), State: q.Get("state")}
+	state, err := enumParam(q, "state", store.States())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	f := store.SessionFilter{Agent: q.Get("agent"), State: state}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -532,10 +538,20 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		in.Images = append(in.Images, model.Image{MIMEType: img.MIMEType, Data: img.Data})
 	}
 	q := r.URL.Query()
+	stream, err := boolParam(q, "stream")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	wait, err := boolParam(q, "wait")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	switch {
-	case q.Get("stream") == "true" || q.Get("stream") == "1":
+	case stream:
 		s.stream(w, r, in)
-	case q.Get("wait") == "true" || q.Get("wait") == "1":
+	case wait:
 		rc, end, err := s.o.Runtime.Send(r.Context(), in)
 		if err != nil {
 			s.fail(w, err)
@@ -701,6 +717,29 @@ func intParam(v string, def int64) (int64, error) {
 		return 0, fmt.Errorf("want a non-negative integer, got %q", v)
 	}
 	return n, nil
+}
+
+// enumParam returns the query parameter name, which is "" or one of
+// valid; any other value is a bad request that lists them.
+func enumParam(q url.Values, name string, valid []string) (string, error) {
+	v := q.Get(name)
+	if v != "" && !slices.Contains(valid, v) {
+		return "", badRequest("%s: %.100q is not one of %s", name, v, strings.Join(valid, ", "))
+	}
+	return v, nil
+}
+
+// boolParam returns the query parameter name: true for true or 1, false
+// for false, 0 or none; any other value is a bad request.
+func boolParam(q url.Values, name string) (bool, error) {
+	switch v := q.Get(name); v {
+	case "true", "1":
+		return true, nil
+	case "", "false", "0":
+		return false, nil
+	default:
+		return false, badRequest("%s: want true or false, got %.100q", name, v)
+	}
 }
 
 func durParam(v string) (time.Duration, error) {

@@ -683,3 +683,29 @@ func TestStorageFull(t *testing.T) {
 		}
 	}
 }
+
+// A query parameter whose values are a list refuses any other value with a
+// 400 that names them, rather than answering as if it were absent.
+func TestEnumeratedParameters(t *testing.T) {
+	e := newEnv(t, setup{})
+	for _, c := range []struct {
+		method, path, body, want string
+	}{
+		{"GET", "/v1/sessions?state=bogus", "", strings.Join(store.States(), ", ")},
+		{"POST", "/v1/sessions/a/k/messages?wait=yes", `{"text":"x"}`, "wait: want true or false"},
+		{"POST", "/v1/sessions/a/k/messages?stream=on", `{"text":"x"}`, "stream: want true or false"},
+	} {
+		er := checkError(t, e, c.method, c.path, c.body, 400, "bad_request")
+		if !strings.Contains(er.Error, c.want) {
+			t.Errorf("%s %s: %q, want it to say %q", c.method, c.path, er.Error, c.want)
+		}
+	}
+	if list, err := e.st.Sessions(t.Context(), store.SessionFilter{}); err != nil || len(list) != 0 {
+		t.Errorf("a refused message made a session: %+v, %v", list, err)
+	}
+	for _, state := range store.States() {
+		if status, _, b := e.do("GET", "/v1/sessions?state="+state, ""); status != 200 {
+			t.Errorf("state=%s: %d %s", state, status, b)
+		}
+	}
+}
