@@ -114,6 +114,9 @@ type Server struct {
 	load      *admission
 	started   time.Time
 	listening listening // the addresses ServeUnix and ServeTCP serve
+	// openAIPaths matches the paths of OpenAIRoutes whatever the method;
+	// nil without Options.OpenAI.
+	openAIPaths *http.ServeMux
 }
 
 // routeMux is a ServeMux that remembers its patterns, so the OpenAPI
@@ -193,7 +196,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	release, err := s.load.admit(r, limit)
 	if err != nil {
 		if r.Context().Err() == nil { // else nobody is left to answer
-			s.fail(w, err)
+			s.answer(w, r, s.describe(err))
 		}
 		return
 	}
@@ -207,7 +210,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rec.status == http.StatusMethodNotAllowed {
 			code = "method_not_allowed"
 		}
-		writeJSON(w, rec.status, Error{Error: strings.ToLower(http.StatusText(rec.status)), Code: code})
+		s.answer(w, r, Failure{Status: rec.status, Body: Error{Error: strings.ToLower(http.StatusText(rec.status)), Code: code}})
 		return
 	}
 	s.mux.ServeHTTP(w, r)
