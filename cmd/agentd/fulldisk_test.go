@@ -111,6 +111,10 @@ func TestFullDisk(t *testing.T) {
 			t.Errorf("a message to %s on a full disk: %d %s (Retry-After %q)", session, r.status, r.body, r.header.Get("Retry-After"))
 		}
 	}
+	// agentd send says why and exits 5 (unavailable: send again later).
+	if r := run(t, dir, "send", "a", "--session", "s", "refused"); r.code != 5 || !strings.Contains(r.stderr, "agentd's disk is full") {
+		t.Errorf("agentd send on a full disk: %+v, want exit 5 saying the disk is full", r)
+	}
 	free()
 	waitReady(t, base, tok, 200)
 

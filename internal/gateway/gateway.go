@@ -578,6 +578,11 @@ type StreamLine struct {
 	Event   *event.Event       `json:"event,omitempty"`
 	End     *event.TurnEndData `json:"end,omitempty"`
 	Error   *Error             `json:"error,omitempty"`
+	// Status, with Error, is the HTTP status the error has as the answer
+	// to a request (the stream began with 200), and RetryAfter, when not
+	// 0, the seconds to wait before sending again (its Retry-After).
+	Status     int `json:"status,omitempty"`
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 // decode reads a request body holding one JSON object into v, answering
@@ -629,7 +634,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in runtime.Input
 	start()
 	if err != nil {
 		f := s.describe(err)
-		enc.Encode(StreamLine{Error: &f.Body})
+		enc.Encode(StreamLine{Error: &f.Body, Status: f.Status, RetryAfter: retrySeconds(f.RetryAfter)})
 		return
 	}
 	enc.Encode(StreamLine{Receipt: &rc, End: &end})
