@@ -121,7 +121,7 @@ type envOptions struct {
 	gateway func(*gateway.Options)
 }
 
-// broken is an agent whose file does not load.
+// brokenFile is why the file of the agent broken does not load.
 var brokenFile = &agent.ConfigError{Errors: []agent.FieldError{
 	{File: "agents/broken.yaml", Line: 5, Field: "model.params.temperature", Msg: `must be a number, got "hot"`},
 	{File: "agents/broken.yaml", Line: 7, Field: "budgets.max_steps", Msg: "must not be negative, got -3"},
