@@ -76,10 +76,11 @@ func waitReady(t *testing.T, base, tok string, want int) httpResult {
 }
 
 // On a full disk agentd serve starts (writing nothing that exists: not the
-// token, not the agents' records, not the write-ahead log), /readyz says
-// the disk is full, and new messages get a 503 storage_full with
-// Retry-After instead of 500. Messages acknowledged before the disk filled
-// are answered, each exactly once, once space is freed.
+// token, not the agents' records, not the write-ahead logs) with its
+// long-term memory on, /readyz says the disk is full, and new messages get
+// a 503 storage_full with Retry-After instead of 500 (agentd send exits
+// 5). Messages acknowledged before the disk filled are answered, each
+// exactly once, once space is freed.
 func TestFullDisk(t *testing.T) {
 	t.Parallel()
 	g := gatedFake(t, gatedScript)
@@ -104,12 +105,24 @@ func TestFullDisk(t *testing.T) {
 	d, base = serveListen(t, dir, "127.0.0.1:0")
 	if r := waitReady(t, base, tok, 503); !strings.Contains(r.body, "disk is full") {
 		t.Errorf("readyz on a full disk: %d %s", r.status, r.body)
+	} else if strings.Contains(r.body, "degraded") {
+		t.Errorf("on a full disk, a part is off: %s", r.body)
+	}
+	if strings.Contains(d.out.String(), "long-term memory is off") {
+		t.Errorf("long-term memory is off on a full disk:\n%s", d.out.String())
+	}
+	if r := run(t, dir, "memory", "list", "a"); r.code != 0 {
+		t.Errorf("agentd memory list on a full disk: %+v", r)
 	}
 	for _, session := range []string{"s", "new"} {
 		r := post(base, session, "refused")
 		if r.status != 503 || !strings.Contains(r.body, `"code":"storage_full"`) || r.header.Get("Retry-After") == "" {
 			t.Errorf("a message to %s on a full disk: %d %s (Retry-After %q)", session, r.status, r.body, r.header.Get("Retry-After"))
 		}
+	}
+	// agentd send says why and exits 5 (unavailable: send again later).
+	if r := run(t, dir, "send", "a", "--session", "s", "refused"); r.code != 5 || !strings.Contains(r.stderr, "agentd's disk is full") {
+		t.Errorf("agentd send on a full disk: %+v, want exit 5 saying the disk is full", r)
 	}
 	free()
 	waitReady(t, base, tok, 200)

@@ -398,3 +398,23 @@ func TestShutdownOpenAIClientRetries(t *testing.T) {
 		t.Errorf("turns ended %v, want one turn ended once", ends)
 	}
 }
+
+// agentd send whose turn does not end within the grace period says that
+// agentd is shutting down and that the turn goes on at the next start,
+// and exits 5 (unavailable: send again later), not 1 with an internal
+// error; so does a send refused while agentd stops.
+func TestShutdownSendSaysSo(t *testing.T) {
+	t.Parallel()
+	g := gatedFake(t, gatedScript)
+	dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(g.addr, "")})
+	d := serveArgs(t, dir, []string{"--listen", "off", "--grace", "500ms"})
+	sent := make(chan result, 1)
+	go func() { sent <- run(t, dir, "send", "a", "--session", "s", "gated a") }()
+	g.waitArrivals(t, 1)
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	r := wait(t, "agentd send", sent)
+	if r.code != 5 || !strings.Contains(r.stderr, "agentd is shutting down") || !strings.Contains(r.stderr, "goes on when agentd starts again") || strings.Contains(r.stderr, "internal error") {
+		t.Errorf("agentd send cut off by a shutdown: %+v, want exit 5 saying agentd is shutting down", r)
+	}
+	d.waitExit(t)
+}

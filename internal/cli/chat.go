@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func chatCommands() []chatCommand {
 	return []chatCommand{
 		{"/reset", "", "restart the context (the log keeps everything)", func(ctx context.Context, c *chat, _ string) (bool, error) {
 			if err := c.b.Reset(ctx, c.addr); err != nil {
-				return false, err
+				return false, c.noSessionYet(err)
 			}
 			fmt.Fprintln(c.out, "(context reset)")
 			return false, nil
@@ -101,7 +102,7 @@ func chatCommands() []chatCommand {
 		{"/compact", "[focus]", "fold older turns into a summary now", func(ctx context.Context, c *chat, focus string) (bool, error) {
 			res, err := c.b.Compact(ctx, c.addr, focus)
 			if err != nil {
-				return false, err
+				return false, c.noSessionYet(err)
 			}
 			if res.End != nil {
 				fmt.Fprintf(c.out, "(%s)\n", res.End.Reply+res.End.Reason)
@@ -115,6 +116,18 @@ func chatCommands() []chatCommand {
 		{"/quit", "", "leave (also /exit, Ctrl-D)", func(context.Context, *chat, string) (bool, error) { return true, nil }},
 		{"/exit", "", "", func(context.Context, *chat, string) (bool, error) { return true, nil }},
 	}
+}
+
+// noSessionYet says so, and returns nil, when err is a command's answer
+// that the chat's session does not exist: no message has made it yet.
+// Other errors are returned as they are.
+func (c *chat) noSessionYet(err error) error {
+	var ae *gateway.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusNotFound && strings.HasPrefix(ae.Msg, runtime.ErrNoSession.Error()) {
+		fmt.Fprintln(c.out, "(the session has no messages yet)")
+		return nil
+	}
+	return err
 }
 
 // chatHelp lists the commands, one a line.

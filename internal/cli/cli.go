@@ -10,8 +10,10 @@
 //	2  bad usage: unknown command, flag or argument
 //	3  not found: no such agent or session, or no agentd data in the data directory
 //	4  the turn ended without completing (budget, error, cancelled)
-//	5  unavailable: agentd is not running (status), or the data directory is
-//	   locked by a process that does not answer
+//	5  unavailable: agentd is not running (status), the data directory is
+//	   locked by a process that does not answer, or agentd refused the
+//	   request for now (503: shutting down, a full disk, too busy; the
+//	   message says when to send it again)
 package cli
 
 import (
@@ -129,6 +131,8 @@ func exitCode(err error) int {
 			return ExitUsage
 		case 404:
 			return ExitNotFound
+		case 503:
+			return ExitUnavailable
 		}
 	}
 	return ExitError

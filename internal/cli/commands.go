@@ -203,7 +203,9 @@ func (e *env) sendCmd() *cobra.Command {
 			"With --json, print every event of the turn as a JSON line, then a final line with the end.\n" +
 			"--image FILE attaches an image (PNG, JPEG, GIF or WebP, told by its content; at most 5 MiB\n" +
 			"each, 8 per message); repeat it for several.\n" +
-			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel).",
+			"Exit code 4 means the turn ended without completing (a budget, an error, a cancel); 5 that\n" +
+			"agentd refused the message for now, or stopped before its turn ended (shutting down, a full\n" +
+			"disk): the message says whether to send it again.",
 		Example: "  agentd send assistant \"What is on my calendar today?\"\n" +
 			"  agentd send assistant --session ticket-42 \"Summarise the thread\"\n" +
 			"  agentd send assistant --json \"hello\" | jq .kind\n" +

@@ -422,7 +422,7 @@ func (s *Server) Protect(o *AuthOptions) http.Handler {
 	if o != nil {
 		opts = *o
 	}
-	a := &auth{next: s, tokens: opts.Tokens, log: s.log, maxBody: opts.MaxBody,
+	a := &auth{next: s, srv: s, tokens: opts.Tokens, log: s.log, maxBody: opts.MaxBody,
 		hosts: newHostCheck(opts.Listen, opts.AllowedHosts, s.log), cors: map[string]bool{}}
 	if a.maxBody <= 0 || a.maxBody > MaxBody {
 		a.maxBody = MaxBody
@@ -454,6 +454,7 @@ func (s *Server) Protect(o *AuthOptions) http.Handler {
 // auth is the handler Protect returns.
 type auth struct {
 	next    http.Handler
+	srv     *Server // answers the refusals
 	tokens  *Tokens
 	log     *slog.Logger
 	hosts   *hostCheck
@@ -474,8 +475,9 @@ func (a *auth) state() *tokenState {
 	return a.tokens.state()
 }
 
-func (a *auth) refuse(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, Error{Error: msg, Code: code})
+// refuse answers r with an error, in the shape of the API r is for.
+func (a *auth) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	a.srv.answer(w, r, Failure{Status: status, Body: Error{Error: msg, Code: code}})
 }
 
 // preAuthRead is the default AuthOptions.PreAuthTimeout: nobody without
@@ -488,24 +490,24 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(a.preAuth))
 	if !a.hosts.allowed(r.Host) {
-		a.refuse(w, http.StatusForbidden, "forbidden", "host not allowed: add it to gateway.allowed_hosts")
+		a.refuse(w, r, http.StatusForbidden, "forbidden", "host not allowed: add it to gateway.allowed_hosts")
 		return
 	}
 	origins := r.Header.Values("Origin")
 	cors := false
 	switch {
 	case len(origins) > 1:
-		a.refuse(w, http.StatusForbidden, "forbidden", "origin not allowed")
+		a.refuse(w, r, http.StatusForbidden, "forbidden", "origin not allowed")
 		return
 	case len(origins) == 1:
 		o, err := agent.NormalizeOrigin(origins[0])
 		if err != nil {
-			a.refuse(w, http.StatusForbidden, "forbidden", "origin not allowed")
+			a.refuse(w, r, http.StatusForbidden, "forbidden", "origin not allowed")
 			return
 		}
 		cors = a.cors[o]
 		if !cors && !sameOrigin(o, r) {
-			a.refuse(w, http.StatusForbidden, "forbidden", "origin not allowed: add it to gateway.cors_origins")
+			a.refuse(w, r, http.StatusForbidden, "forbidden", "origin not allowed: add it to gateway.cors_origins")
 			return
 		}
 	}
@@ -519,7 +521,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodOptions && len(origins) == 1 && r.Header.Get("Access-Control-Request-Method") != "" {
 		if !cors {
-			a.refuse(w, http.StatusForbidden, "forbidden", "cross-origin requests are not allowed")
+			a.refuse(w, r, http.StatusForbidden, "forbidden", "cross-origin requests are not allowed")
 			return
 		}
 		h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
@@ -530,7 +532,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	limit := bodyLimit(r, a.maxBody)
 	if r.ContentLength > limit {
-		a.refuse(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", limit))
+		a.refuse(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", limit))
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -556,23 +558,23 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		ip := clientKey(r.RemoteAddr)
 		if retry, allowed := a.limit.allow(ip, time.Now()); !allowed {
-			a.tooMany(w, retry)
+			a.tooMany(w, r, retry)
 			return
 		}
 		if presented {
 			a.failed(ip)
 		}
 		h.Set("WWW-Authenticate", `Bearer realm="agentd"`)
-		a.refuse(w, http.StatusUnauthorized, "unauthorized", "missing or invalid token: send the header Authorization: Bearer followed by the token (agentd token prints it)")
+		a.refuse(w, r, http.StatusUnauthorized, "unauthorized", "missing or invalid token: send the header Authorization: Bearer followed by the token (agentd token prints it)")
 		return
 	}
 	if viaCookie && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		a.refuse(w, http.StatusForbidden, "forbidden", "cross-site request refused")
+		a.refuse(w, r, http.StatusForbidden, "forbidden", "cross-site request refused")
 		return
 	}
 	if !a.admin {
 		if _, pattern := a.mux.Handler(r); slices.Contains(AdminRoutes, pattern) {
-			a.refuse(w, http.StatusForbidden, "forbidden", "this route changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true")
+			a.refuse(w, r, http.StatusForbidden, "forbidden", "this route changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true")
 			return
 		}
 	}
@@ -596,9 +598,9 @@ func corsAllowHeaders(requested string) string {
 	return strings.Join(allowed, ", ")
 }
 
-func (a *auth) tooMany(w http.ResponseWriter, retry time.Duration) {
+func (a *auth) tooMany(w http.ResponseWriter, r *http.Request, retry time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-	a.refuse(w, http.StatusTooManyRequests, "rate_limited", "too many failed attempts; try again later")
+	a.refuse(w, r, http.StatusTooManyRequests, "rate_limited", "too many failed attempts; try again later")
 }
 
 func (a *auth) failed(ip string) {
@@ -652,7 +654,7 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, loginBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.Token == "" {
-		a.refuse(w, http.StatusBadRequest, "bad_request", `body: want {"token": "..."}`)
+		a.refuse(w, r, http.StatusBadRequest, "bad_request", `body: want {"token": "..."}`)
 		return
 	}
 	var st *tokenState
@@ -662,11 +664,11 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	sum := sha256.Sum256([]byte(req.Token))
 	if st == nil || st.err != nil || subtle.ConstantTimeCompare(sum[:], st.sum[:]) != 1 {
 		if retry, ok := a.limit.allow(ip, time.Now()); !ok {
-			a.tooMany(w, retry)
+			a.tooMany(w, r, retry)
 			return
 		}
 		a.failed(ip)
-		a.refuse(w, http.StatusUnauthorized, "unauthorized", "invalid token")
+		a.refuse(w, r, http.StatusUnauthorized, "unauthorized", "invalid token")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: newCookie(st.token, time.Now()), Path: "/", HttpOnly: true,

@@ -23,11 +23,15 @@ import (
 	"agentd/internal/store"
 )
 
-// APIError is an error response from the API.
+// APIError is an error response from the API, or the error that ended a
+// stream (with the status it has as a response).
 type APIError struct {
 	Status int
 	Code   string
 	Msg    string
+	// RetryAfter, when not 0, is how long to wait before sending the
+	// request again (agentd refused it for now).
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string { return e.Msg }
@@ -137,7 +141,8 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		if e.Error == "" {
 			e.Error = resp.Status
 		}
-		return nil, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return nil, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error, RetryAfter: time.Duration(max(secs, 0)) * time.Second}
 	}
 	return resp, nil
 }
@@ -221,7 +226,12 @@ func (c *Client) Stream(ctx context.Context, addr string, m MessageRequest, fn f
 		}
 		switch {
 		case l.Error != nil:
-			return runtime.Receipt{}, event.TurnEndData{}, &APIError{Status: 500, Code: l.Error.Code, Msg: l.Error.Error}
+			status := l.Status
+			if status == 0 { // an agentd that did not say
+				status = http.StatusInternalServerError
+			}
+			return runtime.Receipt{}, event.TurnEndData{}, &APIError{Status: status, Code: l.Error.Code, Msg: l.Error.Error,
+				RetryAfter: time.Duration(max(l.RetryAfter, 0)) * time.Second}
 		case l.Event != nil:
 			if err := fn(*l.Event); err != nil {
 				return runtime.Receipt{}, event.TurnEndData{}, err

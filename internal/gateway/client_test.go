@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -197,6 +198,47 @@ func TestClientStreamError(t *testing.T) {
 	var ae *gateway.APIError
 	if !errors.As(err, &ae) || ae.Code == "" {
 		t.Errorf("Stream over a failing store: %#v", err)
+	}
+}
+
+// failingStream is a runtime whose streamed turns send one event and then
+// fail with err.
+type failingStream struct {
+	*runtime.Runtime
+	err error
+}
+
+func (f failingStream) Stream(ctx context.Context, in runtime.Input, fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error) {
+	if err := fn(event.Event{Kind: event.TurnStart}); err != nil {
+		return runtime.Receipt{}, event.TurnEndData{}, err
+	}
+	return runtime.Receipt{}, event.TurnEndData{}, f.err
+}
+
+// A stream that fails after it started keeps its error's status, code and
+// Retry-After: the client's error is the one the request would have had
+// before the stream started.
+func TestClientStreamErrorStatus(t *testing.T) {
+	for _, c := range []struct {
+		err    error
+		status int
+		code   string
+		retry  time.Duration
+	}{
+		{fmt.Errorf("%w: turn 7 did not end before it stopped", runtime.ErrClosed), 503, "shutting_down", gateway.ShutdownRetryAfter},
+		{fmt.Errorf("runtime: accept input: %w", store.ErrFull), 503, "storage_full", gateway.FullRetryAfter},
+		{runtime.ErrSessionClosed, 409, "session_closed", 0},
+		{errors.New("disk I/O error at " + secret), 500, "internal", 0},
+	} {
+		e := newEnv(t, setup{runtime: func(r *runtime.Runtime) gateway.Runtime { return failingStream{r, c.err} }})
+		cl, stop := gateway.Pipe(e.srv)
+		_, _, err := cl.Stream(t.Context(), "a/k", gateway.MessageRequest{Text: "x"}, func(event.Event) error { return nil })
+		stop()
+		want, _ := gateway.Describe(c.err)
+		var ae *gateway.APIError
+		if !errors.As(err, &ae) || ae.Status != c.status || ae.Code != c.code || ae.Msg != want.Body.Error || ae.RetryAfter != c.retry {
+			t.Errorf("a stream failing with %v: %#v, want %d %s (Retry-After %v)", c.err, err, c.status, c.code, c.retry)
+		}
 	}
 }
 

@@ -90,8 +90,16 @@ func Describe(err error) (f Failure, known bool) {
 // SetRetryAfter sets the Retry-After header, in whole seconds (at least 1).
 func SetRetryAfter(h http.Header, d time.Duration) {
 	if d > 0 {
-		h.Set("Retry-After", strconv.Itoa(max(1, int((d+time.Second-1)/time.Second))))
+		h.Set("Retry-After", strconv.Itoa(retrySeconds(d)))
 	}
+}
+
+// retrySeconds is d in whole seconds, rounded up: at least 1, or 0 for 0.
+func retrySeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
+	}
+	return max(1, int((d+time.Second-1)/time.Second))
 }
 
 // fail answers a request with the error err maps to.

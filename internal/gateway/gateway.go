@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,9 @@ type Server struct {
 	load      *admission
 	started   time.Time
 	listening listening // the addresses ServeUnix and ServeTCP serve
+	// openAIPaths matches the paths of OpenAIRoutes whatever the method;
+	// nil without Options.OpenAI.
+	openAIPaths *http.ServeMux
 }
 
 // routeMux is a ServeMux that remembers its patterns, so the OpenAPI
@@ -192,7 +196,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	release, err := s.load.admit(r, limit)
 	if err != nil {
 		if r.Context().Err() == nil { // else nobody is left to answer
-			s.fail(w, err)
+			s.answer(w, r, s.describe(err))
 		}
 		return
 	}
@@ -206,7 +210,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rec.status == http.StatusMethodNotAllowed {
 			code = "method_not_allowed"
 		}
-		writeJSON(w, rec.status, Error{Error: strings.ToLower(http.StatusText(rec.status)), Code: code})
+		s.answer(w, r, Failure{Status: rec.status, Body: Error{Error: strings.ToLower(http.StatusText(rec.status)), Code: code}})
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -386,7 +390,12 @@ func info(s store.Session) SessionInfo {
 
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.SessionFilter{Agent: q.Get("agent"), State: q.Get("state")}
+	state, err := enumParam(q, "state", store.States())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	f := store.SessionFilter{Agent: q.Get("agent"), State: state}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -532,10 +541,20 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		in.Images = append(in.Images, model.Image{MIMEType: img.MIMEType, Data: img.Data})
 	}
 	q := r.URL.Query()
+	stream, err := boolParam(q, "stream")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	wait, err := boolParam(q, "wait")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	switch {
-	case q.Get("stream") == "true" || q.Get("stream") == "1":
+	case stream:
 		s.stream(w, r, in)
-	case q.Get("wait") == "true" || q.Get("wait") == "1":
+	case wait:
 		rc, end, err := s.o.Runtime.Send(r.Context(), in)
 		if err != nil {
 			s.fail(w, err)
@@ -559,6 +578,11 @@ type StreamLine struct {
 	Event   *event.Event       `json:"event,omitempty"`
 	End     *event.TurnEndData `json:"end,omitempty"`
 	Error   *Error             `json:"error,omitempty"`
+	// Status, with Error, is the HTTP status the error has as the answer
+	// to a request (the stream began with 200), and RetryAfter, when not
+	// 0, the seconds to wait before sending again (its Retry-After).
+	Status     int `json:"status,omitempty"`
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
 // decode reads a request body holding one JSON object into v, answering
@@ -610,7 +634,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in runtime.Input
 	start()
 	if err != nil {
 		f := s.describe(err)
-		enc.Encode(StreamLine{Error: &f.Body})
+		enc.Encode(StreamLine{Error: &f.Body, Status: f.Status, RetryAfter: retrySeconds(f.RetryAfter)})
 		return
 	}
 	enc.Encode(StreamLine{Receipt: &rc, End: &end})
@@ -701,6 +725,29 @@ func intParam(v string, def int64) (int64, error) {
 		return 0, fmt.Errorf("want a non-negative integer, got %q", v)
 	}
 	return n, nil
+}
+
+// enumParam returns the query parameter name, which is "" or one of
+// valid; any other value is a bad request that lists them.
+func enumParam(q url.Values, name string, valid []string) (string, error) {
+	v := q.Get(name)
+	if v != "" && !slices.Contains(valid, v) {
+		return "", badRequest("%s: %.100q is not one of %s", name, v, strings.Join(valid, ", "))
+	}
+	return v, nil
+}
+
+// boolParam returns the query parameter name: true for true or 1, false
+// for false, 0 or none; any other value is a bad request.
+func boolParam(q url.Values, name string) (bool, error) {
+	switch v := q.Get(name); v {
+	case "true", "1":
+		return true, nil
+	case "", "false", "0":
+		return false, nil
+	default:
+		return false, badRequest("%s: want true or false, got %.100q", name, v)
+	}
 }
 
 func durParam(v string) (time.Duration, error) {

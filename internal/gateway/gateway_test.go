@@ -625,6 +625,40 @@ func TestSessionRoutesNeedTheSessionAndReopen(t *testing.T) {
 	}
 }
 
+// Every route that names a session, but a message's, answers 404 for a
+// session that does not exist (cancel: 409 no_turn) and creates none.
+func TestSessionRoutesCreateNoSession(t *testing.T) {
+	var history gateway.History
+	e := newEnv(t, setup{
+		wrap:    func(st store.Store) store.Store { history = st.(gateway.History); return st },
+		options: func(o *gateway.Options) { o.History = history },
+	})
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"GET", "/v1/sessions/a/none", "", 404, "not_found"},
+		{"PATCH", "/v1/sessions/a/none", `{"title":"t"}`, 404, "not_found"},
+		{"GET", "/v1/sessions/a/none/events", "", 404, "not_found"},
+		{"GET", "/v1/sessions/a/none/events?wait=10ms", "", 404, "not_found"},
+		{"POST", "/v1/sessions/a/none/reset", "", 404, "not_found"},
+		{"POST", "/v1/sessions/a/none/compact", "", 404, "not_found"},
+		{"POST", "/v1/sessions/a/none/compact", `{"focus":"x"}`, 404, "not_found"},
+		{"POST", "/v1/sessions/a/none/cancel", "", 409, "no_turn"},
+		{"POST", "/v1/sessions/a/none/close", "", 404, "not_found"},
+		{"POST", "/v1/sessions/a/none/reopen", "", 404, "not_found"},
+		{"GET", "/v1/sessions/a/none/working", "", 404, "not_found"},
+		{"PUT", "/v1/sessions/a/none/working/k", `"v"`, 404, "not_found"},
+		{"DELETE", "/v1/sessions/a/none/working/k", "", 404, "not_found"},
+	} {
+		checkError(t, e, c.method, c.path, c.body, c.status, c.code)
+		if list, err := e.st.Sessions(t.Context(), store.SessionFilter{}); err != nil || len(list) != 0 {
+			t.Fatalf("%s %s created a session: %+v, %v", c.method, c.path, list, err)
+		}
+	}
+}
+
 // fullStore fails every enqueue as a full disk does.
 type fullStore struct{ store.Store }
 
@@ -646,6 +680,32 @@ func TestStorageFull(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != 503 || !strings.Contains(string(b), `"code":"storage_full"`) || resp.Header.Get("Retry-After") == "" || showsInternals(string(b)) {
 			t.Errorf("POST %s: %d %s (Retry-After %q)", path, resp.StatusCode, b, resp.Header.Get("Retry-After"))
+		}
+	}
+}
+
+// A query parameter whose values are a list refuses any other value with a
+// 400 that names them, rather than answering as if it were absent.
+func TestEnumeratedParameters(t *testing.T) {
+	e := newEnv(t, setup{})
+	for _, c := range []struct {
+		method, path, body, want string
+	}{
+		{"GET", "/v1/sessions?state=bogus", "", strings.Join(store.States(), ", ")},
+		{"POST", "/v1/sessions/a/k/messages?wait=yes", `{"text":"x"}`, "wait: want true or false"},
+		{"POST", "/v1/sessions/a/k/messages?stream=on", `{"text":"x"}`, "stream: want true or false"},
+	} {
+		er := checkError(t, e, c.method, c.path, c.body, 400, "bad_request")
+		if !strings.Contains(er.Error, c.want) {
+			t.Errorf("%s %s: %q, want it to say %q", c.method, c.path, er.Error, c.want)
+		}
+	}
+	if list, err := e.st.Sessions(t.Context(), store.SessionFilter{}); err != nil || len(list) != 0 {
+		t.Errorf("a refused message made a session: %+v, %v", list, err)
+	}
+	for _, state := range store.States() {
+		if status, _, b := e.do("GET", "/v1/sessions?state="+state, ""); status != 200 {
+			t.Errorf("state=%s: %d %s", state, status, b)
 		}
 	}
 }

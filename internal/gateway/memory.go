@@ -290,9 +290,14 @@ func (s *Server) memorySearch(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	shared, err := boolParam(q, "shared")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
 	page := MemoryPage{Items: []MemoryItem{}}
 	if text := q.Get("q"); text != "" {
-		res, err := s.o.Memory.Recall(r.Context(), memory.Query{Scope: agentID, Text: text, K: limit, Shared: q.Get("shared") == "true"})
+		res, err := s.o.Memory.Recall(r.Context(), memory.Query{Scope: agentID, Text: text, K: limit, Shared: shared})
 		if err != nil {
 			s.fail(w, memoryErr(err))
 			return

@@ -166,15 +166,15 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	uq := store.UsageQuery{Group: q.Get("group"), Agent: q.Get("agent"), Session: q.Get("session")}
-	switch uq.Group {
-	case "":
-		uq.Group = store.UsageByDay
-	case store.UsageByDay, store.UsageByAgent, store.UsageBySession, store.UsageByModel:
-	default:
-		s.fail(w, badRequest("group: want day, agent, session or model, got %q", uq.Group))
+	group, err := enumParam(q, "group", store.UsageGroups())
+	if err != nil {
+		s.fail(w, err)
 		return
 	}
+	if group == "" {
+		group = store.UsageGroups()[0]
+	}
+	uq := store.UsageQuery{Group: group, Agent: q.Get("agent"), Session: q.Get("session")}
 	if uq.Agent != "" && !agent.ValidID(uq.Agent) {
 		s.fail(w, badRequest("agent: %q is not an agent id", uq.Agent))
 		return

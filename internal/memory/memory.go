@@ -26,7 +26,8 @@
 // uses BM25 alone and says so (Recall.Degraded, Options.OnStatus).
 //
 // The memories live in their own SQLite database file (WAL mode, one
-// writer connection and a pool of readers).
+// writer connection and a pool of readers). Its write-ahead log and index
+// stay, emptied, when it closes, so that it opens on a full disk.
 package memory
 
 import (
@@ -43,7 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlitedrv "modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 
 	"agentd/internal/vector"
 )
@@ -226,6 +227,9 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("memory: open: journal mode is %q, not wal", mode)
 	}
+	if err := keepWAL(ctx, wdb); err != nil {
+		return fmt.Errorf("memory: open: keep the write-ahead log: %w", err)
+	}
 	if err := migrate(ctx, wdb, migrations()); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
@@ -254,6 +258,28 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	}
 	s.backlog.Store(pending)
 	return nil
+}
+
+// keepWAL has the write-ahead log and its shared-memory index kept (the
+// log emptied) when the database closes, rather than deleted and made
+// again at the next open, as the main store does: opening then needs no
+// space, so that agentd on a full disk starts with its long-term memory.
+// It is the setting of the writer's one connection, which stays open
+// (wdb keeps it idle, never closing it) and closes last (closeDBs).
+func keepWAL(ctx context.Context, wdb *sql.DB) error {
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		fc, ok := dc.(sqlitedrv.FileControl)
+		if !ok {
+			return errors.New("the driver cannot keep the write-ahead log")
+		}
+		_, err := fc.FileControlPersistWAL("main", 1)
+		return err
+	})
 }
 
 // requeueOtherModels drops vectors made by another embedder than the

@@ -610,13 +610,13 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 
 // Compact asks for the session's context to be compacted, focusing the
 // summary on focus (may be ""), in order behind its queued inputs, and
-// waits for it.
+// waits for it. A session that does not exist is store.ErrNotFound.
 func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, event.TurnEndData, error) {
 	agentID, key, err := r.address(addr)
 	if err != nil {
 		return Receipt{}, event.TurnEndData{}, err
 	}
-	sess, err := r.lookup(ctx, agentID, key)
+	sess, err := r.existing(ctx, agentID, key)
 	if err != nil {
 		return Receipt{}, event.TurnEndData{}, err
 	}

@@ -744,22 +744,27 @@ func TestConversationCacheBudget(t *testing.T) {
 	}
 }
 
-// Reset, close and reopen name a session that exists: for one that does
-// not they answer ErrNoSession (a store.ErrNotFound) and create nothing.
+// Reset, compact, close and reopen name a session that exists: for one
+// that does not they answer ErrNoSession (a store.ErrNotFound) and create
+// nothing.
 func TestSessionCommandsNeedTheSession(t *testing.T) {
 	e := newEnv(t, setup{})
 	ctx := t.Context()
-	for name, do := range map[string]func() error{
-		"reset":  func() error { _, err := e.rt.Reset(ctx, "a/none", ""); return err },
-		"close":  func() error { return e.rt.CloseSession(ctx, "a/none") },
-		"reopen": func() error { _, err := e.rt.Reopen(ctx, "a/none"); return err },
+	for _, op := range []struct {
+		name string
+		do   func() error
+	}{
+		{"reset", func() error { _, err := e.rt.Reset(ctx, "a/none", ""); return err }},
+		{"compact", func() error { _, _, err := e.rt.Compact(ctx, "a/none", ""); return err }},
+		{"close", func() error { return e.rt.CloseSession(ctx, "a/none") }},
+		{"reopen", func() error { _, err := e.rt.Reopen(ctx, "a/none"); return err }},
 	} {
-		if err := do(); !errors.Is(err, runtime.ErrNoSession) || !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s of a session that does not exist: %v, want ErrNoSession", name, err)
+		if err := op.do(); !errors.Is(err, runtime.ErrNoSession) || !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of a session that does not exist: %v, want ErrNoSession", op.name, err)
 		}
-	}
-	if list, err := e.st.Sessions(ctx, store.SessionFilter{}); err != nil || len(list) != 0 {
-		t.Errorf("sessions created: %+v, %v", list, err)
+		if list, err := e.st.Sessions(ctx, store.SessionFilter{}); err != nil || len(list) != 0 {
+			t.Fatalf("%s created a session: %+v, %v", op.name, list, err)
+		}
 	}
 }
 

@@ -303,6 +303,11 @@ const (
 	UsageByModel   = "model"   // by model name, costliest first
 )
 
+// UsageGroups returns the groupings of a usage report, the default first.
+func UsageGroups() []string {
+	return []string{UsageByDay, UsageByAgent, UsageBySession, UsageByModel}
+}
+
 // Usage report row limits.
 const (
 	DefaultUsageLimit = 1000

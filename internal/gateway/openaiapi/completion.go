@@ -88,7 +88,7 @@ func (c *completion) whole(in runtime.Input) {
 	if err != nil {
 		// A client that went away leaves the turn running (it is durable);
 		// the answer reaches it only if agentd itself stopped waiting.
-		writeError(c.w, c.h.fromRuntime(err))
+		writeError(c.w, c.h.fromRuntime(c.req.model, err))
 		return
 	}
 	t.finish(end)
@@ -173,7 +173,7 @@ func (c *completion) stream(in runtime.Input) {
 		if errors.Is(err, errWrite) {
 			return // the client went away; the turn goes on
 		}
-		aerr := c.h.fromRuntime(err)
+		aerr := c.h.fromRuntime(c.req.model, err)
 		if !started {
 			writeError(c.w, aerr)
 			return

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"agentd/internal/agent"
 	"agentd/internal/gateway"
 	"agentd/internal/runtime"
 )
@@ -81,16 +82,33 @@ func modelNotFound(id string) *apiError {
 		message: fmt.Sprintf("The model %q does not exist: it must be the id of an agent (GET /v1/models lists them)", clip(id, 100))}
 }
 
+// agentInvalid is the error of a request naming an agent whose file does
+// not load: it lists the file's problems (file, line, field: what is
+// wrong), as the gateway's 409 agent_invalid does.
+func agentInvalid(id string, err error) *apiError {
+	problems := err.Error()
+	var ce *agent.ConfigError
+	if errors.As(err, &ce) {
+		problems = ce.Error()
+	}
+	return &apiError{status: http.StatusConflict, typ: typeInvalid, param: "model", code: "agent_invalid",
+		message: fmt.Sprintf("The model %q is an agent whose file is invalid; it takes no messages until the file is fixed: %s",
+			clip(id, 100), clip(strings.ReplaceAll(problems, "\n", "; "), 2000))}
+}
+
 func internalError() *apiError {
 	return &apiError{status: http.StatusInternalServerError, typ: typeServer, code: "internal_error", message: "internal error"}
 }
 
-// fromRuntime maps an error of the runtime to the error a client sees: in
-// this API's words where it has its own, else as the gateway's table of
-// errors says (which also says when to send again). An error neither knows
-// says only "internal error" (the details go to the log).
-func (h *handler) fromRuntime(err error) *apiError {
+// fromRuntime maps an error of the runtime, for a request naming model, to
+// the error a client sees: in this API's words where it has its own, else
+// as the gateway's table of errors says (which also says when to send
+// again). An error neither knows says only "internal error" (the details
+// go to the log).
+func (h *handler) fromRuntime(model string, err error) *apiError {
 	switch {
+	case errors.Is(err, runtime.ErrInvalidAgent):
+		return agentInvalid(model, err)
 	case errors.Is(err, runtime.ErrUnknownAgent):
 		return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found", message: "the agent does not exist"}
 	case errors.Is(err, runtime.ErrBadImage):
@@ -110,15 +128,29 @@ func (h *handler) fromRuntime(err error) *apiError {
 		return &apiError{status: http.StatusServiceUnavailable, typ: typeServer, code: "unavailable",
 			message: "agentd stopped waiting for the turn as the request was cancelled; an accepted message is answered in its session"}
 	}
-	if f, known := gateway.Describe(err); known {
-		typ := typeInvalid
-		if f.Status >= 500 {
-			typ = typeServer
-		}
-		return &apiError{status: f.Status, typ: typ, code: f.Body.Code, message: f.Body.Error, retryAfter: f.RetryAfter}
+	f, known := gateway.Describe(err)
+	if !known {
+		h.log.Error("openai api: request failed", "err", err)
+		return internalError()
 	}
-	h.log.Error("openai api: request failed", "err", err)
-	return internalError()
+	return fromFailure(f)
+}
+
+// fromFailure is how this API says what the gateway's table of errors
+// says: the same status, code, message and Retry-After. A body too large
+// has this API's own code.
+func fromFailure(f gateway.Failure) *apiError {
+	e := &apiError{status: f.Status, typ: typeInvalid, code: f.Body.Code, message: f.Body.Error, retryAfter: f.RetryAfter}
+	switch {
+	case f.Status >= 500:
+		e.typ = typeServer
+		if f.Body.Code == "internal" {
+			return internalError()
+		}
+	case f.Status == http.StatusRequestEntityTooLarge:
+		e.code = "request_too_large"
+	}
+	return e
 }
 
 // writeError answers with e. Sending again is what the client should do

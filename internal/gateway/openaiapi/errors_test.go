@@ -12,7 +12,7 @@ import (
 func TestBadImageFromRuntime(t *testing.T) {
 	h := &handler{log: slog.New(slog.DiscardHandler)}
 	err := model.CheckImages([]model.Image{{MIMEType: "image/png", Data: seedPNGBytes(t)}, {MIMEType: "image/jpeg\x1b[31m\n", Data: []byte("x")}})
-	e := h.fromRuntime(err)
+	e := h.fromRuntime("assistant", err)
 	if e.status != 400 || e.typ != typeInvalid || e.param != "messages" || e.code != "" || e.retryAfter != 0 {
 		t.Fatalf("error %+v", e)
 	}

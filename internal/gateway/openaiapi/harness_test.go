@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/gateway"
 	"agentd/internal/gateway/openaiapi"
 	"agentd/internal/model"
 	"agentd/internal/model/fakellm"
@@ -87,7 +89,7 @@ func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.
 
 // token is the bearer token the test server wants, standing for the
 // gateway's authentication.
-const token = "test-token-0123"
+const token = "test-Wq3xP9kZr7Lm2Vb8Nc4Ty6Hd5Jf"
 
 // env is the API served over HTTP by a runtime built from real parts: a
 // SQLite store, the engine, the OpenAI model client and fakellm.
@@ -101,12 +103,44 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	return newEnvWith(t, nil)
+	return newEnvOf(t, envOptions{})
 }
 
 // newEnvWith is newEnv with the runtime's store wrapped by wrap.
 func newEnvWith(t testing.TB, wrap func(store.Store) store.Store) *env {
 	t.Helper()
+	return newEnvOf(t, envOptions{wrap: wrap})
+}
+
+// envOptions configure newEnvOf; the zero value gives newEnv's env.
+type envOptions struct {
+	wrap func(store.Store) store.Store // wraps the runtime's store
+	// gateway serves the API as agentd serve does, mounted in the gateway
+	// behind its authentication (with the token token), rather than alone
+	// behind a stand-in; changes the gateway's options.
+	gateway func(*gateway.Options)
+}
+
+// brokenFile is why the file of the agent broken does not load.
+var brokenFile = &agent.ConfigError{Errors: []agent.FieldError{
+	{File: "agents/broken.yaml", Line: 5, Field: "model.params.temperature", Msg: `must be a number, got "hot"`},
+	{File: "agents/broken.yaml", Line: 7, Field: "budgets.max_steps", Msg: "must not be negative, got -3"},
+}}
+
+// withFiles is agents whose files may not load (errs by id).
+type withFiles struct {
+	agents
+	errs map[string]error
+}
+
+func (a withFiles) FileError(id string) error { return a.errs[id] }
+
+// newEnvOf returns the API served over HTTP by a runtime built from real
+// parts: a SQLite store, the engine, the OpenAI model client and fakellm.
+// The agents are assistant and helper, and broken, whose file is invalid.
+func newEnvOf(t testing.TB, o envOptions) *env {
+	t.Helper()
+	wrap := o.wrap
 	s, err := fakellm.ParseScript("test.fake", []byte(script))
 	if err != nil {
 		t.Fatal(err)
@@ -137,9 +171,15 @@ func newEnvWith(t testing.TB, wrap func(store.Store) store.Store) *env {
 	if wrap != nil {
 		rs = wrap(st)
 	}
-	rt := runtime.New(&runtime.Options{Store: rs, Agents: defs, Engine: eng, Bus: bus})
+	files := withFiles{defs, map[string]error{"broken": brokenFile}}
+	rt := runtime.New(&runtime.Options{Store: rs, Agents: files, Engine: eng, Bus: bus})
 	lf.r = rt
-	api := openaiapi.New(rt, defs, &openaiapi.Options{Created: time.Unix(1700000000, 0)})
+	api := openaiapi.New(rt, files, &openaiapi.Options{Created: time.Unix(1700000000, 0)})
+	if o.gateway != nil {
+		e := &env{t: t, st: st, rt: rt, http: httptest.NewServer(throughGateway(t, rt, st, files, api, o.gateway))}
+		t.Cleanup(e.close)
+		return e
+	}
 	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -150,6 +190,23 @@ func newEnvWith(t testing.TB, wrap func(store.Store) store.Store) *env {
 	e := &env{t: t, st: st, rt: rt, http: httptest.NewServer(auth)}
 	t.Cleanup(e.close)
 	return e
+}
+
+// throughGateway mounts api in the gateway, as agentd serve does, behind
+// its authentication with the token token.
+func throughGateway(t testing.TB, rt *runtime.Runtime, st *sqlite.Store, defs withFiles, api http.Handler, change func(*gateway.Options)) http.Handler {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, gateway.TokenFile), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := gateway.OpenTokens(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &gateway.Options{Runtime: rt, Sessions: st, Agents: defs, OpenAI: api}
+	change(o)
+	return gateway.New(o).Protect(&gateway.AuthOptions{Tokens: tk, Listen: "127.0.0.1:0"})
 }
 
 func (e *env) close() {

@@ -62,6 +62,13 @@ type Agents interface {
 	List() []*agent.Definition
 }
 
+// AgentFiles is the optional ability of Agents to say why an agent's file
+// does not load (agent.Registry has it), so that a request naming that
+// agent says so rather than that there is no such model.
+type AgentFiles interface {
+	FileError(id string) error
+}
+
 // Options configure the handler; nil means the defaults.
 type Options struct {
 	Logger *slog.Logger
@@ -87,7 +94,9 @@ type handler struct {
 }
 
 // New returns the handler of the OpenAI-compatible routes. It expects the
-// full request path (/v1/...); requests reach it authenticated.
+// full request path (/v1/...); requests reach it authenticated. It also
+// answers, in this API's shape, the errors the gateway meets on its routes
+// before they reach it (gateway.ErrorWriter).
 func New(rt Runtime, agents Agents, o *Options) http.Handler {
 	var opts Options
 	if o != nil {
@@ -113,7 +122,16 @@ func New(rt Runtime, agents Agents, o *Options) http.Handler {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalid, code: "unknown_url",
 			message: "unknown path " + clip(r.URL.Path, 100) + ": this API serves GET /v1/models and POST /v1/chat/completions"})
 	})
-	return h.mux
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// WriteFailure answers, in this API's shape, an error the gateway met
+// before the request reached the handler (authentication, admission, a
+// method its routes do not serve).
+func (h *handler) WriteFailure(w http.ResponseWriter, f gateway.Failure) {
+	writeError(w, fromFailure(f))
 }
 
 // only answers requests with another method with 405, in OpenAI's shape.
@@ -170,6 +188,17 @@ func (h *handler) model(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h.asModel(d))
 }
 
+// noAgent is the error of a request naming model id, which is not an
+// agent in use: its file is invalid, or there is no such agent.
+func (h *handler) noAgent(id string) *apiError {
+	if f, ok := h.agents.(AgentFiles); ok {
+		if err := f.FileError(id); err != nil {
+			return agentInvalid(id, err)
+		}
+	}
+	return modelNotFound(id)
+}
+
 func (h *handler) agent(id string) *agent.Definition {
 	for _, d := range h.agents.List() {
 		if d.ID == id {
@@ -191,7 +220,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.agent(req.model) == nil {
-		writeError(w, modelNotFound(req.model))
+		writeError(w, h.noAgent(req.model))
 		return
 	}
 	idem := r.Header.Get(idempotencyHeader)

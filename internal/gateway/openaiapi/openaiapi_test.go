@@ -391,6 +391,8 @@ func TestErrors(t *testing.T) {
 		{name: "empty", body: ``, status: 400},
 		{name: "no model", body: `{` + user + `}`, status: 400, param: "model"},
 		{name: "unknown model", body: `{"model":"gpt-4o",` + user + `}`, status: 404, param: "model", code: "model_not_found", msg: "gpt-4o"},
+		{name: "invalid agent", body: `{"model":"broken",` + user + `}`, status: 409, param: "model", code: "agent_invalid",
+			msg: `file is invalid; it takes no messages until the file is fixed: agents/broken.yaml:5: model.params.temperature: must be a number, got "hot"; agents/broken.yaml:7: budgets.max_steps`},
 		{name: "model not a string", body: `{"model":4,` + user + `}`, status: 400, param: "model"},
 		{name: "stream not a boolean", body: `{"model":"assistant","stream":"yes",` + user + `}`, status: 400, param: "stream"},
 		{name: "no messages", body: `{"model":"assistant","messages":[]}`, status: 400, param: "messages"},
