@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/gateway/console"
+	"agentd/internal/store"
 )
 
 // get serves one request to a new handler.
@@ -407,4 +408,23 @@ func FuzzPath(f *testing.F) {
 			t.Fatalf("%q: no CSP", p)
 		}
 	})
+}
+
+// The sessions screen's state filter offers the states the store has.
+func TestSessionStatesMatchTheStore(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("static", "screens.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`const STATES = \[([^\]]*)\];`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("screens.js has no STATES list")
+	}
+	var got []string
+	for _, s := range strings.Split(string(m[1]), ",") {
+		got = append(got, strings.Trim(strings.TrimSpace(s), `'"`))
+	}
+	if diff := cmp.Diff(store.States(), got); diff != "" {
+		t.Errorf("screens.js STATES (-store +console):\n%s", diff)
+	}
 }

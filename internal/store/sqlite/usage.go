@@ -44,8 +44,8 @@ var usageGroups = map[string]struct{ key, join, order string }{
 func usageSQL(q store.UsageQuery) (grouped, total string, args []any, err error) {
 	g, ok := usageGroups[q.Group]
 	if !ok {
-		return "", "", nil, fmt.Errorf("sqlite: usage: %w: group %q: want %s, %s, %s or %s", store.ErrInvalid, q.Group,
-			store.UsageByDay, store.UsageByAgent, store.UsageBySession, store.UsageByModel)
+		return "", "", nil, fmt.Errorf("sqlite: usage: %w: group %q: want one of %s", store.ErrInvalid, q.Group,
+			strings.Join(store.UsageGroups(), ", "))
 	}
 	var where []string
 	agent := q.Agent
