@@ -112,6 +112,9 @@ type Options struct {
 	// attempt up to MaxBackoff (default 30s), with full jitter.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// Now is the clock a call's approval is signed by (its signedAt);
+	// default time.Now.
+	Now func() time.Time
 }
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.
@@ -135,6 +138,9 @@ func New(o *Options) *Engine {
 	}
 	if e.o.MaxBackoff <= 0 {
 		e.o.MaxBackoff = 30 * time.Second
+	}
+	if e.o.Now == nil {
+		e.o.Now = time.Now
 	}
 	return e
 }

@@ -40,10 +40,10 @@ type Signer interface {
 	// starts (approval.SignMessage). It returns the agent's public key and
 	// the signature's fingerprint: the signature itself is never shown.
 	SignMessage(agentID string, m approval.Message) (pubkey, fingerprint string, err error)
-	// ApproveCall signs the approval of a message for one call of a tool
-	// server (approval.Sign) and returns its wire object, which only that
-	// server receives.
-	ApproveCall(agentID string, m approval.Message, audience, tool string, args json.RawMessage) (json.RawMessage, error)
+	// ApproveCall signs, at signedAt, the approval of a message for one
+	// call of a tool server (approval.Sign) and returns its wire object,
+	// which only that server receives.
+	ApproveCall(agentID string, m approval.Message, signedAt time.Time, audience, tool string, args json.RawMessage) (json.RawMessage, error)
 	// SignPayload signs a hook payload for the internal "sign" tool (see
 	// approval.SignHook); it returns the signature and the public key,
 	// both base58.
@@ -317,11 +317,14 @@ func (r *run) approver() tool.Approver {
 	return callApprover{r}
 }
 
-// callApprover signs a turn's message for one call at a time.
+// callApprover signs a turn's message for one call at a time, as the call
+// is made: a tool server judges the approval's freshness by that time, not
+// by when the message came in, which may be long before (a person granted
+// the call late, or the message waited in the queue).
 type callApprover struct{ r *run }
 
 func (a callApprover) Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
-	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), audience, tool, args)
+	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), a.r.e.o.Now(), audience, tool, args)
 }
 
 // approvalAnswer is how a call's approval ended.
