@@ -895,7 +895,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		r.ended = false
 		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
-	am := model.Message{Role: model.RoleAssistant, Content: s.Text}
+	am := model.Message{Role: model.RoleAssistant, Content: Neutralise(s.Text)}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}

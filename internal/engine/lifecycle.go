@@ -255,7 +255,10 @@ func (r *run) phaseTools(kind string) []tool.Spec {
 }
 
 // system is the system prompt of this turn: the agent's, what SystemExtra
-// adds, and what the context tools returned.
+// adds (the skills' descriptions), the long-term memories recalled and
+// what the context tools returned. All but the agent's own prompt, which
+// its operator wrote, come from users, tools or skill files: agentd's tags
+// in them are neutralised.
 func (r *run) system() string {
 	var b strings.Builder
 	b.WriteString(r.def.SystemPrompt)
@@ -264,7 +267,7 @@ func (r *run) system() string {
 			if b.Len() > 0 {
 				b.WriteString("\n\n")
 			}
-			b.WriteString(x)
+			b.WriteString(Neutralise(x))
 		}
 	}
 	r.lc.mu.Lock()
@@ -273,7 +276,7 @@ func (r *run) system() string {
 		b.WriteString("\n\n# Relevant long-term memories (use recall for more, forget to remove one)\n")
 		for _, m := range r.lc.recalled {
 			b.WriteString("\n- ")
-			b.WriteString(m)
+			b.WriteString(Neutralise(m))
 		}
 		b.WriteString("\n")
 	}
@@ -281,7 +284,7 @@ func (r *run) system() string {
 		b.WriteString("\n\n# Context for this message\n")
 		for _, c := range r.lc.context {
 			b.WriteString("\n")
-			b.WriteString(c)
+			b.WriteString(Neutralise(c))
 			b.WriteString("\n")
 		}
 	}
@@ -289,7 +292,7 @@ func (r *run) system() string {
 		b.WriteString("\n\n# Tools the connected servers offer for this message\n")
 		for _, t := range r.lc.tools {
 			b.WriteString("\n- ")
-			b.Write(t)
+			b.WriteString(Neutralise(string(t)))
 		}
 		b.WriteString("\n")
 	}
