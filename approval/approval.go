@@ -4,13 +4,14 @@
 //
 // Every agentd agent has an ed25519 key. When an agent calls a tool server
 // (an MCP server, say) on behalf of a message, it sends an [Approval] bound
-// to that one call: its signature over the message, the time it was
-// created, the message id and the channel id, together with the server it
-// is for (the audience), the tool's name and a hash of the arguments. The
-// approval travels in the request's _meta object under [MetaKey]. A server
-// takes it out with [FromMeta] and checks it with a [Verifier], against the
-// tool name and arguments it received; the verifier also rejects other
-// audiences, unknown keys, stale approvals and replays.
+// to that one call: its signature over the message, the time it came in,
+// the message id and the channel id, together with the server it is for
+// (the audience), the tool's name, a hash of the arguments and the time the
+// approval was signed, as the call was made. The approval travels in the
+// request's _meta object under [MetaKey]. A server takes it out with
+// [FromMeta] and checks it with a [Verifier], against the tool name and
+// arguments it received; the verifier also rejects other audiences, unknown
+// keys, approvals not signed recently and replays.
 //
 // The signed bytes ([Approval.Payload]) are a simple length-prefixed
 // encoding, and the arguments hash is the SHA-256 of their RFC 8785
@@ -38,12 +39,14 @@ import (
 const MetaKey = "agentd/approval"
 
 // Version is the approval format this package writes and accepts. Version 1
-// approvals, which were not bound to a call, are refused.
-const Version = 2
+// approvals, which were not bound to a call, and version 2 approvals, which
+// did not say when they were signed, are refused.
+const Version = 3
 
 // DomainTag starts every signed approval payload, so that an approval
-// signature cannot be mistaken for a signature over anything else.
-const DomainTag = "agentd-approval-v2"
+// signature cannot be mistaken for a signature over anything else, nor one
+// of another version for this one.
+const DomainTag = "agentd-approval-v3"
 
 // MessageDomainTag starts the bytes of an agent's signature over a message
 // alone ([SignMessage]), which agentd makes as every message lifecycle
@@ -58,8 +61,8 @@ var (
 	ErrMissing = errors.New("approval: missing")
 	// ErrMalformed means the approval cannot be read: a bad version, a
 	// public key or signature that is not base58 or has the wrong length,
-	// a missing message id, audience or tool, JSON that is not an approval
-	// object, or arguments that are not JSON.
+	// a missing message id, audience, tool or signedAt, JSON that is not an
+	// approval object, or arguments that are not JSON.
 	ErrMalformed = errors.New("approval: malformed")
 	// ErrUntrusted means the approval is signed by a key the verifier
 	// does not trust.
@@ -70,8 +73,8 @@ var (
 	// ErrSignature means the signature does not match the public key and
 	// the approval's fields: it was tampered with or signed by another key.
 	ErrSignature = errors.New("approval: bad signature")
-	// ErrExpired means the approval was created too long ago, or too far
-	// in the future.
+	// ErrExpired means the approval was signed too long ago, or too far in
+	// the future.
 	ErrExpired = errors.New("approval: expired")
 	// ErrReplayed means the verifier has already accepted this approval's
 	// call.
@@ -95,10 +98,13 @@ type Message struct {
 // tool call it makes for it. Its JSON form is the wire object sent to the
 // tool server.
 type Approval struct {
-	Version   int       `json:"version"`      // 2
-	Pubkey    string    `json:"daemonPubkey"` // base58 ed25519 public key (Solana format)
-	Message   string    `json:"message"`
-	CreatedAt time.Time `json:"createdAt"` // encoded RFC 3339 with millisecond precision, UTC
+	Version int    `json:"version"`      // 3
+	Pubkey  string `json:"daemonPubkey"` // base58 ed25519 public key (Solana format)
+	Message string `json:"message"`
+	// CreatedAt is when the message came in, for the record: a call may
+	// come long after (a turn that waited for a person, or in a queue).
+	// Encoded RFC 3339 with millisecond precision, UTC, as SignedAt.
+	CreatedAt time.Time `json:"createdAt"`
 	MessageID string    `json:"messageId"`
 	ChannelID string    `json:"channelId"` // may be ""
 	// Audience is the tool server the approval is for: the URL of an http
@@ -109,16 +115,19 @@ type Approval struct {
 	Tool string `json:"tool"`
 	// ArgumentsHash is HashArguments of the call's arguments.
 	ArgumentsHash string `json:"argumentsHash"`
-	Signature     string `json:"signature"` // base58 of the 64-byte ed25519 signature
+	// SignedAt is when the approval was signed, as the call was made: what
+	// a Verifier checks freshness against.
+	SignedAt  time.Time `json:"signedAt"`
+	Signature string    `json:"signature"` // base58 of the 64-byte ed25519 signature
 }
 
 // Payload returns the canonical bytes that are signed: [DomainTag], then the
 // message, createdAt as the decimal string of Unix milliseconds, the message
-// id, the channel id, the audience, the tool and the arguments hash, each
-// written as a 4-byte big-endian length and the bytes. It returns nil if a
-// field is longer than 4 GiB - 1 bytes.
+// id, the channel id, the audience, the tool, the arguments hash and
+// signedAt in Unix milliseconds, each written as a 4-byte big-endian length
+// and the bytes. It returns nil if a field is longer than 4 GiB - 1 bytes.
 func (a *Approval) Payload() []byte {
-	return payload(DomainTag, a.Message, ms(a.CreatedAt), a.MessageID, a.ChannelID, a.Audience, a.Tool, a.ArgumentsHash)
+	return payload(DomainTag, a.Message, ms(a.CreatedAt), a.MessageID, a.ChannelID, a.Audience, a.Tool, a.ArgumentsHash, ms(a.SignedAt))
 }
 
 // MessagePayload returns the bytes [SignMessage] signs: [MessageDomainTag],
@@ -129,6 +138,9 @@ func MessagePayload(m Message) []byte {
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// toMillis is t truncated to milliseconds, in UTC: what JSON carries.
+func toMillis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 
 func payload(tag string, fields ...string) []byte {
 	n := len(tag)
@@ -147,14 +159,19 @@ func payload(tag string, fields ...string) []byte {
 	return b
 }
 
-// Sign returns the approval of message m for one call: the tool tool of
-// the server audience, with arguments (as [HashArguments] takes them),
-// signed with key. CreatedAt is truncated to milliseconds and kept in UTC,
-// so the approval still verifies after a round trip through JSON. key must
-// be a 64-byte ed25519 private key; the error wraps [ErrMalformed].
-func Sign(key ed25519.PrivateKey, m Message, audience, tool string, arguments any) (*Approval, error) {
+// Sign returns the approval of message m for one call, signed with key at
+// signedAt (the time the call is made; time.Now() outside tests): the tool
+// tool of the server audience, with arguments (as [HashArguments] takes
+// them). The times are truncated to milliseconds and kept in UTC, so the
+// approval still verifies after a round trip through JSON. key must be a
+// 64-byte ed25519 private key, and signedAt not zero; the error wraps
+// [ErrMalformed].
+func Sign(key ed25519.PrivateKey, m Message, signedAt time.Time, audience, tool string, arguments any) (*Approval, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("%w: the key is %d bytes, want %d", ErrMalformed, len(key), ed25519.PrivateKeySize)
+	}
+	if signedAt.IsZero() {
+		return nil, fmt.Errorf("%w: no signedAt", ErrMalformed)
 	}
 	h, err := HashArguments(arguments)
 	if err != nil {
@@ -164,12 +181,13 @@ func Sign(key ed25519.PrivateKey, m Message, audience, tool string, arguments an
 		Version:       Version,
 		Pubkey:        base58.Encode(key[ed25519.SeedSize:]),
 		Message:       m.Text,
-		CreatedAt:     time.UnixMilli(m.CreatedAt.UnixMilli()).UTC(),
+		CreatedAt:     toMillis(m.CreatedAt),
 		MessageID:     m.ID,
 		ChannelID:     m.ChannelID,
 		Audience:      audience,
 		Tool:          tool,
 		ArgumentsHash: h,
+		SignedAt:      toMillis(signedAt),
 	}
 	p := a.Payload()
 	if p == nil {
@@ -236,6 +254,8 @@ func (a *Approval) parse() (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("%w: missing audience", ErrMalformed)
 	case a.Tool == "":
 		return nil, fmt.Errorf("%w: missing tool", ErrMalformed)
+	case a.SignedAt.IsZero():
+		return nil, fmt.Errorf("%w: missing signedAt", ErrMalformed)
 	}
 	return pub, nil
 }
@@ -320,15 +340,28 @@ func decode58(s string, size int, what string) ([]byte, error) {
 	return b, nil
 }
 
-// createdAtLayout is RFC 3339 with exactly three fractional digits.
-const createdAtLayout = "2006-01-02T15:04:05.000Z07:00"
+// timeLayout is RFC 3339 with exactly three fractional digits.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// MarshalJSON encodes the approval as its wire object, with createdAt in
-// UTC and millisecond precision.
-func (a Approval) MarshalJSON() ([]byte, error) {
-	t := a.CreatedAt.UTC()
+// formatTime writes t as the wire object does; field names it in errors.
+func formatTime(field string, t time.Time) (string, error) {
+	t = t.UTC()
 	if y := t.Year(); y < 0 || y > 9999 {
-		return nil, fmt.Errorf("approval: createdAt year %d is outside 0-9999", y)
+		return "", fmt.Errorf("approval: %s year %d is outside 0-9999", field, y)
+	}
+	return t.Format(timeLayout), nil
+}
+
+// MarshalJSON encodes the approval as its wire object, with createdAt and
+// signedAt in UTC and millisecond precision.
+func (a Approval) MarshalJSON() ([]byte, error) {
+	created, err := formatTime("createdAt", a.CreatedAt)
+	if err != nil {
+		return nil, err
+	}
+	signed, err := formatTime("signedAt", a.SignedAt)
+	if err != nil {
+		return nil, err
 	}
 	type wire struct {
 		Version       int    `json:"version"`
@@ -340,18 +373,20 @@ func (a Approval) MarshalJSON() ([]byte, error) {
 		Audience      string `json:"audience"`
 		Tool          string `json:"tool"`
 		ArgumentsHash string `json:"argumentsHash"`
+		SignedAt      string `json:"signedAt"`
 		Signature     string `json:"signature"`
 	}
 	return json.Marshal(wire{
 		Version:       a.Version,
 		Pubkey:        a.Pubkey,
 		Message:       a.Message,
-		CreatedAt:     t.Format(createdAtLayout),
+		CreatedAt:     created,
 		MessageID:     a.MessageID,
 		ChannelID:     a.ChannelID,
 		Audience:      a.Audience,
 		Tool:          a.Tool,
 		ArgumentsHash: a.ArgumentsHash,
+		SignedAt:      signed,
 		Signature:     a.Signature,
 	})
 }

@@ -35,6 +35,8 @@ type vector struct {
 	Message            string `json:"message"`
 	CreatedAt          string `json:"createdAt"`
 	CreatedAtMillis    int64  `json:"createdAtMillis"`
+	SignedAt           string `json:"signedAt"`
+	SignedAtMillis     int64  `json:"signedAtMillis"`
 	MessageID          string `json:"messageId"`
 	ChannelID          string `json:"channelId"`
 	Audience           string `json:"audience"`
@@ -82,11 +84,21 @@ func (v vector) message(t testing.TB) Message {
 	return Message{Text: v.Message, CreatedAt: created, ID: v.MessageID, ChannelID: v.ChannelID}
 }
 
+// signed is when the vector's approval was signed.
+func (v vector) signed(t testing.TB) time.Time {
+	t.Helper()
+	signed, err := time.Parse(time.RFC3339Nano, v.SignedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed
+}
+
 func (v vector) approval(t testing.TB, pubkey string) *Approval {
 	t.Helper()
 	m := v.message(t)
 	return &Approval{
-		Version:       2,
+		Version:       3,
 		Pubkey:        pubkey,
 		Message:       m.Text,
 		CreatedAt:     m.CreatedAt,
@@ -95,6 +107,7 @@ func (v vector) approval(t testing.TB, pubkey string) *Approval {
 		Audience:      v.Audience,
 		Tool:          v.Tool,
 		ArgumentsHash: v.ArgumentsHash,
+		SignedAt:      v.signed(t),
 		Signature:     v.Signature,
 	}
 }
@@ -117,6 +130,9 @@ func TestVectors(t *testing.T) {
 			if got := want.CreatedAt.UnixMilli(); got != v.CreatedAtMillis {
 				t.Fatalf("createdAt %s is %d ms, want %d", v.CreatedAt, got, v.CreatedAtMillis)
 			}
+			if got := want.SignedAt.UnixMilli(); got != v.SignedAtMillis {
+				t.Fatalf("signedAt %s is %d ms, want %d", v.SignedAt, got, v.SignedAtMillis)
+			}
 			if v.Arguments != "" {
 				if c, err := CanonicalJSON([]byte(v.Arguments)); err != nil || string(c) != v.CanonicalArguments {
 					t.Errorf("CanonicalJSON = %s, %v\nwant           %s", c, err, v.CanonicalArguments)
@@ -125,7 +141,7 @@ func TestVectors(t *testing.T) {
 			if h, err := HashArguments(v.args()); err != nil || h != v.ArgumentsHash {
 				t.Errorf("HashArguments = %s, %v; want %s", h, err, v.ArgumentsHash)
 			}
-			got, err := Sign(key, v.message(t), v.Audience, v.Tool, v.args())
+			got, err := Sign(key, v.message(t), v.signed(t), v.Audience, v.Tool, v.args())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,8 +163,8 @@ func TestVectors(t *testing.T) {
 			if err := json.Unmarshal(data, &wire); err != nil {
 				t.Fatal(err)
 			}
-			if wire["createdAt"] != v.CreatedAt {
-				t.Errorf("JSON createdAt = %v, want %s", wire["createdAt"], v.CreatedAt)
+			if wire["createdAt"] != v.CreatedAt || wire["signedAt"] != v.SignedAt {
+				t.Errorf("JSON createdAt = %v, signedAt = %v; want %s, %s", wire["createdAt"], wire["signedAt"], v.CreatedAt, v.SignedAt)
 			}
 			back, err := Decode(data)
 			if err != nil {
@@ -210,6 +226,9 @@ func TestTampered(t *testing.T) {
 		{"message-case", func(a *Approval) { a.Message = strings.ToUpper(a.Message) + "X" }, ErrSignature},
 		{"createdAt+1ms", func(a *Approval) { a.CreatedAt = a.CreatedAt.Add(time.Millisecond) }, ErrSignature},
 		{"createdAt-1ms", func(a *Approval) { a.CreatedAt = a.CreatedAt.Add(-time.Millisecond) }, ErrSignature},
+		{"signedAt+1ms", func(a *Approval) { a.SignedAt = a.SignedAt.Add(time.Millisecond) }, ErrSignature},
+		{"signedAt+1h", func(a *Approval) { a.SignedAt = a.SignedAt.Add(time.Hour) }, ErrSignature},
+		{"signedAt-1ms", func(a *Approval) { a.SignedAt = a.SignedAt.Add(-time.Millisecond) }, ErrSignature},
 		{"messageId", func(a *Approval) { a.MessageID += "0" }, ErrSignature},
 		{"channelId", func(a *Approval) { a.ChannelID += "x" }, ErrSignature},
 		{"audience", func(a *Approval) { a.Audience = "https://evil.example/mcp" }, ErrSignature},
@@ -224,7 +243,8 @@ func TestTampered(t *testing.T) {
 			a.Signature = base58.Encode(sig)
 		}, ErrSignature},
 		{"version 1", func(a *Approval) { a.Version = 1 }, ErrMalformed},
-		{"version 3", func(a *Approval) { a.Version = 3 }, ErrMalformed},
+		{"version 2", func(a *Approval) { a.Version = 2 }, ErrMalformed},
+		{"version 4", func(a *Approval) { a.Version = 4 }, ErrMalformed},
 	}
 	for _, v := range vf.Approvals {
 		for _, tc := range tampers {
@@ -276,10 +296,10 @@ func TestTampered(t *testing.T) {
 }
 
 // sign signs a test approval of message text for the call of tool t on
-// the server "srv" with arguments args.
+// the server "srv" with arguments args, made as the message came in.
 func sign(tb testing.TB, key ed25519.PrivateKey, text string, created time.Time, id, channel, t string, args any) *Approval {
 	tb.Helper()
-	a, err := Sign(key, Message{Text: text, CreatedAt: created, ID: id, ChannelID: channel}, "srv", t, args)
+	a, err := Sign(key, Message{Text: text, CreatedAt: created, ID: id, ChannelID: channel}, created, "srv", t, args)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -306,6 +326,7 @@ func TestCheckMalformed(t *testing.T) {
 		{"no message id", func(a *Approval) { a.MessageID = "" }},
 		{"no audience", func(a *Approval) { a.Audience = "" }},
 		{"no tool", func(a *Approval) { a.Tool = "" }},
+		{"no signedAt", func(a *Approval) { a.SignedAt = time.Time{} }},
 		{"no signature", func(a *Approval) { a.Signature = "" }},
 		{"signature not base58", func(a *Approval) { a.Signature = a.Signature[:10] + "_" + a.Signature[11:] }},
 		{"signature 63 bytes", func(a *Approval) { a.Signature = b58(63) }},
@@ -385,17 +406,23 @@ func TestSignNormalisesTime(t *testing.T) {
 	key := testKey(2)
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 	created := time.Date(2025, 5, 6, 7, 8, 9, 123456789, zone)
-	a := sign(t, key, "m", created, "id", "ch", "t", nil)
+	a, err := Sign(key, Message{Text: "m", CreatedAt: created, ID: "id", ChannelID: "ch"}, created.Add(time.Hour+time.Microsecond), "srv", "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := time.Date(2025, 5, 6, 1, 38, 9, 123000000, time.UTC)
 	if !a.CreatedAt.Equal(want) || a.CreatedAt.Location() != time.UTC {
 		t.Errorf("CreatedAt = %v, want %v", a.CreatedAt, want)
+	}
+	if want := want.Add(time.Hour); !a.SignedAt.Equal(want) || a.SignedAt.Location() != time.UTC {
+		t.Errorf("SignedAt = %v, want %v", a.SignedAt, want)
 	}
 	data, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(data, []byte(`"createdAt":"2025-05-06T01:38:09.123Z"`)) {
-		t.Errorf("JSON = %s, want createdAt 2025-05-06T01:38:09.123Z", data)
+	if !bytes.Contains(data, []byte(`"createdAt":"2025-05-06T01:38:09.123Z"`)) || !bytes.Contains(data, []byte(`"signedAt":"2025-05-06T02:38:09.123Z"`)) {
+		t.Errorf("JSON = %s, want createdAt 2025-05-06T01:38:09.123Z and signedAt 2025-05-06T02:38:09.123Z", data)
 	}
 	back, err := Decode(data)
 	if err != nil {
@@ -412,23 +439,27 @@ func TestSignNormalisesTime(t *testing.T) {
 
 func TestSignBadKey(t *testing.T) {
 	for _, key := range []ed25519.PrivateKey{nil, make(ed25519.PrivateKey, 32), make(ed25519.PrivateKey, 65)} {
-		if a, err := Sign(key, Message{ID: "id"}, "srv", "t", nil); !errors.Is(err, ErrMalformed) || a != nil {
+		if a, err := Sign(key, Message{ID: "id"}, time.Now(), "srv", "t", nil); !errors.Is(err, ErrMalformed) || a != nil {
 			t.Errorf("Sign with a %d-byte key = %+v, %v; want ErrMalformed", len(key), a, err)
 		}
 		if _, err := SignMessage(key, Message{ID: "id"}); !errors.Is(err, ErrMalformed) {
 			t.Errorf("SignMessage with a %d-byte key = %v, want ErrMalformed", len(key), err)
 		}
 	}
-	if _, err := Sign(testKey(1), Message{ID: "id"}, "srv", "t", `{"a":`); !errors.Is(err, ErrMalformed) {
+	if _, err := Sign(testKey(1), Message{ID: "id"}, time.Now(), "srv", "t", `{"a":`); !errors.Is(err, ErrMalformed) {
 		t.Errorf("Sign with bad arguments = %v, want ErrMalformed", err)
+	}
+	if _, err := Sign(testKey(1), Message{ID: "id", CreatedAt: time.Now()}, time.Time{}, "srv", "t", nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Sign with no signedAt = %v, want ErrMalformed", err)
 	}
 }
 
 func TestPayloadLayout(t *testing.T) {
 	long := strings.Repeat("x", 70000)
-	a := &Approval{Message: long, CreatedAt: time.UnixMilli(-1), MessageID: "", ChannelID: "c", Audience: "s", Tool: "tt", ArgumentsHash: "h"}
+	a := &Approval{Message: long, CreatedAt: time.UnixMilli(-1), MessageID: "", ChannelID: "c", Audience: "s", Tool: "tt", ArgumentsHash: "h",
+		SignedAt: time.UnixMilli(12345)}
 	var want []byte
-	want = append(want, "agentd-approval-v2"...)
+	want = append(want, "agentd-approval-v3"...)
 	want = append(want, 0x00, 0x01, 0x11, 0x70)
 	want = append(want, long...)
 	want = append(want, 0, 0, 0, 2, '-', '1')
@@ -437,6 +468,7 @@ func TestPayloadLayout(t *testing.T) {
 	want = append(want, 0, 0, 0, 1, 's')
 	want = append(want, 0, 0, 0, 2, 't', 't')
 	want = append(want, 0, 0, 0, 1, 'h')
+	want = append(want, 0, 0, 0, 5, '1', '2', '3', '4', '5')
 	if got := a.Payload(); !bytes.Equal(got, want) {
 		t.Errorf("Payload differs: len %d, want %d", len(got), len(want))
 	}
@@ -447,7 +479,7 @@ func TestPayloadLayout(t *testing.T) {
 
 func TestMarshalJSON(t *testing.T) {
 	a := Approval{
-		Version:       2,
+		Version:       3,
 		Pubkey:        "pk",
 		Message:       "a <b> & \"c\"",
 		CreatedAt:     time.Date(2025, 1, 2, 3, 4, 5, 6000000, time.UTC),
@@ -456,19 +488,25 @@ func TestMarshalJSON(t *testing.T) {
 		Audience:      "https://x/mcp",
 		Tool:          "t",
 		ArgumentsHash: "ab",
+		SignedAt:      time.Date(2025, 1, 2, 4, 5, 6, 7000000, time.FixedZone("CET", 3600)),
 		Signature:     "sig",
 	}
 	got, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"version":2,"daemonPubkey":"pk","message":"a \u003cb\u003e \u0026 \"c\"","createdAt":"2025-01-02T03:04:05.006Z","messageId":"m","channelId":"","audience":"https://x/mcp","tool":"t","argumentsHash":"ab","signature":"sig"}`
+	want := `{"version":3,"daemonPubkey":"pk","message":"a \u003cb\u003e \u0026 \"c\"","createdAt":"2025-01-02T03:04:05.006Z","messageId":"m","channelId":"","audience":"https://x/mcp","tool":"t","argumentsHash":"ab","signedAt":"2025-01-02T03:05:06.007Z","signature":"sig"}`
 	if string(got) != want {
 		t.Errorf("Marshal =\n%s\nwant\n%s", got, want)
 	}
+	b := a
 	a.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	if _, err := json.Marshal(a); err == nil {
-		t.Error("Marshal of year 10000: no error")
+		t.Error("Marshal of createdAt in year 10000: no error")
+	}
+	b.SignedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := json.Marshal(b); err == nil {
+		t.Error("Marshal of signedAt in year 10000: no error")
 	}
 }
 
@@ -506,7 +544,7 @@ func BenchmarkSign(b *testing.B) {
 	m := Message{Text: "deploy the staging build", CreatedAt: time.Unix(1700000000, 0), ID: "msg-1", ChannelID: "telegram:1"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Sign(key, m, "https://deploy.example/mcp", "deploy", benchArgs); err != nil {
+		if _, err := Sign(key, m, m.CreatedAt, "https://deploy.example/mcp", "deploy", benchArgs); err != nil {
 			b.Fatal(err)
 		}
 	}

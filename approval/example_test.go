@@ -15,12 +15,14 @@ import (
 // against the tool and the arguments it received.
 func Example() {
 	// The agent's side: agentd signs the message it acts on, bound to this
-	// call of this server.
+	// call of this server, as it makes the call: here an hour after the
+	// message came in, when a person approved the booking.
 	agentKey := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
 	sent := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	called := sent.Add(time.Hour)
 	msg := approval.Message{Text: "book a table for two", CreatedAt: sent, ID: "msg-17", ChannelID: "telegram:4242"}
 	args := map[string]any{"people": 2, "time": "19:30"}
-	a, err := approval.Sign(agentKey, msg, "https://tables.example/mcp", "reserve", args)
+	a, err := approval.Sign(agentKey, msg, called, "https://tables.example/mcp", "reserve", args)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,7 +37,7 @@ func Example() {
 	verifier := approval.NewVerifier(&approval.VerifierOptions{
 		Audience: []string{"https://tables.example/mcp"},
 		Trusted:  []string{a.Pubkey},
-		Now:      func() time.Time { return sent.Add(2 * time.Second) },
+		Now:      func() time.Time { return called.Add(2 * time.Second) },
 	})
 	var req struct {
 		Name      string          `json:"name"`
@@ -76,16 +78,17 @@ func ExampleApproval_Payload() {
 		Audience:      "files",
 		Tool:          "read",
 		ArgumentsHash: "44136fa3",
+		SignedAt:      time.UnixMilli(1700000060456),
 	}
 	fmt.Printf("%q\n", a.Payload())
 	// Output:
-	// "agentd-approval-v2\x00\x00\x00\x02hi\x00\x00\x00\r1700000000123\x00\x00\x00\x02m1\x00\x00\x00\x00\x00\x00\x00\x05files\x00\x00\x00\x04read\x00\x00\x00\b44136fa3"
+	// "agentd-approval-v3\x00\x00\x00\x02hi\x00\x00\x00\r1700000000123\x00\x00\x00\x02m1\x00\x00\x00\x00\x00\x00\x00\x05files\x00\x00\x00\x04read\x00\x00\x00\b44136fa3\x00\x00\x00\r1700000060456"
 }
 
 func ExampleApproval_Check() {
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize))
 	m := approval.Message{Text: "delete the draft", CreatedAt: time.Now(), ID: "m2"}
-	a, _ := approval.Sign(key, m, "files", "delete", `{"path":"draft.txt"}`)
+	a, _ := approval.Sign(key, m, time.Now(), "files", "delete", `{"path":"draft.txt"}`)
 	fmt.Println(a.Check("files", "delete", `{"path": "draft.txt"}`))
 	fmt.Println(a.Check("files", "delete", `{"path": "/"}`))
 	a.Tool = "wipe"

@@ -31,9 +31,11 @@ func addSeeds(f *testing.F) {
 		f.Add(wire)
 	}
 	for _, s := range []string{
-		``, `null`, `{}`, `[]`, `"x"`, `{"version":2}`,
+		``, `null`, `{}`, `[]`, `"x"`, `{"version":2}`, `{"version":3}`,
 		`{"version":2,"daemonPubkey":"11111111111111111111111111111111","createdAt":"2025-01-01T00:00:00Z","messageId":"m","audience":"a","tool":"t","signature":"1"}`,
+		`{"version":3,"daemonPubkey":"11111111111111111111111111111111","createdAt":"2025-01-01T00:00:00Z","messageId":"m","audience":"a","tool":"t","signedAt":"2025-01-01T01:00:00Z","signature":"1"}`,
 		`{"createdAt":"2025-01-01T00:00:00.123456789+05:00"}`,
+		`{"signedAt":"2025-01-01T00:00:00.123456789+05:00","version":3}`,
 		`{"createdAt":"0000-01-01T00:00:00Z","version":1}`,
 		`{"Version":1,"VERSION":2,"message":"a","Message":"b"}`,
 	} {
@@ -62,7 +64,7 @@ func FuzzDecode(f *testing.F) {
 		_ = NewVerifier(&VerifierOptions{Now: func() time.Time { return now }, Audience: []string{a.Audience}}).Verify(a, a.Tool, nil)
 		wire, err := json.Marshal(a)
 		if err != nil {
-			return // createdAt outside years 0-9999
+			return // createdAt or signedAt outside years 0-9999
 		}
 		b, err := Decode(wire)
 		if err != nil {

@@ -48,7 +48,8 @@ func runNode(t *testing.T, node, module, stdin string) string {
 }
 
 // The JavaScript verifier of docs/approval.md, run by node, accepts the
-// approvals this package signs for their own call, and no other call.
+// approvals this package signs for their own call, and no other call; its
+// freshness check goes by signedAt, as the Go Verifier's does.
 func TestDocsJavaScriptVerifier(t *testing.T) {
 	node := nodeOrSkip(t)
 	doc, err := os.ReadFile("../docs/approval.md")
@@ -71,34 +72,53 @@ func TestDocsJavaScriptVerifier(t *testing.T) {
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments,omitempty"`
 		Want      bool            `json:"want"`
+		// Now, if set, is the time the freshness check is made at (Unix
+		// milliseconds); Fresh its expected answer with the default age.
+		Now   int64 `json:"now,omitempty"`
+		Fresh bool  `json:"fresh"`
 	}
 	key := testKey(9)
 	m := Message{Text: "Grüße 🚀 \"x\"", CreatedAt: time.Date(2025, 6, 1, 12, 0, 0, 123e6, time.UTC), ID: "m-1", ChannelID: "web:1"}
+	signed := m.CreatedAt.Add(time.Hour) // a call a person approved an hour later
 	args := json.RawMessage(`{"b": [1.50, 1e21, -0, "é\u2028"], "a": {"\ue000": 1, "😀": 2}}`)
-	a, err := Sign(key, m, "https://srv.example/mcp", "post", args)
+	a, err := Sign(key, m, signed, "https://srv.example/mcp", "post", args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	none, err := Sign(key, Message{Text: "", CreatedAt: m.CreatedAt, ID: "m-2"}, "files", "list", nil)
+	none, err := Sign(key, Message{Text: "", CreatedAt: m.CreatedAt, ID: "m-2"}, m.CreatedAt, "files", "list", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tampered := *a
 	tampered.Message = "other"
+	resigned := *a
+	resigned.SignedAt = resigned.SignedAt.Add(time.Hour)
+	at := func(d time.Duration) int64 { return signed.Add(d).UnixMilli() }
 	checks := []check{
-		{a, "https://srv.example/mcp", "post", args, true},
-		{a, "https://srv.example/mcp", "post", json.RawMessage(`{"a":{"😀":2,"\ue000":1.0},"b":[1.5,1000000000000000000000,0,"é\u2028"]}`), true},
-		{none, "files", "list", nil, true},
-		{none, "files", "list", json.RawMessage(`{}`), true},
-		{a, "https://other.example/mcp", "post", args, false},
-		{a, "https://srv.example/mcp", "delete", args, false},
-		{a, "https://srv.example/mcp", "post", json.RawMessage(`{"b":[]}`), false},
-		{&tampered, "https://srv.example/mcp", "post", args, false},
+		{a, "https://srv.example/mcp", "post", args, true, 0, false},
+		{a, "https://srv.example/mcp", "post", args, true, at(2 * time.Second), true},
+		{a, "https://srv.example/mcp", "post", args, true, at(DefaultMaxAge), true},
+		{a, "https://srv.example/mcp", "post", args, true, at(DefaultMaxAge + time.Millisecond), false},
+		{a, "https://srv.example/mcp", "post", args, true, at(-DefaultMaxSkew - time.Millisecond), false},
+		{&resigned, "https://srv.example/mcp", "post", args, false, at(time.Hour), true},
+		{a, "https://srv.example/mcp", "post", json.RawMessage(`{"a":{"😀":2,"\ue000":1.0},"b":[1.5,1000000000000000000000,0,"é\u2028"]}`), true, 0, false},
+		{none, "files", "list", nil, true, 0, false},
+		{none, "files", "list", json.RawMessage(`{}`), true, 0, false},
+		{a, "https://other.example/mcp", "post", args, false, 0, false},
+		{a, "https://srv.example/mcp", "delete", args, false, 0, false},
+		{a, "https://srv.example/mcp", "post", json.RawMessage(`{"b":[]}`), false, 0, false},
+		{&tampered, "https://srv.example/mcp", "post", args, false, 0, false},
 	}
 	var in bytes.Buffer
 	for _, c := range checks {
 		if err := c.Approval.Check(c.Audience, c.Tool, c.Arguments); (err == nil) != c.Want {
 			t.Fatalf("Go: Check = %v, want ok %v", err, c.Want)
+		}
+		if c.Now != 0 {
+			v := NewVerifier(&VerifierOptions{Now: func() time.Time { return time.UnixMilli(c.Now) }, Audience: []string{c.Audience}})
+			if err := v.Verify(c.Approval, c.Tool, c.Arguments); (err == nil) != (c.Want && c.Fresh) {
+				t.Fatalf("Go: Verify at %d = %v, want ok %v", c.Now, err, c.Want && c.Fresh)
+			}
 		}
 		b, err := json.Marshal(c)
 		if err != nil {
@@ -110,16 +130,17 @@ func TestDocsJavaScriptVerifier(t *testing.T) {
 import fs from "node:fs";
 for (const line of fs.readFileSync(0, "utf8").split("\n").filter(Boolean)) {
   const c = JSON.parse(line);
-  console.log(String(checkApproval(c.approval, c.audience, c.tool, c.arguments)));
+  const ok = checkApproval(c.approval, c.audience, c.tool, c.arguments);
+  console.log(ok + " " + (c.now ? isFresh(c.approval, undefined, c.now) : false));
 }
 `, in.String())
-	got := strings.Fields(out)
+	got := strings.Split(strings.TrimSpace(out), "\n")
 	if len(got) != len(checks) {
 		t.Fatalf("node printed %q", out)
 	}
 	for i, c := range checks {
-		if got[i] != fmt.Sprint(c.Want) {
-			t.Errorf("check %d (%s %s %s): the documented JavaScript says %s, want %v", i, c.Audience, c.Tool, c.Arguments, got[i], c.Want)
+		if want := fmt.Sprint(c.Want, c.Fresh); got[i] != want {
+			t.Errorf("check %d (%s %s %s at %d): the documented JavaScript says %s, want %s", i, c.Audience, c.Tool, c.Arguments, c.Now, got[i], want)
 		}
 	}
 }

@@ -31,10 +31,10 @@ func TestFromMeta(t *testing.T) {
 		{"approval", *want},
 		{"approval pointer", want},
 		{"map of strings", map[string]any{
-			"version": 2, "daemonPubkey": want.Pubkey, "message": want.Message,
+			"version": 3, "daemonPubkey": want.Pubkey, "message": want.Message,
 			"createdAt": "2025-01-02T03:04:05.678Z", "messageId": "m1", "channelId": "chat:1",
 			"audience": "srv", "tool": "t", "argumentsHash": want.ArgumentsHash,
-			"signature": want.Signature, "extra": []int{1, 2},
+			"signedAt": "2025-01-02T03:04:05.678Z", "signature": want.Signature, "extra": []int{1, 2},
 		}},
 	}
 	for _, tc := range tests {
@@ -96,7 +96,7 @@ func TestFromMetaErrors(t *testing.T) {
 // the MCP Go SDK decodes them.
 func TestFromMetaMCP(t *testing.T) {
 	c := newClock()
-	a, err := Sign(testKey(5), Message{Text: "what is the weather?", CreatedAt: c.Now(), ID: "msg-9", ChannelID: "web:1"},
+	a, err := Sign(testKey(5), Message{Text: "what is the weather?", CreatedAt: c.Now(), ID: "msg-9", ChannelID: "web:1"}, c.Now(),
 		"https://weather.example/mcp", "weather", map[string]any{"city": "Lisbon"})
 	if err != nil {
 		t.Fatal(err)

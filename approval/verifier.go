@@ -20,10 +20,13 @@ const (
 // VerifierOptions configures a [Verifier]. A nil *VerifierOptions, or a
 // zero field, means the default.
 type VerifierOptions struct {
-	// MaxAge is how old an approval may be (default 5m). It also bounds how
-	// long the verifier remembers an accepted approval.
+	// MaxAge is how long ago an approval may have been signed (its
+	// signedAt; default 5m). It also bounds how long the verifier
+	// remembers an accepted approval. How long ago the message came in
+	// (createdAt) does not matter: a call may come hours after its
+	// message, when a person approved it late.
 	MaxAge time.Duration
-	// MaxSkew is how far in the future an approval's createdAt may be, to
+	// MaxSkew is how far in the future an approval's signedAt may be, to
 	// tolerate clocks that differ (default 30s).
 	MaxSkew time.Duration
 	// Audience lists the names this server answers to: its URL as agents
@@ -50,7 +53,7 @@ type VerifierOptions struct {
 // the audience, the tool and the arguments hash together, so a replayed
 // approval is always recognised while two agents, two channels or two
 // different calls for one message are told apart. The verifier remembers
-// an accepted call until its approval expires (createdAt + MaxAge), so its
+// an accepted call until its approval expires (signedAt + MaxAge), so its
 // memory is bounded by MaxEntries fixed-size entries.
 type Verifier struct {
 	maxAge     time.Duration
@@ -63,8 +66,8 @@ type Verifier struct {
 
 	mu   sync.Mutex
 	seen map[replayKey]struct{}
-	byAt replayHeap // the entries of seen, oldest createdAt first
-	// floor is the latest pruning cutoff: approvals created before it may
+	byAt replayHeap // the entries of seen, oldest signedAt first
+	// floor is the latest pruning cutoff: approvals signed before it may
 	// have been forgotten, so they are refused as expired even if the clock
 	// has since gone back.
 	floor time.Time
@@ -120,7 +123,7 @@ func NewVerifier(o *VerifierOptions) *Verifier {
 // arguments (as [HashArguments] takes them: the request's raw arguments,
 // or their decoded values), and records the call as seen. It returns nil
 // if the approval is well formed, signed by a trusted key, for one of the
-// verifier's audiences, for this tool and these arguments, created no more
+// verifier's audiences, for this tool and these arguments, signed no more
 // than MaxAge ago and no more than MaxSkew in the future, and its call has
 // not been accepted before. Otherwise the error wraps one of
 // [ErrMalformed], [ErrUntrusted], [ErrMismatch], [ErrExpired],
@@ -139,7 +142,7 @@ func (v *Verifier) Verify(a *Approval, tool string, arguments any) error {
 		return err
 	}
 	now := v.now()
-	if err := v.checkTime(a.CreatedAt, now); err != nil {
+	if err := v.checkTime(a.SignedAt, now); err != nil {
 		return err
 	}
 	if err := a.checkSignature(pub); err != nil {
@@ -150,8 +153,8 @@ func (v *Verifier) Verify(a *Approval, tool string, arguments any) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.prune(now)
-	if a.CreatedAt.Before(v.floor) {
-		return fmt.Errorf("%w: created %s, before %s", ErrExpired, a.CreatedAt.UTC().Format(createdAtLayout), v.floor.UTC().Format(createdAtLayout))
+	if a.SignedAt.Before(v.floor) {
+		return fmt.Errorf("%w: signed %s, before %s", ErrExpired, a.SignedAt.UTC().Format(timeLayout), v.floor.UTC().Format(timeLayout))
 	}
 	if _, ok := v.seen[key]; ok {
 		return fmt.Errorf("%w: the call of %s for message %q in channel %q", ErrReplayed, a.Tool, a.MessageID, a.ChannelID)
@@ -160,20 +163,20 @@ func (v *Verifier) Verify(a *Approval, tool string, arguments any) error {
 		return fmt.Errorf("%w: %d unexpired approvals", ErrCacheFull, len(v.seen))
 	}
 	v.seen[key] = struct{}{}
-	heap.Push(&v.byAt, replayEntry{at: a.CreatedAt, key: key})
+	heap.Push(&v.byAt, replayEntry{at: a.SignedAt, key: key})
 	return nil
 }
 
-func (v *Verifier) checkTime(created, now time.Time) error {
-	if age := now.Sub(created); age > v.maxAge {
-		return fmt.Errorf("%w: created %s ago, more than %s", ErrExpired, age.Round(time.Millisecond), v.maxAge)
+func (v *Verifier) checkTime(signed, now time.Time) error {
+	if age := now.Sub(signed); age > v.maxAge {
+		return fmt.Errorf("%w: signed %s ago, more than %s", ErrExpired, age.Round(time.Millisecond), v.maxAge)
 	} else if -age > v.maxSkew {
-		return fmt.Errorf("%w: created %s in the future, more than %s", ErrExpired, (-age).Round(time.Millisecond), v.maxSkew)
+		return fmt.Errorf("%w: signed %s in the future, more than %s", ErrExpired, (-age).Round(time.Millisecond), v.maxSkew)
 	}
 	return nil
 }
 
-// prune forgets the approvals created before now - MaxAge, which Verify
+// prune forgets the approvals signed before now - MaxAge, which Verify
 // refuses as expired anyway. v.mu must be held.
 func (v *Verifier) prune(now time.Time) {
 	cutoff := now.Add(-v.maxAge)
@@ -207,7 +210,7 @@ func newReplayKey(pub ed25519.PublicKey, fields ...string) replayKey {
 	return sha256.Sum256(b)
 }
 
-// replayHeap is a min-heap of entries by createdAt.
+// replayHeap is a min-heap of entries by signedAt.
 type replayHeap []replayEntry
 
 func (h replayHeap) Len() int           { return len(h) }

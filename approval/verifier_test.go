@@ -41,12 +41,25 @@ func newV(o VerifierOptions) *Verifier {
 	return NewVerifier(&o)
 }
 
+// signAt signs a test approval of a message that came in at created, for
+// a call made at signed.
+func signAt(tb testing.TB, key ed25519.PrivateKey, created, signed time.Time, id string) *Approval {
+	tb.Helper()
+	a, err := Sign(key, Message{Text: "m", CreatedAt: created, ID: id, ChannelID: "ch"}, signed, "srv", "t", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// Freshness is the time the approval was signed, as its call was made;
+// the message's createdAt, a day earlier here, does not count.
 func TestVerifyTime(t *testing.T) {
 	key := testKey(1)
 	tests := []struct {
 		name    string
 		opts    VerifierOptions
-		offset  time.Duration // createdAt - now
+		offset  time.Duration // signedAt - now
 		wantErr error
 	}{
 		{"now", VerifierOptions{}, 0, nil},
@@ -68,7 +81,8 @@ func TestVerifyTime(t *testing.T) {
 			o := tc.opts
 			o.Now = c.Now
 			v := newV(o)
-			a := sign(t, key, "m", c.Now().Add(tc.offset), "id", "ch", "t", nil)
+			signed := c.Now().Add(tc.offset)
+			a := signAt(t, key, signed.Add(-24*time.Hour), signed, "id")
 			if err := v.Verify(a, "t", nil); !errors.Is(err, tc.wantErr) {
 				t.Errorf("Verify = %v, want %v", err, tc.wantErr)
 			}
@@ -76,10 +90,40 @@ func TestVerifyTime(t *testing.T) {
 	}
 }
 
+// A call made long after its message came in (a person approved it an
+// hour later, or the message waited in a queue) is accepted, once; the
+// same approval presented again is refused, and once MaxAge has passed
+// since it was signed, refused as expired.
+func TestVerifyLateCall(t *testing.T) {
+	c := newClock()
+	v := newV(VerifierOptions{Now: c.Now})
+	key := testKey(1)
+	created := c.Now()
+	c.Add(time.Hour)
+	late := signAt(t, key, created, c.Now(), "late")
+	c.Add(2 * time.Second)
+	if err := v.Verify(late, "t", nil); err != nil {
+		t.Fatalf("a call an hour after its message: Verify = %v", err)
+	}
+	if err := v.Verify(late, "t", nil); !errors.Is(err, ErrReplayed) {
+		t.Errorf("the same approval again: Verify = %v, want ErrReplayed", err)
+	}
+	c.Add(DefaultMaxAge)
+	if err := v.Verify(late, "t", nil); !errors.Is(err, ErrExpired) {
+		t.Errorf("the same approval after MaxAge: Verify = %v, want ErrExpired", err)
+	}
+	// An approval signed as its message came in, presented an hour later.
+	old := signAt(t, key, created, created, "old")
+	if err := NewVerifier(&VerifierOptions{Now: c.Now, Audience: []string{"srv"}}).Verify(old, "t", nil); !errors.Is(err, ErrExpired) {
+		t.Errorf("an old approval: Verify = %v, want ErrExpired", err)
+	}
+}
+
 func TestVerifyZeroTime(t *testing.T) {
-	a := sign(t, testKey(1), "m", time.Time{}, "id", "", "t", nil)
-	if err := newV(VerifierOptions{}).Verify(a, "t", nil); !errors.Is(err, ErrExpired) {
-		t.Errorf("Verify(zero createdAt) = %v, want ErrExpired", err)
+	a := sign(t, testKey(1), "m", time.Unix(1700000000, 0), "id", "", "t", nil)
+	a.SignedAt = time.Time{}
+	if err := newV(VerifierOptions{}).Verify(a, "t", nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Verify(zero signedAt) = %v, want ErrMalformed", err)
 	}
 }
 
@@ -90,7 +134,7 @@ func TestVerifyCall(t *testing.T) {
 	c := newClock()
 	key := testKey(1)
 	m := Message{Text: "deploy", CreatedAt: c.Now(), ID: "1", ChannelID: "ops"}
-	a, err := Sign(key, m, "https://deploy.example/mcp", "deploy", `{"env":"staging"}`)
+	a, err := Sign(key, m, c.Now(), "https://deploy.example/mcp", "deploy", `{"env":"staging"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +342,7 @@ func TestVerifyConcurrent(t *testing.T) {
 	)
 	for i := range workers {
 		wg.Go(func() {
-			a, err := Sign(key, Message{Text: "m", CreatedAt: c.Now(), ID: fmt.Sprint("own-", i)}, "srv", "t", nil)
+			a, err := Sign(key, Message{Text: "m", CreatedAt: c.Now(), ID: fmt.Sprint("own-", i)}, c.Now(), "srv", "t", nil)
 			if err == nil {
 				err = v.Verify(a, "t", nil)
 			}

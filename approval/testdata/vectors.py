@@ -82,8 +82,8 @@ def payload(tag, *fields):
     return tag.encode() + b"".join(field(f.encode()) for f in fields)
 
 
-def millis(created):
-    dt = datetime.datetime.strptime(created, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
+def millis(t):
+    dt = datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
     return (dt - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(milliseconds=1)
 
 
@@ -104,15 +104,17 @@ messages = [
     ("long", long_message, "2025-03-14T15:09:26.535Z", "msg-long", "slack:C024BE91L"),
 ]
 
-# (message case, audience, tool, arguments as sent)
+# (message case, audience, tool, arguments as sent, signedAt: when the call
+# was made, from the moment the message came in to an hour later)
 calls = [
-    ("ascii", "https://deploy.example.com/mcp", "deploy", '{"env": "staging", "replicas": 3}'),
+    ("ascii", "https://deploy.example.com/mcp", "deploy", '{"env": "staging", "replicas": 3}', "2025-01-02T04:05:06.789Z"),
     ("unicode", "https://chat.example.com/mcp", "post",
-     '{"text": "Grüße 🚀 \\u2028 \\u001f\\t\\"q\\" \\\\", "b": [1, 2.50, -0, 1e21, 1e-7], "a": {"z": null, "é": true}}'),
-    ("empty-channel", "files", "read_report", "{}"),
-    ("empty-message", "files", "nightly", ""),
+     '{"text": "Grüße 🚀 \\u2028 \\u001f\\t\\"q\\" \\\\", "b": [1, 2.50, -0, 1e21, 1e-7], "a": {"z": null, "é": true}}',
+     "2025-07-01T00:00:00.000Z"),
+    ("empty-channel", "files", "read_report", "{}", "2024-02-29T12:00:00.000Z"),
+    ("empty-message", "files", "nightly", "", "2030-12-31T00:00:00.002Z"),
     ("long", "http://127.0.0.1:8931/mcp", "log", '{"\\ue000": 1, "\\ud83d\\ude00": 2, "a": 3, "A": 4, "": 5, "lines": [' +
-     ", ".join(str(i * 1.5) for i in range(40)) + "]}"),
+     ", ".join(str(i * 1.5) for i in range(40)) + "]}", "2025-03-14T15:10:00.999Z"),
 ]
 
 # Canonical forms alone: numbers and strings at their edges.
@@ -133,17 +135,20 @@ out = {
     "messages": [],
     "canonical": [],
 }
-for name, audience, tool, args in calls:
+for name, audience, tool, args, signed in calls:
     _, message, created, message_id, channel_id = by_name[name]
     ms = millis(created)
+    signed_ms = millis(signed)
     canon = canonical(parse(args if args.strip() not in ("", "null") else "{}"))
     args_hash = hashlib.sha256(canon.encode()).hexdigest()
-    p = payload("agentd-approval-v2", message, str(ms), message_id, channel_id, audience, tool, args_hash)
+    p = payload("agentd-approval-v3", message, str(ms), message_id, channel_id, audience, tool, args_hash, str(signed_ms))
     out["approvals"].append({
         "name": name,
         "message": message,
         "createdAt": created,
         "createdAtMillis": ms,
+        "signedAt": signed,
+        "signedAtMillis": signed_ms,
         "messageId": message_id,
         "channelId": channel_id,
         "audience": audience,

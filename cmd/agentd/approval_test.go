@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 
 	"agentd/approval"
 	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/mcpdemo"
 )
 
 // bearer adds the API token to every request.
@@ -263,4 +267,92 @@ func readAll(t *testing.T, resp *http.Response) string {
 		}
 	}
 	return b.String()
+}
+
+// A call whose `ask` approval a person grants after the tool server's
+// freshness window, counted from when the message came in, is accepted by
+// a server that verifies approvals: the approval counts from when it was
+// signed, as the call was made. The approval presented again is refused,
+// and so is it an hour later. Through the daemon: an `ask` call waits for
+// `agentd approve`, which reaches only a running daemon.
+func TestApprovalGrantedLateVerifies(t *testing.T) {
+	t.Parallel()
+	const window = time.Second // the server's MaxAge: shorter than the wait for the person
+	// The server's clock reads the moment the person granted the call: a
+	// little behind agentd's, which signs just after (within MaxSkew).
+	var serverNow atomic.Int64
+	var verifier *approval.Verifier
+	var mu sync.Mutex
+	var received []*approval.Approval
+	srv := mcpdemo.New(nil)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+			if !ok || method != "tools/call" || p.Name != "counter" { // the demo's lifecycle tools pass
+				return next(ctx, method, req)
+			}
+			a, err := approval.FromMeta(p.Meta)
+			if err == nil {
+				mu.Lock()
+				received = append(received, a)
+				mu.Unlock()
+				err = verifier.Verify(a, p.Name, p.Arguments)
+			}
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "refused: " + err.Error()}}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	url := hs.URL + "/mcp"
+	clock := func() time.Time { return time.UnixMilli(serverNow.Load()) }
+	verifier = approval.NewVerifier(&approval.VerifierOptions{Audience: []string{url}, MaxAge: window, Now: clock})
+
+	addr := fake(t, "match ^count\ncall web__counter {}\n---\nsay counted {{tool_result}}\n")
+	agentFile := openaiAgent(addr, "mcp_servers:\n  web:\n    url: "+url+"\n    allow_networks: [127.0.0.1/32]\ntools:\n  ask: [web__counter]\n")
+	dir := dataDir(t, map[string]string{"agents/a.yaml": agentFile})
+	serve(t, dir)
+	deadline := time.Now().Add(20 * time.Second)
+	for serverInfo(t, dir, "web").State != "connected" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not connect: %+v", serverInfo(t, dir, "web"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	sent := background(t, dir, "send", "a", "count please", "--session", "s1", "--json")
+	req := waitApproval(t, dir, "a/s1")
+	// The message came in before the call asked; the person answers after
+	// the server's window has passed since.
+	time.Sleep(time.Until(req.CreatedAt.Add(window + 10*time.Millisecond)))
+	granted := time.Now()
+	serverNow.Store(granted.UnixMilli())
+	okRun(t, dir, "approve", req.ID)
+	evs, end := turnResult(t, sent)
+	if tr := toolResults(evs); len(tr) != 1 || tr[0].IsError || tr[0].Output != "1" {
+		t.Errorf("the call granted late, at the server: %+v", tr)
+	}
+	if end.Status != event.StatusDone || end.Reply != "counted 1" {
+		t.Errorf("end %+v", end)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(received) != 1 {
+		t.Fatalf("the server received %d approvals", len(received))
+	}
+	a := received[0]
+	if age := granted.Sub(a.CreatedAt); age <= window {
+		t.Fatalf("the message came in %s before the grant, not more than the window %s", age, window)
+	}
+	if err := verifier.Verify(a, "counter", `{}`); !errors.Is(err, approval.ErrReplayed) {
+		t.Errorf("the approval again: %v, want ErrReplayed", err)
+	}
+	later := approval.NewVerifier(&approval.VerifierOptions{Audience: []string{url}, MaxAge: window,
+		Now: func() time.Time { return granted.Add(time.Hour) }})
+	if err := later.Verify(a, "counter", `{}`); !errors.Is(err, approval.ErrExpired) {
+		t.Errorf("the approval an hour later: %v, want ErrExpired", err)
+	}
 }

@@ -27,11 +27,12 @@ type toolCall struct {
 }
 
 // httpMCP is the demo MCP server over streamable HTTP on addr ("127.0.0.1:0"),
-// recording every tools/call it receives.
+// recording every tools/call it receives and every request's headers.
 type httpMCP struct {
-	URL   string
-	mu    sync.Mutex
-	calls []toolCall
+	URL     string
+	mu      sync.Mutex
+	calls   []toolCall
+	headers []http.Header
 }
 
 func newHTTPMCP(t *testing.T, addr string) *httpMCP {
@@ -52,7 +53,13 @@ func newHTTPMCP(t *testing.T, addr string) *httpMCP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}}
+	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.headers = append(h.headers, r.Header.Clone())
+		h.mu.Unlock()
+		mh.ServeHTTP(w, r)
+	})}}
 	hs.Start()
 	t.Cleanup(hs.Close)
 	h.URL = hs.URL + "/mcp"
@@ -63,6 +70,13 @@ func (h *httpMCP) received() []toolCall {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]toolCall(nil), h.calls...)
+}
+
+// requestHeaders returns the headers of every request received so far.
+func (h *httpMCP) requestHeaders() []http.Header {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]http.Header(nil), h.headers...)
 }
 
 // serverInfo is the entry of `agentd mcp list --json` for name.
@@ -112,4 +126,55 @@ func TestMCPHTTPDialGuard(t *testing.T) {
 	if st := serverInfo(t, dir, "web"); st.State != "connected" || st.Tools == 0 {
 		t.Fatalf("with %s: %+v", hint, st)
 	}
+}
+
+// An MCP server's headers, secrets from headers_env included, go to its
+// own origin only: a server that redirects elsewhere is not followed, so
+// the other origin receives nothing, and the server's error says why. In
+// process and through the daemon.
+func TestMCPHTTPRedirectKeepsHeaders(t *testing.T) {
+	t.Parallel()
+	elsewhere := newHTTPMCP(t, "127.0.0.1:0")
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	cfg := "mcp_servers:\n  web:\n    url: " + redirect.URL + "/mcp\n    allow_networks: [127.0.0.1/32]\n" +
+		"    headers: {X-Team: support}\n    headers_env: {Authorization: AGENTD_TEST_MCP_SECRET}\n"
+	dir := dataDir(t, map[string]string{"agentd.yaml": cfg})
+	secret := "AGENTD_TEST_MCP_SECRET=Bearer s3cret-token"
+	check := func(how string, st gateway.ServerInfo) {
+		t.Helper()
+		if st.State == "connected" || !strings.Contains(st.LastError, "another origin") || !strings.Contains(st.LastError, redirect.URL) {
+			t.Errorf("%s: the redirected server: %+v", how, st)
+		}
+		for _, h := range elsewhere.requestHeaders() {
+			t.Errorf("%s: the other origin received a request, Authorization %q, X-Team %q", how, h.Get("Authorization"), h.Get("X-Team"))
+		}
+	}
+	list := func() gateway.ServerInfo {
+		r := runEnv(t, dir, []string{secret}, "mcp", "list", "--json")
+		if r.code != 0 {
+			t.Fatalf("mcp list: %+v", r)
+		}
+		var servers []gateway.ServerInfo
+		decodeOut(t, r.stdout, &servers)
+		for _, s := range servers {
+			if s.Name == "web" {
+				return s
+			}
+		}
+		t.Fatalf("no server web in %s", r.stdout)
+		return gateway.ServerInfo{}
+	}
+	check("in process", list())
+
+	serve(t, dir, secret)
+	deadline := time.Now().Add(20 * time.Second)
+	st := list()
+	for st.LastError == "" && st.State != "connected" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		st = list()
+	}
+	check("through the daemon", st)
 }

@@ -54,35 +54,42 @@ func fakeRec(t *testing.T, script string) *recorder {
 	return rec
 }
 
-// lastTools returns the tool names of the last model request of a turn,
-// sorted. (Under serve, a session's first reply is followed by a request
-// for its title, which offers no tools and may come at any time.)
-func (r *recorder) lastTools(t *testing.T) []string {
+// chatRequest is what the recorder reads of a chat completion request.
+type chatRequest struct {
+	Messages []struct{ Role, Content string } `json:"messages"`
+	Tools    []struct {
+		Function struct{ Name string } `json:"function"`
+	} `json:"tools"`
+}
+
+// lastTurnRequest returns the last model request of a turn. (Under serve,
+// a session's first reply is followed by a request for its title, which
+// may come at any time.)
+func (r *recorder) lastTurnRequest(t *testing.T) chatRequest {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	type request struct {
-		Messages []struct{ Role, Content string } `json:"messages"`
-		Tools    []struct {
-			Function struct{ Name string } `json:"function"`
-		} `json:"tools"`
-	}
-	isTitle := func(req *request) bool {
+	isTitle := func(req *chatRequest) bool {
 		return len(req.Messages) > 0 && req.Messages[0].Role == "system" && req.Messages[0].Content == title.Prompt
 	}
-	var req request
-	for i := len(r.bodies) - 1; ; i-- {
-		if i < 0 {
-			t.Fatal("no model request of a turn")
-		}
-		req = request{}
+	for i := len(r.bodies) - 1; i >= 0; i-- {
+		var req chatRequest
 		if err := json.Unmarshal(r.bodies[i], &req); err != nil {
 			t.Fatal(err)
 		}
 		if !isTitle(&req) {
-			break
+			return req
 		}
 	}
+	t.Fatal("no model request of a turn")
+	return chatRequest{}
+}
+
+// lastTools returns the tool names of the last model request of a turn,
+// sorted.
+func (r *recorder) lastTools(t *testing.T) []string {
+	t.Helper()
+	req := r.lastTurnRequest(t)
 	names := []string{}
 	for _, tl := range req.Tools {
 		names = append(names, tl.Function.Name)

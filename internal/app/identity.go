@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"time"
 
 	"agentd/approval"
 	"agentd/internal/identity"
@@ -18,8 +19,8 @@ func (s signer) SignMessage(agentID string, m approval.Message) (string, string,
 }
 
 // ApproveCall signs a message's approval for one call with the agent's key.
-func (s signer) ApproveCall(agentID string, m approval.Message, audience, tool string, args json.RawMessage) (json.RawMessage, error) {
-	a, err := s.k.Approve(agentID, m, audience, tool, args)
+func (s signer) ApproveCall(agentID string, m approval.Message, signedAt time.Time, audience, tool string, args json.RawMessage) (json.RawMessage, error) {
+	a, err := s.k.Approve(agentID, m, signedAt, audience, tool, args)
 	if err != nil {
 		return nil, err
 	}
@@ -48,5 +49,5 @@ type messageApprover struct {
 }
 
 func (a messageApprover) Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
-	return a.s.ApproveCall(a.agent, a.m, audience, tool, args)
+	return a.s.ApproveCall(a.agent, a.m, time.Now(), audience, tool, args)
 }

@@ -324,6 +324,8 @@ func (r *run) sideCall(ctx context.Context, p model.Provider, m agent.Model, req
 }
 
 // transcript renders messages as text for a summary or a memory flush.
+// The messages' contents are neutralised already (see Neutralise); the
+// calls' names and arguments, which the model wrote, are here.
 func transcript(msgs []model.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
@@ -340,7 +342,7 @@ func transcript(msgs []model.Message) string {
 				if m.Content != "" || b.Len() > 0 {
 					b.WriteString("\n")
 				}
-				fmt.Fprintf(&b, "Assistant called %s with %s", c.Name, c.Args)
+				fmt.Fprintf(&b, "Assistant called %s with %s", Neutralise(c.Name), Neutralise(string(c.Args)))
 			}
 		case model.RoleTool:
 			out := m.Content

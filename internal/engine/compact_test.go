@@ -89,7 +89,7 @@ func TestCompactionFoldsOlderTurns(t *testing.T) {
 		t.Errorf("summary request %q", p.reqs[0].Messages[0].Content)
 	}
 	msgs := p.reqs[1].Messages
-	if len(msgs) != 6 || !strings.HasPrefix(msgs[0].Content, "<summary of the earlier conversation>") ||
+	if len(msgs) != 6 || !strings.HasPrefix(msgs[0].Content, "<conversation_summary>") ||
 		!strings.Contains(msgs[1].Content, "#1007") || msgs[5].Content != "hello" {
 		t.Errorf("answer request: %d messages, first %q", len(msgs), msgs[0].Content)
 	}
@@ -105,7 +105,7 @@ func TestCompactionFoldsOlderTurns(t *testing.T) {
 	var rebuilt Conversation
 	rebuilt.Add(FromSummary(all)...)
 	got := rebuilt.Messages()
-	if !strings.HasPrefix(got[0].Content, "<summary") || !strings.Contains(got[1].Content, "#1007") || got[len(got)-1].Content != "done" {
+	if !strings.HasPrefix(got[0].Content, "<conversation_summary>") || !strings.Contains(got[1].Content, "#1007") || got[len(got)-1].Content != "done" {
 		t.Errorf("rebuilt context: %d messages: %q … %q", len(got), got[0].Content, got[len(got)-1].Content)
 	}
 	if m := rebuilt.Marks(); len(m) != 4 || m[0] != (Mark{N: 1, Seq: 24}) {

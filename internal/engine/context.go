@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"agentd/internal/event"
 	"agentd/internal/model"
@@ -136,7 +138,9 @@ func (b *builder) add(e *event.Event) {
 		if a.Content != "" {
 			a.Content += "\n"
 		}
-		a.Content += d.Text
+		// A model's text is no more agentd's than a user's (whole, in
+		// case a tag spans two pieces).
+		a.Content = Neutralise(a.Content + d.Text)
 	case event.ToolCall:
 		var d event.ToolCallData
 		if e.Decode(&d) != nil {
@@ -180,9 +184,11 @@ func (b *builder) add(e *event.Event) {
 	}
 }
 
-// SummaryMessage is the model message that stands in for folded events.
+// SummaryMessage is the model message that stands in for folded events:
+// the summary, which a model wrote from what users and tools said, with
+// agentd's tags neutralised, in a <conversation_summary> tag.
 func SummaryMessage(d *event.SummaryData) model.Message {
-	return model.Message{Role: model.RoleUser, Content: "<summary of the earlier conversation>\n" + Neutralise(d.Text) + "\n</summary>"}
+	return model.Message{Role: model.RoleUser, Content: wrap(summaryTag, "", "\n"+Neutralise(d.Text)+"\n")}
 }
 
 // FromSummary returns the events a context is built from: those after the
@@ -255,19 +261,19 @@ func (b *builder) closeGroup() {
 }
 
 // InputMessage is the model message for an input or system message. A
-// system message is wrapped in <system_message origin="…"> tags; the tags
-// in any text it holds are neutralised (see Neutralise), so that only
+// system message is wrapped in <system_message origin="…"> tags; agentd's
+// tags in any text it holds are neutralised (see Neutralise), so that only
 // agentd makes them.
 func InputMessage(kind event.Kind, d *event.InputData) model.Message {
 	text := Neutralise(d.Text)
 	if kind == event.SystemMessage {
-		text = wrapSystem(d.Origin, text)
+		text = wrap(systemTag, d.Origin, text)
 	}
 	return model.Message{Role: model.RoleUser, Content: text, Images: Images(d.Images)}
 }
 
-// ToolMessage is the model message for a tool result, its system message
-// tags neutralised.
+// ToolMessage is the model message for a tool result, agentd's tags
+// neutralised.
 func ToolMessage(d *event.ToolResultData) model.Message {
 	return model.Message{Role: model.RoleTool, Content: Neutralise(d.Output), ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError,
 		Images: Images(d.Images)}
@@ -297,9 +303,32 @@ func ImageRefs(imgs []model.Image) []event.ImageRef {
 	return refs
 }
 
-func wrapSystem(origin, text string) string {
+// ownTag is a tag agentd wraps its own text in, in what the model reads.
+// Every wrapper takes its tag from here (see wrap), and Neutralise escapes
+// all of them in any other text, so the two cannot drift apart.
+type ownTag int
+
+const (
+	systemTag  ownTag = iota // a system or inter-agent message, with its origin
+	summaryTag               // a summary standing in for folded turns
+	numOwnTags
+)
+
+// ownTagNames are the tags' names. The summary's is not plain "summary",
+// an HTML element that pages and files a tool reads hold, which would be
+// escaped with it.
+var ownTagNames = [numOwnTags]string{
+	systemTag:  "system_message",
+	summaryTag: "conversation_summary",
+}
+
+// wrap returns text, neutralised already, in tag t, with an origin
+// attribute when origin is not "".
+func wrap(t ownTag, origin, text string) string {
+	name := ownTagNames[t]
 	var sb strings.Builder
-	sb.WriteString("<system_message")
+	sb.Grow(2*len(name) + len(origin) + len(text) + 16)
+	sb.WriteString("<" + name)
 	if origin != "" {
 		sb.WriteString(` origin="`)
 		sb.WriteString(attrEscaper.Replace(origin))
@@ -307,7 +336,7 @@ func wrapSystem(origin, text string) string {
 	}
 	sb.WriteString(">")
 	sb.WriteString(text)
-	sb.WriteString("</system_message>")
+	sb.WriteString("</" + name + ">")
 	return sb.String()
 }
 
@@ -315,14 +344,12 @@ func wrapSystem(origin, text string) string {
 // can neither end the attribute nor the tag.
 var attrEscaper = strings.NewReplacer("&", "&amp;", `"`, "&quot;", "<", "&lt;", ">", "&gt;")
 
-// systemTag is the name of the tag that marks agentd's system messages.
-const systemTag = "system_message"
-
-// Neutralise escapes every system message tag in text that did not come
-// from agentd (a user's message, a tool's output, a summary): the "<" of
-// <system_message …> and </system_message>, in any case and with any
-// white space after "<" or "/", becomes "&lt;", so that a message cannot
-// pass for one that agentd wrapped. Text without such a tag is returned as
+// Neutralise escapes agentd's own tags (ownTagNames) in text that agentd
+// did not write — a user's message, a tool's output, a recalled memory, a
+// context tool's lines, a skill's description, what a model wrote: the "<"
+// of <system_message …> or </conversation_summary>, in any case and with
+// any white space after "<" or "/", becomes "&lt;", so that no such text
+// can pass for text agentd wrapped. Text without such a tag is returned as
 // it is, without copying.
 func Neutralise(text string) string {
 	var sb strings.Builder
@@ -333,7 +360,7 @@ func Neutralise(text string) string {
 			break
 		}
 		i += j
-		if !isSystemTag(text[i+1:]) {
+		if !isOwnTag(text[i+1:]) {
 			continue
 		}
 		if sb.Len() == 0 {
@@ -350,21 +377,56 @@ func Neutralise(text string) string {
 	return sb.String()
 }
 
-// isSystemTag reports whether s, what follows a "<", opens or closes a
-// system message tag: optional white space, an optional "/" and white
-// space, then the tag's name in any case, ended by anything but a letter,
-// digit or "_".
-func isSystemTag(s string) bool {
+// isOwnTag reports whether s, what follows a "<", opens or closes one of
+// agentd's tags: optional white space, an optional "/" and white space,
+// then the tag's name in any case (Unicode's too: "ſ" is an "s"), ended by
+// anything but an ASCII letter, digit or "_".
+func isOwnTag(s string) bool {
 	s = strings.TrimLeft(s, " \t\r\n")
 	if strings.HasPrefix(s, "/") {
 		s = strings.TrimLeft(s[1:], " \t\r\n")
 	}
-	if len(s) < len(systemTag) || !strings.EqualFold(s[:len(systemTag)], systemTag) {
-		return false
+	for _, name := range ownTagNames {
+		n := foldPrefix(s, name)
+		if n < 0 {
+			continue
+		}
+		if n == len(s) {
+			return true
+		}
+		c := s[n]
+		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return true
+		}
 	}
-	if len(s) == len(systemTag) {
+	return false
+}
+
+// foldPrefix returns the length in bytes of the start of s that equals
+// the ASCII name under Unicode case folding (as strings.EqualFold
+// compares), or -1 if s does not start with it.
+func foldPrefix(s, name string) int {
+	n := 0
+	for i := 0; i < len(name); i++ {
+		r, size := utf8.DecodeRuneInString(s[n:])
+		if size == 0 || !foldEqual(r, rune(name[i])) {
+			return -1
+		}
+		n += size
+	}
+	return n
+}
+
+// foldEqual reports whether r and c are the same letter under Unicode
+// simple case folding.
+func foldEqual(r, c rune) bool {
+	if r == c {
 		return true
 	}
-	c := s[len(systemTag)]
-	return !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == c {
+			return true
+		}
+	}
+	return false
 }

@@ -112,6 +112,9 @@ type Options struct {
 	// attempt up to MaxBackoff (default 30s), with full jitter.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// Now is the clock a call's approval is signed by (its signedAt);
+	// default time.Now.
+	Now func() time.Time
 }
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.
@@ -135,6 +138,9 @@ func New(o *Options) *Engine {
 	}
 	if e.o.MaxBackoff <= 0 {
 		e.o.MaxBackoff = 30 * time.Second
+	}
+	if e.o.Now == nil {
+		e.o.Now = time.Now
 	}
 	return e
 }
@@ -889,7 +895,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		r.ended = false
 		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
-	am := model.Message{Role: model.RoleAssistant, Content: s.Text}
+	am := model.Message{Role: model.RoleAssistant, Content: Neutralise(s.Text)}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}

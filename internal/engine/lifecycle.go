@@ -40,10 +40,10 @@ type Signer interface {
 	// starts (approval.SignMessage). It returns the agent's public key and
 	// the signature's fingerprint: the signature itself is never shown.
 	SignMessage(agentID string, m approval.Message) (pubkey, fingerprint string, err error)
-	// ApproveCall signs the approval of a message for one call of a tool
-	// server (approval.Sign) and returns its wire object, which only that
-	// server receives.
-	ApproveCall(agentID string, m approval.Message, audience, tool string, args json.RawMessage) (json.RawMessage, error)
+	// ApproveCall signs, at signedAt, the approval of a message for one
+	// call of a tool server (approval.Sign) and returns its wire object,
+	// which only that server receives.
+	ApproveCall(agentID string, m approval.Message, signedAt time.Time, audience, tool string, args json.RawMessage) (json.RawMessage, error)
 	// SignPayload signs a hook payload for the internal "sign" tool (see
 	// approval.SignHook); it returns the signature and the public key,
 	// both base58.
@@ -255,7 +255,10 @@ func (r *run) phaseTools(kind string) []tool.Spec {
 }
 
 // system is the system prompt of this turn: the agent's, what SystemExtra
-// adds, and what the context tools returned.
+// adds (the skills' descriptions), the long-term memories recalled and
+// what the context tools returned. All but the agent's own prompt, which
+// its operator wrote, come from users, tools or skill files: agentd's tags
+// in them are neutralised.
 func (r *run) system() string {
 	var b strings.Builder
 	b.WriteString(r.def.SystemPrompt)
@@ -264,7 +267,7 @@ func (r *run) system() string {
 			if b.Len() > 0 {
 				b.WriteString("\n\n")
 			}
-			b.WriteString(x)
+			b.WriteString(Neutralise(x))
 		}
 	}
 	r.lc.mu.Lock()
@@ -273,7 +276,7 @@ func (r *run) system() string {
 		b.WriteString("\n\n# Relevant long-term memories (use recall for more, forget to remove one)\n")
 		for _, m := range r.lc.recalled {
 			b.WriteString("\n- ")
-			b.WriteString(m)
+			b.WriteString(Neutralise(m))
 		}
 		b.WriteString("\n")
 	}
@@ -281,7 +284,7 @@ func (r *run) system() string {
 		b.WriteString("\n\n# Context for this message\n")
 		for _, c := range r.lc.context {
 			b.WriteString("\n")
-			b.WriteString(c)
+			b.WriteString(Neutralise(c))
 			b.WriteString("\n")
 		}
 	}
@@ -289,7 +292,7 @@ func (r *run) system() string {
 		b.WriteString("\n\n# Tools the connected servers offer for this message\n")
 		for _, t := range r.lc.tools {
 			b.WriteString("\n- ")
-			b.Write(t)
+			b.WriteString(Neutralise(string(t)))
 		}
 		b.WriteString("\n")
 	}
@@ -317,11 +320,14 @@ func (r *run) approver() tool.Approver {
 	return callApprover{r}
 }
 
-// callApprover signs a turn's message for one call at a time.
+// callApprover signs a turn's message for one call at a time, as the call
+// is made: a tool server judges the approval's freshness by that time, not
+// by when the message came in, which may be long before (a person granted
+// the call late, or the message waited in the queue).
 type callApprover struct{ r *run }
 
 func (a callApprover) Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
-	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), audience, tool, args)
+	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), a.r.e.o.Now(), audience, tool, args)
 }
 
 // approvalAnswer is how a call's approval ended.

@@ -35,7 +35,7 @@ func Example() {
 	fmt.Println("public key:", pub)
 
 	m := approval.Message{Text: "book a table for two", CreatedAt: time.Now(), ID: "msg-17", ChannelID: "telegram:4242"}
-	a, err := keys.Approve("assistant", m, "https://tables.example/mcp", "reserve", `{"people":2}`)
+	a, err := keys.Approve("assistant", m, time.Now(), "https://tables.example/mcp", "reserve", `{"people":2}`)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"agentd/approval"
 	"agentd/internal/agent"
@@ -223,15 +224,15 @@ func (k *Keyring) Import(agentID string, r io.Reader, force bool) (string, error
 	return pubkeyOf(key), nil
 }
 
-// Approve signs, with the agent's key (created on first use), the approval
-// of message m for one call: the tool tool of the server audience with
-// arguments (see approval.Sign).
-func (k *Keyring) Approve(agentID string, m approval.Message, audience, tool string, arguments any) (*approval.Approval, error) {
+// Approve signs at signedAt, with the agent's key (created on first use),
+// the approval of message m for one call: the tool tool of the server
+// audience with arguments (see approval.Sign).
+func (k *Keyring) Approve(agentID string, m approval.Message, signedAt time.Time, audience, tool string, arguments any) (*approval.Approval, error) {
 	key, err := k.key(agentID)
 	if err != nil {
 		return nil, err
 	}
-	a, err := approval.Sign(key, m, audience, tool, arguments)
+	a, err := approval.Sign(key, m, signedAt, audience, tool, arguments)
 	if err != nil {
 		return nil, fmt.Errorf("identity: approve for %q: %w", agentID, err)
 	}

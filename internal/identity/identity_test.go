@@ -326,7 +326,7 @@ func TestInvalidAgentID(t *testing.T) {
 		_, _, calls["Public"] = k.Public(id)
 		_, calls["Generate"] = k.Generate(id, true)
 		_, calls["Import"] = k.Import(id, bytes.NewReader(data), true)
-		_, calls["Approve"] = k.Approve(id, approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, "srv", "t", nil)
+		_, calls["Approve"] = k.Approve(id, approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, time.Now(), "srv", "t", nil)
 		_, _, calls["SignMessage"] = k.SignMessage(id, approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"})
 		for name, err := range calls {
 			if !errors.Is(err, agent.ErrInvalidID) {
@@ -371,7 +371,7 @@ func TestLoosePermissions(t *testing.T) {
 			if _, _, err := k2.Public("a"); !errors.Is(err, ErrInsecure) {
 				t.Errorf("Public = %v, want ErrInsecure", err)
 			}
-			if _, err := k2.Approve("a", approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, "srv", "t", nil); !errors.Is(err, ErrInsecure) {
+			if _, err := k2.Approve("a", approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, time.Now(), "srv", "t", nil); !errors.Is(err, ErrInsecure) {
 				t.Errorf("Approve = %v, want ErrInsecure", err)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
@@ -485,7 +485,7 @@ func TestConcurrentFirstUse(t *testing.T) {
 		wg.Go(func() {
 			if i%4 == 0 {
 				var a *approval.Approval
-				a, errs[i] = ring.Approve("shared", approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, "srv", "t", nil)
+				a, errs[i] = ring.Approve("shared", approval.Message{Text: "m", CreatedAt: time.Now(), ID: "1"}, time.Now(), "srv", "t", nil)
 				if errs[i] == nil {
 					keys[i] = mustKeyFromPub(t, ring, a.Pubkey)
 				}
@@ -535,13 +535,14 @@ func TestSign(t *testing.T) {
 	created := time.Date(2025, 1, 2, 3, 4, 5, 678999999, time.UTC)
 	m := approval.Message{Text: "Deploy the staging build", CreatedAt: created, ID: "msg-0001", ChannelID: "telegram:12345"}
 	args := `{"env": "staging", "replicas": 3}`
-	a, err := k.Approve("rfc", m, "https://deploy.example.com/mcp", "deploy", args)
+	signed := time.Date(2025, 1, 2, 4, 5, 6, 789999999, time.UTC) // the call came an hour after the message
+	a, err := k.Approve("rfc", m, signed, "https://deploy.example.com/mcp", "deploy", args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same approval as the first vector of the approval package.
 	want := &approval.Approval{
-		Version:       2,
+		Version:       3,
 		Pubkey:        rfcPubkey,
 		Message:       "Deploy the staging build",
 		CreatedAt:     time.Date(2025, 1, 2, 3, 4, 5, 678000000, time.UTC),
@@ -550,7 +551,8 @@ func TestSign(t *testing.T) {
 		Audience:      "https://deploy.example.com/mcp",
 		Tool:          "deploy",
 		ArgumentsHash: "06d6c2c18211cdbe1876231a5f0136356840257de8ee2c5ef4120408315f8031",
-		Signature:     "5JP69rD8dsLMLGSmNFZRm6SJGLWqHudQxLL4C8oWdQKgmvGt2kwCNnvT5P1DMr68iYeh5mMDAoMwmJNKChkYDuCC",
+		SignedAt:      time.Date(2025, 1, 2, 4, 5, 6, 789000000, time.UTC),
+		Signature:     "4xR8YN6bCfPoJYBP2odT4L5JiFAjWPLfpFY9m5KsdLFhXFaXhNFoYJm2WnAfs2v6gKmhgZvGgXiqThLZvxARNCkK",
 	}
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("Approve (-want +got):\n%s", diff)
@@ -575,7 +577,7 @@ func TestSign(t *testing.T) {
 	if err != nil || !ok || pub != signedBy {
 		t.Fatalf("Public = %q, %v, %v; the message was signed by %s", pub, ok, err, signedBy)
 	}
-	b, err := k.Approve("fresh", fresh, "files", "read", map[string]any{"path": "a"})
+	b, err := k.Approve("fresh", fresh, time.Now(), "files", "read", map[string]any{"path": "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,7 +676,7 @@ func BenchmarkSign(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := k.Approve("a", approval.Message{Text: "deploy the staging build", CreatedAt: created, ID: "msg-1", ChannelID: "telegram:1"}, "srv", "deploy", `{"env":"staging"}`); err != nil {
+		if _, err := k.Approve("a", approval.Message{Text: "deploy the staging build", CreatedAt: created, ID: "msg-1", ChannelID: "telegram:1"}, created, "srv", "deploy", `{"env":"staging"}`); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,8 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/tool"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestHTTPTransports(t *testing.T) {
@@ -212,9 +215,9 @@ func TestBadStateFile(t *testing.T) {
 }
 
 // An http or sse server dials through the SSRF guard: a server on this
-// machine is refused unless its entry allows its range, the refusal names
-// the address and the line to add, and a redirect is checked again at its
-// target.
+// machine is refused unless its entry allows its range, and the refusal
+// names the address and the line to add. A redirect to another address is
+// not followed at all.
 func TestHTTPDialGuard(t *testing.T) {
 	for _, transport := range []string{agent.TransportHTTP, agent.TransportSSE} {
 		t.Run(transport, func(t *testing.T) {
@@ -252,15 +255,19 @@ func TestHTTPDialGuard(t *testing.T) {
 			}
 
 			// A server on an allowed address that redirects elsewhere on
-			// this machine: the target is checked like the first address.
+			// this machine: the redirect is not followed, whether the
+			// target's range is allowed or not (another origin, see
+			// TestHTTPHeadersStayWithTheOrigin); the target hears nothing.
 			cfg.URL = redirect.URL
-			_, err = m.Add(context.Background(), Def{Name: "hop", Config: cfg})
-			if err == nil || !strings.Contains(err.Error(), "127.0.0.2 is a loopback address") || !strings.Contains(err.Error(), `allow_networks: [127.0.0.2/32]`) {
-				t.Fatalf("a redirect to 127.0.0.2 with only 127.0.0.1/32 allowed: %v", err)
+			for _, allow := range [][]string{local, {"127.0.0.1/32", "127.0.0.2/32"}} {
+				cfg.AllowNetworks = allow
+				_, err = m.Add(context.Background(), Def{Name: "hop", Config: cfg})
+				if err == nil || !strings.Contains(err.Error(), "another origin") || !strings.Contains(err.Error(), elsewhere.URL) {
+					t.Fatalf("a redirect to 127.0.0.2 with %v allowed: %v", allow, err)
+				}
 			}
-			cfg.AllowNetworks = []string{"127.0.0.1/32", "127.0.0.2/32"}
-			if _, err := m.Add(context.Background(), Def{Name: "hop", Config: cfg}); err != nil {
-				t.Fatalf("a redirect to an allowed address: %v", err)
+			if n := len(target.seen()); n != 0 {
+				t.Errorf("the redirect's target got %d requests", n)
 			}
 		})
 	}
@@ -277,4 +284,79 @@ func TestAllowNetworksChecked(t *testing.T) {
 			t.Errorf("Add(%+v): %v", cfg, err)
 		}
 	}
+}
+
+// A server's headers go to its own origin only. A redirect to another
+// origin (another port here), or a legacy SSE server whose message
+// endpoint is on another origin, is not followed: the other origin
+// receives nothing, so neither the headers' secrets nor the calls'
+// arguments and approvals; the server stays down with an error that says
+// why. A redirect within the origin is followed, headers and all.
+func TestHTTPHeadersStayWithTheOrigin(t *testing.T) {
+	t.Setenv("AGENTD_MCP_TOKEN", "Bearer s3cret-token")
+	cfg := func(transport, url string) agent.MCPServer {
+		return agent.MCPServer{Transport: transport, URL: url, AllowNetworks: local,
+			Headers: map[string]string{"X-Static": "static-value"}, HeadersEnv: map[string]string{"Authorization": "AGENTD_MCP_TOKEN"}}
+	}
+	other := newHTTPServer(t, newTestServer(false), false) // a working server, elsewhere
+	otherSSE := newHTTPServer(t, newTestServer(false), true)
+	redirect := func(to string) *httpServer {
+		return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+		}))
+	}
+	for _, tc := range []struct {
+		name      string
+		transport string
+		from      *httpServer
+		to        *httpServer
+	}{
+		{"http redirect", agent.TransportHTTP, redirect(other.URL), other},
+		{"sse redirect", agent.TransportSSE, redirect(otherSSE.URL), otherSSE},
+		{"sse endpoint", agent.TransportSSE, serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: endpoint\ndata: %s/?sessionid=1\n\n", other.URL)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		})), other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestManager(t, &Options{Tools: newRecorder()})
+			before := len(tc.to.seen())
+			_, err := m.Add(context.Background(), Def{Name: "web", Config: cfg(tc.transport, tc.from.URL)})
+			if err == nil || !strings.Contains(err.Error(), "another origin") || !strings.Contains(err.Error(), tc.from.URL) {
+				t.Errorf("Add: %v", err)
+			}
+			for _, h := range tc.to.seen()[before:] {
+				t.Errorf("the other origin received a request with headers %v", h)
+			}
+			if len(tc.from.seen()) == 0 {
+				t.Errorf("the configured server was not asked")
+			}
+		})
+	}
+
+	t.Run("same origin", func(t *testing.T) {
+		srv := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return newTestServer(false) }, nil)
+		hs := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/old" {
+				http.Redirect(w, r, "/mcp", http.StatusPermanentRedirect)
+				return
+			}
+			srv.ServeHTTP(w, r)
+		}))
+		reg := newRecorder()
+		m := newTestManager(t, &Options{Tools: reg})
+		if _, err := m.Add(context.Background(), Def{Name: "web", Config: cfg(agent.TransportHTTP, hs.URL+"/old")}); err != nil {
+			t.Fatal(err)
+		}
+		if res := run(t, reg, &tool.Call{Name: "web__echo", Args: json.RawMessage(`{"text":"moved"}`)}); res.Output != "moved" {
+			t.Errorf("echo: %+v", res)
+		}
+		for _, h := range hs.seen() {
+			if h.Get("Authorization") != "Bearer s3cret-token" || h.Get("X-Static") != "static-value" {
+				t.Errorf("request headers %v", h)
+			}
+		}
+	})
 }

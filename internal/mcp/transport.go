@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -173,13 +176,17 @@ func (l *lifeTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 
 // httpClientFor is the client of one http or sse server: it dials through
 // an SSRF guard that lets it reach only public addresses and the ranges
-// cfg.AllowNetworks opens, on every connection and redirect, and sends
-// cfg's headers. It uses no proxy: the guard must see the address it
-// connects to.
+// cfg.AllowNetworks opens, on every connection and redirect; it talks only
+// to the origin of cfg.URL (see originTransport) and sends cfg's headers
+// there. It uses no proxy: the guard must see the address it connects to.
 func httpClientFor(name string, cfg agent.MCPServer) (*http.Client, error) {
 	allow, err := allowPrefixes(cfg.AllowNetworks)
 	if err != nil {
 		return nil, err
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: url: %v", ErrInvalid, err)
 	}
 	g := netguard.New(&netguard.Options{AllowPrefixes: allow, DialTimeout: 10 * time.Second})
 	d := g.Dialer()
@@ -194,7 +201,6 @@ func httpClientFor(name string, cfg agent.MCPServer) (*http.Client, error) {
 	tr := g.Transport()
 	tr.DialContext = d.DialContext
 	tr.MaxIdleConnsPerHost = 16
-	var rt http.RoundTripper = tr
 	h := make(http.Header, len(cfg.Headers)+len(cfg.HeadersEnv))
 	for k, v := range cfg.Headers {
 		h.Set(k, v)
@@ -206,9 +212,7 @@ func httpClientFor(name string, cfg agent.MCPServer) (*http.Client, error) {
 		}
 		h.Set(k, v)
 	}
-	if len(h) > 0 {
-		rt = &headerTransport{base: rt, h: h}
-	}
+	rt := &originTransport{base: tr, name: name, origin: origin(u), h: h}
 	return &http.Client{Transport: rt, CheckRedirect: netguard.CheckRedirect}, nil
 }
 
@@ -236,26 +240,60 @@ func hostPrefix(address string) string {
 	return netip.PrefixFrom(a, a.BitLen()).String()
 }
 
-// headerTransport adds fixed headers to every request. The values are
-// secrets as often as not: they are never logged.
-type headerTransport struct {
-	base http.RoundTripper
-	h    http.Header
+// originTransport confines a server's requests to one origin, its
+// configured URL's, and adds the configured headers to them. A request for
+// any other origin (another scheme, host or port) is refused before
+// anything is sent: a redirect elsewhere, or a legacy SSE server's message
+// endpoint on another host, gets neither the headers (secrets as often as
+// not; they are never logged) nor the tool arguments and approvals meant
+// for this server. Such a server is not followed at all: its url must name
+// where it answers.
+type originTransport struct {
+	base   http.RoundTripper
+	name   string
+	origin string      // see origin
+	h      http.Header // may be empty
 }
 
 // CloseIdleConnections closes the base transport's idle connections.
-func (t *headerTransport) CloseIdleConnections() {
+func (t *originTransport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
 }
 
-func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t *originTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if o := origin(r.URL); o != t.origin {
+		if r.Body != nil {
+			r.Body.Close() // as a RoundTripper must, even on error
+		}
+		return nil, fmt.Errorf("MCP server %s is at %s; agentd sends it nothing at %s, another origin (a redirect or an SSE message endpoint pointing there is not followed: give the server's url as the address it answers at)",
+			t.name, t.origin, o)
+	}
+	if len(t.h) == 0 {
+		return t.base.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, v := range t.h {
 		r.Header[k] = v
 	}
 	return t.base.RoundTrip(r)
+}
+
+// origin is the origin of u as browsers compare them: scheme, host and
+// port, in lower case, the default port written out.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // isRPCError reports whether err is an error answer from the server, as

@@ -353,7 +353,7 @@ func TestWhoami(t *testing.T) {
 	_, _, otherPub := newKey(t)
 	m := approval.Message{Text: "who am I?", CreatedAt: time.Now(), ID: "m-42", ChannelID: "c1"}
 	sign := func(audience, tool string) *approval.Approval {
-		a, err := approval.Sign(priv, m, audience, tool, map[string]any{})
+		a, err := approval.Sign(priv, m, time.Now(), audience, tool, map[string]any{})
 		if err != nil {
 			t.Fatal(err)
 		}
