@@ -4,11 +4,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"agentd/internal/event"
 	"agentd/internal/model"
+	"agentd/internal/prompttag"
 	"agentd/internal/tokens"
 )
 
@@ -351,82 +350,4 @@ var attrEscaper = strings.NewReplacer("&", "&amp;", `"`, "&quot;", "<", "&lt;", 
 // any white space after "<" or "/", becomes "&lt;", so that no such text
 // can pass for text agentd wrapped. Text without such a tag is returned as
 // it is, without copying.
-func Neutralise(text string) string {
-	var sb strings.Builder
-	done := 0
-	for i := 0; ; i++ {
-		j := strings.IndexByte(text[i:], '<')
-		if j < 0 {
-			break
-		}
-		i += j
-		if !isOwnTag(text[i+1:]) {
-			continue
-		}
-		if sb.Len() == 0 {
-			sb.Grow(len(text) + 8)
-		}
-		sb.WriteString(text[done:i])
-		sb.WriteString("&lt;")
-		done = i + 1
-	}
-	if done == 0 {
-		return text
-	}
-	sb.WriteString(text[done:])
-	return sb.String()
-}
-
-// isOwnTag reports whether s, what follows a "<", opens or closes one of
-// agentd's tags: optional white space, an optional "/" and white space,
-// then the tag's name in any case (Unicode's too: "ſ" is an "s"), ended by
-// anything but an ASCII letter, digit or "_".
-func isOwnTag(s string) bool {
-	s = strings.TrimLeft(s, " \t\r\n")
-	if strings.HasPrefix(s, "/") {
-		s = strings.TrimLeft(s[1:], " \t\r\n")
-	}
-	for _, name := range ownTagNames {
-		n := foldPrefix(s, name)
-		if n < 0 {
-			continue
-		}
-		if n == len(s) {
-			return true
-		}
-		c := s[n]
-		if !(c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return true
-		}
-	}
-	return false
-}
-
-// foldPrefix returns the length in bytes of the start of s that equals
-// the ASCII name under Unicode case folding (as strings.EqualFold
-// compares), or -1 if s does not start with it.
-func foldPrefix(s, name string) int {
-	n := 0
-	for i := 0; i < len(name); i++ {
-		r, size := utf8.DecodeRuneInString(s[n:])
-		if size == 0 || !foldEqual(r, rune(name[i])) {
-			return -1
-		}
-		n += size
-	}
-	return n
-}
-
-// foldEqual reports whether r and c are the same letter under Unicode
-// simple case folding.
-func foldEqual(r, c rune) bool {
-	if r == c {
-		return true
-	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f == c {
-			return true
-		}
-	}
-	return false
-}
+func Neutralise(text string) string { return prompttag.Escape(text, ownTagNames[:]) }

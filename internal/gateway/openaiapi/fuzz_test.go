@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"agentd/internal/model"
+	"agentd/internal/prompttag"
 )
 
 // seedPNG is a 1×1 PNG image, base64.
@@ -87,7 +88,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 		for _, continued := range []bool{false, true} {
-			if in := inputText(req.messages, continued); !strings.HasSuffix(in, last.text) {
+			if in := inputText(req.messages, continued); !strings.HasSuffix(in, prompttag.Escape(last.text, wrapperTags)) {
 				t.Fatalf("body %q: input %q does not end with %q", body, in, last.text)
 			}
 		}

@@ -38,6 +38,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
+	"agentd/internal/prompttag"
 	"agentd/internal/runtime"
 )
 
@@ -268,13 +269,23 @@ func newKey(agentID, idem string) string {
 	return hex.EncodeToString(b[:])
 }
 
+// The tags inputText wraps earlier messages in. Each message's text has
+// them escaped (wrapperTags), so that what a client's user wrote cannot
+// pass for another message of the transcript, a system one say.
+const (
+	tagConversation = "conversation_so_far"
+	tagInstructions = "instructions"
+)
+
+var wrapperTags = []string{tagConversation, tagInstructions, roleSystem, roleUser, roleAssistant}
+
 // inputText is what the agent receives: the last user message, preceded by
 // what the session does not hold yet. A continued session holds the
 // earlier conversation, so only system messages after the last assistant
 // message are new; a new session gets every earlier message, an image in
 // one as "[image]" (only the last message's images are sent).
 func inputText(msgs []message, continued bool) string {
-	last := msgs[len(msgs)-1].text
+	last := prompttag.Escape(msgs[len(msgs)-1].text, wrapperTags)
 	prior := msgs[:len(msgs)-1]
 	if continued {
 		from := 0
@@ -292,7 +303,7 @@ func inputText(msgs []message, continued bool) string {
 		prior = sys
 	}
 	var b strings.Builder
-	wrap := "conversation_so_far"
+	wrap := tagConversation
 	onlySystem := true
 	for _, m := range prior {
 		if m.role != roleSystem {
@@ -300,11 +311,12 @@ func inputText(msgs []message, continued bool) string {
 		}
 	}
 	if onlySystem {
-		wrap = "instructions"
+		wrap = tagInstructions
 	}
 	n := 0
 	for _, m := range prior {
-		if strings.TrimSpace(m.shown) == "" {
+		shown := prompttag.Escape(m.shown, wrapperTags)
+		if strings.TrimSpace(shown) == "" {
 			continue
 		}
 		if n == 0 {
@@ -312,10 +324,10 @@ func inputText(msgs []message, continued bool) string {
 		}
 		n++
 		if onlySystem {
-			b.WriteString(m.shown + "\n")
+			b.WriteString(shown + "\n")
 			continue
 		}
-		b.WriteString("<" + m.role + ">\n" + m.shown + "\n</" + m.role + ">\n")
+		b.WriteString("<" + m.role + ">\n" + shown + "\n</" + m.role + ">\n")
 	}
 	if n == 0 {
 		return last
