@@ -48,7 +48,7 @@ func (e *env) benchMCP(ctx context.Context, dir, base string, res *BenchResult, 
 	defer m.Close()
 	for _, err := range m.Set(ctx, []mcp.Def{
 		{Name: "stdio", Config: agent.MCPServer{Command: exe, Args: []string{"mcp", "demo"}}},
-		{Name: "http", Config: agent.MCPServer{URL: "http://" + ln.Addr().String() + "/mcp"}},
+		{Name: "http", Config: agent.MCPServer{URL: "http://" + ln.Addr().String() + "/mcp", AllowNetworks: []string{"127.0.0.1/32"}}},
 	}) {
 		return err
 	}
