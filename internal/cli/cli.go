@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -212,22 +211,3 @@ func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 }
 
 func (e *env) dataDir() string { return agent.DataDir(e.dataFlag) }
-
-func (e *env) logger(cfgLevel string) *slog.Logger {
-	lvl := e.logLevel
-	if lvl == "" {
-		lvl = cfgLevel
-	}
-	var l slog.Level
-	switch lvl {
-	case "debug":
-		l = slog.LevelDebug
-	case "warn":
-		l = slog.LevelWarn
-	case "error":
-		l = slog.LevelError
-	default:
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: l}))
-}

@@ -36,7 +36,7 @@ func (e *env) fakellmCmd() *cobra.Command {
 			}
 			a := ln.Addr().String()
 			fmt.Fprintf(e.stdout, "fakellm listening on http://%s\n  OpenAI-compatible base_url: http://%s/v1\n  Anthropic base_url:         http://%s\n", a, a, a)
-			srv := fakellm.New(s, &fakellm.Options{Logger: e.logger("warn")})
+			srv := fakellm.New(s, &fakellm.Options{Logger: e.quietLogger()})
 			return srv.Serve(cmd.Context(), ln)
 		},
 	}

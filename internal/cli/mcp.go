@@ -241,7 +241,7 @@ func (e *env) mcpServeCmd() *cobra.Command {
 			"  agentd mcp serve --data /srv/agentd",
 		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
-			s := mcpserver.New(app.FacadeBackend{C: b.Client}, &mcpserver.Options{Name: "agentd", Version: Version, Logger: e.logger("warn")})
+			s := mcpserver.New(app.FacadeBackend{C: b.Client}, &mcpserver.Options{Name: "agentd", Version: Version, Logger: e.quietLogger()})
 			defer s.Close()
 			if err := s.Sync(ctx); err != nil {
 				return err
@@ -265,7 +265,7 @@ func (e *env) mcpDemoCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o := &mcpdemo.Options{AllowCrash: allowCrash, Logger: e.logger("warn")}
+			o := &mcpdemo.Options{AllowCrash: allowCrash, Logger: e.quietLogger()}
 			if recordURL != "" {
 				// Each side effect is reported before its call returns.
 				o.Record = func(tool, key string) {

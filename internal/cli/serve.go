@@ -45,7 +45,7 @@ func (e *env) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log := e.logger(cfg.Log.Level)
+			log := e.logger(cfg.Log.Level, cfg.Log.Format)
 			var listenFlag *string
 			if cmd.Flags().Changed("listen") {
 				listenFlag = &listen
