@@ -3,12 +3,13 @@ package agent
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/txtar"
 )
 
 // asJSON compares free-form values as the JSON the provider receives, in
@@ -29,13 +30,13 @@ func FuzzParseDefinition(f *testing.F) {
 	f.Add(exampleAgent)
 	paths, _ := filepath.Glob("testdata/load/*.txtar")
 	for _, p := range paths {
-		raw, err := os.ReadFile(p)
+		a, err := txtar.ParseFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
-		for _, file := range parseArchive(string(raw)).files {
-			if strings.HasPrefix(file.name, "agents/") && strings.HasSuffix(file.name, ".yaml") {
-				f.Add([]byte(file.data))
+		for _, file := range a.Files {
+			if strings.HasPrefix(file.Name, "agents/") && strings.HasSuffix(file.Name, ".yaml") {
+				f.Add([]byte(file.Data))
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of the testdata fixtures")
@@ -27,29 +29,28 @@ func TestLoadFixtures(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(p), ".txtar"), func(t *testing.T) {
-			raw, err := os.ReadFile(p)
+			a, err := txtar.ParseFile(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := parseArchive(string(raw))
 			dir := t.TempDir()
-			for _, f := range a.files {
-				if f.name == "errors" || f.name == "agents.json" {
+			for _, f := range a.Files {
+				if f.Name == "errors" || f.Name == "agents.json" {
 					continue
 				}
-				writeTestFile(t, dir, f.name, f.data)
+				writeTestFile(t, dir, f.Name, f.Data)
 			}
 			gotErrs, gotDefs := loadForTest(t, dir)
 			if *update {
-				a.set("errors", gotErrs)
-				a.set("agents.json", gotDefs)
-				if err := os.WriteFile(p, a.format(), 0o644); err != nil {
+				a.Set("errors", gotErrs)
+				a.Set("agents.json", gotDefs)
+				if err := os.WriteFile(p, a.Format(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			wantErrs, _ := a.get("errors")
-			wantDefs, _ := a.get("agents.json")
+			wantErrs, _ := a.Get("errors")
+			wantDefs, _ := a.Get("agents.json")
 			if diff := cmp.Diff(wantErrs, gotErrs); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

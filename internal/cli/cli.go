@@ -21,16 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"agentd/internal/agent"
-	"agentd/internal/app"
 	"agentd/internal/gateway"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
@@ -56,9 +51,15 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
+
 func (e *exitError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usage is a bad-usage error (exit code 2).
+func usage(format string, args ...any) error {
+	return withCode(ExitUsage, fmt.Errorf(format, args...))
+}
 
 // env is what every command shares.
 type env struct {
@@ -146,6 +147,34 @@ func isUsage(err error) bool {
 		strings.HasPrefix(s, "usage:")
 }
 
+// apiStatus returns the HTTP status of an API error, or 0.
+func apiStatus(err error) int {
+	var ae *gateway.APIError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// apiHint explains an API refusal the user can act on, or returns "".
+func apiHint(err error) string {
+	var ae *gateway.APIError
+	if !errors.As(err, &ae) {
+		return ""
+	}
+	switch {
+	case ae.Status == 401:
+		return "the gateway refused the token: pass --token or set " + gateway.TokenEnv + " to what `agentd token` prints on the gateway's host (after `agentd token rotate`, the new one)"
+	case ae.Status == 403 && ae.Code == "forbidden":
+		return "the gateway refused the request's Host or Origin: add the name you reach it by to gateway.allowed_hosts in its agentd.yaml"
+	case ae.Status == 429:
+		return "too many failed attempts from this address: wait a few seconds"
+	case ae.Code == "session_closed":
+		return "agentd reopen <agent>/<key> reopens it; send --reopen reopens it and sends"
+	}
+	return ""
+}
+
 func (e *env) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentd",
@@ -172,91 +201,13 @@ func (e *env) root() *cobra.Command {
 	return root
 }
 
+// group makes cmd a command that only holds subcommands: alone it prints
+// its help; with an argument it is an unknown command.
+func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
 func (e *env) dataDir() string { return agent.DataDir(e.dataFlag) }
-
-func (e *env) logger(cfgLevel string) *slog.Logger {
-	lvl := e.logLevel
-	if lvl == "" {
-		lvl = cfgLevel
-	}
-	var l slog.Level
-	switch lvl {
-	case "debug":
-		l = slog.LevelDebug
-	case "warn":
-		l = slog.LevelWarn
-	case "error":
-		l = slog.LevelError
-	default:
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: l}))
-}
-
-// backend is a client of the daemon, or of agentd run in process.
-type backend struct {
-	*gateway.Client
-	close  func() error
-	remote bool
-	// notRunning says, for agentd run in process, that the daemon is not
-	// running and what was looked at: "agentd is not running on DIR (no
-	// socket there)".
-	notRunning string
-}
-
-// connect returns a client of the gateway named by --remote, else of the
-// running daemon, else starts agentd in process on the data directory.
-// Unless mayMake, a directory with no agentd data is refused (noData)
-// rather than made.
-func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
-	if e.remote != "" {
-		return e.remoteBackend()
-	}
-	dir := e.dataDir()
-	c, why := e.daemon(ctx)
-	if c != nil {
-		return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
-	}
-	// In process: quiet unless asked, so a command's output stays its own.
-	a, err := app.Open(ctx, dir, &app.Options{Logger: e.logger("warn"), Version: Version, Existing: !mayMake})
-	if err != nil {
-		switch {
-		case errors.Is(err, app.ErrLocked):
-			return nil, withCode(ExitUnavailable, fmt.Errorf("%w, and its socket does not answer", err))
-		case errors.Is(err, app.ErrNoData):
-			return nil, e.noData()
-		}
-		return nil, err
-	}
-	if err := a.Start(ctx); err != nil {
-		a.Close(context.Background())
-		return nil, err
-	}
-	api, err := a.API(ctx)
-	if err != nil {
-		a.Close(context.Background())
-		return nil, err
-	}
-	pc, stop := gateway.Pipe(api)
-	return &backend{Client: pc, notRunning: fmt.Sprintf("agentd is not running on %s (%s)", e.absDataDir(), why),
-		close: func() error {
-			stop()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			return a.Close(ctx)
-		}}, nil
-}
-
-// daemon returns a client of the agentd serving the data directory, or
-// why there is none: "no socket there", "its socket does not answer".
-func (e *env) daemon(ctx context.Context) (*gateway.Client, string) {
-	sock := filepath.Join(e.dataDir(), app.SocketFile)
-	if _, err := os.Stat(sock); err != nil {
-		return nil, "no socket there"
-	}
-	c := gateway.NewUnixClient(sock)
-	if err := c.Ping(ctx); err != nil {
-		return nil, "its socket does not answer"
-	}
-	return c, ""
-}

@@ -1,6 +1,6 @@
 // Package embed turns text into vectors for agentd's long-term memory recall.
 //
-// Three pieces:
+// Two embedders:
 //
 //   - Hashed, the built-in offline embedder used when no embedding service is
 //     configured. It is lexical, not semantic: it hashes words and character
@@ -10,9 +10,11 @@
 //     no model files, so recall works on a fresh machine.
 //   - OpenAI, a client for OpenAI-compatible /embeddings endpoints: OpenAI
 //     itself, Ollama, vLLM, llama.cpp, LM Studio and others.
-//   - Queue, which embeds in the background so a turn never waits for an
-//     embedding, batches work, bounds its backlog, and reports when the
-//     embedder goes down and comes back so recall can fall back to BM25.
+//
+// Embedding in the background is the memory package's: a memory is marked
+// pending in the transaction that writes it, so the work survives a crash,
+// and its loop embeds in batches, backs off while the embedder is down and
+// keeps recall on BM25 meanwhile.
 //
 // Every vector an Embedder returns is unit length (or all zeros for a text
 // with nothing to embed), so cosine similarity is a plain dot product
@@ -53,9 +55,3 @@ var (
 	// valid embeddings response for the request.
 	ErrBadResponse = errors.New("embed: bad response")
 )
-
-// down reports whether err means the embedder cannot serve anyone right now,
-// so work should wait rather than fail.
-func down(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrAuth)
-}

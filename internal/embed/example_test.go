@@ -42,23 +42,3 @@ func ExampleNewOpenAI() {
 	// Output:
 	// ollama:nomic-embed-text [[0.6 0.8]] <nil> 2
 }
-
-func ExampleQueue() {
-	ctx, cancel := context.WithCancel(context.Background())
-	q := embed.NewQueue(embed.NewHashed(64), &embed.QueueOptions{
-		OnStatus: func(up bool, err error) { fmt.Println("embedder up:", up, err) },
-	})
-	done := make(chan struct{})
-	q.Submit(1, "Alice's birthday is on 3 March", func(id int64, v []float32, err error) {
-		fmt.Println(id, len(v), err)
-		close(done)
-	})
-	stopped := make(chan error)
-	go func() { stopped <- q.Run(ctx) }()
-	<-done
-	cancel()
-	fmt.Println(<-stopped, q.Pending())
-	// Output:
-	// 1 64 <nil>
-	// <nil> 0
-}

@@ -1,7 +1,7 @@
-// Package gateway serves agentd's HTTP API. Today it serves the local
-// control API on a unix socket in the data directory (mode 0600: the file
-// permission is the access control, as with docker.sock); the same handlers
-// are meant to be served on TCP behind authentication.
+// Package gateway serves agentd's HTTP API. The same handlers are served on
+// a unix socket in the data directory (ServeUnix; mode 0600: the file
+// permission is the access control, as with docker.sock) and on TCP behind
+// the token and the Host and Origin checks (ServeTCP).
 //
 // Routes (JSON unless noted):
 //

@@ -278,14 +278,6 @@ func (s *source) peek() (byte, error) {
 	return b[0], nil
 }
 
-func (s *source) next() (byte, error) {
-	c, err := s.peek()
-	if err == nil {
-		s.skip(1)
-	}
-	return c, err
-}
-
 // Where a value sits in a message, which decides how it may be cut.
 type place uint8
 

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/txtar"
 )
 
 // loadBodyFixture loads testdata/body.txtar and adds its binary and large
 // files.
-func loadBodyFixture(t *testing.T) (archive, string, *Set) {
+func loadBodyFixture(t *testing.T) (*txtar.Archive, string, *Set) {
 	t.Helper()
 	a, root, set := loadFixture(t, "testdata/body.txtar")
 	data := filepath.Join(root, "skills", "pdf", "data")
@@ -43,15 +45,15 @@ func TestBody(t *testing.T) {
 		}
 		got = relative(root, got)
 		if *update {
-			a.set("want/"+name, got)
+			a.Set("want/"+name, got)
 			continue
 		}
-		if diff := cmp.Diff(a.get("want/"+name), got); diff != "" {
+		if diff := cmp.Diff(section(a, "want/"+name), got); diff != "" {
 			t.Errorf("Body(%s) (-want +got):\n%s", name, diff)
 		}
 	}
 	if *update {
-		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
+		if err := os.WriteFile(path, a.Format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

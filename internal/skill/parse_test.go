@@ -176,9 +176,9 @@ func FuzzParse(f *testing.F) {
 	paths, _ := filepath.Glob("testdata/*.txtar")
 	more, _ := filepath.Glob("testdata/load/*.txtar")
 	for _, p := range append(paths, more...) {
-		for _, file := range readArchive(f, p).files {
-			if strings.HasSuffix(file.name, "/"+FileName) {
-				f.Add([]byte(file.data))
+		for _, file := range readArchive(f, p).Files {
+			if strings.HasSuffix(file.Name, "/"+FileName) {
+				f.Add([]byte(file.Data))
 			}
 		}
 	}
@@ -226,7 +226,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func BenchmarkParse(b *testing.B) {
-	data := []byte(readArchive(b, "testdata/load/valid.txtar").get("skills/pdf-forms/SKILL.md"))
+	data := []byte(section(readArchive(b, "testdata/load/valid.txtar"), "skills/pdf-forms/SKILL.md"))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := parse("SKILL.md", "pdf-forms", data); err != nil {

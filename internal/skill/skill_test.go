@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden sections of the testdata fixtures")
@@ -20,15 +22,15 @@ var update = flag.Bool("update", false, "rewrite the golden sections of the test
 // fixtureOptions returns Options whose LookPath finds only the binaries the
 // archive's "bins:" lines name and whose Getenv sees only its "env:" lines
 // (NAME=value).
-func fixtureOptions(a archive) *Options {
+func fixtureOptions(a *txtar.Archive) *Options {
 	bins := map[string]bool{}
-	for _, l := range a.directives("bins") {
+	for _, l := range directives(a, "bins") {
 		for _, b := range strings.Fields(l) {
 			bins[b] = true
 		}
 	}
 	env := map[string]string{}
-	for _, l := range a.directives("env") {
+	for _, l := range directives(a, "env") {
 		for _, kv := range strings.Fields(l) {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
@@ -47,13 +49,13 @@ func fixtureOptions(a archive) *Options {
 
 // loadFixture extracts the archive at path into a temporary folder and
 // loads the skills of its "dirs:" (default: skills).
-func loadFixture(t testing.TB, path string) (archive, string, *Set) {
+func loadFixture(t testing.TB, path string) (*txtar.Archive, string, *Set) {
 	t.Helper()
 	a := readArchive(t, path)
 	root := t.TempDir()
-	a.extract(t, root)
+	extract(t, a, root)
 	dirs := []string{"skills"}
-	if d := a.directives("dirs"); len(d) > 0 {
+	if d := directives(a, "dirs"); len(d) > 0 {
 		dirs = strings.Fields(d[0])
 	}
 	for i := range dirs {
@@ -131,13 +133,13 @@ func TestLoadFixtures(t *testing.T) {
 			a, root, set := loadFixture(t, p)
 			got := dump(t, set, root)
 			if *update {
-				a.set("want", got)
-				if err := os.WriteFile(p, a.format(), 0o644); err != nil {
+				a.Set("want", got)
+				if err := os.WriteFile(p, a.Format(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if diff := cmp.Diff(a.get("want"), got); diff != "" {
+			if diff := cmp.Diff(section(a, "want"), got); diff != "" {
 				t.Errorf("skills (-want +got):\n%s", diff)
 			}
 		})
@@ -289,17 +291,17 @@ func TestPrompt(t *testing.T) {
 	}
 	for _, c := range cases {
 		got := set.Prompt(c.patterns)
-		section := "want/" + c.name
+		name := "want/" + c.name
 		if *update {
-			a.set(section, got)
+			a.Set(name, got)
 			continue
 		}
-		if diff := cmp.Diff(a.get(section), got); diff != "" {
+		if diff := cmp.Diff(section(a, name), got); diff != "" {
 			t.Errorf("Prompt(%q) (-want +got):\n%s", c.patterns, diff)
 		}
 	}
 	if *update {
-		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
+		if err := os.WriteFile(path, a.Format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

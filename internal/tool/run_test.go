@@ -169,6 +169,7 @@ func TestRunToolBehaviour(t *testing.T) {
 		},
 		"nil_map": func(context.Context, *tool.Call) (tool.Result, error) {
 			var m map[string]int
+			//lint:ignore SA5000 the tool fails with a runtime error on purpose: agentd must turn it into a tool error
 			m["x"] = 1
 			return tool.Result{}, nil
 		},

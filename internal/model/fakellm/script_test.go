@@ -11,60 +11,31 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
-// archive is a txtar-like file: a comment, then files, each introduced by a
-// "-- NAME --" line.
-type archive struct {
-	comment string
-	names   []string
-	files   map[string]string
-}
-
-func readArchive(t testing.TB, path string) *archive {
+func readArchive(t testing.TB, path string) *txtar.Archive {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	a, err := txtar.ParseFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return parseArchive(string(data))
-}
-
-func parseArchive(s string) *archive {
-	a := &archive{files: map[string]string{}}
-	cur := ""
-	var b strings.Builder
-	flush := func() {
-		if cur == "" {
-			a.comment = b.String()
-		} else {
-			a.names = append(a.names, cur)
-			a.files[cur] = b.String()
-		}
-		b.Reset()
-	}
-	for _, line := range strings.SplitAfter(s, "\n") {
-		trimmed := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			flush()
-			cur = trimmed[3 : len(trimmed)-3]
-			continue
-		}
-		b.WriteString(line)
-	}
-	flush()
 	return a
 }
 
-func (a *archive) format() string {
-	var b strings.Builder
-	b.WriteString(a.comment)
-	for _, n := range a.names {
-		fmt.Fprintf(&b, "-- %s --\n%s", n, a.files[n])
+// setAfter sets the archive's file name to data; a new file goes right
+// after the file after (its source), so a golden section sits beside what
+// it was made from.
+func setAfter(a *txtar.Archive, after, name, data string) {
+	if _, ok := a.Get(name); ok {
+		a.Set(name, data)
+		return
 	}
-	return b.String()
+	i := slices.IndexFunc(a.Files, func(f txtar.File) bool { return f.Name == after })
+	a.Files = slices.Insert(a.Files, i+1, txtar.File{Name: name, Data: data})
 }
 
 // dump shows a parsed script, one fact a line.
@@ -155,18 +126,19 @@ func TestParseScript(t *testing.T) {
 	path := filepath.Join("testdata", "parse.txtar")
 	a := readArchive(t, path)
 	changed := false
-	for _, name := range slices.Clone(a.names) {
+	for _, f := range slices.Clone(a.Files) {
+		name := f.Name
 		base, ok := strings.CutSuffix(name, ".fake")
 		if !ok {
 			continue
 		}
 		t.Run(base, func(t *testing.T) {
-			src := a.files[name]
+			src := f.Data
 			if strings.HasPrefix(base, "crlf") {
 				src = strings.ReplaceAll(src, "\n", "\r\n")
 			}
 			s, err := ParseScript(name, []byte(src))
-			if wantErr, ok := a.files[base+".err"]; ok {
+			if wantErr, ok := a.Get(base + ".err"); ok {
 				if err == nil {
 					t.Fatalf("parsed; want error %q", strings.TrimSpace(wantErr))
 				}
@@ -176,7 +148,7 @@ func TestParseScript(t *testing.T) {
 				}
 				if got := err.Error() + "\n"; got != wantErr {
 					if *update {
-						a.files[base+".err"] = got
+						a.Set(base+".err", got)
 						changed = true
 						return
 					}
@@ -188,19 +160,10 @@ func TestParseScript(t *testing.T) {
 				t.Fatalf("error %v; want none", err)
 			}
 			got := dump(s)
-			want, ok := a.files[base+".want"]
+			want, ok := a.Get(base + ".want")
 			if !ok || got != want {
 				if *update {
-					if !ok {
-						// Insert the new golden section after its script.
-						for i, n := range a.names {
-							if n == name {
-								a.names = append(a.names[:i+1], append([]string{base + ".want"}, a.names[i+1:]...)...)
-								break
-							}
-						}
-					}
-					a.files[base+".want"] = got
+					setAfter(a, name, base+".want", got)
 					changed = true
 					return
 				}
@@ -209,7 +172,7 @@ func TestParseScript(t *testing.T) {
 		})
 	}
 	if changed {
-		if err := os.WriteFile(path, []byte(a.format()), 0o644); err != nil {
+		if err := os.WriteFile(path, a.Format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -217,11 +180,11 @@ func TestParseScript(t *testing.T) {
 
 func TestSampleScripts(t *testing.T) {
 	a := readArchive(t, filepath.Join("testdata", "samples.txtar"))
-	if len(a.names) < 4 {
-		t.Fatalf("samples.txtar has %d scripts", len(a.names))
+	if len(a.Files) < 4 {
+		t.Fatalf("samples.txtar has %d scripts", len(a.Files))
 	}
-	for _, name := range a.names {
-		if _, err := ParseScript(name, []byte(a.files[name])); err != nil {
+	for _, f := range a.Files {
+		if _, err := ParseScript(f.Name, []byte(f.Data)); err != nil {
 			t.Errorf("%v", err)
 		}
 	}
@@ -240,9 +203,9 @@ func TestParseErrorLine(t *testing.T) {
 func FuzzParseScript(f *testing.F) {
 	for _, file := range []string{"parse.txtar", "samples.txtar"} {
 		a := readArchive(f, filepath.Join("testdata", file))
-		for _, name := range a.names {
-			if strings.HasSuffix(name, ".fake") {
-				f.Add([]byte(a.files[name]))
+		for _, file := range a.Files {
+			if strings.HasSuffix(file.Name, ".fake") {
+				f.Add([]byte(file.Data))
 			}
 		}
 	}

@@ -27,12 +27,12 @@ func samples(t testing.TB) map[string]*Script {
 	t.Helper()
 	a := readArchive(t, filepath.Join("testdata", "samples.txtar"))
 	m := map[string]*Script{}
-	for _, name := range a.names {
-		s, err := ParseScript(name, []byte(a.files[name]))
+	for _, f := range a.Files {
+		s, err := ParseScript(f.Name, []byte(f.Data))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m[name] = s
+		m[f.Name] = s
 	}
 	return m
 }
@@ -96,13 +96,14 @@ func TestHTTPGolden(t *testing.T) {
 	a := readArchive(t, path)
 	scripts := samples(t)
 	changed := false
-	for _, name := range slices.Clone(a.names) {
+	for _, file := range slices.Clone(a.Files) {
+		name := file.Name
 		base, ok := strings.CutSuffix(name, ".request")
 		if !ok {
 			continue
 		}
 		t.Run(base, func(t *testing.T) {
-			head, body, _ := strings.Cut(a.files[name], "\n")
+			head, body, _ := strings.Cut(file.Data, "\n")
 			f := strings.Fields(head)
 			if len(f) < 2 {
 				t.Fatalf("bad request line %q", head)
@@ -120,27 +121,19 @@ func TestHTTPGolden(t *testing.T) {
 				checkWellFormed(t, resp, data)
 			}
 			got := showResponse(resp, data)
-			want, ok := a.files[base+".response"]
+			want, ok := a.Get(base + ".response")
 			if ok && got == want {
 				return
 			}
 			if !*update {
 				t.Fatalf("response mismatch (-want +got):\n%s", cmp.Diff(want, got))
 			}
-			if !ok {
-				for i, n := range a.names {
-					if n == name {
-						a.names = append(a.names[:i+1], append([]string{base + ".response"}, a.names[i+1:]...)...)
-						break
-					}
-				}
-			}
-			a.files[base+".response"] = got
+			setAfter(a, name, base+".response", got)
 			changed = true
 		})
 	}
 	if changed {
-		if err := os.WriteFile(path, []byte(a.format()), 0o644); err != nil {
+		if err := os.WriteFile(path, a.Format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -1011,9 +1004,9 @@ func TestPieces(t *testing.T) {
 // or 400 with a well-formed body, and never panics.
 func FuzzRequest(f *testing.F) {
 	a := readArchive(f, filepath.Join("testdata", "http.txtar"))
-	for _, name := range a.names {
-		if strings.HasSuffix(name, ".request") {
-			_, body, _ := strings.Cut(a.files[name], "\n")
+	for _, file := range a.Files {
+		if strings.HasSuffix(file.Name, ".request") {
+			_, body, _ := strings.Cut(file.Data, "\n")
 			f.Add(body)
 		}
 	}

@@ -62,8 +62,7 @@ func TestFetch(t *testing.T) {
 	blocked := newServer(t, "127.0.0.2:0", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "internal secret")
 	})
-	var srv *server
-	srv = newServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+	srv := newServer(t, "", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/text":
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"agentd/internal/store/sqlite"
 )
 
-// benchMemory measures memory and context: history search over a large
+// runMemory measures memory and context: history search over a large
 // synthetic corpus, hybrid recall over many memories, and assembling the
 // context of a long session, cold (from the log) and warm (cached).
-func (e *env) benchMemory(ctx context.Context, dir string, res *BenchResult, c benchConfig) error {
+func runMemory(ctx context.Context, dir string, res *Result, c config) error {
 	messages, memories := 1_000_000, 100_000
 	if c.quick {
 		messages, memories = 100_000, 10_000
@@ -76,14 +76,14 @@ func (e *env) benchMemory(ctx context.Context, dir string, res *BenchResult, c b
 	res.RecallP50ms = pct(lat, 50)
 
 	// Context assembly of a session with 10,000 events.
-	return benchContext(ctx, st, res)
+	return runContext(ctx, st, res)
 }
 
-// benchContext times what a turn does to get its context: cold, the
+// runContext times what a turn does to get its context: cold, the
 // events since the last reset or summary read from the store, decoded into
 // messages and sized in tokens; warm, the cached conversation's messages
 // sized in tokens.
-func benchContext(ctx context.Context, st *sqlite.Store, res *BenchResult) error {
+func runContext(ctx context.Context, st *sqlite.Store, res *Result) error {
 	sess, _, err := st.Session(ctx, "ctx", "long")
 	if err != nil {
 		return err
@@ -128,10 +128,10 @@ func benchContext(ctx context.Context, st *sqlite.Store, res *BenchResult) error
 	return nil
 }
 
-// benchWhileCompacting runs the latency turns again while another
+// runWhileCompacting runs the latency turns again while another
 // session compacts over and over (each summary takes the fake model
 // 200 ms): a session compacting elsewhere must not slow them.
-func benchWhileCompacting(ctx context.Context, rt *runtime.Runtime, res *BenchResult, c benchConfig) error {
+func runWhileCompacting(ctx context.Context, rt *runtime.Runtime, res *Result, c config) error {
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var compactions atomic.Int64

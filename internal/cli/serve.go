@@ -6,135 +6,151 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"agentd/internal/agent"
+	"agentd/internal/app"
 	"agentd/internal/gateway"
 )
 
-// tokenCmd is `agentd token` and `agentd token rotate`.
-func (e *env) tokenCmd() *cobra.Command {
+func (e *env) serveCmd() *cobra.Command {
+	var grace time.Duration
+	var listen string
 	cmd := &cobra.Command{
-		Use:   "token",
-		Short: "Print the token of the API on TCP (making one if there is none)",
-		Long: "Print the token every request to the API on TCP needs (Authorization: Bearer <token>, or the\n" +
-			"web console's login). It is kept in gateway.token in the data directory (mode 0600), made on\n" +
-			"first use; " + gateway.TokenEnv + ", when set, is the token instead. `agentd token rotate` replaces it.",
-		Example: "  agentd token\n" +
-			"  curl -H \"Authorization: Bearer $(agentd token)\" http://127.0.0.1:7420/v1/agents",
+		Use:   "serve",
+		Short: "Run agentd: the runtime and its API",
+		Long: "Run agentd in the foreground. It resumes any turn a previous run left unfinished,\n" +
+			"serves the local API on a unix socket in the data directory (mode 0600) and on TCP\n" +
+			"(--listen, default gateway.listen in agentd.yaml, else " + agent.DefaultGatewayListen + ") behind a token\n" +
+			"(agentd token), and on SIGINT/SIGTERM stops accepting input, lets running turns finish\n" +
+			"for --grace, and exits. It refuses to start without a strong token.",
+		Example: "  agentd serve\n" +
+			"  agentd serve --data /srv/agentd --listen 127.0.0.1:7420\n" +
+			"  agentd serve --listen off --grace 30s",
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			ctx := cmd.Context()
 			dir := e.dataDir()
-			if v := os.Getenv(gateway.TokenEnv); v != "" {
-				if err := gateway.CheckToken(v); err != nil {
-					return fmt.Errorf("%s: %w", gateway.TokenEnv, err)
+			cfg, err := agent.LoadConfig(dir)
+			if err != nil {
+				return err
+			}
+			log := e.logger(cfg.Log.Level, cfg.Log.Format)
+			var listenFlag *string
+			if cmd.Flags().Changed("listen") {
+				listenFlag = &listen
+			}
+			tcp, err := e.gatewayTCP(dir, cfg, listenFlag, log)
+			if err != nil {
+				return err
+			}
+			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
+			if err != nil {
+				if errors.Is(err, app.ErrLocked) {
+					return withCode(ExitUnavailable, err)
 				}
-				fmt.Fprintf(e.stderr, "(the token is %s, which is set)\n", gateway.TokenEnv)
-				fmt.Fprintln(e.stdout, v)
-				return nil
-			}
-			// A token made in a mistyped directory would be one no agentd knows.
-			if err := e.needData(); err != nil {
 				return err
 			}
-			t, err := gateway.OpenTokens(dir, &gateway.TokenOptions{Create: true})
-			if errors.Is(err, gateway.ErrWeakToken) {
-				return fmt.Errorf("%w (agentd token rotate writes a strong one)", err)
+			if err := a.Start(ctx); err != nil {
+				a.Close(context.Background())
+				return err
 			}
+			srv, err := a.API(ctx)
 			if err != nil {
+				a.Close(context.Background())
 				return err
 			}
-			tok, err := t.Token()
-			if err != nil {
-				return err
+			a.Bootstrap()
+			a.TitleSessions()
+			abs, _ := filepath.Abs(dir)
+			out := e.stdout
+			lw := &lockedWriter{w: out}
+			fmt.Fprintf(out, "agentd %s: data in %s\n", Version, abs)
+			echo := false
+			for _, d := range a.Agents.List() {
+				fmt.Fprintf(out, "  agent %-16s %s\n", d.ID, describeModel(d.Model))
+				echo = echo || d.Model.Provider == agent.ProviderEcho
 			}
-			fmt.Fprintln(e.stdout, tok)
+			errs := a.Agents.Errors()
+			for _, id := range slices.Sorted(maps.Keys(errs)) {
+				fmt.Fprintf(out, "  agent %-16s invalid, not loaded:\n", id)
+				for line := range strings.SplitSeq(errs[id].Error(), "\n") {
+					fmt.Fprintf(out, "    %s\n", line)
+				}
+			}
+			if echo {
+				fmt.Fprintln(out, agent.ModelHint())
+			}
+			sock := filepath.Join(dir, app.SocketFile)
+			// Ordered shutdown. At the signal the API keeps answering while
+			// the runtime drains: new input is refused (503 shutting_down),
+			// running turns get the grace period, and clients waiting for a
+			// turn get its reply or a retryable 503. Then the servers stop,
+			// then the rest (the store last).
+			serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopServing()
+			drained := make(chan struct{})
+			go func() {
+				defer close(drained)
+				select {
+				case <-ctx.Done():
+				case <-serving.Done(): // a server failed
+					return
+				}
+				gctx, cancel := context.WithTimeout(context.Background(), grace)
+				defer cancel()
+				a.Drain(gctx)
+				stopServing()
+			}()
+			serr := serveAPI(serving, srv, sock, tcp, lw, func() {
+				lw.printf("listening on %s (ready in %s)\n", sock, time.Since(start).Round(time.Millisecond))
+			})
+			stopServing()
+			<-drained
+			sctx, cancel := context.WithTimeout(context.Background(), grace)
+			defer cancel()
+			cerr := a.Close(sctx)
+			if serr != nil && ctx.Err() == nil {
+				return serr
+			}
+			if cerr != nil {
+				return cerr
+			}
+			fmt.Fprintln(out, "agentd stopped")
 			return nil
 		},
 	}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "rotate",
-		Short: "Replace the token; the old one stops working at once",
-		Long: "Write a new token to gateway.token and print it. A running agentd uses it from its next\n" +
-			"request, without a restart: the old token and every console login made with it stop working.",
-		Example: "  agentd token rotate",
-		Args:    cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if os.Getenv(gateway.TokenEnv) != "" {
-				return fmt.Errorf("%w: set the variable to a new value (at least %d random characters) and restart agentd", gateway.ErrFixedToken, gateway.MinTokenLen)
-			}
-			if err := e.needData(); err != nil {
-				return err
-			}
-			tok, err := gateway.RotateToken(e.dataDir())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(e.stderr, "new token written; a running agentd uses it from its next request, and the old one no longer works")
-			fmt.Fprintln(e.stdout, tok)
-			return nil
-		},
-	})
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running turns may finish at shutdown")
+	cmd.Flags().StringVar(&listen, "listen", "", "TCP address of the API, host:port, or off (default gateway.listen, else "+agent.DefaultGatewayListen+"; port 0: any free port)")
 	return cmd
 }
 
-// remoteFlags adds --remote and --token to a command that talks to agentd.
-func (e *env) remoteFlags(cmd *cobra.Command) *cobra.Command {
-	cmd.Flags().StringVar(&e.remote, "remote", "", "talk to agentd serve on another host at this URL (http://host:7420), with --token or "+gateway.TokenEnv)
-	cmd.Flags().StringVar(&e.remoteToken, "token", "", "the remote gateway's token (default $"+gateway.TokenEnv+"; a flag is visible to other users in the process list)")
-	return cmd
-}
-
-// remoteBackend is a client of the gateway at e.remote.
-func (e *env) remoteBackend() (*backend, error) {
-	tok := e.remoteToken
-	if tok == "" {
-		tok = os.Getenv(gateway.TokenEnv)
+func describeModel(m agent.Model) string {
+	s := m.Provider
+	if m.Provider == agent.ProviderEcho {
+		return "echo (built-in offline model)"
 	}
-	if tok == "" {
-		return nil, usage("usage: --remote needs the gateway's token: --token, or set %s (agentd token prints it on the gateway's host)", gateway.TokenEnv)
+	s += " " + m.Name
+	if m.BaseURL != "" {
+		s += " at " + m.BaseURL
 	}
-	c, err := gateway.NewRemoteClient(e.remote, tok)
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
+	if m.APIKeyEnv != "" && os.Getenv(m.APIKeyEnv) == "" {
+		s += " (warning: " + m.APIKeyEnv + " is not set; its turns will fail)"
 	}
-	if u, err := url.Parse(e.remote); err == nil && u.Scheme == "http" && !loopbackHost(u.Hostname()) {
-		fmt.Fprintf(e.stderr, "warning: %s is plain http: the token crosses the network unencrypted; use https\n", e.remote)
+	for _, f := range m.Fallbacks {
+		s += ", then " + f.Provider + " " + f.Name
 	}
-	return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
-}
-
-func loopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
-// apiHint explains an API refusal the user can act on, or returns "".
-func apiHint(err error) string {
-	var ae *gateway.APIError
-	if !errors.As(err, &ae) {
-		return ""
-	}
-	switch {
-	case ae.Status == 401:
-		return "the gateway refused the token: pass --token or set " + gateway.TokenEnv + " to what `agentd token` prints on the gateway's host (after `agentd token rotate`, the new one)"
-	case ae.Status == 403 && ae.Code == "forbidden":
-		return "the gateway refused the request's Host or Origin: add the name you reach it by to gateway.allowed_hosts in its agentd.yaml"
-	case ae.Status == 429:
-		return "too many failed attempts from this address: wait a few seconds"
-	case ae.Code == "session_closed":
-		return "agentd reopen <agent>/<key> reopens it; send --reopen reopens it and sends"
-	}
-	return ""
+	return s
 }
 
 // tcpServer is the API on TCP as `agentd serve` runs it.
@@ -217,8 +233,9 @@ func (l *lockedWriter) printf(format string, args ...any) {
 }
 
 // serveAPI serves srv on the unix socket and, if tcp has an address, on
-// TCP, until ctx is done or one of them fails. A default TCP address that
-// is taken (another agentd on this machine) is skipped with a warning.
+// TCP, until ctx is done or one of them fails. A TCP address that is taken,
+// the default as much as a chosen one, is an error that says what to do:
+// whatever holds it would get the clients' tokens.
 func serveAPI(ctx context.Context, srv *gateway.Server, sock string, tcp *tcpServer, out *lockedWriter, unixReady func()) error {
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()

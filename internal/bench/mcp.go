@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"context"
@@ -22,14 +22,11 @@ import (
 	"agentd/internal/tool"
 )
 
-// benchMCP measures the tool layer: MCP round trips to the demo server
+// runMCP measures the tool layer: MCP round trips to the demo server
 // (this binary's `mcp demo`) over stdio and streamable HTTP, the dispatch
 // cost of one call, and the Daemon message lifecycle end to end.
-func (e *env) benchMCP(ctx context.Context, dir, base string, res *BenchResult, c benchConfig) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
+func runMCP(ctx context.Context, dir, base string, res *Result, c config) error {
+	exe := c.exe
 	// The demo server over streamable HTTP, on loopback.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +38,7 @@ func (e *env) benchMCP(ctx context.Context, dir, base string, res *BenchResult, 
 	defer hs.Close()
 
 	reg := tool.NewRegistry(nil)
-	m, err := mcp.New(&mcp.Options{Tools: reg, ClientName: "agentd-bench", ClientVersion: Version})
+	m, err := mcp.New(&mcp.Options{Tools: reg, ClientName: "agentd-bench", ClientVersion: c.version})
 	if err != nil {
 		return err
 	}
@@ -104,13 +101,13 @@ func (e *env) benchMCP(ctx context.Context, dir, base string, res *BenchResult, 
 		}
 	}
 	res.DispatchUS = float64(time.Since(t0).Microseconds()) / float64(n)
-	return e.benchLifecycle(ctx, filepath.Join(dir, "lifecycle"), exe, base, res, c)
+	return runLifecycle(ctx, filepath.Join(dir, "lifecycle"), exe, base, res, c)
 }
 
-// benchLifecycle runs message() with three context tools, one action tool
+// runLifecycle runs message() with three context tools, one action tool
 // (whose hook is signed and sent back) and one post-process tool, each on
 // a demo server over stdio, against fakellm.
-func (e *env) benchLifecycle(ctx context.Context, dir, exe, base string, res *BenchResult, c benchConfig) error {
+func runLifecycle(ctx context.Context, dir, exe, base string, res *Result, c config) error {
 	if err := os.MkdirAll(filepath.Join(dir, "agents"), 0o700); err != nil {
 		return err
 	}
@@ -128,7 +125,7 @@ func (e *env) benchLifecycle(ctx context.Context, dir, exe, base string, res *Be
 	if err := os.WriteFile(filepath.Join(dir, "agents", "life.yaml"), []byte(def), 0o600); err != nil {
 		return err
 	}
-	a, err := app.Open(ctx, dir, &app.Options{Version: Version})
+	a, err := app.Open(ctx, dir, &app.Options{Version: c.version})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cli
+package bench
 
 import (
 	"bytes"
@@ -20,21 +20,21 @@ import (
 	"agentd/internal/gateway/stream"
 )
 
-// benchGateway measures the API on TCP of an agentd serve child listening
+// runGateway measures the API on TCP of an agentd serve child listening
 // at base (http://host:port), with its token from the data directory:
 // POST …/messages?wait=true against the in-process turn, text-delta
 // fan-out to many WebSocket subscribers, and what idle WebSocket
 // connections cost the child's memory (pid).
-func benchGateway(ctx context.Context, dir, base string, pid int, res *BenchResult, c benchConfig) error {
-	auth, post, err := benchPoster(dir, base)
+func runGateway(ctx context.Context, dir, base string, pid int, res *Result, c config) error {
+	auth, post, err := poster(dir, base)
 	if err != nil {
 		return err
 	}
 	// Idle connections first, while the process holds only what start-up left.
-	if err := benchIdle(ctx, base, auth, pid, res, c); err != nil {
+	if err := runIdle(ctx, base, auth, pid, res, c); err != nil {
 		return err
 	}
-	lat, err := benchWaitTurns(ctx, post, c.turns)
+	lat, err := waitTurns(ctx, post, c.turns)
 	if err != nil {
 		return err
 	}
@@ -56,12 +56,12 @@ func benchGateway(ctx context.Context, dir, base string, pid int, res *BenchResu
 		lat = append(lat, time.Since(t0))
 	}
 	res.UnixWaitP50ms = pct(lat, 50)
-	return benchStream(ctx, base, auth, post, pid, res, c)
+	return runFanout(ctx, base, auth, post, pid, res, c)
 }
 
-// benchPoster returns the token header of the gateway at base (its token
+// poster returns the token header of the gateway at base (its token
 // in dir) and a function that posts a message and waits for the reply.
-func benchPoster(dir, base string) (http.Header, func(ctx context.Context, addr, text string) error, error) {
+func poster(dir, base string) (http.Header, func(ctx context.Context, addr, text string) error, error) {
 	toks, err := gateway.OpenTokens(dir, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: gateway token: %w", err)
@@ -98,9 +98,9 @@ func benchPoster(dir, base string) (http.Header, func(ctx context.Context, addr,
 	return auth, post, nil
 }
 
-// benchWaitTurns times n two-step turns (the in-process latency figure's)
+// waitTurns times n two-step turns (the in-process latency figure's)
 // posted with wait=true, a fresh session every 20 turns.
-func benchWaitTurns(ctx context.Context, post func(ctx context.Context, addr, text string) error, n int) ([]time.Duration, error) {
+func waitTurns(ctx context.Context, post func(ctx context.Context, addr, text string) error, n int) ([]time.Duration, error) {
 	var lat []time.Duration
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
@@ -112,10 +112,10 @@ func benchWaitTurns(ctx context.Context, post func(ctx context.Context, addr, te
 	return lat, nil
 }
 
-// benchStream measures the WebSocket stream of the gateway at base.
-func benchStream(ctx context.Context, base string, auth http.Header, post func(ctx context.Context, addr, text string) error, pid int, res *BenchResult, c benchConfig) error {
+// runFanout measures the WebSocket stream of the gateway at base.
+func runFanout(ctx context.Context, base string, auth http.Header, post func(ctx context.Context, addr, text string) error, pid int, res *Result, c config) error {
 	// Fan-out: every subscriber follows the fan agent, whose replies stream
-	// in 20 pieces 10 ms apart (benchScript).
+	// in 20 pieces 10 ms apart (fakeScript).
 	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/v1/stream?agent=fan"
 	dial := &websocket.DialOptions{HTTPHeader: auth}
 	n := 0
@@ -134,9 +134,9 @@ func benchStream(ctx context.Context, base string, auth http.Header, post func(c
 	return nil
 }
 
-// benchIdle measures what idle WebSocket connections, each subscribed to
+// runIdle measures what idle WebSocket connections, each subscribed to
 // an agent that has no traffic, cost the memory of the process pid.
-func benchIdle(ctx context.Context, base string, auth http.Header, pid int, res *BenchResult, c benchConfig) error {
+func runIdle(ctx context.Context, base string, auth http.Header, pid int, res *Result, c config) error {
 	before := rssMB(pid)
 	closeAll, err := stream.HoldIdle(ctx, "ws"+strings.TrimPrefix(base, "http")+"/v1/stream?agent=idle",
 		&websocket.DialOptions{HTTPHeader: auth}, c.idleConns)
@@ -153,10 +153,10 @@ func benchIdle(ctx context.Context, base string, auth http.Header, pid int, res 
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// benchGatewayInProcess times the latency turns as POST …/messages?wait=true
+// runGatewayInProcess times the latency turns as POST …/messages?wait=true
 // over TCP with the token, against the gateway of the in-process node: the
 // gateway's own cost over the in-process figure.
-func benchGatewayInProcess(ctx context.Context, a *app.App, dir string, res *BenchResult, c benchConfig) error {
+func runGatewayInProcess(ctx context.Context, a *app.App, dir string, res *Result, c config) error {
 	srv, err := a.API(ctx)
 	if err != nil {
 		return err
@@ -178,11 +178,11 @@ func benchGatewayInProcess(ctx context.Context, a *app.App, dir string, res *Ben
 	case err := <-done:
 		return fmt.Errorf("bench: gateway: %w", err)
 	}
-	_, post, err := benchPoster(dir, "http://"+base)
+	_, post, err := poster(dir, "http://"+base)
 	if err != nil {
 		return err
 	}
-	lat, err := benchWaitTurns(ctx, post, c.turns)
+	lat, err := waitTurns(ctx, post, c.turns)
 	if err != nil {
 		return err
 	}

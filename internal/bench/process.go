@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"agentd/internal/app"
+	"agentd/internal/event"
+	"agentd/internal/gateway"
+)
+
+// runServe measures agentd serve as a child process: start-up, idle
+// memory, memory after many sessions, and its growth over more turns.
+func runServe(ctx context.Context, dir string, res *Result, c config) error {
+	exe := c.exe
+	// agentd version, as a user runs it.
+	var vs []time.Duration
+	for i := 0; i < 11; i++ {
+		t0 := time.Now()
+		if err := exec.CommandContext(ctx, exe, "version").Run(); err != nil {
+			return fmt.Errorf("bench: agentd version: %w", err)
+		}
+		vs = append(vs, time.Since(t0))
+	}
+	res.VersionMS = pct(vs, 50)
+
+	sock := filepath.Join(dir, app.SocketFile)
+	port, err := freeTCPPort()
+	if err != nil {
+		return err
+	}
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	var readies []time.Duration
+	var cmd *exec.Cmd
+	for i := 0; i < 5; i++ {
+		if cmd != nil {
+			stopChild(cmd)
+		}
+		cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error", "--listen", listen)
+		t0 := time.Now()
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		for {
+			conn, err := net.Dial("unix", sock)
+			if err == nil {
+				conn.Close()
+				break
+			}
+			if time.Since(t0) > 10*time.Second {
+				stopChild(cmd)
+				return errors.New("bench: agentd serve did not open its socket within 10s")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		readies = append(readies, time.Since(t0))
+	}
+	defer func() { stopChild(cmd) }()
+	res.ReadyMS = pct(readies, 50)
+	time.Sleep(time.Second)
+	res.IdleRSSMB = rssMB(cmd.Process.Pid)
+
+	cl := gateway.NewUnixClient(sock)
+	drive := func(n, sessions int, prefix string) error {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		var first atomic.Value
+		for w := 0; w < c.concurrency; w++ {
+			wg.Go(func() {
+				for {
+					i := next.Add(1) - 1
+					if i >= int64(n) {
+						return
+					}
+					addr := fmt.Sprintf("bench/%s-%d", prefix, i%int64(sessions))
+					_, end, err := cl.Stream(ctx, addr, gateway.MessageRequest{Text: "hello"}, func(event.Event) error { return nil })
+					if err == nil && end.Status != "done" {
+						err = errors.New(end.Reason)
+					}
+					if err != nil {
+						first.CompareAndSwap(nil, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if err, _ := first.Load().(error); err != nil {
+			return err
+		}
+		return nil
+	}
+	if err := drive(c.sessions, c.sessions, "s"); err != nil {
+		return fmt.Errorf("bench: sessions: %w", err)
+	}
+	time.Sleep(time.Second)
+	res.RSS10kSessionsMB = rssMB(cmd.Process.Pid)
+	if err := drive(c.growthTurns, c.sessions, "s"); err != nil {
+		return fmt.Errorf("bench: growth: %w", err)
+	}
+	time.Sleep(time.Second)
+	after := rssMB(cmd.Process.Pid)
+	if res.RSS10kSessionsMB > 0 {
+		res.RSSGrowthPct = (after - res.RSS10kSessionsMB) / res.RSS10kSessionsMB * 100
+	}
+	// The gateway's figures from a fresh process over the same data: what
+	// the load above left on the heap is not theirs.
+	stopChild(cmd)
+	cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error", "--listen", listen)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	for t0 := time.Now(); ; time.Sleep(time.Millisecond) {
+		if conn, err := net.Dial("tcp", listen); err == nil {
+			conn.Close()
+			break
+		}
+		if time.Since(t0) > 10*time.Second {
+			return errors.New("bench: agentd serve did not listen on TCP within 10s")
+		}
+	}
+	time.Sleep(time.Second)
+	return runGateway(ctx, dir, "http://"+listen, cmd.Process.Pid, res, c)
+}
+
+// freeTCPPort returns a loopback port nothing listens on (for a child to bind).
+func freeTCPPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func stopChild(cmd *exec.Cmd) {
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rssMB reads a process's resident set size from /proc.
+func rssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+func (e *env) sessionsCmd() *cobra.Command {
+	var f store.SessionFilter
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions, most recently active first",
+		Long:  "List sessions, most recently active first. --state is one of: " + strings.Join(store.States(), ", ") + ".",
+		Example: "  agentd sessions\n" +
+			"  agentd sessions --agent assistant --state active\n" +
+			"  agentd sessions --limit 10 --json",
+		Args: cobra.NoArgs,
+		PreRunE: func(*cobra.Command, []string) error {
+			if f.State != "" && !slices.Contains(store.States(), f.State) {
+				return usage("--state %q is not a session state; the states are %s", f.State, strings.Join(store.States(), ", "))
+			}
+			return nil
+		},
+		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
+			list, err := b.Sessions(ctx, f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(e.stdout).Encode(list)
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED\tTITLE")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime), titleCell(s.Title))
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().StringVar(&f.Agent, "agent", "", "only this agent's sessions")
+	cmd.Flags().StringVar(&f.State, "state", "", "only sessions in this state")
+	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// titleCell is a session's title as a table shows it: at most 40
+// characters (titles are one line without control characters).
+func titleCell(t string) string {
+	if r := []rune(t); len(r) > 40 {
+		return string(r[:39]) + "…"
+	}
+	return t
+}
+
+func (e *env) logCmd() *cobra.Command {
+	var asJSON, follow bool
+	var after int64
+	cmd := &cobra.Command{
+		Use:   "log <agent>[/<key>]",
+		Short: "Print a session's event log",
+		Long: "Print every event of a session's log in order. --follow keeps waiting for new events.\n" +
+			"An agent alone names the session send and chat use by default (" + defaultKeyHelp + ").",
+		Example: "  agentd log assistant\n" +
+			"  agentd log assistant/cli:alice\n" +
+			"  agentd log assistant/ticket-42 --follow\n" +
+			"  agentd log assistant/ticket-42 --after 120 --json",
+		Args: cobra.ExactArgs(1),
+		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
+			addr := sessionArg(args[0])
+			enc, out := json.NewEncoder(e.stdout), shown(e.stdout)
+			for {
+				wait := time.Duration(0)
+				if follow {
+					wait = 30 * time.Second
+				}
+				page, err := b.Events(ctx, addr, after, 1000, wait)
+				if err != nil {
+					if follow && ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				for _, ev := range page.Events {
+					if asJSON {
+						enc.Encode(ev)
+					} else {
+						fmt.Fprintln(out, FormatEvent(ev))
+					}
+				}
+				after = page.Next
+				if len(page.Events) == 0 && !follow {
+					return nil
+				}
+			}
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print events as JSON lines")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	cmd.Flags().Int64Var(&after, "after", 0, "start after this sequence number")
+	return cmd
+}
+
+// FormatEvent renders one event on one line for a person.
+func FormatEvent(ev event.Event) string {
+	head := fmt.Sprintf("%5d  %s  t%-5d %-14s", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Turn, ev.Kind)
+	var body string
+	switch ev.Kind {
+	case event.Input, event.SystemMessage:
+		var d event.InputData
+		ev.Decode(&d)
+		body = d.Text
+		if d.Origin != "" {
+			body = "[" + d.Origin + "] " + body
+		}
+		if d.Silent {
+			body += " (silent)"
+		}
+	case event.Text, event.Thought:
+		var d event.TextData
+		ev.Decode(&d)
+		body = d.Text
+	case event.ToolCall:
+		var d event.ToolCallData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s %s  [%s]", d.Name, d.Args, d.ID)
+	case event.ToolResult:
+		var d event.ToolResultData
+		ev.Decode(&d)
+		st := "ok"
+		switch {
+		case d.Interrupted:
+			st = "interrupted"
+		case d.IsError:
+			st = "error"
+		}
+		body = fmt.Sprintf("%s %s (%d ms): %s", d.Name, st, d.DurationMS, d.Output)
+	case event.ModelCall:
+		var d event.ModelCallData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s/%s step %d attempt %d %.1f ms in=%d out=%d $%.6f", d.Provider, d.Model, d.Step, d.Attempt, d.LatencyMS, d.InputTokens, d.OutputTokens, d.CostUSD)
+		if d.Error != "" {
+			body += " error: " + d.Error
+		}
+	case event.TurnEnd:
+		var d event.TurnEndData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s steps=%d %.1f ms", d.Status, d.Steps, d.DurationMS)
+		if d.Budget != "" {
+			body += " budget=" + d.Budget
+		}
+		if d.Reason != "" {
+			body += ": " + d.Reason
+		}
+	case event.Reset, event.Marker:
+		var d event.MarkerData
+		ev.Decode(&d)
+		body = d.Name
+		if d.Reason != "" {
+			body += ": " + d.Reason
+		}
+	case event.Error:
+		var d event.ErrorData
+		ev.Decode(&d)
+		body = d.Kind + ": " + d.Message
+	case event.WorkingMemory:
+		var d event.WorkingMemoryData
+		ev.Decode(&d)
+		body = d.Key + " = " + string(d.Value)
+		if d.Deleted {
+			body = d.Key + " deleted"
+		}
+	case event.Summary:
+		var d event.SummaryData
+		ev.Decode(&d)
+		kind := "summary"
+		if d.Pruned {
+			kind = "pruned"
+		}
+		body = fmt.Sprintf("%s of %d messages through seq %d (%d → %d tokens): %s", kind, d.Folded, d.Through, d.FoldedTokens, d.Tokens, d.Text)
+	case event.ContextWarning:
+		var d event.ContextData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s: %d of %d tokens", d.Action, d.Tokens, d.Window)
+	case event.Lifecycle:
+		var d event.LifecycleData
+		ev.Decode(&d)
+		switch {
+		case len(d.Start) > 0:
+			body = d.Phase + " starting " + strings.Join(d.Start, ", ")
+		case d.Phase == event.PhaseApproval:
+			body = "approval signed"
+		default:
+			body = fmt.Sprintf("%s %s", d.Phase, d.Tool)
+			if d.Target != "" {
+				body += " → " + d.Target
+			}
+			if d.IsError {
+				body += " error"
+			}
+			body += ": " + d.Output
+		}
+	case event.ApprovalRequested:
+		var d event.ApprovalRequestData
+		ev.Decode(&d)
+		body = fmt.Sprintf("%s %s %s (id %s): %s", d.Tool, d.Args, "waits for approval", d.ID, d.Reason)
+	case event.ApprovalResolved:
+		var d event.ApprovalResolvedData
+		ev.Decode(&d)
+		switch {
+		case d.Granted:
+			body = fmt.Sprintf("%s granted by %s (id %s)", d.Tool, d.By, d.ID)
+		case d.Expired:
+			body = fmt.Sprintf("%s expired (id %s)", d.Tool, d.ID)
+		default:
+			body = fmt.Sprintf("%s denied by %s (id %s): %s", d.Tool, d.By, d.ID, d.Reason)
+		}
+	default:
+		body = string(ev.Data)
+	}
+	return head + " " + clip(strings.ReplaceAll(body, "\n", "⏎"), 300)
+}
