@@ -129,7 +129,7 @@ func (c skillServers) ConnectSkillServers(ctx context.Context, agentID, name str
 // is gone, unavailable or no longer allowed for the agent is skipped.
 func (c skillServers) ConnectSkills(ctx context.Context, agentID string, names []string) {
 	set := c.a.skills.Load()
-	patterns := skillPolicy{c.a}.SkillsFor(agentID)
+	patterns := skillPolicy(c).SkillsFor(agentID)
 	for _, name := range names {
 		sk, ok := set.Get(name)
 		if !ok || !sk.Available || !skill.Match(patterns, name) {

@@ -432,7 +432,7 @@ func (s *Server) listSessions(ctx context.Context, _ *mcp.CallToolRequest, in li
 	}
 	out := &sessionsOut{Sessions: make([]sessionOut, 0, len(sessions))}
 	for _, ss := range sessions {
-		out.Sessions = append(out.Sessions, sessionOut{Address: ss.Address, State: ss.State, UpdatedAt: ss.UpdatedAt, LastSeq: ss.LastSeq})
+		out.Sessions = append(out.Sessions, sessionOut(ss))
 	}
 	return nil, out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -186,6 +187,7 @@ func TestThreads(t *testing.T) {
 	}
 	mustSession(t, s, "bob", "chat:z")
 	var got []string
+	var gotIDs []int64
 	cursor := ""
 	for {
 		ts, next, err := s.Threads(t.Context(), "alice", 2, cursor)
@@ -197,6 +199,7 @@ func TestThreads(t *testing.T) {
 				t.Errorf("thread %+v", th)
 			}
 			got = append(got, th.Key)
+			gotIDs = append(gotIDs, th.ID)
 		}
 		// A new session meanwhile does not disturb the pages.
 		mustSession(t, s, "alice", "new:"+next)
@@ -207,6 +210,10 @@ func TestThreads(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"chat:e", "chat:d", "chat:c", "chat:b", "chat:a"}, got); diff != "" {
 		t.Errorf("threads (-want +got):\n%s", diff)
+	}
+	slices.Reverse(ids)
+	if diff := cmp.Diff(ids, gotIDs); diff != "" {
+		t.Errorf("thread ids (-want +got):\n%s", diff)
 	}
 	if _, _, err := s.Threads(t.Context(), "alice", 2, "h1AAAA"); !errors.Is(err, store.ErrBadCursor) {
 		t.Errorf("bad cursor: %v", err)
