@@ -495,14 +495,15 @@ func sentenceStart(prefix string) bool {
 // whose writer is told to keep t.Item.Text (the focus) in particular. It
 // completes the inbox item like a turn.
 func (e *Engine) Compact(ctx context.Context, t *Turn) (event.TurnEndData, error) {
-	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
-	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r, err := e.newRun(ctx, t)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
 	r.skills.add(t.Skills...) // for the summary; no tool of theirs runs
 	r.initLifecycle()
 	r.msgs, r.marks = t.Context, t.Marks
 	end := event.TurnEndData{Status: event.StatusDone}
 	done := slices.ContainsFunc(t.Prior, func(e event.Event) bool { return e.Kind == event.Summary })
-	var err error
 	switch {
 	case done:
 		end.Reply = "compacted before agentd restarted"

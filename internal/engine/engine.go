@@ -4,6 +4,11 @@
 // policy), loops until the model answers without tool calls or a budget
 // stops it, and appends every step to the log as it happens.
 //
+// The log is the turn's (Turn.Log): the runtime that runs a turn gives it
+// one that commits to the store and then publishes on the bus, so the
+// engine holds no reference back to its caller and a turn's data flows one
+// way: gateway → runtime → engine → (model, tools) → log → store → bus.
+//
 // A turn can resume from its own events after a restart: a tool call that
 // was logged but has no result is re-run only if the tool is read-only or
 // idempotent; otherwise it gets an "interrupted" result and the turn goes on.
@@ -49,18 +54,17 @@ const ResumedMarker = "resumed"
 // that was running when agentd stopped.
 const InterruptedOutput = "agentd restarted before this call finished; it may or may not have taken effect"
 
-// Log commits batches durably and then publishes their events.
+// Log is where a turn's writes go (Turn.Log). The runtime gives each turn
+// it runs its own, which commits each batch to the store and then
+// publishes its events: durable before visible.
 type Log interface {
-	Commit(ctx context.Context, b *store.Batch) error
-}
-
-// AsyncLog is an optional ability of a Log: take a batch now, in order
-// behind every batch taken before, and wait for its durability later. The
-// engine uses it where durability can wait — a step whose tool calls are
-// all safe to run again, the results of such calls — so that syncing to
-// disk overlaps with the model and the tools instead of adding to the turn.
-type AsyncLog interface {
-	CommitAsync(ctx context.Context, b *store.Batch) (wait func() error)
+	// Commit takes b now, in order behind every batch taken before, and
+	// returns a function that waits until b is durable and published. A
+	// log may do all of that before it returns. The engine waits later
+	// where durability can wait — a step whose tool calls are all safe to
+	// run again, the results of such calls — so that syncing to disk
+	// overlaps with the model and the tools instead of adding to the turn.
+	Commit(ctx context.Context, b *store.Batch) (wait func() error)
 }
 
 // Live publishes events that are not stored (text deltas).
@@ -80,9 +84,8 @@ type Tools interface {
 	Run(ctx context.Context, c *tool.Call, opts *tool.RunOptions) tool.Outcome
 }
 
-// Options configure an Engine. Log, Models and Tools are required.
+// Options configure an Engine. Models and Tools are required.
 type Options struct {
-	Log    Log
 	Live   Live // may be nil
 	Models Models
 	Tools  Tools
@@ -147,6 +150,8 @@ func New(o *Options) *Engine {
 
 // Turn is one turn to run.
 type Turn struct {
+	// Log is where the turn's writes go; required.
+	Log     Log
 	ID      int64         // the inbox item's id
 	Session store.Session // the session it runs in
 	Agent   *agent.Definition
@@ -215,7 +220,7 @@ type run struct {
 	armed   bool            // a timer will hand carry over
 	timer   *time.Timer
 	closed  bool
-	pending []func() error // writes handed to an AsyncLog, oldest first
+	pending []func() error // waits of the writes handed to the log, oldest first
 }
 
 // CoalesceDelay is how long a write that may wait is held back to share a
@@ -267,13 +272,9 @@ func (r *run) write(ctx context.Context, b *store.Batch, later bool) error {
 		r.mu.Unlock()
 		return err
 	}
-	if al, ok := r.e.o.Log.(AsyncLog); ok {
-		wait := al.CommitAsync(ctx, b)
-		r.mu.Unlock()
-		return wait()
-	}
-	defer r.mu.Unlock()
-	return r.e.o.Log.Commit(ctx, b)
+	wait := r.t.Log.Commit(ctx, b)
+	r.mu.Unlock()
+	return wait()
 }
 
 // inputDurable waits, once, for the turn's input to be durable.
@@ -302,12 +303,7 @@ func (r *run) handOver() {
 		r.pending = append(r.pending, func() error { return err })
 		return
 	}
-	if al, ok := r.e.o.Log.(AsyncLog); ok {
-		r.pending = append(r.pending, al.CommitAsync(r.wctx, b))
-		return
-	}
-	err := r.e.o.Log.Commit(r.wctx, b)
-	r.pending = append(r.pending, func() error { return err })
+	r.pending = append(r.pending, r.t.Log.Commit(r.wctx, b))
 }
 
 // flushLocked waits for every write handed over, in order. r.mu is held.
@@ -356,8 +352,10 @@ func (r *run) rerunnable(name string) bool {
 // in the log to be resumed, only when the log cannot be written or ctx was
 // cancelled with ErrShutdown.
 func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
-	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
-	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r, err := e.newRun(ctx, t)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
 	r.initSkills(ctx)
 	r.initLifecycle()
 	if w := r.def.Budgets.MaxWallTime.D(); w > 0 {
@@ -376,6 +374,18 @@ func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 		err = fmt.Errorf("engine: %w: %w", errStore, cerr)
 	}
 	return end, err
+}
+
+var errNoLog = errors.New("engine: the turn has no log")
+
+// newRun returns the state of t about to run (or compact) under ctx.
+func (e *Engine) newRun(ctx context.Context, t *Turn) (*run, error) {
+	if t.Log == nil {
+		return nil, errNoLog
+	}
+	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
+	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	return r, nil
 }
 
 // endBatch completes end and returns a batch with the turn_end event, the

@@ -38,10 +38,8 @@ func ExamplePipe() {
 	defer st.Close()
 	defs := agents{"assistant": {ID: "assistant", Name: "Assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
 	bus := event.NewBus()
-	lg := &logFwd{}
 	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
+		Engine: engine.New(&engine.Options{Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})})
 	defer rt.Close(ctx)
 
 	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Runtime: rt, Sessions: st, Agents: defs, Version: "dev"}))

@@ -52,12 +52,6 @@ type models struct{ p model.Provider }
 
 func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
 
-// logFwd is the engine's log; it forwards to the runtime, which is built
-// after the engine (as in internal/app).
-type logFwd struct{ r *runtime.Runtime }
-
-func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
-
 // gate holds one model call until it is released or the call's context ends.
 type gate struct {
 	entered chan struct{}
@@ -141,10 +135,8 @@ func newEnv(t testing.TB, s setup) *env {
 	}
 	p := &provider{gates: map[string]*gate{}}
 	bus := event.NewBus()
-	lf := &logFwd{}
-	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{p}, Tools: tool.NewRegistry(nil)})
+	eng := engine.New(&engine.Options{Live: bus, Models: models{p}, Tools: tool.NewRegistry(nil)})
 	rt := runtime.New(&runtime.Options{Store: rs, Agents: testAgents(), Engine: eng, Bus: bus})
-	lf.r = rt
 	var grt gateway.Runtime = rt
 	if s.runtime != nil {
 		grt = s.runtime(rt)

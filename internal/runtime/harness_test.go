@@ -45,27 +45,21 @@ type models struct{ p model.Provider }
 
 func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
 
-// logFwd is the engine's log. It forwards to the runtime, which is built
-// after the engine (as in internal/app), calling hook first if set.
-type logFwd struct {
-	r    *runtime.Runtime
+// hookStore calls hook with every batch before the store commits it,
+// synchronously or not.
+type hookStore struct {
+	*sqlite.Store
 	hook func(ctx context.Context, b *store.Batch)
 }
 
-func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error {
-	if l.hook != nil {
-		l.hook(ctx, b)
-	}
-	return l.r.Commit(ctx, b)
+func (s hookStore) Commit(ctx context.Context, b *store.Batch) error {
+	s.hook(ctx, b)
+	return s.Store.Commit(ctx, b)
 }
 
-// CommitAsync makes logFwd an engine.AsyncLog, so that the runtime's
-// asynchronous path is exercised too.
-func (l *logFwd) CommitAsync(ctx context.Context, b *store.Batch) func() error {
-	if l.hook != nil {
-		l.hook(ctx, b)
-	}
-	return l.r.CommitAsync(ctx, b)
+func (s hookStore) CommitAsync(ctx context.Context, b *store.Batch) func() error {
+	s.hook(ctx, b)
+	return s.Store.CommitAsync(ctx, b)
 }
 
 // gate holds one model call until it is released or the call's context ends.
@@ -212,7 +206,7 @@ type setup struct {
 	tools      []tool.Tool
 	p          *provider
 	wrap       func(store.Store) store.Store
-	hook       func(ctx context.Context, b *store.Batch)
+	hook       func(ctx context.Context, b *store.Batch) // called with each batch before it is committed
 	maxTurns   int
 	cache      int
 	cacheBytes int64
@@ -245,8 +239,11 @@ func newEnv(t testing.TB, s setup) *env {
 		t.Fatal(err)
 	}
 	var rs store.Store = st
+	if s.hook != nil {
+		rs = hookStore{st, s.hook}
+	}
 	if s.wrap != nil {
-		rs = s.wrap(st)
+		rs = s.wrap(rs)
 	}
 	reg := tool.NewRegistry(nil)
 	for _, tl := range s.tools {
@@ -255,11 +252,9 @@ func newEnv(t testing.TB, s setup) *env {
 		}
 	}
 	bus := event.NewBus()
-	lf := &logFwd{hook: s.hook}
-	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{s.p}, Tools: reg, BaseBackoff: time.Millisecond})
+	eng := engine.New(&engine.Options{Live: bus, Models: models{s.p}, Tools: reg, BaseBackoff: time.Millisecond})
 	rt := runtime.New(&runtime.Options{Store: rs, Agents: s.agents, Engine: eng, Bus: bus,
 		MaxConcurrentTurns: s.maxTurns, CacheSessions: s.cache, CacheBytes: s.cacheBytes})
-	lf.r = rt
 	e := &env{t: t, path: s.path, st: st, rt: rt, p: s.p}
 	t.Cleanup(e.close)
 	return e

@@ -3,6 +3,9 @@
 // turns strictly in order with one worker goroutine that exists only while
 // the session has work, runs many sessions in parallel under a global cap,
 // and on start resumes every turn a previous process left unfinished.
+// Each turn it hands the engine carries its log (engine.Turn.Log): a batch
+// is committed to the store, then the session's cached context follows it
+// and its events are published on the bus.
 //
 // Lock order: Runtime.mu, then session.mu. Neither is held across I/O.
 package runtime
@@ -346,7 +349,7 @@ func (r *Runtime) Record(ctx context.Context, addr string, evs ...event.Event) e
 	for i := range evs {
 		evs[i].Session = sess.s.ID
 	}
-	return r.Commit(ctx, &store.Batch{Session: sess.s.ID, Events: evs})
+	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: evs})
 }
 
 // Send submits an input and waits for its turn to end. A duplicate input
@@ -971,7 +974,7 @@ func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 		}
 		return end, nil
 	}
-	t := &engine.Turn{ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable, Recovered: q.recovered}
+	t := &engine.Turn{Log: turnLog{r, sess}, ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable, Recovered: q.recovered}
 	if q.recovered {
 		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
 		if err != nil {
@@ -1057,15 +1060,6 @@ func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, 
 	return c.Messages(), c.Marks(), c.Tokens(), c.Skills(), nil
 }
 
-// Commit is the engine's log: it commits a batch, keeps the session's
-// cached context in step, and publishes the events.
-func (r *Runtime) Commit(ctx context.Context, b *store.Batch) error {
-	r.mu.Lock()
-	sess := r.sessions[b.Session]
-	r.mu.Unlock()
-	return r.commit(ctx, sess, b)
-}
-
 func (r *Runtime) commit(ctx context.Context, sess *session, b *store.Batch) error {
 	if err := r.st.Commit(ctx, b); err != nil {
 		return err
@@ -1080,16 +1074,19 @@ type asyncStore interface {
 	CommitAsync(ctx context.Context, b *store.Batch) func() error
 }
 
-// CommitAsync hands a batch to the store and returns a function that waits
-// for it to be durable, then publishes it. Stores without the ability
-// commit at once.
-func (r *Runtime) CommitAsync(ctx context.Context, b *store.Batch) func() error {
-	r.mu.Lock()
-	sess := r.sessions[b.Session]
-	r.mu.Unlock()
-	as, ok := r.st.(asyncStore)
+// turnLog is the log of one turn of a session (engine.Turn.Log).
+type turnLog struct {
+	r    *Runtime
+	sess *session
+}
+
+// Commit hands a batch to the store and returns a function that waits for
+// it to be durable, then keeps the session's cached context in step and
+// publishes its events. Stores without the ability commit at once.
+func (l turnLog) Commit(ctx context.Context, b *store.Batch) func() error {
+	as, ok := l.r.st.(asyncStore)
 	if !ok {
-		err := r.commit(ctx, sess, b)
+		err := l.r.commit(ctx, l.sess, b)
 		return func() error { return err }
 	}
 	wait := as.CommitAsync(ctx, b)
@@ -1097,7 +1094,7 @@ func (r *Runtime) CommitAsync(ctx context.Context, b *store.Batch) func() error 
 		if err := wait(); err != nil {
 			return err
 		}
-		r.committed(sess, b)
+		l.r.committed(l.sess, b)
 		return nil
 	}
 }

@@ -32,10 +32,8 @@ func BenchmarkTurn(b *testing.B) {
 	defer st.Close()
 	defs := agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
 	bus := event.NewBus()
-	lg := &logFwd{}
 	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: models{echo.New()}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
+		Engine: engine.New(&engine.Options{Live: bus, Models: models{echo.New()}, Tools: tool.NewRegistry(nil)})})
 	defer rt.Close(ctx)
 	srv := httptest.NewServer(openaiapi.New(rt, defs, nil))
 	defer srv.Close()

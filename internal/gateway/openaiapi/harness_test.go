@@ -81,12 +81,6 @@ type models struct{ p model.Provider }
 
 func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
 
-// logFwd is the engine's log; it forwards to the runtime, which is built
-// after the engine (as in internal/app).
-type logFwd struct{ r *runtime.Runtime }
-
-func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
-
 // token is the bearer token the test server wants, standing for the
 // gateway's authentication.
 const token = "test-Wq3xP9kZr7Lm2Vb8Nc4Ty6Hd5Jf"
@@ -164,16 +158,14 @@ func newEnvOf(t testing.TB, o envOptions) *env {
 		t.Fatal(err)
 	}
 	bus := event.NewBus()
-	lf := &logFwd{}
 	p := openai.New(&openai.Options{BaseURL: llm.URL + "/v1", HTTPClient: llm.Client()})
-	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{p}, Tools: tools, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	eng := engine.New(&engine.Options{Live: bus, Models: models{p}, Tools: tools, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	var rs store.Store = st
 	if wrap != nil {
 		rs = wrap(st)
 	}
 	files := withFiles{defs, map[string]error{"broken": brokenFile}}
 	rt := runtime.New(&runtime.Options{Store: rs, Agents: files, Engine: eng, Bus: bus})
-	lf.r = rt
 	api := openaiapi.New(rt, files, &openaiapi.Options{Created: time.Unix(1700000000, 0)})
 	if o.gateway != nil {
 		e := &env{t: t, st: st, rt: rt, http: httptest.NewServer(throughGateway(t, rt, st, files, api, o.gateway))}

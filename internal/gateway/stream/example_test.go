@@ -20,7 +20,6 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/model/echo"
 	"agentd/internal/runtime"
-	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
 	"agentd/internal/tool"
 )
@@ -32,10 +31,6 @@ func (a exampleAgents) Get(id string) (*agent.Definition, bool) { d, ok := a[id]
 type echoModels struct{}
 
 func (echoModels) Provider(agent.Model) (model.Provider, error) { return echo.New(), nil }
-
-type engineLog struct{ r *runtime.Runtime }
-
-func (l *engineLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
 
 // ExampleNew streams a session's events from the runtime: the client
 // subscribes from the start of the log, a turn runs, and the client reads
@@ -53,11 +48,9 @@ func ExampleNew() {
 	}
 	defer st.Close()
 	bus := event.NewBus()
-	lg := &engineLog{}
 	defs := exampleAgents{"assistant": {ID: "assistant", Name: "Assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
 	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
+		Engine: engine.New(&engine.Options{Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})})
 	defer rt.Close(ctx)
 
 	// The runtime reads the log and the bus; the store lists sessions.
