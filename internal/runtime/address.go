@@ -55,13 +55,7 @@ func (r *Runtime) noAgent(id string) error {
 // it in the store.
 func (r *Runtime) lookup(ctx context.Context, agentID, key string) (*session, error) {
 	addr := agentID + "/" + key
-	r.mu.Lock()
-	sess := r.byAddr[addr]
-	if sess != nil {
-		r.touch(sess)
-	}
-	r.mu.Unlock()
-	if sess != nil {
+	if sess := r.inMemory(addr); sess != nil {
 		return sess, nil
 	}
 	s, _, err := r.st.Session(ctx, agentID, key)
@@ -71,17 +65,15 @@ func (r *Runtime) lookup(ctx context.Context, agentID, key string) (*session, er
 	return r.session(s), nil
 }
 
-// existing returns the in-memory session for an address that exists in
-// the store, or store.ErrNotFound: unlike lookup, it creates none.
-func (r *Runtime) existing(ctx context.Context, agentID, key string) (*session, error) {
-	addr := agentID + "/" + key
-	r.mu.Lock()
-	sess := r.byAddr[addr]
-	if sess != nil {
-		r.touch(sess)
+// existing returns the in-memory session at addr, whose agent must exist,
+// for a session that exists in the store, or ErrNoSession: unlike lookup,
+// it creates none.
+func (r *Runtime) existing(ctx context.Context, addr string) (*session, error) {
+	agentID, key, err := r.address(addr)
+	if err != nil {
+		return nil, err
 	}
-	r.mu.Unlock()
-	if sess != nil {
+	if sess := r.inMemory(addr); sess != nil {
 		return sess, nil
 	}
 	s, err := r.st.SessionByAddress(ctx, agentID, key)
@@ -89,6 +81,18 @@ func (r *Runtime) existing(ctx context.Context, agentID, key string) (*session, 
 		return nil, sessionErr(addr, err)
 	}
 	return r.session(s), nil
+}
+
+// inMemory returns the session at addr if it is in memory, marking it
+// recently used; nil if it is not.
+func (r *Runtime) inMemory(addr string) *session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sess := r.byAddr[addr]
+	if sess != nil {
+		r.touch(sess)
+	}
+	return sess
 }
 
 // sessionErr is err of reading the session addr: ErrNoSession if it does

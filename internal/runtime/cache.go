@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"agentd/internal/engine"
+	"agentd/internal/event"
 	"agentd/internal/model"
 	"agentd/internal/store"
 )
@@ -38,6 +39,33 @@ func (r *Runtime) setConv(sess *session, c *engine.Conversation) {
 	}
 	sess.conv = c
 	r.cached.Add(d)
+}
+
+// follow adds durable events to the session's cached context, if it has
+// one. sess.mu is held.
+func (r *Runtime) follow(sess *session, evs []event.Event) {
+	c := sess.conv
+	if c == nil {
+		return
+	}
+	before := c.Size()
+	for _, e := range evs {
+		switch e.Kind {
+		case event.Reset:
+			r.cached.Add(int64(c.Size() - before))
+			r.setConv(sess, new(engine.Conversation))
+			c, before = sess.conv, 0
+		case event.Summary:
+			// The context now starts from the summary: load it from the
+			// log when next needed.
+			r.cached.Add(int64(c.Size() - before))
+			r.setConv(sess, nil)
+			return
+		default:
+			c.Add(e)
+		}
+	}
+	r.cached.Add(int64(c.Size() - before))
 }
 
 // CachedBytes is roughly how much memory the cached conversations take.

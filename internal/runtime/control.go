@@ -13,20 +13,11 @@ import (
 // restarts after it and the session keeps its id. A session that does not
 // exist is store.ErrNotFound.
 func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, error) {
-	agentID, key, err := r.address(addr)
+	sess, err := r.existing(ctx, addr)
 	if err != nil {
 		return Receipt{}, err
 	}
-	sess, err := r.existing(ctx, agentID, key)
-	if err != nil {
-		return Receipt{}, err
-	}
-	var ch chan event.TurnEndData
-	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: event.Reset, Text: reason, Source: "reset"}, &ch)
-	if err != nil {
-		return rc, err
-	}
-	_, err = r.await(ctx, rc.Turn, ch)
+	rc, _, err := r.control(ctx, sess, event.Reset, reason, "reset")
 	return rc, err
 }
 
@@ -34,19 +25,21 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 // summary on focus (may be ""), in order behind its queued inputs, and
 // waits for it. A session that does not exist is store.ErrNotFound.
 func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, event.TurnEndData, error) {
-	agentID, key, err := r.address(addr)
-	if err != nil {
-		return Receipt{}, event.TurnEndData{}, err
-	}
-	sess, err := r.existing(ctx, agentID, key)
+	sess, err := r.existing(ctx, addr)
 	if err != nil {
 		return Receipt{}, event.TurnEndData{}, err
 	}
 	if sess.state() == store.StateClosed {
 		return Receipt{}, event.TurnEndData{}, closedErr(addr)
 	}
+	return r.control(ctx, sess, event.CompactRequest, focus, "compact")
+}
+
+// control queues an item that is not an input (a reset, a compaction)
+// behind the session's queued inputs and waits until it is done.
+func (r *Runtime) control(ctx context.Context, sess *session, kind event.Kind, text, source string) (Receipt, event.TurnEndData, error) {
 	var ch chan event.TurnEndData
-	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: event.CompactRequest, Text: focus, Source: "compact"}, &ch)
+	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: kind, Text: text, Source: source}, &ch)
 	if err != nil {
 		return rc, event.TurnEndData{}, err
 	}
@@ -58,11 +51,7 @@ func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, eve
 // until it is reopened. A session with a running or queued turn is not
 // closed (ErrBusy); one that does not exist is store.ErrNotFound.
 func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
-	agentID, key, err := r.address(addr)
-	if err != nil {
-		return err
-	}
-	sess, err := r.existing(ctx, agentID, key)
+	sess, err := r.existing(ctx, addr)
 	if err != nil {
 		return err
 	}
@@ -72,8 +61,7 @@ func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
 	if busy {
 		return fmt.Errorf("%w: %s has a turn running or queued; cancel it or wait", ErrBusy, addr)
 	}
-	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: "closed"})
-	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: store.StateClosed, Events: []event.Event{ev}})
+	return r.mark(ctx, sess, "closed", store.StateClosed)
 }
 
 // Reopen reopens a closed session: it takes input again, its context
@@ -81,11 +69,7 @@ func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
 // reopening an open one changes nothing. A session that does not exist is
 // store.ErrNotFound.
 func (r *Runtime) Reopen(ctx context.Context, addr string) (bool, error) {
-	agentID, key, err := r.address(addr)
-	if err != nil {
-		return false, err
-	}
-	sess, err := r.existing(ctx, agentID, key)
+	sess, err := r.existing(ctx, addr)
 	if err != nil {
 		return false, err
 	}
@@ -97,11 +81,16 @@ func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
 	if sess.state() != store.StateClosed {
 		return false, nil
 	}
-	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: "reopened"})
-	if err := r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: store.StateIdle, Events: []event.Event{ev}}); err != nil {
+	if err := r.mark(ctx, sess, "reopened", store.StateIdle); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// mark logs a marker outside any turn, with the session's new state.
+func (r *Runtime) mark(ctx context.Context, sess *session, name, state string) error {
+	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: name})
+	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: state, Events: []event.Event{ev}})
 }
 
 // closedErr is the error of input to a closed session, saying how to reopen it.
@@ -111,17 +100,13 @@ func closedErr(addr string) error {
 
 // Cancel cancels the running turn of a session. Queued inputs still run.
 func (r *Runtime) Cancel(ctx context.Context, addr string) error {
-	agentID, key, err := r.address(addr)
-	if err != nil {
+	if _, _, err := r.address(addr); err != nil {
 		return err
 	}
 	// A session with a running turn is in memory (working sessions are
 	// never evicted); looking one up must not create it.
-	r.mu.Lock()
-	sess := r.byAddr[agentID+"/"+key]
-	r.mu.Unlock()
 	var cancel context.CancelCauseFunc
-	if sess != nil {
+	if sess := r.inMemory(addr); sess != nil {
 		sess.mu.Lock()
 		cancel = sess.cancel
 		sess.mu.Unlock()

@@ -116,29 +116,38 @@ func (r *Runtime) Send(ctx context.Context, in Input) (Receipt, event.TurnEndDat
 	if err != nil {
 		return rc, event.TurnEndData{}, err
 	}
-	if ch == nil { // duplicate: wait by id
-		end, err := r.Wait(ctx, rc.Turn)
-		return rc, end, err
-	}
-	end, err := r.await(ctx, rc.Turn, ch)
+	end, err := r.waitFor(ctx, rc.Turn, ch)
 	return rc, end, err
 }
 
+// submit accepts in and queues it; with wait, *wait is set to the channel
+// its turn's end is sent on (left nil for a duplicate).
 func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEndData) (Receipt, error) {
+	sess, err := r.accept(ctx, &in)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return r.submitTo(ctx, sess, in, wait)
+}
+
+// accept checks an input and returns the session it goes to, created if
+// needed: a refused input creates none.
+func (r *Runtime) accept(ctx context.Context, in *Input) (*session, error) {
 	agentID, key, err := r.address(in.Session)
 	if err != nil {
-		return Receipt{}, err
+		return nil, err
 	}
-	if err := checkInput(&in); err != nil {
-		return Receipt{}, err
+	if err := checkInput(in); err != nil {
+		return nil, err
 	}
 	if r.closing.Load() { // before the session is made
-		return Receipt{}, ErrClosed
+		return nil, ErrClosed
 	}
-	sess, err := r.lookup(ctx, agentID, key)
-	if err != nil {
-		return Receipt{}, err
-	}
+	return r.lookup(ctx, agentID, key)
+}
+
+// submitTo queues in, accepted for sess, reopening sess first if asked to.
+func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *chan event.TurnEndData) (Receipt, error) {
 	if sess.state() == store.StateClosed {
 		if !in.Reopen {
 			return Receipt{}, closedErr(in.Session)
@@ -173,6 +182,9 @@ func checkInput(in *Input) error {
 	return model.CheckImages(in.Images)
 }
 
+// enqueue puts item in sess's inbox, durably, and schedules it. With wait,
+// *wait is set to the channel the item's end is sent on, unless the item is
+// a duplicate of one accepted before.
 func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxItem, wait *chan event.TurnEndData) (Receipt, error) {
 	r.mu.Lock()
 	closed := r.closed

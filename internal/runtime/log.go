@@ -3,11 +3,13 @@ package runtime
 import (
 	"context"
 
-	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/store"
 )
 
+// commit commits a batch of sess outside any turn's log (or for a store
+// without asynchronous writes), then has it followed (committed): durable
+// before visible.
 func (r *Runtime) commit(ctx context.Context, sess *session, b *store.Batch) error {
 	if err := r.st.Commit(ctx, b); err != nil {
 		return err
@@ -47,41 +49,19 @@ func (l turnLog) Commit(ctx context.Context, b *store.Batch) func() error {
 	}
 }
 
-// committed keeps the session's cached context in step with a durable
-// batch and publishes its events.
+// committed keeps the session's cached context and state in step with a
+// durable batch, then publishes its events and the session's new state.
 func (r *Runtime) committed(sess *session, b *store.Batch) {
-	if sess != nil && len(b.Events) > 0 {
+	if len(b.Events) > 0 {
 		sess.mu.Lock()
-		if c := sess.conv; c != nil {
-			before := c.Size()
-			for _, e := range b.Events {
-				if e.Kind == event.Reset {
-					r.cached.Add(int64(c.Size() - before))
-					r.setConv(sess, new(engine.Conversation))
-					c, before = sess.conv, 0
-					continue
-				}
-				if e.Kind == event.Summary {
-					// The context now starts from the summary: load it
-					// from the log when next needed.
-					r.cached.Add(int64(c.Size() - before))
-					r.setConv(sess, nil)
-					c = nil
-					break
-				}
-				c.Add(e)
-			}
-			if c != nil {
-				r.cached.Add(int64(c.Size() - before))
-			}
-		}
+		r.follow(sess, b.Events)
 		if b.State != "" {
 			sess.s.State = b.State
 		}
 		sess.mu.Unlock()
 	}
 	r.bus.Publish(b.Events...)
-	if sess != nil && b.State != "" {
+	if b.State != "" {
 		var turn int64
 		if n := len(b.Events); n > 0 {
 			turn = b.Events[n-1].Turn

@@ -7,7 +7,14 @@
 // is committed to the store, then the session's cached context follows it
 // and its events are published on the bus.
 //
-// Lock order: Runtime.mu, then session.mu. Neither is held across I/O.
+// Lock order: a running turn's own locks (the engine's lifecycle.mu, then
+// writer.mu, held while the turn's log commits and waits), then
+// Runtime.mu, then session.mu. Runtime.mu guards the sessions in memory
+// and the waiters; session.mu one session's queue, running turn, cached
+// context and state. Eviction, which holds Runtime.mu, only tries a
+// session's lock. Neither runtime lock is held across I/O (the store, the
+// bus), while a turn's context is cancelled, or while the engine runs, so
+// a turn's log may take them.
 package runtime
 
 import (

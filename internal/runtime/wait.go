@@ -26,6 +26,15 @@ func (r *Runtime) Wait(ctx context.Context, turn int64) (event.TurnEndData, erro
 	return r.await(ctx, turn, ch)
 }
 
+// waitFor waits for the end of a turn just submitted: on ch (from
+// addWaiter), or, for a duplicate input (ch nil), by its id.
+func (r *Runtime) waitFor(ctx context.Context, turn int64, ch chan event.TurnEndData) (event.TurnEndData, error) {
+	if ch == nil {
+		return r.Wait(ctx, turn)
+	}
+	return r.await(ctx, turn, ch)
+}
+
 // await waits for the end of a turn on ch (from addWaiter) until ctx is
 // done, or until the runtime has stopped without ending the turn: then
 // the error is ErrClosed, and the turn resumes at the next start.
