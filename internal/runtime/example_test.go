@@ -14,6 +14,7 @@ import (
 	"agentd/internal/model/echo"
 	"agentd/internal/runtime"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
 
@@ -39,7 +40,7 @@ func Example() {
 
 	bus := event.NewBus()
 	eng := engine.New(&engine.Options{Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})
-	defs := agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
+	defs := testkit.Agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
 	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Engine: eng, Bus: bus})
 	defer rt.Close(ctx)
 	if _, err := rt.Start(ctx); err != nil {
