@@ -36,7 +36,6 @@ type writer struct {
 	// durable, if not nil, waits until the turn's input is durable
 	// (Turn.Durable).
 	durable func() error
-	delay   time.Duration // CoalesceDelay
 
 	mu      sync.Mutex   // guards the fields below; tool goroutines and the timer write too
 	carry   *store.Batch // writes held back, merged, for the next write or the timer
@@ -49,7 +48,7 @@ type writer struct {
 // newWriter returns the writer of a turn that writes to log; durable is
 // Turn.Durable.
 func newWriter(ctx context.Context, log Log, durable func() error) *writer {
-	return &writer{log: log, ctx: context.WithoutCancel(ctx), durable: durable, delay: CoalesceDelay}
+	return &writer{log: log, ctx: context.WithoutCancel(ctx), durable: durable}
 }
 
 // write logs a batch. With later, the batch may wait up to CoalesceDelay to
@@ -96,7 +95,7 @@ func (w *writer) takeCarry(b *store.Batch) {
 	w.carry = nil
 }
 
-// arm makes the timer hand carry over within the delay, unless it will
+// arm makes the timer hand carry over within CoalesceDelay, unless it will
 // already. w.mu is held.
 func (w *writer) arm() {
 	if w.armed {
@@ -104,9 +103,9 @@ func (w *writer) arm() {
 	}
 	w.armed = true
 	if w.timer == nil {
-		w.timer = time.AfterFunc(w.delay, w.handOver)
+		w.timer = time.AfterFunc(CoalesceDelay, w.handOver)
 	} else {
-		w.timer.Reset(w.delay)
+		w.timer.Reset(CoalesceDelay)
 	}
 }
 
@@ -131,7 +130,7 @@ func (w *writer) inputDurable() error {
 }
 
 // handOver gives the held-back writes to the log when no later write came
-// to take them within the delay. Their durability is waited for by the
+// to take them within CoalesceDelay. Their durability is waited for by the
 // next write, or by close.
 func (w *writer) handOver() {
 	w.mu.Lock()
