@@ -29,7 +29,6 @@ import (
 	"agentd/internal/permit"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
-	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
 	"agentd/internal/title"
 	"agentd/internal/tool"
@@ -178,25 +177,11 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Memory != nil {
 		eo.Recall = recaller{a.Memory}
 	}
-	rt := &runtimeLog{}
-	eo.Log = rt
 	a.Engine = engine.New(&eo)
 	a.Runtime = runtime.New(&runtime.Options{Store: a.Store, Agents: a.Agents, Engine: a.Engine, Bus: a.Bus,
 		Logger: log, MaxConcurrentTurns: a.Config.MaxConcurrentTurns})
-	rt.r = a.Runtime
 	ok = true
 	return a, nil
-}
-
-// runtimeLog lets the engine commit through the runtime, which is built
-// after the engine.
-type runtimeLog struct{ r *runtime.Runtime }
-
-func (l *runtimeLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
-
-// CommitAsync gives the engine the runtime's asynchronous writes.
-func (l *runtimeLog) CommitAsync(ctx context.Context, b *store.Batch) func() error {
-	return l.r.CommitAsync(ctx, b)
 }
 
 // Start records the agents, connects the MCP servers, resumes unfinished

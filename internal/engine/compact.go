@@ -101,7 +101,7 @@ func (r *run) fit(ctx context.Context, specs []model.ToolSpec) error {
 			action = "compact"
 		}
 		ev := event.New(r.session, r.t.ID, event.ContextWarning, event.ContextData{Tokens: est, Window: window, Threshold: mem.WarnAt, Action: action})
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
 			return fmt.Errorf("engine: log context warning: %w: %w", errStore, err)
 		}
 	}
@@ -144,12 +144,12 @@ func (r *run) compact(ctx context.Context, focus string, keep int) error {
 	}
 	cut := r.marks[len(r.marks)-keep-1]
 	folded := r.msgs[:cut.N]
-	if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateCompacting}, false); err != nil {
+	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, State: store.StateCompacting}, false); err != nil {
 		return fmt.Errorf("engine: %w: %w", errStore, err)
 	}
 	defer func() {
 		// Back to active even if compaction failed.
-		r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive}, true)
+		r.w.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive}, true)
 	}()
 	r.flushMemory(ctx, folded)
 	text, err := r.summarize(ctx, folded, focus)
@@ -170,7 +170,7 @@ func (r *run) compact(ctx context.Context, focus string, keep int) error {
 func (r *run) applySummary(d event.SummaryData, cut Mark, keep int) error {
 	d.Skills = r.skills.list()
 	ev := event.New(r.session, r.t.ID, event.Summary, d)
-	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, State: store.StateActive}, false); err != nil {
+	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, State: store.StateActive}, false); err != nil {
 		return fmt.Errorf("engine: log summary: %w: %w", errStore, err)
 	}
 	msgs := append([]model.Message{SummaryMessage(&d)}, r.msgs[cut.N:]...)
@@ -213,7 +213,7 @@ func (r *run) prune(ctx context.Context, specs []model.ToolSpec, target int) err
 	d := event.SummaryData{Text: text, Through: cut.Seq, Folded: cut.N, FoldedTokens: tokens.Messages(folded),
 		Tokens: tokens.Text(text), Pruned: true, Restored: missing}
 	ev := event.New(r.session, r.t.ID, event.ContextWarning, event.ContextData{Tokens: target, Window: r.def.Memory.ContextWindow, Action: "prune"})
-	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
 		return fmt.Errorf("engine: log prune: %w: %w", errStore, err)
 	}
 	return r.applySummary(d, cut, keep)
@@ -285,7 +285,7 @@ func (r *run) flushMemory(ctx context.Context, folded []model.Message) {
 			Tool: c.Name, Args: c.Args, Output: out.Result.Output, IsError: out.Result.IsError, DurationMS: ms(out.Duration)}))
 	}
 	if len(evs) > 0 {
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
 			r.e.o.Logger.Warn("log memory flush", "err", err)
 		}
 	}
@@ -317,7 +317,7 @@ func (r *run) sideCall(ctx context.Context, p model.Provider, m agent.Model, req
 			OutputTokens: mc.OutputTokens, CostUSD: mc.CostUSD, Time: time.Now().UTC()}}
 	}
 	ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
-	if werr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, Usage: usage}, true); werr != nil {
+	if werr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, Usage: usage}, true); werr != nil {
 		return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, werr)
 	}
 	return resp, err
@@ -495,14 +495,15 @@ func sentenceStart(prefix string) bool {
 // whose writer is told to keep t.Item.Text (the focus) in particular. It
 // completes the inbox item like a turn.
 func (e *Engine) Compact(ctx context.Context, t *Turn) (event.TurnEndData, error) {
-	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
-	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r, err := e.newRun(ctx, t)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
 	r.skills.add(t.Skills...) // for the summary; no tool of theirs runs
 	r.initLifecycle()
 	r.msgs, r.marks = t.Context, t.Marks
 	end := event.TurnEndData{Status: event.StatusDone}
 	done := slices.ContainsFunc(t.Prior, func(e event.Event) bool { return e.Kind == event.Summary })
-	var err error
 	switch {
 	case done:
 		end.Reply = "compacted before agentd restarted"
@@ -524,11 +525,11 @@ func (e *Engine) Compact(ctx context.Context, t *Turn) (event.TurnEndData, error
 		end.Reply = fmt.Sprintf("compacted %d messages into a summary; the log keeps them", n)
 	}
 	if err == nil {
-		if err = r.write(r.wctx, r.endBatch(&end), false); err != nil {
+		if err = r.w.write(r.wctx, r.endBatch(&end), false); err != nil {
 			err = fmt.Errorf("engine: end compaction: %w", err)
 		}
 	}
-	if cerr := r.close(); cerr != nil && err == nil {
+	if cerr := r.w.close(); cerr != nil && err == nil {
 		err = fmt.Errorf("engine: %w: %w", errStore, cerr)
 	}
 	return end, err

@@ -52,7 +52,7 @@ func TestCompactionFoldsOlderTurns(t *testing.T) {
 	h := newHarness(t, models{"m": p})
 	tr := compactTurn(evs, agent.Memory{ContextWindow: size, Compaction: agent.CompactSummarize, RecentTurns: 2, WarnAt: 0.75, CompactAt: 0.9})
 	tr.Skills = []string{"tea"} // loaded in a folded turn
-	end, err := h.eng.Run(context.Background(), tr)
+	end, err := h.run(context.Background(), tr)
 	if err != nil || end.Status != event.StatusDone || end.Reply != "done" {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -122,7 +122,7 @@ func TestNoCompactionUnderThreshold(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
 	h := newHarness(t, models{"m": p})
 	tr := compactTurn(evs, agent.Memory{ContextWindow: 100000, Compaction: agent.CompactSummarize, RecentTurns: 1, WarnAt: 0.75, CompactAt: 0.9})
-	if _, err := h.eng.Run(context.Background(), tr); err != nil {
+	if _, err := h.run(context.Background(), tr); err != nil {
 		t.Fatal(err)
 	}
 	if k := h.log.kinds(); slices.Contains(k, event.Summary) || slices.Contains(k, event.ContextWarning) || p.calls != 1 {
@@ -135,7 +135,7 @@ func TestRetrieveKeepsRecentTurns(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
 	h := newHarness(t, models{"m": p})
 	tr := compactTurn(evs, agent.Memory{ContextWindow: 100000, Compaction: agent.CompactRetrieve, RecentTurns: 3, WarnAt: 0.75, CompactAt: 0.9})
-	if _, err := h.eng.Run(context.Background(), tr); err != nil {
+	if _, err := h.run(context.Background(), tr); err != nil {
 		t.Fatal(err)
 	}
 	msgs := p.reqs[0].Messages
@@ -156,7 +156,7 @@ func TestOverflowPrunesAndRetries(t *testing.T) {
 	h := newHarness(t, models{"m": p})
 	tr := compactTurn(evs, agent.Memory{ContextWindow: 100000, Compaction: agent.CompactSummarize, RecentTurns: 2, WarnAt: 0.75, CompactAt: 0.9})
 	tr.Agent.Model.Retries = 1
-	end, err := h.eng.Run(context.Background(), tr)
+	end, err := h.run(context.Background(), tr)
 	if err != nil || end.Reply != "fits now" {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -240,7 +240,7 @@ func TestRecallInContext(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
 	h := newHarness(t, models{"m": p})
 	h.eng.o.Recall = recaller{deg: "lexical only: the embedder is unreachable"}
-	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{Memory: agent.Memory{Recall: 3, Shared: true}})); err != nil {
+	if _, err := h.run(context.Background(), turn(&agent.Definition{Memory: agent.Memory{Recall: 3, Shared: true}})); err != nil {
 		t.Fatal(err)
 	}
 	if sys := p.reqs[0].System; !strings.Contains(sys, "a likes green tea (k=3, shared=true, q=hello)") {
@@ -260,7 +260,7 @@ func TestExactCountCalibrates(t *testing.T) {
 	}}}
 	h := newHarness(t, models{"gpt-4o-mini": p})
 	def := &agent.Definition{Model: agent.Model{Provider: "openai", Name: "gpt-4o-mini"}}
-	if _, err := h.eng.Run(context.Background(), turn(def)); err != nil {
+	if _, err := h.run(context.Background(), turn(def)); err != nil {
 		t.Fatal(err)
 	}
 	r, ok := h.eng.calib.Ratio("gpt-4o-mini")

@@ -4,9 +4,26 @@
 // policy), loops until the model answers without tool calls or a budget
 // stops it, and appends every step to the log as it happens.
 //
+// The log is the turn's (Turn.Log): the runtime that runs a turn gives it
+// one that commits to the store and then publishes on the bus, so the
+// engine holds no reference back to its caller and a turn's data flows one
+// way: gateway → runtime → engine → (model, tools) → log → store → bus.
+//
 // A turn can resume from its own events after a restart: a tool call that
 // was logged but has no result is re-run only if the tool is read-only or
 // idempotent; otherwise it gets an "interrupted" result and the turn goes on.
+//
+// A turn's writes go through its writer (writer.go), which hands them to
+// the log in order and lets those whose loss in a crash is harmless share
+// a sync with the next.
+//
+// Lock order, within a turn: lifecycle.mu, then writer.mu, then whatever
+// the turn's Log takes (the runtime's Runtime.mu and session.mu, the
+// store's own). The lifecycle's lock is held while the approval event is
+// written; the writer's while a batch is handed to the log and while
+// earlier writes are waited for, so a Log must never call back into the
+// turn. tokens.Calibrator's lock is a leaf. No lock is held while a model
+// or a tool runs.
 package engine
 
 import (
@@ -49,18 +66,17 @@ const ResumedMarker = "resumed"
 // that was running when agentd stopped.
 const InterruptedOutput = "agentd restarted before this call finished; it may or may not have taken effect"
 
-// Log commits batches durably and then publishes their events.
+// Log is where a turn's writes go (Turn.Log). The runtime gives each turn
+// it runs its own, which commits each batch to the store and then
+// publishes its events: durable before visible.
 type Log interface {
-	Commit(ctx context.Context, b *store.Batch) error
-}
-
-// AsyncLog is an optional ability of a Log: take a batch now, in order
-// behind every batch taken before, and wait for its durability later. The
-// engine uses it where durability can wait — a step whose tool calls are
-// all safe to run again, the results of such calls — so that syncing to
-// disk overlaps with the model and the tools instead of adding to the turn.
-type AsyncLog interface {
-	CommitAsync(ctx context.Context, b *store.Batch) (wait func() error)
+	// Commit takes b now, in order behind every batch taken before, and
+	// returns a function that waits until b is durable and published. A
+	// log may do all of that before it returns. The engine waits later
+	// where durability can wait — a step whose tool calls are all safe to
+	// run again, the results of such calls — so that syncing to disk
+	// overlaps with the model and the tools instead of adding to the turn.
+	Commit(ctx context.Context, b *store.Batch) (wait func() error)
 }
 
 // Live publishes events that are not stored (text deltas).
@@ -80,9 +96,8 @@ type Tools interface {
 	Run(ctx context.Context, c *tool.Call, opts *tool.RunOptions) tool.Outcome
 }
 
-// Options configure an Engine. Log, Models and Tools are required.
+// Options configure an Engine. Models and Tools are required.
 type Options struct {
-	Log    Log
 	Live   Live // may be nil
 	Models Models
 	Tools  Tools
@@ -147,6 +162,8 @@ func New(o *Options) *Engine {
 
 // Turn is one turn to run.
 type Turn struct {
+	// Log is where the turn's writes go; required.
+	Log     Log
 	ID      int64         // the inbox item's id
 	Session store.Session // the session it runs in
 	Agent   *agent.Definition
@@ -209,130 +226,8 @@ type run struct {
 	compacted bool          // compaction was tried this turn
 	overflow  bool          // a context overflow was answered with a prune
 
-	wctx    context.Context // for writes that must happen even if the turn is cancelled
-	mu      sync.Mutex      // guards the fields below (tool goroutines and the timer write too)
-	carry   *store.Batch    // writes waiting to be merged into the next one
-	armed   bool            // a timer will hand carry over
-	timer   *time.Timer
-	closed  bool
-	pending []func() error // writes handed to an AsyncLog, oldest first
-}
-
-// CoalesceDelay is how long a write that may wait is held back to share a
-// sync with the turn's next write. With a fast model the whole turn lands in
-// one sync; with a slow one, each write is durable (and shown) within this
-// delay plus a sync.
-const CoalesceDelay = 2 * time.Millisecond
-
-// write logs a batch. With later, the batch may wait up to CoalesceDelay to
-// be merged with the turn's next write; that is only for writes whose loss
-// in a crash is harmless (the turn resumes from before them). Otherwise it
-// waits for every earlier write, then commits b (with anything held back
-// first) and waits for it.
-func (r *run) write(ctx context.Context, b *store.Batch, later bool) error {
-	r.mu.Lock()
-	if c := r.carry; c != nil {
-		b.Events = append(c.Events, b.Events...)
-		b.Usage = append(c.Usage, b.Usage...)
-		if b.State == "" {
-			b.State = c.State
-		}
-		r.carry = nil
-	}
-	if later {
-		r.carry = b
-		if !r.armed {
-			r.armed = true
-			if r.timer == nil {
-				r.timer = time.AfterFunc(CoalesceDelay, r.handOver)
-			} else {
-				r.timer.Reset(CoalesceDelay)
-			}
-		}
-		r.mu.Unlock()
-		return nil
-	}
-	if r.armed {
-		r.timer.Stop()
-		r.armed = false
-	}
-	// The batch is handed to the log before r.mu is released, so that no
-	// write made meanwhile (another tool's result, a timer's hand-over)
-	// can reach the log ahead of it.
-	err := r.flushLocked()
-	if err == nil {
-		err = r.inputDurable()
-	}
-	if err != nil {
-		r.mu.Unlock()
-		return err
-	}
-	if al, ok := r.e.o.Log.(AsyncLog); ok {
-		wait := al.CommitAsync(ctx, b)
-		r.mu.Unlock()
-		return wait()
-	}
-	defer r.mu.Unlock()
-	return r.e.o.Log.Commit(ctx, b)
-}
-
-// inputDurable waits, once, for the turn's input to be durable.
-func (r *run) inputDurable() error {
-	if r.t.Durable == nil {
-		return nil
-	}
-	if err := r.t.Durable(); err != nil {
-		return fmt.Errorf("engine: input not accepted: %w: %w", errStore, err)
-	}
-	return nil
-}
-
-// handOver gives the held-back writes to the log when no later write came
-// to take them within CoalesceDelay.
-func (r *run) handOver() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.armed = false
-	b := r.carry
-	if r.closed || b == nil {
-		return
-	}
-	r.carry = nil
-	if err := r.inputDurable(); err != nil {
-		r.pending = append(r.pending, func() error { return err })
-		return
-	}
-	if al, ok := r.e.o.Log.(AsyncLog); ok {
-		r.pending = append(r.pending, al.CommitAsync(r.wctx, b))
-		return
-	}
-	err := r.e.o.Log.Commit(r.wctx, b)
-	r.pending = append(r.pending, func() error { return err })
-}
-
-// flushLocked waits for every write handed over, in order. r.mu is held.
-func (r *run) flushLocked() error {
-	var first error
-	for _, wait := range r.pending {
-		if err := wait(); err != nil && first == nil {
-			first = err
-		}
-	}
-	r.pending = r.pending[:0]
-	return first
-}
-
-// close stops the timer and waits for every write handed over; writes
-// still held back are dropped (the turn did not end: it resumes from the
-// log at the next start).
-func (r *run) close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.closed = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-	return r.flushLocked()
+	wctx context.Context // for writes that must happen even if the turn is cancelled
+	w    *writer         // the turn's writes, in order
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -356,8 +251,10 @@ func (r *run) rerunnable(name string) bool {
 // in the log to be resumed, only when the log cannot be written or ctx was
 // cancelled with ErrShutdown.
 func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
-	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx)}
-	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r, err := e.newRun(ctx, t)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
 	r.initSkills(ctx)
 	r.initLifecycle()
 	if w := r.def.Budgets.MaxWallTime.D(); w > 0 {
@@ -368,14 +265,27 @@ func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 	end, err := r.loop(ctx)
 	if err == nil && !r.ended {
 		// The end must be written even if the turn's context was cancelled.
-		if err = r.write(r.wctx, r.endBatch(&end), false); err != nil {
+		if err = r.w.write(r.wctx, r.endBatch(&end), false); err != nil {
 			err = fmt.Errorf("engine: end turn: %w", err)
 		}
 	}
-	if cerr := r.close(); cerr != nil && err == nil {
+	if cerr := r.w.close(); cerr != nil && err == nil {
 		err = fmt.Errorf("engine: %w: %w", errStore, cerr)
 	}
 	return end, err
+}
+
+var errNoLog = errors.New("engine: the turn has no log")
+
+// newRun returns the state of t about to run (or compact) under ctx.
+func (e *Engine) newRun(ctx context.Context, t *Turn) (*run, error) {
+	if t.Log == nil {
+		return nil, errNoLog
+	}
+	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx),
+		w: newWriter(ctx, t.Log, t.Durable)}
+	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	return r, nil
 }
 
 // endBatch completes end and returns a batch with the turn_end event, the
@@ -469,7 +379,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 			// attemptLabels), durably so before it streams.
 			b.Events = append(b.Events, r.resumedMarker())
 		}
-		if err := r.write(r.wctx, b, !t.Recovered); err != nil {
+		if err := r.w.write(r.wctx, b, !t.Recovered); err != nil {
 			return nil, err
 		}
 		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
@@ -539,7 +449,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 	}
 	// The marker makes the attempts of this run unlike those of the runs
 	// before (see attemptLabels); it is durable before any of them streams.
-	if err := r.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{r.resumedMarker()}}, false); err != nil {
+	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{r.resumedMarker()}}, false); err != nil {
 		return nil, fmt.Errorf("engine: log resume: %w: %w", errStore, err)
 	}
 	var c Conversation
@@ -623,7 +533,7 @@ func (r *run) stopped(ctx context.Context, err error) (event.TurnEndData, error)
 		return event.TurnEndData{Status: event.StatusCancelled, Reason: ErrCancelled.Error()}, nil
 	}
 	ev := event.New(r.session, r.t.ID, event.Error, event.ErrorData{Kind: model.Kind(err), Message: err.Error()})
-	if cerr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); cerr != nil {
+	if cerr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); cerr != nil {
 		return event.TurnEndData{}, fmt.Errorf("engine: log error: %w: %w", errStore, cerr)
 	}
 	return event.TurnEndData{Status: event.StatusError, Reason: err.Error()}, nil
@@ -667,7 +577,7 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepRespo
 			mc := event.ModelCallData{Provider: m.Provider, Model: m.Name, Step: step, Attempt: attempt,
 				LatencyMS: ms(lat), Error: err.Error(), ErrorKind: model.Kind(err)}
 			ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
-			if cerr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); cerr != nil {
+			if cerr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); cerr != nil {
 				return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, cerr)
 			}
 			r.e.o.Logger.Warn("model call failed", "agent", r.def.ID, "provider", m.Provider, "model", m.Name, "attempt", attempt, "err", err)
@@ -891,7 +801,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		b = r.endBatch(&end, evs...)
 		b.Usage = usage
 	}
-	if err := r.write(r.wctx, b, async); err != nil {
+	if err := r.w.write(r.wctx, b, async); err != nil {
 		r.ended = false
 		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
@@ -938,7 +848,7 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 			// The result of a call that must not run twice is made durable at
 			// once; others may be lost in a crash and the call re-run.
 			b := &store.Batch{Session: r.session, Events: []event.Event{ev}}
-			if err := r.write(r.wctx, b, r.rerunnable(res.Name) && !res.Interrupted); err != nil {
+			if err := r.w.write(r.wctx, b, r.rerunnable(res.Name) && !res.Interrupted); err != nil {
 				errs[i] = fmt.Errorf("engine: log tool result: %w: %w", errStore, err)
 			}
 		})

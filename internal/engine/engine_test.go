@@ -20,16 +20,22 @@ import (
 )
 
 // memLog is an in-memory Log that records what became durable, in order.
+// It makes each batch durable before Commit returns.
 type memLog struct {
 	mu      sync.Mutex
 	seq     int64
 	events  []event.Event
 	batches []*store.Batch
-	onSync  func(b *store.Batch) // called for every synchronous commit
+	onSync  func(b *store.Batch) // called for every commit
 	fail    error
 }
 
-func (l *memLog) Commit(ctx context.Context, b *store.Batch) error {
+func (l *memLog) Commit(ctx context.Context, b *store.Batch) func() error {
+	err := l.commit(b)
+	return func() error { return err }
+}
+
+func (l *memLog) commit(b *store.Batch) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail != nil {
@@ -136,9 +142,15 @@ func newHarness(t *testing.T, ms models) *harness {
 			t.Fatal(err)
 		}
 	}
-	h.eng = New(&Options{Log: h.log, Models: ms, Tools: h.tools, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
+	h.eng = New(&Options{Models: ms, Tools: h.tools, BaseBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond,
 		Prices: map[string]agent.Price{"priced": {Input: 1e6, Output: 1e6}}})
 	return h
+}
+
+// run runs t with the harness's log.
+func (h *harness) run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
+	t.Log = h.log
+	return h.eng.Run(ctx, t)
 }
 
 func turn(def *agent.Definition) *Turn {
@@ -155,7 +167,7 @@ func turn(def *agent.Definition) *Turn {
 func TestTextTurn(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("hi there")}}
 	h := newHarness(t, models{"m": p})
-	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	end, err := h.run(context.Background(), turn(&agent.Definition{}))
 	if err != nil || end.Status != event.StatusDone || end.Reply != "hi there" || end.Steps != 1 {
 		t.Fatalf("end %+v, err %v", end, err)
 	}
@@ -183,7 +195,7 @@ func TestToolCallDurableBeforeSideEffect(t *testing.T) {
 			}
 		}
 	}
-	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	end, err := h.run(context.Background(), turn(&agent.Definition{}))
 	if err != nil || end.Status != event.StatusDone {
 		t.Fatalf("%+v %v", end, err)
 	}
@@ -219,7 +231,7 @@ func TestBudgets(t *testing.T) {
 			h := newHarness(t, models{"m": p, "priced": p})
 			tr := turn(&tc.def)
 			tr.SpentToday = tc.spent
-			end, err := h.eng.Run(context.Background(), tr)
+			end, err := h.run(context.Background(), tr)
 			if err != nil || end.Status != event.StatusBudget || end.Budget != tc.budget || tc.steps >= 0 && end.Steps != tc.steps {
 				t.Fatalf("end %+v err %v; want budget %s after %d steps", end, err, tc.budget, tc.steps)
 			}
@@ -249,7 +261,7 @@ func TestWallTimeBudget(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){
 		calls(model.ToolCall{ID: "c", Name: "slow", Args: json.RawMessage(`{}`)})}}
 	h := newHarness(t, models{"m": p})
-	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{Budgets: agent.Budgets{MaxWallTime: agent.Duration(20 * time.Millisecond)}}))
+	end, err := h.run(context.Background(), turn(&agent.Definition{Budgets: agent.Budgets{MaxWallTime: agent.Duration(20 * time.Millisecond)}}))
 	if err != nil || end.Status != event.StatusBudget || end.Budget != "max_wall_time" {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -262,7 +274,7 @@ func TestRetryAndFallback(t *testing.T) {
 	backup := &script{resps: []func(*model.Request) (*model.Response, error){text("from backup")}}
 	h := newHarness(t, models{"m": primary, "b": backup})
 	def := &agent.Definition{Model: agent.Model{Name: "m", Retries: 5, Fallbacks: []agent.Model{{Name: "b"}}}}
-	end, err := h.eng.Run(context.Background(), turn(def))
+	end, err := h.run(context.Background(), turn(def))
 	if err != nil || end.Reply != "from backup" {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -379,7 +391,7 @@ func TestResumedAttempts(t *testing.T) {
 			h.eng.o.Live = live
 			tr := turn(&agent.Definition{})
 			tr.Prior, tr.Recovered = tc.prior, tc.recovered
-			end, err := h.eng.Run(context.Background(), tr)
+			end, err := h.run(context.Background(), tr)
 			if err != nil || end.Status != event.StatusDone || end.Steps != tc.steps {
 				t.Fatalf("end %+v err %v", end, err)
 			}
@@ -396,7 +408,7 @@ func TestResumedAttempts(t *testing.T) {
 func TestAllModelsFail(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){fail(&model.Error{Kind: model.ErrBadRequest, Provider: "p", Status: 400})}}
 	h := newHarness(t, models{"m": p})
-	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	end, err := h.run(context.Background(), turn(&agent.Definition{}))
 	if err != nil || end.Status != event.StatusError {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -410,7 +422,7 @@ func TestPolicyDenies(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){
 		calls(model.ToolCall{ID: "c", Name: "net", Args: json.RawMessage(`{}`)}), text("ok")}}
 	h := newHarness(t, models{"m": p})
-	end, err := h.eng.Run(context.Background(), turn(&agent.Definition{}))
+	end, err := h.run(context.Background(), turn(&agent.Definition{}))
 	if err != nil || end.Status != event.StatusDone {
 		t.Fatalf("%+v %v", end, err)
 	}
@@ -448,7 +460,7 @@ func TestCancelAndShutdown(t *testing.T) {
 				}
 				cancel(tc.cause)
 			}()
-			end, err := h.eng.Run(ctx, turn(&agent.Definition{}))
+			end, err := h.run(ctx, turn(&agent.Definition{}))
 			if tc.status == "" {
 				if !errors.Is(err, ErrShutdown) || slices.Contains(h.log.kinds(), event.TurnEnd) {
 					t.Fatalf("shutdown: err %v events %v; want the turn left unfinished", err, h.log.kinds())
@@ -474,7 +486,7 @@ func TestResume(t *testing.T) {
 		event.New(1, 7, event.ToolCall, event.ToolCallData{ID: "a", Name: "send_money", Args: json.RawMessage(`{}`), Step: 1}),
 		event.New(1, 7, event.ToolCall, event.ToolCallData{ID: "b", Name: "read", Args: json.RawMessage(`{}`), Step: 1}),
 	}
-	end, err := h.eng.Run(context.Background(), tr)
+	end, err := h.run(context.Background(), tr)
 	if err != nil || end.Status != event.StatusDone || end.Steps != 2 {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -523,7 +535,7 @@ func TestParallelTools(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){
 		calls(model.ToolCall{ID: "1", Name: "wait"}, model.ToolCall{ID: "2", Name: "wait"}, model.ToolCall{ID: "3", Name: "wait"}), text("ok")}}
 	h.eng.o.Models = models{"m": p}
-	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{})); err != nil {
+	if _, err := h.run(context.Background(), turn(&agent.Definition{})); err != nil {
 		t.Fatal(err)
 	}
 	if peak.Load() != 3 {
@@ -536,7 +548,7 @@ func TestStoreFailure(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("x")}}
 	h := newHarness(t, models{"m": p})
 	h.log.fail = errors.New("disk full")
-	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{})); err == nil {
+	if _, err := h.run(context.Background(), turn(&agent.Definition{})); err == nil {
 		t.Fatal("Run succeeded although nothing could be written")
 	}
 }
@@ -595,7 +607,7 @@ func TestOfferedTools(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := h.eng.Run(context.Background(), turn(&tt.def)); err != nil {
+			if _, err := h.run(context.Background(), turn(&tt.def)); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -606,5 +618,16 @@ func TestOfferedTools(t *testing.T) {
 				t.Errorf("offered (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A turn must say where its writes go; without a log it does not start.
+func TestTurnWithoutLog(t *testing.T) {
+	h := newHarness(t, models{"m": &script{}})
+	if _, err := h.eng.Run(context.Background(), turn(&agent.Definition{})); !errors.Is(err, errNoLog) {
+		t.Errorf("Run: %v, want errNoLog", err)
+	}
+	if _, err := h.eng.Compact(context.Background(), turn(&agent.Definition{})); !errors.Is(err, errNoLog) {
+		t.Errorf("Compact: %v, want errNoLog", err)
 	}
 }

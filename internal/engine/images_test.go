@@ -29,7 +29,7 @@ func TestTurnImages(t *testing.T) {
 	}
 	tt := turn(&agent.Definition{})
 	tt.Item.Images = ImageRefs([]model.Image{png})
-	end, err := h.eng.Run(context.Background(), tt)
+	end, err := h.run(context.Background(), tt)
 	if err != nil || end.Status != event.StatusDone {
 		t.Fatalf("end %+v, err %v", end, err)
 	}

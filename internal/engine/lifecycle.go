@@ -313,7 +313,7 @@ func (r *run) approver() tool.Approver {
 		view, _ := json.Marshal(r.lc.view)
 		ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseApproval, Approval: view})
 		// Signing again after a crash gives the same signature: it may wait.
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
 			r.e.o.Logger.Error("log approval", "agent", r.def.ID, "err", err)
 		}
 	}
@@ -357,7 +357,7 @@ func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (a
 		req = event.ApprovalRequestData{ID: newApprovalID(), CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: reason,
 			ExpiresAt: time.Now().Add(timeout).UTC()}
 		ev := event.New(r.session, r.t.ID, event.ApprovalRequested, req)
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
 			return approvalAnswer{denial: "the approval request could not be recorded: " + err.Error()}, true
 		}
 	}
@@ -372,7 +372,7 @@ func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (a
 	res := event.ApprovalResolvedData{ID: req.ID, CallID: c.ID, Tool: c.Name, Granted: d.Granted && !d.Expired,
 		Expired: d.Expired, Reason: d.Reason, By: d.By}
 	ev := event.New(r.session, r.t.ID, event.ApprovalResolved, res)
-	if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
 		return approvalAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
 	}
 	return answer(&res), true
@@ -525,7 +525,7 @@ func (r *run) contextPhase(ctx context.Context) error {
 	}
 	if degraded != "" {
 		ev := event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: "recall_degraded", Reason: degraded})
-		if werr := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); werr != nil {
+		if werr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); werr != nil {
 			return fmt.Errorf("engine: log recall: %w: %w", errStore, werr)
 		}
 	}
@@ -642,7 +642,7 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 		case seen && !j.rerunnable:
 			results[i] = event.LifecycleData{Phase: phase, Tool: j.name, Output: InterruptedOutput, IsError: true, Interrupted: true}
 			ev := event.New(r.session, r.t.ID, event.Lifecycle, results[i])
-			if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+			if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
 				return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
 			}
 		default:
@@ -654,7 +654,7 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 	}
 	if len(start) > 0 {
 		ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: phase, Start: start})
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
 			return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
 		}
 	}
@@ -684,7 +684,7 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 				}
 			}
 			if len(done) > 0 {
-				if werr := r.write(r.wctx, &store.Batch{Session: r.session, Events: done}, false); werr != nil {
+				if werr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: done}, false); werr != nil {
 					return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, werr)
 				}
 			}
@@ -700,7 +700,7 @@ func (r *run) runJobs(ctx context.Context, phase string, jobs []job) ([]event.Li
 		evs = append(evs, event.New(r.session, r.t.ID, event.Lifecycle, results[i]))
 	}
 	if len(evs) > 0 {
-		if err := r.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, true); err != nil {
 			return nil, fmt.Errorf("engine: log %s: %w: %w", phase, errStore, err)
 		}
 	}

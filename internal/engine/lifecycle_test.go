@@ -73,7 +73,7 @@ func TestApprovals(t *testing.T) {
 			}
 			done := make(chan event.TurnEndData)
 			go func() {
-				end, err := h.eng.Run(context.Background(), turn(def))
+				end, err := h.run(context.Background(), turn(def))
 				if err != nil {
 					t.Error(err)
 				}
@@ -135,7 +135,7 @@ func TestApprovalResumed(t *testing.T) {
 	}
 	done := make(chan event.TurnEndData)
 	go func() {
-		end, _ := h.eng.Run(context.Background(), tr)
+		end, _ := h.run(context.Background(), tr)
 		done <- end
 	}()
 	req := waitPending(t, b, 1)[0]
@@ -175,9 +175,11 @@ func TestToolVisibility(t *testing.T) {
 	} {
 		p := &script{resps: []func(*model.Request) (*model.Response, error){
 			calls(model.ToolCall{ID: "c1", Name: "theirs__w"}), text("ok")}}
-		e := New(&Options{Log: &memLog{}, Models: models{"m": p}, Tools: reg})
-		log := e.o.Log.(*memLog)
-		if _, err := e.Run(context.Background(), turn(&agent.Definition{ID: "a", Servers: tc.servers})); err != nil {
+		e := New(&Options{Models: models{"m": p}, Tools: reg})
+		log := &memLog{}
+		tr := turn(&agent.Definition{ID: "a", Servers: tc.servers})
+		tr.Log = log
+		if _, err := e.Run(context.Background(), tr); err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -278,7 +280,7 @@ func TestApprovalSignedWhenCalled(t *testing.T) {
 	tr.Item.CreatedAt = clock.Now()
 	done := make(chan event.TurnEndData)
 	go func() {
-		end, err := h.eng.Run(context.Background(), tr)
+		end, err := h.run(context.Background(), tr)
 		if err != nil {
 			t.Error(err)
 		}
@@ -383,7 +385,7 @@ func TestLifecyclePhases(t *testing.T) {
 	tr := turn(&agent.Definition{Name: "Tea bot", SystemPrompt: "You sell tea."})
 	tr.Item.CreatedAt = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	tr.Item.Options = json.RawMessage(`{"channelId":"room1","toolArgs":{"demo-quote":{"limit":5}}}`)
-	end, err := h.eng.Run(context.Background(), tr)
+	end, err := h.run(context.Background(), tr)
 	if err != nil || end.Status != event.StatusDone || end.Reply != "buy 1 tea" {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -454,7 +456,7 @@ func TestLifecycleSwitchedOff(t *testing.T) {
 	h := newPhaseHarness(t, p)
 	tr := turn(&agent.Definition{})
 	tr.Item.Options = json.RawMessage(`{"context":false,"actions":false,"postProcess":false}`)
-	if end, err := h.eng.Run(context.Background(), tr); err != nil || end.Reply != "plain" {
+	if end, err := h.run(context.Background(), tr); err != nil || end.Reply != "plain" {
 		t.Fatalf("%+v %v", end, err)
 	}
 	if len(h.args) != 0 {
@@ -481,7 +483,7 @@ func TestLifecycleResume(t *testing.T) {
 		mk(event.Text, event.TextData{Text: "answer", Step: 1}),
 		mk(event.Lifecycle, event.LifecycleData{Phase: event.PhaseAction, Start: []string{"demo__quote"}}),
 	}
-	end, err := h.eng.Run(context.Background(), tr)
+	end, err := h.run(context.Background(), tr)
 	if err != nil || end.Status != event.StatusDone || end.Reply != "answer" {
 		t.Fatalf("end %+v err %v", end, err)
 	}
@@ -543,7 +545,7 @@ func TestHookRespectsVisibilityAndPolicy(t *testing.T) {
 				func(context.Context, *tool.Call) (tool.Result, error) {
 					return tool.Result{Output: `{"hooks":[` + tc.hook + `]}`}, nil
 				}))
-			if _, err := h.eng.Run(context.Background(), turn(&tc.def)); err != nil {
+			if _, err := h.run(context.Background(), turn(&tc.def)); err != nil {
 				t.Fatal(err)
 			}
 			h.log.mu.Lock()
@@ -565,7 +567,7 @@ func TestPhaseToolNeedingApprovalIsSkipped(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
 	h := newPhaseHarness(t, p)
 	def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"demo__remember"}}}
-	if _, err := h.eng.Run(context.Background(), turn(def)); err != nil {
+	if _, err := h.run(context.Background(), turn(def)); err != nil {
 		t.Fatal(err)
 	}
 	if _, ran := h.args["demo__remember"]; ran {
@@ -609,7 +611,7 @@ func TestSystemPromptTagsNeutralised(t *testing.T) {
 	h.eng.o.Recall = fixedRecall{"memory " + fake}
 	h.eng.o.SystemExtra = func(*agent.Definition) string { return "skill " + fake }
 	def := &agent.Definition{SystemPrompt: "operator <b>bold</b>", Memory: agent.Memory{Recall: 3}}
-	if _, err := h.eng.Run(context.Background(), turn(def)); err != nil {
+	if _, err := h.run(context.Background(), turn(def)); err != nil {
 		t.Fatal(err)
 	}
 	sys := p.reqs[0].System

@@ -86,7 +86,7 @@ func TestSkillServerTools(t *testing.T) {
 	}
 	tr := turn(&agent.Definition{Tools: agent.ToolPolicy{Builtin: []string{"skill"}}})
 	tr.Skills = []string{"tea"}
-	if _, err := h.eng.Run(context.Background(), tr); err != nil {
+	if _, err := h.run(context.Background(), tr); err != nil {
 		t.Fatal(err)
 	}
 	names := func(r *model.Request) []string {
@@ -112,7 +112,7 @@ func TestSkillServerTools(t *testing.T) {
 	for _, s := range []tool.Spec{{Name: "teashop__brew", InputSchema: obj, Server: "teashop", Skills: []string{"tea"}}} {
 		h2.tools.Register(tool.Func(s, func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, nil }))
 	}
-	if _, err := h2.eng.Run(context.Background(), turn(&agent.Definition{})); err != nil {
+	if _, err := h2.run(context.Background(), turn(&agent.Definition{})); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(p2.reqs[0]); slices.Contains(got, "teashop__brew") {

@@ -154,12 +154,12 @@ func exerciseClient(t *testing.T, e *env, c *gateway.Client) {
 	}
 
 	// Cancel a running turn.
-	g := e.p.gate("slow")
+	g := e.p.Gate("slow")
 	rc3, err := c.Submit(ctx, "a/chat:bob", gateway.MessageRequest{Text: "slow"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	if err := c.Cancel(ctx, "a/chat:bob"); err != nil {
 		t.Errorf("Cancel: %v", err)
 	}

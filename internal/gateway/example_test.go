@@ -5,22 +5,11 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"path/filepath"
 
-	"agentd/internal/agent"
-	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
-	"agentd/internal/model"
-	"agentd/internal/model/echo"
-	"agentd/internal/runtime"
-	"agentd/internal/store/sqlite"
-	"agentd/internal/tool"
+	"agentd/internal/testkit"
 )
-
-type echoModels struct{}
-
-func (echoModels) Provider(agent.Model) (model.Provider, error) { return echo.New(), nil }
 
 // ExamplePipe serves the API in process and talks to it with a Client, as
 // the CLI does over the daemon's unix socket.
@@ -31,20 +20,15 @@ func ExamplePipe() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	// A runtime over SQLite whose agent answers with the echo model.
+	defs := testkit.Agents{"assistant": testkit.Agent("assistant")}
+	k, err := testkit.Open(ctx, dir, &testkit.Options{Agents: defs})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer st.Close()
-	defs := agents{"assistant": {ID: "assistant", Name: "Assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
-	bus := event.NewBus()
-	lg := &logFwd{}
-	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
-	defer rt.Close(ctx)
+	defer k.Close()
 
-	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Runtime: rt, Sessions: st, Agents: defs, Version: "dev"}))
+	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Runtime: k.Runtime, Sessions: k.Store, Agents: defs, Version: "dev"}))
 	defer stop()
 	rc, end, err := c.Stream(ctx, "assistant/chat:alice", gateway.MessageRequest{Text: "hello there"}, func(e event.Event) error {
 		if e.Kind == event.TextDelta {

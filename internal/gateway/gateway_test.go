@@ -179,14 +179,14 @@ func TestRoutes(t *testing.T) {
 
 func TestCancelAndPendingTurn(t *testing.T) {
 	e := newEnv(t, setup{})
-	g := e.p.gate("slow")
+	g := e.p.Gate("slow")
 	status, _, body := e.do("POST", "/v1/sessions/a/k/messages", `{"text":"slow"}`)
 	var mr gateway.MessageResponse
 	decodeStrict(t, body, &mr)
 	if status != http.StatusAccepted {
 		t.Fatalf("submit: %d %s", status, body)
 	}
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	// A running turn is not done.
 	status, _, body = e.do("GET", fmt.Sprintf("/v1/turns/%d", mr.Turn), "")
 	if status != 200 || strings.TrimSpace(string(body)) != fmt.Sprintf(`{"done":false,"turn":%d}`, mr.Turn) {

@@ -6,108 +6,27 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"agentd/internal/agent"
-	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
-	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
-	"agentd/internal/tool"
+	"agentd/internal/testkit"
 )
 
 // agents is a fixed set of agent definitions.
-type agents map[string]*agent.Definition
-
-func (a agents) Get(id string) (*agent.Definition, bool) {
-	d, ok := a[id]
-	return d, ok
-}
-
-func (a agents) List() []*agent.Definition {
-	var out []*agent.Definition
-	for _, d := range a {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(x, y *agent.Definition) int { return strings.Compare(x.ID, y.ID) })
-	return out
-}
+type agents = testkit.Agents
 
 func testAgents() agents {
 	return agents{
 		"a": {ID: "a", Name: "Alpha", Type: agent.TypeUser, Model: agent.Model{Provider: "test", Name: "m1"}, File: "agents/a.yaml"},
 		"b": {ID: "b", Name: "Beta", Type: agent.TypePermanent, Model: agent.Model{Provider: "test", Name: "m2"}},
 	}
-}
-
-type models struct{ p model.Provider }
-
-func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
-
-// logFwd is the engine's log; it forwards to the runtime, which is built
-// after the engine (as in internal/app).
-type logFwd struct{ r *runtime.Runtime }
-
-func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
-
-// gate holds one model call until it is released or the call's context ends.
-type gate struct {
-	entered chan struct{}
-	release chan struct{}
-}
-
-// provider answers "re: <last user message>", streamed word by word; a call
-// whose last user message has a gate waits at it.
-type provider struct {
-	mu    sync.Mutex
-	gates map[string]*gate
-}
-
-func (p *provider) gate(text string) *gate {
-	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
-	p.mu.Lock()
-	p.gates[text] = g
-	p.mu.Unlock()
-	return g
-}
-
-func (p *provider) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var text string
-	for _, m := range req.Messages {
-		if m.Role == model.RoleUser {
-			text = m.Content
-		}
-	}
-	p.mu.Lock()
-	g := p.gates[text]
-	delete(p.gates, text)
-	p.mu.Unlock()
-	if g != nil {
-		close(g.entered)
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	reply := "re: " + text
-	if onDelta != nil {
-		for w := range strings.SplitAfterSeq(reply, " ") {
-			onDelta(model.Delta{Text: w})
-		}
-	}
-	return &model.Response{Text: reply, StopReason: "stop", Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
 }
 
 // setup configures newEnv; the zero value gives the defaults.
@@ -118,38 +37,26 @@ type setup struct {
 	options  func(*gateway.Options)                 // changes the server's options
 }
 
-// env is the API served over HTTP by a runtime built from real parts.
+// env is the API served over HTTP by a runtime built from real parts
+// (testkit), whose model answers "re: <last user message>".
 type env struct {
 	t    testing.TB
 	st   *sqlite.Store
 	rt   *runtime.Runtime
-	p    *provider
+	p    *testkit.Model
 	srv  *gateway.Server
 	http *httptest.Server
-	once sync.Once
 }
 
 func newEnv(t testing.TB, s setup) *env {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rs store.Store = st
-	if s.wrap != nil {
-		rs = s.wrap(st)
-	}
-	p := &provider{gates: map[string]*gate{}}
-	bus := event.NewBus()
-	lf := &logFwd{}
-	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{p}, Tools: tool.NewRegistry(nil)})
-	rt := runtime.New(&runtime.Options{Store: rs, Agents: testAgents(), Engine: eng, Bus: bus})
-	lf.r = rt
-	var grt gateway.Runtime = rt
+	p := testkit.NewModel()
+	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: p, Wrap: s.wrap})
+	var grt gateway.Runtime = k.Runtime
 	if s.runtime != nil {
-		grt = s.runtime(rt)
+		grt = s.runtime(k.Runtime)
 	}
-	var sessions gateway.Sessions = st
+	var sessions gateway.Sessions = k.Store
 	if s.sessions != nil {
 		sessions = s.sessions
 	}
@@ -158,20 +65,13 @@ func newEnv(t testing.TB, s setup) *env {
 		s.options(o)
 	}
 	srv := gateway.New(o)
-	e := &env{t: t, st: st, rt: rt, p: p, srv: srv, http: httptest.NewServer(srv)}
-	t.Cleanup(e.close)
-	return e
-}
-
-func (e *env) close() {
-	e.once.Do(func() {
+	e := &env{t: t, st: k.Store, rt: k.Runtime, p: p, srv: srv, http: httptest.NewServer(srv)}
+	// Cleanups run last first: the server closes before the Kit.
+	t.Cleanup(func() {
 		e.http.CloseClientConnections()
 		e.http.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		e.rt.Close(ctx)
-		e.st.Close()
 	})
+	return e
 }
 
 // do sends a request and returns the response's status, content type and body.

@@ -13,8 +13,8 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/model/echo"
 	"agentd/internal/runtime"
-	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
 
@@ -22,11 +22,6 @@ import (
 type echoModels struct{}
 
 func (echoModels) Provider(agent.Model) (model.Provider, error) { return echo.New(), nil }
-
-// runtimeLog lets the engine commit through the runtime, built after it.
-type runtimeLog struct{ r *runtime.Runtime }
-
-func (l *runtimeLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
 
 // Example wires a runtime from a store, an engine and agent definitions,
 // resumes unfinished work, and sends one message.
@@ -44,11 +39,9 @@ func Example() {
 	defer st.Close()
 
 	bus := event.NewBus()
-	lg := &runtimeLog{}
-	eng := engine.New(&engine.Options{Log: lg, Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})
-	defs := agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
+	eng := engine.New(&engine.Options{Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})
+	defs := testkit.Agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
 	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Engine: eng, Bus: bus})
-	lg.r = rt
 	defer rt.Close(ctx)
 	if _, err := rt.Start(ctx); err != nil {
 		log.Fatal(err)

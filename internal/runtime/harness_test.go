@@ -3,31 +3,20 @@ package runtime_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	goruntime "runtime"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"agentd/internal/agent"
-	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
-
-// agents is a fixed set of agent definitions.
-type agents map[string]*agent.Definition
-
-func (a agents) Get(id string) (*agent.Definition, bool) {
-	d, ok := a[id]
-	return d, ok
-}
 
 func def(id, mode string) *agent.Definition {
 	return &agent.Definition{ID: id, Name: id, Type: agent.TypeUser,
@@ -36,246 +25,76 @@ func def(id, mode string) *agent.Definition {
 
 // testAgents are the agents most tests use: "a" and "b" queue messages
 // that arrive mid-turn, "i" interrupts the running turn.
-func testAgents() agents {
-	return agents{"a": def("a", agent.ModeQueue), "b": def("b", ""), "i": def("i", agent.ModeInterrupt)}
+func testAgents() testkit.Agents {
+	return testkit.Agents{"a": def("a", agent.ModeQueue), "b": def("b", ""), "i": def("i", agent.ModeInterrupt)}
 }
 
-// models resolves every model to one provider.
-type models struct{ p model.Provider }
-
-func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
-
-// logFwd is the engine's log. It forwards to the runtime, which is built
-// after the engine (as in internal/app), calling hook first if set.
-type logFwd struct {
-	r    *runtime.Runtime
+// hookStore calls hook with every batch before the store commits it,
+// synchronously or not.
+type hookStore struct {
+	*sqlite.Store
 	hook func(ctx context.Context, b *store.Batch)
 }
 
-func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error {
-	if l.hook != nil {
-		l.hook(ctx, b)
-	}
-	return l.r.Commit(ctx, b)
+func (s hookStore) Commit(ctx context.Context, b *store.Batch) error {
+	s.hook(ctx, b)
+	return s.Store.Commit(ctx, b)
 }
 
-// CommitAsync makes logFwd an engine.AsyncLog, so that the runtime's
-// asynchronous path is exercised too.
-func (l *logFwd) CommitAsync(ctx context.Context, b *store.Batch) func() error {
-	if l.hook != nil {
-		l.hook(ctx, b)
-	}
-	return l.r.CommitAsync(ctx, b)
-}
-
-// gate holds one model call until it is released or the call's context ends.
-type gate struct {
-	entered chan struct{}
-	release chan struct{}
-	once    sync.Once
-	ctx     context.Context // the held call's, set before entered is closed
-}
-
-func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
-
-// provider is a scripted model. By default it answers "re: <last user
-// message>", streamed word by word. A call whose last user message has a
-// gate waits at it; with hold set every call waits for a token. respond, if
-// set, answers instead of the default. It records every request and how
-// many calls run at once, in all and per tag (the last user message's text
-// up to its first ':').
-type provider struct {
-	mu        sync.Mutex
-	reqs      []*model.Request
-	gates     map[string]*gate
-	hold      chan struct{}
-	active    map[string]int
-	maxTag    map[string]int
-	activeAll int
-	maxAll    int
-	respond   func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error)
-}
-
-func newProvider() *provider {
-	return &provider{gates: map[string]*gate{}, active: map[string]int{}, maxTag: map[string]int{}}
-}
-
-// gate makes the next call whose last user message is text wait.
-func (p *provider) gate(text string) *gate {
-	g := &gate{entered: make(chan struct{}), release: make(chan struct{})}
-	p.mu.Lock()
-	p.gates[text] = g
-	p.mu.Unlock()
-	return g
-}
-
-func lastUser(req *model.Request) string {
-	var last string
-	for _, m := range req.Messages {
-		if m.Role == model.RoleUser {
-			last = m.Content
-		}
-	}
-	return last
-}
-
-func tagOf(text string) string {
-	tag, _, _ := strings.Cut(text, ":")
-	return tag
-}
-
-func (p *provider) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err // as a real client fails on a cancelled request
-	}
-	text := lastUser(req)
-	tag := tagOf(text)
-	cp := *req
-	cp.Messages = append([]model.Message(nil), req.Messages...)
-	p.mu.Lock()
-	p.reqs = append(p.reqs, &cp)
-	p.active[tag]++
-	p.maxTag[tag] = max(p.maxTag[tag], p.active[tag])
-	p.activeAll++
-	p.maxAll = max(p.maxAll, p.activeAll)
-	g := p.gates[text]
-	delete(p.gates, text)
-	hold, respond := p.hold, p.respond
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		p.active[tag]--
-		p.activeAll--
-		p.mu.Unlock()
-	}()
-	if g != nil {
-		g.ctx = ctx
-		close(g.entered)
-		select {
-		case <-g.release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	if respond != nil {
-		return respond(ctx, &cp, onDelta)
-	}
-	reply := "re: " + text
-	if onDelta != nil {
-		for w := range strings.SplitAfterSeq(reply, " ") {
-			onDelta(model.Delta{Text: w})
-		}
-	}
-	return &model.Response{Text: reply, StopReason: "stop", Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
-}
-
-// requests returns the requests whose last user message is text.
-func (p *provider) requests(text string) []*model.Request {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []*model.Request
-	for _, r := range p.reqs {
-		if lastUser(r) == text {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// maxOf returns the most calls that ran at once with tag ("" for all).
-func (p *provider) maxOf(tag string) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if tag == "" {
-		return p.maxAll
-	}
-	return p.maxTag[tag]
-}
-
-func (p *provider) calls() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.reqs)
+func (s hookStore) CommitAsync(ctx context.Context, b *store.Batch) func() error {
+	s.hook(ctx, b)
+	return s.Store.CommitAsync(ctx, b)
 }
 
 // setup configures newEnv; the zero value gives the defaults.
 type setup struct {
 	path       string // database file; "" for a new one
-	agents     agents
+	agents     testkit.Agents
 	tools      []tool.Tool
-	p          *provider
+	p          *testkit.Model
 	wrap       func(store.Store) store.Store
-	hook       func(ctx context.Context, b *store.Batch)
+	hook       func(ctx context.Context, b *store.Batch) // called with each batch before it is committed
 	maxTurns   int
 	cache      int
 	cacheBytes int64
 }
 
-// env is a runtime built from real parts: a SQLite store, the engine and
-// the tool registry, with a scripted provider.
+// env is a runtime built from real parts (testkit): a SQLite store, the
+// engine and the tool registry, with a testkit.Model.
 type env struct {
 	t    testing.TB
 	path string
 	st   *sqlite.Store
 	rt   *runtime.Runtime
-	p    *provider
-	once sync.Once
+	p    *testkit.Model
+	k    *testkit.Kit
 }
 
 func newEnv(t testing.TB, s setup) *env {
 	t.Helper()
-	if s.path == "" {
-		s.path = filepath.Join(t.TempDir(), "t.db")
-	}
 	if s.agents == nil {
 		s.agents = testAgents()
 	}
 	if s.p == nil {
-		s.p = newProvider()
+		s.p = testkit.NewModel()
 	}
-	st, err := sqlite.Open(t.Context(), s.path, nil)
-	if err != nil {
-		t.Fatal(err)
+	wrap := s.wrap
+	if s.hook != nil {
+		wrap = func(st store.Store) store.Store { return hookStore{st.(*sqlite.Store), s.hook} }
 	}
-	var rs store.Store = st
-	if s.wrap != nil {
-		rs = s.wrap(st)
-	}
-	reg := tool.NewRegistry(nil)
-	for _, tl := range s.tools {
-		if err := reg.Register(tl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bus := event.NewBus()
-	lf := &logFwd{hook: s.hook}
-	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{s.p}, Tools: reg, BaseBackoff: time.Millisecond})
-	rt := runtime.New(&runtime.Options{Store: rs, Agents: s.agents, Engine: eng, Bus: bus,
-		MaxConcurrentTurns: s.maxTurns, CacheSessions: s.cache, CacheBytes: s.cacheBytes})
-	lf.r = rt
-	e := &env{t: t, path: s.path, st: st, rt: rt, p: s.p}
-	t.Cleanup(e.close)
-	return e
+	k := testkit.New(t, &testkit.Options{Path: s.path, Agents: s.agents, Model: s.p, Tools: s.tools, Wrap: wrap,
+		Runtime: func(o *runtime.Options) {
+			o.MaxConcurrentTurns, o.CacheSessions, o.CacheBytes = s.maxTurns, s.cache, s.cacheBytes
+		}})
+	return &env{t: t, path: k.Path, st: k.Store, rt: k.Runtime, p: s.p, k: k}
 }
 
 // close stops the runtime at once (running turns stay unfinished) and
 // closes the store.
 func (e *env) close() {
-	e.once.Do(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		e.rt.Close(ctx)
-		if err := e.st.Close(); err != nil {
-			e.t.Errorf("close store: %v", err)
-		}
-	})
+	if err := e.k.Close(); err != nil {
+		e.t.Errorf("close: %v", err)
+	}
 }
 
 func (e *env) start() int {

@@ -11,6 +11,7 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
+	"agentd/internal/testkit"
 )
 
 // pngData is enough of a PNG for its content to be taken for one.
@@ -53,7 +54,7 @@ func TestBadImagesAreRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := e.p.calls(); n != 0 {
+	if n := e.p.Calls(); n != 0 {
 		t.Errorf("the model was called %d times for refused images", n)
 	}
 	if _, err := e.st.SessionByAddress(ctx, "a", "img"); !errors.Is(err, store.ErrNotFound) {
@@ -66,22 +67,22 @@ func TestBadImagesAreRefused(t *testing.T) {
 func TestImagesReachTheModelAcrossARestart(t *testing.T) {
 	e := newEnv(t, setup{})
 	img := model.Image{MIMEType: "image/png", Data: pngData}
-	g := e.p.gate("a:busy")
+	g := e.p.Gate("a:busy")
 	e.submit("a/k", "a:busy")
 	rc, err := e.rt.Submit(t.Context(), runtime.Input{Session: "a/k", Text: "a:look", Images: []model.Image{img}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recv(t, "the first turn to reach the model", g.entered)
+	recv(t, "the first turn to reach the model", g.Entered)
 	e.close()
 
-	p := newProvider()
+	p := testkit.NewModel()
 	e2 := newEnv(t, setup{path: e.path, p: p})
 	e2.start()
 	if end := e2.wait(rc.Turn); end.Status != event.StatusDone {
 		t.Fatalf("turn: %+v", end)
 	}
-	reqs := p.requests("a:look")
+	reqs := p.Requests("a:look")
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests for a:look, want 1", len(reqs))
 	}
@@ -112,7 +113,7 @@ func TestImagesReachTheModelAcrossARestart(t *testing.T) {
 			t.Fatalf("Send %s: %+v, %v", text, end, err)
 		}
 		var seen []model.Image
-		for _, m := range p.requests(text)[0].Messages {
+		for _, m := range p.Requests(text)[0].Messages {
 			seen = append(seen, m.Images...)
 		}
 		if diff := cmp.Diff([]model.Image{img}, seen); diff != "" {
@@ -133,7 +134,7 @@ func TestSilentMessageImages(t *testing.T) {
 	if _, _, err := e.rt.Send(t.Context(), runtime.Input{Session: "a/k", Text: "a:what"}); err != nil {
 		t.Fatal(err)
 	}
-	msgs := e.p.requests("a:what")[0].Messages
+	msgs := e.p.Requests("a:what")[0].Messages
 	if diff := cmp.Diff([]model.Image{img}, msgs[0].Images); diff != "" {
 		t.Errorf("images of the silent message (-want +got):\n%s", diff)
 	}

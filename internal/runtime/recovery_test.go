@@ -18,6 +18,7 @@ import (
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
 
@@ -118,8 +119,8 @@ func TestRecoverUnfinishedTurn(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "t.db")
 			c := leaveCrashed(t, path, tt.spec.Name)
 			tl := &recordingTool{spec: tt.spec}
-			p := newProvider()
-			p.respond = callOnce(tt.spec.Name, "a:go")
+			p := testkit.NewModel()
+			p.Respond = callOnce(tt.spec.Name, "a:go")
 			e := newEnv(t, setup{path: path, p: p, tools: []tool.Tool{tl}})
 			if n := e.start(); n != 1 {
 				t.Errorf("Start resumed %d sessions, want 1", n)
@@ -159,7 +160,7 @@ func TestRecoverUnfinishedTurn(t *testing.T) {
 			}
 
 			// The model saw the resumed conversation with the call answered.
-			reqs := e.p.requests("a:go")
+			reqs := e.p.Requests("a:go")
 			if len(reqs) != 1 {
 				t.Fatalf("%d model calls for the resumed turn, want 1", len(reqs))
 			}
@@ -173,7 +174,7 @@ func TestRecoverUnfinishedTurn(t *testing.T) {
 			}
 			// The silent message and the reset ran in order between the
 			// turns; the next turn's context starts after the reset.
-			if diff := cmp.Diff(conversation("a:then"), e.p.requests("a:then")[0].Messages); diff != "" {
+			if diff := cmp.Diff(conversation("a:then"), e.p.Requests("a:then")[0].Messages); diff != "" {
 				t.Errorf("context after the recovered reset (-want +got):\n%s", diff)
 			}
 			checkEndedOnce(t, e, c.session)
@@ -253,13 +254,13 @@ func TestRecoverPendingInputWithoutEvents(t *testing.T) {
 			t.Errorf("turn %d: %+v", turn, end)
 		}
 	}
-	if diff := cmp.Diff(conversation("k1:0", "k1:1"), e.p.requests("k1:1")[0].Messages); diff != "" {
+	if diff := cmp.Diff(conversation("k1:0", "k1:1"), e.p.Requests("k1:1")[0].Messages); diff != "" {
 		t.Errorf("context (-want +got):\n%s", diff)
 	}
 	for _, s := range sessions {
 		checkEndedOnce(t, e, s)
 	}
-	if n := e.p.calls(); n != 4 {
+	if n := e.p.Calls(); n != 4 {
 		t.Errorf("%d model calls, want 4", n)
 	}
 	// Nothing is left for another start.
@@ -272,10 +273,10 @@ func TestRecoverPendingInputWithoutEvents(t *testing.T) {
 
 func TestCloseLeavesRunningTurnForTheNextStart(t *testing.T) {
 	e := newEnv(t, setup{})
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	rc := e.submit("a/k", "a:1")
 	queued := e.submit("a/k", "a:2")
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	e.close() // its context is already done: the running turn is stopped
 	if _, err := e.rt.Submit(t.Context(), runtime.Input{Session: "a/k", Text: "a:3"}); !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("Submit after Close: %v, want ErrClosed", err)
@@ -308,19 +309,19 @@ func TestCloseLeavesRunningTurnForTheNextStart(t *testing.T) {
 		t.Errorf("queued turn: %+v", end)
 	}
 	checkEndedOnce(t, e2, rc.SessionID)
-	if diff := cmp.Diff(conversation("a:1", "a:2"), e2.p.requests("a:2")[0].Messages); diff != "" {
+	if diff := cmp.Diff(conversation("a:1", "a:2"), e2.p.Requests("a:2")[0].Messages); diff != "" {
 		t.Errorf("context after resuming (-want +got):\n%s", diff)
 	}
 }
 
 func TestCloseLetsRunningTurnFinishUntilItsDeadline(t *testing.T) {
 	e := newEnv(t, setup{})
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	rc := e.submit("a/k", "a:1")
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	closed := make(chan error, 1)
 	go func() { closed <- e.rt.Close(context.Background()) }()
-	g.open()
+	g.Open()
 	if err := recv(t, "Close", closed); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestCloseLetsRunningTurnFinishUntilItsDeadline(t *testing.T) {
 func TestCloseAnswersWaiters(t *testing.T) {
 	e := newEnv(t, setup{})
 	ctx := t.Context()
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	type result struct {
 		end event.TurnEndData
 		err error
@@ -352,7 +353,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 		_, end, err := e.rt.Send(ctx, runtime.Input{Session: "a/k", Text: "a:1"})
 		running <- result{end, err}
 	}()
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	queued := e.submit("a/k", "a:2")
 	waitQueued := make(chan result, 1)
 	go func() {
@@ -368,7 +369,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 			refused = addr
 		}
 	}
-	g.open()
+	g.Open()
 	if r := recv(t, "the running turn's waiter", running); r.err != nil || r.end.Reply != "re: a:1" {
 		t.Errorf("running turn: %+v, %v", r.end, r.err)
 	}
@@ -376,7 +377,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 		t.Errorf("queued turn: %+v, %v; want ErrClosed", r.end, r.err)
 	}
 	recv(t, "Close", closed)
-	if len(e.p.requests("a:2")) != 0 {
+	if len(e.p.Requests("a:2")) != 0 {
 		t.Error("the queued turn started while closing")
 	}
 	// A wait whose context is done as well still says the runtime stopped.

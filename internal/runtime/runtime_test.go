@@ -17,6 +17,7 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
 
@@ -111,7 +112,7 @@ func TestBadInputIsRefused(t *testing.T) {
 			}
 		})
 	}
-	if n := e.p.calls(); n != 0 {
+	if n := e.p.Calls(); n != 0 {
 		t.Errorf("the model was called %d times for refused inputs", n)
 	}
 	// Nothing was created for the unknown agent.
@@ -135,18 +136,18 @@ func conversation(inputs ...string) []model.Message {
 
 func TestSessionInputsRunInOrderOneAtATime(t *testing.T) {
 	e := newEnv(t, setup{})
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	var rcs []runtime.Receipt
 	rcs = append(rcs, e.submit("a/k", "a:1"))
-	recv(t, "first turn to reach the model", g.entered)
+	recv(t, "first turn to reach the model", g.Entered)
 	for i := 2; i <= 6; i++ {
 		rcs = append(rcs, e.submit("a/k", fmt.Sprintf("a:%d", i)))
 	}
 	// While the first turn is held nothing else of the session may start.
-	if n := e.p.calls(); n != 1 {
+	if n := e.p.Calls(); n != 1 {
 		t.Fatalf("model calls while the first turn runs: %d, want 1", n)
 	}
-	g.open()
+	g.Open()
 	var inputs []string
 	for i, rc := range rcs {
 		end := e.wait(rc.Turn)
@@ -155,7 +156,7 @@ func TestSessionInputsRunInOrderOneAtATime(t *testing.T) {
 		if end.Status != event.StatusDone || end.Reply != "re: "+text {
 			t.Errorf("turn %d ended %+v", rc.Turn, end)
 		}
-		reqs := e.p.requests(text)
+		reqs := e.p.Requests(text)
 		if len(reqs) != 1 {
 			t.Fatalf("%d model calls for %s, want 1", len(reqs), text)
 		}
@@ -163,7 +164,7 @@ func TestSessionInputsRunInOrderOneAtATime(t *testing.T) {
 			t.Errorf("context of %s (-want +got):\n%s", text, diff)
 		}
 	}
-	if got := e.p.maxOf("a"); got != 1 {
+	if got := e.p.MaxOf("a"); got != 1 {
 		t.Errorf("at most %d turns of one session ran at once, want 1", got)
 	}
 	// The log holds the turns one after another, never interleaved.
@@ -184,18 +185,14 @@ func TestSessionInputsRunInOrderOneAtATime(t *testing.T) {
 
 func TestSessionsRunInParallelUnderTheCap(t *testing.T) {
 	const sessions, limit = 6, 2
-	p := newProvider()
-	p.hold = make(chan struct{})
+	p := testkit.NewModel()
+	p.Hold = make(chan struct{})
 	e := newEnv(t, setup{p: p, maxTurns: limit})
 	var rcs []runtime.Receipt
 	for i := range sessions {
 		rcs = append(rcs, e.submit(fmt.Sprintf("a/k%d", i), fmt.Sprintf("k%d:hello", i)))
 	}
-	active := func() int {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.activeAll
-	}
+	active := p.Active
 	// Two sessions reach the model together (they run in parallel); once
 	// every worker is blocked, no more than the cap are in the model.
 	eventually(t, "the cap's worth of turns in the model", func() bool { return active() == limit })
@@ -207,15 +204,15 @@ func TestSessionsRunInParallelUnderTheCap(t *testing.T) {
 		t.Fatalf("%d turns in the model at once, want %d", n, limit)
 	}
 	for range sessions {
-		p.hold <- struct{}{}
+		p.Hold <- struct{}{}
 	}
 	for _, rc := range rcs {
 		if end := e.wait(rc.Turn); end.Status != event.StatusDone {
 			t.Errorf("turn %d: %+v", rc.Turn, end)
 		}
 	}
-	if p.maxOf("") != limit {
-		t.Errorf("at most %d turns ran at once, want %d", p.maxOf(""), limit)
+	if p.MaxOf("") != limit {
+		t.Errorf("at most %d turns ran at once, want %d", p.MaxOf(""), limit)
 	}
 }
 
@@ -224,13 +221,13 @@ func TestWorkerExistsOnlyWhileSessionHasWork(t *testing.T) {
 	if n := workers(); n != 0 {
 		t.Fatalf("%d session workers before any input", n)
 	}
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	rc := e.submit("a/k", "a:1")
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	if n := workers(); n != 1 {
 		t.Errorf("%d session workers while one session works, want 1", n)
 	}
-	g.open()
+	g.Open()
 	e.wait(rc.Turn)
 	eventually(t, "the worker to retire", func() bool { return workers() == 0 })
 
@@ -279,7 +276,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if diff := cmp.Diff(end1, end3); diff != "" {
 		t.Errorf("duplicate Send result (-original +duplicate):\n%s", diff)
 	}
-	if n := len(e.p.requests("a:1")); n != 1 {
+	if n := len(e.p.Requests("a:1")); n != 1 {
 		t.Errorf("%d model calls, want 1", n)
 	}
 	var ends int
@@ -298,7 +295,7 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 
 	// A duplicate of a turn still running waits for its result.
-	g := e.p.gate("a:2")
+	g := e.p.Gate("a:2")
 	in2 := runtime.Input{Session: "a/k", Text: "a:2", IdempotencyKey: "update-2"}
 	type result struct {
 		rc  runtime.Receipt
@@ -310,13 +307,13 @@ func TestIdempotencyKey(t *testing.T) {
 		rc, end, err := e.rt.Send(ctx, in2)
 		first <- result{rc, end, err}
 	}()
-	recv(t, "the original turn to reach the model", g.entered)
+	recv(t, "the original turn to reach the model", g.Entered)
 	dup := make(chan result, 1)
 	go func() {
 		rc, end, err := e.rt.Send(ctx, in2)
 		dup <- result{rc, end, err}
 	}()
-	g.open()
+	g.Open()
 	r1, r2 := recv(t, "the original", first), recv(t, "the duplicate", dup)
 	if r1.err != nil || r2.err != nil {
 		t.Fatalf("Send: %v, %v", r1.err, r2.err)
@@ -338,47 +335,47 @@ func TestIdempotencyKey(t *testing.T) {
 	if !rc4.Duplicate || rc4.Turn != rc1.Turn {
 		t.Errorf("after a restart: %+v, want a duplicate of turn %d", rc4, rc1.Turn)
 	}
-	if e2.p.calls() != 0 {
+	if e2.p.Calls() != 0 {
 		t.Error("a duplicate after a restart called the model")
 	}
 }
 
 func TestMidTurnMessageQueuesByDefault(t *testing.T) {
 	e := newEnv(t, setup{})
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	rc1 := e.submit("a/k", "a:1")
-	recv(t, "the first turn to reach the model", g.entered)
+	recv(t, "the first turn to reach the model", g.Entered)
 	rc2 := e.submit("a/k", "a:2")
-	if err := g.ctx.Err(); err != nil {
+	if err := g.Ctx().Err(); err != nil {
 		t.Errorf("a queued message cancelled the running turn: %v", err)
 	}
-	g.open()
+	g.Open()
 	if end := e.wait(rc1.Turn); end.Status != event.StatusDone || end.Reply != "re: a:1" {
 		t.Errorf("running turn: %+v, want done", end)
 	}
 	if end := e.wait(rc2.Turn); end.Status != event.StatusDone {
 		t.Errorf("queued turn: %+v", end)
 	}
-	if diff := cmp.Diff(conversation("a:1", "a:2"), e.p.requests("a:2")[0].Messages); diff != "" {
+	if diff := cmp.Diff(conversation("a:1", "a:2"), e.p.Requests("a:2")[0].Messages); diff != "" {
 		t.Errorf("context of the queued turn (-want +got):\n%s", diff)
 	}
 }
 
 func TestMidTurnMessageInterrupts(t *testing.T) {
 	e := newEnv(t, setup{})
-	g := e.p.gate("i:1")
+	g := e.p.Gate("i:1")
 	rc1 := e.submit("i/k", "i:1")
-	recv(t, "the first turn to reach the model", g.entered)
+	recv(t, "the first turn to reach the model", g.Entered)
 	// A silent message does not interrupt.
 	silent, err := e.rt.Submit(t.Context(), runtime.Input{Session: "i/k", Text: "i:note", Silent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.ctx.Err(); err != nil {
+	if err := g.Ctx().Err(); err != nil {
 		t.Errorf("a silent message interrupted the running turn: %v", err)
 	}
 	rc2 := e.submit("i/k", "i:2")
-	if cause := context.Cause(g.ctx); !errors.Is(cause, engine.ErrInterrupted) {
+	if cause := context.Cause(g.Ctx()); !errors.Is(cause, engine.ErrInterrupted) {
 		t.Errorf("the running turn's cause after a new message: %v, want ErrInterrupted", cause)
 	}
 	end := e.wait(rc1.Turn)
@@ -398,7 +395,7 @@ func TestMidTurnMessageInterrupts(t *testing.T) {
 		{Role: model.RoleUser, Content: "<system_message>i:note</system_message>"},
 		{Role: model.RoleUser, Content: "i:2"},
 	}
-	if diff := cmp.Diff(want, e.p.requests("i:2")[0].Messages); diff != "" {
+	if diff := cmp.Diff(want, e.p.Requests("i:2")[0].Messages); diff != "" {
 		t.Errorf("context of the interrupting turn (-want +got):\n%s", diff)
 	}
 }
@@ -412,9 +409,9 @@ func TestCancel(t *testing.T) {
 	if err := e.rt.Cancel(ctx, "a/k/x"); !errors.Is(err, runtime.ErrBadAddress) {
 		t.Errorf("Cancel of a bad address: %v, want ErrBadAddress", err)
 	}
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	rc1 := e.submit("a/k", "a:1")
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	rc2 := e.submit("a/k", "a:2")
 	if err := e.rt.Cancel(ctx, "a/k"); err != nil {
 		t.Fatalf("Cancel: %v", err)
@@ -447,8 +444,8 @@ func TestCancelWhileToolResultIsLogged(t *testing.T) {
 			})
 		}
 	}
-	p := newProvider()
-	p.respond = callOnce("launch", "a:1")
+	p := testkit.NewModel()
+	p.Respond = callOnce("launch", "a:1")
 	e := newEnv(t, setup{p: p, hook: hook, tools: []tool.Tool{launch}})
 	rc := e.submit("a/k", "a:1")
 	recv(t, "the tool result to be logged", hooked)
@@ -505,7 +502,7 @@ func TestSilentSystemMessage(t *testing.T) {
 	if end := e.wait(rc.Turn); end.Status != event.StatusDone {
 		t.Errorf("silent message: %+v", end)
 	}
-	if n := e.p.calls(); n != 0 {
+	if n := e.p.Calls(); n != 0 {
 		t.Fatalf("a silent message called the model %d times", n)
 	}
 	evs := e.events(rc.SessionID)
@@ -527,7 +524,7 @@ func TestSilentSystemMessage(t *testing.T) {
 		t.Fatalf("Send: %+v, %v", end, err)
 	}
 	wantMsgs := []model.Message{{Role: model.RoleUser, Content: wrapped}, {Role: model.RoleUser, Content: "a:1"}}
-	if diff := cmp.Diff(wantMsgs, e.p.requests("a:1")[0].Messages); diff != "" {
+	if diff := cmp.Diff(wantMsgs, e.p.Requests("a:1")[0].Messages); diff != "" {
 		t.Errorf("context after a silent message (-want +got):\n%s", diff)
 	}
 
@@ -545,10 +542,10 @@ func TestSilentSystemMessage(t *testing.T) {
 		model.Message{Role: model.RoleAssistant, Content: "re: a:1"},
 		model.Message{Role: model.RoleUser, Content: `<system_message origin="job:nightly">second note</system_message>`},
 		model.Message{Role: model.RoleUser, Content: "a:2"})
-	if diff := cmp.Diff(wantMsgs, e.p.requests("a:2")[0].Messages); diff != "" {
+	if diff := cmp.Diff(wantMsgs, e.p.Requests("a:2")[0].Messages); diff != "" {
 		t.Errorf("context after a second silent message (-want +got):\n%s", diff)
 	}
-	if n := e.p.calls(); n != 2 {
+	if n := e.p.Calls(); n != 2 {
 		t.Errorf("%d model calls, want 2", n)
 	}
 	// Silent messages end without a turn_end.
@@ -562,9 +559,9 @@ func TestSilentSystemMessage(t *testing.T) {
 func TestReset(t *testing.T) {
 	e := newEnv(t, setup{})
 	ctx := t.Context()
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	rc1 := e.submit("a/k", "a:1")
-	recv(t, "the turn to reach the model", g.entered)
+	recv(t, "the turn to reach the model", g.Entered)
 	// Reset comes after whatever is queued: it waits for the running turn.
 	type result struct {
 		rc  runtime.Receipt
@@ -575,7 +572,7 @@ func TestReset(t *testing.T) {
 		rc, err := e.rt.Reset(ctx, "a/k", "fresh start")
 		done <- result{rc, err}
 	}()
-	g.open()
+	g.Open()
 	r := recv(t, "Reset", done)
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -602,7 +599,7 @@ func TestReset(t *testing.T) {
 	if rc2.SessionID != rc1.SessionID {
 		t.Errorf("session id after reset %d, want %d", rc2.SessionID, rc1.SessionID)
 	}
-	if diff := cmp.Diff(conversation("a:2"), e.p.requests("a:2")[0].Messages); diff != "" {
+	if diff := cmp.Diff(conversation("a:2"), e.p.Requests("a:2")[0].Messages); diff != "" {
 		t.Errorf("context after reset (-want +got):\n%s", diff)
 	}
 
@@ -616,7 +613,7 @@ func TestReset(t *testing.T) {
 	if rc3.SessionID != rc1.SessionID {
 		t.Errorf("session id after restart %d, want %d", rc3.SessionID, rc1.SessionID)
 	}
-	if diff := cmp.Diff(conversation("a:2", "a:3"), e2.p.requests("a:3")[0].Messages); diff != "" {
+	if diff := cmp.Diff(conversation("a:2", "a:3"), e2.p.Requests("a:3")[0].Messages); diff != "" {
 		t.Errorf("context after reset and restart (-want +got):\n%s", diff)
 	}
 	if _, err := e2.rt.Reset(ctx, "a", ""); !errors.Is(err, runtime.ErrBadAddress) {
@@ -686,7 +683,7 @@ func TestCacheEvictionKeepsOneWorkerPerSession(t *testing.T) {
 		}}
 	}
 	e := newEnv(t, setup{wrap: wrap, cache: 1})
-	g := e.p.gate("a:1")
+	g := e.p.Gate("a:1")
 	errc := make(chan error, 1)
 	var rc1 runtime.Receipt
 	go func() {
@@ -702,19 +699,19 @@ func TestCacheEvictionKeepsOneWorkerPerSession(t *testing.T) {
 	if err := recv(t, "Submit a:1", errc); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, "a:1 to reach the model", g.entered)
+	recv(t, "a:1 to reach the model", g.Entered)
 	eventually(t, "b/k's worker to retire", func() bool { return workers() == 1 })
 	rc2 := e.submit("a/k", "a:2")
 	if n := workers(); n != 1 {
 		t.Errorf("%d workers for one session", n)
 	}
-	g.open()
+	g.Open()
 	e.wait(rc1.Turn)
 	e.wait(rc2.Turn)
-	if diff := cmp.Diff(conversation("a:1", "a:2"), e.p.requests("a:2")[0].Messages); diff != "" {
+	if diff := cmp.Diff(conversation("a:1", "a:2"), e.p.Requests("a:2")[0].Messages); diff != "" {
 		t.Errorf("context of a:2 (-want +got):\n%s", diff)
 	}
-	if got := e.p.maxOf("a"); got != 1 {
+	if got := e.p.MaxOf("a"); got != 1 {
 		t.Errorf("%d turns of a/k ran at once", got)
 	}
 }
@@ -737,7 +734,7 @@ func TestConversationCacheBudget(t *testing.T) {
 	// from the cache or was reloaded from the log.
 	for s := 0; s < 5; s++ {
 		want := conversation(fmt.Sprintf("a:%d-1", s), fmt.Sprintf("a:%d-2", s), fmt.Sprintf("a:%d-3", s))
-		got := e.p.requests(fmt.Sprintf("a:%d-3", s))[0].Messages
+		got := e.p.Requests(fmt.Sprintf("a:%d-3", s))[0].Messages
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("session %d context (-want +got):\n%s", s, diff)
 		}
@@ -805,7 +802,7 @@ func TestReopen(t *testing.T) {
 		for j := range i + 1 {
 			want = append(want, fmt.Sprintf("a:%d", j+2))
 		}
-		if diff := cmp.Diff(conversation(want...), e.p.requests(text)[0].Messages); diff != "" {
+		if diff := cmp.Diff(conversation(want...), e.p.Requests(text)[0].Messages); diff != "" {
 			t.Errorf("context after reopening (-want +got):\n%s", diff)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
 
@@ -116,8 +117,8 @@ func TestStream(t *testing.T) {
 func TestStreamSlowSubscriber(t *testing.T) {
 	const deltas = 6000 // more than the stream's bus buffer
 	emitted := make(chan struct{})
-	p := newProvider()
-	p.respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	p := testkit.NewModel()
+	p.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
 		for range deltas {
 			onDelta(model.Delta{Text: "x"})
 		}
@@ -204,8 +205,8 @@ func TestStreamParallelToolResults(t *testing.T) {
 		}
 		return tool.Result{Output: "B"}, nil
 	})
-	p := newProvider()
-	p.respond = func(ctx context.Context, req *model.Request, _ func(model.Delta)) (*model.Response, error) {
+	p := testkit.NewModel()
+	p.Respond = func(ctx context.Context, req *model.Request, _ func(model.Delta)) (*model.Response, error) {
 		if req.Messages[len(req.Messages)-1].Role == model.RoleTool {
 			return &model.Response{Text: "both done", StopReason: "stop"}, nil
 		}

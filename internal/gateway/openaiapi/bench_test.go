@@ -6,18 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"agentd/internal/agent"
-	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/gateway/openaiapi"
-	"agentd/internal/model/echo"
 	"agentd/internal/runtime"
-	"agentd/internal/store/sqlite"
-	"agentd/internal/tool"
+	"agentd/internal/testkit"
 )
 
 // BenchmarkTurn measures one turn with the offline echo model: through the
@@ -25,18 +20,8 @@ import (
 // not; the difference is the API's cost.
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "b.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	defs := agents{"assistant": {ID: "assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
-	bus := event.NewBus()
-	lg := &logFwd{}
-	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: models{echo.New()}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
-	defer rt.Close(ctx)
+	defs := agents{"assistant": testkit.Agent("assistant")}
+	rt := testkit.New(b, &testkit.Options{Agents: defs}).Runtime
 	srv := httptest.NewServer(openaiapi.New(rt, defs, nil))
 	defer srv.Close()
 	hc := srv.Client()

@@ -8,17 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 
-	"agentd/internal/agent"
-	"agentd/internal/engine"
-	"agentd/internal/event"
 	"agentd/internal/gateway/openaiapi"
-	"agentd/internal/model/echo"
-	"agentd/internal/runtime"
-	"agentd/internal/store/sqlite"
-	"agentd/internal/tool"
+	"agentd/internal/testkit"
 )
 
 // ExampleNew serves an agent (here with the offline echo model) as an
@@ -30,20 +23,15 @@ func ExampleNew() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	// A runtime over SQLite whose agent answers with the echo model.
+	defs := testkit.Agents{"assistant": testkit.Agent("assistant")}
+	k, err := testkit.Open(ctx, dir, &testkit.Options{Agents: defs})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer st.Close()
-	defs := agents{"assistant": {ID: "assistant", Name: "Assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
-	bus := event.NewBus()
-	lg := &logFwd{}
-	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: models{echo.New()}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
-	defer rt.Close(ctx)
+	defer k.Close()
 
-	srv := httptest.NewServer(openaiapi.New(rt, defs, nil))
+	srv := httptest.NewServer(openaiapi.New(k.Runtime, defs, nil))
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(
 		`{"model": "assistant", "user": "alice", "messages": [{"role": "user", "content": "hello there"}]}`))

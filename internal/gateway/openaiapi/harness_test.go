@@ -9,42 +9,23 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"agentd/internal/agent"
-	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/openaiapi"
-	"agentd/internal/model"
-	"agentd/internal/model/fakellm"
-	"agentd/internal/model/openai"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
 
 // agents is a fixed set of agent definitions.
-type agents map[string]*agent.Definition
-
-func (a agents) Get(id string) (*agent.Definition, bool) {
-	d, ok := a[id]
-	return d, ok
-}
-
-func (a agents) List() []*agent.Definition {
-	var out []*agent.Definition
-	for _, d := range a {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(x, y *agent.Definition) int { return strings.Compare(x.ID, y.ID) })
-	return out
-}
+type agents = testkit.Agents
 
 // script is what the fake model answers.
 const script = `
@@ -76,29 +57,18 @@ usage 7 3
 say You said: {{last_user}}
 `
 
-// models gives every agent the OpenAI client, pointed at fakellm.
-type models struct{ p model.Provider }
-
-func (m models) Provider(agent.Model) (model.Provider, error) { return m.p, nil }
-
-// logFwd is the engine's log; it forwards to the runtime, which is built
-// after the engine (as in internal/app).
-type logFwd struct{ r *runtime.Runtime }
-
-func (l *logFwd) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
-
 // token is the bearer token the test server wants, standing for the
 // gateway's authentication.
 const token = "test-Wq3xP9kZr7Lm2Vb8Nc4Ty6Hd5Jf"
 
-// env is the API served over HTTP by a runtime built from real parts: a
-// SQLite store, the engine, the OpenAI model client and fakellm.
+// env is the API served over HTTP by a runtime built from real parts
+// (testkit): a SQLite store, the engine, the OpenAI model client and
+// fakellm.
 type env struct {
 	t    testing.TB
 	st   *sqlite.Store
 	rt   *runtime.Runtime
 	http *httptest.Server
-	once sync.Once
 }
 
 func newEnv(t testing.TB) *env {
@@ -140,55 +110,34 @@ func (a withFiles) FileError(id string) error { return a.errs[id] }
 // The agents are assistant and helper, and broken, whose file is invalid.
 func newEnvOf(t testing.TB, o envOptions) *env {
 	t.Helper()
-	wrap := o.wrap
-	s, err := fakellm.ParseScript("test.fake", []byte(script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm := httptest.NewServer(fakellm.New(s, nil))
-	t.Cleanup(llm.Close)
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	model := agent.Model{Provider: agent.ProviderOpenAI, Name: "fake"}
 	defs := agents{
-		"assistant": {ID: "assistant", Name: "Assistant", Description: "Answers questions.", Type: agent.TypeUser,
-			Model: agent.Model{Provider: agent.ProviderOpenAI, Name: "fake", BaseURL: llm.URL + "/v1"}},
-		"helper": {ID: "helper", Name: "Helper", Type: agent.TypeUser,
-			Model: agent.Model{Provider: agent.ProviderOpenAI, Name: "fake", BaseURL: llm.URL + "/v1"}},
+		"assistant": {ID: "assistant", Name: "Assistant", Description: "Answers questions.", Type: agent.TypeUser, Model: model},
+		"helper":    {ID: "helper", Name: "Helper", Type: agent.TypeUser, Model: model},
 	}
-	tools := tool.NewRegistry(nil)
-	err = tools.Register(tool.Func(tool.Spec{Name: "lookup", Description: "Looks something up.", InputSchema: json.RawMessage(`{"type":"object"}`), ReadOnly: true},
-		func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: "42"}, nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus := event.NewBus()
-	lf := &logFwd{}
-	p := openai.New(&openai.Options{BaseURL: llm.URL + "/v1", HTTPClient: llm.Client()})
-	eng := engine.New(&engine.Options{Log: lf, Live: bus, Models: models{p}, Tools: tools, BaseBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	var rs store.Store = st
-	if wrap != nil {
-		rs = wrap(st)
-	}
+	lookup := tool.Func(tool.Spec{Name: "lookup", Description: "Looks something up.", InputSchema: json.RawMessage(`{"type":"object"}`), ReadOnly: true},
+		func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: "42"}, nil })
 	files := withFiles{defs, map[string]error{"broken": brokenFile}}
-	rt := runtime.New(&runtime.Options{Store: rs, Agents: files, Engine: eng, Bus: bus})
-	lf.r = rt
-	api := openaiapi.New(rt, files, &openaiapi.Options{Created: time.Unix(1700000000, 0)})
+	k := testkit.New(t, &testkit.Options{Agents: files, Script: script, Tools: []tool.Tool{lookup}, Wrap: o.wrap})
+	api := openaiapi.New(k.Runtime, files, &openaiapi.Options{Created: time.Unix(1700000000, 0)})
+	var h http.Handler
 	if o.gateway != nil {
-		e := &env{t: t, st: st, rt: rt, http: httptest.NewServer(throughGateway(t, rt, st, files, api, o.gateway))}
-		t.Cleanup(e.close)
-		return e
+		h = throughGateway(t, k.Runtime, k.Store, files, api, o.gateway)
+	} else {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+token {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			api.ServeHTTP(w, r)
+		})
 	}
-	auth := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer "+token {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		api.ServeHTTP(w, r)
+	e := &env{t: t, st: k.Store, rt: k.Runtime, http: httptest.NewServer(h)}
+	// Cleanups run last first: the server closes before the Kit.
+	t.Cleanup(func() {
+		e.http.CloseClientConnections()
+		e.http.Close()
 	})
-	e := &env{t: t, st: st, rt: rt, http: httptest.NewServer(auth)}
-	t.Cleanup(e.close)
 	return e
 }
 
@@ -207,17 +156,6 @@ func throughGateway(t testing.TB, rt *runtime.Runtime, st *sqlite.Store, defs wi
 	o := &gateway.Options{Runtime: rt, Sessions: st, Agents: defs, OpenAI: api}
 	change(o)
 	return gateway.New(o).Protect(&gateway.AuthOptions{Tokens: tk, Listen: "127.0.0.1:0"})
-}
-
-func (e *env) close() {
-	e.once.Do(func() {
-		e.http.CloseClientConnections()
-		e.http.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		e.rt.Close(ctx)
-		e.st.Close()
-	})
 }
 
 // response is an answer read whole.

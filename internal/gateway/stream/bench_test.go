@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -20,7 +19,7 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/gateway/stream"
-	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 )
 
 // childEnv makes the test binary serve a stream instead of running tests,
@@ -57,13 +56,12 @@ func serveChild() error {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	k, err := testkit.Open(ctx, dir, &testkit.Options{Agents: anyAgent{}})
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	src := &source{st: st, bus: event.NewBus()}
-	h := stream.New(stream.Join(src, st), nil)
+	defer k.Close()
+	h := stream.New(stream.Join(k.Runtime, k.Store), nil)
 	defer h.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/v1/stream", h)

@@ -8,34 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/coder/websocket"
 
-	"agentd/internal/agent"
-	"agentd/internal/engine"
-	"agentd/internal/event"
 	"agentd/internal/gateway/stream"
-	"agentd/internal/model"
-	"agentd/internal/model/echo"
 	"agentd/internal/runtime"
-	"agentd/internal/store"
-	"agentd/internal/store/sqlite"
-	"agentd/internal/tool"
+	"agentd/internal/testkit"
 )
-
-type exampleAgents map[string]*agent.Definition
-
-func (a exampleAgents) Get(id string) (*agent.Definition, bool) { d, ok := a[id]; return d, ok }
-
-type echoModels struct{}
-
-func (echoModels) Provider(agent.Model) (model.Provider, error) { return echo.New(), nil }
-
-type engineLog struct{ r *runtime.Runtime }
-
-func (l *engineLog) Commit(ctx context.Context, b *store.Batch) error { return l.r.Commit(ctx, b) }
 
 // ExampleNew streams a session's events from the runtime: the client
 // subscribes from the start of the log, a turn runs, and the client reads
@@ -47,21 +27,16 @@ func ExampleNew() {
 	}
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	// A runtime over SQLite whose agent answers with the echo model.
+	k, err := testkit.Open(ctx, dir, &testkit.Options{Agents: testkit.Agents{"assistant": testkit.Agent("assistant")}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer st.Close()
-	bus := event.NewBus()
-	lg := &engineLog{}
-	defs := exampleAgents{"assistant": {ID: "assistant", Name: "Assistant", Model: agent.Model{Provider: agent.ProviderEcho, Name: "echo"}}}
-	rt := runtime.New(&runtime.Options{Store: st, Agents: defs, Bus: bus,
-		Engine: engine.New(&engine.Options{Log: lg, Live: bus, Models: echoModels{}, Tools: tool.NewRegistry(nil)})})
-	lg.r = rt
-	defer rt.Close(ctx)
+	defer k.Close()
+	rt := k.Runtime
 
 	// The runtime reads the log and the bus; the store lists sessions.
-	h := stream.New(stream.Join(rt, st), nil)
+	h := stream.New(stream.Join(rt, k.Store), nil)
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()

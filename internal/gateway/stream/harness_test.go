@@ -5,18 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/gateway/stream"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 )
 
 // The runtime and the store provide a Source between them.
@@ -25,33 +26,24 @@ var (
 	_ stream.Directory = (store.Store)(nil)
 )
 
-// source is the runtime's part of a Source over a real store and bus:
-// commit writes a batch, then publishes its events, as the runtime does.
+// source is a Source's log: a runtime built from real parts (testkit),
+// which the tests feed outside any turn (Runtime.Record commits events,
+// then publishes them) and through its bus (live events).
 type source struct {
 	st  *sqlite.Store
 	bus *event.Bus
+	rt  *runtime.Runtime
 }
 
-func (s *source) Bus() *event.Bus { return s.bus }
+// anyAgent knows every agent: the tests name sessions freely.
+type anyAgent struct{}
 
-func (s *source) Events(ctx context.Context, addr string, after int64, limit int) (store.Session, []event.Event, error) {
-	agent, key, _ := strings.Cut(addr, "/")
-	sess, err := s.st.SessionByAddress(ctx, agent, key)
-	if err != nil {
-		return sess, nil, fmt.Errorf("session %s: %w", addr, err)
-	}
-	evs, err := s.st.Events(ctx, sess.ID, after, limit)
-	return sess, evs, err
-}
+func (anyAgent) Get(id string) (*agent.Definition, bool) { return testkit.Agent(id), true }
 
 func newSource(t testing.TB) *source {
 	t.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "agentd.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return &source{st: st, bus: event.NewBus()}
+	k := testkit.New(t, &testkit.Options{Agents: anyAgent{}, SQLite: &sqlite.Options{Synchronous: sqlite.SyncNormal}})
+	return &source{st: k.Store, bus: k.Bus, rt: k.Runtime}
 }
 
 func (s *source) session(t testing.TB, addr string) store.Session {
@@ -64,7 +56,8 @@ func (s *source) session(t testing.TB, addr string) store.Session {
 	return sess
 }
 
-// commit logs events of the given kinds in one batch and publishes them.
+// commit logs events of the given kinds in one batch and publishes them,
+// returning them with their sequence numbers.
 func (s *source) commit(t testing.TB, addr string, kinds ...event.Kind) []event.Event {
 	t.Helper()
 	sess := s.session(t, addr)
@@ -72,13 +65,11 @@ func (s *source) commit(t testing.TB, addr string, kinds ...event.Kind) []event.
 	for i, k := range kinds {
 		evs[i] = event.New(sess.ID, 1, k, event.TextData{Text: fmt.Sprintf("%s %d", k, i)})
 	}
-	b := &store.Batch{Session: sess.ID, Events: evs}
-	if err := s.st.Commit(context.Background(), b); err != nil {
+	if err := s.rt.Record(context.Background(), addr, evs...); err != nil {
 		t.Error(err)
 		return nil
 	}
-	s.bus.Publish(b.Events...)
-	return b.Events
+	return evs
 }
 
 // commitN logs n events of one kind and payload in one batch and
@@ -90,12 +81,9 @@ func (s *source) commitN(t testing.TB, addr string, n int, kind event.Kind, payl
 	for i := range evs {
 		evs[i] = event.New(sess.ID, 1, kind, payload)
 	}
-	b := &store.Batch{Session: sess.ID, Events: evs}
-	if err := s.st.Commit(context.Background(), b); err != nil {
+	if err := s.rt.Record(context.Background(), addr, evs...); err != nil {
 		t.Error(err)
-		return
 	}
-	s.bus.Publish(b.Events...)
 }
 
 // live publishes a live-only event.
@@ -115,7 +103,7 @@ type env struct {
 func newEnv(t testing.TB, o *stream.Options) *env {
 	t.Helper()
 	src := newSource(t)
-	h := stream.New(stream.Join(src, src.st), o)
+	h := stream.New(stream.Join(src.rt, src.st), o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()

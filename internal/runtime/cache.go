@@ -1,0 +1,165 @@
+package runtime
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/model"
+	"agentd/internal/store"
+)
+
+// session is the in-memory side of a session. Its fields are guarded by
+// mu, except s.ID/Agent/Key which never change.
+type session struct {
+	s   store.Session
+	elt *list.Element // in Runtime.lru while idle
+
+	mu      sync.Mutex
+	queue   []queued
+	working bool                    // a worker goroutine exists
+	cancel  context.CancelCauseFunc // of the running turn, nil if none
+	conv    *engine.Conversation    // the context since the last reset; nil until loaded
+	// published is the state last published as a session_state event.
+	published string
+}
+
+// setConv replaces the session's cached conversation, keeping the cache's
+// byte count. sess.mu is held.
+func (r *Runtime) setConv(sess *session, c *engine.Conversation) {
+	var d int64
+	if sess.conv != nil {
+		d -= int64(sess.conv.Size())
+	}
+	if c != nil {
+		d += int64(c.Size())
+	}
+	sess.conv = c
+	r.cached.Add(d)
+}
+
+// follow adds durable events to the session's cached context, if it has
+// one. sess.mu is held.
+func (r *Runtime) follow(sess *session, evs []event.Event) {
+	c := sess.conv
+	if c == nil {
+		return
+	}
+	before := c.Size()
+	for _, e := range evs {
+		switch e.Kind {
+		case event.Reset:
+			r.cached.Add(int64(c.Size() - before))
+			r.setConv(sess, new(engine.Conversation))
+			c, before = sess.conv, 0
+		case event.Summary:
+			// The context now starts from the summary: load it from the
+			// log when next needed.
+			r.cached.Add(int64(c.Size() - before))
+			r.setConv(sess, nil)
+			return
+		default:
+			c.Add(e)
+		}
+	}
+	r.cached.Add(int64(c.Size() - before))
+}
+
+// CachedBytes is roughly how much memory the cached conversations take.
+func (r *Runtime) CachedBytes() int64 { return r.cached.Load() }
+
+// trimCache drops the cached conversations of the least recently used idle
+// sessions while the cache is over its byte budget.
+func (r *Runtime) trimCache() {
+	if r.cached.Load() <= r.o.CacheBytes {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for e := r.lru.Back(); e != nil && r.cached.Load() > r.o.CacheBytes*9/10; e = e.Prev() {
+		sess := e.Value.(*session)
+		if sess.mu.TryLock() {
+			if !sess.working && sess.conv != nil {
+				r.setConv(sess, nil)
+			}
+			sess.mu.Unlock()
+		}
+	}
+}
+
+func (s *session) state() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.s.State
+}
+
+// session returns the in-memory session for s, adding it if needed.
+func (r *Runtime) session(s store.Session) *session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if sess := r.sessions[s.ID]; sess != nil {
+		r.touch(sess)
+		return sess
+	}
+	sess := &session{s: s}
+	r.sessions[s.ID] = sess
+	r.byAddr[s.Address()] = sess
+	sess.elt = r.lru.PushFront(sess)
+	r.evict()
+	return sess
+}
+
+// touch marks sess recently used. r.mu is held.
+func (r *Runtime) touch(sess *session) {
+	if sess.elt != nil {
+		r.lru.MoveToFront(sess.elt)
+	}
+}
+
+// evict drops the least recently used idle sessions beyond the cache bound.
+// r.mu is held.
+func (r *Runtime) evict() {
+	for e := r.lru.Back(); e != nil && r.lru.Len() > r.o.CacheSessions; {
+		prev := e.Prev()
+		sess := e.Value.(*session)
+		if sess.mu.TryLock() {
+			if !sess.working && len(sess.queue) == 0 {
+				r.setConv(sess, nil)
+				r.lru.Remove(e)
+				sess.elt = nil
+				delete(r.sessions, sess.s.ID)
+				delete(r.byAddr, sess.s.Address())
+			}
+			sess.mu.Unlock()
+		}
+		e = prev
+	}
+}
+
+// context returns the session's conversation since the last reset (with
+// the skills it loaded), kept in memory while the session is cached and
+// loaded from the log otherwise.
+func (r *Runtime) context(ctx context.Context, sess *session) ([]model.Message, []engine.Mark, []int, []string, error) {
+	sess.mu.Lock()
+	if c := sess.conv; c != nil {
+		m, marks, toks, skills := c.Messages(), c.Marks(), c.Tokens(), c.Skills()
+		sess.mu.Unlock()
+		return m, marks, toks, skills, nil
+	}
+	sess.mu.Unlock()
+	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("runtime: load context: %w", err)
+	}
+	c := new(engine.Conversation)
+	c.Add(engine.FromSummary(evs)...)
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	// Only this session's worker loads or changes the conversation, so
+	// nothing was added meanwhile.
+	r.setConv(sess, c)
+	return c.Messages(), c.Marks(), c.Tokens(), c.Skills(), nil
+}

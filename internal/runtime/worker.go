@@ -1,0 +1,249 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+// queued is an inbox item in a session's queue.
+type queued struct {
+	item      store.InboxItem
+	recovered bool // from a previous process: may have events already
+	// durable waits until the item is durable; nil if it was when queued.
+	durable func() error
+}
+
+// kick starts a worker for sess if it has work and none is running.
+func (r *Runtime) kick(sess *session) {
+	sess.mu.Lock()
+	if sess.working || len(sess.queue) == 0 {
+		sess.mu.Unlock()
+		return
+	}
+	sess.working = true
+	sess.mu.Unlock()
+	r.mu.Lock()
+	if r.closed {
+		// Closed: the item stays pending in the inbox for the next start.
+		r.mu.Unlock()
+		sess.mu.Lock()
+		sess.working = false
+		sess.mu.Unlock()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go r.work(sess)
+}
+
+// work runs a session's queue in order, then exits.
+func (r *Runtime) work(sess *session) {
+	defer r.wg.Done()
+	for {
+		q, ok := r.next(sess)
+		if !ok {
+			return
+		}
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			continue
+		}
+		end, err := r.process(sess, q)
+		<-r.sem
+		if err != nil {
+			r.failed(sess, q, err)
+			continue
+		}
+		sess.mu.Lock()
+		sess.queue = sess.queue[1:]
+		// A session whose queue is empty is idle before its waiters hear
+		// of the end, so that one closed right after its reply is not busy.
+		idle := len(sess.queue) == 0
+		if idle {
+			sess.working = false
+		}
+		sess.mu.Unlock()
+		r.notify(q.item.ID, end)
+		if idle {
+			return
+		}
+	}
+}
+
+// next returns the item at the head of sess's queue; ok is false, and the
+// worker is done, when there is none or the runtime is closing: the
+// running turn finished, and what is queued waits in the inbox for the
+// next start.
+func (r *Runtime) next(sess *session) (q queued, ok bool) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if len(sess.queue) == 0 || r.ctx.Err() != nil || r.closing.Load() {
+		sess.working = false
+		return queued{}, false
+	}
+	return sess.queue[0], true
+}
+
+// failed deals with an item that could not be processed: it is dropped if
+// its input never became durable, left for the next start if the runtime
+// is stopping, and otherwise retried after a pause.
+func (r *Runtime) failed(sess *session, q queued, err error) {
+	if q.durable != nil && q.durable() != nil {
+		// The input never became durable and its sender was told so.
+		sess.mu.Lock()
+		sess.queue = sess.queue[1:]
+		r.setConv(sess, nil)
+		sess.mu.Unlock()
+		return
+	}
+	if errors.Is(err, engine.ErrShutdown) || r.ctx.Err() != nil {
+		return // left for the next start
+	}
+	r.log.Error("turn failed; will retry", "session", sess.s.Address(), "turn", q.item.ID, "err", err)
+	// The log could not be written. Keep the item and retry after a pause
+	// rather than lose or reorder it; the retry resumes from the log.
+	select {
+	case <-time.After(time.Second):
+	case <-r.ctx.Done():
+	}
+	sess.mu.Lock()
+	sess.queue[0].recovered = true
+	r.setConv(sess, nil)
+	sess.mu.Unlock()
+}
+
+// process handles one inbox item and returns how it ended; the caller
+// tells the waiters. Resets, silent messages and inputs that can no longer
+// run end without the engine.
+func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
+	it := q.item
+	done := event.TurnEndData{Status: event.StatusDone}
+	switch {
+	case it.Kind == event.Reset:
+		return r.finish(sess, it.ID, event.Reset, event.MarkerData{Name: "reset", Reason: it.Text}, "", done)
+	case it.Silent:
+		d := event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey, Images: it.Images}
+		return r.finish(sess, it.ID, event.SystemMessage, d, "", done)
+	case sess.state() == store.StateClosed:
+		// Closed after this input was accepted: end it rather than reopen.
+		return r.refuse(sess, it.ID, "the session was closed before this input's turn", store.StateClosed)
+	}
+	def, ok := r.o.Agents.Get(sess.s.Agent)
+	if !ok {
+		// The agent's file was removed after the input was accepted: end the
+		// turn with an error rather than lose the input silently.
+		return r.refuse(sess, it.ID, fmt.Sprintf("agent %q is no longer defined", sess.s.Agent), "")
+	}
+	t, err := r.newTurn(sess, q, def)
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
+	return r.runTurn(sess, t)
+}
+
+// finish completes inbox item id without the engine: an event of kind with
+// payload is logged with the item's completion (and the session's new
+// state, if not ""), in one batch, and the item ends as end.
+func (r *Runtime) finish(sess *session, id int64, kind event.Kind, payload any, state string, end event.TurnEndData) (event.TurnEndData, error) {
+	ev := event.New(sess.s.ID, id, kind, payload)
+	if err := r.commit(r.ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{id}, State: state}); err != nil {
+		return event.TurnEndData{}, err
+	}
+	return end, nil
+}
+
+// refuse ends the turn of an accepted input with an error, without the
+// engine.
+func (r *Runtime) refuse(sess *session, id int64, reason, state string) (event.TurnEndData, error) {
+	end := event.TurnEndData{Status: event.StatusError, Reason: reason}
+	return r.finish(sess, id, event.TurnEnd, end, state, end)
+}
+
+// newTurn builds the turn of q for the engine: its log, its context (for a
+// turn resumed after a restart, without its own events) and the agent's
+// spending today.
+func (r *Runtime) newTurn(sess *session, q queued, def *agent.Definition) (*engine.Turn, error) {
+	ctx, it := r.ctx, q.item
+	t := &engine.Turn{Log: turnLog{r, sess}, ID: it.ID, Session: sess.s, Agent: def, Item: it, Durable: q.durable, Recovered: q.recovered}
+	if q.recovered {
+		prior, err := r.st.TurnEvents(ctx, sess.s.ID, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		t.Prior = prior
+	}
+	var err error
+	if len(t.Prior) > 0 {
+		err = r.resumedContext(ctx, sess, t)
+	} else {
+		t.Context, t.Marks, t.Tokens, t.Skills, err = r.context(ctx, sess)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if def.Budgets.MaxUSDPerDay > 0 {
+		y, m, d := time.Now().UTC().Date()
+		u, err := r.st.UsageSince(ctx, def.ID, time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
+		if err != nil {
+			return nil, err
+		}
+		t.SpentToday = u.CostUSD
+	}
+	return t, nil
+}
+
+// resumedContext sets the context of a turn resumed with its prior events
+// from the log: the session's context up to the turn's first event. The
+// cached context is not used: it may hold the turn's own events.
+func (r *Runtime) resumedContext(ctx context.Context, sess *session, t *engine.Turn) error {
+	evs, err := r.st.ContextEvents(ctx, sess.s.ID)
+	if err != nil {
+		return fmt.Errorf("runtime: load context: %w", err)
+	}
+	cut := len(evs)
+	for cut > 0 && evs[cut-1].Seq >= t.Prior[0].Seq {
+		cut--
+	}
+	var c engine.Conversation
+	c.Add(engine.FromSummary(evs[:cut])...)
+	t.Context, t.Marks, t.Skills = c.Messages(), c.Marks(), c.Skills()
+	return nil
+}
+
+// runTurn has the engine run (or compact) t, cancellable by Cancel and by
+// an interrupting input while it runs.
+func (r *Runtime) runTurn(sess *session, t *engine.Turn) (event.TurnEndData, error) {
+	run := r.o.Engine.Run
+	if t.Item.Kind == event.CompactRequest {
+		c, ok := r.o.Engine.(Compactor)
+		if !ok {
+			return event.TurnEndData{}, fmt.Errorf("runtime: this engine cannot compact")
+		}
+		run = c.Compact
+	}
+	tctx, cancel := context.WithCancelCause(r.ctx)
+	sess.mu.Lock()
+	sess.cancel = cancel
+	sess.mu.Unlock()
+	r.bus.Publish(event.Event{Session: sess.s.ID, Turn: t.ID, Kind: event.TurnStart, Time: time.Now().UTC()})
+	// The store sees the session active only if the turn writes before it
+	// ends; watchers see it at once.
+	r.publishState(sess, t.ID, store.StateActive)
+	end, err := run(tctx, t)
+	cancel(nil)
+	sess.mu.Lock()
+	sess.cancel = nil
+	sess.mu.Unlock()
+	if err != nil {
+		return event.TurnEndData{}, err
+	}
+	return end, nil
+}
