@@ -1,5 +1,9 @@
 package gateway
 
+// The routes of the tool layer: the message lifecycle, agents' keys,
+// approvals waiting for a person, MCP servers, compaction on request and
+// skills.
+
 import (
 	"bytes"
 	"context"
