@@ -3,7 +3,8 @@ package gateway
 // Authentication of the API on TCP. The unix socket needs none (its file
 // mode is the access control); everything served on TCP goes through
 // Protect, whose ServeHTTP takes these steps in this order, each a
-// function below that answers the request itself when it stops it:
+// function that reports whether the request goes on, having answered it
+// when it does not:
 //
 //  1. host: the Host header names the API (DNS rebinding; origin.go).
 //  2. origin: an Origin header, when present, is the page's own origin or
@@ -15,7 +16,7 @@ package gateway
 //  6. authenticate: the token, as Authorization: Bearer <token> or the
 //     console's cookie (cookie.go), and a cookie only from the same site.
 //     Failed attempts are limited per client network (limiter.go).
-//  7. admin: a route that changes what runs on the machine needs
+//  7. adminAllowed: a route that changes what runs on the machine needs
 //     AuthOptions.RemoteAdmin.
 //
 // Where the token comes from is tokens.go's.
@@ -26,7 +27,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 )
@@ -57,19 +57,9 @@ type AuthOptions struct {
 	// included, before it is authenticated (0: 10s).
 	PreAuthTimeout time.Duration
 	// RemoteAdmin serves the routes that change what runs on this machine
-	// (AdminRoutes); without it they answer 403 over TCP.
+	// (the admin routes of the table, Route.Admin); without it they answer
+	// 403 over TCP.
 	RemoteAdmin bool
-}
-
-// AdminRoutes change what runs on this machine: agent definitions (which
-// name MCP server commands), MCP servers, agents' keys. Over TCP they need
-// AuthOptions.RemoteAdmin besides the token.
-var AdminRoutes = []string{
-	"PUT /v1/agents/{id}",
-	"POST /v1/agents/{id}/key",
-	"PUT /v1/agents/{id}/key",
-	"POST /v1/mcp/servers",
-	"DELETE /v1/mcp/servers/{name}",
 }
 
 // Protect returns the API behind authentication, for serving on TCP. The
@@ -83,7 +73,7 @@ func (s *Server) Protect(o *AuthOptions) http.Handler {
 	}
 	a := &auth{next: s, srv: s, tokens: opts.Tokens, log: s.log, maxBody: opts.MaxBody,
 		hosts: newHostCheck(opts.Listen, opts.AllowedHosts, s.log), cors: corsOrigins(opts.CORSOrigins, s.log),
-		limit: newLimiter(opts.FailRate, opts.FailBurst), admin: opts.RemoteAdmin, mux: s.mux, preAuth: opts.PreAuthTimeout}
+		limit: newLimiter(opts.FailRate, opts.FailBurst), remoteAdmin: opts.RemoteAdmin, preAuth: opts.PreAuthTimeout}
 	if a.maxBody <= 0 || a.maxBody > MaxBody {
 		a.maxBody = MaxBody
 	}
@@ -95,18 +85,17 @@ func (s *Server) Protect(o *AuthOptions) http.Handler {
 
 // auth is the handler Protect returns.
 type auth struct {
-	next    http.Handler
-	srv     *Server // answers the refusals
-	tokens  *Tokens
-	log     *slog.Logger
-	hosts   *hostCheck
-	cors    map[string]bool
-	maxBody int64
-	preAuth time.Duration
-	limit   *limiter
-	revoked revocations
-	admin   bool
-	mux     *routeMux
+	next        http.Handler
+	srv         *Server // answers the refusals
+	tokens      *Tokens
+	log         *slog.Logger
+	hosts       *hostCheck
+	cors        map[string]bool
+	maxBody     int64
+	preAuth     time.Duration
+	limit       *limiter
+	revoked     revocations
+	remoteAdmin bool
 }
 
 // state is the current token, nil if there is none.
@@ -134,7 +123,10 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cors, ok := a.origin(w, r)
-	if !ok || a.preflight(w, r, cors) || !a.limitBody(w, r) || a.public(w, r) || !a.authenticate(w, r) || !a.adminAllowed(w, r) {
+	if !ok || !a.preflight(w, r, cors) || !a.limitBody(w, r) || !a.public(w, r) {
+		return
+	}
+	if !a.authenticate(w, r) || !a.adminAllowed(w, r) {
 		return
 	}
 	// Authenticated: uploads and streams take as long as they take.
@@ -145,7 +137,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // limitBody refuses a body declared larger than r's limit and bounds the
 // body it reads to it; it reports whether r goes on.
 func (a *auth) limitBody(w http.ResponseWriter, r *http.Request) bool {
-	limit := bodyLimit(r, a.maxBody)
+	limit := a.srv.bodyLimit(r, a.maxBody)
 	if r.ContentLength > limit {
 		a.refuse(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", limit))
 		return false
@@ -156,19 +148,19 @@ func (a *auth) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// public serves r if it needs no token, and reports whether it did.
+// public serves r if it needs no token; it reports whether r goes on to
+// the token.
 func (a *auth) public(w http.ResponseWriter, r *http.Request) bool {
-	switch publicPath(r) {
-	case pathLogin:
-		a.login(w, r)
-	case pathLogout:
-		a.logout(w, r)
-	case pathPublic:
-		a.next.ServeHTTP(w, stripCredentials(r))
+	rt := publicRoute(r)
+	switch {
+	case rt == nil:
+		return true
+	case rt.front != nil:
+		rt.front(a, w, r)
 	default:
-		return false
+		a.next.ServeHTTP(w, stripCredentials(r))
 	}
-	return true
+	return false
 }
 
 // authenticate reports whether r carries the token, answering it when it
@@ -201,10 +193,10 @@ func (a *auth) authenticate(w http.ResponseWriter, r *http.Request) bool {
 // adminAllowed reports whether r may be served as far as remote_admin is
 // concerned, answering it when it may not.
 func (a *auth) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
-	if a.admin {
+	if a.remoteAdmin {
 		return true
 	}
-	if _, pattern := a.mux.Handler(r); slices.Contains(AdminRoutes, pattern) {
+	if rt := a.srv.route(r); rt != nil && rt.access == admin {
 		a.refuse(w, r, http.StatusForbidden, "forbidden", "this route changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true")
 		return false
 	}
@@ -270,32 +262,4 @@ func stripCredentials(r *http.Request) *http.Request {
 		}
 	}
 	return r2
-}
-
-// Kinds of path, for authentication.
-const (
-	pathPrivate = iota
-	pathPublic
-	pathLogin
-	pathLogout
-)
-
-// publicPath says whether r may be served without the token. Only exact,
-// clean paths are public: anything with dot segments, doubled slashes or
-// escapes needs the token.
-func publicPath(r *http.Request) int {
-	p := r.URL.Path
-	if r.URL.RawPath != "" || strings.Contains(p, "//") || strings.Contains(p, "/.") || strings.ContainsAny(p, "%\\") {
-		return pathPrivate
-	}
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	switch {
-	case r.Method == http.MethodPost && p == "/v1/auth/login":
-		return pathLogin
-	case r.Method == http.MethodPost && p == "/v1/auth/logout":
-		return pathLogout
-	case get && (p == "/healthz" || p == "/" || p == "/console" || strings.HasPrefix(p, "/console/")):
-		return pathPublic
-	}
-	return pathPrivate
 }

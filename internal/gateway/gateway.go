@@ -1,24 +1,10 @@
-// Package gateway serves agentd's HTTP API. Today it serves the local
-// control API on a unix socket in the data directory (mode 0600: the file
-// permission is the access control, as with docker.sock); the same handlers
-// are meant to be served on TCP behind authentication.
-//
-// Routes (JSON unless noted):
-//
-//	GET  /healthz
-//	GET  /v1/version
-//	GET  /v1/agents
-//	GET  /v1/sessions?agent=A&state=S&limit=N
-//	GET  /v1/sessions/{agent}/{key}
-//	PATCH /v1/sessions/{agent}/{key}           {title}: name the session
-//	GET  /v1/sessions/{agent}/{key}/events?after=SEQ&limit=N&wait=DURATION   (long-poll)
-//	POST /v1/sessions/{agent}/{key}/messages   {text, idempotency_key, system, silent, origin, reopen}
-//	     ?wait=true: the reply; ?stream=true: the turn's events as JSON lines
-//	POST /v1/sessions/{agent}/{key}/reset
-//	POST /v1/sessions/{agent}/{key}/cancel
-//	POST /v1/sessions/{agent}/{key}/close
-//	POST /v1/sessions/{agent}/{key}/reopen
-//	GET  /v1/turns/{id}?wait=DURATION
+// Package gateway serves agentd's HTTP API: on a unix socket in the data
+// directory (mode 0600: the file permission is the access control, as with
+// docker.sock) and on TCP behind authentication (Protect). Its routes are
+// one table, routeTable in routes.go, which says for each route its
+// handler and who may call it over TCP; docs/api.md describes them for
+// people and docs/openapi.yaml for programs, and tests hold both to the
+// table. Errors are answered through one table too (errors.go).
 package gateway
 
 import (
@@ -102,7 +88,8 @@ type Options struct {
 // Server is the HTTP API.
 type Server struct {
 	o         Options
-	mux       *routeMux
+	mux       *http.ServeMux
+	routes    map[string]*route // the routes of the table served, by pattern
 	log       *slog.Logger
 	load      *admission
 	started   time.Time
@@ -112,55 +99,14 @@ type Server struct {
 	openAIPaths *http.ServeMux
 }
 
-// routeMux is a ServeMux that remembers its patterns, so the OpenAPI
-// description can be checked against what is served.
-type routeMux struct {
-	*http.ServeMux
-	patterns []string
-}
-
-func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	m.patterns = append(m.patterns, pattern)
-	m.ServeMux.HandleFunc(pattern, h)
-}
-
-func (m *routeMux) Handle(pattern string, h http.Handler) {
-	m.patterns = append(m.patterns, pattern)
-	m.ServeMux.Handle(pattern, h)
-}
-
-// Routes returns the patterns the API serves ("METHOD /path/{param}"), in
-// the order they were registered.
-func (s *Server) Routes() []string { return append([]string(nil), s.mux.patterns...) }
-
 // New returns the API handler.
 func New(o *Options) *Server {
-	s := &Server{o: *o, mux: &routeMux{ServeMux: http.NewServeMux()}, log: o.Logger,
+	s := &Server{o: *o, mux: http.NewServeMux(), log: o.Logger,
 		load: newAdmission(o.BodyBytesInFlight, o.BodyWait), started: time.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	m := s.mux
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]bool{"ok": true}) })
-	m.HandleFunc("GET /v1/version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]string{"version": s.o.Version})
-	})
-	m.HandleFunc("GET /v1/agents", s.agents)
-	m.HandleFunc("GET /v1/sessions", s.sessions)
-	m.HandleFunc("GET /v1/sessions/{agent}/{key}", s.session)
-	m.HandleFunc("PATCH /v1/sessions/{agent}/{key}", s.patchSession)
-	m.HandleFunc("GET /v1/sessions/{agent}/{key}/events", s.events)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/messages", s.message)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reset", s.reset)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/cancel", s.cancel)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/close", s.closeSession)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/reopen", s.reopen)
-	m.HandleFunc("GET /v1/turns/{id}", s.turn)
-	s.routeTools()
-	s.routeMemory()
-	s.routeLongTerm()
-	s.routeOps()
-	s.routeStatus()
+	s.handle()
 	s.mount()
 	return s
 }
@@ -169,22 +115,21 @@ func New(o *Options) *Server {
 const MaxBody = 1 << 20
 
 // MaxMessageBody bounds the body of a message, which may carry images
-// (base64, at most 5 MiB each): POST /v1/sessions/{agent}/{key}/messages
-// and POST /v1/chat/completions.
+// (base64, at most 5 MiB each): the routes of the table whose message is
+// set.
 const MaxMessageBody = 16 << 20
 
 // bodyLimit returns the body limit of r: MaxMessageBody for a message,
 // general for everything else.
-func bodyLimit(r *http.Request, general int64) int64 {
-	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" ||
-		strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/messages")) {
+func (s *Server) bodyLimit(r *http.Request, general int64) int64 {
+	if rt := s.route(r); rt != nil && rt.message {
 		return MaxMessageBody
 	}
 	return general
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	limit := bodyLimit(r, MaxBody)
+	limit := s.bodyLimit(r, MaxBody)
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	release, err := s.load.admit(r, limit)
 	if err != nil {
@@ -226,6 +171,14 @@ func (s *statusRecorder) WriteHeader(c int) {
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	s.WriteHeader(200)
 	return len(b), nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, map[string]bool{"ok": true})
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, 200, map[string]string{"version": s.o.Version})
 }
 
 // Error is the body of every error response.

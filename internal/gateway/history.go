@@ -16,13 +16,6 @@ import (
 	"agentd/internal/store"
 )
 
-// Routes of conversation history and working memory (JSON):
-//
-//	GET    /v1/history/search?q=WORDS&agent=A&since=T&until=T&limit=N&cursor=C
-//	GET    /v1/sessions/{agent}/{key}/working              the session's working memory
-//	PUT    /v1/sessions/{agent}/{key}/working/{name}       body: the JSON value
-//	DELETE /v1/sessions/{agent}/{key}/working/{name}
-
 // History searches conversations and keeps sessions' working memory.
 type History interface {
 	SearchHistory(ctx context.Context, q store.HistoryQuery) ([]store.HistoryHit, string, error)
@@ -30,14 +23,6 @@ type History interface {
 	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error
 	DeleteWorking(ctx context.Context, session int64, key string) error
 	Working(ctx context.Context, session int64) (map[string]json.RawMessage, error)
-}
-
-func (s *Server) routeMemory() {
-	m := s.mux
-	m.HandleFunc("GET /v1/history/search", s.historySearch)
-	m.HandleFunc("GET /v1/sessions/{agent}/{key}/working", s.workingGet)
-	m.HandleFunc("PUT /v1/sessions/{agent}/{key}/working/{name}", s.workingSet)
-	m.HandleFunc("DELETE /v1/sessions/{agent}/{key}/working/{name}", s.workingDelete)
 }
 
 // HistoryHit is one result of a history search.

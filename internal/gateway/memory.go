@@ -13,12 +13,6 @@ import (
 	"agentd/internal/memory"
 )
 
-// Routes of long-term memory (JSON; agent is the memory's scope):
-//
-//	GET  /v1/memory?agent=A&q=WORDS&limit=N&shared=true   recall (with q) or the newest memories
-//	GET  /v1/memory/entities/{name}?agent=A              an entity with its observations and relations
-//	POST /v1/memory/forget                                {agent, entities, observations, relations, insights}
-
 // Memory is agents' long-term memory.
 type Memory interface {
 	Recall(ctx context.Context, q memory.Query) (memory.Recall, error)
@@ -70,13 +64,6 @@ func memoryErr(err error) error {
 		return badRequest("%v", err)
 	}
 	return err
-}
-
-func (s *Server) routeLongTerm() {
-	m := s.mux
-	m.HandleFunc("GET /v1/memory", s.memorySearch)
-	m.HandleFunc("GET /v1/memory/entities/{name}", s.memoryEntity)
-	m.HandleFunc("POST /v1/memory/forget", s.memoryForget)
 }
 
 func (s *Server) memoryScope(w http.ResponseWriter, agentID string) bool {

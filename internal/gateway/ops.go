@@ -16,16 +16,6 @@ import (
 	"agentd/internal/store"
 )
 
-// Routes of the operator (JSON unless noted):
-//
-//	GET  /readyz                      200 once the runtime has started and the store answers and can write; 503 with the reason
-//	GET  /metrics                     Prometheus text format 0.0.4
-//	GET  /v1/usage?group=day|agent|session|model&agent=A&session=A/K&since=T&until=T&limit=N
-//	GET  /v1/agents/{id}              an agent's definition, secrets hidden
-//	PUT  /v1/agents/{id}              create or replace its file from a YAML or JSON body
-//	POST /v1/agents/{id}/reload       read the agent files again; this agent's state
-//	POST /v1/agents/reload            read the agent files again; every problem
-
 // Readiness says whether agentd can take work: nil when it can. The text
 // of its error is shown to whoever asks, so it must hold no path or secret.
 type Readiness interface {
@@ -60,17 +50,6 @@ const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
 // readyTimeout bounds a readiness check.
 const readyTimeout = 2 * time.Second
-
-func (s *Server) routeOps() {
-	m := s.mux
-	m.HandleFunc("GET /readyz", s.readyz)
-	m.HandleFunc("GET /metrics", s.metrics)
-	m.HandleFunc("GET /v1/usage", s.usage)
-	m.HandleFunc("GET /v1/agents/{id}", s.agentGet)
-	m.HandleFunc("PUT /v1/agents/{id}", s.agentPut)
-	m.HandleFunc("POST /v1/agents/{id}/reload", s.agentReload)
-	m.HandleFunc("POST /v1/agents/reload", s.agentsReload)
-}
 
 // ReadyResponse answers GET /readyz.
 type ReadyResponse struct {

@@ -164,20 +164,20 @@ func (a *auth) origin(w http.ResponseWriter, r *http.Request) (cors, ok bool) {
 	return cors, true
 }
 
-// preflight answers a CORS preflight, and reports whether r was one: 204
-// for a configured origin (cors), 403 for any other.
+// preflight answers a CORS preflight — 204 for a configured origin (cors),
+// 403 for any other — and reports whether r goes on: whether it was none.
 func (a *auth) preflight(w http.ResponseWriter, r *http.Request, cors bool) bool {
 	if r.Method != http.MethodOptions || len(r.Header.Values("Origin")) != 1 || r.Header.Get("Access-Control-Request-Method") == "" {
-		return false
+		return true
 	}
 	if !cors {
 		a.refuse(w, r, http.StatusForbidden, "forbidden", "cross-origin requests are not allowed")
-		return true
+		return false
 	}
 	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
 	h.Set("Access-Control-Allow-Headers", corsAllowHeaders(r.Header.Get("Access-Control-Request-Headers")))
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
-	return true
+	return false
 }

@@ -29,10 +29,6 @@ type sessionStates interface {
 	SessionStates(ctx context.Context) (map[string]int64, error)
 }
 
-func (s *Server) routeStatus() {
-	s.mux.HandleFunc("GET /v1/status", s.status)
-}
-
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	resp := StatusResponse{Version: s.o.Version, PID: os.Getpid(), Started: s.started.UTC(),
 		UptimeSeconds: time.Since(s.started).Seconds(), Listening: s.listening.list()}

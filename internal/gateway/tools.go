@@ -26,24 +26,6 @@ import (
 	"agentd/internal/tool"
 )
 
-// Routes of the tool layer (JSON):
-//
-//	POST   /v1/agents/{id}/message          {message, session, opts}: the message lifecycle; returns its object
-//	GET    /v1/agents/{id}/key              the agent's public key
-//	POST   /v1/agents/{id}/key              {force}: generate a key
-//	PUT    /v1/agents/{id}/key              {keypair, force}: import a Solana keypair (64 numbers)
-//	GET    /v1/approvals                    calls waiting for a person
-//	POST   /v1/approvals/{id}/grant         {by}
-//	POST   /v1/approvals/{id}/deny          {reason, by}
-//	GET    /v1/mcp/servers                  MCP servers and their state
-//	POST   /v1/mcp/servers                  {name, server, agent}: add one at run time
-//	DELETE /v1/mcp/servers/{name}           remove one added at run time
-//	GET    /v1/mcp/servers/{name}/tools     its tools
-//	POST   /v1/sessions/{agent}/{key}/compact {focus}: fold older turns into a summary now
-//	GET    /v1/skills                       skills, with availability
-//	GET    /v1/skills/{name}                one skill's instructions
-//	*      /mcp                             agentd as an MCP server (streamable HTTP)
-
 // Lifecycle runs the Daemon message lifecycle as one call.
 type Lifecycle interface {
 	Message(ctx context.Context, in runtime.Input) (runtime.Receipt, *engine.Object, error)
@@ -119,27 +101,6 @@ func toolErr(err error) error {
 		return &statusError{http.StatusServiceUnavailable, "unavailable", err}
 	}
 	return err
-}
-
-func (s *Server) routeTools() {
-	m := s.mux
-	m.HandleFunc("POST /v1/agents/{id}/message", s.lifecycle)
-	m.HandleFunc("GET /v1/agents/{id}/key", s.keyShow)
-	m.HandleFunc("POST /v1/agents/{id}/key", s.keyGenerate)
-	m.HandleFunc("PUT /v1/agents/{id}/key", s.keyImport)
-	m.HandleFunc("GET /v1/approvals", s.approvals)
-	m.HandleFunc("POST /v1/approvals/{id}/grant", s.resolve(true))
-	m.HandleFunc("POST /v1/approvals/{id}/deny", s.resolve(false))
-	m.HandleFunc("GET /v1/mcp/servers", s.mcpList)
-	m.HandleFunc("POST /v1/mcp/servers", s.mcpAdd)
-	m.HandleFunc("DELETE /v1/mcp/servers/{name}", s.mcpRemove)
-	m.HandleFunc("GET /v1/mcp/servers/{name}/tools", s.mcpTools)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/compact", s.compact)
-	m.HandleFunc("GET /v1/skills", s.skillList)
-	m.HandleFunc("GET /v1/skills/{name}", s.skillShow)
-	if s.o.MCPHandler != nil {
-		m.Handle("/mcp", s.o.MCPHandler)
-	}
 }
 
 // unavailable answers for a part agentd was built without.
@@ -266,26 +227,27 @@ type ResolveRequest struct {
 	By     string `json:"by,omitempty"`
 }
 
-func (s *Server) resolve(grant bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.o.Approvals == nil {
-			s.fail(w, notFound("approval %s", r.PathValue("id")))
-			return
-		}
-		var req ResolveRequest
-		if r.ContentLength != 0 && !s.decode(w, r, &req) {
-			return
-		}
-		if req.By == "" {
-			req.By = "api"
-		}
-		d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
-		if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
-			s.fail(w, toolErr(err))
-			return
-		}
-		writeJSON(w, 200, d)
+func (s *Server) grant(w http.ResponseWriter, r *http.Request) { s.resolve(w, r, true) }
+func (s *Server) deny(w http.ResponseWriter, r *http.Request)  { s.resolve(w, r, false) }
+
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
+	if s.o.Approvals == nil {
+		s.fail(w, notFound("approval %s", r.PathValue("id")))
+		return
 	}
+	var req ResolveRequest
+	if r.ContentLength != 0 && !s.decode(w, r, &req) {
+		return
+	}
+	if req.By == "" {
+		req.By = "api"
+	}
+	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
+	if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
+		s.fail(w, toolErr(err))
+		return
+	}
+	writeJSON(w, 200, d)
 }
 
 // ServerInfo is an MCP server as the API shows it.

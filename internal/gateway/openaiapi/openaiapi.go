@@ -116,14 +116,31 @@ func New(rt Runtime, agents Agents, o *Options) http.Handler {
 	}
 	h.created = created.Unix()
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("/v1/models", h.only(http.MethodGet, h.models))
-	h.mux.HandleFunc("/v1/models/{id}", h.only(http.MethodGet, h.model))
-	h.mux.HandleFunc("/v1/chat/completions", h.only(http.MethodPost, h.chat))
+	// The routes are the gateway's list of this API's routes; each path
+	// answers another method with this API's 405.
+	for _, p := range gateway.OpenAIRoutes {
+		method, path, _ := strings.Cut(p, " ")
+		h.mux.HandleFunc(path, h.only(method, h.handler(p)))
+	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalid, code: "unknown_url",
 			message: "unknown path " + clip(r.URL.Path, 100) + ": this API serves GET /v1/models and POST /v1/chat/completions"})
 	})
 	return h
+}
+
+// handler returns the handler of the route pattern, one of
+// gateway.OpenAIRoutes.
+func (h *handler) handler(pattern string) http.HandlerFunc {
+	switch pattern {
+	case "GET /v1/models":
+		return h.models
+	case "GET /v1/models/{id}":
+		return h.model
+	case "POST /v1/chat/completions":
+		return h.chat
+	}
+	panic("openaiapi: no handler for the route " + pattern)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
