@@ -245,7 +245,7 @@ func (s *Server) agentPut(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !slices.Contains(agentBodyTypes, mt) {
-			writeJSON(w, http.StatusUnsupportedMediaType, Error{Error: fmt.Sprintf("content type %q: send the agent file as YAML or JSON", ct), Code: "unsupported_media_type"})
+			s.fail(w, say(errMediaType, "content type %q: send the agent file as YAML or JSON", ct))
 			return
 		}
 	}
@@ -253,7 +253,7 @@ func (s *Server) agentPut(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", MaxBody), Code: "too_large"})
+			s.fail(w, say(errTooLarge, "body larger than %d bytes", MaxBody))
 			return
 		}
 		s.fail(w, badRequest("body: %v", err))
@@ -310,7 +310,8 @@ func (s *Server) invalidAgent(w http.ResponseWriter, id string, ps []Problem) {
 	if len(ps) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(ps)-1)
 	}
-	writeJSON(w, http.StatusBadRequest, AgentError{Error: Error{Error: "agent " + id + ": " + msg, Code: "bad_request"}, Problems: ps})
+	f := s.describe(say(ErrBadRequest, "agent %s: %s", id, msg))
+	writeJSON(w, f.Status, AgentError{Error: f.Body, Problems: ps})
 }
 
 // AgentState answers POST /v1/agents/{id}/reload.

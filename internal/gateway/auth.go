@@ -24,7 +24,6 @@ package gateway
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -106,9 +105,9 @@ func (a *auth) state() *tokenState {
 	return a.tokens.state()
 }
 
-// refuse answers r with an error, in the shape of the API r is for.
-func (a *auth) refuse(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
-	a.srv.answer(w, r, Failure{Status: status, Body: Error{Error: msg, Code: code}})
+// refuse answers r with err, in the shape of the API r is for.
+func (a *auth) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	a.srv.answer(w, r, a.srv.describe(err))
 }
 
 // preAuthRead is the default AuthOptions.PreAuthTimeout: nobody without
@@ -139,7 +138,7 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *auth) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	limit := a.srv.bodyLimit(r, a.maxBody)
 	if r.ContentLength > limit {
-		a.refuse(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", limit))
+		a.refuse(w, r, say(errTooLarge, "body larger than %d bytes", limit))
 		return false
 	}
 	if r.Body != nil && r.Body != http.NoBody {
@@ -180,11 +179,11 @@ func (a *auth) authenticate(w http.ResponseWriter, r *http.Request) bool {
 			a.failed(ip)
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
-		a.refuse(w, r, http.StatusUnauthorized, "unauthorized", "missing or invalid token: send the header Authorization: Bearer followed by the token (agentd token prints it)")
+		a.refuse(w, r, say(errUnauthorized, "missing or invalid token: send the header Authorization: Bearer followed by the token (agentd token prints it)"))
 		return false
 	}
 	if viaCookie && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		a.refuse(w, r, http.StatusForbidden, "forbidden", "cross-site request refused")
+		a.refuse(w, r, say(ErrForbidden, "cross-site request refused"))
 		return false
 	}
 	return true
@@ -197,7 +196,7 @@ func (a *auth) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if rt := a.srv.route(r); rt != nil && rt.access == admin {
-		a.refuse(w, r, http.StatusForbidden, "forbidden", "this route changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true")
+		a.refuse(w, r, say(ErrForbidden, "this route changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true"))
 		return false
 	}
 	return true

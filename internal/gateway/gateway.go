@@ -11,11 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"agentd/internal/agent"
@@ -144,11 +142,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// every other error is said.
 		rec := &statusRecorder{h: w.Header()}
 		h.ServeHTTP(rec, r)
-		code := "not_found"
+		err := ErrNotFound
 		if rec.status == http.StatusMethodNotAllowed {
-			code = "method_not_allowed"
+			err = ErrMethodNotAllowed
 		}
-		s.answer(w, r, Failure{Status: rec.status, Body: Error{Error: strings.ToLower(http.StatusText(rec.status)), Code: code}})
+		s.answer(w, r, s.describe(err))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -201,7 +199,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, Error{Error: fmt.Sprintf("body larger than %d bytes", tooBig.Limit), Code: "too_large"})
+			s.fail(w, say(errTooLarge, "body larger than %d bytes", tooBig.Limit))
 			return false
 		}
 		s.fail(w, badRequest("body: %v", err))

@@ -73,7 +73,7 @@ func (s *Server) historySearch(w http.ResponseWriter, r *http.Request) {
 	}
 	hits, next, err := s.o.History.SearchHistory(r.Context(), hq)
 	if err != nil {
-		s.fail(w, badRequestIfInvalid(err))
+		s.fail(w, err)
 		return
 	}
 	page := HistoryPage{Hits: make([]HistoryHit, 0, len(hits)), Next: next}
@@ -127,7 +127,7 @@ func (s *Server) workingSet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.o.History.SetWorking(r.Context(), id, r.PathValue("name"), v); err != nil {
-		s.fail(w, badRequestIfInvalid(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]json.RawMessage{r.PathValue("name"): v})
@@ -139,18 +139,10 @@ func (s *Server) workingDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.o.History.DeleteWorking(r.Context(), id, r.PathValue("name")); err != nil {
-		s.fail(w, badRequestIfInvalid(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"deleted": true})
-}
-
-// badRequestIfInvalid shows a store's refusal of a bad key, value or query.
-func badRequestIfInvalid(err error) error {
-	if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrBadCursor) {
-		return badRequest("%v", err)
-	}
-	return err
 }
 
 // SearchHistory searches conversations through the API.

@@ -37,7 +37,7 @@ func newLimiter(rate float64, burst int) *limiter {
 
 func (a *auth) tooMany(w http.ResponseWriter, r *http.Request, retry time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-	a.refuse(w, r, http.StatusTooManyRequests, "rate_limited", "too many failed attempts; try again later")
+	a.refuse(w, r, say(errRateLimited, "too many failed attempts; try again later"))
 }
 
 func (a *auth) failed(ip string) {

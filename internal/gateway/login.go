@@ -27,7 +27,7 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, loginBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || req.Token == "" {
-		a.refuse(w, r, http.StatusBadRequest, "bad_request", `body: want {"token": "..."}`)
+		a.refuse(w, r, say(ErrBadRequest, `body: want {"token": "..."}`))
 		return
 	}
 	var st *tokenState
@@ -41,7 +41,7 @@ func (a *auth) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.failed(ip)
-		a.refuse(w, r, http.StatusUnauthorized, "unauthorized", "invalid token")
+		a.refuse(w, r, say(errUnauthorized, "invalid token"))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: newCookie(st.token, time.Now()), Path: "/", HttpOnly: true,

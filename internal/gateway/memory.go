@@ -4,7 +4,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -56,16 +55,6 @@ func memoryItem(it memory.Item) MemoryItem {
 		Score: it.Score, Created: it.Created, Session: it.Provenance.Session, Turn: it.Provenance.Turn}
 }
 
-func memoryErr(err error) error {
-	switch {
-	case errors.Is(err, memory.ErrNotFound):
-		return notFound("%v", err)
-	case errors.Is(err, memory.ErrInvalid), errors.Is(err, memory.ErrBadArgs):
-		return badRequest("%v", err)
-	}
-	return err
-}
-
 func (s *Server) memoryScope(w http.ResponseWriter, agentID string) bool {
 	if s.o.Memory == nil {
 		s.unavailable(w, "long-term memory")
@@ -102,7 +91,7 @@ func (s *Server) memorySearch(w http.ResponseWriter, r *http.Request) {
 	if text := q.Get("q"); text != "" {
 		res, err := s.o.Memory.Recall(r.Context(), memory.Query{Scope: agentID, Text: text, K: limit, Shared: shared})
 		if err != nil {
-			s.fail(w, memoryErr(err))
+			s.fail(w, err)
 			return
 		}
 		for _, it := range res.Items {
@@ -112,7 +101,7 @@ func (s *Server) memorySearch(w http.ResponseWriter, r *http.Request) {
 	} else {
 		items, err := s.o.Memory.List(r.Context(), agentID, limit)
 		if err != nil {
-			s.fail(w, memoryErr(err))
+			s.fail(w, err)
 			return
 		}
 		for _, it := range items {
@@ -129,7 +118,7 @@ func (s *Server) memoryEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	e, err := s.o.Memory.Get(r.Context(), agentID, r.PathValue("name"))
 	if err != nil {
-		s.fail(w, memoryErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, e)
@@ -143,7 +132,7 @@ func (s *Server) memoryForget(w http.ResponseWriter, r *http.Request) {
 	n, err := s.o.Memory.Forget(r.Context(), req.Agent, memory.Forget{Entities: req.Entities, Observations: req.Observations,
 		Relations: req.Relations, Insights: req.Insights})
 	if err != nil {
-		s.fail(w, memoryErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]int{"forgotten": n})

@@ -63,7 +63,7 @@ type ReadyResponse struct {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.o.Ready == nil {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: "readiness is not reported by this agentd", Code: "not_ready"})
+		s.notReady(w, "readiness is not reported by this agentd", nil)
 		return
 	}
 	var degraded []Degraded
@@ -73,10 +73,17 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.o.Ready.Ready(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Error: err.Error(), Code: "not_ready", Degraded: degraded})
+		s.notReady(w, err.Error(), degraded)
 		return
 	}
 	writeJSON(w, 200, ReadyResponse{Ready: true, Degraded: degraded})
+}
+
+// notReady answers that agentd is not ready, and why: the Readiness's
+// error says it as it is.
+func (s *Server) notReady(w http.ResponseWriter, why string, degraded []Degraded) {
+	f := s.describe(say(errNotReady, "%s", why))
+	writeJSON(w, f.Status, ReadyResponse{Error: f.Body.Error, Code: f.Body.Code, Degraded: degraded})
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
@@ -181,7 +188,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
 	}
 	rep, err := s.o.Usage.UsageReport(r.Context(), uq)
 	if err != nil {
-		s.fail(w, badRequestIfInvalid(err))
+		s.fail(w, err)
 		return
 	}
 	page := UsagePage{Group: uq.Group, Rows: make([]UsageRow, 0, len(rep.Rows)), Truncated: rep.Truncated,

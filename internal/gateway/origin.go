@@ -125,7 +125,7 @@ func corsOrigins(list []string, log *slog.Logger) map[string]bool {
 // does not.
 func (a *auth) host(w http.ResponseWriter, r *http.Request) bool {
 	if !a.hosts.allowed(r.Host) {
-		a.refuse(w, r, http.StatusForbidden, "forbidden", "host not allowed: add it to gateway.allowed_hosts")
+		a.refuse(w, r, say(ErrForbidden, "host not allowed: add it to gateway.allowed_hosts"))
 		return false
 	}
 	return true
@@ -138,17 +138,17 @@ func (a *auth) origin(w http.ResponseWriter, r *http.Request) (cors, ok bool) {
 	origins := r.Header.Values("Origin")
 	switch {
 	case len(origins) > 1:
-		a.refuse(w, r, http.StatusForbidden, "forbidden", "origin not allowed")
+		a.refuse(w, r, say(ErrForbidden, "origin not allowed"))
 		return false, false
 	case len(origins) == 1:
 		o, err := agent.NormalizeOrigin(origins[0])
 		if err != nil {
-			a.refuse(w, r, http.StatusForbidden, "forbidden", "origin not allowed")
+			a.refuse(w, r, say(ErrForbidden, "origin not allowed"))
 			return false, false
 		}
 		cors = a.cors[o]
 		if !cors && !sameOrigin(o, r) {
-			a.refuse(w, r, http.StatusForbidden, "forbidden", "origin not allowed: add it to gateway.cors_origins")
+			a.refuse(w, r, say(ErrForbidden, "origin not allowed: add it to gateway.cors_origins"))
 			return false, false
 		}
 	}
@@ -171,7 +171,7 @@ func (a *auth) preflight(w http.ResponseWriter, r *http.Request, cors bool) bool
 		return true
 	}
 	if !cors {
-		a.refuse(w, r, http.StatusForbidden, "forbidden", "cross-origin requests are not allowed")
+		a.refuse(w, r, say(ErrForbidden, "cross-origin requests are not allowed"))
 		return false
 	}
 	h := w.Header()

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -85,27 +84,9 @@ type Skills interface {
 	Skills() *skill.Set
 }
 
-// toolErr maps the tool layer's errors to what the API says.
-func toolErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, permit.ErrNotFound), errors.Is(err, mcp.ErrNotFound), errors.Is(err, skill.ErrNotFound):
-		return notFound("%v", err)
-	case errors.Is(err, mcp.ErrExists), errors.Is(err, mcp.ErrConflict), errors.Is(err, mcp.ErrConfigured), errors.Is(err, identity.ErrExists):
-		return &statusError{http.StatusConflict, "conflict", err}
-	case errors.Is(err, mcp.ErrInvalid), errors.Is(err, agent.ErrInvalidID), errors.Is(err, identity.ErrKeyFile),
-		errors.Is(err, skill.ErrInvalid), errors.Is(err, skill.ErrBadPath):
-		return badRequest("%v", err)
-	case errors.Is(err, mcp.ErrNotConnected), errors.Is(err, mcp.ErrUnsupported):
-		return &statusError{http.StatusServiceUnavailable, "unavailable", err}
-	}
-	return err
-}
-
 // unavailable answers for a part agentd was built without.
 func (s *Server) unavailable(w http.ResponseWriter, what string) {
-	writeJSON(w, http.StatusNotImplemented, Error{Error: what + " is not available here", Code: "not_available"})
+	s.fail(w, say(errNotAvailable, "%s is not available here", what))
 }
 
 // LifecycleRequest is the body of POST /v1/agents/{id}/message.
@@ -173,7 +154,7 @@ func (s *Server) keyShow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	pub, ok, err := s.o.Keys.Public(id)
 	if err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, KeyInfo{Agent: id, Pubkey: pub, Exists: ok})
@@ -203,11 +184,16 @@ func (s *Server) keyWrite(w http.ResponseWriter, r *http.Request, imp bool) {
 	} else {
 		pub, err = s.o.Keys.Generate(id, req.Force)
 	}
-	if errors.Is(err, identity.ErrExists) {
-		err = &statusError{http.StatusConflict, "conflict", fmt.Errorf("agent %s already has a key; force replaces it", id)}
+	switch {
+	case errors.Is(err, identity.ErrExists):
+		err = say(errConflict, "agent %s already has a key; force replaces it", id)
+	case imp && errors.Is(err, identity.ErrKeyFile):
+		// The keypair sent is not one. (A key file of agentd's own that
+		// does not load is agentd's trouble, not the request's.)
+		err = &also{kind: ErrBadRequest, err: err}
 	}
 	if err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, KeyInfo{Agent: id, Pubkey: pub, Exists: true})
@@ -244,7 +230,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
 	}
 	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
 	if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, d)
@@ -305,13 +291,9 @@ func (s *Server) mcpAdd(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.o.MCP.Add(r.Context(), d)
 	if err != nil {
-		if mapped := toolErr(err); mapped != err {
-			s.fail(w, mapped)
-		} else {
-			// The server did not start or answer: its reason is the
-			// operator's to see (it names their command or URL).
-			s.fail(w, &statusError{http.StatusBadGateway, "connect_failed", err})
-		}
+		// Unless the manager refused it, the server did not start or
+		// answer (errConnect).
+		s.fail(w, &also{kind: errConnect, err: err})
 		return
 	}
 	writeJSON(w, 201, serverInfo(st))
@@ -323,7 +305,7 @@ func (s *Server) mcpRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.o.MCP.Remove(r.Context(), r.PathValue("name")); err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"removed": true})
@@ -347,7 +329,7 @@ func (s *Server) mcpTools(w http.ResponseWriter, r *http.Request) {
 	}
 	specs, err := s.o.MCP.Tools(r.PathValue("name"))
 	if err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	out := make([]ToolInfo, 0, len(specs))
@@ -417,7 +399,7 @@ func (s *Server) skillShow(w http.ResponseWriter, r *http.Request) {
 	if sk.Err == nil {
 		body, err := set.Body(name)
 		if err != nil && !errors.Is(err, skill.ErrInvalid) {
-			s.fail(w, toolErr(err))
+			s.fail(w, err)
 			return
 		}
 		d.Body = body

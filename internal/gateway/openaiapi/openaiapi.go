@@ -123,8 +123,9 @@ func New(rt Runtime, agents Agents, o *Options) http.Handler {
 		h.mux.HandleFunc(path, h.only(method, h.handler(p)))
 	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalid, code: "unknown_url",
-			message: "unknown path " + clip(r.URL.Path, 100) + ": this API serves GET /v1/models and POST /v1/chat/completions"})
+		e := said(gateway.ErrNotFound, "", "unknown path %s: this API serves GET /v1/models and POST /v1/chat/completions", clip(r.URL.Path, 100))
+		e.code = "unknown_url"
+		writeError(w, e)
 	})
 	return h
 }
@@ -157,8 +158,7 @@ func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method {
 			w.Header().Set("Allow", method)
-			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: typeInvalid, code: "method_not_allowed",
-				message: r.Method + " is not allowed here; use " + method})
+			writeError(w, said(gateway.ErrMethodNotAllowed, "", "%s is not allowed here; use %s", r.Method, method))
 			return
 		}
 		fn(w, r)
