@@ -105,7 +105,7 @@ func New(o *Options) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.handle()
-	s.mount()
+	s.shapeOpenAI()
 	return s
 }
 

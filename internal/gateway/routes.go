@@ -105,10 +105,10 @@ var routeTable = []route{
 	{pattern: "GET /v1/memory/entities/{name}", serve: (*Server).memoryEntity},
 	{pattern: "POST /v1/memory/forget", serve: (*Server).memoryForget},
 
-	// Handlers of other packages (mount.go): the WebSocket event stream,
-	// the OpenAI-compatible API, agentd as an MCP server (streamable HTTP:
-	// POST, GET and DELETE), and the web console's files, which load
-	// before login (they hold no data).
+	// Handlers of other packages: the WebSocket event stream, the
+	// OpenAI-compatible API (shape.go), agentd as an MCP server
+	// (streamable HTTP: POST, GET and DELETE), and the web console's
+	// files, which load before login (they hold no data).
 	{pattern: "GET /v1/stream", part: "Stream"},
 	{pattern: "GET /v1/models", part: "OpenAI"},
 	{pattern: "GET /v1/models/{id}", part: "OpenAI"},

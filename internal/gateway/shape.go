@@ -1,9 +1,10 @@
 package gateway
 
-// The handlers built by the gateway's sub-packages (Options.Stream,
-// OpenAI, Console, MCPHandler) are served by the routes of the table that
-// name them; the OpenAI-compatible API also answers, in its own shape, the
-// errors the gateway meets on its routes.
+// An error is said in the shape of the API its route is for: the
+// OpenAI-compatible API's routes (Options.OpenAI, which may answer in its
+// own shape: ErrorWriter) say even the errors the gateway meets before
+// the request reaches them in its shape; every other route says them as
+// this API does (Error).
 
 import (
 	"net/http"
@@ -18,9 +19,9 @@ type ErrorWriter interface {
 	WriteFailure(w http.ResponseWriter, f Failure)
 }
 
-// mount learns the paths of the OpenAI-compatible API, whose errors are
-// said in its shape whatever the method.
-func (s *Server) mount() {
+// shapeOpenAI learns the paths of the OpenAI-compatible API, whose errors
+// are said in its shape whatever the method.
+func (s *Server) shapeOpenAI() {
 	if s.o.OpenAI == nil {
 		return
 	}
