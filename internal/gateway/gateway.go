@@ -60,14 +60,16 @@ type Options struct {
 	MCP        MCPServers
 	Keys       Keys
 	Skills     Skills
-	MCPHandler http.Handler // agentd as an MCP server, served at /mcp
+	MCPHandler http.Handler // agentd as an MCP server (a handler as Stream is)
 	History    History      // conversation search and working memory
 	Memory     Memory       // agents' long-term memory
 
-	// Handlers built by the gateway's sub-packages; each may be nil.
-	Stream  http.Handler // the WebSocket event stream, at GET /v1/stream
-	OpenAI  http.Handler // the OpenAI-compatible API: GET /v1/models, POST /v1/chat/completions
-	Console http.Handler // the web console's files, at / (no data: they load before login)
+	// Handlers built by the gateway's sub-packages, each served at the
+	// routes of the table that name it (OpenAIRoutes for OpenAI); each may
+	// be nil, and its routes are then not served.
+	Stream  http.Handler // the WebSocket event stream
+	OpenAI  http.Handler // the OpenAI-compatible API
+	Console http.Handler // the web console's files (no data: they load before login)
 
 	// The operator's parts; each may be nil.
 	Ready      Readiness  // GET /readyz (nil: never ready)
