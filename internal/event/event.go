@@ -1,9 +1,3 @@
-// Package event defines the events that make up a session's append-only log
-// and the in-process bus that publishes them once they are durable.
-//
-// Every thing an agent does is an Event appended to its session's log, in
-// order, before anyone outside sees it. The model's context, the CLI's log
-// view and (later) the gateway's stream are all views of this log.
 package event
 
 import (
@@ -14,7 +8,7 @@ import (
 // Kind names what an event records.
 type Kind string
 
-// The kinds of stored events.
+// The kinds of stored events (the package doc says who writes each).
 const (
 	Input         Kind = "input"          // a message that starts a turn (InputData)
 	SystemMessage Kind = "system_message" // a system or inter-agent message (InputData); silent ones start no turn
@@ -36,11 +30,11 @@ const (
 
 // Live-only kinds are published on the bus but never stored.
 const (
-	TextDelta Kind = "text_delta" // a streamed piece of text (DeltaData)
-	TurnStart Kind = "turn_start" // a turn began (no payload besides Turn)
-	ToolStart Kind = "tool_start" // a tool call began (ToolCallData)
-	ToolEnd   Kind = "tool_end"   // a tool call ended (ToolResultData)
-	State     Kind = "session_state"
+	TextDelta Kind = "text_delta"    // a streamed piece of text (DeltaData)
+	TurnStart Kind = "turn_start"    // a turn began (no payload besides Turn)
+	ToolStart Kind = "tool_start"    // a tool call began (ToolCallData)
+	ToolEnd   Kind = "tool_end"      // a tool call ended (ToolResultData)
+	State     Kind = "session_state" // a session's state changed (StateData)
 )
 
 // Live reports whether events of kind k are only published, never stored.

@@ -18,6 +18,13 @@ import (
 // (the nonce is revoked). Browsers send a host's cookies to every port of
 // it, so a cookie must not be a credential for ever.
 
+// CookieName is the console's login cookie.
+const CookieName = "agentd_console"
+
+// cookieMessage is what the cookie value is the HMAC of, keyed with the
+// token: rotating the token logs every browser out.
+const cookieMessage = "agentd-console-v1"
+
 // CookieMaxAge is how long a console login lasts.
 const CookieMaxAge = 12 * time.Hour
 

@@ -8,7 +8,12 @@ import (
 	"strconv"
 	"time"
 
+	"agentd/internal/agent"
+	"agentd/internal/mcp"
+	"agentd/internal/memory"
+	"agentd/internal/permit"
 	"agentd/internal/runtime"
+	"agentd/internal/skill"
 	"agentd/internal/store"
 )
 
@@ -34,23 +39,65 @@ type failure struct {
 	retry  time.Duration
 }
 
+// Kinds of failure the API names itself, for errors to wrap: the table
+// says how each is answered. The handlers of the gateway's sub-packages
+// and agentd's MCP server wrap the exported ones.
+var (
+	ErrBadRequest       = errors.New("bad request")
+	ErrForbidden        = errors.New("forbidden")
+	ErrNotFound         = errors.New("not found")
+	ErrMethodNotAllowed = errors.New("method not allowed")
+
+	errUnauthorized = errors.New("unauthorized")
+	errConflict     = errors.New("conflict")
+	errTooLarge     = errors.New("too large")
+	errMediaType    = errors.New("unsupported media type")
+	errRateLimited  = errors.New("rate limited")
+	errNotAvailable = errors.New("not available here")
+	errConnect      = errors.New("connect failed")
+	errNotReady     = errors.New("not ready")
+)
+
 // failures is the one table of errors the API shows as they are; the first
 // entry an error matches answers. Everything else is a 500 "internal error"
-// whose details go to the log.
+// whose details go to the log. Every answer of the API to a failure, and
+// of the handlers mounted on it, is said through this table.
 var failures = []failure{
-	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, errBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage},
+	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
+		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
+		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs},
 		status: http.StatusBadRequest, code: "bad_request"},
-	{errs: []error{runtime.ErrTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
-	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, errNotFound}, status: http.StatusNotFound, code: "not_found"},
+	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
+	{errs: []error{ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
+	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
+	{errs: []error{errMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
+	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
+		skill.ErrNotFound, memory.ErrNotFound}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
+	{errs: []error{ErrMethodNotAllowed}, status: http.StatusMethodNotAllowed, code: "method_not_allowed"},
 	{errs: []error{runtime.ErrInvalidAgent}, status: http.StatusConflict, code: "agent_invalid"},
 	{errs: []error{runtime.ErrNoTurn}, status: http.StatusConflict, code: "no_turn"},
 	{errs: []error{runtime.ErrSessionClosed}, status: http.StatusConflict, code: "session_closed"},
 	{errs: []error{runtime.ErrBusy}, status: http.StatusConflict, code: "busy"},
+	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, errConflict},
+		status: http.StatusConflict, code: "conflict"},
+	{errs: []error{errRateLimited}, status: http.StatusTooManyRequests, code: "rate_limited"},
+	{errs: []error{errNotAvailable}, status: http.StatusNotImplemented, code: "not_available"},
+	{errs: []error{mcp.ErrNotConnected, mcp.ErrUnsupported}, status: http.StatusServiceUnavailable, code: "unavailable"},
+	// An MCP server that did not start or answer: after every refusal of
+	// the request, before agentd's own troubles, whatever else the error
+	// wraps (its reason is the operator's to see: it names their command
+	// or URL).
+	{errs: []error{errConnect}, status: http.StatusBadGateway, code: "connect_failed"},
 	{errs: []error{runtime.ErrClosed}, status: http.StatusServiceUnavailable, code: "shutting_down", retry: ShutdownRetryAfter},
 	{errs: []error{store.ErrFull}, status: http.StatusServiceUnavailable, code: "storage_full", retry: FullRetryAfter,
 		msg: "agentd's disk is full: the request was not accepted; send it again once space is freed"},
 	{errs: []error{errLoad}, status: http.StatusServiceUnavailable, code: "busy", retry: loadRetryAfter},
+	{errs: []error{errNotReady}, status: http.StatusServiceUnavailable, code: "not_ready"},
+	// The client went away (or gave up) while agentd waited: a turn goes
+	// on, and its answer is in its session.
+	{errs: []error{context.Canceled}, status: http.StatusServiceUnavailable, code: "unavailable",
+		msg: "agentd stopped waiting for the answer as the request was cancelled; an accepted message is answered in its session"},
 	{errs: []error{context.DeadlineExceeded}, status: http.StatusGatewayTimeout, code: "timeout", msg: "timed out waiting"},
 }
 
@@ -68,10 +115,6 @@ type Failure struct {
 // The OpenAI-compatible API asks it too, so that both say the same of
 // the same failure.
 func Describe(err error) (f Failure, known bool) {
-	var se *statusError
-	if errors.As(err, &se) {
-		return Failure{Status: se.status, Body: Error{Error: se.err.Error(), Code: se.code}}, true
-	}
 	for _, fl := range failures {
 		for _, target := range fl.errs {
 			if !errors.Is(err, target) {
@@ -85,6 +128,16 @@ func Describe(err error) (f Failure, known bool) {
 		}
 	}
 	return Failure{Status: http.StatusInternalServerError, Body: Error{Error: "internal error", Code: "internal"}}, false
+}
+
+// WriteError answers a request with err as Describe says it, for the
+// handlers mounted on the API; it reports whether err was known: the
+// details of one that was not belong in the caller's log.
+func WriteError(w http.ResponseWriter, err error) (known bool) {
+	f, known := Describe(err)
+	SetRetryAfter(w.Header(), f.RetryAfter)
+	writeJSON(w, f.Status, f.Body)
+	return known
 }
 
 // SetRetryAfter sets the Retry-After header, in whole seconds (at least 1).
@@ -118,24 +171,32 @@ func (s *Server) describe(err error) Failure {
 	return f
 }
 
-// statusError is an error safe to show, with its status and code.
-type statusError struct {
-	status int
-	code   string
-	err    error
+// said is an error of a kind of the table whose text is what the API
+// says, as it is.
+type said struct {
+	kind error
+	text string
 }
 
-func (e *statusError) Error() string { return e.err.Error() }
-func (e *statusError) Unwrap() error { return e.err }
+func (e *said) Error() string { return e.text }
+func (e *said) Unwrap() error { return e.kind }
 
-var errBadRequest = errors.New("bad request")
+// say returns an error of kind saying the formatted text.
+func say(kind error, format string, args ...any) error {
+	return &said{kind: kind, text: fmt.Sprintf(format, args...)}
+}
 
-var errNotFound = errors.New("not found")
+// also is err, said with its own text, of kind as well: the table answers
+// for whichever of the two it lists first.
+type also struct{ kind, err error }
+
+func (e *also) Error() string   { return e.err.Error() }
+func (e *also) Unwrap() []error { return []error{e.kind, e.err} }
 
 func notFound(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), errNotFound)
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotFound)
 }
 
 func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
 }

@@ -1,5 +1,9 @@
 package gateway
 
+// Where the API listens: the unix socket (ServeUnix, no authentication:
+// its file mode is the access control) and TCP (ServeTCP, behind
+// Protect), and the addresses served while they run.
+
 import (
 	"context"
 	"crypto/tls"
@@ -9,6 +13,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"slices"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -134,4 +141,85 @@ func (s *Server) ServeTCP(ctx context.Context, addr string, o *TCPOptions, ready
 			ready(ln.Addr())
 		}
 	})
+}
+
+// ServeUnix serves the API on a unix socket at path (mode 0600) until ctx
+// is done. ready, if not nil, is called once the socket accepts.
+func (s *Server) ServeUnix(ctx context.Context, path string, ready func()) error {
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		return fmt.Errorf("gateway: %s: another agentd is serving it", path)
+	}
+	// A stale socket from a process that died; anything else at the path
+	// is not ours to remove.
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("gateway: %s exists and is not a socket", path)
+		}
+		os.Remove(path)
+	}
+	// The data directory is 0700, so nobody else can reach the socket in
+	// the moment between bind and chmod.
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("gateway: listen: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("gateway: socket mode: %w", err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Requests end with ServeUnix (long polls would hold Shutdown).
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	defer os.Remove(path)
+	s.listening.add("unix:" + path)
+	defer s.listening.remove("unix:" + path)
+	return serveUntil(ctx, hs, ln, ready)
+}
+
+// serveUntil serves ln with hs, calls ready (if not nil) once it accepts,
+// and shuts hs down (5 s for requests in flight) when ctx is done.
+func serveUntil(ctx context.Context, hs *http.Server, ln net.Listener, ready func()) error {
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	if ready != nil {
+		ready()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-done
+	return err
+}
+
+// listening is the set of addresses a Server serves, kept by ServeUnix and
+// ServeTCP while they run.
+type listening struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+func (l *listening) add(a string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.addrs = append(l.addrs, a)
+}
+
+func (l *listening) remove(a string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.addrs, a); i >= 0 {
+		l.addrs = slices.Delete(l.addrs, i, i+1)
+	}
+}
+
+func (l *listening) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string{}, l.addrs...)
 }

@@ -1,11 +1,11 @@
 package gateway
 
+// GET /v1/status: which agentd this is and where it listens.
+
 import (
 	"context"
 	"net/http"
 	"os"
-	"slices"
-	"sync"
 	"time"
 )
 
@@ -27,37 +27,6 @@ type StatusResponse struct {
 // sessions by state.
 type sessionStates interface {
 	SessionStates(ctx context.Context) (map[string]int64, error)
-}
-
-// listening is the set of addresses a Server serves, kept by ServeUnix and
-// ServeTCP while they run.
-type listening struct {
-	mu    sync.Mutex
-	addrs []string
-}
-
-func (l *listening) add(a string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.addrs = append(l.addrs, a)
-}
-
-func (l *listening) remove(a string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if i := slices.Index(l.addrs, a); i >= 0 {
-		l.addrs = slices.Delete(l.addrs, i, i+1)
-	}
-}
-
-func (l *listening) list() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string{}, l.addrs...)
-}
-
-func (s *Server) routeStatus() {
-	s.mux.HandleFunc("GET /v1/status", s.status)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

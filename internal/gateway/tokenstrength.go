@@ -6,9 +6,46 @@ import (
 	"strings"
 )
 
-// MinRemoteTokenBits is the estimated entropy a token needs when the API is
-// served where other machines can reach it.
-const MinRemoteTokenBits = 128
+// How strong a token must be.
+const (
+	// MinTokenLen is the shortest token accepted.
+	MinTokenLen = 24
+	// minTokenDistinct is the fewest different characters a token may have.
+	minTokenDistinct = 10
+	// maxTokenLen bounds a token (and so what is read of the file).
+	maxTokenLen = 512
+	// MinRemoteTokenBits is the estimated entropy a token needs when the
+	// API is served where other machines can reach it.
+	MinRemoteTokenBits = 128
+)
+
+// CheckToken reports why s cannot be a gateway token: it must be at least
+// MinTokenLen printable ASCII characters without spaces, with at least 10
+// different ones.
+func CheckToken(s string) error {
+	if len(s) < MinTokenLen {
+		return fmt.Errorf("%w: %d characters, want at least %d random ones", ErrWeakToken, len(s), MinTokenLen)
+	}
+	if len(s) > maxTokenLen {
+		return fmt.Errorf("%w: longer than %d characters", ErrWeakToken, maxTokenLen)
+	}
+	var seen [128]bool
+	distinct := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' {
+			return fmt.Errorf("%w: only printable ASCII characters without spaces are allowed", ErrWeakToken)
+		}
+		if !seen[c] {
+			seen[c] = true
+			distinct++
+		}
+	}
+	if distinct < minTokenDistinct {
+		return fmt.Errorf("%w: only %d different characters, want at least %d (a random string)", ErrWeakToken, distinct, minTokenDistinct)
+	}
+	return nil
+}
 
 // maxWordLen bounds the letter runs taken for words.
 const maxWordLen = 20

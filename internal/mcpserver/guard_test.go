@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"agentd/internal/gateway"
 	"agentd/internal/hostheader"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -100,7 +102,10 @@ func TestGuard(t *testing.T) {
 			if w.Code != tt.want {
 				t.Fatalf("Host %q Origin %q: status %d, want %d (%s)", tt.host, tt.origin, w.Code, tt.want, w.Body)
 			}
-			if w.Code == 403 && !strings.HasPrefix(w.Body.String(), "forbidden: ") {
+			// A refusal is said as every refusal of the gateway's is:
+			// {"error": "forbidden: <a short reason>", "code": "forbidden"}.
+			var e gateway.Error
+			if w.Code == 403 && (json.Unmarshal(w.Body.Bytes(), &e) != nil || e.Code != "forbidden" || !strings.HasPrefix(e.Error, "forbidden: ")) {
 				t.Errorf("403 body = %q, want a short reason", w.Body)
 			}
 		})

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"agentd/internal/gateway"
 	"agentd/internal/hostheader"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -66,6 +68,13 @@ func (s *Server) Handler(o *HandlerOptions) http.Handler {
 	return newGuard(h, opts.AllowedHosts, opts.AllowedOrigins, s.log)
 }
 
+// Why the guard refuses a request: 403 forbidden, as the gateway's table
+// of errors says it.
+var (
+	errHost   = fmt.Errorf("%w: Host not allowed", gateway.ErrForbidden)
+	errOrigin = fmt.Errorf("%w: Origin not allowed", gateway.ErrForbidden)
+)
+
 // guard refuses requests whose Host or Origin is not allowed: the defense
 // against DNS rebinding, where a web page on evil.example resolves its own
 // name to 127.0.0.1 and so reaches a local server with Host: evil.example.
@@ -102,13 +111,13 @@ func newGuard(next http.Handler, hosts, origins []string, log *slog.Logger) *gua
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostAllowed(r.Host) {
-		http.Error(w, "forbidden: Host not allowed", http.StatusForbidden)
+		gateway.WriteError(w, errHost)
 		return
 	}
 	if vals, ok := r.Header["Origin"]; ok {
 		for _, v := range vals {
 			if !g.originAllowed(v) {
-				http.Error(w, "forbidden: Origin not allowed", http.StatusForbidden)
+				gateway.WriteError(w, errOrigin)
 				return
 			}
 		}

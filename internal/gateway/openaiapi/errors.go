@@ -1,7 +1,6 @@
 package openaiapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,8 +61,18 @@ func (e *apiError) body() ErrorBody {
 	return ErrorBody{Error: o}
 }
 
+// said is the error of a failure of kind (one the gateway's table lists),
+// in this API's shape: the table's status and code, with param and this
+// API's own words.
+func said(kind error, param, format string, args ...any) *apiError {
+	f, _ := gateway.Describe(kind)
+	e := fromFailure(f)
+	e.param, e.message = param, fmt.Sprintf(format, args...)
+	return e
+}
+
 func invalid(param, format string, args ...any) *apiError {
-	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...), typ: typeInvalid, param: param}
+	return said(gateway.ErrBadRequest, param, format, args...)
 }
 
 func unsupported(param, format string, args ...any) *apiError {
@@ -73,82 +82,105 @@ func unsupported(param, format string, args ...any) *apiError {
 }
 
 func tooLarge(param, format string, args ...any) *apiError {
-	return &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalid, code: "request_too_large", param: param,
-		message: fmt.Sprintf(format, args...)}
+	return said(runtime.ErrTooLarge, param, format, args...)
 }
 
 func modelNotFound(id string) *apiError {
-	return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found",
-		message: fmt.Sprintf("The model %q does not exist: it must be the id of an agent (GET /v1/models lists them)", clip(id, 100))}
+	e, _ := describe(id, runtime.ErrUnknownAgent)
+	return e
 }
 
 // agentInvalid is the error of a request naming an agent whose file does
 // not load: it lists the file's problems (file, line, field: what is
 // wrong), as the gateway's 409 agent_invalid does.
 func agentInvalid(id string, err error) *apiError {
-	problems := err.Error()
-	var ce *agent.ConfigError
-	if errors.As(err, &ce) {
-		problems = ce.Error()
-	}
-	return &apiError{status: http.StatusConflict, typ: typeInvalid, param: "model", code: "agent_invalid",
-		message: fmt.Sprintf("The model %q is an agent whose file is invalid; it takes no messages until the file is fixed: %s",
-			clip(id, 100), clip(strings.ReplaceAll(problems, "\n", "; "), 2000))}
-}
-
-func internalError() *apiError {
-	return &apiError{status: http.StatusInternalServerError, typ: typeServer, code: "internal_error", message: "internal error"}
+	e, _ := describe(id, fmt.Errorf("%w: %w", runtime.ErrInvalidAgent, err))
+	return e
 }
 
 // fromRuntime maps an error of the runtime, for a request naming model, to
-// the error a client sees: in this API's words where it has its own, else
-// as the gateway's table of errors says (which also says when to send
-// again). An error neither knows says only "internal error" (the details
-// go to the log).
+// the error a client sees (describe). An error the gateway's table does
+// not know says only "internal error": the details go to the log.
 func (h *handler) fromRuntime(model string, err error) *apiError {
-	switch {
-	case errors.Is(err, runtime.ErrInvalidAgent):
-		return agentInvalid(model, err)
-	case errors.Is(err, runtime.ErrUnknownAgent):
-		return &apiError{status: http.StatusNotFound, typ: typeInvalid, param: "model", code: "model_not_found", message: "the agent does not exist"}
-	case errors.Is(err, runtime.ErrBadImage):
-		// The reason is the image checker's: types, sizes and counts.
-		return invalid("messages", "an image of the last user message was refused: %s", safeReason(err.Error()))
-	case errors.Is(err, runtime.ErrEmptyInput):
-		return invalid("messages", "the last user message is empty")
-	case errors.Is(err, runtime.ErrBadAddress):
-		return invalid("user", "the session key is not valid")
-	case errors.Is(err, runtime.ErrTooLarge):
-		return tooLarge("messages", "the message the agent would receive is too large (%s): send fewer or shorter messages, or continue the conversation with the %s header so that only the last message is sent", safeReason(err.Error()), SessionHeader)
-	case errors.Is(err, runtime.ErrSessionClosed):
-		return &apiError{status: http.StatusConflict, typ: typeInvalid, code: "session_closed",
-			message: "the session is closed: it keeps its log but takes no new messages; start a new conversation"}
-	case errors.Is(err, context.Canceled):
-		// The client went away; the turn goes on.
-		return &apiError{status: http.StatusServiceUnavailable, typ: typeServer, code: "unavailable",
-			message: "agentd stopped waiting for the turn as the request was cancelled; an accepted message is answered in its session"}
-	}
-	f, known := gateway.Describe(err)
+	e, known := describe(model, err)
 	if !known {
 		h.log.Error("openai api: request failed", "err", err)
-		return internalError()
 	}
-	return fromFailure(f)
+	return e
 }
 
+// describe says err, for a request naming model, as this API does: the
+// status, code, message and Retry-After of the gateway's table of errors
+// (gateway.Describe), in this API's words where it has its own (words).
+func describe(model string, err error) (*apiError, bool) {
+	f, known := gateway.Describe(err)
+	e := fromFailure(f)
+	if !known {
+		return e, false
+	}
+	for _, w := range words {
+		if errors.Is(err, w.err) {
+			e.param = w.param
+			if w.code != "" {
+				e.code = w.code
+			}
+			e.message = w.say(model, err)
+			break
+		}
+	}
+	return e, true
+}
+
+// words are this API's words for the runtime's refusals of a request: the
+// parameter at fault, this API's code where its clients know one, and
+// what they are told, in the terms of a chat completion.
+var words = []struct {
+	err   error
+	param string
+	code  string
+	say   func(model string, err error) string
+}{
+	{err: runtime.ErrInvalidAgent, param: "model", say: func(model string, err error) string {
+		problems := err.Error()
+		var ce *agent.ConfigError
+		if errors.As(err, &ce) {
+			problems = ce.Error()
+		}
+		return fmt.Sprintf("The model %q is an agent whose file is invalid; it takes no messages until the file is fixed: %s",
+			clip(model, 100), clip(strings.ReplaceAll(problems, "\n", "; "), 2000))
+	}},
+	{err: runtime.ErrUnknownAgent, param: "model", code: "model_not_found", say: func(model string, _ error) string {
+		return fmt.Sprintf("The model %q does not exist: it must be the id of an agent (GET /v1/models lists them)", clip(model, 100))
+	}},
+	{err: runtime.ErrBadImage, param: "messages", say: func(_ string, err error) string {
+		// The reason is the image checker's: types, sizes and counts.
+		return "an image of the last user message was refused: " + safeReason(err.Error())
+	}},
+	{err: runtime.ErrEmptyInput, param: "messages", say: func(string, error) string { return "the last user message is empty" }},
+	{err: runtime.ErrBadAddress, param: "user", say: func(string, error) string { return "the session key is not valid" }},
+	{err: runtime.ErrTooLarge, param: "messages", say: func(_ string, err error) string {
+		return fmt.Sprintf("the message the agent would receive is too large (%s): send fewer or shorter messages, "+
+			"or continue the conversation with the %s header so that only the last message is sent", safeReason(err.Error()), SessionHeader)
+	}},
+	{err: runtime.ErrSessionClosed, say: func(string, error) string {
+		return "the session is closed: it keeps its log but takes no new messages; start a new conversation"
+	}},
+}
+
+// openAICodes are this API's names for the gateway's codes where its
+// clients know others: its invalid requests carry no code.
+var openAICodes = map[string]string{"bad_request": "", "too_large": "request_too_large", "internal": "internal_error"}
+
 // fromFailure is how this API says what the gateway's table of errors
-// says: the same status, code, message and Retry-After. A body too large
-// has this API's own code.
+// says: the same status, code (in this API's names), message and
+// Retry-After.
 func fromFailure(f gateway.Failure) *apiError {
 	e := &apiError{status: f.Status, typ: typeInvalid, code: f.Body.Code, message: f.Body.Error, retryAfter: f.RetryAfter}
-	switch {
-	case f.Status >= 500:
+	if f.Status >= 500 {
 		e.typ = typeServer
-		if f.Body.Code == "internal" {
-			return internalError()
-		}
-	case f.Status == http.StatusRequestEntityTooLarge:
-		e.code = "request_too_large"
+	}
+	if c, ok := openAICodes[e.code]; ok {
+		e.code = c
 	}
 	return e
 }

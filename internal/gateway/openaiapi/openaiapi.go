@@ -116,14 +116,32 @@ func New(rt Runtime, agents Agents, o *Options) http.Handler {
 	}
 	h.created = created.Unix()
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("/v1/models", h.only(http.MethodGet, h.models))
-	h.mux.HandleFunc("/v1/models/{id}", h.only(http.MethodGet, h.model))
-	h.mux.HandleFunc("/v1/chat/completions", h.only(http.MethodPost, h.chat))
+	// The routes are the gateway's list of this API's routes; each path
+	// answers another method with this API's 405.
+	for _, p := range gateway.OpenAIRoutes {
+		method, path, _ := strings.Cut(p, " ")
+		h.mux.HandleFunc(path, h.only(method, h.handler(p)))
+	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalid, code: "unknown_url",
-			message: "unknown path " + clip(r.URL.Path, 100) + ": this API serves GET /v1/models and POST /v1/chat/completions"})
+		e := said(gateway.ErrNotFound, "", "unknown path %s: this API serves GET /v1/models and POST /v1/chat/completions", clip(r.URL.Path, 100))
+		e.code = "unknown_url"
+		writeError(w, e)
 	})
 	return h
+}
+
+// handler returns the handler of the route pattern, one of
+// gateway.OpenAIRoutes.
+func (h *handler) handler(pattern string) http.HandlerFunc {
+	switch pattern {
+	case "GET /v1/models":
+		return h.models
+	case "GET /v1/models/{id}":
+		return h.model
+	case "POST /v1/chat/completions":
+		return h.chat
+	}
+	panic("openaiapi: no handler for the route " + pattern)
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
@@ -140,8 +158,7 @@ func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method {
 			w.Header().Set("Allow", method)
-			writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: typeInvalid, code: "method_not_allowed",
-				message: r.Method + " is not allowed here; use " + method})
+			writeError(w, said(gateway.ErrMethodNotAllowed, "", "%s is not allowed here; use %s", r.Method, method))
 			return
 		}
 		fn(w, r)

@@ -137,8 +137,7 @@ type request struct {
 // (-1: unknown). Unknown fields are allowed (clients send many); known ones
 // must have their types.
 func decodeRequest(body io.Reader, size, limit int64) (*request, *apiError) {
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalid, code: "request_too_large",
-		message: fmt.Sprintf("the request body is larger than %d bytes", limit)}
+	tooLarge := tooLarge("", "the request body is larger than %d bytes", limit)
 	if size > limit {
 		return nil, tooLarge
 	}

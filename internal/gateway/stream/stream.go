@@ -2,8 +2,7 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"github.com/coder/websocket"
 
 	"agentd/internal/event"
+	"agentd/internal/gateway"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -152,8 +153,10 @@ const (
 	ReasonInternal = "internal error: reconnect with your cursors"
 )
 
-// ErrClosed is why an upgrade is refused (503) once Close has begun.
-var ErrClosed = errors.New("stream: closed")
+// ErrClosed is why an upgrade is refused once Close has begun: agentd is
+// shutting down (503 shutting_down with Retry-After, as the gateway's
+// table of errors says it).
+var ErrClosed = fmt.Errorf("stream: %w", runtime.ErrClosed)
 
 // Handler serves the WebSocket event stream. It holds one subscription to
 // the event bus and fans events out to its connections.
@@ -287,14 +290,14 @@ func (h *Handler) Stats() Stats {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	first, err := parseQuery(r.URL.Query(), h.o.MaxReplaySessions)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		gateway.WriteError(w, fmt.Errorf("%w: %v", gateway.ErrBadRequest, err))
 		return
 	}
 	h.life.Lock()
 	stopping := h.stopping
 	h.life.Unlock()
 	if stopping {
-		writeError(w, http.StatusServiceUnavailable, "shutting_down", ErrClosed.Error())
+		gateway.WriteError(w, ErrClosed)
 		return
 	}
 	var cw *corkWriter
@@ -325,15 +328,4 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request's goroutine ends here; the connection lives on in its
 	// read loop, with no other goroutine while it is idle.
-}
-
-type httpError struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(httpError{Error: msg, Code: code})
 }

@@ -1,11 +1,14 @@
 package gateway
 
+// The routes of the tool layer: the message lifecycle, agents' keys,
+// approvals waiting for a person, MCP servers, compaction on request and
+// skills.
+
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -21,24 +24,6 @@ import (
 	"agentd/internal/skill"
 	"agentd/internal/tool"
 )
-
-// Routes of the tool layer (JSON):
-//
-//	POST   /v1/agents/{id}/message          {message, session, opts}: the message lifecycle; returns its object
-//	GET    /v1/agents/{id}/key              the agent's public key
-//	POST   /v1/agents/{id}/key              {force}: generate a key
-//	PUT    /v1/agents/{id}/key              {keypair, force}: import a Solana keypair (64 numbers)
-//	GET    /v1/approvals                    calls waiting for a person
-//	POST   /v1/approvals/{id}/grant         {by}
-//	POST   /v1/approvals/{id}/deny          {reason, by}
-//	GET    /v1/mcp/servers                  MCP servers and their state
-//	POST   /v1/mcp/servers                  {name, server, agent}: add one at run time
-//	DELETE /v1/mcp/servers/{name}           remove one added at run time
-//	GET    /v1/mcp/servers/{name}/tools     its tools
-//	POST   /v1/sessions/{agent}/{key}/compact {focus}: fold older turns into a summary now
-//	GET    /v1/skills                       skills, with availability
-//	GET    /v1/skills/{name}                one skill's instructions
-//	*      /mcp                             agentd as an MCP server (streamable HTTP)
 
 // Lifecycle runs the Daemon message lifecycle as one call.
 type Lifecycle interface {
@@ -99,48 +84,9 @@ type Skills interface {
 	Skills() *skill.Set
 }
 
-// toolErr maps the tool layer's errors to what the API says.
-func toolErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, permit.ErrNotFound), errors.Is(err, mcp.ErrNotFound), errors.Is(err, skill.ErrNotFound):
-		return notFound("%v", err)
-	case errors.Is(err, mcp.ErrExists), errors.Is(err, mcp.ErrConflict), errors.Is(err, mcp.ErrConfigured), errors.Is(err, identity.ErrExists):
-		return &statusError{http.StatusConflict, "conflict", err}
-	case errors.Is(err, mcp.ErrInvalid), errors.Is(err, agent.ErrInvalidID), errors.Is(err, identity.ErrKeyFile),
-		errors.Is(err, skill.ErrInvalid), errors.Is(err, skill.ErrBadPath):
-		return badRequest("%v", err)
-	case errors.Is(err, mcp.ErrNotConnected), errors.Is(err, mcp.ErrUnsupported):
-		return &statusError{http.StatusServiceUnavailable, "unavailable", err}
-	}
-	return err
-}
-
-func (s *Server) routeTools() {
-	m := s.mux
-	m.HandleFunc("POST /v1/agents/{id}/message", s.lifecycle)
-	m.HandleFunc("GET /v1/agents/{id}/key", s.keyShow)
-	m.HandleFunc("POST /v1/agents/{id}/key", s.keyGenerate)
-	m.HandleFunc("PUT /v1/agents/{id}/key", s.keyImport)
-	m.HandleFunc("GET /v1/approvals", s.approvals)
-	m.HandleFunc("POST /v1/approvals/{id}/grant", s.resolve(true))
-	m.HandleFunc("POST /v1/approvals/{id}/deny", s.resolve(false))
-	m.HandleFunc("GET /v1/mcp/servers", s.mcpList)
-	m.HandleFunc("POST /v1/mcp/servers", s.mcpAdd)
-	m.HandleFunc("DELETE /v1/mcp/servers/{name}", s.mcpRemove)
-	m.HandleFunc("GET /v1/mcp/servers/{name}/tools", s.mcpTools)
-	m.HandleFunc("POST /v1/sessions/{agent}/{key}/compact", s.compact)
-	m.HandleFunc("GET /v1/skills", s.skillList)
-	m.HandleFunc("GET /v1/skills/{name}", s.skillShow)
-	if s.o.MCPHandler != nil {
-		m.Handle("/mcp", s.o.MCPHandler)
-	}
-}
-
 // unavailable answers for a part agentd was built without.
 func (s *Server) unavailable(w http.ResponseWriter, what string) {
-	writeJSON(w, http.StatusNotImplemented, Error{Error: what + " is not available here", Code: "not_available"})
+	s.fail(w, say(errNotAvailable, "%s is not available here", what))
 }
 
 // LifecycleRequest is the body of POST /v1/agents/{id}/message.
@@ -208,7 +154,7 @@ func (s *Server) keyShow(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	pub, ok, err := s.o.Keys.Public(id)
 	if err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, KeyInfo{Agent: id, Pubkey: pub, Exists: ok})
@@ -238,11 +184,16 @@ func (s *Server) keyWrite(w http.ResponseWriter, r *http.Request, imp bool) {
 	} else {
 		pub, err = s.o.Keys.Generate(id, req.Force)
 	}
-	if errors.Is(err, identity.ErrExists) {
-		err = &statusError{http.StatusConflict, "conflict", fmt.Errorf("agent %s already has a key; force replaces it", id)}
+	switch {
+	case errors.Is(err, identity.ErrExists):
+		err = say(errConflict, "agent %s already has a key; force replaces it", id)
+	case imp && errors.Is(err, identity.ErrKeyFile):
+		// The keypair sent is not one. (A key file of agentd's own that
+		// does not load is agentd's trouble, not the request's.)
+		err = &also{kind: ErrBadRequest, err: err}
 	}
 	if err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, KeyInfo{Agent: id, Pubkey: pub, Exists: true})
@@ -262,26 +213,27 @@ type ResolveRequest struct {
 	By     string `json:"by,omitempty"`
 }
 
-func (s *Server) resolve(grant bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if s.o.Approvals == nil {
-			s.fail(w, notFound("approval %s", r.PathValue("id")))
-			return
-		}
-		var req ResolveRequest
-		if r.ContentLength != 0 && !s.decode(w, r, &req) {
-			return
-		}
-		if req.By == "" {
-			req.By = "api"
-		}
-		d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
-		if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
-			s.fail(w, toolErr(err))
-			return
-		}
-		writeJSON(w, 200, d)
+func (s *Server) grant(w http.ResponseWriter, r *http.Request) { s.resolve(w, r, true) }
+func (s *Server) deny(w http.ResponseWriter, r *http.Request)  { s.resolve(w, r, false) }
+
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
+	if s.o.Approvals == nil {
+		s.fail(w, notFound("approval %s", r.PathValue("id")))
+		return
 	}
+	var req ResolveRequest
+	if r.ContentLength != 0 && !s.decode(w, r, &req) {
+		return
+	}
+	if req.By == "" {
+		req.By = "api"
+	}
+	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
+	if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, d)
 }
 
 // ServerInfo is an MCP server as the API shows it.
@@ -339,13 +291,9 @@ func (s *Server) mcpAdd(w http.ResponseWriter, r *http.Request) {
 	}
 	st, err := s.o.MCP.Add(r.Context(), d)
 	if err != nil {
-		if mapped := toolErr(err); mapped != err {
-			s.fail(w, mapped)
-		} else {
-			// The server did not start or answer: its reason is the
-			// operator's to see (it names their command or URL).
-			s.fail(w, &statusError{http.StatusBadGateway, "connect_failed", err})
-		}
+		// Unless the manager refused it, the server did not start or
+		// answer (errConnect).
+		s.fail(w, &also{kind: errConnect, err: err})
 		return
 	}
 	writeJSON(w, 201, serverInfo(st))
@@ -357,7 +305,7 @@ func (s *Server) mcpRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.o.MCP.Remove(r.Context(), r.PathValue("name")); err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	writeJSON(w, 200, map[string]bool{"removed": true})
@@ -381,7 +329,7 @@ func (s *Server) mcpTools(w http.ResponseWriter, r *http.Request) {
 	}
 	specs, err := s.o.MCP.Tools(r.PathValue("name"))
 	if err != nil {
-		s.fail(w, toolErr(err))
+		s.fail(w, err)
 		return
 	}
 	out := make([]ToolInfo, 0, len(specs))
@@ -451,7 +399,7 @@ func (s *Server) skillShow(w http.ResponseWriter, r *http.Request) {
 	if sk.Err == nil {
 		body, err := set.Body(name)
 		if err != nil && !errors.Is(err, skill.ErrInvalid) {
-			s.fail(w, toolErr(err))
+			s.fail(w, err)
 			return
 		}
 		d.Body = body

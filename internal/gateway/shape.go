@@ -1,16 +1,15 @@
 package gateway
 
+// An error is said in the shape of the API its route is for: the
+// OpenAI-compatible API's routes (Options.OpenAI, which may answer in its
+// own shape: ErrorWriter) say even the errors the gateway meets before
+// the request reaches them in its shape; every other route says them as
+// this API does (Error).
+
 import (
 	"net/http"
 	"strings"
 )
-
-// OpenAIRoutes are the routes of the OpenAI-compatible API (Options.OpenAI).
-var OpenAIRoutes = []string{
-	"GET /v1/models",
-	"GET /v1/models/{id}",
-	"POST /v1/chat/completions",
-}
 
 // ErrorWriter is the optional ability of Options.OpenAI to answer an error
 // in its API's shape: every error on its routes, those the gateway meets
@@ -20,24 +19,16 @@ type ErrorWriter interface {
 	WriteFailure(w http.ResponseWriter, f Failure)
 }
 
-// mount serves the handlers built by the gateway's sub-packages.
-func (s *Server) mount() {
-	m := s.mux
-	if s.o.Stream != nil {
-		m.Handle("GET /v1/stream", s.o.Stream)
+// shapeOpenAI learns the paths of the OpenAI-compatible API, whose errors
+// are said in its shape whatever the method.
+func (s *Server) shapeOpenAI() {
+	if s.o.OpenAI == nil {
+		return
 	}
-	if s.o.OpenAI != nil {
-		// The paths alone, whatever the method, are the OpenAI API's.
-		s.openAIPaths = http.NewServeMux()
-		for _, p := range OpenAIRoutes {
-			m.Handle(p, s.o.OpenAI)
-			_, path, _ := strings.Cut(p, " ")
-			s.openAIPaths.Handle(path, http.NotFoundHandler())
-		}
-	}
-	if s.o.Console != nil {
-		m.Handle("GET /{$}", s.o.Console)
-		m.Handle("GET /console/", s.o.Console)
+	s.openAIPaths = http.NewServeMux()
+	for _, p := range OpenAIRoutes {
+		_, path, _ := strings.Cut(p, " ")
+		s.openAIPaths.Handle(path, http.NotFoundHandler())
 	}
 }
 
