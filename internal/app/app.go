@@ -159,6 +159,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			return nil, fmt.Errorf("app: register tool: %w", err)
 		}
 	}
+	a.Bus = event.NewBus()
 	if err := a.toolLayer(o.Version); err != nil {
 		return nil, err
 	}
@@ -166,13 +167,12 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		return nil, err
 	}
 	a.Models = NewModels(nil)
-	a.Bus = event.NewBus()
 	eo := engine.Options{}
 	if o.Engine != nil {
 		eo = *o.Engine
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
-	eo.Approvals, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
+	eo.Permits, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
 	eo.Skills = skillServers{a}
 	if a.Memory != nil {
 		eo.Recall = recaller{a.Memory}

@@ -103,9 +103,10 @@ type Options struct {
 	Tools  Tools
 	Prices map[string]agent.Price
 	Logger *slog.Logger
-	// Approvals, if set, answers calls the policy marks "ask"; without it
-	// such calls are refused.
-	Approvals Approver
+	// Permits, if set, asks a person about calls the policy marks "ask"
+	// (their permission; the signed approvals calls carry to tool servers
+	// are Signer's); without it such calls are refused.
+	Permits Permits
 	// Signer signs approvals and hook payloads with the agent's key; nil:
 	// no approvals travel with calls and sign hooks fail.
 	Signer Signer
@@ -216,7 +217,7 @@ type run struct {
 	lc        lifecycle                      // the message lifecycle's state
 	generated bool                           // the model gave its final answer
 	prior     map[string]event.LifecycleData // lifecycle results and starts already logged, by phaseKey
-	approvals map[string]*priorApproval      // approvals already asked for, by call id
+	permits   map[string]*priorPermit        // a person's permission already asked for, by call id
 
 	marks     []Mark        // turn boundaries in msgs
 	tok       []int         // token estimates of msgs[:len(tok)]
@@ -887,7 +888,7 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 	if c.resumed {
 		// A call logged before a restart may have run, unless it was
 		// waiting for an approval that never came: then it runs now.
-		p := r.approvals[c.ID]
+		p := r.permits[c.ID]
 		if p != nil && (p.resolved == nil || !p.resolved.Granted) {
 			c.resumed = false
 		} else if !found || !spec.ReadOnly && !spec.Idempotent {
@@ -905,7 +906,7 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 		return res, true
 	}
 	if d.Verdict == tool.Ask {
-		a, ok := r.askApproval(ctx, c, d.Reason)
+		a, ok := r.askPermit(ctx, c, d.Reason)
 		if !ok {
 			return res, false
 		}

@@ -22,8 +22,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// Approver answers tool calls that need a person's permission.
-type Approver interface {
+// Permits answers tool calls that need a person's permission.
+type Permits interface {
 	Wait(ctx context.Context, req permit.Request) (permit.Decision, error)
 }
 
@@ -125,7 +125,7 @@ type lifecycle struct {
 	recalled []string // long-term memories recalled for this message
 }
 
-type priorApproval struct {
+type priorPermit struct {
 	req      event.ApprovalRequestData
 	resolved *event.ApprovalResolvedData
 }
@@ -149,7 +149,7 @@ func (r *run) initLifecycle() {
 	r.lc.after = on(o.Actions) && len(r.phaseTools(tool.KindAction)) > 0 ||
 		on(o.PostProcess) && len(r.phaseTools(tool.KindPostprocess)) > 0
 	r.prior = map[string]event.LifecycleData{}
-	r.approvals = map[string]*priorApproval{}
+	r.permits = map[string]*priorPermit{}
 	// Every message lifecycle starts by signing the message, whether or
 	// not a tool server is called (the signature is the same after a
 	// restart: ed25519 is deterministic).
@@ -202,12 +202,12 @@ func (r *run) notePrior(ev *event.Event) {
 	case event.ApprovalRequested:
 		var d event.ApprovalRequestData
 		if ev.Decode(&d) == nil {
-			r.approvals[d.CallID] = &priorApproval{req: d}
+			r.permits[d.CallID] = &priorPermit{req: d}
 		}
 	case event.ApprovalResolved:
 		var d event.ApprovalResolvedData
 		if ev.Decode(&d) == nil {
-			if p := r.approvals[d.CallID]; p != nil {
+			if p := r.permits[d.CallID]; p != nil {
 				p.resolved = &d
 			}
 		}
@@ -330,21 +330,21 @@ func (a callApprover) Approve(audience, tool string, args json.RawMessage) (json
 	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), a.r.e.o.Now(), audience, tool, args)
 }
 
-// approvalAnswer is how a call's approval ended.
-type approvalAnswer struct {
+// permitAnswer is how a call's approval ended.
+type permitAnswer struct {
 	granted bool
 	denial  string // for the model, when not granted
 }
 
-// askApproval makes a call the policy marks "ask" wait for a person. ok is
+// askPermit makes a call the policy marks "ask" wait for a person. ok is
 // false when the turn was cancelled while waiting.
-func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (approvalAnswer, bool) {
-	p := r.approvals[c.ID]
+func (r *run) askPermit(ctx context.Context, c *pendingCall, reason string) (permitAnswer, bool) {
+	p := r.permits[c.ID]
 	if p != nil && p.resolved != nil {
 		return answer(p.resolved), true
 	}
-	if r.e.o.Approvals == nil {
-		return approvalAnswer{denial: fmt.Sprintf("tool %s needs a person's approval, and nobody can give it here; the call was not made", c.Name)}, true
+	if r.e.o.Permits == nil {
+		return permitAnswer{denial: fmt.Sprintf("tool %s needs a person's approval, and nobody can give it here; the call was not made", c.Name)}, true
 	}
 	var req event.ApprovalRequestData
 	if p != nil {
@@ -358,36 +358,36 @@ func (r *run) askApproval(ctx context.Context, c *pendingCall, reason string) (a
 			ExpiresAt: time.Now().Add(timeout).UTC()}
 		ev := event.New(r.session, r.t.ID, event.ApprovalRequested, req)
 		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
-			return approvalAnswer{denial: "the approval request could not be recorded: " + err.Error()}, true
+			return permitAnswer{denial: "the approval request could not be recorded: " + err.Error()}, true
 		}
 	}
-	d, err := r.e.o.Approvals.Wait(ctx, permit.Request{ID: req.ID, Agent: r.def.ID, Session: r.t.Session.Address(),
+	d, err := r.e.o.Permits.Wait(ctx, permit.Request{ID: req.ID, Agent: r.def.ID, Session: r.t.Session.Address(),
 		Turn: r.t.ID, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: req.Reason, CreatedAt: time.Now().UTC(), ExpiresAt: req.ExpiresAt})
 	if err != nil {
 		if ctx.Err() != nil {
-			return approvalAnswer{}, false
+			return permitAnswer{}, false
 		}
-		return approvalAnswer{denial: fmt.Sprintf("the call to %s could not wait for approval: %v", c.Name, err)}, true
+		return permitAnswer{denial: fmt.Sprintf("the call to %s could not wait for approval: %v", c.Name, err)}, true
 	}
 	res := event.ApprovalResolvedData{ID: req.ID, CallID: c.ID, Tool: c.Name, Granted: d.Granted && !d.Expired,
 		Expired: d.Expired, Reason: d.Reason, By: d.By}
 	ev := event.New(r.session, r.t.ID, event.ApprovalResolved, res)
 	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
-		return approvalAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
+		return permitAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
 	}
 	return answer(&res), true
 }
 
-func answer(d *event.ApprovalResolvedData) approvalAnswer {
+func answer(d *event.ApprovalResolvedData) permitAnswer {
 	switch {
 	case d.Granted:
-		return approvalAnswer{granted: true}
+		return permitAnswer{granted: true}
 	case d.Expired:
-		return approvalAnswer{denial: fmt.Sprintf("nobody approved the call to %s in time; it was not made", d.Tool)}
+		return permitAnswer{denial: fmt.Sprintf("nobody approved the call to %s in time; it was not made", d.Tool)}
 	case d.Reason != "":
-		return approvalAnswer{denial: fmt.Sprintf("a person denied the call to %s: %s", d.Tool, d.Reason)}
+		return permitAnswer{denial: fmt.Sprintf("a person denied the call to %s: %s", d.Tool, d.Reason)}
 	}
-	return approvalAnswer{denial: fmt.Sprintf("a person denied the call to %s", d.Tool)}
+	return permitAnswer{denial: fmt.Sprintf("a person denied the call to %s", d.Tool)}
 }
 
 func newApprovalID() string {
@@ -818,7 +818,7 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 	case tool.Deny:
 		return fail("%s", v.Reason)
 	case tool.Ask:
-		a, ok := r.askApproval(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: d.Args}}, v.Reason)
+		a, ok := r.askPermit(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: d.Args}}, v.Reason)
 		if !ok {
 			return fail("cancelled while waiting for approval")
 		}

@@ -66,7 +66,7 @@ func TestApprovals(t *testing.T) {
 				calls(model.ToolCall{ID: "c1", Name: "send_money", Args: json.RawMessage(`{"to":"bob"}`)}), text("finished")}}
 			h := newHarness(t, models{"m": p})
 			b := permit.New()
-			h.eng.o.Approvals = b
+			h.eng.o.Permits = b
 			def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"send_*"}, ApprovalTimeout: agent.Duration(time.Hour)}}
 			if tc.decide == nil {
 				def.Tools.ApprovalTimeout = agent.Duration(time.Millisecond)
@@ -123,7 +123,7 @@ func TestApprovalResumed(t *testing.T) {
 	p := &script{resps: []func(*model.Request) (*model.Response, error){text("after restart")}}
 	h := newHarness(t, models{"m": p})
 	b := permit.New()
-	h.eng.o.Approvals = b
+	h.eng.o.Permits = b
 	def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"send_money"}}}
 	tr := turn(def)
 	mk := func(kind event.Kind, v any) event.Event { return event.New(1, 7, kind, v) }
@@ -275,7 +275,7 @@ func TestApprovalSignedWhenCalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := permit.New()
-	h.eng.o.Approvals, h.eng.o.Signer, h.eng.o.Now = b, keySigner{testKey()}, clock.Now
+	h.eng.o.Permits, h.eng.o.Signer, h.eng.o.Now = b, keySigner{testKey()}, clock.Now
 	tr := turn(&agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"demo__send"}, ApprovalTimeout: agent.Duration(24 * time.Hour)}})
 	tr.Item.CreatedAt = clock.Now()
 	done := make(chan event.TurnEndData)

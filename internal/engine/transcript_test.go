@@ -100,7 +100,7 @@ func runTranscript(t *testing.T, a *txtar.Archive) string {
 	}
 	o := &Options{Models: ms, Tools: reg, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond}
 	if s, ok := a.Get("approvals"); ok {
-		o.Approvals = parseApprovals(t, s)
+		o.Permits = parseApprovals(t, s)
 	}
 	e := New(o)
 	tr := transcriptTurn(t, a, def)

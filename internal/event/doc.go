@@ -35,7 +35,7 @@
 //	approval_requested  stored  engine: a tool call waits for a person         ApprovalRequestData
 //	approval_resolved   stored  engine: the person answered, or nobody did     ApprovalResolvedData
 //	lifecycle           stored  engine; app: the agents' bootstrap calls       LifecycleData
-//	working_memory      stored  store: with the working memory it changes*     WorkingMemoryData
+//	working_memory      stored  store: with the working memory it changes      WorkingMemoryData
 //	summary             stored  engine: compaction folds what it stands for    SummaryData
 //	context_warning     stored  engine: the context passed a threshold         ContextData
 //	text_delta          live    engine: a piece of streamed text               DeltaData
@@ -47,7 +47,14 @@
 //
 // The runtime publishes on the bus every stored event it commits, whoever
 // wrote it, once the store has it; the engine publishes the live events of
-// its turns on the bus it is given, and the runtime its own. (*) The store
-// commits working_memory events itself: the bus never carries them, and
-// readers find them in the log.
+// its turns on the bus it is given, and the runtime its own. The store
+// commits working_memory events itself, with the change they record, and
+// returns them; the app's wiring publishes them once they are durable.
+//
+// Two things are called an approval. approval_requested and
+// approval_resolved are about a person's permission for a call an agent's
+// policy marks "ask" (package permit; the API's /v1/approvals). The
+// lifecycle's "approval" phase and field are the agent's signed approval
+// that travels with a call to a tool server, which verifies it (package
+// approval). In Go, the first is a permit and the second an approval.
 package event

@@ -57,7 +57,7 @@ type Options struct {
 
 	// The tool layer; each may be nil.
 	Lifecycle  Lifecycle
-	Approvals  Approvals
+	Permits    Permits
 	MCP        MCPServers
 	Keys       Keys
 	Skills     Skills

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"agentd/internal/event"
 	"agentd/internal/store"
 )
 
@@ -20,8 +21,8 @@ import (
 type History interface {
 	SearchHistory(ctx context.Context, q store.HistoryQuery) ([]store.HistoryHit, string, error)
 	SessionByAddress(ctx context.Context, agent, key string) (store.Session, error)
-	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error
-	DeleteWorking(ctx context.Context, session int64, key string) error
+	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) (event.Event, error)
+	DeleteWorking(ctx context.Context, session int64, key string) (event.Event, error)
 	Working(ctx context.Context, session int64) (map[string]json.RawMessage, error)
 }
 
@@ -126,7 +127,7 @@ func (s *Server) workingSet(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &v) {
 		return
 	}
-	if err := s.o.History.SetWorking(r.Context(), id, r.PathValue("name"), v); err != nil {
+	if _, err := s.o.History.SetWorking(r.Context(), id, r.PathValue("name"), v); err != nil {
 		s.fail(w, err)
 		return
 	}
@@ -138,7 +139,7 @@ func (s *Server) workingDelete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.o.History.DeleteWorking(r.Context(), id, r.PathValue("name")); err != nil {
+	if _, err := s.o.History.DeleteWorking(r.Context(), id, r.PathValue("name")); err != nil {
 		s.fail(w, err)
 		return
 	}

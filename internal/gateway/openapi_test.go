@@ -60,7 +60,7 @@ func fullServer(t *testing.T) *gateway.Server {
 	h := http.NotFoundHandler()
 	o := gateway.Options{
 		Runtime: (*runtime.Runtime)(nil), Sessions: (*sqlite.Store)(nil), Agents: (*agent.Registry)(nil),
-		Lifecycle: (*runtime.Runtime)(nil), Approvals: (*permit.Broker)(nil), MCP: (*mcp.Manager)(nil),
+		Lifecycle: (*runtime.Runtime)(nil), Permits: (*permit.Broker)(nil), MCP: (*mcp.Manager)(nil),
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),

@@ -31,7 +31,7 @@ type Lifecycle interface {
 }
 
 // Approvals lists and answers the calls waiting for a person.
-type Approvals interface {
+type Permits interface {
 	List() []permit.Request
 	Resolve(id string, d permit.Decision) error
 }
@@ -200,11 +200,11 @@ func (s *Server) keyWrite(w http.ResponseWriter, r *http.Request, imp bool) {
 }
 
 func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
-	if s.o.Approvals == nil {
+	if s.o.Permits == nil {
 		writeJSON(w, 200, []permit.Request{})
 		return
 	}
-	writeJSON(w, 200, s.o.Approvals.List())
+	writeJSON(w, 200, s.o.Permits.List())
 }
 
 // ResolveRequest is the body of POST /v1/approvals/{id}/grant and /deny.
@@ -217,7 +217,7 @@ func (s *Server) grant(w http.ResponseWriter, r *http.Request) { s.resolve(w, r,
 func (s *Server) deny(w http.ResponseWriter, r *http.Request)  { s.resolve(w, r, false) }
 
 func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
-	if s.o.Approvals == nil {
+	if s.o.Permits == nil {
 		s.fail(w, notFound("approval %s", r.PathValue("id")))
 		return
 	}
@@ -229,7 +229,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
 		req.By = "api"
 	}
 	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
-	if err := s.o.Approvals.Resolve(r.PathValue("id"), d); err != nil {
+	if err := s.o.Permits.Resolve(r.PathValue("id"), d); err != nil {
 		s.fail(w, err)
 		return
 	}

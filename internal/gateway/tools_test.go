@@ -416,7 +416,7 @@ func TestLifecycleRouteErrors(t *testing.T) {
 
 func TestApprovalRoutes(t *testing.T) {
 	b := permit.New()
-	e := newToolEnv(t, gateway.Options{Approvals: b})
+	e := newToolEnv(t, gateway.Options{Permits: b})
 
 	status, _, body := e.do("GET", "/v1/approvals", "")
 	if status != 200 || strings.TrimSpace(string(body)) != "[]" {
@@ -737,7 +737,7 @@ func TestSkillRoutes(t *testing.T) {
 // The Client's tool-layer methods, over an in-process pipe.
 func TestToolClient(t *testing.T) {
 	lc, m, k, b := &fakeLifecycle{}, newFakeMCP(), newFakeKeys(), permit.New()
-	e := newToolEnv(t, gateway.Options{Lifecycle: lc, Approvals: b, MCP: m, Keys: k, Skills: skillSet{testSkills(t)}})
+	e := newToolEnv(t, gateway.Options{Lifecycle: lc, Permits: b, MCP: m, Keys: k, Skills: skillSet{testSkills(t)}})
 	c, stop := gateway.Pipe(e.srv)
 	defer stop()
 	ctx := t.Context()
@@ -906,7 +906,7 @@ func FuzzLifecycleBody(f *testing.F) {
 // `agentd approvals` and `agentd approve` do.
 func ExampleClient_Resolve() {
 	broker := permit.New()
-	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Agents: agents{}, Approvals: broker}))
+	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Agents: agents{}, Permits: broker}))
 	defer stop()
 
 	// A turn's call to demo__counter waits for a person.

@@ -23,8 +23,8 @@ type Store interface {
 	Events(ctx context.Context, session, after int64, limit int) ([]event.Event, error)
 	SearchHistory(ctx context.Context, q store.HistoryQuery) ([]store.HistoryHit, string, error)
 	Threads(ctx context.Context, agent string, limit int, cursor string) ([]store.Thread, string, error)
-	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error
-	DeleteWorking(ctx context.Context, session int64, key string) error
+	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) (event.Event, error)
+	DeleteWorking(ctx context.Context, session int64, key string) (event.Event, error)
 	Working(ctx context.Context, session int64) (map[string]json.RawMessage, error)
 }
 
@@ -599,7 +599,7 @@ func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if err := h.st.SetWorking(ctx, s.ID, a.Key, a.Value); err != nil {
+	if _, err := h.st.SetWorking(ctx, s.ID, a.Key, a.Value); err != nil {
 		return tool.Result{}, fmt.Errorf("wm_set: %w", err)
 	}
 	return tool.Result{Output: fmt.Sprintf("set %q", a.Key)}, nil
@@ -656,7 +656,7 @@ func (h *tools) wmDelete(ctx context.Context, c *tool.Call) (tool.Result, error)
 	if err != nil {
 		return tool.Result{}, err
 	}
-	if err := h.st.DeleteWorking(ctx, s.ID, a.Key); err != nil {
+	if _, err := h.st.DeleteWorking(ctx, s.ID, a.Key); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return tool.Result{Output: fmt.Sprintf("%q was not set", a.Key)}, nil
 		}

@@ -286,11 +286,12 @@ type HistoryStore interface {
 	Threads(ctx context.Context, agent string, limit int, cursor string) (threads []Thread, next string, err error)
 
 	// SetWorking sets a key of a session's working memory to a JSON value
-	// and logs a working_memory event, in one transaction.
-	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error
+	// and logs a working_memory event, in one transaction; it returns the
+	// event, with its sequence number, for the caller to publish.
+	SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) (event.Event, error)
 	// DeleteWorking deletes a key (ErrNotFound if it is not set) and logs
-	// a working_memory event, in one transaction.
-	DeleteWorking(ctx context.Context, session int64, key string) error
+	// a working_memory event, in one transaction; it returns the event.
+	DeleteWorking(ctx context.Context, session int64, key string) (event.Event, error)
 	// Working returns a session's working memory.
 	Working(ctx context.Context, session int64) (map[string]json.RawMessage, error)
 }

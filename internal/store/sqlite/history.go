@@ -419,19 +419,19 @@ func checkWorkingKey(key string) error {
 // MaxWorkingValue bytes) and appends a working_memory event recording it
 // to the session's log, in one transaction. A session that does not exist
 // is store.ErrNotFound.
-func (s *Store) SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) error {
+func (s *Store) SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) (event.Event, error) {
 	if err := checkWorkingKey(key); err != nil {
-		return fmt.Errorf("sqlite: set working memory: %w: %v", ErrInvalid, err)
+		return event.Event{}, fmt.Errorf("sqlite: set working memory: %w: %v", ErrInvalid, err)
 	}
 	if !json.Valid(value) {
-		return fmt.Errorf("sqlite: set working memory %q: %w: value is not valid JSON", key, ErrInvalid)
+		return event.Event{}, fmt.Errorf("sqlite: set working memory %q: %w: value is not valid JSON", key, ErrInvalid)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, value); err != nil {
-		return fmt.Errorf("sqlite: set working memory %q: %w: %v", key, ErrInvalid, err)
+		return event.Event{}, fmt.Errorf("sqlite: set working memory %q: %w: %v", key, ErrInvalid, err)
 	}
 	if buf.Len() > MaxWorkingValue {
-		return fmt.Errorf("sqlite: set working memory %q: %w: value longer than %d bytes", key, ErrInvalid, MaxWorkingValue)
+		return event.Event{}, fmt.Errorf("sqlite: set working memory %q: %w: value longer than %d bytes", key, ErrInvalid, MaxWorkingValue)
 	}
 	return s.commitWorking(ctx, session, event.WorkingMemoryData{Key: key, Value: buf.Bytes()})
 }
@@ -439,32 +439,33 @@ func (s *Store) SetWorking(ctx context.Context, session int64, key string, value
 // DeleteWorking deletes key from session's working memory and appends a
 // working_memory event recording it, in one transaction. A key that is not
 // set is store.ErrNotFound, and nothing is written.
-func (s *Store) DeleteWorking(ctx context.Context, session int64, key string) error {
+func (s *Store) DeleteWorking(ctx context.Context, session int64, key string) (event.Event, error) {
 	if err := checkWorkingKey(key); err != nil {
-		return fmt.Errorf("sqlite: delete working memory: %w: %v", ErrInvalid, err)
+		return event.Event{}, fmt.Errorf("sqlite: delete working memory: %w: %v", ErrInvalid, err)
 	}
 	if s.isDown.Load() {
-		return store.ErrClosed
+		return event.Event{}, store.ErrClosed
 	}
 	var one int
 	err := s.rdb.QueryRowContext(ctx, qWorkingHas, session, key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlite: delete working memory %q of session %d: %w", key, session, store.ErrNotFound)
+		return event.Event{}, fmt.Errorf("sqlite: delete working memory %q of session %d: %w", key, session, store.ErrNotFound)
 	}
 	if err != nil {
-		return s.readErr("delete working memory", err)
+		return event.Event{}, s.readErr("delete working memory", err)
 	}
 	return s.commitWorking(ctx, session, event.WorkingMemoryData{Key: key, Deleted: true})
 }
 
-func (s *Store) commitWorking(ctx context.Context, session int64, d event.WorkingMemoryData) error {
+func (s *Store) commitWorking(ctx context.Context, session int64, d event.WorkingMemoryData) (event.Event, error) {
 	if session <= 0 {
-		return fmt.Errorf("sqlite: working memory: %w: session id %d", ErrInvalid, session)
+		return event.Event{}, fmt.Errorf("sqlite: working memory: %w: session id %d", ErrInvalid, session)
 	}
-	return s.Commit(ctx, &store.Batch{
-		Session: session,
-		Events:  []event.Event{event.New(session, 0, event.WorkingMemory, d)},
-	})
+	b := &store.Batch{Session: session, Events: []event.Event{event.New(session, 0, event.WorkingMemory, d)}}
+	if err := s.Commit(ctx, b); err != nil {
+		return event.Event{}, err
+	}
+	return b.Events[0], nil
 }
 
 // Working returns session's working memory (empty, not nil, if nothing is

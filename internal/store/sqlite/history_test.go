@@ -229,24 +229,24 @@ func TestWorkingMemory(t *testing.T) {
 	sess := mustSession(t, s, "alice", "chat:1")
 	ctx := t.Context()
 	for _, kv := range []struct{ k, v string }{{"plan", `{"step": 1}`}, {"city", `"Paris"`}, {"plan", `{"step":2}`}, {"tmp", `true`}} {
-		if err := s.SetWorking(ctx, sess.ID, kv.k, json.RawMessage(kv.v)); err != nil {
+		if _, err := s.SetWorking(ctx, sess.ID, kv.k, json.RawMessage(kv.v)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.DeleteWorking(ctx, sess.ID, "tmp"); err != nil {
+	if _, err := s.DeleteWorking(ctx, sess.ID, "tmp"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteWorking(ctx, sess.ID, "tmp"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.DeleteWorking(ctx, sess.ID, "tmp"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deleting a missing key: %v, want ErrNotFound", err)
 	}
 	for _, bad := range []struct {
 		k, v string
 	}{{"", `1`}, {"k", `{`}, {"k\n", `1`}, {strings.Repeat("k", 300), `1`}} {
-		if err := s.SetWorking(ctx, sess.ID, bad.k, json.RawMessage(bad.v)); !errors.Is(err, sqlite.ErrInvalid) {
+		if _, err := s.SetWorking(ctx, sess.ID, bad.k, json.RawMessage(bad.v)); !errors.Is(err, sqlite.ErrInvalid) {
 			t.Errorf("SetWorking(%q, %q): %v, want ErrInvalid", bad.k, bad.v, err)
 		}
 	}
-	if err := s.SetWorking(ctx, 9999, "k", json.RawMessage(`1`)); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.SetWorking(ctx, 9999, "k", json.RawMessage(`1`)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown session: %v, want ErrNotFound", err)
 	}
 	s.Close()
