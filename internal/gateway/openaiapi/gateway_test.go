@@ -54,6 +54,16 @@ func holdBudget(t *testing.T, e *env) (release func()) {
 	if _, err := io.WriteString(pw, body[:100<<10]); err != nil {
 		t.Fatal(err)
 	}
+	// The gateway takes the held request's share when its handler starts,
+	// which may come after the write above returned: wait until a large
+	// request is refused for want of room.
+	probe := `{"model":"assistant","messages":[{"role":"user","content":"` + strings.Repeat("z", 200<<10) + `"}]}`
+	for deadline := time.Now().Add(20 * time.Second); e.post(t, probe).status != http.StatusServiceUnavailable; {
+		if time.Now().After(deadline) {
+			t.Fatal("the held request never took the budget")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return func() {
 		io.WriteString(pw, body[100<<10:])
 		pw.Close()

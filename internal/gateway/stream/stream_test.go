@@ -539,12 +539,23 @@ func TestSlowConsumer(t *testing.T) {
 	if f := slow.next(); f.Type != "subscribed" {
 		t.Fatalf("%+v", f)
 	}
+	// A client of another session tells when the Handler has routed the
+	// flood below: the bus is one queue, routed in order.
+	mark := e.dial(t, "session=a/mark")
+	if f := mark.next(); f.Type != "subscribed" {
+		t.Fatalf("%+v", f)
+	}
 	sess := e.src.session(t, "a/k")
+	markSess := e.src.session(t, "a/mark")
 	big := event.DeltaData{Text: strings.Repeat("x", 16<<10)}
 	// Far more than the socket buffers and the queue hold. Publish never
 	// blocks, so this loop ends whatever the client does.
 	for i := 0; i < 2000; i++ {
 		e.src.bus.Publish(event.New(sess.ID, 1, event.TextDelta, big))
+	}
+	e.src.bus.Publish(event.New(markSess.ID, 1, event.TextDelta, event.DeltaData{Text: "routed"}))
+	if f := mark.next(); f.Kind != "text-delta" {
+		t.Fatalf("the marker: %+v", f)
 	}
 	waitFor(t, "the slow consumer to be closed", func() bool { return e.h.Stats().SlowClosed == 1 })
 	var err error
@@ -561,7 +572,7 @@ func TestSlowConsumer(t *testing.T) {
 	if s := e.h.Stats(); s.Overruns != 0 {
 		t.Errorf("stats %+v", s)
 	}
-	// Others carry on (live deltas still being routed may come first).
+	// Others carry on.
 	c := e.dial(t, "session=a/k&after=0")
 	for f := c.next(); f.Type != "replayed"; f = c.next() {
 		if f.Type == "event" && f.Kind != "text-delta" {
