@@ -135,9 +135,10 @@ type Options struct {
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.
 type Engine struct {
-	o     Options
-	calib *tokens.Calibrator
-	bpe   *tokens.BPE
+	o      Options
+	calib  *tokens.Calibrator
+	bpe    *tokens.BPE
+	offers offerCache // the tools offered to models, encoded and sized
 }
 
 // New returns an engine.
@@ -711,7 +712,7 @@ func (r *run) toolSpecs() []model.ToolSpec {
 		if s.Kind != "" && s.Kind != tool.KindModel || !r.sees(&s) {
 			continue
 		}
-		specs = append(specs, model.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.InputSchema})
+		specs = append(specs, r.e.offers.spec(&s))
 	}
 	return specs
 }
@@ -806,7 +807,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		r.ended = false
 		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
-	am := model.Message{Role: model.RoleAssistant, Content: Neutralise(s.Text)}
+	am := model.Message{Role: model.RoleAssistant, Content: Neutralise(s.Text), Wire: new(model.Encoded)}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}

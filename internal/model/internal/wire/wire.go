@@ -214,28 +214,3 @@ func (e *Endpoint) Events(ctx context.Context, r io.Reader, handle func(sse.Even
 		}
 	}
 }
-
-// Schema returns the JSON Schema to send for a tool's parameters: an empty
-// object schema when the tool declares none.
-func (e *Endpoint) Schema(t model.ToolSpec) (json.RawMessage, error) {
-	params := t.Parameters
-	if len(bytes.TrimSpace(params)) == 0 {
-		return json.RawMessage(emptySchema), nil
-	}
-	if !json.Valid(params) {
-		return nil, e.Fail(model.ErrBadRequest, 0, "tool "+t.Name+": parameters are not valid JSON")
-	}
-	return params, nil
-}
-
-// Encode returns a request body as JSON, without HTML escaping or a
-// trailing newline.
-func (e *Endpoint) Encode(body map[string]any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, e.Fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
