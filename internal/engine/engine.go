@@ -22,7 +22,8 @@
 // store's own). The lifecycle's lock is held while the approval event is
 // written; the writer's while a batch is handed to the log and while
 // earlier writes are waited for, so a Log must never call back into the
-// turn. tokens.Calibrator's lock is a leaf. No lock is held while a model
+// turn. tokens.Calibrator's lock, the engine's offerCache's and a turn's
+// offerMemo's are leaves. No lock is held while a model
 // or a tool runs.
 package engine
 
@@ -230,6 +231,8 @@ type run struct {
 
 	wctx context.Context // for writes that must happen even if the turn is cancelled
 	w    *writer         // the turn's writes, in order
+
+	offered offerMemo // the tools offered, while they stay the same (offer)
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -706,13 +709,12 @@ func wireOptions(m agent.Model, req *model.Request) {
 }
 
 func (r *run) toolSpecs() []model.ToolSpec {
-	vis := r.e.o.Tools.Visible(r.policy)
+	vis := r.offer()
 	specs := make([]model.ToolSpec, 0, len(vis))
-	for _, s := range vis {
-		if s.Kind != "" && s.Kind != tool.KindModel || !r.sees(&s) {
-			continue
+	for i := range vis {
+		if s := &vis[i]; s.Kind == "" || s.Kind == tool.KindModel {
+			specs = append(specs, r.e.offers.spec(s))
 		}
-		specs = append(specs, r.e.offers.spec(&s))
 	}
 	return specs
 }

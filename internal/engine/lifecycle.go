@@ -257,9 +257,9 @@ func (r *run) unknownTool(name string) string {
 // policy allows, sorted by name.
 func (r *run) phaseTools(kind string) []tool.Spec {
 	var out []tool.Spec
-	for _, s := range r.e.o.Tools.Visible(r.policy) {
-		if s.Kind == kind && r.sees(&s) {
-			out = append(out, s) // Visible left out the denied ones
+	for _, s := range r.offer() {
+		if s.Kind == kind {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -60,3 +60,44 @@ func (c *offerCache) tokens(t *model.ToolSpec) int {
 	}
 	return tokens.Tool(t, tokens.Text)
 }
+
+// versioned is a tool registry that tells when its contents change
+// (tool.Registry does).
+type versioned interface{ Version() uint64 }
+
+// offerMemo is what offer last found, with what it depends on.
+type offerMemo struct {
+	mu      sync.Mutex // a leaf; taken by parallel tool calls too (unknownTool)
+	ok      bool
+	version uint64
+	skills  int // len(run.skills.names): a turn's skills only grow
+	specs   []tool.Spec
+}
+
+// offer returns the tools the agent sees and its policy allows, of every
+// kind, sorted by name; the caller must not change the slice. A turn asks
+// for them several times (the lifecycle's phases, every model step), and
+// they are found once while the registry and the skills the session loaded
+// stay the same. (A tool's Serves is asked again only then.)
+func (r *run) offer() []tool.Spec {
+	v, canKeep := r.e.o.Tools.(versioned)
+	m := &r.offered
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var version uint64
+	if canKeep {
+		version = v.Version()
+		if m.ok && m.version == version && m.skills == len(r.skills.names) {
+			return m.specs
+		}
+	}
+	vis := r.e.o.Tools.Visible(r.policy)
+	specs := vis[:0]
+	for i := range vis {
+		if r.sees(&vis[i]) {
+			specs = append(specs, vis[i]) // Visible left out the denied ones
+		}
+	}
+	m.ok, m.version, m.skills, m.specs = canKeep, version, len(r.skills.names), specs
+	return specs
+}
