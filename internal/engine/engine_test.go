@@ -647,7 +647,9 @@ func TestOfferedToolsChange(t *testing.T) {
 			func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, nil })
 	}
 	err := h.tools.Register(tool.Func(tool.Spec{Name: "register", InputSchema: obj, ReadOnly: true},
-		func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: "ok"}, h.tools.Register(late("first")) }))
+		func(context.Context, *tool.Call) (tool.Result, error) {
+			return tool.Result{Output: "ok"}, h.tools.Register(late("first"))
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
