@@ -512,22 +512,29 @@ func (r *run) contextPhase(ctx context.Context) error {
 	if !on(r.lc.opts.Context) {
 		return nil
 	}
-	// Long-term memory is recalled while the context tools run.
+	// Long-term memory is recalled while the context tools run; without
+	// any, on this goroutine.
 	var wg sync.WaitGroup
 	var recalled []string
 	var degraded string
+	specs := r.phaseTools(tool.KindContext)
 	if rc := r.e.o.Recall; rc != nil && r.def.Memory.Recall > 0 {
-		wg.Go(func() {
+		recall := func() {
 			items, deg, err := rc.Recall(ctx, r.def.ID, r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
 			if err != nil {
 				deg = "recall failed: " + err.Error()
 			}
 			recalled, degraded = items, deg
-		})
+		}
+		if len(specs) > 0 {
+			wg.Go(recall)
+		} else {
+			recall()
+		}
 	}
 	var results []event.LifecycleData
 	var err error
-	if specs := r.phaseTools(tool.KindContext); len(specs) > 0 {
+	if len(specs) > 0 {
 		results, err = r.phase(ctx, event.PhaseContext, specs)
 	}
 	wg.Wait()
