@@ -835,13 +835,14 @@ func (r *run) price(name string, u model.Usage) float64 {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// runTools runs calls in parallel and logs each result as it finishes.
+// runTools runs calls in parallel (a single one on the turn's goroutine)
+// and logs each result as it finishes.
 func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 	results := make([]event.ToolResultData, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i := range calls {
-		wg.Go(func() {
+		one := func() {
 			res, ok := r.runOne(ctx, &calls[i])
 			if !ok {
 				errs[i] = context.Cause(ctx)
@@ -855,7 +856,12 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 			if err := r.w.write(r.wctx, b, r.rerunnable(res.Name) && !res.Interrupted); err != nil {
 				errs[i] = fmt.Errorf("engine: log tool result: %w: %w", errStore, err)
 			}
-		})
+		}
+		if len(calls) == 1 {
+			one() // nothing to run beside it: no goroutine to start
+			break
+		}
+		wg.Go(one)
 	}
 	wg.Wait()
 	for _, err := range errs {
