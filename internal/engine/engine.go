@@ -387,7 +387,11 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		if err := r.w.write(r.wctx, b, !t.Recovered); err != nil {
 			return nil, err
 		}
-		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
+		// Room for the input and a few steps' messages, so that the
+		// conversation is copied once.
+		r.msgs = make([]model.Message, len(t.Context), len(t.Context)+8)
+		copy(r.msgs, t.Context)
+		r.msgs = append(r.msgs, InputMessage(t.Item.Kind, &d))
 		r.marks = t.Marks
 		if len(t.Tokens) <= len(t.Context) {
 			r.tok = append([]int(nil), t.Tokens...)

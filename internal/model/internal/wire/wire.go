@@ -132,7 +132,9 @@ func (e *Endpoint) Post(ctx context.Context, idle time.Duration, body []byte, wh
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, e.statusError(ctx, resp.StatusCode, resp.Header, rd)
 	}
-	br := bufio.NewReader(rd)
+	// A small buffer: it only looks at the first byte, and the readers
+	// that follow read past it, through their own buffers, once it is used.
+	br := bufio.NewReaderSize(rd, 64)
 	first, err := firstByte(br)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
