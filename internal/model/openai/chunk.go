@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -18,12 +17,11 @@ import (
 // encoding/json, so the result is always the one encoding/json gives (a
 // fuzz test holds the two equal).
 
-// decodeChunk decodes data, a JSON text, into ch and reports whether it
-// could; when it could not, ch is unchanged.
+// decodeChunk decodes data into ch and reports whether it could; when it
+// could not (data is not JSON, or not of a shape it reads), ch is
+// unchanged. It checks the syntax of all of data as it goes, as
+// encoding/json does before it decodes.
 func decodeChunk(data string, ch *chunk) bool {
-	if !json.Valid([]byte(data)) {
-		return false
-	}
 	d := chunkReader{s: data}
 	var c chunk
 	if !d.object(func(key string) bool {
@@ -45,11 +43,17 @@ func decodeChunk(data string, ch *chunk) bool {
 	return true
 }
 
-// chunkReader reads a valid JSON text (checked before) from s at i.
+// chunkReader reads a JSON text from s at i. Every method fails on what is
+// not JSON as well as on what it does not read.
 type chunkReader struct {
-	s string
-	i int
+	s     string
+	i     int
+	depth int // of objects and arrays: past maxDepth it gives up
 }
+
+// maxDepth is how deeply objects and arrays nest before the reader leaves
+// the text to encoding/json (which has a limit of its own).
+const maxDepth = 100
 
 func (d *chunkReader) space() int {
 	for d.i < len(d.s) {
@@ -63,28 +67,32 @@ func (d *chunkReader) space() int {
 	return d.i
 }
 
+// next skips white space and reports whether c is next, taking it if so.
+func (d *chunkReader) next(c byte) bool {
+	d.space()
+	if d.i < len(d.s) && d.s[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
 // object reads an object, calling member for each key with the reader at
 // its value, which member reads. A key met twice fails.
 func (d *chunkReader) object(member func(key string) bool) bool {
-	d.space()
-	if d.i >= len(d.s) || d.s[d.i] != '{' {
+	if !d.next('{') || d.depth >= maxDepth {
 		return false
 	}
-	d.i++
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.next('}') {
+		return true
+	}
 	var buf [8]string
 	seen := buf[:0]
 	for {
-		d.space()
-		if d.s[d.i] == '}' {
-			d.i++
-			return true
-		}
-		if d.s[d.i] == ',' {
-			d.i++
-			d.space()
-		}
 		var key string
-		if !d.plainString(&key) {
+		if d.space(); !d.plainString(&key) {
 			return false
 		}
 		for _, k := range seen {
@@ -93,10 +101,17 @@ func (d *chunkReader) object(member func(key string) bool) bool {
 			}
 		}
 		seen = append(seen, key)
-		d.space()
-		d.i++ // ':'
+		if !d.next(':') {
+			return false
+		}
 		d.space()
 		if !member(key) {
+			return false
+		}
+		if d.next('}') {
+			return true
+		}
+		if !d.next(',') {
 			return false
 		}
 	}
@@ -104,53 +119,60 @@ func (d *chunkReader) object(member func(key string) bool) bool {
 
 // array reads an array, calling elem with the reader at each element.
 func (d *chunkReader) array(elem func() bool) bool {
-	d.space()
-	if d.s[d.i] != '[' {
+	if !d.next('[') || d.depth >= maxDepth {
 		return false
 	}
-	d.i++
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.next(']') {
+		return true
+	}
 	for {
 		d.space()
-		switch d.s[d.i] {
-		case ']':
-			d.i++
-			return true
-		case ',':
-			d.i++
-			d.space()
-		}
 		if !elem() {
+			return false
+		}
+		if d.next(']') {
+			return true
+		}
+		if !d.next(',') {
 			return false
 		}
 	}
 }
 
-// null reads a null if one is next.
-func (d *chunkReader) null() bool {
-	if strings.HasPrefix(d.s[d.i:], "null") {
-		d.i += 4
+// literal reads lit (true, false or null) if it is next.
+func (d *chunkReader) literal(lit string) bool {
+	if strings.HasPrefix(d.s[d.i:], lit) {
+		d.i += len(lit)
 		return true
 	}
 	return false
 }
 
-// plainString reads a string without escapes and of valid UTF-8, which
-// stands for itself.
+// null reads a null if one is next.
+func (d *chunkReader) null() bool { return d.literal("null") }
+
+// plainString reads a string without escapes or control characters and
+// of valid UTF-8, which stands for itself.
 func (d *chunkReader) plainString(s *string) bool {
-	if d.s[d.i] != '"' {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
 		return false
 	}
-	end := strings.IndexByte(d.s[d.i+1:], '"')
-	if end < 0 {
-		return false
+	for j := d.i + 1; j < len(d.s); j++ {
+		switch c := d.s[j]; {
+		case c == '"':
+			v := d.s[d.i+1 : j]
+			if !utf8.ValidString(v) {
+				return false
+			}
+			*s, d.i = v, j+1
+			return true
+		case c == '\\' || c < 0x20:
+			return false
+		}
 	}
-	v := d.s[d.i+1 : d.i+1+end]
-	if strings.IndexByte(v, '\\') >= 0 || !utf8.ValidString(v) {
-		return false
-	}
-	*s = v
-	d.i += end + 2
-	return true
+	return false
 }
 
 // str reads a string field: a plain string, or null, which leaves it.
@@ -171,26 +193,60 @@ func (d *chunkReader) text(t *text) bool {
 	return true
 }
 
-// integer reads a plain integer into n (null leaves it).
-func (d *chunkReader) integer(n *int) bool {
-	if d.null() {
-		return true
-	}
+// number reads a JSON number and reports whether it is an integer.
+func (d *chunkReader) number() (ok, integer bool) {
 	j := d.i
 	if j < len(d.s) && d.s[j] == '-' {
 		j++
 	}
-	for j < len(d.s) && d.s[j] >= '0' && d.s[j] <= '9' {
-		j++
+	digits := func() int {
+		n := 0
+		for j < len(d.s) && d.s[j] >= '0' && d.s[j] <= '9' {
+			j++
+			n++
+		}
+		return n
 	}
-	if j < len(d.s) && (d.s[j] == '.' || d.s[j] == 'e' || d.s[j] == 'E') {
+	start := j
+	if n := digits(); n == 0 || n > 1 && d.s[start] == '0' {
+		return false, false
+	}
+	integer = true
+	if j < len(d.s) && d.s[j] == '.' {
+		j++
+		if digits() == 0 {
+			return false, false
+		}
+		integer = false
+	}
+	if j < len(d.s) && (d.s[j] == 'e' || d.s[j] == 'E') {
+		j++
+		if j < len(d.s) && (d.s[j] == '+' || d.s[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			return false, false
+		}
+		integer = false
+	}
+	d.i = j
+	return true, integer
+}
+
+// integer reads an integer into n (null leaves it).
+func (d *chunkReader) integer(n *int) bool {
+	if d.null() {
+		return true
+	}
+	start := d.i
+	if ok, integer := d.number(); !ok || !integer {
 		return false
 	}
-	v, err := strconv.Atoi(d.s[d.i:j])
+	v, err := strconv.Atoi(d.s[start:d.i])
 	if err != nil {
 		return false
 	}
-	*n, d.i = v, j
+	*n = v
 	return true
 }
 
@@ -207,33 +263,55 @@ func (d *chunkReader) skipUnless(key string, fields ...string) bool {
 
 // skip skips a value.
 func (d *chunkReader) skip() bool {
-	d.space()
-	switch d.s[d.i] {
-	case '{':
-		return d.object(func(string) bool { return d.skip() })
-	case '[':
-		return d.array(d.skip)
-	case '"':
-		for j := d.i + 1; j < len(d.s); j++ {
-			switch d.s[j] {
-			case '\\':
-				j++
-			case '"':
-				d.i = j + 1
-				return true
-			}
-		}
+	if d.space() >= len(d.s) {
 		return false
 	}
-	// A number, true, false or null.
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return true
-		}
-		d.i++
+	switch c := d.s[d.i]; {
+	case c == '{':
+		return d.object(func(string) bool { return d.skip() })
+	case c == '[':
+		return d.array(d.skip)
+	case c == '"':
+		return d.skipString()
+	case c == '-' || c >= '0' && c <= '9':
+		ok, _ := d.number()
+		return ok
 	}
-	return true
+	return d.literal("true") || d.literal("false") || d.null()
+}
+
+// skipString skips a string, escapes and all.
+func (d *chunkReader) skipString() bool {
+	for j := d.i + 1; j < len(d.s); j++ {
+		switch c := d.s[j]; {
+		case c == '"':
+			d.i = j + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			j++
+			if j >= len(d.s) {
+				return false
+			}
+			switch d.s[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(d.s) {
+					return false
+				}
+				for _, h := range d.s[j+1 : j+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
 }
 
 func (d *chunkReader) choices(cs *[]choice) bool {

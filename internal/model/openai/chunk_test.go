@@ -35,6 +35,10 @@ func FuzzDecodeChunk(f *testing.F) {
 		`{"choices":[{"delta":{"tool_calls":[{"function":null}]}}],"usage":{"prompt_tokens":9223372036854775808}}`,
 		`{"object":"error","message":"m","type":"t","code":400}`,
 		` {"choices":null,"x":[1,{"y":"\""}],"model":"m\xff"} `,
+		// Not JSON, each in a way a reader that trusts its input misses.
+		`{"x":1,}`, `{"x":1 "model":"m"}`, `{"x":[1,]}`, `{"x":[1 2]}`, `{"x":01}`, `{"x":1.}`, `{"x":-}`,
+		`{"x":1e}`, `{"x":"\q"}`, `{"x":"\u12"}`, "{\"x\":\"\t\"}", `{"x":tru}`, `{"x":nul}`, `{"model":"m"}x`,
+		`{"x":` + strings.Repeat("[", 200) + strings.Repeat("]", 200) + `}`, `{"choices":[{"index":1,}]}`, `{"model" "m"}`,
 	} {
 		f.Add(s)
 	}
