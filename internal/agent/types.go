@@ -7,6 +7,7 @@ package agent
 import (
 	"path"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -189,6 +190,12 @@ func (d *Definition) OffersBuiltin(name string) bool {
 		return true
 	}
 	for _, p := range d.Tools.Builtin {
+		if !strings.ContainsAny(p, `*?[\`) {
+			if p == name { // a name, not a pattern: what path.Match would say
+				return true
+			}
+			continue
+		}
 		if ok, err := path.Match(p, name); ok && err == nil {
 			return true
 		}

@@ -127,6 +127,11 @@ type Store struct {
 	wdb *sql.DB // one connection: all writes
 	rdb *sql.DB // read-only pool
 
+	// stmts are recall's statements, prepared on first use (recall.go):
+	// an FTS5 query costs more to prepare than to run. Closed by Close.
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
+
 	// wmu serialises writes with the in-memory index updates that follow
 	// them, so a vector added by the embedding loop and a Forget of the
 	// same item cannot interleave.
@@ -392,6 +397,12 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

@@ -194,7 +194,10 @@ func (s *Store) selectTerms(ctx context.Context, terms []string) ([]string, erro
 	counts := make([]tf, len(terms))
 	for i, t := range terms {
 		counts[i].term = t
-		err := s.rdb.QueryRowContext(ctx, `SELECT doc FROM memory_vocab WHERE term = ?`, t).Scan(&counts[i].docs)
+		st, err := s.stmt(ctx, `SELECT doc FROM memory_vocab WHERE term = ?`)
+		if err == nil {
+			err = st.QueryRowContext(ctx, t).Scan(&counts[i].docs)
+		}
 		switch {
 		case errors.Is(err, sql.ErrNoRows) && !isASCII(t):
 			// The index folds accents (café is indexed as cafe), so the
@@ -261,8 +264,12 @@ func (s *Store) scopes(ctx context.Context, keys []int64) (map[int64]string, err
 		}
 		list = strconv.AppendInt(list, k, 10)
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT k, `+itemScope+`
-		FROM (SELECT value AS k FROM json_each('[' || ? || ']')) `+itemJoin, string(list))
+	st, err := s.stmt(ctx, `SELECT k, `+itemScope+`
+		FROM (SELECT value AS k FROM json_each('[' || ? || ']')) `+itemJoin)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, string(list))
 	if err != nil {
 		return nil, err
 	}
@@ -284,8 +291,12 @@ func (s *Store) bm25(ctx context.Context, expr string, limit int) ([]int64, erro
 	if expr == "" {
 		return nil, nil
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?
-		ORDER BY bm25(memory_fts, 0, 2, 1) LIMIT ?`, expr, limit)
+	st, err := s.stmt(ctx, `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?
+		ORDER BY bm25(memory_fts, 0, 2, 1) LIMIT ?`)
+	if err != nil {
+		return nil, s.dbErr("recall: keyword search", err)
+	}
+	rows, err := st.QueryContext(ctx, expr, limit)
 	if err != nil {
 		return nil, s.dbErr("recall: keyword search", err)
 	}
@@ -468,4 +479,26 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// stmt returns the prepared statement of query on the read pool,
+// preparing it on first use (each connection of the pool prepares it once).
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.stmts[query]; st != nil {
+		return st, nil
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	st, err := s.rdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[query] = st
+	return st, nil
 }
