@@ -12,6 +12,7 @@ import (
 // TestContract runs the store contract against PostgreSQL, a database
 // per store name.
 func TestContract(t *testing.T) {
+	pgtest.URL(t) // skips here, not in a subtest, without a server
 	var mu sync.Mutex
 	dbs := map[string]string{}
 	storetest.Run(t, func(tb testing.TB, name string) storetest.Store {

@@ -103,6 +103,10 @@ func tests() []struct {
 		{"UsageReport", testUsageReport},
 		{"UsageReportRefusesBadQueries", testUsageReportRefusesBadQueries},
 		{"QueueDepthAndSessionStates", testQueueDepthAndSessionStates},
+		{"EnqueueConcurrentSameKey", testEnqueueConcurrentSameKey},
+		{"FailureIsolated", testFailureIsolated},
+		{"CommitAsyncOrder", testCommitAsyncOrder},
+		{"SearchHistoryWords", testSearchHistoryWords},
 	}
 }
 
