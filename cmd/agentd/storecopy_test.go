@@ -79,6 +79,17 @@ func TestStoreCopy(t *testing.T) {
 	if len(evs) <= len(before) {
 		t.Errorf("the copy has %d events after a send, had %d", len(evs), len(before))
 	}
+
+	// The daemon on the copy says which store it has, and never logs the password.
+	d, base := serveListenArgs(t, dir, "127.0.0.1:0", []string{"--log-level", "debug"}, "AGENTD_STORE="+dst)
+	tok := strings.TrimSpace(run(t, dir, "token").stdout)
+	if r := waitReady(t, base, tok, 200); !strings.Contains(r.body, `"store":"postgres"`) {
+		t.Errorf("/readyz = %s, want it to name postgres", r.body)
+	}
+	d.stop(t)
+	if pw := password(dst); pw != "" && strings.Contains(d.out.String(), ":"+pw+"@") {
+		t.Errorf("the daemon logged the password:\n%s", d.out.String())
+	}
 }
 
 func password(u string) string {
