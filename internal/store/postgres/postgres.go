@@ -4,16 +4,18 @@
 // nodes can share (jackc/pgx).
 //
 // Writes that must keep their order — Commit, CommitAsync, Enqueue — go
-// through one writer goroutine per Store, which commits concurrent
-// requests as a group: it takes the first waiting request, drains what is
-// already queued (up to Options.MaxBatch), sends them all in one round
-// trip inside one transaction and commits once, so that many sessions
-// share each commit's WAL flush. A request the group cannot apply (a
+// through writer goroutines (Options.Writers), each session's to one of
+// them, which commit concurrent requests as a group: a writer takes the
+// first waiting request, drains what is already queued (up to
+// Options.MaxBatch), sends them all in one round trip as one transaction
+// and commits once, so that many sessions share each commit's WAL flush;
+// while one writer waits for its flush the others send theirs. A request the group cannot apply (a
 // session that does not exist, an inbox item of another session, a value
 // PostgreSQL refuses) rolls the group back, and its requests are then
 // applied one by one, each in its own transaction, so that only the
-// failing one fails. Requests handed over by one goroutine are committed
-// in the order they were handed over (CommitAsync relies on it).
+// failing one fails. A session's requests handed over by one goroutine
+// are committed in the order they were handed over (CommitAsync relies on
+// it); requests of different sessions may be committed in either order.
 //
 // Sequence numbers: a commit increments its session's last_seq and
 // inserts the events numbered below the new value in one statement; the
@@ -65,6 +67,7 @@ const (
 	DefaultMaxBatch         = 256
 	DefaultPoolSize         = 10
 	DefaultStatementTimeout = 30 * time.Second
+	DefaultWriters          = 4
 )
 
 // Options configure a Store. The zero value (or nil) gives the defaults.
@@ -83,6 +86,11 @@ type Options struct {
 	// MaxBatch caps the requests committed in one transaction (default
 	// DefaultMaxBatch).
 	MaxBatch int
+	// Writers is the number of writer goroutines, each committing its
+	// groups on a connection of its own while the others' commits are in
+	// flight; a session's writes all go to one, in order (default
+	// DefaultWriters, at most PoolSize - 1).
+	Writers int
 }
 
 // WriterStats counts the writer's work since Open.
@@ -102,8 +110,8 @@ type Store struct {
 
 	mu     sync.RWMutex // guards closed and sends on reqs
 	closed bool
-	reqs   chan *request
-	done   chan struct{} // closed when the writer goroutine has ended
+	reqs   []chan *request // one per writer; a session's requests go to one
+	wg     sync.WaitGroup  // the writers
 	isDown atomic.Bool   // set once Close starts; lets reads report ErrClosed
 
 	stats struct {
@@ -134,6 +142,13 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	case o.PoolSize == 0:
 		o.PoolSize = DefaultPoolSize
 	}
+	switch {
+	case o.Writers < 0:
+		return nil, fmt.Errorf("postgres: open: negative Writers %d", o.Writers)
+	case o.Writers == 0:
+		o.Writers = DefaultWriters
+	}
+	o.Writers = max(1, min(o.Writers, o.PoolSize-1))
 	if o.StatementTimeout == 0 {
 		o.StatementTimeout = DefaultStatementTimeout
 	}
@@ -166,10 +181,12 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
-	s.reqs = make(chan *request, o.MaxBatch)
-	s.done = make(chan struct{})
-	w := &writer{s: s}
-	go w.run(s.reqs, s.done, o.MaxBatch)
+	s.reqs = make([]chan *request, o.Writers)
+	for i := range s.reqs {
+		s.reqs[i] = make(chan *request, o.MaxBatch)
+		w := &writer{s: s}
+		s.wg.Go(func() { w.run(s.reqs[i], o.MaxBatch) })
+	}
 	return s, nil
 }
 
@@ -188,9 +205,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.reqs)
+	for _, c := range s.reqs {
+		close(c)
+	}
 	s.mu.Unlock()
-	<-s.done
+	s.wg.Wait()
 	s.pool.Close()
 	return nil
 }

@@ -102,6 +102,15 @@ CREATE TABLE usage (
 CREATE INDEX usage_agent_ts ON usage (agent, ts);
 CREATE INDEX usage_ts ON usage (ts);
 
+-- agentd_refuse fails the statement (and its transaction) that calls it:
+-- a write that finds its session or inbox items missing refuses in the
+-- database, so that a group of writes sent in one round trip is
+-- committed whole or not at all without a second round trip.
+CREATE FUNCTION agentd_refuse(what text) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+	RAISE EXCEPTION USING ERRCODE = 'P0002', MESSAGE = what;
+END $$;
+
 CREATE TABLE working_memory (
 	session_id bigint NOT NULL REFERENCES sessions (id),
 	key        text NOT NULL,

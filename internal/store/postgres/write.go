@@ -31,7 +31,7 @@ const (
 		SELECT $1, s.last_seq - $2 + e.n, e.turn, e.kind, e.ts, e.data, e.search::tsvector
 		FROM s, unnest($6::bigint[], $7::text[], $8::bigint[], $9::bytea[], $10::text[])
 			WITH ORDINALITY AS e(turn, kind, ts, data, search, n))
-	SELECT last_seq FROM s`
+	SELECT coalesce((SELECT last_seq FROM s), agentd_refuse('no such session'))`
 	// A working_memory event's projection; $5 counts the events of the
 	// batch after it, whose numbers are below the session's last_seq.
 	qWorkingSet = `INSERT INTO working_memory (session_id, key, value, updated_at, seq)
@@ -39,8 +39,9 @@ const (
 		ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value,
 		updated_at = excluded.updated_at, seq = excluded.seq`
 	qWorkingDelete = `DELETE FROM working_memory WHERE session_id = $1 AND key = $2`
-	qMarkDone      = `UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, $1)
-		WHERE id = ANY($2) AND ($3 = 0 OR session_id = $3)`
+	qMarkDone      = `WITH u AS (UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, $1)
+		WHERE id = ANY($2) AND ($3 = 0 OR session_id = $3) RETURNING 1)
+	SELECT CASE WHEN (SELECT count(*) FROM u) = $4 THEN 0 ELSE agentd_refuse('no such inbox item') END`
 	qInsUsage = `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
 		SELECT u.sess, COALESCE(NULLIF(u.agent, ''), (SELECT agent FROM sessions WHERE id = u.sess), ''),
 			u.model, u.input, u.output, u.cost, u.ts
@@ -89,8 +90,9 @@ func (s *Store) Commit(ctx context.Context, b *store.Batch) error {
 
 // CommitAsync hands b to the writer now, behind every write handed over
 // before it, and returns a function that waits until b is durable (or
-// failed) and returns the result, as Commit would. Writes handed over by
-// one goroutine become durable in the order it handed them over. The
+// failed) and returns the result, as Commit would. Writes to one session
+// handed over by one goroutine become durable in the order it handed them
+// over. The
 // returned function must be called exactly once; b's events get their Seq
 // when it returns nil.
 func (s *Store) CommitAsync(ctx context.Context, b *store.Batch) func() error {
@@ -174,7 +176,7 @@ func commitSteps(r *request, now int64) []step {
 			read: func(br pgx.BatchResults) error {
 				var last int64
 				err := br.QueryRow().Scan(&last)
-				if errors.Is(err, pgx.ErrNoRows) {
+				if refused(err) {
 					return fmt.Errorf("postgres: commit: session %d: %w", r.session, store.ErrNotFound)
 				}
 				if err != nil {
@@ -206,14 +208,15 @@ func commitSteps(r *request, now int64) []step {
 		ids = slices.Compact(ids)
 		ss = append(ss, step{
 			sql:  qMarkDone,
-			args: []any{now, ids, r.session},
+			args: []any{now, ids, r.session, len(ids)},
 			read: func(br pgx.BatchResults) error {
-				tag, err := br.Exec()
+				var zero int64
+				err := br.QueryRow().Scan(&zero)
+				if refused(err) {
+					return fmt.Errorf("postgres: commit: inbox items %v of session %d: %w", ids, r.session, store.ErrNotFound)
+				}
 				if err != nil {
 					return fmt.Errorf("postgres: commit: inbox items: %w", classify(err))
-				}
-				if tag.RowsAffected() != int64(len(ids)) {
-					return fmt.Errorf("postgres: commit: inbox items %v of session %d: %w", ids, r.session, store.ErrNotFound)
 				}
 				return nil
 			},
@@ -273,8 +276,10 @@ func enqueueSteps(r *request, now int64) []step {
 			err := br.QueryRow().Scan(&id, &dup)
 			if errors.Is(err, pgx.ErrNoRows) {
 				// The key was taken by a transaction that committed after
-				// this statement began (another node's): apply it again.
-				return fmt.Errorf("postgres: enqueue: %w", errKeyRaced)
+				// this statement began (another node's): nothing was
+				// written; Enqueue applies it again.
+				r.err = fmt.Errorf("postgres: enqueue: %w", errKeyRaced)
+				return nil
 			}
 			if err != nil {
 				return fmt.Errorf("postgres: enqueue: session %d: %w", it.Session, classify(err))

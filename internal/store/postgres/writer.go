@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"agentd/internal/event"
@@ -82,8 +83,12 @@ func (s *Store) hand(ctx context.Context, r *request) error {
 	if s.closed {
 		return store.ErrClosed
 	}
+	session := r.session
+	if r.op == opEnqueue {
+		session = r.item.Session
+	}
 	select {
-	case s.reqs <- r:
+	case s.reqs[uint64(session)%uint64(len(s.reqs))] <- r:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -95,10 +100,8 @@ type writer struct {
 	s *Store
 }
 
-// run is the writer goroutine. It ends when reqs is closed and drained,
-// and then closes done.
-func (w *writer) run(reqs <-chan *request, done chan<- struct{}, maxBatch int) {
-	defer close(done)
+// run is a writer goroutine. It ends when reqs is closed and drained.
+func (w *writer) run(reqs <-chan *request, maxBatch int) {
 	group := make([]*request, 0, maxBatch)
 	for r := range reqs {
 		group = append(group[:0], r)
@@ -188,13 +191,13 @@ type step struct {
 	read func(br pgx.BatchResults) error
 }
 
-// apply sends the requests' statements in one round trip inside a
-// transaction and commits it. It returns errApply, with the transaction
-// rolled back, when a request failed (its err says why); another error
-// when the transaction as a whole failed.
+// apply sends the requests' statements in one round trip, which
+// PostgreSQL runs as one implicit transaction, committed (and flushed) at
+// its end unless a statement fails: then it is rolled back whole. apply
+// returns errApply when a request failed (its err says why); another
+// error when the round trip as a whole failed.
 func (w *writer) apply(ctx context.Context, conn *pgxpool.Conn, reqs []*request, now int64) error {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
 	var steps [][]step
 	for _, r := range reqs {
 		var ss []step
@@ -211,36 +214,29 @@ func (w *writer) apply(ctx context.Context, conn *pgxpool.Conn, reqs []*request,
 	}
 	br := conn.SendBatch(ctx, b)
 	failed := false
-	_, err := br.Exec()
-	if err == nil {
-	reading:
-		for i, r := range reqs {
-			for _, s := range steps[i] {
-				if rerr := s.read(br); rerr != nil {
-					r.err = rerr
-					failed = true
-					break reading
-				}
+reading:
+	for i, r := range reqs {
+		for _, s := range steps[i] {
+			if err := s.read(br); err != nil {
+				r.err = err
+				failed = true
+				break reading
 			}
 		}
 	}
-	cerr := br.Close()
-	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", classify(err))
+	if err := br.Close(); err != nil && !failed {
+		return fmt.Errorf("postgres: write: %w", classify(err))
 	}
-	if failed || cerr != nil {
-		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
-			// The connection is broken: the transaction is gone with it.
-			conn.Conn().PgConn().Close(ctx) //nolint:errcheck // closing a broken connection
-		}
-		if !failed {
-			return fmt.Errorf("postgres: write: %w", classify(cerr))
-		}
+	if failed {
 		return errApply
-	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("postgres: commit: %w", classify(err))
 	}
 	w.s.stats.commits.Add(1)
 	return nil
+}
+
+// refused reports whether err is agentd_refuse's: a write that found what
+// it refers to missing.
+func refused(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "P0002"
 }
