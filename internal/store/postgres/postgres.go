@@ -112,7 +112,7 @@ type Store struct {
 	closed bool
 	reqs   []chan *request // one per writer; a session's requests go to one
 	wg     sync.WaitGroup  // the writers
-	isDown atomic.Bool   // set once Close starts; lets reads report ErrClosed
+	isDown atomic.Bool     // set once Close starts; lets reads report ErrClosed
 
 	stats struct {
 		commits, requests, largest, retried atomic.Int64
