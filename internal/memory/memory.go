@@ -126,6 +126,7 @@ type Store struct {
 
 	wdb *sql.DB // one connection: all writes
 	rdb *sql.DB // read-only pool
+	idx index   // the keyword index of the database
 
 	// wmu serialises writes with the in-memory index updates that follow
 	// them, so a vector added by the embedding loop and a Forget of the
@@ -194,8 +195,8 @@ func Open(ctx context.Context, path string, o *Options) (*Store, error) {
 	s := &Store{
 		log: opt.Logger, emb: opt.Embedder, halfLife: opt.HalfLife, onStatus: opt.OnStatus,
 		now: opt.Now, qTimeout: opt.QueryTimeout, batch: opt.BatchSize, minSim: opt.MinSimilarity,
-		index: make(map[string]*vector.Index),
-		wake:  make(chan struct{}, 1), done: make(chan struct{}),
+		index: make(map[string]*vector.Index), idx: ftsIndex{},
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	if s.emb != nil {
 		s.model = s.emb.Name()
@@ -290,7 +291,7 @@ func (s *Store) requeueOtherModels(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending (key) SELECT key FROM vectors WHERE model <> ?`, s.model); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pending (key) SELECT key FROM vectors WHERE model <> ? ON CONFLICT DO NOTHING`, s.model); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM vectors WHERE model <> ?`, s.model); err != nil {
@@ -310,9 +311,9 @@ const itemJoin = `
 const itemScope = `coalesce(e.scope, oe.scope, i.scope)`
 
 const itemText = `CASE k & 3
-	WHEN 1 THEN e.name || iif(e.type <> '', ' (' || e.type || ')', '')
+	WHEN 1 THEN e.name || CASE WHEN e.type <> '' THEN ' (' || e.type || ')' ELSE '' END
 	WHEN 2 THEN oe.name || ': ' || o.text
-	ELSE i.text || iif(i.tags <> '', ' [' || i.tags || ']', '') END`
+	ELSE i.text || CASE WHEN i.tags <> '' THEN ' [' || i.tags || ']' ELSE '' END END`
 
 func (s *Store) loadVectors(ctx context.Context) error {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT k, `+itemScope+`, v.vec FROM (SELECT key AS k, vec FROM vectors) v `+itemJoin)
