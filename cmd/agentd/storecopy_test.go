@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,7 +18,25 @@ import (
 // where they stopped. The password never shows.
 func TestStoreCopy(t *testing.T) {
 	dst := pgtest.NewDB(t)
+	addr := fake(t, `
+match ^remember
+call remember {"entities": [{"name": "Ada Lovelace", "type": "person", "observations": ["likes green tea"]}], "insight": "the lighthouse project ships in March"}
+---
+say stored
+
+match *
+say ok {{last_user}}
+`)
 	dir := filepath.Join(t.TempDir(), "d") // SQLite, whatever the harness uses
+	if err := os.MkdirAll(filepath.Join(dir, "agents"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "agents", "assistant.yaml"), []byte(openaiAgent(addr, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, dir, "send", "assistant", "--session", "m", "remember Ada"); r.code != 0 {
+		t.Fatalf("send: %+v", r)
+	}
 	for i, key := range []string{"a", "b", "c"} {
 		for j := range i + 1 {
 			if r := run(t, dir, "send", "assistant", "--session", key, "message "+strconv.Itoa(j)); r.code != 0 {
@@ -34,7 +53,7 @@ func TestStoreCopy(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "every session's last sequence number is the same") {
 			t.Fatalf("store copy: %+v", r)
 		}
-		for _, table := range []string{"sessions", "events", "inbox", "usage", "agents"} {
+		for _, table := range []string{"sessions", "events", "inbox", "usage", "agents", "entities", "observations", "insights"} {
 			if !regexp.MustCompile(`(?m)^\s*` + table + `\s+(\d+)\s+(\d+)\s*$`).MatchString(r.stdout) {
 				t.Errorf("the report has no equal counts of %s:\n%s", table, r.stdout)
 			}
@@ -78,6 +97,14 @@ func TestStoreCopy(t *testing.T) {
 	}
 	if len(evs) <= len(before) {
 		t.Errorf("the copy has %d events after a send, had %d", len(evs), len(before))
+	}
+
+	// Long-term memory came along: keyword search finds it in PostgreSQL.
+	if r := run(t, dir, append(pg, "memory", "search", "assistant", "lighthouse")...); r.code != 0 || !strings.Contains(r.stdout, "«lighthouse» project ships in March") {
+		t.Errorf("memory search on the copy: %+v", r)
+	}
+	if r := run(t, dir, append(pg, "memory", "show", "assistant", "ada lovelace")...); r.code != 0 || !strings.Contains(r.stdout, "likes green tea") {
+		t.Errorf("memory show on the copy: %+v", r)
 	}
 
 	// The daemon on the copy says which store it has, and never logs the password.

@@ -73,6 +73,7 @@ type App struct {
 
 	degraded  []gateway.Degraded // optional parts that are off; set in Open
 	storeKind string             // StoreSQLite or StorePostgres
+	openMem   memoryOpener       // opens long-term memory beside the store
 
 	skills  atomic.Pointer[skill.Set]
 	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
@@ -149,7 +150,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log, OnChange: onChange}); err != nil {
 		return nil, err
 	}
-	if a.Store, a.storeKind, err = openStore(ctx, dir, storeURL(o.Store, a.Config.Store), a.Config.Store, log); err != nil {
+	if a.Store, a.storeKind, a.openMem, err = openStore(ctx, dir, storeURL(o.Store, a.Config.Store), a.Config.Store, log); err != nil {
 		return nil, err
 	}
 	a.Tools = tool.NewRegistry(&tool.RegistryOptions{Logger: log})

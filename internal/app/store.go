@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"agentd/internal/agent"
+	"agentd/internal/memory"
 	"agentd/internal/store"
 	"agentd/internal/store/postgres"
 	"agentd/internal/store/sqlite"
@@ -48,28 +49,43 @@ func storeURL(override string, c agent.StoreConfig) string {
 	return c.URL
 }
 
-// openStore opens the store u names with c's settings.
-func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slog.Logger) (Store, string, error) {
+// memoryOpener opens long-term memory where the store keeps it.
+type memoryOpener func(ctx context.Context, o *memory.Options) (*memory.Store, error)
+
+// openStore opens the store u names with c's settings, and says how to
+// open long-term memory beside it: in the data directory's memory.db
+// with SQLite, in the same database with PostgreSQL.
+func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slog.Logger) (Store, string, memoryOpener, error) {
 	if u == "" || u == agent.StoreSQLite {
 		st, err := sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: c.Synchronous, Logger: log})
-		return st, StoreSQLite, err
+		mem := func(ctx context.Context, o *memory.Options) (*memory.Store, error) {
+			return memory.Open(ctx, filepath.Join(dir, MemoryFile), o)
+		}
+		return st, StoreSQLite, mem, err
 	}
 	if !agent.IsPostgresURL(u) && !strings.Contains(u, "=") {
-		return nil, "", fmt.Errorf("app: store %q: want sqlite or a postgres:// URL", postgres.Redact(u))
+		return nil, "", nil, fmt.Errorf("app: store %q: want sqlite or a postgres:// URL", postgres.Redact(u))
 	}
 	o := &postgres.Options{Logger: log, PoolSize: c.PoolSize, StatementTimeout: c.StatementTimeout.D()}
 	if c.PasswordEnv != "" {
 		if o.Password = os.Getenv(c.PasswordEnv); o.Password == "" {
-			return nil, "", fmt.Errorf("app: store: store.password_env names %s, which is not set", c.PasswordEnv)
+			return nil, "", nil, fmt.Errorf("app: store: store.password_env names %s, which is not set", c.PasswordEnv)
 		}
 	}
 	u = withSSLMode(u, c.SSLMode)
 	st, err := postgres.Open(ctx, u, o)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	log.Info("store", "kind", StorePostgres, "url", postgres.Redact(u))
-	return st, StorePostgres, nil
+	mem := func(ctx context.Context, mo *memory.Options) (*memory.Store, error) {
+		cfg, err := postgres.ConnConfig(u, o)
+		if err != nil {
+			return nil, err
+		}
+		return memory.OpenPostgres(ctx, cfg, 0, mo)
+	}
+	return st, StorePostgres, mem, nil
 }
 
 // withSSLMode sets a connection string's sslmode, if mode is set.

@@ -13,6 +13,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/app"
+	"agentd/internal/memory"
 	"agentd/internal/store/postgres"
 	"agentd/internal/store/sqlite"
 )
@@ -35,8 +36,8 @@ func (e *env) storeCopyCmd() *cobra.Command {
 			"them. Run it again to continue a copy that stopped, or to catch up with what was written\n" +
 			"since: it copies each session's events after the last one PostgreSQL has. Stop agentd (or\n" +
 			"run the copy again after stopping it) so that the copy ends with everything. The target is\n" +
-			"an empty database or one an earlier copy of the same store wrote. Long-term memory stays in\n" +
-			"the data directory's memory.db.\n\n" +
+			"an empty database or one an earlier copy of the same store wrote. Long-term memory (the data\n" +
+			"directory's memory.db) is copied too, with its vectors.\n\n" +
 			"The password is best in PGPASSWORD or a passfile (~/.pgpass); the output never shows it.\n" +
 			"Then point agentd at the database: store: postgres://… in agentd.yaml, --store or $" + app.StoreEnv + ".",
 		Example: "  agentd store copy --from sqlite://./agentd-data --to postgres://agentd@db.example.com/agentd",
@@ -58,8 +59,7 @@ func (e *env) storeCopyCmd() *cobra.Command {
 			if err := src.Close(); err != nil {
 				return fmt.Errorf("store copy: %w", err)
 			}
-			uri := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
-			db, err := sql.Open("sqlite", "file:"+uri+"?mode=ro&_pragma=busy_timeout(5000)")
+			db, err := sql.Open("sqlite", "file:"+sqliteURI(path)+"?mode=ro&_pragma=busy_timeout(5000)")
 			if err != nil {
 				return fmt.Errorf("store copy: %w", err)
 			}
@@ -85,7 +85,10 @@ func (e *env) storeCopyCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "verified: PostgreSQL holds every row of %s (%d events copied by this run)\n", path, rep.Copied)
+			if err := e.copyMemory(filepath.Join(filepath.Dir(path), app.MemoryFile), to); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "verified: PostgreSQL holds every row of %s (%d events copied by this run)\n", filepath.Dir(path), rep.Copied)
 			return nil
 		},
 	}
@@ -94,6 +97,60 @@ func (e *env) storeCopyCmd() *cobra.Command {
 	cmd.MarkFlagRequired("from")
 	cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// copyMemory copies the long-term memory in the SQLite file path, if
+// there is one, into the PostgreSQL database to, and prints its counts.
+func (e *env) copyMemory(path, to string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(e.stdout, "no long-term memory to copy")
+		return nil
+	}
+	ctx := e.ctx
+	src, err := memory.Open(ctx, path, nil) // migrates an older file
+	if err != nil {
+		return fmt.Errorf("store copy: %w", err)
+	}
+	if err := src.Close(); err != nil {
+		return fmt.Errorf("store copy: %w", err)
+	}
+	db, err := sql.Open("sqlite", "file:"+sqliteURI(path)+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return fmt.Errorf("store copy: %w", err)
+	}
+	defer db.Close()
+	cfg, err := postgres.ConnConfig(to, nil)
+	if err != nil {
+		return fmt.Errorf("store copy: %w", err)
+	}
+	dst, err := memory.OpenPostgres(ctx, cfg, 0, nil)
+	if err != nil {
+		return fmt.Errorf("store copy: %w", err)
+	}
+	defer dst.Close()
+	counts, err := dst.CopyFromSQLite(ctx, db)
+	if counts != nil {
+		w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "long-term memory\tsqlite\tpostgres\t")
+		for _, c := range counts {
+			mark := ""
+			if c.Source != c.Target {
+				mark = "differs"
+			}
+			fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", c.Table, c.Source, c.Target, mark)
+		}
+		w.Flush()
+	}
+	if errors.Is(err, memory.ErrCopyMismatch) {
+		return fmt.Errorf("the copy of long-term memory does not verify: run it again (with agentd stopped) to copy what is missing")
+	}
+	return err
+}
+
+// sqliteURI escapes the characters of a path that mean something in an
+// SQLite URI.
+func sqliteURI(path string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
 }
 
 // sqlitePath is the database file a --from names.

@@ -201,8 +201,12 @@ func (s *Store) rememberTx(ctx context.Context, tx *sql.Tx, scope string, in Rem
 		}
 		for _, o := range e.Observations {
 			var oid int64
+			// A duplicate is found before the insert rather than by it, so
+			// that it takes no id from PostgreSQL's sequence.
 			err := tx.QueryRowContext(ctx, `INSERT INTO observations (entity_id, text, session, turn, created)
-				VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`, id, o, p.Session, p.Turn, now).Scan(&oid)
+				SELECT CAST(?1 AS BIGINT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS BIGINT), CAST(?5 AS BIGINT)
+				WHERE NOT EXISTS (SELECT 1 FROM observations WHERE entity_id = ?1 AND text = ?2)
+				ON CONFLICT DO NOTHING RETURNING id`, id, o, p.Session, p.Turn, now).Scan(&oid)
 			if errors.Is(err, sql.ErrNoRows) {
 				res.Duplicates++
 				continue
@@ -351,7 +355,10 @@ func (s *Store) Relate(ctx context.Context, scope string, rels []Relation, p Pro
 			}
 			created += btoi(c1) + btoi(c2)
 			res, err := tx.ExecContext(ctx, `INSERT INTO relations (scope, from_entity, to_entity, type, session, turn, created)
-				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, scope, from, to, r.Type, p.Session, p.Turn, now)
+				SELECT CAST(?1 AS TEXT), CAST(?2 AS BIGINT), CAST(?3 AS BIGINT), CAST(?4 AS TEXT), CAST(?5 AS TEXT),
+					CAST(?6 AS BIGINT), CAST(?7 AS BIGINT)
+				WHERE NOT EXISTS (SELECT 1 FROM relations WHERE from_entity = ?2 AND to_entity = ?3 AND type = ?4)
+				ON CONFLICT DO NOTHING`, scope, from, to, r.Type, p.Session, p.Turn, now)
 			if err != nil {
 				return err
 			}

@@ -47,6 +47,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -159,15 +160,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 	cfg.MaxConns = int32(min(o.PoolSize, 1<<20))
-	if o.Password != "" {
-		cfg.ConnConfig.Password = o.Password
-	}
-	if o.StatementTimeout > 0 {
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
-	}
-	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = "agentd"
-	}
+	configure(cfg.ConnConfig, &o)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
@@ -188,6 +181,39 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		s.wg.Go(func() { w.run(s.reqs[i], o.MaxBatch) })
 	}
 	return s, nil
+}
+
+// ConnConfig returns the connection settings of connString with o's
+// password and statement timeout, for another part of agentd (long-term
+// memory) to open connections to the store's database as the store does.
+func ConnConfig(connString string, o *Options) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.StatementTimeout == 0 {
+		opts.StatementTimeout = DefaultStatementTimeout
+	}
+	configure(cfg, &opts)
+	return cfg, nil
+}
+
+// configure applies o's password and statement timeout to cfg, and names
+// agentd as the application unless the connection string does.
+func configure(cfg *pgx.ConnConfig, o *Options) {
+	if o.Password != "" {
+		cfg.Password = o.Password
+	}
+	if o.StatementTimeout > 0 {
+		cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(o.StatementTimeout.Milliseconds(), 10)
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "agentd"
+	}
 }
 
 // Name returns the connection string the store was opened with, without
