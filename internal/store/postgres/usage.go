@@ -20,9 +20,6 @@ const (
 	qSessionStates = `SELECT state, count(*) FROM sessions GROUP BY state`
 	// Whether the database takes writes: not a standby, not read-only.
 	qWritable = `SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'`
-	// A write of nothing but a transaction id: it fails where a write
-	// would, and commits a record a few bytes long.
-	qProbe = `SELECT pg_current_xact_id()::text`
 
 	usageSums = `coalesce(sum(u.input_tokens), 0)::bigint, coalesce(sum(u.output_tokens), 0)::bigint,
 		coalesce(sum(u.cost_usd), 0)::float8, count(*)`
@@ -210,9 +207,11 @@ func (s *Store) Ping(ctx context.Context) error {
 // default_transaction_read_only).
 var errReadOnly = errors.New("the database is read-only")
 
-// Writable reports whether the store can take writes: nil, store.ErrFull
-// when the server reports its disk full for a write of nothing but a
-// transaction id, or another error when the database is read-only or
+// Writable reports whether the store can take writes: nil, or an error
+// when the database is read-only (a standby, or
+// default_transaction_read_only) or does not answer. A server whose disk
+// is full fails the writes themselves, as store.ErrFull (disk_full);
+// PostgreSQL stops altogether when it cannot write its WAL, and then
 // does not answer.
 func (s *Store) Writable(ctx context.Context) error {
 	if s.isDown.Load() {

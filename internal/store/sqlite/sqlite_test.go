@@ -45,29 +45,12 @@ func mustCommit(t testing.TB, s *sqlite.Store, b *store.Batch) {
 	}
 }
 
-func mustEnqueue(t testing.TB, s *sqlite.Store, it store.InboxItem) store.InboxItem {
-	t.Helper()
-	stored, dup, err := s.Enqueue(t.Context(), it)
-	if err != nil || dup {
-		t.Fatalf("Enqueue(%+v) = duplicate %v, %v", it, dup, err)
-	}
-	return stored
-}
-
 func input(session, turn int64, text string) event.Event {
 	return event.New(session, turn, event.Input, event.InputData{Text: text, Source: "cli"})
 }
 
 func text(session, turn int64, s string) event.Event {
 	return event.New(session, turn, event.Text, event.TextData{Text: s})
-}
-
-func seqs(evs []event.Event) []int64 {
-	out := make([]int64, len(evs))
-	for i, e := range evs {
-		out[i] = e.Seq
-	}
-	return out
 }
 
 // userVersion reads the schema version with a connection of its own.
