@@ -20,8 +20,9 @@ import (
 
 func (e *env) storeCmd() *cobra.Command {
 	return group(&cobra.Command{
-		Use:   "store",
-		Short: "Move agentd's store between SQLite and PostgreSQL",
+		Use:     "store",
+		Short:   "Move agentd's store from SQLite to PostgreSQL",
+		Example: "  agentd store copy --from sqlite://./agentd-data --to postgres://agentd@db.example.com/agentd",
 	}, e.storeCopyCmd())
 }
 
