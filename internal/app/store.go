@@ -58,10 +58,13 @@ type memoryOpener func(ctx context.Context, o *memory.Options) (*memory.Store, e
 func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slog.Logger) (Store, string, memoryOpener, error) {
 	if u == "" || u == agent.StoreSQLite {
 		st, err := sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: c.Synchronous, Logger: log})
+		if err != nil {
+			return nil, "", nil, err // not a nil *sqlite.Store in a Store
+		}
 		mem := func(ctx context.Context, o *memory.Options) (*memory.Store, error) {
 			return memory.Open(ctx, filepath.Join(dir, MemoryFile), o)
 		}
-		return st, StoreSQLite, mem, err
+		return st, StoreSQLite, mem, nil
 	}
 	if !agent.IsPostgresURL(u) && !strings.Contains(u, "=") {
 		return nil, "", nil, fmt.Errorf("app: store %q: want sqlite or a postgres:// URL", postgres.Redact(u))
