@@ -60,6 +60,11 @@ var (
 	_ store.OpsStore     = (*Store)(nil)
 )
 
+// ErrInUse is returned by Open for a database another agentd node has
+// open: until nodes coordinate (who runs which session's turns), one node
+// uses a database at a time.
+var ErrInUse = errors.New("the database is in use by another agentd node")
+
 // ErrInvalid is store.ErrInvalid.
 var ErrInvalid = store.ErrInvalid
 
@@ -108,6 +113,10 @@ type Store struct {
 	log  *slog.Logger
 	pool *pgxpool.Pool
 	name string // the connection string without its password, for messages
+	// node holds the node's lock on the database (nodeLock) for as long
+	// as the store is open; the lock goes with the connection, so a node
+	// that dies releases it.
+	node *pgx.Conn
 
 	mu     sync.RWMutex // guards closed and sends on reqs
 	closed bool
@@ -174,6 +183,10 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
+	if s.node, err = lockNode(ctx, cfg.ConnConfig); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
+	}
 	s.reqs = make([]chan *request, o.Writers)
 	for i := range s.reqs {
 		s.reqs[i] = make(chan *request, o.MaxBatch)
@@ -237,7 +250,48 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.pool.Close()
+	if err := s.node.Close(context.Background()); err != nil {
+		return fmt.Errorf("postgres: close: %w", err)
+	}
 	return nil
+}
+
+// nodeLock is the advisory lock a node holds on its database.
+const nodeLock = 0x61676e746402
+
+// lockWait is how long lockNode waits for the lock: a node killed a
+// moment ago holds it until its server process notices the connection
+// is gone.
+const lockWait = 5 * time.Second
+
+// lockNode takes the node's lock on a connection of its own, or fails
+// with ErrInUse when another node holds it for longer than lockWait.
+func lockNode(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(lockWait)
+	for {
+		var ok bool
+		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(nodeLock)).Scan(&ok); err != nil {
+			c.Close(ctx)
+			return nil, err
+		}
+		if ok {
+			return c, nil
+		}
+		if time.Now().After(deadline) {
+			c.Close(ctx)
+			return nil, ErrInUse
+		}
+		select {
+		case <-ctx.Done():
+			c.Close(ctx)
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Stats returns the writer's counters.
