@@ -61,6 +61,9 @@ say ok
 // /metrics, and keeps recent turns and the history tools working, while
 // the memory tools answer a clear error. Through the daemon and in process.
 func TestMemoryDatabaseUnreadable(t *testing.T) {
+	if usePostgres() {
+		t.Skip("long-term memory is in PostgreSQL here: there is no memory.db to spoil")
+	}
 	t.Parallel()
 	addr := fake(t, `
 match ^remember

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"agentd/internal/agent"
@@ -14,7 +13,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// MemoryFile is the long-term memory's database inside the data directory.
+// MemoryFile is the long-term memory's database inside the data directory
+// (with the SQLite store; with PostgreSQL, memory is in its database).
 const MemoryFile = "memory.db"
 
 // embedder builds the configured embedder.
@@ -55,7 +55,7 @@ func (a *App) openMemory(ctx context.Context) error {
 		a.Logger.Warn("recall is keyword-only", "err", err)
 		e = nil
 	}
-	m, err := memory.Open(ctx, filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
+	m, err := a.openMem(ctx, &memory.Options{Logger: a.Logger, Embedder: e,
 		OnStatus: func(degraded bool, reason string) {
 			if degraded {
 				a.Logger.Warn("memory recall degraded to keyword search", "reason", reason)

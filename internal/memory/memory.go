@@ -126,6 +126,7 @@ type Store struct {
 
 	wdb *sql.DB // one connection: all writes
 	rdb *sql.DB // read-only pool
+	idx index   // the keyword index of the database
 
 	// stmts are recall's statements, prepared on first use (recall.go):
 	// an FTS5 query costs more to prepare than to run. Closed by Close.
@@ -156,6 +157,33 @@ type Store struct {
 // pending migrations and loads the stored vectors into memory. ctx bounds
 // the opening only; the embedding loop runs in Run.
 func Open(ctx context.Context, path string, o *Options) (*Store, error) {
+	s := build(o)
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("memory: open: %q: want a file path", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory: open: %w", err)
+	}
+	// Memories are private: only the owner may read the database. SQLite
+	// gives the -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("memory: open: %w", err)
+	}
+	f.Close()
+	uri := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
+	if err := s.open(ctx, uri); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	s.refreshStatus()
+	return s, nil
+}
+
+// build makes a Store with o's settings (nil: the defaults), its
+// database still to open.
+func build(o *Options) *Store {
 	var opt Options
 	if o != nil {
 		opt = *o
@@ -181,36 +209,16 @@ func Open(ctx context.Context, path string, o *Options) (*Store, error) {
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = 64
 	}
-	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("memory: open: %q: want a file path", path)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: open: %w", err)
-	}
-	// Memories are private: only the owner may read the database. SQLite
-	// gives the -wal and -shm files the database file's mode.
-	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("memory: open: %w", err)
-	}
-	f.Close()
-	uri := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
 	s := &Store{
 		log: opt.Logger, emb: opt.Embedder, halfLife: opt.HalfLife, onStatus: opt.OnStatus,
 		now: opt.Now, qTimeout: opt.QueryTimeout, batch: opt.BatchSize, minSim: opt.MinSimilarity,
-		index: make(map[string]*vector.Index),
-		wake:  make(chan struct{}, 1), done: make(chan struct{}),
+		index: make(map[string]*vector.Index), idx: ftsIndex{},
+		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	if s.emb != nil {
 		s.model = s.emb.Name()
 	}
-	if err := s.open(ctx, uri); err != nil {
-		s.closeDBs()
-		return nil, err
-	}
-	s.refreshStatus()
-	return s, nil
+	return s
 }
 
 func (s *Store) open(ctx context.Context, uri string) error {
@@ -249,17 +257,26 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if err := rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
+	if err := s.load(ctx); err != nil {
+		return fmt.Errorf("memory: open: %w", err)
+	}
+	return nil
+}
+
+// load brings an opened database's vectors into memory (redoing those of
+// another embedder) and counts what waits for one.
+func (s *Store) load(ctx context.Context) error {
 	if s.emb != nil {
 		if err := s.requeueOtherModels(ctx); err != nil {
-			return fmt.Errorf("memory: open: %w", err)
+			return err
 		}
 		if err := s.loadVectors(ctx); err != nil {
-			return fmt.Errorf("memory: open: %w", err)
+			return err
 		}
 	}
 	var pending int64
 	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM pending").Scan(&pending); err != nil {
-		return fmt.Errorf("memory: open: %w", err)
+		return err
 	}
 	s.backlog.Store(pending)
 	return nil
@@ -295,7 +312,7 @@ func (s *Store) requeueOtherModels(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending (key) SELECT key FROM vectors WHERE model <> ?`, s.model); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pending (key) SELECT key FROM vectors WHERE model <> ? ON CONFLICT DO NOTHING`, s.model); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM vectors WHERE model <> ?`, s.model); err != nil {
@@ -315,9 +332,9 @@ const itemJoin = `
 const itemScope = `coalesce(e.scope, oe.scope, i.scope)`
 
 const itemText = `CASE k & 3
-	WHEN 1 THEN e.name || iif(e.type <> '', ' (' || e.type || ')', '')
+	WHEN 1 THEN e.name || CASE WHEN e.type <> '' THEN ' (' || e.type || ')' ELSE '' END
 	WHEN 2 THEN oe.name || ': ' || o.text
-	ELSE i.text || iif(i.tags <> '', ' [' || i.tags || ']', '') END`
+	ELSE i.text || CASE WHEN i.tags <> '' THEN ' [' || i.tags || ']' ELSE '' END END`
 
 func (s *Store) loadVectors(ctx context.Context) error {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT k, `+itemScope+`, v.vec FROM (SELECT key AS k, vec FROM vectors) v `+itemJoin)
