@@ -64,7 +64,11 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 		}
 		readies = append(readies, time.Since(t0))
 	}
-	defer func() { stopChild(cmd) }()
+	defer func() {
+		if cmd != nil {
+			stopChild(cmd)
+		}
+	}()
 	res.ReadyMS = pct(readies, 50)
 	time.Sleep(c.settle)
 	res.IdleRSSMB = rssMB(cmd.Process.Pid)
@@ -115,21 +119,14 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	// The gateway's figures from a fresh process over the same data: what
 	// the load above left on the heap is not theirs.
 	stopChild(cmd)
-	cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error", "--listen", listen)
-	if err := cmd.Start(); err != nil {
+	srv, err := startServe(ctx, exe, dir)
+	if err != nil {
+		cmd = nil
 		return err
 	}
-	for t0 := time.Now(); ; time.Sleep(time.Millisecond) {
-		if conn, err := net.Dial("tcp", listen); err == nil {
-			conn.Close()
-			break
-		}
-		if time.Since(t0) > 10*time.Second {
-			return errors.New("bench: agentd serve did not listen on TCP within 10s")
-		}
-	}
+	cmd = srv.cmd
 	time.Sleep(c.settle)
-	return runGateway(ctx, dir, "http://"+listen, cmd.Process.Pid, res, c)
+	return runGateway(ctx, dir, srv.base(), srv.pid(), res, c)
 }
 
 // freeTCPPort returns a loopback port nothing listens on (for a child to bind).
