@@ -24,9 +24,11 @@ import (
 // front of the fake model (net/http/httputil.ReverseProxy, streaming
 // through), the least a daemon that answers a client with a model's reply
 // can do; and a bare WebSocket broadcast of text-delta frames shaped as
-// agentd's, one writer goroutine and one frame a write per connection, the
-// least a fan-out can do. It runs in a process of its own, as agentd serve
-// does, so that its start, CPU and memory are measured the same way.
+// agentd's, one writer goroutine and one frame a write per connection: the
+// simplest fan-out (it joins nothing and gathers no writes, so a server
+// that does can beat it when writes fall behind). It runs in a process of
+// its own, as agentd serve does, so that its start, CPU and memory are
+// measured the same way.
 
 // fanText is the reply the fan agent streams (fakeScript) and the floor
 // broadcasts: about a hundred pieces a second.
