@@ -120,14 +120,18 @@ func (r *Result) sections() []section {
 // measured one, its target where agentd has one, and what it measures.
 func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FIGURE\tVALUE\tFLOOR\t× FLOOR\tTARGET\tWHAT")
+	first := true
 	for _, s := range r.sections() {
 		if !s.shown {
 			continue
 		}
 		// A line without cells ends the columns above it: each area is
-		// aligned on its own.
-		fmt.Fprintf(tw, "\n# %s\n", s.title)
+		// aligned on its own, under a header of its own.
+		if !first {
+			fmt.Fprintln(tw)
+		}
+		first = false
+		fmt.Fprintf(tw, "# %s\nFIGURE\tVALUE\tFLOOR\t× FLOOR\tTARGET\tWHAT\n", s.title)
 		for _, f := range s.figs {
 			floor, ratio := "", ""
 			if f.floor > 0 {
