@@ -74,7 +74,7 @@ func newConfig(o *Options) (config, error) {
 	if o.Quick {
 		c = config{turns: 300, concurrency: 100, throughputTurns: 3000, sessions: 1000, growthTurns: 3000, rtts: 300, quick: true,
 			subscribers: 100, fanoutEvents: 100, idleConns: 500,
-			apiTurns: 150, apiWarm: 5, api1: 190, api16: 400, api100: 800, oneshots: 5, fsyncs: 50, settle: 250 * time.Millisecond}
+			apiTurns: 100, apiWarm: 5, api1: 100, api16: 300, api100: 600, oneshots: 5, fsyncs: 50, settle: 250 * time.Millisecond}
 	}
 	c.inProcessOnly, c.sync, c.exe, c.version = o.InProcessOnly, o.Synchronous, o.Executable, o.Version
 	if c.sync == "" {
