@@ -8,6 +8,7 @@ import (
 	"agentd/internal/gateway"
 	"agentd/internal/metrics"
 	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
 )
 
 // readiness says whether this node can take work: Start has resumed its
@@ -55,7 +56,7 @@ func (a *App) startMetrics() *metrics.Collector {
 		return parts
 	}
 	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger,
-		Degraded: degraded})
+		Degraded: degraded, SQLiteMemory: func() int64 { n, _ := sqlite.MemoryUsed(); return n }})
 	a.wg.Go(func() {
 		if err := c.Run(context.Background()); err != nil {
 			a.Logger.Error("metrics stopped", "err", err)
