@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"agentd/internal/doctor"
+	"agentd/internal/store/postgres/pgtest"
 )
 
 func TestStatusCommand(t *testing.T) {
@@ -115,3 +116,37 @@ func TestDoctorCommand(t *testing.T) {
 
 // flat is s with every run of spaces one space, for tables.
 func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// TestDoctorPostgres: with the store on PostgreSQL, doctor checks that
+// database's schema (not a SQLite file the node never opens), says where
+// without the password, and says what to fix when it does not answer.
+func TestDoctorPostgres(t *testing.T) {
+	db := pgtest.NewDB(t)
+	dir := dataDir(t, map[string]string{"agentd.yaml": "gateway:\n  listen: off\n"})
+	schema := func(r result) string {
+		var rep doctor.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("doctor --json: %v %+v", err, r)
+		}
+		for _, c := range rep.Checks {
+			if c.Name == "schema" {
+				return string(c.Status) + " " + c.Detail + " " + c.Fix
+			}
+		}
+		return ""
+	}
+	if s := schema(run(t, dir, "doctor", "--json", "--store", db)); !strings.HasPrefix(s, "ok ") || !strings.Contains(s, "no tables yet") {
+		t.Errorf("doctor on an empty database: %q", s)
+	}
+	run(t, dir, "send", "--store", db, "assistant", "hello")
+	s := schema(runEnv(t, dir, []string{"AGENTD_STORE=" + db}, "doctor", "--json"))
+	if !strings.HasPrefix(s, "ok ") || !strings.Contains(s, "(current)") || strings.Contains(s, "agentd:agentd@") {
+		t.Errorf("doctor on the database agentd made: %q", s)
+	}
+	down := "postgres://agentd:secret@127.0.0.1:1/agentd?connect_timeout=2"
+	r := run(t, dir, "doctor", "--store", down)
+	if s := schema(run(t, dir, "doctor", "--json", "--store", down)); r.code != 1 || !strings.HasPrefix(s, "fail ") ||
+		!strings.Contains(s, "store.url") || strings.Contains(r.stdout+s, "secret") {
+		t.Errorf("doctor on a database that does not answer: %q\n%+v", s, r)
+	}
+}

@@ -69,13 +69,11 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slo
 	if !agent.IsPostgresURL(u) && !strings.Contains(u, "=") {
 		return nil, "", nil, fmt.Errorf("app: store %q: want sqlite or a postgres:// URL", postgres.Redact(u))
 	}
-	o := &postgres.Options{Logger: log, PoolSize: c.PoolSize, StatementTimeout: c.StatementTimeout.D()}
-	if c.PasswordEnv != "" {
-		if o.Password = os.Getenv(c.PasswordEnv); o.Password == "" {
-			return nil, "", nil, fmt.Errorf("app: store: store.password_env names %s, which is not set", c.PasswordEnv)
-		}
+	u, o, err := postgresConfig(u, c)
+	if err != nil {
+		return nil, "", nil, err
 	}
-	u = withSSLMode(u, c.SSLMode)
+	o.Logger = log
 	st, err := postgres.Open(ctx, u, o)
 	if err != nil {
 		return nil, "", nil, err
@@ -89,6 +87,35 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slo
 		return memory.OpenPostgres(ctx, cfg, 0, mo)
 	}
 	return st, StorePostgres, mem, nil
+}
+
+// postgresConfig is the connection string and options store c gives a
+// PostgreSQL store at u: its pool, statement timeout, password and sslmode.
+func postgresConfig(u string, c agent.StoreConfig) (string, *postgres.Options, error) {
+	o := &postgres.Options{PoolSize: c.PoolSize, StatementTimeout: c.StatementTimeout.D()}
+	if c.PasswordEnv != "" {
+		if o.Password = os.Getenv(c.PasswordEnv); o.Password == "" {
+			return "", nil, fmt.Errorf("app: store: store.password_env names %s, which is not set", c.PasswordEnv)
+		}
+	}
+	return withSSLMode(u, c.SSLMode), o, nil
+}
+
+// StoreSchema reads the schema version of the PostgreSQL database a node
+// would open (override, else c's url) beside the version this agentd
+// writes, without changing it; postgres is false, and nothing is read,
+// when the store is SQLite. where names the database, password hidden.
+func StoreSchema(ctx context.Context, override string, c agent.StoreConfig) (where string, have, want int, postgresStore bool, err error) {
+	u := storeURL(override, c)
+	if u == "" || u == agent.StoreSQLite {
+		return "", 0, 0, false, nil
+	}
+	u, o, err := postgresConfig(u, c)
+	if err != nil {
+		return postgres.Redact(u), 0, 0, true, err
+	}
+	have, err = postgres.DatabaseSchemaVersion(ctx, u, o)
+	return postgres.Redact(u), have, postgres.SchemaVersion(), true, err
 }
 
 // withSSLMode sets a connection string's sslmode, if mode is set.

@@ -30,7 +30,10 @@ func (e *env) doctorCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			o := &doctor.Options{}
+			o := &doctor.Options{Store: func(ctx context.Context, c agent.StoreConfig) (doctor.StoreSchema, bool, error) {
+				where, have, want, ok, err := app.StoreSchema(ctx, e.store(), c)
+				return doctor.StoreSchema{Where: where, Have: have, Want: want}, ok, err
+			}}
 			if c, _ := e.daemon(ctx); c != nil {
 				o.Daemon = c
 			}

@@ -18,7 +18,7 @@ import (
 func getenv(k string) string { return os.Getenv(k) }
 
 // data checks the data directory: that it holds agentd data, its modes,
-// its lock and its database's schema. It reports false when nothing else
+// its lock and its store's schema. It reports false when nothing else
 // can be checked.
 func (d *doctor) data(ctx context.Context) bool {
 	const area = "data"
@@ -110,8 +110,20 @@ func (d *doctor) lock() {
 	d.r.add(area, name, OK, "free: agentd is not running", "")
 }
 
-// schema checks the database's schema version against this agentd's.
+// schema checks the store's schema version against this agentd's: the
+// shared database agentd.yaml's store names, else the data directory's
+// SQLite file (also when agentd.yaml does not load: the agent checks say
+// why).
 func (d *doctor) schema(ctx context.Context) {
+	if cfg, err := agent.LoadConfig(d.dir); err == nil && d.o.Store != nil {
+		ctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+		s, ok, err := d.o.Store(ctx, cfg.Store)
+		cancel()
+		if ok {
+			d.sharedSchema(s, err)
+			return
+		}
+	}
 	const area, name = "data", "schema"
 	path := filepath.Join(d.dir, d.l.DB)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -119,16 +131,39 @@ func (d *doctor) schema(ctx context.Context) {
 		return
 	}
 	v, err := sqlite.FileSchemaVersion(ctx, path)
-	want := sqlite.SchemaVersion()
-	switch {
-	case err != nil:
+	if err != nil {
 		d.r.add(area, name, Fail, err.Error(), "check "+path+" (is it a SQLite database? its mode?); restore it from a backup if it is damaged")
+		return
+	}
+	d.versions(v, sqlite.SchemaVersion(), "")
+}
+
+// sharedSchema reports a shared database's schema, or why it could not
+// be read.
+func (d *doctor) sharedSchema(s StoreSchema, err error) {
+	if err != nil {
+		d.r.add("data", "schema", Fail, err.Error(),
+			"check store.url in "+agent.ConfigFile+" (or --store, $AGENTD_STORE): that the database answers, the user and password (store.password_env), sslmode")
+		return
+	}
+	if s.Have == 0 {
+		d.r.add("data", "schema", OK, s.Where+": no tables yet: agentd makes them at its first start", "")
+		return
+	}
+	d.versions(s.Have, s.Want, s.Where+": ")
+}
+
+// versions reports a schema version v against want, the one this agentd
+// writes.
+func (d *doctor) versions(v, want int, where string) {
+	const area, name = "data", "schema"
+	switch {
 	case v > want:
-		d.r.add(area, name, Fail, fmt.Sprintf("version %d, written by a newer agentd (this one knows %d)", v, want),
+		d.r.add(area, name, Fail, fmt.Sprintf("%sversion %d, written by a newer agentd (this one knows %d)", where, v, want),
 			"run the newer agentd, or restore a backup made with this one")
 	case v < want:
-		d.r.add(area, name, OK, fmt.Sprintf("version %d: this agentd upgrades it to %d at its next start", v, want), "")
+		d.r.add(area, name, OK, fmt.Sprintf("%sversion %d: this agentd upgrades it to %d at its next start", where, v, want), "")
 	default:
-		d.r.add(area, name, OK, fmt.Sprintf("version %d (current)", v), "")
+		d.r.add(area, name, OK, fmt.Sprintf("%sversion %d (current)", where, v), "")
 	}
 }

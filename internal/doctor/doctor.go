@@ -100,6 +100,18 @@ type Options struct {
 	Timeout time.Duration
 	// Env reads the environment (default: os.Getenv).
 	Env func(string) string
+	// Store, if set, reads the schema of the store agentd.yaml's store
+	// (or --store) selects when it is a shared database rather than the
+	// data directory's SQLite file; ok is false for SQLite. Unset, the
+	// SQLite file is checked.
+	Store func(ctx context.Context, c agent.StoreConfig) (s StoreSchema, ok bool, err error)
+}
+
+// StoreSchema is what Options.Store found: the database (its password
+// hidden), the schema version it holds and the one this agentd writes.
+type StoreSchema struct {
+	Where      string
+	Have, Want int
 }
 
 // Run checks the installation on the data directory dir (absolute).

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"database/sql"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"os"
@@ -178,6 +179,24 @@ func TestDoctor(t *testing.T) {
 			s.Close()
 			return dir, nil
 		}, []Check{{Area: "data", Name: "schema", Status: OK, Detail: "(current)"}}, false},
+		{"shared store, newer schema", func(t *testing.T) (string, *Options) {
+			dir := files(t, map[string]string{"agentd.yaml": quiet + "store:\n  url: postgres://db/agentd\n"})
+			return dir, &Options{Store: func(_ context.Context, c agent.StoreConfig) (StoreSchema, bool, error) {
+				return StoreSchema{Where: c.URL, Have: 9, Want: 2}, true, nil
+			}}
+		}, []Check{{Area: "data", Name: "schema", Status: Fail, Detail: "postgres://db/agentd: version 9, written by a newer agentd"}}, true},
+		{"shared store down", func(t *testing.T) (string, *Options) {
+			dir := files(t, map[string]string{"agentd.yaml": quiet, "agentd.db": ""})
+			return dir, &Options{Store: func(context.Context, agent.StoreConfig) (StoreSchema, bool, error) {
+				return StoreSchema{}, true, errors.New("connection refused")
+			}}
+		}, []Check{{Area: "data", Name: "schema", Status: Fail, Detail: "connection refused", Fix: "store.url"}}, true},
+		{"sqlite store beside a store checker", func(t *testing.T) (string, *Options) {
+			dir := files(t, map[string]string{"agentd.yaml": quiet})
+			return dir, &Options{Store: func(context.Context, agent.StoreConfig) (StoreSchema, bool, error) {
+				return StoreSchema{}, false, nil
+			}}
+		}, []Check{{Area: "data", Name: "schema", Status: OK, Detail: "no database yet"}}, false},
 		{"lock held, no answer", func(t *testing.T) (string, *Options) {
 			dir := files(t, map[string]string{"agentd.yaml": quiet})
 			f, err := os.OpenFile(filepath.Join(dir, "agentd.lock"), os.O_CREATE|os.O_RDWR, 0o600)
