@@ -92,6 +92,11 @@ type Options struct {
 	// MaxBatch caps the requests committed in one transaction (default
 	// DefaultMaxBatch).
 	MaxBatch int
+	// Shared opens the database beside other nodes: without it, Open
+	// takes the lock that keeps a database to one node (ErrInUse) until
+	// nodes coordinate who runs which session. Only what coordinates its
+	// nodes itself (tests of several nodes) sets it.
+	Shared bool
 	// Writers is the number of writer goroutines, each committing its
 	// groups on a connection of its own while the others' commits are in
 	// flight; a session's writes all go to one, in order (default
@@ -117,6 +122,10 @@ type Store struct {
 	// as the store is open; the lock goes with the connection, so a node
 	// that dies releases it.
 	node *pgx.Conn
+
+	connCfg *pgx.ConnConfig // for connections of its own (the listener)
+	own     *pids           // the pool's connections, to tell this node's notifications
+	fan     *fanout         // what the listener follows (listen.go)
 
 	mu     sync.RWMutex // guards closed and sends on reqs
 	closed bool
@@ -170,11 +179,13 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	cfg.MaxConns = int32(min(o.PoolSize, 1<<20))
 	configure(cfg.ConnConfig, &o)
+	own := newPIDs()
+	cfg.AfterConnect, cfg.BeforeClose = own.connected, own.closed
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
-	s := &Store{log: o.Logger, pool: pool, name: name}
+	s := &Store{log: o.Logger, pool: pool, name: name, connCfg: cfg.ConnConfig.Copy(), own: own, fan: newFanout(o.Writers)}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
@@ -183,14 +194,14 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
-	if s.node, err = lockNode(ctx, cfg.ConnConfig); err != nil {
+	if s.node, err = lockNode(ctx, cfg.ConnConfig, o.Shared); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
 	s.reqs = make([]chan *request, o.Writers)
 	for i := range s.reqs {
 		s.reqs[i] = make(chan *request, o.MaxBatch)
-		w := &writer{s: s}
+		w := &writer{s: s, i: i}
 		s.wg.Go(func() { w.run(s.reqs[i], o.MaxBatch) })
 	}
 	return s, nil
@@ -266,10 +277,10 @@ const lockWait = 5 * time.Second
 
 // lockNode takes the node's lock on a connection of its own, or fails
 // with ErrInUse when another node holds it for longer than lockWait.
-func lockNode(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+func lockNode(ctx context.Context, cfg *pgx.ConnConfig, shared bool) (*pgx.Conn, error) {
 	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
+	if err != nil || shared {
+		return c, err
 	}
 	deadline := time.Now().Add(lockWait)
 	for {

@@ -188,6 +188,9 @@ func commitSteps(r *request, now int64) []step {
 				return nil
 			},
 		})
+		if n > 0 {
+			ss = append(ss, notifyEvents(r.session))
+		}
 		for i := range r.events {
 			e := &r.events[i]
 			if e.Kind != event.WorkingMemory {
@@ -290,7 +293,7 @@ func enqueueSteps(r *request, now int64) []step {
 			}
 			return nil
 		},
-	}}
+	}, notifyInbox(it.Session)}
 }
 
 // errKeyRaced is an enqueue whose idempotency key another transaction

@@ -98,6 +98,7 @@ func (s *Store) hand(ctx context.Context, r *request) error {
 // writer commits the requests of the queue in groups.
 type writer struct {
 	s *Store
+	i int // its index among the store's writers
 }
 
 // run is a writer goroutine. It ends when reqs is closed and drained.
@@ -197,6 +198,9 @@ type step struct {
 // returns errApply when a request failed (its err says why); another
 // error when the round trip as a whole failed.
 func (w *writer) apply(ctx context.Context, conn *pgxpool.Conn, reqs []*request, now int64) error {
+	committed := false
+	w.s.fan.begin(w.i)
+	defer func() { w.s.fan.end(w.i, reqs, committed) }()
 	b := &pgx.Batch{}
 	var steps [][]step
 	for _, r := range reqs {
@@ -230,6 +234,7 @@ reading:
 	if failed {
 		return errApply
 	}
+	committed = true
 	w.s.stats.commits.Add(1)
 	return nil
 }
