@@ -30,6 +30,11 @@ var (
 	// disk (or the file system's quota) is full. Nothing of it was written;
 	// the same write succeeds once space is freed.
 	ErrFull = errors.New("storage full")
+	// ErrUnavailable is returned (wrapped) for a request a store could not
+	// make because it cannot reach its database (a network store: the
+	// server is down or cut off). A write that fails so before it was sent
+	// wrote nothing; the same request succeeds once the database is back.
+	ErrUnavailable = errors.New("store unreachable")
 )
 
 // Session states.

@@ -321,6 +321,9 @@ func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxI
 	if s.isDown.Load() {
 		return store.InboxItem{}, false, store.ErrClosed
 	}
+	if err := s.reach(ctx); err != nil {
+		return store.InboxItem{}, false, fmt.Errorf("postgres: enqueue: %w", err)
+	}
 	if item.IdempotencyKey != "" {
 		// Most duplicates are redeliveries of something stored long ago:
 		// answer them without queueing for the writer.

@@ -150,7 +150,7 @@ func (w *writer) runGroup(group []*request) {
 		return
 	}
 	ctx := context.Background()
-	conn, err := w.s.pool.Acquire(ctx)
+	conn, err := w.s.acquire(ctx)
 	if err != nil {
 		w.fail(live, fmt.Errorf("postgres: connect: %w", classify(err)))
 		return
