@@ -368,3 +368,28 @@ type OpsStore interface {
 	// Ping reports whether the store answers a read.
 	Ping(ctx context.Context) error
 }
+
+// OnceStore is what a store offers for work that must happen once in the
+// cluster of nodes sharing it (a timer that fires, a source polled): a
+// claim per piece of work, or a leader per role. On a store of one node
+// (SQLite) the node is the cluster. It is optional: a caller
+// type-asserts it.
+type OnceStore interface {
+	// Claim records that node takes the work key names, unless some
+	// node took it before; it reports whether this call took it. A claim
+	// stays: key names one piece of work, e.g. "cron:digest:2026-11-26T09:00".
+	Claim(ctx context.Context, key, node string) (bool, error)
+	// TryLead makes the caller the leader of role, unless someone leads
+	// it already: then it returns nil and no error.
+	TryLead(ctx context.Context, role string) (Lead, error)
+}
+
+// Lead is the leadership of a role, held until it is released or lost.
+type Lead interface {
+	// Lost is closed when the leadership ends: released, the store
+	// closed, or (PostgreSQL) the connection that holds it lost. A
+	// leader stops leading's work when it is.
+	Lost() <-chan struct{}
+	// Release ends the leadership; another may then take it.
+	Release()
+}

@@ -137,6 +137,7 @@ type Store struct {
 	own     *pids           // the pool's connections, to tell this node's notifications
 	fan     *fanout         // what the listener follows (listen.go)
 
+	leads       leads         // TryLead's, released at Close
 	retryFor    time.Duration // Options.RetryFor
 	unreachable atomic.Bool   // a writer cannot reach the database (reach.go)
 
@@ -281,6 +282,7 @@ func (s *Store) Close() error {
 		close(c)
 	}
 	s.mu.Unlock()
+	s.leads.releaseAll()
 	s.wg.Wait()
 	s.pool.Close()
 	if err := s.node.Close(context.Background()); err != nil {
