@@ -74,3 +74,15 @@ func (s *Store) reach(ctx context.Context) error {
 	}
 	return nil
 }
+
+// lostConn drops the pool's idle connections when err says the database
+// was lost: they are likely broken too, and the writes after a group that
+// failed so should wait in acquire for the database to be back (held and
+// retried) rather than fail one by one on dead connections. A group whose
+// connection broke while it was in flight is not retried: whether it
+// committed is not known.
+func (s *Store) lostConn(err error) {
+	if errors.Is(err, store.ErrUnavailable) || lost(err) {
+		s.pool.Reset()
+	}
+}

@@ -178,6 +178,7 @@ func (w *writer) runGroup(group []*request) {
 // fail gives err to every request without an error of its own.
 func (w *writer) fail(group []*request, err error) {
 	w.s.log.Error("store group write failed", "requests", len(group), "err", err)
+	w.s.lostConn(err)
 	for _, r := range group {
 		if r.err == nil {
 			r.err = err
