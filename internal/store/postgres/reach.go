@@ -15,13 +15,16 @@ import (
 )
 
 // lost reports whether err (not a PostgreSQL error) means the database
-// could not be reached or the connection to it broke.
+// could not be reached or the connection to it broke. A caller's ctx that
+// ended is not that (context.DeadlineExceeded is a net.Error too).
 func lost(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
 	var ce *pgconn.ConnectError
 	var ne net.Error
 	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
-		(pgconn.SafeToRetry(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded))
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || pgconn.SafeToRetry(err)
 }
 
 // acquire takes a connection for a writer's group. While the database

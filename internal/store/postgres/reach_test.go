@@ -1,7 +1,11 @@
 package postgres
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -63,5 +67,26 @@ func TestWritesHeldWhileUnreachable(t *testing.T) {
 	}
 	if !s.Reachable() {
 		t.Error("still unreachable after the held write committed")
+	}
+}
+
+// TestLost tells a database that cannot be reached from a caller that
+// stopped waiting.
+func TestLost(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{io.EOF, true},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{&net.OpError{Op: "dial", Err: errors.New("connection refused")}, true},
+		{context.Canceled, false},
+		{context.DeadlineExceeded, false},
+		{fmt.Errorf("query: %w", context.DeadlineExceeded), false},
+		{errors.New("something else"), false},
+	} {
+		if got := lost(c.err); got != c.want {
+			t.Errorf("lost(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
