@@ -86,7 +86,9 @@ func (s *Store) Listen(ctx context.Context, pub Publisher, o *ListenOptions) err
 	wait := time.Duration(0)
 	for first := true; ; first = false {
 		err := s.listen(ctx, pub, &lo, !first)
-		s.fan.connected.Store(false)
+		if s.fan.connected.Swap(false) {
+			wait = 0 // it was connected: try again at once
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -97,9 +99,6 @@ func (s *Store) Listen(ctx context.Context, pub Publisher, o *ListenOptions) err
 		case <-time.After(wait):
 		}
 		wait = min(max(2*wait, 100*time.Millisecond), lo.Retry)
-		if err == nil {
-			wait = 0
-		}
 	}
 }
 
