@@ -53,6 +53,12 @@ const (
 		(SELECT max(seq) FROM events WHERE session_id = $1 AND seq <= $2 AND xmin <> x.t), 0)
 	ORDER BY seq`
 	qEventsRange = `SELECT ` + eventCols + ` FROM events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`
+	// The events after each session's position, at most $3 of each.
+	qCatchUp = `SELECT e.session_id, e.seq, e.turn, e.kind, e.ts, e.data
+	FROM unnest($1::bigint[], $2::bigint[]) AS w(session_id, after)
+	CROSS JOIN LATERAL (SELECT ` + eventCols + ` FROM events
+		WHERE events.session_id = w.session_id AND events.seq > w.after ORDER BY events.seq LIMIT $3) e
+	ORDER BY e.session_id, e.seq`
 )
 
 // Listen follows the other nodes' commits until ctx is done, and
@@ -181,28 +187,37 @@ func (s *Store) published(ctx context.Context, pub Publisher, session, last int6
 }
 
 // catchUp publishes, after the listener connected again, what other
-// nodes committed to the sessions it follows while it was away. The
-// events it reads may hold this node's own commits of that time: it waits
-// until every write in flight when it read has recorded its commit, so
-// that it can tell them apart.
+// nodes committed to the sessions it follows while it was away, reading
+// them in one query. The events it reads may hold this node's own commits
+// of that time: it waits until every write in flight when it read has
+// recorded its commit, so that it can tell them apart.
 func (s *Store) catchUp(ctx context.Context, pub Publisher) error {
-	for _, w := range s.fan.positions() {
-		last := w.seq + maxRead
-		rows, err := s.pool.Query(ctx, qEventsRange, w.session, w.seq, last, maxRead)
-		if err != nil {
-			return fmt.Errorf("postgres: listen: catch up session %d: %w", w.session, classify(err))
+	ps := s.fan.positions()
+	if len(ps) == 0 {
+		return nil
+	}
+	ids, after := make([]int64, len(ps)), make([]int64, len(ps))
+	for i, p := range ps {
+		ids[i], after[i] = p.session, p.seq
+	}
+	rows, err := s.pool.Query(ctx, qCatchUp, ids, after, maxRead)
+	if err != nil {
+		return fmt.Errorf("postgres: listen: catch up: %w", classify(err))
+	}
+	evs, err := scanEvents(rows)
+	if err != nil {
+		return fmt.Errorf("postgres: listen: catch up: %w", classify(err))
+	}
+	if err := s.fan.settled(ctx); err != nil {
+		return err
+	}
+	for len(evs) > 0 { // by session, in order
+		n := 1
+		for n < len(evs) && evs[n].Session == evs[0].Session {
+			n++
 		}
-		evs, err := scanEvents(rows)
-		if err != nil {
-			return fmt.Errorf("postgres: listen: catch up session %d: %w", w.session, classify(err))
-		}
-		if len(evs) == 0 {
-			continue
-		}
-		if err := s.fan.settled(ctx); err != nil {
-			return err
-		}
-		s.fan.deliver(pub, w.session, evs[len(evs)-1].Seq, evs)
+		s.fan.deliver(pub, evs[0].Session, evs[n-1].Seq, evs[:n])
+		evs = evs[n:]
 	}
 	return nil
 }
