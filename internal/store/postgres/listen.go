@@ -62,7 +62,8 @@ const (
 )
 
 // Listen follows the other nodes' commits until ctx is done, and
-// publishes their events on pub, in each session's order, each once:
+// publishes their events on pub, in each session's order, each once
+// (and the live-only events their Relay sends, as they come):
 // on a connection of its own it LISTENs on EventsChannel, and for each
 // notification another node sent it reads the events after the last one
 // it published of that session. Events this node committed are not
@@ -121,7 +122,7 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 		return fmt.Errorf("postgres: listen: %w", classify(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{EventsChannel, InboxChannel} {
+	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return fmt.Errorf("postgres: listen: %w", classify(err))
 		}
@@ -142,6 +143,18 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 			var id int64
 			if _, err := fmt.Sscan(n.Payload, &id); err == nil && o.Inbox != nil {
 				o.Inbox(id)
+			}
+		case LiveChannel:
+			if s.own.has(n.PID) {
+				continue
+			}
+			evs, err := liveEvents(n.Payload)
+			if err != nil {
+				s.log.Warn("store listener: live events it cannot read", "err", err)
+				continue
+			}
+			if len(evs) > 0 {
+				pub.PublishRemote(evs...)
 			}
 		case EventsChannel:
 			session, last, err := parseEventsPayload(n.Payload)

@@ -215,3 +215,74 @@ func exec(t *testing.T, c *pgx.Conn, sql string) {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
+
+// TestRelayLiveEvents: the live-only events of node A's bus (text deltas:
+// never stored) reach node B's bus, in order; stored events do not go
+// that way, and A's own listener does not publish A's again.
+func TestRelayLiveEvents(t *testing.T) {
+	_, nodes := openNodes(t, 2)
+	a, b := nodes[0], nodes[1]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.st.Relay(ctx, a.bus) }()
+	defer func() { cancel(); <-done }()
+	onB := b.bus.Subscribe(0, 1024)
+	defer onB.Close()
+	// The relay subscribes to A's bus in its goroutine: a session state
+	// published until B has one says it is relaying.
+	ready := event.New(7, 0, event.State, event.StateData{State: "active"})
+	for relaying := false; !relaying; {
+		a.bus.Publish(ready)
+		select {
+		case e := <-onB.C:
+			relaying = e.Kind == event.State
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for len(onB.C) > 0 { // the other readiness marks
+		<-onB.C
+	}
+	onA := a.bus.Subscribe(0, 1024)
+	defer onA.Close()
+
+	var want []string
+	for i := range 50 {
+		d := fmt.Sprintf("piece %d ", i)
+		a.bus.Publish(event.New(7, 3, event.TextDelta, event.DeltaData{Text: d}))
+		want = append(want, d)
+	}
+	a.bus.Publish(event.Event{Session: 7, Seq: 9, Kind: event.Text, Data: []byte(`{"text":"stored"}`)}) // not relayed
+	a.bus.Publish(event.New(7, 3, event.TurnStart, nil))                                                // the last one
+	var got []string
+	timeout := time.After(time.Minute)
+	for done := false; !done; {
+		var e event.Event
+		select {
+		case e = <-onB.C:
+		case <-timeout:
+			t.Fatalf("node B got %d deltas, then nothing for a minute", len(got))
+		}
+		if e.Kind == event.State {
+			continue // a late readiness mark
+		}
+		if e.Kind == event.TurnStart {
+			done = true
+			continue
+		}
+		if e.Kind != event.TextDelta || e.Session != 7 || e.Turn != 3 || e.Seq != 0 {
+			t.Fatalf("node B got %+v", e)
+		}
+		var d event.DeltaData
+		if err := e.Decode(&d); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.Text)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("node B's deltas (-want +got):\n%s", d)
+	}
+	// A's bus has its own 52 events once: its listener published none.
+	if n := len(onA.C); n != 52 {
+		t.Errorf("node A's bus holds %d events, want its own 52", n)
+	}
+}
