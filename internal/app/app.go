@@ -221,6 +221,7 @@ func (a *App) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.started.Store(true)
+	a.listen(wctx)
 	a.wg.Go(func() {
 		if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
 			a.Logger.Error("agent file watcher stopped", "err", err)

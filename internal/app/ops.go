@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"agentd/internal/gateway"
 	"agentd/internal/metrics"
@@ -23,6 +24,28 @@ func (r readiness) StoreKind() string { return r.a.storeKind }
 // Degraded lists the optional parts that are off.
 func (r readiness) Degraded() []gateway.Degraded { return r.a.Degraded() }
 
+// ProbeStore times one read of the store.
+func (r readiness) ProbeStore(ctx context.Context) gateway.StoreState {
+	t0 := time.Now()
+	err := r.a.Store.Ping(ctx)
+	return gateway.StoreState{Kind: r.a.storeKind, Reachable: err == nil,
+		LatencyMS: float64(time.Since(t0).Microseconds()) / 1000}
+}
+
+// Cluster says the node's part in a cluster: on a store several nodes
+// share, whether its listener follows the others' commits.
+func (r readiness) Cluster() *gateway.ClusterState {
+	l, ok := r.a.Store.(listener)
+	if !ok {
+		return nil
+	}
+	c := &gateway.ClusterState{Listener: "disconnected"}
+	if l.Listening() {
+		c.Listener = "connected"
+	}
+	return c
+}
+
 // Ready's errors are shown to whoever asks /readyz: they say what is not
 // ready, and the details go to the log.
 func (r readiness) Ready(ctx context.Context) error {
@@ -34,7 +57,7 @@ func (r readiness) Ready(ctx context.Context) error {
 	}
 	if err := r.a.Store.Ping(ctx); err != nil {
 		r.a.Logger.Warn("readiness: the store does not answer", "err", err)
-		return fmt.Errorf("the store (%s) does not answer", r.a.storeKind)
+		return fmt.Errorf("the store (%s) does not answer: new messages are refused until it does", r.a.storeKind)
 	}
 	if err := r.a.Store.Writable(ctx); errors.Is(err, store.ErrFull) {
 		return errors.New("the disk is full: new messages are refused until space is freed")

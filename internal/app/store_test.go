@@ -52,3 +52,18 @@ func TestPostgresStoreKeepsNothingInTheDataDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestWithSSLMode: store.sslmode goes into the connection string pgx
+// reads, in either form, over the URL's own.
+func TestWithSSLMode(t *testing.T) {
+	for _, c := range []struct{ in, mode, want string }{
+		{"postgres://db/agentd", "", "postgres://db/agentd"},
+		{"postgres://db/agentd", "verify-full", "postgres://db/agentd?sslmode=verify-full"},
+		{"postgres://db/agentd?sslmode=disable", "require", "postgres://db/agentd?sslmode=require"},
+		{"host=db dbname=agentd", "require", "host=db dbname=agentd sslmode=require"},
+	} {
+		if got := withSSLMode(c.in, c.mode); got != c.want {
+			t.Errorf("withSSLMode(%q, %q) = %q, want %q", c.in, c.mode, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentd/internal/app"
 	"agentd/internal/bench"
 )
 
@@ -23,15 +24,29 @@ func (e *env) benchCmd() *cobra.Command {
 			"program doing the least that figure's work needs, measured in the same run) and its ratio\n" +
 			"to it, then the breakdown in process. --quick runs smaller counts (for CI); the figures in\n" +
 			"docs/performance.md come from a full run. --soak DURATION instead runs agentd serve under\n" +
-			"--rate turns a second and prints its RSS, Go heap and SQLite's memory as it goes.",
+			"--rate turns a second and prints its RSS, Go heap and SQLite's memory as it goes.\n" +
+			"With --store postgres://… it measures agentd on that PostgreSQL database instead (writing\n" +
+			"agentd's tables there): durable turns a second with 1, 2 and 3 nodes, turn overhead against\n" +
+			"SQLite in the same run, and cross-node event delivery.",
 		Example: "  agentd bench\n" +
 			"  agentd bench --quick --json\n" +
-			"  agentd bench --soak 1h --rate 200",
+			"  agentd bench --soak 1h --rate 200\n" +
+			"  agentd bench --store postgres://agentd@127.0.0.1/agentd_bench",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if soak.Duration > 0 {
 				soak.JSON, soak.Synchronous = asJSON, o.Synchronous
 				return bench.Soak(cmd.Context(), &soak, e.stdout)
+			}
+			if u := e.storeFlag; u != "" && u != app.StoreSQLite {
+				res, err := bench.Cluster(cmd.Context(), &bench.ClusterOptions{Store: u, Quick: o.Quick})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return json.NewEncoder(e.stdout).Encode(res)
+				}
+				return res.WriteTable(e.stdout)
 			}
 			o.Version = Version
 			res, err := bench.Run(cmd.Context(), &o)

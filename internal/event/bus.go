@@ -8,6 +8,13 @@ import (
 // subscriber whose buffer is full is dropped and its channel closed, with
 // Subscription.Err saying why, so a slow reader can never stall a turn.
 // Stored events can always be re-read from the log by sequence number.
+//
+// On a node of a cluster, the bus also carries the events other nodes
+// committed (PublishRemote, from the store's listener), so that whoever
+// watches a session here sees its turns wherever they run. What acts on
+// events rather than showing them — counting them, calling a model about
+// them — subscribes with SubscribeLocal, to act once in the cluster: on
+// the node that ran the turn.
 type Bus struct {
 	mu   sync.RWMutex
 	subs map[*Subscription]struct{}
@@ -21,6 +28,7 @@ type Subscription struct {
 	C       <-chan Event
 	c       chan Event
 	session int64 // 0: every session
+	local   bool  // this node's events only
 	bus     *Bus
 	once    sync.Once
 	mu      sync.Mutex
@@ -29,12 +37,23 @@ type Subscription struct {
 
 // Subscribe returns a subscription to one session's events (session > 0) or
 // to all events (session == 0), buffered to size events.
+// It receives this node's events and those other nodes committed.
 func (b *Bus) Subscribe(session int64, size int) *Subscription {
+	return b.subscribe(session, size, false)
+}
+
+// SubscribeLocal is Subscribe for this node's events only: those of
+// Publish, not PublishRemote.
+func (b *Bus) SubscribeLocal(session int64, size int) *Subscription {
+	return b.subscribe(session, size, true)
+}
+
+func (b *Bus) subscribe(session int64, size int, local bool) *Subscription {
 	if size <= 0 {
 		size = 256
 	}
 	c := make(chan Event, size)
-	s := &Subscription{C: c, c: c, session: session, bus: b}
+	s := &Subscription{C: c, c: c, session: session, local: local, bus: b}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -63,11 +82,21 @@ func (s *Subscription) close(reason string) {
 	})
 }
 
-// Publish delivers evs to every matching subscriber without blocking.
-func (b *Bus) Publish(evs ...Event) {
+// Publish delivers evs, this node's, to every matching subscriber without
+// blocking.
+func (b *Bus) Publish(evs ...Event) { b.publish(evs, false) }
+
+// PublishRemote delivers evs, which another node committed, to every
+// matching subscriber but the local-only ones, without blocking.
+func (b *Bus) PublishRemote(evs ...Event) { b.publish(evs, true) }
+
+func (b *Bus) publish(evs []Event, remote bool) {
 	var slow []*Subscription
 	b.mu.RLock()
 	for s := range b.subs {
+		if remote && s.local {
+			continue
+		}
 		for _, e := range evs {
 			if s.session != 0 && s.session != e.Session {
 				continue

@@ -25,6 +25,9 @@ const (
 	// FullRetryAfter is how long a client waits before sending again to an
 	// agentd whose disk is full.
 	FullRetryAfter = 30 * time.Second
+	// UnreachableRetryAfter is how long a client waits before sending
+	// again to an agentd that cannot reach its store.
+	UnreachableRetryAfter = 5 * time.Second
 )
 
 // failure is how the API answers the errors that wrap one of errs: the
@@ -92,6 +95,8 @@ var failures = []failure{
 	{errs: []error{runtime.ErrClosed}, status: http.StatusServiceUnavailable, code: "shutting_down", retry: ShutdownRetryAfter},
 	{errs: []error{store.ErrFull}, status: http.StatusServiceUnavailable, code: "storage_full", retry: FullRetryAfter,
 		msg: "agentd's disk is full: the request was not accepted; send it again once space is freed"},
+	{errs: []error{store.ErrUnavailable}, status: http.StatusServiceUnavailable, code: "store_unavailable", retry: UnreachableRetryAfter,
+		msg: "agentd cannot reach its store: the request was not accepted; send it again shortly"},
 	{errs: []error{errLoad}, status: http.StatusServiceUnavailable, code: "busy", retry: loadRetryAfter},
 	{errs: []error{errNotReady}, status: http.StatusServiceUnavailable, code: "not_ready"},
 	// The client went away (or gave up) while agentd waited: a turn goes

@@ -41,6 +41,34 @@ type StoreReporter interface {
 	StoreKind() string
 }
 
+// StoreProbe is the optional ability of a Readiness to time a read of the
+// node's store: /readyz reports it.
+type StoreProbe interface {
+	ProbeStore(ctx context.Context) StoreState
+}
+
+// StoreState is the node's store as a readiness check found it.
+type StoreState struct {
+	Kind      string  `json:"kind"` // sqlite or postgres
+	Reachable bool    `json:"reachable"`
+	LatencyMS float64 `json:"latency_ms"` // of one read, reachable or not
+}
+
+// ClusterReporter is the optional ability of a Readiness to say the
+// node's part in a cluster of nodes sharing a store (nil: not in one).
+type ClusterReporter interface {
+	Cluster() *ClusterState
+}
+
+// ClusterState is a node's part in a cluster.
+type ClusterState struct {
+	// Node is the node's id in the store's registry ("" until it has one).
+	Node string `json:"node,omitempty"`
+	// Listener is connected while the node follows the other nodes'
+	// commits (their events reach its clients), else disconnected.
+	Listener string `json:"listener"`
+}
+
 // Metrics writes agentd's metrics in the Prometheus text format 0.0.4.
 type Metrics interface {
 	WriteMetrics(ctx context.Context, w io.Writer) error
@@ -67,11 +95,16 @@ type ReadyResponse struct {
 	// Degraded lists the optional parts that are off; absent when none
 	// is. They do not make agentd unready.
 	Degraded []Degraded `json:"degraded,omitempty"`
+	// StoreState is the store as this check found it.
+	StoreState *StoreState `json:"store_state,omitempty"`
+	// Cluster is the node's part in a cluster; absent on a store of one
+	// node.
+	Cluster *ClusterState `json:"cluster,omitempty"`
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.o.Ready == nil {
-		s.notReady(w, "readiness is not reported by this agentd", "", nil)
+		s.notReady(w, "readiness is not reported by this agentd", ReadyResponse{})
 		return
 	}
 	var degraded []Degraded
@@ -84,18 +117,28 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
+	resp := ReadyResponse{Store: kind, Degraded: degraded}
+	if p, ok := s.o.Ready.(StoreProbe); ok {
+		st := p.ProbeStore(ctx)
+		resp.StoreState = &st
+	}
+	if c, ok := s.o.Ready.(ClusterReporter); ok {
+		resp.Cluster = c.Cluster()
+	}
 	if err := s.o.Ready.Ready(ctx); err != nil {
-		s.notReady(w, err.Error(), kind, degraded)
+		s.notReady(w, err.Error(), resp)
 		return
 	}
-	writeJSON(w, 200, ReadyResponse{Ready: true, Store: kind, Degraded: degraded})
+	resp.Ready = true
+	writeJSON(w, 200, resp)
 }
 
 // notReady answers that agentd is not ready, and why: the Readiness's
-// error says it as it is.
-func (s *Server) notReady(w http.ResponseWriter, why, store string, degraded []Degraded) {
+// error says it as it is; resp holds what else readiness reports.
+func (s *Server) notReady(w http.ResponseWriter, why string, resp ReadyResponse) {
 	f := s.describe(say(errNotReady, "%s", why))
-	writeJSON(w, f.Status, ReadyResponse{Error: f.Body.Error, Code: f.Body.Code, Store: store, Degraded: degraded})
+	resp.Error, resp.Code = f.Body.Error, f.Body.Code
+	writeJSON(w, f.Status, resp)
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

@@ -145,7 +145,7 @@ func New(bus *event.Bus, o *Options) *Collector {
 	c.errs = newFamily("agentd_errors_total", typeCounter, "Errors, by kind: a failed model call attempt by its error kind (rate_limited, overloaded, server_error, auth, context_overflow, bad_request, protocol, transport, other), a failed tool call (tool), a turn that ended in error (turn).", n, nil, "kind")
 	c.families = []*family{c.turns, c.toolCalls, c.toolTime, c.modelTime, c.tokens, c.cost, c.errs}
 	if bus != nil {
-		c.sub = bus.Subscribe(0, c.o.Buffer)
+		c.sub = bus.SubscribeLocal(0, c.o.Buffer) // each turn counted by the node that ran it
 	}
 	return c
 }
@@ -182,7 +182,7 @@ func (c *Collector) Run(ctx context.Context) error {
 			c.drops++
 			c.mu.Unlock()
 			c.log.Warn("metrics fell behind the event bus; events published meanwhile are not counted", "reason", reason)
-			sub = c.bus.Subscribe(0, c.o.Buffer)
+			sub = c.bus.SubscribeLocal(0, c.o.Buffer)
 		case <-ctx.Done():
 			return nil
 		case <-c.done:

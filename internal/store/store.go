@@ -30,6 +30,11 @@ var (
 	// disk (or the file system's quota) is full. Nothing of it was written;
 	// the same write succeeds once space is freed.
 	ErrFull = errors.New("storage full")
+	// ErrUnavailable is returned (wrapped) for a request a store could not
+	// make because it cannot reach its database (a network store: the
+	// server is down or cut off). A write that fails so before it was sent
+	// wrote nothing; the same request succeeds once the database is back.
+	ErrUnavailable = errors.New("store unreachable")
 )
 
 // Session states.
@@ -362,4 +367,29 @@ type OpsStore interface {
 	SessionStates(ctx context.Context) (map[string]int64, error)
 	// Ping reports whether the store answers a read.
 	Ping(ctx context.Context) error
+}
+
+// OnceStore is what a store offers for work that must happen once in the
+// cluster of nodes sharing it (a timer that fires, a source polled): a
+// claim per piece of work, or a leader per role. On a store of one node
+// (SQLite) the node is the cluster. It is optional: a caller
+// type-asserts it.
+type OnceStore interface {
+	// Claim records that node takes the work key names, unless some
+	// node took it before; it reports whether this call took it. A claim
+	// stays: key names one piece of work, e.g. "cron:digest:2026-11-26T09:00".
+	Claim(ctx context.Context, key, node string) (bool, error)
+	// TryLead makes the caller the leader of role, unless someone leads
+	// it already: then it returns nil and no error.
+	TryLead(ctx context.Context, role string) (Lead, error)
+}
+
+// Lead is the leadership of a role, held until it is released or lost.
+type Lead interface {
+	// Lost is closed when the leadership ends: released, the store
+	// closed, or (PostgreSQL) the connection that holds it lost. A
+	// leader stops leading's work when it is.
+	Lost() <-chan struct{}
+	// Release ends the leadership; another may then take it.
+	Release()
 }

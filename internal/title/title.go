@@ -105,7 +105,7 @@ func (t *Titler) Run(ctx context.Context) error {
 	defer wg.Wait()
 	slots := make(chan struct{}, t.o.MaxConcurrent)
 	for ctx.Err() == nil {
-		sub := t.bus.Subscribe(0, busBuffer)
+		sub := t.bus.SubscribeLocal(0, busBuffer) // titled by the node that ran the turn
 		t.watch(ctx, sub, func(ev event.Event) {
 			select {
 			case slots <- struct{}{}:

@@ -80,6 +80,7 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"inbox", s.copyInbox},
 		{"usage", s.copyUsage},
 		{"working memory", s.copyWorking},
+		{"claims", s.copyClaims},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -339,6 +340,30 @@ func (s *Store) copyWorking(ctx context.Context, src *sql.DB) error {
 	return s.inTx(ctx, b)
 }
 
+// copyClaims copies the pieces of work claimed (Claim): work done once
+// stays done after the move. A key PostgreSQL has already keeps its node.
+func (s *Store) copyClaims(ctx context.Context, src *sql.DB) error {
+	rows, err := src.QueryContext(ctx, `SELECT key, node_id, claimed_at FROM agentd_claims ORDER BY key`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	b := &pgx.Batch{}
+	for rows.Next() {
+		var key, node string
+		var ts int64
+		if err := rows.Scan(&key, &node, &ts); err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO agentd_claims (key, node_id, claimed_at) VALUES ($1, $2, to_timestamp($3::float8 / 1e9))
+			ON CONFLICT (key) DO NOTHING`, key, node, ts)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return s.pool.SendBatch(ctx, b).Close()
+}
+
 // inTx runs a batch in one transaction.
 func (s *Store) inTx(ctx context.Context, b *pgx.Batch) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
@@ -357,7 +382,7 @@ func (s *Store) resetSequences(ctx context.Context) error {
 }
 
 // copyTables are the tables a copy compares, by name in both stores.
-var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory"}
+var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.

@@ -74,6 +74,10 @@ const (
 	DefaultPoolSize         = 10
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultWriters          = 4
+	DefaultRetryFor         = 30 * time.Second
+	// DefaultConnectTimeout bounds a connection attempt when the
+	// connection string sets no connect_timeout.
+	DefaultConnectTimeout = 5 * time.Second
 )
 
 // Options configure a Store. The zero value (or nil) gives the defaults.
@@ -92,6 +96,17 @@ type Options struct {
 	// MaxBatch caps the requests committed in one transaction (default
 	// DefaultMaxBatch).
 	MaxBatch int
+	// RetryFor is how long a writer retries a group of writes it cannot
+	// send because the database cannot be reached (default
+	// DefaultRetryFor; negative: it fails them at once). Meanwhile the
+	// group and the writes queued behind it wait in memory, at most
+	// MaxBatch per writer, and new writes wait for room.
+	RetryFor time.Duration
+	// Shared opens the database beside other nodes: without it, Open
+	// takes the lock that keeps a database to one node (ErrInUse) until
+	// nodes coordinate who runs which session. Only what coordinates its
+	// nodes itself (tests of several nodes) sets it.
+	Shared bool
 	// Writers is the number of writer goroutines, each committing its
 	// groups on a connection of its own while the others' commits are in
 	// flight; a session's writes all go to one, in order (default
@@ -117,6 +132,14 @@ type Store struct {
 	// as the store is open; the lock goes with the connection, so a node
 	// that dies releases it.
 	node *pgx.Conn
+
+	connCfg *pgx.ConnConfig // for connections of its own (the listener)
+	own     *pids           // the pool's connections, to tell this node's notifications
+	fan     *fanout         // what the listener follows (listen.go)
+
+	leads       leads         // TryLead's, released at Close
+	retryFor    time.Duration // Options.RetryFor
+	unreachable atomic.Bool   // a writer cannot reach the database (reach.go)
 
 	mu     sync.RWMutex // guards closed and sends on reqs
 	closed bool
@@ -162,6 +185,9 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.StatementTimeout == 0 {
 		o.StatementTimeout = DefaultStatementTimeout
 	}
+	if o.RetryFor == 0 {
+		o.RetryFor = DefaultRetryFor
+	}
 	name := Redact(connString)
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -170,11 +196,14 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	cfg.MaxConns = int32(min(o.PoolSize, 1<<20))
 	configure(cfg.ConnConfig, &o)
+	own := newPIDs()
+	cfg.AfterConnect, cfg.BeforeClose = own.connected, own.closed
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
-	s := &Store{log: o.Logger, pool: pool, name: name}
+	s := &Store{log: o.Logger, pool: pool, name: name, connCfg: cfg.ConnConfig.Copy(), own: own, fan: newFanout(o.Writers),
+		retryFor: o.RetryFor}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
@@ -183,14 +212,14 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
-	if s.node, err = lockNode(ctx, cfg.ConnConfig); err != nil {
+	if s.node, err = lockNode(ctx, cfg.ConnConfig, o.Shared); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
 	s.reqs = make([]chan *request, o.Writers)
 	for i := range s.reqs {
 		s.reqs[i] = make(chan *request, o.MaxBatch)
-		w := &writer{s: s}
+		w := &writer{s: s, i: i}
 		s.wg.Go(func() { w.run(s.reqs[i], o.MaxBatch) })
 	}
 	return s, nil
@@ -215,9 +244,14 @@ func ConnConfig(connString string, o *Options) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
-// configure applies o's password and statement timeout to cfg, and names
-// agentd as the application unless the connection string does.
+// configure applies o's password and statement timeout to cfg, bounds a
+// connection attempt (DefaultConnectTimeout) unless the connection string
+// does, and names agentd as the application unless the connection string
+// does.
 func configure(cfg *pgx.ConnConfig, o *Options) {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
 	if o.Password != "" {
 		cfg.Password = o.Password
 	}
@@ -248,6 +282,7 @@ func (s *Store) Close() error {
 		close(c)
 	}
 	s.mu.Unlock()
+	s.leads.releaseAll()
 	s.wg.Wait()
 	s.pool.Close()
 	if err := s.node.Close(context.Background()); err != nil {
@@ -266,10 +301,10 @@ const lockWait = 5 * time.Second
 
 // lockNode takes the node's lock on a connection of its own, or fails
 // with ErrInUse when another node holds it for longer than lockWait.
-func lockNode(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+func lockNode(ctx context.Context, cfg *pgx.ConnConfig, shared bool) (*pgx.Conn, error) {
 	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
+	if err != nil || shared {
+		return c, err
 	}
 	deadline := time.Now().Add(lockWait)
 	for {
@@ -351,10 +386,19 @@ func (s *Store) readErr(op string, err error) error {
 // to store are store.ErrInvalid, a full disk store.ErrFull.
 func classify(err error) error {
 	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrFull) {
+	if errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrFull) || errors.Is(err, store.ErrUnavailable) {
+		return err
+	}
+	if !errors.As(err, &pe) {
+		if lost(err) {
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
 		return err
 	}
 	switch {
+	case strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03":
+		// connection exception; the server shutting down or starting
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	case pe.Code == "53100" || pe.Code == "53400": // disk_full, configuration_limit_exceeded
 		return fmt.Errorf("%w: %w", store.ErrFull, err)
 	case strings.HasPrefix(pe.Code, "22"): // data exception: a bad byte, a value out of range

@@ -124,7 +124,7 @@ CREATE TABLE working_memory (
 // migrations returns the schema steps in order; step i (from 0) brings the
 // database to version i+1, recorded in agentd_schema. Steps are only ever
 // appended.
-func migrations() []string { return []string{schemaV1} }
+func migrations() []string { return []string{schemaV1, schemaClaims} }
 
 // SchemaVersion is the schema version this build writes.
 func SchemaVersion() int { return len(migrations()) }

@@ -188,6 +188,9 @@ func commitSteps(r *request, now int64) []step {
 				return nil
 			},
 		})
+		if n > 0 {
+			ss = append(ss, notifyEvents(r.session))
+		}
 		for i := range r.events {
 			e := &r.events[i]
 			if e.Kind != event.WorkingMemory {
@@ -290,7 +293,7 @@ func enqueueSteps(r *request, now int64) []step {
 			}
 			return nil
 		},
-	}}
+	}, notifyInbox(it.Session)}
 }
 
 // errKeyRaced is an enqueue whose idempotency key another transaction
@@ -317,6 +320,9 @@ func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxI
 	}
 	if s.isDown.Load() {
 		return store.InboxItem{}, false, store.ErrClosed
+	}
+	if err := s.reach(ctx); err != nil {
+		return store.InboxItem{}, false, fmt.Errorf("postgres: enqueue: %w", err)
 	}
 	if item.IdempotencyKey != "" {
 		// Most duplicates are redeliveries of something stored long ago:

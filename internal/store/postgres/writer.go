@@ -98,6 +98,7 @@ func (s *Store) hand(ctx context.Context, r *request) error {
 // writer commits the requests of the queue in groups.
 type writer struct {
 	s *Store
+	i int // its index among the store's writers
 }
 
 // run is a writer goroutine. It ends when reqs is closed and drained.
@@ -149,7 +150,7 @@ func (w *writer) runGroup(group []*request) {
 		return
 	}
 	ctx := context.Background()
-	conn, err := w.s.pool.Acquire(ctx)
+	conn, err := w.s.acquire(ctx)
 	if err != nil {
 		w.fail(live, fmt.Errorf("postgres: connect: %w", classify(err)))
 		return
@@ -177,6 +178,7 @@ func (w *writer) runGroup(group []*request) {
 // fail gives err to every request without an error of its own.
 func (w *writer) fail(group []*request, err error) {
 	w.s.log.Error("store group write failed", "requests", len(group), "err", err)
+	w.s.lostConn(err)
 	for _, r := range group {
 		if r.err == nil {
 			r.err = err
@@ -197,6 +199,9 @@ type step struct {
 // returns errApply when a request failed (its err says why); another
 // error when the round trip as a whole failed.
 func (w *writer) apply(ctx context.Context, conn *pgxpool.Conn, reqs []*request, now int64) error {
+	committed := false
+	w.s.fan.begin(w.i)
+	defer func() { w.s.fan.end(w.i, reqs, committed) }()
 	b := &pgx.Batch{}
 	var steps [][]step
 	for _, r := range reqs {
@@ -230,6 +235,7 @@ reading:
 	if failed {
 		return errApply
 	}
+	committed = true
 	w.s.stats.commits.Add(1)
 	return nil
 }

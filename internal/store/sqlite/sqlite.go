@@ -103,6 +103,10 @@ type Store struct {
 	stats struct {
 		commits, requests, largest atomic.Int64
 	}
+
+	leadMu      sync.Mutex       // guards leads and leadsClosed (once.go)
+	leads       map[string]*lead // by role
+	leadsClosed bool
 }
 
 // Open opens (creating if needed) the database at path, applies pending
@@ -255,6 +259,7 @@ func (s *Store) openReaders(ctx context.Context, uri string) error {
 // called more than once.
 func (s *Store) Close() error {
 	s.isDown.Store(true)
+	s.releaseLeads()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

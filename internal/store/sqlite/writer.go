@@ -23,6 +23,7 @@ const (
 	opIndex
 	opProbe
 	opTitle
+	opClaim
 )
 
 func (o op) String() string {
@@ -41,6 +42,8 @@ func (o op) String() string {
 		return "probe"
 	case opTitle:
 		return "title"
+	case opClaim:
+		return "claim"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -69,6 +72,8 @@ type request struct {
 	rec store.AgentRecord
 	// opTitle (with session)
 	title, titleBy string
+	// opClaim (with key)
+	node string
 
 	// results
 	sess      store.Session
@@ -185,7 +190,7 @@ type writer struct {
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
 	ftsAgents, ftsDoneSet, probe      *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
-	setTitle, titleInput              *sql.Stmt
+	setTitle, titleInput, claim       *sql.Stmt
 
 	// The text index is brought up to date in its own transactions, at most
 	// every IndexDelay while writes come in, and before every search, rather
@@ -235,6 +240,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.wmDelete, qWorkingDelete},
 		{&w.setTitle, qSetTitle},
 		{&w.titleInput, qTitleInput},
+		{&w.claim, qClaim},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
@@ -473,6 +479,8 @@ func (w *writer) apply(r *request, now int64) error {
 		return nil
 	case opProbe:
 		return w.applyProbe()
+	case opClaim:
+		return w.applyClaim(r, now)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }
