@@ -89,15 +89,19 @@ func (s *Store) Recall(ctx context.Context, q Query) (Recall, error) {
 		limit *= 4 // some candidates will be too old
 	}
 
+	var res Recall
+	s.refreshStatus()
+	res.Degraded, res.Reason = s.Status()
+	if held, err := s.holdsAny(ctx, scopes); err != nil || !held {
+		return res, err
+	}
+
 	terms := queryTerms(text)
 	searched, err := s.selectTerms(ctx, terms)
 	if err != nil {
 		return Recall{}, err
 	}
-	var res Recall
 	var vec []vector.Hit
-	s.refreshStatus()
-	res.Degraded, res.Reason = s.Status()
 	var vecErr error
 	vecDone := make(chan struct{})
 	if !res.Degraded {
@@ -171,6 +175,28 @@ type cand struct {
 	item  Item
 	vec   []float32       // nil when not embedded
 	words map[string]bool // for similarity without vectors
+}
+
+// holdsAny reports whether any of scopes holds a memory. It probes the
+// scope indexes of entities and insights (an observation belongs to an
+// entity of its scope), which costs a fraction of opening the keyword
+// index: an agent's scope is empty until it remembers something, and
+// recall runs in every turn. It asks the database every time, rather than
+// keeping an answer that a write elsewhere would make stale.
+func (s *Store) holdsAny(ctx context.Context, scopes []string) (bool, error) {
+	in := "?"
+	args := []any{scopes[0], scopes[0]}
+	if len(scopes) == 2 {
+		in = "?, ?"
+		args = []any{scopes[0], scopes[1], scopes[0], scopes[1]}
+	}
+	held, _, err := queryInt(ctx, prepared{s}, `SELECT CASE WHEN
+		EXISTS (SELECT 1 FROM entities WHERE scope IN (`+in+`)) OR
+		EXISTS (SELECT 1 FROM insights WHERE scope IN (`+in+`)) THEN 1 ELSE 0 END`, args...)
+	if err != nil {
+		return false, s.dbErr("recall", err)
+	}
+	return held == 1, nil
 }
 
 // termBudget bounds the documents a keyword search scores: BM25 is
