@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/vector"
@@ -177,13 +178,20 @@ type cand struct {
 	words map[string]bool // for similarity without vectors
 }
 
-// holdsAny reports whether any of scopes holds a memory. It probes the
-// scope indexes of entities and insights (an observation belongs to an
-// entity of its scope), which costs a fraction of opening the keyword
-// index: an agent's scope is empty until it remembers something, and
-// recall runs in every turn. It asks the database every time, rather than
-// keeping an answer that a write elsewhere would make stale.
+// holdsAny reports whether any of scopes holds a memory: an agent's scope
+// is empty until it remembers something, and recall runs in every turn.
+// It probes the scope indexes of entities and insights (an observation
+// belongs to an entity of its scope), which costs a fraction of opening
+// the keyword index, and in SQLite, which only this process writes (the
+// data directory's lock), it keeps the scopes found empty until the next
+// write. PostgreSQL may be written by other nodes: there it asks every
+// time.
 func (s *Store) holdsAny(ctx context.Context, scopes []string) (bool, error) {
+	_, keep := s.idx.(ftsIndex)
+	gen, known := s.empty.known(scopes)
+	if keep && known {
+		return false, nil
+	}
 	in := "?"
 	args := []any{scopes[0], scopes[0]}
 	if len(scopes) == 2 {
@@ -196,7 +204,58 @@ func (s *Store) holdsAny(ctx context.Context, scopes []string) (bool, error) {
 	if err != nil {
 		return false, s.dbErr("recall", err)
 	}
+	if held == 0 && keep {
+		s.empty.found(scopes, gen)
+	}
 	return held == 1, nil
+}
+
+// emptyScopes are the scopes recall found to hold no memory, as of a
+// generation that every write ends by advancing: an answer found while a
+// write ran is not kept. Bounded: past maxEmptyScopes it starts again.
+type emptyScopes struct {
+	mu    sync.Mutex
+	gen   uint64
+	empty map[string]bool
+}
+
+const maxEmptyScopes = 1024
+
+// known reports whether every one of scopes is known to be empty, and the
+// generation to pass to found.
+func (e *emptyScopes) known(scopes []string) (gen uint64, empty bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sc := range scopes {
+		if !e.empty[sc] {
+			return e.gen, false
+		}
+	}
+	return e.gen, true
+}
+
+// found records scopes as empty, as a search that began at gen saw them,
+// unless something was written since.
+func (e *emptyScopes) found(scopes []string, gen uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if gen != e.gen {
+		return
+	}
+	if e.empty == nil || len(e.empty) >= maxEmptyScopes {
+		e.empty = make(map[string]bool)
+	}
+	for _, sc := range scopes {
+		e.empty[sc] = true
+	}
+}
+
+// wrote forgets every scope found empty: a write may have filled it.
+func (e *emptyScopes) wrote() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gen++
+	clear(e.empty)
 }
 
 // termBudget bounds the documents a keyword search scores: BM25 is
