@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"time"
 
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"agentd/internal/event"
 	"agentd/internal/store"
 )
@@ -545,13 +548,6 @@ func (w *writer) applyCommit(r *request, now int64) error {
 
 func (w *writer) applyEnqueue(r *request, now int64) error {
 	it := &r.item
-	var one int
-	if err := w.sessExists.QueryRow(it.Session).Scan(&one); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: enqueue: session %d: %w", it.Session, store.ErrNotFound)
-		}
-		return fmt.Errorf("sqlite: enqueue: %w", err)
-	}
 	created := now
 	if !it.CreatedAt.IsZero() {
 		created = it.CreatedAt.UnixNano()
@@ -578,11 +574,21 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 		r.item, r.duplicate = existing, true
 		return nil
 	}
+	if isForeignKey(err) {
+		// The session's foreign key, checked by the insert itself.
+		return fmt.Errorf("sqlite: enqueue: session %d: %w", it.Session, store.ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: enqueue: %w", err)
 	}
 	it.ID, it.State, it.CreatedAt = id, store.InboxPending, time.Unix(0, created).UTC()
 	return nil
+}
+
+// isForeignKey reports whether err is a write refused by a foreign key.
+func isForeignKey(err error) bool {
+	var se *sqlitedrv.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
 func (w *writer) applySession(r *request, now int64) error {
