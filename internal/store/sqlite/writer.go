@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	sqlitedrv "modernc.org/sqlite"
@@ -182,8 +183,10 @@ type writer struct {
 
 	begin, commit, rollback           *sql.Stmt
 	savepoint, release, rollbackTo    *sql.Stmt
-	updSession, insEvent, markDone    *sql.Stmt
+	updSession, markDone              *sql.Stmt
 	insUsage, sessExists, insInbox    *sql.Stmt
+	insEvents                         [maxEventRows]*sql.Stmt // insEvents[n-1] writes n events
+	eventArgs                         []any                   // insEvents' arguments, reused
 	inboxByKey, insSession, sessByKey *sql.Stmt
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
 	ftsAgents, ftsDoneSet, probe      *sql.Stmt
@@ -197,6 +200,17 @@ type writer struct {
 	ftsDone   int64 // events with an id up to this are indexed
 	ftsDirty  bool  // text events were written since
 	lastIndex time.Time
+}
+
+// maxEventRows is the most events one INSERT writes: a commit's events go
+// in as few statements as that allows, since each statement run costs
+// SQLite more than each row it inserts (a turn commits 3 or 4 events).
+const maxEventRows = 4
+
+// insertEvents is the INSERT of n events.
+func insertEvents(n int) string {
+	return "INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, ?, ?, ?, ?)" +
+		strings.Repeat(", (?, ?, ?, ?, ?, ?)", n-1)
 }
 
 // IndexDelay bounds how long text written waits to enter the search index
@@ -217,7 +231,10 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.rollbackTo, "ROLLBACK TO req"},
 		{&w.updSession, `UPDATE sessions SET last_seq = last_seq + ?, updated_at = ?,
 			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq, title_by = ''`},
-		{&w.insEvent, `INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&w.insEvents[0], insertEvents(1)},
+		{&w.insEvents[1], insertEvents(2)},
+		{&w.insEvents[2], insertEvents(3)},
+		{&w.insEvents[3], insertEvents(4)},
 		{&w.markDone, `UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, ?)
 			WHERE id = ? AND (? = 0 OR session_id = ?)`},
 		{&w.insUsage, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
@@ -499,13 +516,13 @@ func (w *writer) applyCommit(r *request, now int64) error {
 			if e.Time.IsZero() {
 				e.Time = time.Unix(0, now).UTC()
 			}
-			var data []byte
-			if len(e.Data) > 0 {
-				data = e.Data
-			}
-			if _, err := w.insEvent.Exec(r.session, seq, e.Turn, string(e.Kind), e.Time.UnixNano(), data); err != nil {
-				return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
-			}
+		}
+		if err := w.insertEvents(r.session, r.events); err != nil {
+			return err
+		}
+		for i := range r.events {
+			e := &r.events[i]
+			seq := e.Seq
 			if e.Kind == event.WorkingMemory {
 				if err := w.applyWorking(r.session, e); err != nil {
 					return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
@@ -542,6 +559,31 @@ func (w *writer) applyCommit(r *request, now int64) error {
 		if _, err := w.insUsage.Exec(sess, u.Agent, sess, u.Model, int64(u.InputTokens), int64(u.OutputTokens), u.CostUSD, ts); err != nil {
 			return fmt.Errorf("sqlite: commit: usage: %w", err)
 		}
+	}
+	return nil
+}
+
+// insertEvents inserts the events of session, numbered already, in
+// statements of up to maxEventRows rows.
+func (w *writer) insertEvents(session int64, evs []event.Event) error {
+	for len(evs) > 0 {
+		n := min(len(evs), maxEventRows)
+		args := w.eventArgs[:0]
+		for i := range evs[:n] {
+			e := &evs[i]
+			var data []byte // NULL when there is none
+			if len(e.Data) > 0 {
+				data = e.Data
+			}
+			args = append(args, session, e.Seq, e.Turn, string(e.Kind), e.Time.UnixNano(), data)
+		}
+		_, err := w.insEvents[n-1].Exec(args...)
+		clear(args)
+		w.eventArgs = args[:0]
+		if err != nil {
+			return fmt.Errorf("sqlite: commit: events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
+		}
+		evs = evs[n:]
 	}
 	return nil
 }
