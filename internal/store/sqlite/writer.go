@@ -86,6 +86,11 @@ type request struct {
 	// applied, before the group is durable (see EnqueueEarly).
 	wantEarly bool
 	early     chan earlyResult // capacity 1
+
+	// lazy: the request may commit without a sync (see EnqueueLazy);
+	// group is the number of the group it committed in.
+	lazy  bool
+	group uint64
 }
 
 // earlyResult is an enqueue's outcome, sent before its group commits.
@@ -192,6 +197,13 @@ type writer struct {
 	ftsAgents, ftsDoneSet, probe      *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
 	setTitle, titleInput              *sql.Stmt
+	syncNormal, syncFull              *sql.Stmt
+
+	// groups counts the groups committed; Store.synced is the last one
+	// known durable, which makes every one before it durable too. normal:
+	// the connection is in synchronous=NORMAL, for a lazy group.
+	groups uint64
+	normal bool
 
 	// The text index is brought up to date in its own transactions, at most
 	// every IndexDelay while writes come in, and before every search, rather
@@ -255,6 +267,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.wmDelete, qWorkingDelete},
 		{&w.setTitle, qSetTitle},
 		{&w.titleInput, qTitleInput},
+		{&w.syncNormal, "PRAGMA synchronous = NORMAL"},
+		{&w.syncFull, "PRAGMA synchronous = FULL"},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
@@ -364,13 +378,18 @@ func (w *writer) index() {
 	}
 	w.lastIndex = time.Now()
 	var last int64
-	err := w.maxEventID.QueryRow().Scan(&last)
+	err := w.setSync(false)
+	if err == nil {
+		err = w.maxEventID.QueryRow().Scan(&last)
+	}
 	if err == nil && last > w.ftsDone {
 		if _, err = w.begin.Exec(); err == nil {
 			if _, err = w.ftsAgents.Exec(w.ftsDone, last); err == nil {
 				if _, err = w.ftsIndex.Exec(w.ftsDone, last); err == nil {
 					if _, err = w.ftsDoneSet.Exec(last); err == nil {
-						_, err = w.commit.Exec()
+						if _, err = w.commit.Exec(); err == nil {
+							w.s.synced.Store(w.groups) // a synced commit after them
+						}
 					}
 				}
 			}
@@ -391,6 +410,11 @@ func (w *writer) index() {
 // savepoint, and sets every request's err.
 func (w *writer) runGroup(group []*request) {
 	now := time.Now().UnixNano()
+	lazy := w.lazy(group)
+	if err := w.setSync(lazy); err != nil {
+		w.fail(group, fmt.Errorf("sqlite: synchronous: %w", err), false)
+		return
+	}
 	if _, err := w.begin.Exec(); err != nil {
 		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
 		return
@@ -445,6 +469,13 @@ func (w *writer) runGroup(group []*request) {
 		return
 	} else {
 		w.s.noteWrite(true, nil)
+		w.groups++
+		for _, r := range group {
+			r.group = w.groups
+		}
+		if !lazy {
+			w.s.synced.Store(w.groups)
+		}
 	}
 	w.ftsDirty = w.ftsDirty || texts
 	st := &w.s.stats
@@ -455,6 +486,38 @@ func (w *writer) runGroup(group []*request) {
 	if n := int64(len(group)); n > st.largest.Load() {
 		st.largest.Store(n)
 	}
+}
+
+// lazy reports whether group may commit without a sync: in
+// synchronous=FULL, when every request of it may (EnqueueLazy).
+func (w *writer) lazy(group []*request) bool {
+	if !w.s.syncFull {
+		return false
+	}
+	for _, r := range group {
+		if !r.lazy {
+			return false
+		}
+	}
+	return true
+}
+
+// setSync puts the connection in synchronous=NORMAL for a lazy group, and
+// back in FULL for any other transaction, outside a transaction as SQLite
+// wants. If it cannot go back, nothing is committed until it can.
+func (w *writer) setSync(lazy bool) error {
+	if lazy == w.normal {
+		return nil
+	}
+	st := w.syncFull
+	if lazy {
+		st = w.syncNormal
+	}
+	if _, err := st.Exec(); err != nil {
+		return err
+	}
+	w.normal = lazy
+	return nil
 }
 
 // fail gives err to every request of the group that has no error of its
