@@ -213,6 +213,7 @@ func (s *Store) holdsAny(ctx context.Context, scopes []string) (bool, error) {
 // emptyScopes are the scopes recall found to hold no memory, as of a
 // generation that every write ends by advancing: an answer found while a
 // write ran is not kept. Bounded: past maxEmptyScopes it starts again.
+// Its lock is a leaf (writes take it under Store.wmu).
 type emptyScopes struct {
 	mu    sync.Mutex
 	gen   uint64

@@ -37,10 +37,10 @@ type lazyStore interface {
 
 // waiting is a sender that waits for its input's turn to end. lazy (set
 // by the sender) allows the input, if it has no idempotency key, to be
-// committed without its own sync;
-// enqueue sets end, the channel the turn's end is sent on (nil for a
-// duplicate), and synced when the input may not be durable yet: the sender
-// calls it before telling anyone the input was accepted.
+// committed without its own sync; enqueue sets end, the channel the turn's
+// end is sent on (nil for a duplicate), and synced when the input may not
+// be durable yet: the sender calls it before telling anyone the input was
+// accepted.
 type waiting struct {
 	lazy   bool
 	end    chan event.TurnEndData
