@@ -27,6 +27,11 @@ type ModelsOptions struct {
 	HTTPClient *http.Client
 }
 
+// modelWriteBuffer is the write buffer of a connection to a model: most
+// requests fit (with 8 tools and 10 turns of history one is about 8
+// KiB), and an idle connection holds 16 KiB rather than 4.
+const modelWriteBuffer = 16 << 10
+
 // NewModels returns an empty provider cache.
 func NewModels(o *ModelsOptions) *Models {
 	hc := &http.Client{Transport: &http.Transport{
@@ -34,6 +39,10 @@ func NewModels(o *ModelsOptions) *Models {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
 		ForceAttemptHTTP2:   true,
+		// A request (the conversation and the tools) goes out in one
+		// write while it fits, rather than the buffer's first 4 KiB and
+		// then the rest from a buffer made for it.
+		WriteBufferSize: modelWriteBuffer,
 	}}
 	if o != nil && o.HTTPClient != nil {
 		hc = o.HTTPClient

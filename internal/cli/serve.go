@@ -27,6 +27,7 @@ func (e *env) serveCmd() *cobra.Command {
 	var grace time.Duration
 	var listen string
 	var sqliteMem bool
+	var prof profiles
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run agentd: the runtime and its API",
@@ -39,10 +40,18 @@ func (e *env) serveCmd() *cobra.Command {
 			"  agentd serve --data /srv/agentd --listen 127.0.0.1:7420\n" +
 			"  agentd serve --listen off --grace 30s",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			start := time.Now()
 			ctx := cmd.Context()
 			dir := e.dataDir()
+			if err := prof.start(); err != nil {
+				return err
+			}
+			defer func() {
+				if perr := prof.stop(); perr != nil && err == nil {
+					err = perr
+				}
+			}()
 			if sqliteMem {
 				// Before anything opens a database: SQLite decides at its start.
 				if err := sqlite.EnableMemoryStatus(); err != nil {
@@ -139,6 +148,8 @@ func (e *env) serveCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&sqliteMem, "sqlite-memory-status", false, "count the memory SQLite holds, for agentd_sqlite_memory_bytes in /metrics (each SQLite allocation then takes a lock)")
+	cmd.Flags().StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the daemon's run to this file at exit (go tool pprof reads it)")
+	cmd.Flags().StringVar(&prof.mem, "memprofile", "", "write an allocation profile of the daemon's run to this file at exit")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running turns may finish at shutdown")
 	cmd.Flags().StringVar(&listen, "listen", "", "TCP address of the API, host:port, or off (default gateway.listen, else "+agent.DefaultGatewayListen+"; port 0: any free port)")
 	return cmd

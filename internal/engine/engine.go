@@ -22,8 +22,8 @@
 // store's own). The lifecycle's lock is held while the approval event is
 // written; the writer's while a batch is handed to the log and while
 // earlier writes are waited for, so a Log must never call back into the
-// turn. tokens.Calibrator's lock, the engine's offerCache's and a turn's
-// offerMemo's are leaves. No lock is held while a model
+// turn. tokens.Calibrator's lock, the engine's offerCache's and
+// builtinCache's and a turn's offerMemo's are leaves. No lock is held while a model
 // or a tool runs.
 package engine
 
@@ -136,10 +136,11 @@ type Options struct {
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.
 type Engine struct {
-	o      Options
-	calib  *tokens.Calibrator
-	bpe    *tokens.BPE
-	offers offerCache // the tools offered to models, encoded and sized
+	o        Options
+	calib    *tokens.Calibrator
+	bpe      *tokens.BPE
+	offers   offerCache   // the tools offered to models, encoded and sized
+	builtins builtinCache // which built-in tools each agent offers
 }
 
 // New returns an engine.

@@ -694,3 +694,26 @@ func TestOfferedToolsChange(t *testing.T) {
 		t.Errorf("the late tool, changed, keeps its encodings: %p, %p", w1, w2)
 	}
 }
+
+// TestBuiltinCache: the cache answers what Definition.OffersBuiltin does,
+// for names and patterns, and a definition loaded anew (a new value) gets
+// its own answers.
+func TestBuiltinCache(t *testing.T) {
+	var c builtinCache
+	def := &agent.Definition{}
+	def.Tools.Builtin = []string{"clock", "wm_*"}
+	for _, name := range []string{"clock", "wm_get", "wm_set", "recall", "clock", "recall"} {
+		if got, want := c.offers(def, name), def.OffersBuiltin(name); got != want {
+			t.Errorf("offers(%q) = %v, want %v", name, got, want)
+		}
+	}
+	edited := &agent.Definition{}
+	edited.Tools.Builtin = []string{"recall"}
+	if !c.offers(edited, "recall") || c.offers(edited, "clock") {
+		t.Error("a new definition got the answers of the old one")
+	}
+	all := &agent.Definition{} // no list: every built-in tool
+	if !c.offers(all, "anything") {
+		t.Error("a definition without a list does not offer every built-in tool")
+	}
+}

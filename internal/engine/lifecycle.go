@@ -236,7 +236,7 @@ func (r *run) sees(s *tool.Spec) bool {
 	case s.Scope != nil:
 		return slices.Contains(s.Scope, r.def.ID)
 	case s.Server == "":
-		return r.def.OffersBuiltin(s.Name)
+		return r.e.builtins.offers(r.def, s.Name)
 	}
 	return r.def.UsesServer(s.Server)
 }

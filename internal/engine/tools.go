@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 
+	"agentd/internal/agent"
 	"agentd/internal/model"
 	"agentd/internal/tokens"
 	"agentd/internal/tool"
@@ -59,6 +60,40 @@ func (c *offerCache) tokens(t *model.ToolSpec) int {
 		return o.tokens
 	}
 	return tokens.Tool(t, tokens.Text)
+}
+
+// maxBuiltinAgents bounds the agent definitions a builtinCache keeps (a
+// definition is replaced when its file changes); past it, it starts
+// afresh.
+const maxBuiltinAgents = 256
+
+// builtinCache keeps, by agent definition, whether it offers each built-in
+// tool: Definition.OffersBuiltin matches the name against every pattern
+// of the definition's list, and a turn asks about every registered tool.
+// A definition does not change once loaded. Its lock is a leaf.
+type builtinCache struct {
+	mu sync.Mutex
+	m  map[*agent.Definition]map[string]bool
+}
+
+// offers reports whether def offers the built-in tool name.
+func (c *builtinCache) offers(def *agent.Definition, name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := c.m[def]
+	if names == nil {
+		if c.m == nil || len(c.m) >= maxBuiltinAgents {
+			c.m = make(map[*agent.Definition]map[string]bool)
+		}
+		names = make(map[string]bool)
+		c.m[def] = names
+	}
+	ok, known := names[name]
+	if !known {
+		ok = def.OffersBuiltin(name)
+		names[name] = ok
+	}
+	return ok
 }
 
 // versioned is a tool registry that tells when its contents change

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -54,4 +55,29 @@ func benchRecall(b *testing.B, n int) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkRecallEmpty measures recall in a scope that holds no memory, as
+// every turn of an agent with recall on does before it remembers anything:
+// in an empty database, and beside another scope's 1,000 memories.
+func BenchmarkRecallEmpty(b *testing.B) {
+	for _, other := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("other=%d", other), func(b *testing.B) {
+			ctx := context.Background()
+			s := openAt(b, filepath.Join(b.TempDir(), "memory.db"), &Options{Embedder: hashed()})
+			if other > 0 {
+				if err := Generate(ctx, s, "other", other, 1); err != nil {
+					b.Fatal(err)
+				}
+				drain(b, s)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := s.Recall(ctx, Query{Scope: "assistant", Text: "hello there", K: 5})
+				if err != nil || len(r.Items) > 0 {
+					b.Fatal(r, err)
+				}
+			}
+		})
+	}
 }

@@ -132,6 +132,7 @@ type Store struct {
 	// an FTS5 query costs more to prepare than to run. Closed by Close.
 	stmtMu sync.Mutex
 	stmts  map[string]*sql.Stmt
+	empty  emptyScopes // scopes recall found empty (recall.go)
 
 	// wmu serialises writes with the in-memory index updates that follow
 	// them, so a vector added by the embedding loop and a Forget of the

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/vector"
@@ -89,15 +90,19 @@ func (s *Store) Recall(ctx context.Context, q Query) (Recall, error) {
 		limit *= 4 // some candidates will be too old
 	}
 
+	var res Recall
+	s.refreshStatus()
+	res.Degraded, res.Reason = s.Status()
+	if held, err := s.holdsAny(ctx, scopes); err != nil || !held {
+		return res, err
+	}
+
 	terms := queryTerms(text)
 	searched, err := s.selectTerms(ctx, terms)
 	if err != nil {
 		return Recall{}, err
 	}
-	var res Recall
 	var vec []vector.Hit
-	s.refreshStatus()
-	res.Degraded, res.Reason = s.Status()
 	var vecErr error
 	vecDone := make(chan struct{})
 	if !res.Degraded {
@@ -171,6 +176,87 @@ type cand struct {
 	item  Item
 	vec   []float32       // nil when not embedded
 	words map[string]bool // for similarity without vectors
+}
+
+// holdsAny reports whether any of scopes holds a memory: an agent's scope
+// is empty until it remembers something, and recall runs in every turn.
+// It probes the scope indexes of entities and insights (an observation
+// belongs to an entity of its scope), which costs a fraction of opening
+// the keyword index, and in SQLite, which only this process writes (the
+// data directory's lock), it keeps the scopes found empty until the next
+// write. PostgreSQL may be written by other nodes: there it asks every
+// time.
+func (s *Store) holdsAny(ctx context.Context, scopes []string) (bool, error) {
+	_, keep := s.idx.(ftsIndex)
+	gen, known := s.empty.known(scopes)
+	if keep && known {
+		return false, nil
+	}
+	in := "?"
+	args := []any{scopes[0], scopes[0]}
+	if len(scopes) == 2 {
+		in = "?, ?"
+		args = []any{scopes[0], scopes[1], scopes[0], scopes[1]}
+	}
+	held, _, err := queryInt(ctx, prepared{s}, `SELECT CASE WHEN
+		EXISTS (SELECT 1 FROM entities WHERE scope IN (`+in+`)) OR
+		EXISTS (SELECT 1 FROM insights WHERE scope IN (`+in+`)) THEN 1 ELSE 0 END`, args...)
+	if err != nil {
+		return false, s.dbErr("recall", err)
+	}
+	if held == 0 && keep {
+		s.empty.found(scopes, gen)
+	}
+	return held == 1, nil
+}
+
+// emptyScopes are the scopes recall found to hold no memory, as of a
+// generation that every write ends by advancing: an answer found while a
+// write ran is not kept. Bounded: past maxEmptyScopes it starts again.
+// Its lock is a leaf (writes take it under Store.wmu).
+type emptyScopes struct {
+	mu    sync.Mutex
+	gen   uint64
+	empty map[string]bool
+}
+
+const maxEmptyScopes = 1024
+
+// known reports whether every one of scopes is known to be empty, and the
+// generation to pass to found.
+func (e *emptyScopes) known(scopes []string) (gen uint64, empty bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sc := range scopes {
+		if !e.empty[sc] {
+			return e.gen, false
+		}
+	}
+	return e.gen, true
+}
+
+// found records scopes as empty, as a search that began at gen saw them,
+// unless something was written since.
+func (e *emptyScopes) found(scopes []string, gen uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if gen != e.gen {
+		return
+	}
+	if e.empty == nil || len(e.empty) >= maxEmptyScopes {
+		e.empty = make(map[string]bool)
+	}
+	for _, sc := range scopes {
+		e.empty[sc] = true
+	}
+}
+
+// wrote forgets every scope found empty: a write may have filled it.
+func (e *emptyScopes) wrote() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gen++
+	clear(e.empty)
 }
 
 // termBudget bounds the documents a keyword search scores: BM25 is

@@ -338,3 +338,40 @@ func TestRecallCrowdedScope(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// TestRecallEmptyScope: recall in a scope that holds nothing answers
+// nothing without searching, and in SQLite without asking the database
+// again (its allocations tell: the searches cost over 100, the probe 20),
+// and finds a memory as soon as one is written to the scope, or to Shared
+// when that is asked for.
+func TestRecallEmptyScope(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t, hashed())
+	remember(t, s, "other", Remember{Insight: "Green tea at the offsite."})
+	drain(t, s)
+	q := Query{Scope: "a1", Text: "green tea", K: 5}
+	if got := texts(recallT(t, s, q)); len(got) > 0 {
+		t.Fatalf("recall in an empty scope = %q, want nothing", got)
+	}
+	if !usePostgres() {
+		if n := testing.AllocsPerRun(100, func() { s.Recall(ctx, q) }); n > 5 {
+			t.Errorf("recall in an empty scope: %.0f allocations, want at most 5 (no query)", n)
+		}
+	}
+
+	remember(t, s, Shared, Remember{Insight: "Everyone drinks green tea."})
+	if got := texts(recallT(t, s, q)); len(got) > 0 {
+		t.Fatalf("recall without shared = %q, want nothing", got)
+	}
+	shared := q
+	shared.Shared = true
+	if got, want := texts(recallT(t, s, shared)), []string{"Everyone drinks green tea."}; !slices.Equal(got, want) {
+		t.Fatalf("recall with shared = %q, want %q", got, want)
+	}
+
+	remember(t, s, "a1", Remember{Entities: []EntityInput{{Name: "Tea", Observations: []string{"green tea is a1's favourite"}}}})
+	got := texts(recallT(t, s, q))
+	if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "favourite") }) {
+		t.Fatalf("recall after remembering in the scope = %q, want the observation", got)
+	}
+}

@@ -294,6 +294,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 }
 
 func (s *Store) writeLocked(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	defer s.empty.wrote() // once committed (or not): recall asks the database again
 	if err := s.check(); err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}

@@ -38,12 +38,12 @@ func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, eve
 // control queues an item that is not an input (a reset, a compaction)
 // behind the session's queued inputs and waits until it is done.
 func (r *Runtime) control(ctx context.Context, sess *session, kind event.Kind, text, source string) (Receipt, event.TurnEndData, error) {
-	var ch chan event.TurnEndData
-	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: kind, Text: text, Source: source}, &ch)
+	var w waiting
+	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: kind, Text: text, Source: source}, &w)
 	if err != nil {
 		return rc, event.TurnEndData{}, err
 	}
-	end, err := r.await(ctx, rc.Turn, ch)
+	end, err := r.await(ctx, rc.Turn, w.end)
 	return rc, end, err
 }
 

@@ -27,6 +27,26 @@ type earlyStore interface {
 	EnqueueEarly(ctx context.Context, item store.InboxItem) (store.InboxItem, bool, func() error, error)
 }
 
+// lazyStore is the optional ability of a store to commit an inbox item
+// without a sync of its own, for a sender who learns of its acceptance
+// only with its turn's answer, which is synced after it (see
+// sqlite.Store.EnqueueLazy): a one-step turn then waits for one sync.
+type lazyStore interface {
+	EnqueueLazy(ctx context.Context, item store.InboxItem) (store.InboxItem, func() error, func(context.Context) error, error)
+}
+
+// waiting is a sender that waits for its input's turn to end. lazy (set
+// by the sender) allows the input, if it has no idempotency key, to be
+// committed without its own sync; enqueue sets end, the channel the turn's
+// end is sent on (nil for a duplicate), and synced when the input may not
+// be durable yet: the sender calls it before telling anyone the input was
+// accepted.
+type waiting struct {
+	lazy   bool
+	end    chan event.TurnEndData
+	synced func(context.Context) error
+}
+
 // Input is something to put in a session's inbox.
 type Input struct {
 	Session        string // "<agent>/<key>"
@@ -111,18 +131,25 @@ func (r *Runtime) Record(ctx context.Context, addr string, evs ...event.Event) e
 // Send submits an input and waits for its turn to end. A duplicate input
 // waits for, or returns, the original's result.
 func (r *Runtime) Send(ctx context.Context, in Input) (Receipt, event.TurnEndData, error) {
-	var ch chan event.TurnEndData
-	rc, err := r.submit(ctx, in, &ch)
+	w := waiting{lazy: true}
+	rc, err := r.submit(ctx, in, &w)
 	if err != nil {
 		return rc, event.TurnEndData{}, err
 	}
-	end, err := r.waitFor(ctx, rc.Turn, ch)
+	end, err := r.waitFor(ctx, rc.Turn, w.end)
+	if w.synced != nil {
+		// The answer's sync has made the input durable, unless the turn
+		// ended without one; then this syncs.
+		if serr := w.synced(ctx); serr != nil {
+			return Receipt{}, event.TurnEndData{}, fmt.Errorf("runtime: accept input: %w", serr)
+		}
+	}
 	return rc, end, err
 }
 
-// submit accepts in and queues it; with wait, *wait is set to the channel
-// its turn's end is sent on (left nil for a duplicate).
-func (r *Runtime) submit(ctx context.Context, in Input, wait *chan event.TurnEndData) (Receipt, error) {
+// submit accepts in and queues it; with wait, the sender waits for its
+// turn (see waiting).
+func (r *Runtime) submit(ctx context.Context, in Input, wait *waiting) (Receipt, error) {
 	sess, err := r.accept(ctx, &in)
 	if err != nil {
 		return Receipt{}, err
@@ -147,7 +174,7 @@ func (r *Runtime) accept(ctx context.Context, in *Input) (*session, error) {
 }
 
 // submitTo queues in, accepted for sess, reopening sess first if asked to.
-func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *chan event.TurnEndData) (Receipt, error) {
+func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *waiting) (Receipt, error) {
 	if sess.state() == store.StateClosed {
 		if !in.Reopen {
 			return Receipt{}, closedErr(in.Session)
@@ -182,10 +209,11 @@ func checkInput(in *Input) error {
 	return model.CheckImages(in.Images)
 }
 
-// enqueue puts item in sess's inbox, durably, and schedules it. With wait,
-// *wait is set to the channel the item's end is sent on, unless the item is
-// a duplicate of one accepted before.
-func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxItem, wait *chan event.TurnEndData) (Receipt, error) {
+// enqueue puts item in sess's inbox, durably (or, for a lazy wait, in
+// the order of the store's writes), and schedules it. With wait, wait.end
+// is set to the channel the item's end is sent on, unless the item is a
+// duplicate of one accepted before.
+func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxItem, wait *waiting) (Receipt, error) {
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
@@ -198,7 +226,10 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 		durable func() error
 		err     error
 	)
-	if es, ok := r.st.(earlyStore); ok {
+	ls, lazy := r.st.(lazyStore)
+	if lazy = lazy && wait != nil && wait.lazy && item.IdempotencyKey == ""; lazy {
+		stored, durable, wait.synced, err = ls.EnqueueLazy(ctx, item)
+	} else if es, ok := r.st.(earlyStore); ok {
 		stored, dup, durable, err = es.EnqueueEarly(ctx, item)
 		if durable != nil {
 			durable = sync.OnceValue(durable)
@@ -214,7 +245,7 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 		return rc, nil
 	}
 	if wait != nil {
-		*wait = r.addWaiter(stored.ID)
+		wait.end = r.addWaiter(stored.ID)
 	}
 	// The session may have been evicted from the cache since lookup: queue
 	// on the registered one (or register this one again), under r.mu so
@@ -240,11 +271,13 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 	}
 	r.kick(sess)
 	// The turn may already be running; the input is acknowledged only once
-	// it is durable. (If it never becomes durable, the worker drops it.)
+	// it is durable, or, lazily committed, once it is in the store's
+	// order of writes (its sender learns later, see waiting). If it never
+	// gets there, the worker drops it.
 	if durable != nil {
 		if err := durable(); err != nil {
 			if wait != nil {
-				r.dropWaiter(stored.ID, *wait)
+				r.dropWaiter(stored.ID, wait.end)
 			}
 			return Receipt{}, fmt.Errorf("runtime: accept input: %w", err)
 		}

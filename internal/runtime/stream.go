@@ -18,11 +18,12 @@ func (r *Runtime) Stream(ctx context.Context, in Input, fn func(event.Event) err
 	}
 	sub := r.bus.Subscribe(sess.s.ID, 256) // a reader that falls behind catches up from the log
 	defer sub.Close()
-	var ch chan event.TurnEndData
-	rc, err := r.submitTo(ctx, sess, in, &ch)
+	var w waiting
+	rc, err := r.submitTo(ctx, sess, in, &w)
 	if err != nil {
 		return rc, event.TurnEndData{}, err
 	}
+	ch := w.end
 	ts := &turnStream{r: r, session: sess.s.ID, turn: rc.Turn, fn: fn}
 	if ch == nil { // duplicate: the original's events and result
 		end, err := r.Wait(ctx, rc.Turn)

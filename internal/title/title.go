@@ -107,6 +107,9 @@ func (t *Titler) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		sub := t.bus.SubscribeLocal(0, busBuffer) // titled by the node that ran the turn
 		t.watch(ctx, sub, func(ev event.Event) {
+			if t.asked(ev.Session) {
+				return // every later turn of a session: nothing to read
+			}
 			select {
 			case slots <- struct{}{}:
 			default:
@@ -173,6 +176,13 @@ func (t *Titler) title(ctx context.Context, ev event.Event) {
 	if _, err := t.st.SetTitle(ctx, sess.ID, title, store.TitleByModel); err != nil {
 		t.o.Logger.Debug("session title", "session", sess.Address(), "err", err)
 	}
+}
+
+// asked reports whether session id was asked about already.
+func (t *Titler) asked(id int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tried[id]
 }
 
 // first reports whether session id has not been asked about yet, and

@@ -214,3 +214,58 @@ func TestClean(t *testing.T) {
 		}
 	}
 }
+
+// countingStore counts the sessions read, by id.
+type countingStore struct {
+	*sqlite.Store
+	mu    sync.Mutex
+	reads map[int64]int
+}
+
+func (c *countingStore) SessionByID(ctx context.Context, id int64) (store.Session, error) {
+	c.mu.Lock()
+	c.reads[id]++
+	c.mu.Unlock()
+	return c.Store.SessionByID(ctx, id)
+}
+
+// Once a session was asked about, Run reads nothing for its later turns:
+// every turn's end goes by, and most are not a first reply.
+func TestRunLaterTurnsReadNothing(t *testing.T) {
+	p := &provider{text: "A title", calls: make(chan struct{}, 1)}
+	_, st := newTitler(t, p)
+	cs := &countingStore{Store: st, reads: map[int64]int{}}
+	tt := New(cs, testAgents, models{p}, event.NewBus(), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- tt.Run(ctx) }()
+	// Run may not have subscribed yet: publish until the model is asked.
+	publish := func(ev event.Event) (times int) {
+		for asked := false; !asked; times++ {
+			tt.bus.Publish(ev)
+			select {
+			case <-p.calls:
+				asked = true
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		return times
+	}
+	first := turn(t, st, "real", "a", "hello", "hi")
+	times := publish(first)
+	for range 5 {
+		tt.bus.Publish(turn(t, st, "real", "a", "more", "ok"))
+	}
+	// Events reach Run in order: once the next session's model call is
+	// made, the later turns of the first went by.
+	publish(turn(t, st, "real", "b", "hello", "hi"))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if n := cs.reads[first.Session]; n > times {
+		t.Errorf("session read %d times over 6 turns, want at most %d (its first reply, as often as it was published)", n, times)
+	}
+}

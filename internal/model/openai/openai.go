@@ -36,6 +36,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/model"
@@ -68,6 +69,9 @@ type Options struct {
 // use.
 type Client struct {
 	ep wire.Endpoint
+	// scratch holds *[]byte buffers the parts of a request body are
+	// written in before the body is put together (encodeRequest).
+	scratch sync.Pool
 }
 
 var _ model.Provider = (*Client)(nil)

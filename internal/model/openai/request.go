@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"agentd/internal/jsonstr"
@@ -39,7 +40,13 @@ const format = "openai"
 func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) {
 	var body wire.Body
 	body.Set("model", jsonstr.Append(nil, req.Model))
-	msgs, err := c.appendMessages(make([]byte, 0, messagesSize(req)), req)
+	// The messages and tools, most of the body, are written in scratch
+	// buffers and copied once into the body.
+	mbuf, tbuf := c.getScratch(messagesSize(req)), c.getScratch(0)
+	defer c.putScratch(mbuf)
+	defer c.putScratch(tbuf)
+	msgs, err := c.appendMessages(*mbuf, req)
+	*mbuf = msgs
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +56,8 @@ func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) 
 		body.Set("stream_options", []byte(`{"include_usage":true}`))
 	}
 	if len(req.Tools) > 0 {
-		tools, err := wire.AppendList(make([]byte, 0, wire.ToolsSize(req.Tools, format)), req.Tools, format, func(t *model.ToolSpec) *model.Encoded { return t.Wire }, c.appendTool)
+		tools, err := wire.AppendList(slices.Grow(*tbuf, wire.ToolsSize(req.Tools, format)), req.Tools, format, func(t *model.ToolSpec) *model.Encoded { return t.Wire }, c.appendTool)
+		*tbuf = tools
 		if err != nil {
 			return nil, err
 		}
@@ -80,6 +88,28 @@ func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) 
 		return nil, c.ep.Fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
 	}
 	return body.Bytes(), nil
+}
+
+// maxScratch bounds the scratch buffers a Client keeps: one grown for an
+// unusually large request is let go.
+const maxScratch = 1 << 20
+
+// getScratch returns an empty scratch buffer of at least size bytes.
+func (c *Client) getScratch(size int) *[]byte {
+	b, _ := c.scratch.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+	}
+	*b = slices.Grow((*b)[:0], size)
+	return b
+}
+
+// putScratch keeps b for the next request, unless it grew too large.
+func (c *Client) putScratch(b *[]byte) {
+	if cap(*b) <= maxScratch {
+		*b = (*b)[:0]
+		c.scratch.Put(b)
+	}
 }
 
 // appendMessages appends the messages array: the system prompt, then each

@@ -104,3 +104,31 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// TestEncodeRequestAllocs: a request of kept encodings (10 turns of
+// history, 8 tools) is written in the client's scratch buffers and copied
+// once into its body: 10 allocations (12, twice the bytes, when the
+// messages and tools each had a buffer of their own). The body is the
+// reference's.
+func TestEncodeRequestAllocs(t *testing.T) {
+	c := New(nil)
+	req := benchRequest(true)
+	first, err := c.encodeRequest(req, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := referenceBody(c, benchRequest(false), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != string(want) {
+		t.Fatalf("body:\n%s\nreference:\n%s", first, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { c.encodeRequest(req, true) }); n > 11 && !raceEnabled {
+		t.Errorf("encodeRequest: %.0f allocations, want at most 11", n)
+	}
+	again, _ := c.encodeRequest(req, true)
+	if string(again) != string(first) {
+		t.Fatalf("a body written with reused buffers differs:\n%s\nfirst:\n%s", again, first)
+	}
+}

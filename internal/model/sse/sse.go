@@ -85,6 +85,24 @@ func NewReader(r io.Reader, opts *Options) *Reader {
 	return &Reader{r: r, max: limit, buf: make([]byte, size)}
 }
 
+// maxKept bounds the buffers Reset keeps: one that grew for an unusually
+// large event is left to the garbage collector.
+const maxKept = 64 << 10
+
+// Reset makes r read events from src as a new Reader would, with the same
+// options, keeping its buffers: a Reader can serve stream after stream
+// (Reset(nil) drops its hold on the last one).
+func (r *Reader) Reset(src io.Reader) {
+	buf, data, typ := r.buf, r.data[:0], r.typ[:0]
+	if size := min(initialBufSize, r.max+lineSlack); len(buf) > maxKept || len(buf) < size {
+		buf = make([]byte, size)
+	}
+	if cap(data) > maxKept {
+		data = nil
+	}
+	*r = Reader{r: src, max: r.max, buf: buf, data: data, typ: typ}
+}
+
 // Next returns the next event. It returns io.EOF when the stream ends
 // cleanly between events, io.ErrUnexpectedEOF when it ends in the middle of
 // an event (which is then discarded, as the standard says), ErrEventTooLarge

@@ -315,6 +315,15 @@ func FuzzReader(f *testing.F) {
 		if !errors.Is(err, wantErr) {
 			t.Fatalf("error = %v, oracle says %v", err, wantErr)
 		}
+		// A Reader that read another stream first, then was Reset, reads
+		// the same.
+		used := NewReader(strings.NewReader("event: e\nid: 9\ndata: half"), &Options{MaxEventBytes: max})
+		used.Next()
+		used.Reset(iotest.HalfReader(bytes.NewReader(in)))
+		again, againErr := readAll(used)
+		if diff := cmp.Diff(want, again); diff != "" || !errors.Is(againErr, wantErr) {
+			t.Fatalf("after Reset: error %v, events (-want +got):\n%s", againErr, diff)
+		}
 	})
 }
 

@@ -129,3 +129,37 @@ func BenchmarkContextEvents10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTurnWrites is what a one-step turn writes, one after the
+// other: its input into the inbox, then its input event, and its model
+// call, text and turn end with the inbox item done. synchronous=NORMAL, so
+// that what is measured is the statements rather than the disk's syncs.
+func BenchmarkTurnWrites(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), &sqlite.Options{Synchronous: sqlite.SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	sess, _, err := s.Session(ctx, "bench", "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		it, _, err := s.Enqueue(ctx, store.InboxItem{Session: sess.ID, Kind: event.Input, Text: "hello"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := &store.Batch{Session: sess.ID, State: store.StateActive,
+			Events: []event.Event{event.New(sess.ID, it.ID, event.Input, event.InputData{Text: "hello", Source: "api"})}}
+		if err := s.Commit(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+		end := turnBatch(sess.ID)
+		end.Done, end.State = []int64{it.ID}, store.StateIdle
+		if err := s.Commit(ctx, end); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -92,6 +92,12 @@ type Store struct {
 
 	nextInbox atomic.Int64 // the last inbox id handed out
 
+	// syncFull: the store runs with synchronous=FULL, where a group of
+	// lazy requests commits without a sync; synced is the number of the
+	// last group known durable (see EnqueueLazy).
+	syncFull bool
+	synced   atomic.Uint64
+
 	// The disk, as writes find it (see Writable): full since a write
 	// failed for lack of space and until one commits.
 	dir      string // the database's directory
@@ -156,7 +162,7 @@ func open(ctx context.Context, path string, opts *Options, hook func()) (*Store,
 	f.Close()
 	uri := "file:" + uriPath(abs)
 
-	s := &Store{log: o.Logger, dir: filepath.Dir(abs)}
+	s := &Store{log: o.Logger, dir: filepath.Dir(abs), syncFull: o.Synchronous == "FULL"}
 	s.pool.New = func() any { return &request{reply: make(chan struct{}, 1), early: make(chan earlyResult, 1)} }
 	if err := s.openWriter(ctx, uri, o); err != nil {
 		s.closeDBs()

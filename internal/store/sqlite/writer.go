@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	sqlitedrv "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -87,6 +91,11 @@ type request struct {
 	// applied, before the group is durable (see EnqueueEarly).
 	wantEarly bool
 	early     chan earlyResult // capacity 1
+
+	// lazy: the request may commit without a sync (see EnqueueLazy);
+	// group is the number of the group it committed in.
+	lazy  bool
+	group uint64
 }
 
 // earlyResult is an enqueue's outcome, sent before its group commits.
@@ -184,13 +193,22 @@ type writer struct {
 
 	begin, commit, rollback           *sql.Stmt
 	savepoint, release, rollbackTo    *sql.Stmt
-	updSession, insEvent, markDone    *sql.Stmt
+	updSession, markDone              *sql.Stmt
 	insUsage, sessExists, insInbox    *sql.Stmt
+	insEvents                         [maxEventRows]*sql.Stmt // insEvents[n-1] writes n events
+	eventArgs                         []any                   // insEvents' arguments, reused
 	inboxByKey, insSession, sessByKey *sql.Stmt
 	upsertAgent, maxEventID, ftsIndex *sql.Stmt
 	ftsAgents, ftsDoneSet, probe      *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
 	setTitle, titleInput, claim       *sql.Stmt
+	syncNormal, syncFull              *sql.Stmt
+
+	// groups counts the groups committed; Store.synced is the last one
+	// known durable, which makes every one before it durable too. normal:
+	// the connection is in synchronous=NORMAL, for a lazy group.
+	groups uint64
+	normal bool
 
 	// The text index is brought up to date in its own transactions, at most
 	// every IndexDelay while writes come in, and before every search, rather
@@ -199,6 +217,17 @@ type writer struct {
 	ftsDone   int64 // events with an id up to this are indexed
 	ftsDirty  bool  // text events were written since
 	lastIndex time.Time
+}
+
+// maxEventRows is the most events one INSERT writes: a commit's events go
+// in as few statements as that allows, since each statement run costs
+// SQLite more than each row it inserts (a turn commits 3 or 4 events).
+const maxEventRows = 4
+
+// insertEvents is the INSERT of n events.
+func insertEvents(n int) string {
+	return "INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, ?, ?, ?, ?)" +
+		strings.Repeat(", (?, ?, ?, ?, ?, ?)", n-1)
 }
 
 // IndexDelay bounds how long text written waits to enter the search index
@@ -219,7 +248,10 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.rollbackTo, "ROLLBACK TO req"},
 		{&w.updSession, `UPDATE sessions SET last_seq = last_seq + ?, updated_at = ?,
 			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq, title_by = ''`},
-		{&w.insEvent, `INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&w.insEvents[0], insertEvents(1)},
+		{&w.insEvents[1], insertEvents(2)},
+		{&w.insEvents[2], insertEvents(3)},
+		{&w.insEvents[3], insertEvents(4)},
 		{&w.markDone, `UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, ?)
 			WHERE id = ? AND (? = 0 OR session_id = ?)`},
 		{&w.insUsage, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
@@ -241,6 +273,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.setTitle, qSetTitle},
 		{&w.titleInput, qTitleInput},
 		{&w.claim, qClaim},
+		{&w.syncNormal, "PRAGMA synchronous = NORMAL"},
+		{&w.syncFull, "PRAGMA synchronous = FULL"},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
@@ -350,13 +384,18 @@ func (w *writer) index() {
 	}
 	w.lastIndex = time.Now()
 	var last int64
-	err := w.maxEventID.QueryRow().Scan(&last)
+	err := w.setSync(false)
+	if err == nil {
+		err = w.maxEventID.QueryRow().Scan(&last)
+	}
 	if err == nil && last > w.ftsDone {
 		if _, err = w.begin.Exec(); err == nil {
 			if _, err = w.ftsAgents.Exec(w.ftsDone, last); err == nil {
 				if _, err = w.ftsIndex.Exec(w.ftsDone, last); err == nil {
 					if _, err = w.ftsDoneSet.Exec(last); err == nil {
-						_, err = w.commit.Exec()
+						if _, err = w.commit.Exec(); err == nil {
+							w.s.synced.Store(w.groups) // a synced commit after them
+						}
 					}
 				}
 			}
@@ -377,6 +416,11 @@ func (w *writer) index() {
 // savepoint, and sets every request's err.
 func (w *writer) runGroup(group []*request) {
 	now := time.Now().UnixNano()
+	lazy := w.lazy(group)
+	if err := w.setSync(lazy); err != nil {
+		w.fail(group, fmt.Errorf("sqlite: synchronous: %w", err), false)
+		return
+	}
 	if _, err := w.begin.Exec(); err != nil {
 		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
 		return
@@ -431,6 +475,13 @@ func (w *writer) runGroup(group []*request) {
 		return
 	} else {
 		w.s.noteWrite(true, nil)
+		w.groups++
+		for _, r := range group {
+			r.group = w.groups
+		}
+		if !lazy {
+			w.s.synced.Store(w.groups)
+		}
 	}
 	w.ftsDirty = w.ftsDirty || texts
 	st := &w.s.stats
@@ -441,6 +492,38 @@ func (w *writer) runGroup(group []*request) {
 	if n := int64(len(group)); n > st.largest.Load() {
 		st.largest.Store(n)
 	}
+}
+
+// lazy reports whether group may commit without a sync: in
+// synchronous=FULL, when every request of it may (EnqueueLazy).
+func (w *writer) lazy(group []*request) bool {
+	if !w.s.syncFull {
+		return false
+	}
+	for _, r := range group {
+		if !r.lazy {
+			return false
+		}
+	}
+	return true
+}
+
+// setSync puts the connection in synchronous=NORMAL for a lazy group, and
+// back in FULL for any other transaction, outside a transaction as SQLite
+// wants. If it cannot go back, nothing is committed until it can.
+func (w *writer) setSync(lazy bool) error {
+	if lazy == w.normal {
+		return nil
+	}
+	st := w.syncFull
+	if lazy {
+		st = w.syncNormal
+	}
+	if _, err := st.Exec(); err != nil {
+		return err
+	}
+	w.normal = lazy
+	return nil
 }
 
 // fail gives err to every request of the group that has no error of its
@@ -504,13 +587,13 @@ func (w *writer) applyCommit(r *request, now int64) error {
 			if e.Time.IsZero() {
 				e.Time = time.Unix(0, now).UTC()
 			}
-			var data []byte
-			if len(e.Data) > 0 {
-				data = e.Data
-			}
-			if _, err := w.insEvent.Exec(r.session, seq, e.Turn, string(e.Kind), e.Time.UnixNano(), data); err != nil {
-				return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
-			}
+		}
+		if err := w.insertEvents(r.session, r.events); err != nil {
+			return err
+		}
+		for i := range r.events {
+			e := &r.events[i]
+			seq := e.Seq
 			if e.Kind == event.WorkingMemory {
 				if err := w.applyWorking(r.session, e); err != nil {
 					return fmt.Errorf("sqlite: commit: event %d: %w", seq, err)
@@ -551,15 +634,33 @@ func (w *writer) applyCommit(r *request, now int64) error {
 	return nil
 }
 
+// insertEvents inserts the events of session, numbered already, in
+// statements of up to maxEventRows rows.
+func (w *writer) insertEvents(session int64, evs []event.Event) error {
+	for len(evs) > 0 {
+		n := min(len(evs), maxEventRows)
+		args := w.eventArgs[:0]
+		for i := range evs[:n] {
+			e := &evs[i]
+			var data []byte // NULL when there is none
+			if len(e.Data) > 0 {
+				data = e.Data
+			}
+			args = append(args, session, e.Seq, e.Turn, string(e.Kind), e.Time.UnixNano(), data)
+		}
+		_, err := w.insEvents[n-1].Exec(args...)
+		clear(args)
+		w.eventArgs = args[:0]
+		if err != nil {
+			return fmt.Errorf("sqlite: commit: events %d to %d: %w", evs[0].Seq, evs[n-1].Seq, err)
+		}
+		evs = evs[n:]
+	}
+	return nil
+}
+
 func (w *writer) applyEnqueue(r *request, now int64) error {
 	it := &r.item
-	var one int
-	if err := w.sessExists.QueryRow(it.Session).Scan(&one); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: enqueue: session %d: %w", it.Session, store.ErrNotFound)
-		}
-		return fmt.Errorf("sqlite: enqueue: %w", err)
-	}
 	created := now
 	if !it.CreatedAt.IsZero() {
 		created = it.CreatedAt.UnixNano()
@@ -586,11 +687,21 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 		r.item, r.duplicate = existing, true
 		return nil
 	}
+	if isForeignKey(err) {
+		// The session's foreign key, checked by the insert itself.
+		return fmt.Errorf("sqlite: enqueue: session %d: %w", it.Session, store.ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: enqueue: %w", err)
 	}
 	it.ID, it.State, it.CreatedAt = id, store.InboxPending, time.Unix(0, created).UTC()
 	return nil
+}
+
+// isForeignKey reports whether err is a write refused by a foreign key.
+func isForeignKey(err error) bool {
+	var se *sqlitedrv.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
 func (w *writer) applySession(r *request, now int64) error {

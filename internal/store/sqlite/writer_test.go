@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -408,4 +411,64 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 			t.Errorf("plan for %q does not use %s:\n%s", tc.query, tc.index, plan)
 		}
 	}
+}
+
+// TestCommitEvents: a commit's events, however many (they are inserted
+// maxEventRows at a time), are stored in order with their numbers, kinds,
+// turns and payloads, a missing payload as none; and a turn's answer (model
+// call, text, turn end) is one statement, which its allocations tell.
+func TestCommitEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	id := createSessions(t, path, 1)[0]
+	s, err := Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var want []event.Event
+	for n := 1; n <= 9; n++ { // 9: 2*maxEventRows + 1
+		b := &store.Batch{Session: id}
+		for i := range n {
+			e := event.New(id, int64(n), event.Text, event.TextData{Text: fmt.Sprintf("%d of %d", i+1, n)})
+			if i == 1 {
+				e = event.Event{Session: id, Turn: int64(n), Kind: event.Reset}
+			}
+			b.Events = append(b.Events, e)
+		}
+		if err := s.Commit(t.Context(), b); err != nil {
+			t.Fatalf("commit of %d events: %v", n, err)
+		}
+		want = append(want, b.Events...)
+	}
+	got, err := s.Events(t.Context(), id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(e event.Event) string { return fmt.Sprintf("%d %d %s %s", e.Seq, e.Turn, e.Kind, e.Data) }
+	if diff := cmp.Diff(mapSlice(want, key), mapSlice(got, key)); diff != "" {
+		t.Errorf("stored events (-committed +read):\n%s", diff)
+	}
+	for i, e := range got {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+
+	answer := &store.Batch{Session: id, Events: []event.Event{
+		event.New(id, 99, event.ModelCall, event.ModelCallData{Provider: "openai", Model: "m", Step: 1}),
+		event.New(id, 99, event.Text, event.TextData{Text: "hi"}),
+		event.New(id, 99, event.TurnEnd, event.TurnEndData{Status: event.StatusDone, Reply: "hi"}),
+	}}
+	// 55 allocations with an INSERT an event, 45 with one for the three.
+	if n := testing.AllocsPerRun(50, func() { s.Commit(t.Context(), answer) }); n > 50 && !raceEnabled {
+		t.Errorf("a commit of 3 events: %.0f allocations, want at most 50 (one INSERT)", n)
+	}
+}
+
+func mapSlice[T, U any](s []T, f func(T) U) []U {
+	out := make([]U, len(s))
+	for i := range s {
+		out[i] = f(s[i])
+	}
+	return out
 }

@@ -60,7 +60,8 @@ type Endpoint struct {
 	// body is empty.
 	ErrorBody func(status int, body []byte, fallback string) (msg string, kind error)
 
-	noStream sync.Map // model name → true: its server cannot stream
+	noStream sync.Map  // model name → true: its server cannot stream
+	readers  sync.Pool // of *sse.Reader: their buffers serve stream after stream
 }
 
 // Reader reads a response body into a response.
@@ -186,7 +187,16 @@ func (e *Endpoint) DecodeJSON(ctx context.Context, r io.Reader, v any) error {
 // marker. Failures are *model.Error values, except cancellation of ctx,
 // which returns an error wrapping ctx.Err().
 func (e *Endpoint) Events(ctx context.Context, r io.Reader, handle func(sse.Event) (done bool, err error), complete func() bool) error {
-	sr := sse.NewReader(r, nil)
+	sr, _ := e.readers.Get().(*sse.Reader)
+	if sr == nil {
+		sr = sse.NewReader(r, nil)
+	} else {
+		sr.Reset(r)
+	}
+	defer func() {
+		sr.Reset(nil)
+		e.readers.Put(sr)
+	}()
 	for {
 		if ctx.Err() != nil {
 			return e.canceled(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/model"
+	"agentd/internal/model/sse"
 )
 
 func TestKind(t *testing.T) {
@@ -253,5 +254,33 @@ func BenchmarkOutputAdd(b *testing.B) {
 		for _, p := range pieces {
 			o.Add(p, false)
 		}
+	}
+}
+
+// TestEventsReusesReader: an endpoint reads stream after stream with the
+// same event reader and its buffers: the events' data are then a stream's
+// only allocations, with the events' own (a new reader each time costs
+// two more, its 4 KiB buffer among them).
+func TestEventsReusesReader(t *testing.T) {
+	e := &Endpoint{Name: "test"}
+	const stream = "data: {\"a\":1}\n\ndata: {\"b\":2}\n\ndata: [DONE]\n\n"
+	var got []string
+	read := func() {
+		got = got[:0]
+		err := e.Events(t.Context(), strings.NewReader(stream), func(ev sse.Event) (bool, error) {
+			got = append(got, ev.Data)
+			return ev.Data == "[DONE]", nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if want := []string{`{"a":1}`, `{"b":2}`, "[DONE]"}; !cmp.Equal(got, want) {
+		t.Fatalf("events = %q, want %q", got, want)
+	}
+	// 4 allocations now, 6 with a new reader a stream.
+	if n := testing.AllocsPerRun(100, read); n > 5 && !raceEnabled {
+		t.Errorf("a stream of 3 events: %.0f allocations, want at most 5", n)
 	}
 }
