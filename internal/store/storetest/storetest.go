@@ -26,6 +26,7 @@ type Store interface {
 	store.Store
 	store.HistoryStore
 	store.OpsStore
+	store.ClusterStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -107,6 +108,8 @@ func tests() []struct {
 		{"FailureIsolated", testFailureIsolated},
 		{"CommitAsyncOrder", testCommitAsyncOrder},
 		{"SearchHistoryWords", testSearchHistoryWords},
+		{"Leases", testLeases},
+		{"Nodes", testNodes},
 	}
 }
 
