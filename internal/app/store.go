@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/memory"
@@ -23,6 +24,7 @@ type Store interface {
 	store.Store
 	store.HistoryStore
 	store.OpsStore
+	store.ClusterStore
 	// SetTitle sets a session's title (see sqlite.Store.SetTitle).
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
 	// Writable reports whether the store can take writes; store.ErrFull
@@ -55,7 +57,7 @@ type memoryOpener func(ctx context.Context, o *memory.Options) (*memory.Store, e
 // openStore opens the store u names with c's settings, and says how to
 // open long-term memory beside it: in the data directory's memory.db
 // with SQLite, in the same database with PostgreSQL.
-func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slog.Logger) (Store, string, memoryOpener, error) {
+func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, node nodeInfo, log *slog.Logger) (Store, string, memoryOpener, error) {
 	if u == "" || u == agent.StoreSQLite {
 		st, err := sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: c.Synchronous, Logger: log})
 		if err != nil {
@@ -69,7 +71,8 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slo
 	if !agent.IsPostgresURL(u) && !strings.Contains(u, "=") {
 		return nil, "", nil, fmt.Errorf("app: store %q: want sqlite or a postgres:// URL", postgres.Redact(u))
 	}
-	o := &postgres.Options{Logger: log, PoolSize: c.PoolSize, StatementTimeout: c.StatementTimeout.D()}
+	o := &postgres.Options{Logger: log, PoolSize: c.PoolSize, StatementTimeout: c.StatementTimeout.D(),
+		LeaseTTL: c.LeaseTTL.D(), NodeAddr: node.addr, Version: node.version}
 	if c.PasswordEnv != "" {
 		if o.Password = os.Getenv(c.PasswordEnv); o.Password == "" {
 			return nil, "", nil, fmt.Errorf("app: store: store.password_env names %s, which is not set", c.PasswordEnv)
@@ -90,6 +93,17 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slo
 	}
 	return st, StorePostgres, mem, nil
 }
+
+// nodeInfo describes the node in a shared store's registry.
+type nodeInfo struct {
+	addr    string // where its API listens on TCP ("" if it does not)
+	version string
+}
+
+// claimEvery is how often a node on a shared store looks for sessions
+// whose owner died: a dead node's sessions resume within the lease TTL
+// and this.
+const claimEvery = time.Second
 
 // withSSLMode sets a connection string's sslmode, if mode is set.
 func withSSLMode(u, mode string) string {

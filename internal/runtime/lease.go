@@ -1,0 +1,314 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"agentd/internal/store"
+)
+
+// Leases decides which node runs a session's turns (store.ClusterStore
+// has it): a worker runs a session's queue only while its node holds the
+// session's lease, and every batch of a turn carries the lease's epoch,
+// so that a node that lost the lease cannot write the turn any more
+// (store.ErrFenced).
+type Leases interface {
+	// Lease takes or keeps the session's lease; held is false while
+	// another live node holds it.
+	Lease(ctx context.Context, session int64) (epoch int64, held bool, err error)
+	// Unlease gives the session's lease up.
+	Unlease(ctx context.Context, session, epoch int64) error
+	// Orphans takes the leases of sessions with pending inputs and no
+	// live owner (up to max; max <= 0: all) and returns them.
+	Orphans(ctx context.Context, max int) ([]store.Lease, error)
+}
+
+// soleNode is the Leases of a store no other node uses: this node holds
+// every session's lease, and the sessions to resume are those with
+// pending inputs.
+type soleNode struct{ st store.Store }
+
+func (soleNode) Lease(context.Context, int64) (int64, bool, error) { return 1, true, nil }
+func (soleNode) Unlease(context.Context, int64, int64) error        { return nil }
+func (n soleNode) Orphans(ctx context.Context, max int) ([]store.Lease, error) {
+	ids, err := n.st.PendingSessions(ctx)
+	ls := make([]store.Lease, len(ids))
+	for i, id := range ids {
+		ls[i] = store.Lease{Session: id, Epoch: 1}
+	}
+	return ls, err
+}
+
+// shared reports whether other nodes may run this node's sessions: then
+// a session's lease is given up whenever its queue empties, taken again
+// with its next input, and sessions without a live owner are claimed
+// every Options.ClaimEvery.
+func (r *Runtime) shared() bool { return r.o.ClaimEvery > 0 }
+
+// own makes sure this node holds sess's lease before its worker runs the
+// queue, taking it if needed; false means the worker is done: another
+// node holds the lease (the items wait in the inbox for it, which finds
+// them when its own queue empties, or for the claim that follows its
+// death), the store failed (the claim retries), or nothing is left to run.
+func (r *Runtime) own(sess *session) bool {
+	sess.lmu.Lock()
+	defer sess.lmu.Unlock()
+	sess.mu.Lock()
+	leased := sess.leased
+	sess.mu.Unlock()
+	if leased {
+		return true
+	}
+	epoch, held, err := r.leases.Lease(r.ctx, sess.s.ID)
+	if err == nil && held && r.shared() {
+		err = r.takeOver(sess, epoch)
+		if err != nil {
+			r.unlease(sess.s.ID, epoch)
+		}
+	} else if err == nil && held {
+		sess.mu.Lock()
+		r.hold(sess, epoch, sess.s.LastSeq)
+		sess.mu.Unlock()
+	}
+	if err != nil || !held {
+		if err != nil && r.ctx.Err() == nil {
+			r.log.Warn("cannot take a session's lease; its inputs wait", "session", sess.s.Address(), "err", err)
+		}
+		sess.mu.Lock()
+		sess.queue = nil // still pending in the inbox
+		sess.working = false
+		sess.mu.Unlock()
+		return false
+	}
+	sess.mu.Lock()
+	empty := len(sess.queue) == 0
+	sess.mu.Unlock()
+	return !empty || !r.releaseLocked(sess)
+}
+
+// takeOver completes taking sess's lease at epoch on a shared store:
+// the session as the store has it (another node may have written it),
+// and its pending inputs, some of which another node may have started.
+// sess.lmu is held.
+func (r *Runtime) takeOver(sess *session, epoch int64) error {
+	s, err := r.st.SessionByID(r.ctx, sess.s.ID)
+	if err != nil {
+		return err
+	}
+	items, err := r.st.Pending(r.ctx, sess.s.ID)
+	if err != nil {
+		return err
+	}
+	sess.mu.Lock()
+	stale := r.hold(sess, epoch, s.LastSeq)
+	sess.s.State, sess.s.Title, sess.s.TitleBy = s.State, s.Title, s.TitleBy
+	r.merge(sess, items, stale)
+	sess.mu.Unlock()
+	return nil
+}
+
+// hold records that this node holds sess's lease at epoch; the session's
+// log as the store has it ends at lastSeq. The cached context is dropped
+// if another node may have written since it was loaded: it reports that.
+// sess.mu is held.
+func (r *Runtime) hold(sess *session, epoch, lastSeq int64) (stale bool) {
+	stale = epoch != sess.epoch || lastSeq != sess.s.LastSeq
+	if stale {
+		r.setConv(sess, nil)
+	}
+	sess.leased, sess.epoch, sess.s.LastSeq = true, epoch, lastSeq
+	return stale
+}
+
+// merge makes sess's queue the inputs the store has pending for it, in
+// the order they were accepted, keeping what is known of those queued
+// here already; a queued input not yet known durable stays too. An input
+// from the store, or any after another node held the lease (stale), may
+// have events of a turn begun elsewhere: it resumes as after a restart.
+// No turn of sess runs. sess.mu is held.
+func (r *Runtime) merge(sess *session, items []store.InboxItem, stale bool) {
+	local := map[int64]queued{}
+	for _, q := range sess.queue {
+		local[q.item.ID] = q
+	}
+	out := make([]queued, 0, len(items))
+	for _, it := range items {
+		q, ok := local[it.ID]
+		if !ok || stale {
+			q = queued{item: it, durable: q.durable}
+		}
+		q.recovered = q.recovered || !ok || stale
+		delete(local, it.ID)
+		out = append(out, q)
+	}
+	for _, q := range local {
+		if q.durable != nil { // not yet in the store's list
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b queued) int { return cmp.Compare(a.item.ID, b.item.ID) })
+	sess.queue = out
+}
+
+// release is called by sess's worker when its queue is empty: on a
+// shared store it looks for inputs other nodes accepted meanwhile (to
+// run them: false), else gives up the lease and ends the worker (true).
+// Alone on its store the node keeps the lease and ends the worker.
+func (r *Runtime) release(sess *session) bool {
+	if !r.shared() {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		if len(sess.queue) > 0 {
+			return false
+		}
+		sess.working = false
+		return true
+	}
+	sess.lmu.Lock()
+	defer sess.lmu.Unlock()
+	return r.releaseLocked(sess)
+}
+
+// releaseLocked is release on a shared store; sess.lmu is held.
+func (r *Runtime) releaseLocked(sess *session) bool {
+	items, err := r.st.Pending(r.ctx, sess.s.ID)
+	if err != nil && r.ctx.Err() == nil {
+		r.log.Warn("cannot read a session's inbox; its lease is given up", "session", sess.s.Address(), "err", err)
+	}
+	sess.mu.Lock()
+	if len(items) > 0 {
+		r.merge(sess, items, false)
+	}
+	if len(sess.queue) > 0 {
+		sess.mu.Unlock()
+		return false
+	}
+	epoch := sess.epoch
+	sess.leased, sess.working = false, false
+	sess.mu.Unlock()
+	r.unlease(sess.s.ID, epoch)
+	return true
+}
+
+// unlease gives a lease up, logging a failure: the lease then expires.
+func (r *Runtime) unlease(session, epoch int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 5*time.Second)
+	defer cancel()
+	if err := r.leases.Unlease(ctx, session, epoch); err != nil {
+		r.log.Warn("cannot give up a session's lease; it expires", "session", session, "err", err)
+	}
+}
+
+// fenced deals with a turn whose commit found the session's lease lost:
+// another node runs the session now. Its queue is dropped (the inputs are
+// pending in the inbox, for the new owner) and its worker ends; whoever
+// waits here for one of its turns learns the end from the store.
+func (r *Runtime) fenced(sess *session, err error) bool {
+	if !errors.Is(err, store.ErrFenced) {
+		return false
+	}
+	r.log.Warn("session taken over by another node; its turns stop here", "session", sess.s.Address(), "err", err)
+	sess.lmu.Lock()
+	defer sess.lmu.Unlock()
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.leased, sess.working, sess.queue = false, false, nil
+	r.setConv(sess, nil)
+	return true
+}
+
+// epochOf returns the epoch of sess's lease for a turn's batch, 0 if the
+// node does not hold it.
+func (r *Runtime) epochOf(sess *session) int64 {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if !sess.leased {
+		return 0
+	}
+	return sess.epoch
+}
+
+// claim takes over the sessions with pending inputs and no live owner
+// and schedules them: at start, those a previous process left; on a
+// shared store, those of a dead node or a node that gave them up while
+// another node accepted their input.
+func (r *Runtime) claim(ctx context.Context) (int, error) {
+	ls, err := r.leases.Orphans(ctx, 0)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i, l := range ls {
+		if err := r.adopt(ctx, l); err != nil {
+			for _, l := range ls[i:] {
+				r.unlease(l.Session, l.Epoch)
+			}
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// adopt schedules the session of a lease just claimed with its pending
+// inputs, as resumed after a restart. Its worker takes the lease (the
+// node's own now, at the same epoch) and merges what is pending then; a
+// session whose worker runs already finds the inputs when its queue
+// empties.
+func (r *Runtime) adopt(ctx context.Context, l store.Lease) error {
+	s, err := r.st.SessionByID(ctx, l.Session)
+	if err != nil {
+		return err
+	}
+	items, err := r.st.Pending(ctx, l.Session)
+	if err != nil {
+		return err
+	}
+	for {
+		sess := r.session(s)
+		sess.lmu.Lock()
+		r.mu.Lock()
+		if r.sessions[s.ID] != sess { // evicted meanwhile
+			r.mu.Unlock()
+			sess.lmu.Unlock()
+			continue
+		}
+		sess.mu.Lock()
+		working := sess.working
+		if !working {
+			r.merge(sess, items, true)
+		}
+		idle := len(sess.queue) == 0
+		sess.mu.Unlock()
+		r.mu.Unlock()
+		if !working && idle && r.shared() {
+			r.unlease(s.ID, l.Epoch) // done meanwhile by its last owner
+		}
+		sess.lmu.Unlock()
+		if !working && !idle {
+			r.log.Info("resuming session", "session", s.Address(), "pending", len(items))
+			r.kick(sess)
+		}
+		return nil
+	}
+}
+
+// claimLoop claims sessions without a live owner every ClaimEvery until
+// the runtime closes.
+func (r *Runtime) claimLoop() {
+	t := time.NewTicker(r.o.ClaimEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case <-t.C:
+		}
+		if _, err := r.claim(r.ctx); err != nil && r.ctx.Err() == nil && !r.closing.Load() {
+			r.log.Warn("cannot claim sessions without an owner; trying again", "err", err)
+		}
+	}
+}
