@@ -32,7 +32,7 @@ type Leases interface {
 type soleNode struct{ st store.Store }
 
 func (soleNode) Lease(context.Context, int64) (int64, bool, error) { return 1, true, nil }
-func (soleNode) Unlease(context.Context, int64, int64) error        { return nil }
+func (soleNode) Unlease(context.Context, int64, int64) error       { return nil }
 func (n soleNode) Orphans(ctx context.Context, max int) ([]store.Lease, error) {
 	ids, err := n.st.PendingSessions(ctx)
 	ls := make([]store.Lease, len(ids))
