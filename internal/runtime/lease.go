@@ -202,20 +202,25 @@ func (r *Runtime) unlease(session, epoch int64) {
 	}
 }
 
-// fenced deals with a turn whose commit found the session's lease lost:
-// another node runs the session now. Its queue is dropped (the inputs are
-// pending in the inbox, for the new owner) and its worker ends; whoever
-// waits here for one of its turns learns the end from the store.
+// fenced deals with a turn whose commit found the session's lease lost
+// (store.ErrFenced): another node may run the session now, or this node
+// claimed it again at a new epoch (it had expired). The session's cached
+// context is dropped and its lease marked lost; the worker then takes
+// the lease again, as own does: if another node holds it, the queue is
+// dropped (the inputs are pending in the inbox, for that node) and the
+// worker ends; if this node does, the turn resumes from the log as after
+// a restart. Whoever waits here for a turn another node ends learns its
+// end from the store.
 func (r *Runtime) fenced(sess *session, err error) bool {
 	if !errors.Is(err, store.ErrFenced) {
 		return false
 	}
-	r.log.Warn("session taken over by another node; its turns stop here", "session", sess.s.Address(), "err", err)
+	r.log.Warn("session's lease lost; its turn stops here", "session", sess.s.Address(), "err", err)
 	sess.lmu.Lock()
 	defer sess.lmu.Unlock()
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	sess.leased, sess.working, sess.queue = false, false, nil
+	sess.leased = false
 	r.setConv(sess, nil)
 	return true
 }

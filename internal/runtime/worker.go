@@ -110,7 +110,7 @@ func (r *Runtime) work(sess *session) {
 		end, err := r.process(sess, q)
 		<-r.sem
 		if r.fenced(sess, err) {
-			return
+			continue // own takes the lease again, or ends the worker
 		}
 		if err != nil {
 			r.failed(sess, q, err)
