@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"agentd/internal/app"
 	"agentd/internal/gateway"
 	"agentd/internal/store/postgres/pgtest"
 )
@@ -72,6 +73,9 @@ func nodeKills(t *testing.T) int {
 type failover struct {
 	session int64
 	killed  time.Time
+	// restarted: the node came back on its data directory at once and
+	// gave the dead node's leases up; else they expired (the lease TTL).
+	restarted bool
 }
 
 // TestClusterKill proves that several nodes on one PostgreSQL database
@@ -83,7 +87,9 @@ type failover struct {
 // non-idempotent tool (an HTTP POST to a counter outside agentd) never
 // ran twice for one input, and every session's sequence numbers are
 // gapless. It prints the failover times: from a node's death to the next
-// event of each session it was running with input pending.
+// event of each session it was running with input pending, for a node
+// that restarts at once on its data directory (it gives its predecessor's
+// leases up) and for one that stays dead (its leases expire).
 // AGENTD_NODE_KILLS sets the kills (default 20; run with 100 or more by
 // hand), AGENTD_NODE_LEASE the lease TTL (default agentd's, 10s).
 func TestClusterKill(t *testing.T) {
@@ -190,8 +196,17 @@ say finished {{last_user}}
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every other kill, the node comes back as one that never ran on
+		// its directory, as a node that stays dead does: its sessions wait
+		// for its leases to expire.
+		restarted := k%2 == 0
+		if !restarted {
+			if err := os.Remove(filepath.Join(victim.dir, app.NodeFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, id := range ids {
-			failovers = append(failovers, failover{session: id, killed: killed})
+			failovers = append(failovers, failover{session: id, killed: killed, restarted: restarted})
 		}
 		victim.start(t)
 		if k%10 == 9 {
@@ -255,7 +270,7 @@ say finished {{last_user}}
 	// Failover: from a node's death to the next event of each session it
 	// was running with input pending (a turn resumed or started by the
 	// node that took the session over).
-	var took []time.Duration
+	took := map[bool][]time.Duration{}
 	for _, f := range failovers {
 		evs, err := st.Events(context.Background(), f.session, 0, 0)
 		if err != nil {
@@ -263,16 +278,24 @@ say finished {{last_user}}
 		}
 		for _, e := range evs {
 			if e.Time.After(f.killed) {
-				took = append(took, e.Time.Sub(f.killed))
+				took[f.restarted] = append(took[f.restarted], e.Time.Sub(f.killed))
 				break
 			}
 		}
 	}
-	slices.Sort(took)
-	if len(took) > 0 {
-		t.Logf("%d kills, %d inputs; failover (lease %s) over %d sessions: p50 %s, p90 %s, max %s", kills, len(inputs), lease,
-			len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
-	} else {
-		t.Logf("%d kills, %d inputs; no node died holding a session with input pending", kills, len(inputs))
+	t.Logf("%d kills, %d inputs", kills, len(inputs))
+	for _, restarted := range []bool{false, true} {
+		how := "the node stays dead: its leases expire (lease " + lease + ")"
+		if restarted {
+			how = "the node restarts on its data directory at once"
+		}
+		d := took[restarted]
+		if len(d) == 0 {
+			t.Logf("failover, %s: no node died running a session with input pending", how)
+			continue
+		}
+		slices.Sort(d)
+		t.Logf("failover, %s: %d sessions, p50 %s, p90 %s, max %s", how, len(d),
+			d[len(d)/2].Round(time.Millisecond), d[len(d)*9/10].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
 	}
 }

@@ -71,8 +71,11 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, node nod
 	if !agent.IsPostgresURL(u) && !strings.Contains(u, "=") {
 		return nil, "", nil, fmt.Errorf("app: store %q: want sqlite or a postgres:// URL", postgres.Redact(u))
 	}
+	// The node that ran on this data directory before is dead (its lock
+	// is ours): its sessions resume at once, not after the lease TTL.
+	prev, _ := os.ReadFile(filepath.Join(dir, NodeFile))
 	o := &postgres.Options{Logger: log, PoolSize: c.PoolSize, StatementTimeout: c.StatementTimeout.D(),
-		LeaseTTL: c.LeaseTTL.D(), NodeAddr: node.addr, Version: node.version}
+		LeaseTTL: c.LeaseTTL.D(), NodeAddr: node.addr, Version: node.version, Succeeds: strings.TrimSpace(string(prev))}
 	if c.PasswordEnv != "" {
 		if o.Password = os.Getenv(c.PasswordEnv); o.Password == "" {
 			return nil, "", nil, fmt.Errorf("app: store: store.password_env names %s, which is not set", c.PasswordEnv)
@@ -83,7 +86,11 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, node nod
 	if err != nil {
 		return nil, "", nil, err
 	}
-	log.Info("store", "kind", StorePostgres, "url", postgres.Redact(u))
+	if err := os.WriteFile(filepath.Join(dir, NodeFile), []byte(st.NodeID()+"\n"), 0o600); err != nil {
+		st.Close()
+		return nil, "", nil, fmt.Errorf("app: %w", err)
+	}
+	log.Info("store", "kind", StorePostgres, "url", postgres.Redact(u), "node", st.NodeID())
 	mem := func(ctx context.Context, mo *memory.Options) (*memory.Store, error) {
 		cfg, err := postgres.ConnConfig(u, o)
 		if err != nil {
@@ -93,6 +100,10 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, node nod
 	}
 	return st, StorePostgres, mem, nil
 }
+
+// NodeFile, in the data directory, holds the id of the node that runs on
+// it (PostgreSQL): the next node on the directory succeeds it.
+const NodeFile = "node-id"
 
 // nodeInfo describes the node in a shared store's registry.
 type nodeInfo struct {

@@ -132,3 +132,38 @@ func TestCloseGivesUpLeases(t *testing.T) {
 		t.Fatalf("nodes = %+v, %v; want b alone", nodes, err)
 	}
 }
+
+// A node that succeeds a dead one (the next process on its data
+// directory) gives the dead node's leases up as it opens: its sessions
+// are taken at once, not after the lease TTL.
+func TestSuccessorTakesLeasesAtOnce(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := t.Context()
+	a, err := postgres.Open(ctx, db, &postgres.Options{LeaseTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sess, _, err := a.Session(ctx, "agent", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, held, err := a.Lease(ctx, sess.ID)
+	if err != nil || !held {
+		t.Fatal(held, err)
+	}
+	a.StopHeartbeat() // a dies
+	b, err := postgres.Open(ctx, db, &postgres.Options{LeaseTTL: time.Hour, Succeeds: a.NodeID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	eb, held, err := b.Lease(ctx, sess.ID)
+	if err != nil || !held || eb != ea+1 {
+		t.Fatalf("b: Lease of its predecessor's session = %d, %v, %v; want %d, true", eb, held, err, ea+1)
+	}
+	nodes, err := b.Nodes(ctx)
+	if err != nil || len(nodes) != 1 || !nodes[0].Self {
+		t.Fatalf("nodes = %+v, %v; want b alone", nodes, err)
+	}
+}

@@ -102,18 +102,24 @@ func (s *Store) heartbeat(every time.Duration) error {
 	return nil
 }
 
+// forget gives up the leases of node, known dead, and removes it from
+// the registry.
+func (s *Store) forget(ctx context.Context, node string) error {
+	b := &pgx.Batch{}
+	b.Queue(qLeave, node)
+	b.Queue(qDelete, node)
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("forget node %s: %w", node, err)
+	}
+	return nil
+}
+
 // leave gives up the node's leases, so that other nodes take its
 // sessions at once, and removes it from the registry: a clean stop.
 func (s *Store) leave() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	b := &pgx.Batch{}
-	b.Queue(qLeave, s.nodeID)
-	b.Queue(qDelete, s.nodeID)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("postgres: leave: %w", err)
-	}
-	return nil
+	return s.forget(ctx, s.nodeID)
 }
 
 // Nodes lists the nodes sharing the database, oldest first: live when

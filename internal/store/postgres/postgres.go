@@ -103,6 +103,12 @@ type Options struct {
 	// Heartbeat is how often the node writes its heartbeat (default
 	// DefaultHeartbeat).
 	Heartbeat time.Duration
+	// Succeeds, when set, is the id of a node this one replaces and knows
+	// dead (the previous process on the same data directory, whose lock
+	// is free): Open gives its leases up and removes it from the
+	// registry, so that its sessions resume at once rather than after
+	// the lease TTL.
+	Succeeds string
 }
 
 // WriterStats counts the writer's work since Open.
@@ -204,6 +210,12 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if err := s.register(ctx, &o); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
+	}
+	if o.Succeeds != "" {
+		if err := s.forget(ctx, o.Succeeds); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("postgres: open %s: %w", name, err)
+		}
 	}
 	s.beats.Go(func() { s.beat(s.stopBeat, min(o.Heartbeat, o.LeaseTTL/3)) })
 	s.reqs = make([]chan *request, o.Writers)
