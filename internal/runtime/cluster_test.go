@@ -137,6 +137,18 @@ func TestNodesShareAndTakeOverSessions(t *testing.T) {
 	if len(order) != 2 || order[0] != first.Turn || ends[first.Turn] != 1 || ends[second.Turn] != 1 {
 		t.Fatalf("turn ends %v in order %v; want the first, then the second, once each", ends, order)
 	}
+	// Neither turn began elsewhere: neither is marked resumed.
+	for _, turn := range []int64{first.Turn, second.Turn} {
+		evs, err := a.st.TurnEvents(ctx, first.SessionID, turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == event.Marker {
+				t.Errorf("turn %d has a marker %s: it never ran elsewhere", turn, e.Data)
+			}
+		}
+	}
 
 	h = holdOn(t, "third", a, b)
 	third, err := a.rt.Submit(ctx, runtime.Input{Session: "a/s", Text: "third", Source: "test"})

@@ -105,17 +105,19 @@ func (r *Runtime) takeOver(sess *session, epoch int64) error {
 	sess.mu.Lock()
 	stale := r.hold(sess, epoch, s.LastSeq)
 	sess.s.State, sess.s.Title, sess.s.TitleBy = s.State, s.Title, s.TitleBy
-	r.merge(sess, items, stale)
+	r.merge(sess, items, stale, true)
 	sess.mu.Unlock()
 	return nil
 }
 
 // hold records that this node holds sess's lease at epoch; the session's
-// log as the store has it ends at lastSeq. The cached context is dropped
-// if another node may have written since it was loaded: it reports that.
-// sess.mu is held.
+// log as the store has it ends at lastSeq. It reports whether another
+// node may have run the session since this node last knew it (the log
+// grew elsewhere, or the lease is back at a new epoch): then the cached
+// context is dropped, and the queued inputs may have events of turns
+// begun elsewhere. sess.mu is held.
 func (r *Runtime) hold(sess *session, epoch, lastSeq int64) (stale bool) {
-	stale = epoch != sess.epoch || lastSeq != sess.s.LastSeq
+	stale = lastSeq != sess.s.LastSeq || (sess.epoch != 0 && epoch != sess.epoch)
 	if stale {
 		r.setConv(sess, nil)
 	}
@@ -126,10 +128,13 @@ func (r *Runtime) hold(sess *session, epoch, lastSeq int64) (stale bool) {
 // merge makes sess's queue the inputs the store has pending for it, in
 // the order they were accepted, keeping what is known of those queued
 // here already; a queued input not yet known durable stays too. An input
-// from the store, or any after another node held the lease (stale), may
-// have events of a turn begun elsewhere: it resumes as after a restart.
-// No turn of sess runs. sess.mu is held.
-func (r *Runtime) merge(sess *session, items []store.InboxItem, stale bool) {
+// that may have events of a turn begun elsewhere resumes as after a
+// restart: with stale (another node may have run the session meanwhile)
+// every input, with foreign those this node did not queue (another node,
+// since dead, may have begun them before this node knew the session).
+// Without either, the node held the lease while they were accepted, and
+// no node ran them. No turn of sess runs. sess.mu is held.
+func (r *Runtime) merge(sess *session, items []store.InboxItem, stale, foreign bool) {
 	local := map[int64]queued{}
 	for _, q := range sess.queue {
 		local[q.item.ID] = q
@@ -137,10 +142,10 @@ func (r *Runtime) merge(sess *session, items []store.InboxItem, stale bool) {
 	out := make([]queued, 0, len(items))
 	for _, it := range items {
 		q, ok := local[it.ID]
-		if !ok || stale {
-			q = queued{item: it, durable: q.durable}
+		if !ok {
+			q = queued{item: it, recovered: foreign}
 		}
-		q.recovered = q.recovered || !ok || stale
+		q.recovered = q.recovered || stale
 		delete(local, it.ID)
 		out = append(out, q)
 	}
@@ -180,7 +185,7 @@ func (r *Runtime) releaseLocked(sess *session) bool {
 	}
 	sess.mu.Lock()
 	if len(items) > 0 {
-		r.merge(sess, items, false)
+		r.merge(sess, items, false, false)
 	}
 	if len(sess.queue) > 0 {
 		sess.mu.Unlock()
@@ -284,7 +289,7 @@ func (r *Runtime) adopt(ctx context.Context, l store.Lease) error {
 		sess.mu.Lock()
 		working := sess.working
 		if !working {
-			r.merge(sess, items, true)
+			r.merge(sess, items, true, true)
 		}
 		idle := len(sess.queue) == 0
 		sess.mu.Unlock()
