@@ -19,8 +19,9 @@ type Leases interface {
 	// Lease takes or keeps the session's lease; held is false while
 	// another live node holds it.
 	Lease(ctx context.Context, session int64) (epoch int64, held bool, err error)
-	// Unlease gives the session's lease up.
-	Unlease(ctx context.Context, session, epoch int64) error
+	// Unlease gives the session's lease up unless it has pending inputs
+	// (released false: the node keeps it, to run them).
+	Unlease(ctx context.Context, session, epoch int64) (released bool, err error)
 	// Orphans takes the leases of sessions with pending inputs and no
 	// live owner (up to max; max <= 0: all) and returns them.
 	Orphans(ctx context.Context, max int) ([]store.Lease, error)
@@ -31,8 +32,8 @@ type Leases interface {
 // pending inputs.
 type soleNode struct{ st store.Store }
 
-func (soleNode) Lease(context.Context, int64) (int64, bool, error) { return 1, true, nil }
-func (soleNode) Unlease(context.Context, int64, int64) error       { return nil }
+func (soleNode) Lease(context.Context, int64) (int64, bool, error)   { return 1, true, nil }
+func (soleNode) Unlease(context.Context, int64, int64) (bool, error) { return true, nil }
 func (n soleNode) Orphans(ctx context.Context, max int) ([]store.Lease, error) {
 	ids, err := n.st.PendingSessions(ctx)
 	ls := make([]store.Lease, len(ids))
@@ -177,33 +178,60 @@ func (r *Runtime) release(sess *session) bool {
 	return r.releaseLocked(sess)
 }
 
-// releaseLocked is release on a shared store; sess.lmu is held.
+// releaseLocked is release on a shared store; sess.lmu is held. The
+// store keeps the lease while inputs are pending (accepted elsewhere
+// while this node held it: no node ran them); they are queued and run.
+// A store that fails is tried a few times, then the lease is left to
+// its TTL (it is renewed while this node lives: another node's inputs
+// for the session then wait for this node's next one, or its stop).
 func (r *Runtime) releaseLocked(sess *session) bool {
-	items, err := r.st.Pending(r.ctx, sess.s.ID)
-	if err != nil && r.ctx.Err() == nil {
-		r.log.Warn("cannot read a session's inbox; its lease is given up", "session", sess.s.Address(), "err", err)
-	}
-	sess.mu.Lock()
-	if len(items) > 0 {
-		r.merge(sess, items, false, false)
-	}
-	if len(sess.queue) > 0 {
+	for try := 1; ; try++ {
+		sess.mu.Lock()
+		if len(sess.queue) > 0 {
+			sess.mu.Unlock()
+			return false
+		}
+		epoch := sess.epoch
 		sess.mu.Unlock()
-		return false
+		released, err := r.leases.Unlease(r.ctx, sess.s.ID, epoch)
+		var items []store.InboxItem
+		if err == nil && !released {
+			items, err = r.st.Pending(r.ctx, sess.s.ID)
+		}
+		switch {
+		case err == nil && !released:
+			sess.mu.Lock()
+			r.merge(sess, items, false, false)
+			sess.mu.Unlock()
+			if try < 3 {
+				continue
+			}
+		case err != nil && try < 3 && r.ctx.Err() == nil:
+			select {
+			case <-time.After(500 * time.Millisecond):
+			case <-r.ctx.Done():
+			}
+			continue
+		case err != nil && r.ctx.Err() == nil:
+			r.log.Warn("cannot give up a session's lease", "session", sess.s.Address(), "err", err)
+		}
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		if len(sess.queue) > 0 {
+			return false
+		}
+		sess.leased, sess.working = false, false
+		return true
 	}
-	epoch := sess.epoch
-	sess.leased, sess.working = false, false
-	sess.mu.Unlock()
-	r.unlease(sess.s.ID, epoch)
-	return true
 }
 
-// unlease gives a lease up, logging a failure: the lease then expires.
+// unlease gives a lease up after a failure, logging a failure of its
+// own: the lease then expires once the node stops renewing it.
 func (r *Runtime) unlease(session, epoch int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 5*time.Second)
 	defer cancel()
-	if err := r.leases.Unlease(ctx, session, epoch); err != nil {
-		r.log.Warn("cannot give up a session's lease; it expires", "session", session, "err", err)
+	if _, err := r.leases.Unlease(ctx, session, epoch); err != nil {
+		r.log.Warn("cannot give up a session's lease", "session", session, "err", err)
 	}
 }
 
@@ -295,7 +323,12 @@ func (r *Runtime) adopt(ctx context.Context, l store.Lease) error {
 		sess.mu.Unlock()
 		r.mu.Unlock()
 		if !working && idle && r.shared() {
-			r.unlease(s.ID, l.Epoch) // done meanwhile by its last owner
+			// Done meanwhile by its last owner, or accepted again since:
+			// the lease claimed is given up, or its inputs run.
+			sess.mu.Lock()
+			r.hold(sess, l.Epoch, s.LastSeq)
+			sess.mu.Unlock()
+			idle = r.releaseLocked(sess)
 		}
 		sess.lmu.Unlock()
 		if !working && !idle {

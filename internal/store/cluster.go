@@ -43,8 +43,12 @@ type ClusterStore interface {
 	// live node holds it.
 	Lease(ctx context.Context, session int64) (epoch int64, held bool, err error)
 	// Unlease gives up the session's lease at epoch, if this node still
-	// holds it, so another node may take it at once.
-	Unlease(ctx context.Context, session, epoch int64) error
+	// holds it, so another node may take it at once, unless the session
+	// has pending inbox items: then released is false and the node keeps
+	// the lease, to run them. The check and the release are one
+	// statement, so an input accepted elsewhere meanwhile is either seen
+	// here or finds the lease free.
+	Unlease(ctx context.Context, session, epoch int64) (released bool, err error)
 	// Orphans takes the leases of up to max sessions (max <= 0: all) that
 	// have pending inbox items and no live lease (their node died, or
 	// none took them), and returns them.

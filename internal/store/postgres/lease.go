@@ -27,8 +27,10 @@ const (
 			node_id = excluded.node_id, expires_at = excluded.expires_at
 		WHERE l.node_id = excluded.node_id OR l.expires_at <= now()
 		RETURNING epoch`
-	qUnlease = `UPDATE agentd_leases SET expires_at = '-infinity'
-		WHERE session_id = $1 AND node_id = $2 AND epoch = $3`
+	qUnlease = `WITH p AS (SELECT EXISTS (SELECT 1 FROM inbox WHERE session_id = $1 AND state = 'pending') AS pending),
+	u AS (UPDATE agentd_leases SET expires_at = '-infinity'
+		WHERE session_id = $1 AND node_id = $2 AND epoch = $3 AND NOT (SELECT pending FROM p) RETURNING 1)
+	SELECT NOT pending FROM p`
 	// Orphans: expired or given-up leases of sessions with pending items,
 	// claimed with FOR UPDATE SKIP LOCKED, so that nodes polling at once
 	// take different sessions without waiting for each other (and a lease
@@ -79,15 +81,16 @@ func (s *Store) Lease(ctx context.Context, session int64) (epoch int64, held boo
 	return epoch, true, nil
 }
 
-// Unlease gives up session's lease at epoch if this node holds it.
-func (s *Store) Unlease(ctx context.Context, session, epoch int64) error {
+// Unlease gives up session's lease at epoch if this node holds it and
+// the session has no pending inbox items (released false: it has some).
+func (s *Store) Unlease(ctx context.Context, session, epoch int64) (released bool, err error) {
 	if s.isDown.Load() {
-		return store.ErrClosed
+		return false, store.ErrClosed
 	}
-	if _, err := s.pool.Exec(ctx, qUnlease, session, s.nodeID, epoch); err != nil {
-		return s.readErr(fmt.Sprintf("unlease session %d", session), err)
+	if err := s.pool.QueryRow(ctx, qUnlease, session, s.nodeID, epoch).Scan(&released); err != nil {
+		return false, s.readErr(fmt.Sprintf("unlease session %d", session), err)
 	}
-	return nil
+	return released, nil
 }
 
 // Orphans takes the leases of up to max sessions (max <= 0: all) with

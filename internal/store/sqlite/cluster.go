@@ -25,12 +25,11 @@ func (s *Store) Lease(ctx context.Context, session int64) (int64, bool, error) {
 	return SoleEpoch, true, nil
 }
 
-// Unlease does nothing: the lease is this node's whatever it does.
-func (s *Store) Unlease(ctx context.Context, session, epoch int64) error {
-	if s.isDown.Load() {
-		return store.ErrClosed
-	}
-	return nil
+// Unlease reports, as ClusterStore's contract says, whether the session
+// has no pending inbox items; the lease stays this node's either way.
+func (s *Store) Unlease(ctx context.Context, session, epoch int64) (bool, error) {
+	items, err := s.Pending(ctx, session)
+	return len(items) == 0 && err == nil, err
 }
 
 // Orphans returns the sessions with pending inbox items (up to max; max

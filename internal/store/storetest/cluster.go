@@ -26,6 +26,9 @@ func testLeases(t *testing.T, x *suite) {
 		t.Fatalf("Orphans = %+v, want session %d alone with an epoch", orphans, a.ID)
 	}
 	epoch := orphans[0].Epoch
+	if released, err := s.Unlease(ctx, a.ID, epoch); err != nil || released {
+		t.Fatalf("Unlease with an input pending = %v, %v; want kept", released, err)
+	}
 	for range 2 {
 		e, held, err := s.Lease(ctx, a.ID)
 		if err != nil || !held || e != epoch {
@@ -33,8 +36,8 @@ func testLeases(t *testing.T, x *suite) {
 		}
 	}
 	mustCommit(t, s, &store.Batch{Session: a.ID, Epoch: epoch, Events: []event.Event{input(a.ID, it.ID, "hi")}, Done: []int64{it.ID}})
-	if err := s.Unlease(ctx, a.ID, epoch); err != nil {
-		t.Fatal(err)
+	if released, err := s.Unlease(ctx, a.ID, epoch); err != nil || !released {
+		t.Fatalf("Unlease with nothing pending = %v, %v; want released", released, err)
 	}
 	e, held, err := s.Lease(ctx, a.ID)
 	if err != nil || !held || e != epoch {
