@@ -26,6 +26,11 @@
 // waits returns ctx.Err(), but a request the writer has already taken may
 // still be committed; a caller that must know reads back.
 //
+// Nodes: every Store is a node in the registry (agentd_nodes, nodes.go)
+// with a heartbeat, and takes session leases (agentd_leases, lease.go):
+// a commit with a lease epoch is fenced in its own transaction
+// (store.ErrFenced). Close gives the node's leases up.
+//
 // The schema is versioned (table agentd_schema) and migrated on Open under
 // an advisory lock. History search uses PostgreSQL's full-text search: see
 // SearchHistory.
