@@ -5,11 +5,16 @@
 // and on start resumes every turn a previous process left unfinished.
 // Each turn it hands the engine carries its log (engine.Turn.Log): a batch
 // is committed to the store, then the session's cached context follows it
-// and its events are published on the bus.
+// and its events are published on the bus. A worker runs a session only
+// while its node holds the session's lease (lease.go), so that several
+// nodes can share one store: one of them runs each session's turns, and
+// another takes a dead node's sessions over as a restart would.
 //
 // Lock order: a running turn's own locks (the engine's lifecycle.mu, then
 // writer.mu, held while the turn's log commits and waits), then
-// Runtime.mu, then session.mu. Runtime.mu guards the sessions in memory
+// Runtime.mu, then session.mu. session.lmu, which orders a session's
+// lease changes and is held across the store's lease calls, comes before
+// Runtime.mu and is never taken by a running turn. Runtime.mu guards the sessions in memory
 // and the waiters; session.mu one session's queue, running turn, cached
 // context and state. Eviction, which holds Runtime.mu, only tries a
 // session's lock. Neither runtime lock is held across I/O (the store, the
