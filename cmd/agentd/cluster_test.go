@@ -8,36 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"agentd/internal/app"
-	"agentd/internal/store/postgres"
 	"agentd/internal/store/postgres/pgtest"
 )
-
-// skipWhileOneNodePerDatabase skips t while a PostgreSQL database takes
-// one agentd node at a time (the lock that refuses a second until nodes
-// coordinate session ownership by leases).
-func skipWhileOneNodePerDatabase(t *testing.T, db string) {
-	t.Helper()
-	first, err := postgres.Open(t.Context(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	second, err := postgres.Open(t.Context(), db, nil)
-	if err != nil && strings.Contains(err.Error(), "in use by another agentd node") {
-		t.Skip("skipping: a PostgreSQL database takes one agentd node at a time until session leases exist (ErrInUse)")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	second.Close()
-}
 
 // streamFrame is a frame of GET /v1/stream, as a client reads it.
 type streamFrame struct {
@@ -101,7 +79,6 @@ func consecutive(t *testing.T, what string, seqs []int64, first int64) {
 func TestStreamAcrossNodesThroughTheDaemon(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
-	skipWhileOneNodePerDatabase(t, db)
 	addr := fake(t, "")
 	env := []string{app.StoreEnv + "=" + db}
 	var dirs []string

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"agentd/internal/app"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
 )
@@ -133,17 +135,37 @@ say finished {{last_user}}
 	if found := searchAll(t, st, "work", "finished"); len(found) != len(inputs) {
 		t.Errorf("search finds %d answers, want %d", len(found), len(inputs))
 	}
+	var sessions []string
+	for i := 0; i < 4; i++ {
+		sessions = append(sessions, fmt.Sprintf("work/s%d", i))
+	}
+	checkAnsweredOnce(t, st, sessions, inputs, cnt)
+}
+
+// checkAnsweredOnce checks the log of a kill test's sessions: their
+// sequence numbers gapless, one input event, one turn end and the right
+// reply per input, and the non-idempotent tool (counted by cnt) run at
+// most once per input, and never without a result unless recorded as
+// interrupted.
+func checkAnsweredOnce(t *testing.T, st app.Store, sessions []string, inputs []*input, cnt *counter) {
+	t.Helper()
 	inputsSeen := map[string]int{}
 	ends := map[string]int{}
 	interrupted := map[string]bool{}
-	for s := 0; s < 4; s++ {
-		sess, err := st.SessionByAddress(context.Background(), "work", fmt.Sprintf("s%d", s))
+	for _, addr := range sessions {
+		agentID, key, _ := strings.Cut(addr, "/")
+		sess, err := st.SessionByAddress(context.Background(), agentID, key)
 		if err != nil {
 			t.Fatal(err)
 		}
 		evs, err := st.Events(context.Background(), sess.ID, 0, 0)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i, e := range evs {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("%s: event %d has sequence number %d: a gap", addr, i+1, e.Seq)
+			}
 		}
 		turnText := map[int64]string{}
 		for _, e := range evs {

@@ -23,6 +23,7 @@ const (
 	StoreSQLite               = "sqlite" // store.url of the default store
 	DefaultStorePoolSize      = 10
 	DefaultStatementTimeout   = 30 * time.Second
+	DefaultLeaseTTL           = 10 * time.Second
 
 	// DefaultDataDir is the data directory when neither --data nor
 	// $AGENTD_HOME names one.
@@ -90,6 +91,9 @@ func applyConfigDefaults(c *Config) {
 	}
 	if c.Store.StatementTimeout == 0 {
 		c.Store.StatementTimeout = Duration(DefaultStatementTimeout)
+	}
+	if c.Store.LeaseTTL == 0 {
+		c.Store.LeaseTTL = Duration(DefaultLeaseTTL)
 	}
 	applyGatewayDefaults(&c.Gateway)
 }

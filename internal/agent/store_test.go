@@ -22,6 +22,9 @@ func TestStoreConfig(t *testing.T) {
 		{"\nstore:\n  url: postgres://db/agentd?password=s3cret\n", "", "agentd.yaml:3: store.url: must not contain a password"},
 		{"store:\n  sslmode: sometimes\n", "", "store.sslmode: must be disable, allow, prefer, require, verify-ca or verify-full"},
 		{"store:\n  pool_size: -1\n", "", "store.pool_size: must not be negative"},
+		{"store:\n  lease_ttl: 3s\n", StoreSQLite, ""},
+		{"store:\n  lease_ttl: 100ms\n", "", "agentd.yaml:2: store.lease_ttl: must be at least 300ms"},
+		{"store:\n  lease_ttl: -1s\n", "", "store.lease_ttl: must be at least 300ms"},
 		{"store:\n  password_env: $PGPW\n", "", "store.password_env: write the variable's name without $"},
 		{"store:\n  urll: x\n", "", "store.urll: unknown field"},
 	} {

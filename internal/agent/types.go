@@ -355,6 +355,10 @@ type StoreConfig struct {
 	// SSLMode is PostgreSQL's sslmode: disable, allow, prefer, require,
 	// verify-ca or verify-full; "" keeps the URL's (libpq's default is prefer).
 	SSLMode string `yaml:"sslmode" json:"sslmode,omitempty"`
+	// LeaseTTL is how long a node's lease on a session lasts unless
+	// renewed (PostgreSQL; default 10s): another node takes a dead
+	// node's sessions over that long after its last heartbeat.
+	LeaseTTL Duration `yaml:"lease_ttl" json:"lease_ttl,omitempty"`
 }
 
 // UnmarshalYAML reads a store written as its URL alone or as a mapping.

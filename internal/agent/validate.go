@@ -353,6 +353,9 @@ func (c *checker) store(p string, s StoreConfig) {
 	if s.StatementTimeout < 0 {
 		c.add(p+".statement_timeout", "must not be negative")
 	}
+	if s.LeaseTTL < 0 || (s.LeaseTTL > 0 && s.LeaseTTL.D() < 300*time.Millisecond) {
+		c.add(p+".lease_ttl", "must be at least 300ms")
+	}
 	c.oneOf(p+".sslmode", s.SSLMode, sslModes)
 }
 

@@ -34,6 +34,7 @@ func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 		Ready:      readiness{a},
 		Metrics:    a.startMetrics(),
 		Usage:      a.Store,
+		Nodes:      a.Store,
 		AgentFiles: a.Agents,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 	})

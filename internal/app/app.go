@@ -150,7 +150,11 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log, OnChange: onChange}); err != nil {
 		return nil, err
 	}
-	if a.Store, a.storeKind, a.openMem, err = openStore(ctx, dir, storeURL(o.Store, a.Config.Store), a.Config.Store, log); err != nil {
+	node := nodeInfo{version: o.Version}
+	if !a.Config.Gateway.TCPOff() {
+		node.addr = a.Config.Gateway.Listen
+	}
+	if a.Store, a.storeKind, a.openMem, err = openStore(ctx, dir, storeURL(o.Store, a.Config.Store), a.Config.Store, node, log); err != nil {
 		return nil, err
 	}
 	a.Tools = tool.NewRegistry(&tool.RegistryOptions{Logger: log})
@@ -182,8 +186,12 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		eo.Recall = recaller{a.Memory}
 	}
 	a.Engine = engine.New(&eo)
-	a.Runtime = runtime.New(&runtime.Options{Store: a.Store, Agents: a.Agents, Engine: a.Engine, Bus: a.Bus,
-		Logger: log, MaxConcurrentTurns: a.Config.MaxConcurrentTurns})
+	ro := &runtime.Options{Store: a.Store, Agents: a.Agents, Engine: a.Engine, Bus: a.Bus,
+		Logger: log, MaxConcurrentTurns: a.Config.MaxConcurrentTurns}
+	if a.storeKind == StorePostgres {
+		ro.ClaimEvery = claimEvery // other nodes may share the store
+	}
+	a.Runtime = runtime.New(ro)
 	ok = true
 	return a, nil
 }

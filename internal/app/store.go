@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/memory"
@@ -23,6 +24,7 @@ type Store interface {
 	store.Store
 	store.HistoryStore
 	store.OpsStore
+	store.ClusterStore
 	// SetTitle sets a session's title (see sqlite.Store.SetTitle).
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
 	// Writable reports whether the store can take writes; store.ErrFull
@@ -55,7 +57,7 @@ type memoryOpener func(ctx context.Context, o *memory.Options) (*memory.Store, e
 // openStore opens the store u names with c's settings, and says how to
 // open long-term memory beside it: in the data directory's memory.db
 // with SQLite, in the same database with PostgreSQL.
-func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slog.Logger) (Store, string, memoryOpener, error) {
+func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, node nodeInfo, log *slog.Logger) (Store, string, memoryOpener, error) {
 	if u == "" || u == agent.StoreSQLite {
 		st, err := sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: c.Synchronous, Logger: log})
 		if err != nil {
@@ -73,12 +75,19 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, log *slo
 	if err != nil {
 		return nil, "", nil, err
 	}
-	o.Logger = log
+	// The node that ran on this data directory before is dead (its lock
+	// is ours): its sessions resume at once, not after the lease TTL.
+	prev, _ := os.ReadFile(filepath.Join(dir, NodeFile))
+	o.Logger, o.LeaseTTL, o.NodeAddr, o.Version, o.Succeeds = log, c.LeaseTTL.D(), node.addr, node.version, strings.TrimSpace(string(prev))
 	st, err := postgres.Open(ctx, u, o)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	log.Info("store", "kind", StorePostgres, "url", postgres.Redact(u))
+	if err := os.WriteFile(filepath.Join(dir, NodeFile), []byte(st.NodeID()+"\n"), 0o600); err != nil {
+		st.Close()
+		return nil, "", nil, fmt.Errorf("app: %w", err)
+	}
+	log.Info("store", "kind", StorePostgres, "url", postgres.Redact(u), "node", st.NodeID())
 	mem := func(ctx context.Context, mo *memory.Options) (*memory.Store, error) {
 		cfg, err := postgres.ConnConfig(u, o)
 		if err != nil {
@@ -117,6 +126,21 @@ func StoreSchema(ctx context.Context, override string, c agent.StoreConfig) (whe
 	have, err = postgres.DatabaseSchemaVersion(ctx, u, o)
 	return postgres.Redact(u), have, postgres.SchemaVersion(), true, err
 }
+
+// NodeFile, in the data directory, holds the id of the node that runs on
+// it (PostgreSQL): the next node on the directory succeeds it.
+const NodeFile = "node-id"
+
+// nodeInfo describes the node in a shared store's registry.
+type nodeInfo struct {
+	addr    string // where its API listens on TCP ("" if it does not)
+	version string
+}
+
+// claimEvery is how often a node on a shared store looks for sessions
+// whose owner died: a dead node's sessions resume within the lease TTL
+// and this.
+const claimEvery = time.Second
 
 // withSSLMode sets a connection string's sslmode, if mode is set.
 func withSSLMode(u, mode string) string {

@@ -104,10 +104,6 @@ func Cluster(ctx context.Context, o *ClusterOptions) (*ClusterResult, error) {
 
 	for _, n := range nodes {
 		tps, err := clusterTurns(ctx, filepath.Join(dir, fmt.Sprintf("nodes%d", n)), o.Store, n, c)
-		if errors.Is(err, postgres.ErrInUse) {
-			res.Skipped = append(res.Skipped, fmt.Sprintf("turns/s with %d nodes: a database takes one node at a time until session leases exist", n))
-			continue
-		}
 		if err != nil {
 			return nil, fmt.Errorf("bench: cluster: %d nodes: %w", n, err)
 		}
@@ -217,7 +213,7 @@ func clusterTurns(ctx context.Context, dir, storeURL string, n int, c clusterCon
 // store's bus (node A), fed by A's listener; a delivery before the
 // commit returned counts 0.
 func delivery(ctx context.Context, storeURL string, n int) ([]time.Duration, error) {
-	opts := &postgres.Options{Shared: true}
+	var opts *postgres.Options
 	a, err := postgres.Open(ctx, storeURL, opts)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,7 @@ type Options struct {
 	Ready      Readiness  // GET /readyz (nil: never ready)
 	Metrics    Metrics    // GET /metrics
 	Usage      Usage      // GET /v1/usage
+	Nodes      Nodes      // GET /v1/nodes
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
 
 	// BodyBytesInFlight bounds the bytes of large request bodies received

@@ -63,7 +63,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Lifecycle: (*runtime.Runtime)(nil), Permits: (*permit.Broker)(nil), MCP: (*mcp.Manager)(nil),
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
-		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
+		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
 	// escape the check.

@@ -91,7 +91,7 @@ func newOpsEnv(t testing.TB) *opsEnv {
 		<-done
 	})
 	srv := gateway.New(&gateway.Options{Runtime: e.rt, Sessions: e.st, Agents: reg, Version: "v1.2.3",
-		Ready: storeReady{e.st}, Metrics: c, Usage: e.st, AgentFiles: reg})
+		Ready: storeReady{e.st}, Metrics: c, Usage: e.st, Nodes: e.st, AgentFiles: reg})
 	e.http.Close()
 	e.http = httptest.NewServer(srv)
 	return &opsEnv{env: e, reg: reg, dir: dir}

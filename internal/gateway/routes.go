@@ -51,13 +51,14 @@ type route struct {
 
 // routeTable is every route of the API.
 var routeTable = []route{
-	// The server (gateway.go, ops.go, status.go).
+	// The server (gateway.go, ops.go, status.go, nodes.go).
 	{pattern: "GET /healthz", access: public, serve: (*Server).healthz},
 	{pattern: "GET /readyz", serve: (*Server).readyz},
 	{pattern: "GET /metrics", serve: (*Server).metrics},
 	{pattern: "GET /v1/version", serve: (*Server).version},
 	{pattern: "GET /v1/status", serve: (*Server).status},
 	{pattern: "GET /v1/usage", serve: (*Server).usage},
+	{pattern: "GET /v1/nodes", serve: (*Server).nodes},
 
 	// Sessions and their turns (sessions.go, title.go, tools.go).
 	{pattern: "GET /v1/sessions", serve: (*Server).sessions},

@@ -18,6 +18,10 @@ type session struct {
 	s   store.Session
 	elt *list.Element // in Runtime.lru while idle
 
+	// lmu orders the changes of the session's lease (lease.go): it is held
+	// across the store's lease calls, taken before Runtime.mu and mu.
+	lmu sync.Mutex
+
 	mu      sync.Mutex
 	queue   []queued
 	working bool                    // a worker goroutine exists
@@ -25,6 +29,11 @@ type session struct {
 	conv    *engine.Conversation    // the context since the last reset; nil until loaded
 	// published is the state last published as a session_state event.
 	published string
+	// leased: this node holds the session's lease, at epoch (the last
+	// epoch it held, once it gave the lease up). s.LastSeq is the last
+	// sequence number this node knows the session's log to end at.
+	leased bool
+	epoch  int64
 }
 
 // setConv replaces the session's cached conversation, keeping the cache's

@@ -34,6 +34,7 @@ type turnLog struct {
 // it to be durable, then keeps the session's cached context in step and
 // publishes its events. Stores without the ability commit at once.
 func (l turnLog) Commit(ctx context.Context, b *store.Batch) func() error {
+	b.Epoch = l.r.epochOf(l.sess)
 	as, ok := l.r.st.(asyncStore)
 	if !ok {
 		err := l.r.commit(ctx, l.sess, b)
@@ -55,6 +56,7 @@ func (r *Runtime) committed(sess *session, b *store.Batch) {
 	if len(b.Events) > 0 {
 		sess.mu.Lock()
 		r.follow(sess, b.Events)
+		sess.s.LastSeq = max(sess.s.LastSeq, b.Events[len(b.Events)-1].Seq)
 		if b.State != "" {
 			sess.s.State = b.State
 		}

@@ -5,11 +5,16 @@
 // and on start resumes every turn a previous process left unfinished.
 // Each turn it hands the engine carries its log (engine.Turn.Log): a batch
 // is committed to the store, then the session's cached context follows it
-// and its events are published on the bus.
+// and its events are published on the bus. A worker runs a session only
+// while its node holds the session's lease (lease.go), so that several
+// nodes can share one store: one of them runs each session's turns, and
+// another takes a dead node's sessions over as a restart would.
 //
 // Lock order: a running turn's own locks (the engine's lifecycle.mu, then
 // writer.mu, held while the turn's log commits and waits), then
-// Runtime.mu, then session.mu. Runtime.mu guards the sessions in memory
+// Runtime.mu, then session.mu. session.lmu, which orders a session's
+// lease changes and is held across the store's lease calls, comes before
+// Runtime.mu and is never taken by a running turn. Runtime.mu guards the sessions in memory
 // and the waiters; session.mu one session's queue, running turn, cached
 // context and state. Eviction, which holds Runtime.mu, only tries a
 // session's lock. Neither runtime lock is held across I/O (the store, the
@@ -25,6 +30,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -108,18 +114,31 @@ type Options struct {
 	// the log when needed).
 	CacheSessions int
 	CacheBytes    int64
+	// Leases decides which sessions this node runs; nil: the store's
+	// (store.ClusterStore) if it has them, else this node runs every
+	// session.
+	Leases Leases
+	// ClaimEvery, when set, says that other nodes share the store: a
+	// session's lease is given up whenever its queue empties (any node
+	// may then take it with its next input), and every ClaimEvery the
+	// node takes over the sessions with pending inputs and no live owner
+	// (a dead node's). 0 (the default, for a store only this node uses)
+	// keeps every lease and claims only at Start.
+	ClaimEvery time.Duration
 }
 
 // Runtime owns sessions, inboxes and session workers.
 type Runtime struct {
 	o      Options
 	st     store.Store
+	leases Leases
 	bus    *event.Bus
 	log    *slog.Logger
 	sem    chan struct{}
 	ctx    context.Context // cancelled with engine.ErrShutdown on Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // session workers
+	claims sync.WaitGroup // the claim loop (ClaimEvery)
 	// idle hands a kicked session to a worker waiting for work (worker.go);
 	// quit, closed by Close, sends those waiting away.
 	idle        chan *session
@@ -150,6 +169,13 @@ func New(o *Options) *Runtime {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	if r.leases = o.Leases; r.leases == nil {
+		if cs, ok := o.Store.(store.ClusterStore); ok {
+			r.leases = cs
+		} else {
+			r.leases = soleNode{o.Store}
+		}
+	}
 	n := o.MaxConcurrentTurns
 	if n <= 0 {
 		n = 256
@@ -175,31 +201,16 @@ func New(o *Options) *Runtime {
 // along with live text deltas.
 func (r *Runtime) Bus() *event.Bus { return r.bus }
 
-// Start resumes every session with unprocessed inbox items, including turns
-// a previous process left unfinished.
+// Start resumes every session with unprocessed inbox items and no live
+// owner, including turns a previous process left unfinished, and, on a
+// shared store (ClaimEvery), starts claiming such sessions as they appear.
 func (r *Runtime) Start(ctx context.Context) (resumed int, err error) {
-	ids, err := r.st.PendingSessions(ctx)
+	resumed, err = r.claim(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("runtime: find pending sessions: %w", err)
+		return resumed, fmt.Errorf("runtime: resume sessions: %w", err)
 	}
-	for _, id := range ids {
-		s, err := r.st.SessionByID(ctx, id)
-		if err != nil {
-			return resumed, fmt.Errorf("runtime: resume session %d: %w", id, err)
-		}
-		items, err := r.st.Pending(ctx, id)
-		if err != nil {
-			return resumed, fmt.Errorf("runtime: resume session %d: %w", id, err)
-		}
-		sess := r.session(s)
-		sess.mu.Lock()
-		for _, it := range items {
-			sess.queue = append(sess.queue, queued{item: it, recovered: true})
-		}
-		sess.mu.Unlock()
-		r.log.Info("resuming session", "session", s.Address(), "pending", len(items))
-		r.kick(sess)
-		resumed++
+	if r.shared() {
+		r.claims.Go(r.claimLoop)
 	}
 	return resumed, nil
 }
@@ -231,6 +242,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.cancel(engine.ErrShutdown)
 	<-done
+	r.claims.Wait()
 	if first {
 		close(r.stopped)
 	}

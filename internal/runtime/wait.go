@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -43,11 +44,29 @@ func (r *Runtime) waitFor(ctx context.Context, turn int64, ch chan event.TurnEnd
 // done too: a server that stops serving right after the runtime cancels
 // its requests, and the waiter must still say how the turn went.
 func (r *Runtime) await(ctx context.Context, turn int64, ch chan event.TurnEndData) (event.TurnEndData, error) {
-	select {
-	case end := <-ch:
-		return end, nil
-	case <-ctx.Done():
-	case <-r.stopped:
+	// On a shared store the turn may run on another node (which holds the
+	// session's lease): its end is then read from the store.
+	var tick <-chan time.Time
+	if r.shared() {
+		t := time.NewTicker(awaitPoll)
+		defer t.Stop()
+		tick = t.C
+	}
+wait:
+	for {
+		select {
+		case end := <-ch:
+			return end, nil
+		case <-ctx.Done():
+			break wait
+		case <-r.stopped:
+			break wait
+		case <-tick:
+			if end, ok := r.endedElsewhere(ctx, turn); ok {
+				r.dropWaiter(turn, ch)
+				return end, nil
+			}
+		}
 	}
 	defer r.dropWaiter(turn, ch)
 	select {
@@ -59,6 +78,20 @@ func (r *Runtime) await(ctx context.Context, turn int64, ch chan event.TurnEndDa
 		return event.TurnEndData{}, fmt.Errorf("%w: turn %d did not end before it stopped; it goes on when agentd starts again", ErrClosed, turn)
 	}
 	return event.TurnEndData{}, ctx.Err()
+}
+
+// awaitPoll is how often a waiter on a shared store looks for its turn's
+// end in the store.
+const awaitPoll = 500 * time.Millisecond
+
+// endedElsewhere reads whether a turn has ended, and how, from the store.
+func (r *Runtime) endedElsewhere(ctx context.Context, turn int64) (event.TurnEndData, bool) {
+	it, err := r.st.InboxItem(ctx, turn)
+	if err != nil || it.State != store.InboxDone {
+		return event.TurnEndData{}, false
+	}
+	end, err := r.turnResult(ctx, it)
+	return end, err == nil
 }
 
 // isStopped reports whether Close has stopped every worker.

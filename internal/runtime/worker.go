@@ -91,9 +91,13 @@ func (r *Runtime) worker(sess *session) {
 	}
 }
 
-// work runs a session's queue in order, then returns.
+// work runs a session's queue in order while the node holds the
+// session's lease, then returns.
 func (r *Runtime) work(sess *session) {
 	for {
+		if !r.own(sess) {
+			return
+		}
 		q, ok := r.next(sess)
 		if !ok {
 			return
@@ -105,19 +109,20 @@ func (r *Runtime) work(sess *session) {
 		}
 		end, err := r.process(sess, q)
 		<-r.sem
+		if r.fenced(sess, err) {
+			continue // own takes the lease again, or ends the worker
+		}
 		if err != nil {
 			r.failed(sess, q, err)
 			continue
 		}
 		sess.mu.Lock()
 		sess.queue = sess.queue[1:]
+		empty := len(sess.queue) == 0
+		sess.mu.Unlock()
 		// A session whose queue is empty is idle before its waiters hear
 		// of the end, so that one closed right after its reply is not busy.
-		idle := len(sess.queue) == 0
-		if idle {
-			sess.working = false
-		}
-		sess.mu.Unlock()
+		idle := empty && r.release(sess)
 		r.notify(q.item.ID, end)
 		if idle {
 			return
@@ -201,7 +206,8 @@ func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 // state, if not ""), in one batch, and the item ends as end.
 func (r *Runtime) finish(sess *session, id int64, kind event.Kind, payload any, state string, end event.TurnEndData) (event.TurnEndData, error) {
 	ev := event.New(sess.s.ID, id, kind, payload)
-	if err := r.commit(r.ctx, sess, &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{id}, State: state}); err != nil {
+	b := &store.Batch{Session: sess.s.ID, Events: []event.Event{ev}, Done: []int64{id}, State: state, Epoch: r.epochOf(sess)}
+	if err := r.commit(r.ctx, sess, b); err != nil {
 		return event.TurnEndData{}, err
 	}
 	return end, nil

@@ -171,6 +171,12 @@ type Batch struct {
 	State string
 	// Usage rows to record.
 	Usage []Usage
+	// Epoch, if not 0, is the epoch of the session's lease this node
+	// holds (ClusterStore.Lease): the batch is written only if the node
+	// still holds the lease at that epoch, checked in the commit's own
+	// transaction, else Commit fails with ErrFenced. A batch outside any
+	// turn (a marker, a recorded event) has none.
+	Epoch int64
 }
 
 // AgentRecord is an agent definition as last loaded.

@@ -26,7 +26,7 @@ type clusterNode struct {
 
 func newClusterNode(t *testing.T, db string) *clusterNode {
 	t.Helper()
-	st, err := postgres.Open(t.Context(), db, &postgres.Options{Shared: true})
+	st, err := postgres.Open(t.Context(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func openNodes(t *testing.T, n int) (db string, nodes []node) {
 	t.Helper()
 	db = pgtest.NewDB(t)
 	for range n {
-		st, err := postgres.Open(t.Context(), db, &postgres.Options{Shared: true})
+		st, err := postgres.Open(t.Context(), db, nil)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}

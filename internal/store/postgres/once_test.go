@@ -16,7 +16,7 @@ func openShared(t *testing.T, n int) (string, []*postgres.Store) {
 	db := pgtest.NewDB(t)
 	var out []*postgres.Store
 	for range n {
-		st, err := postgres.Open(t.Context(), db, &postgres.Options{Shared: true})
+		st, err := postgres.Open(t.Context(), db, nil)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}

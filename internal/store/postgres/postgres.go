@@ -26,6 +26,11 @@
 // waits returns ctx.Err(), but a request the writer has already taken may
 // still be committed; a caller that must know reads back.
 //
+// Nodes: every Store is a node in the registry (agentd_nodes, nodes.go)
+// with a heartbeat, and takes session leases (agentd_leases, lease.go):
+// a commit with a lease epoch is fenced in its own transaction
+// (store.ErrFenced). Close gives the node's leases up.
+//
 // The schema is versioned (table agentd_schema) and migrated on Open under
 // an advisory lock. History search uses PostgreSQL's full-text search: see
 // SearchHistory.
@@ -59,11 +64,6 @@ var (
 	_ store.HistoryStore = (*Store)(nil)
 	_ store.OpsStore     = (*Store)(nil)
 )
-
-// ErrInUse is returned by Open for a database another agentd node has
-// open: until nodes coordinate (who runs which session's turns), one node
-// uses a database at a time.
-var ErrInUse = errors.New("the database is in use by another agentd node")
 
 // ErrInvalid is store.ErrInvalid.
 var ErrInvalid = store.ErrInvalid
@@ -102,16 +102,28 @@ type Options struct {
 	// group and the writes queued behind it wait in memory, at most
 	// MaxBatch per writer, and new writes wait for room.
 	RetryFor time.Duration
-	// Shared opens the database beside other nodes: without it, Open
-	// takes the lock that keeps a database to one node (ErrInUse) until
-	// nodes coordinate who runs which session. Only what coordinates its
-	// nodes itself (tests of several nodes) sets it.
-	Shared bool
 	// Writers is the number of writer goroutines, each committing its
 	// groups on a connection of its own while the others' commits are in
 	// flight; a session's writes all go to one, in order (default
 	// DefaultWriters, at most PoolSize - 1).
 	Writers int
+	// NodeName, NodeAddr and Version describe this node in the node
+	// registry (agentd nodes): default the host's name, "" and "".
+	NodeName, NodeAddr, Version string
+	// LeaseTTL is how long a session's lease lasts unless renewed: a
+	// dead node's sessions are taken over by another that long after its
+	// last heartbeat (default DefaultLeaseTTL). Leases are renewed every
+	// LeaseTTL/3, with the heartbeat if that is sooner.
+	LeaseTTL time.Duration
+	// Heartbeat is how often the node writes its heartbeat (default
+	// DefaultHeartbeat).
+	Heartbeat time.Duration
+	// Succeeds, when set, is the id of a node this one replaces and knows
+	// dead (the previous process on the same data directory, whose lock
+	// is free): Open gives its leases up and removes it from the
+	// registry, so that its sessions resume at once rather than after
+	// the lease TTL.
+	Succeeds string
 }
 
 // WriterStats counts the writer's work since Open.
@@ -128,10 +140,13 @@ type Store struct {
 	log  *slog.Logger
 	pool *pgxpool.Pool
 	name string // the connection string without its password, for messages
-	// node holds the node's lock on the database (nodeLock) for as long
-	// as the store is open; the lock goes with the connection, so a node
-	// that dies releases it.
-	node *pgx.Conn
+	// nodeID is this node's id in the registry (agentd_nodes), random per
+	// Open; ttl its leases' TTL. stopBeat ends the heartbeat, beats.
+	nodeID   string
+	ttl      time.Duration
+	stopBeat chan struct{}
+	beatOnce sync.Once
+	beats    sync.WaitGroup
 
 	connCfg *pgx.ConnConfig // for connections of its own (the listener)
 	own     *pids           // the pool's connections, to tell this node's notifications
@@ -188,6 +203,15 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	if o.RetryFor == 0 {
 		o.RetryFor = DefaultRetryFor
 	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.NodeName == "" {
+		o.NodeName = hostName()
+	}
 	name := Redact(connString)
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -203,7 +227,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
 	s := &Store{log: o.Logger, pool: pool, name: name, connCfg: cfg.ConnConfig.Copy(), own: own, fan: newFanout(o.Writers),
-		retryFor: o.RetryFor}
+		retryFor: o.RetryFor, nodeID: newNodeID(), ttl: o.LeaseTTL, stopBeat: make(chan struct{})}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
@@ -212,10 +236,17 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
-	if s.node, err = lockNode(ctx, cfg.ConnConfig, o.Shared); err != nil {
+	if err := s.register(ctx, &o); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", name, err)
 	}
+	if o.Succeeds != "" {
+		if err := s.forget(ctx, o.Succeeds); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("postgres: open %s: %w", name, err)
+		}
+	}
+	s.beats.Go(func() { s.beat(s.stopBeat, min(o.Heartbeat, o.LeaseTTL/3)) })
 	s.reqs = make([]chan *request, o.Writers)
 	for i := range s.reqs {
 		s.reqs[i] = make(chan *request, o.MaxBatch)
@@ -267,9 +298,10 @@ func configure(cfg *pgx.ConnConfig, o *Options) {
 // its password.
 func (s *Store) Name() string { return s.name }
 
-// Close finishes the writes already queued, stops the writer and closes
-// the connections. Calls after Close return store.ErrClosed; Close itself
-// may be called more than once.
+// Close finishes the writes already queued, stops the writer, gives up
+// the node's leases (other nodes take its sessions at once) and leaves the
+// registry, and closes the connections. Calls after Close return
+// store.ErrClosed; Close itself may be called more than once.
 func (s *Store) Close() error {
 	s.isDown.Store(true)
 	s.mu.Lock()
@@ -284,49 +316,20 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.leads.releaseAll()
 	s.wg.Wait()
-	s.pool.Close()
-	if err := s.node.Close(context.Background()); err != nil {
-		return fmt.Errorf("postgres: close: %w", err)
+	s.stopHeartbeat()
+	if err := s.leave(); err != nil {
+		// The leases expire by themselves: other nodes take the sessions
+		// after the TTL rather than at once.
+		s.log.Warn("could not give up the node's leases", "err", err)
 	}
+	s.pool.Close()
 	return nil
 }
 
-// nodeLock is the advisory lock a node holds on its database.
-const nodeLock = 0x61676e746402
-
-// lockWait is how long lockNode waits for the lock: a node killed a
-// moment ago holds it until its server process notices the connection
-// is gone.
-const lockWait = 5 * time.Second
-
-// lockNode takes the node's lock on a connection of its own, or fails
-// with ErrInUse when another node holds it for longer than lockWait.
-func lockNode(ctx context.Context, cfg *pgx.ConnConfig, shared bool) (*pgx.Conn, error) {
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil || shared {
-		return c, err
-	}
-	deadline := time.Now().Add(lockWait)
-	for {
-		var ok bool
-		if err := c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(nodeLock)).Scan(&ok); err != nil {
-			c.Close(ctx)
-			return nil, err
-		}
-		if ok {
-			return c, nil
-		}
-		if time.Now().After(deadline) {
-			c.Close(ctx)
-			return nil, ErrInUse
-		}
-		select {
-		case <-ctx.Done():
-			c.Close(ctx)
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+// stopHeartbeat ends the heartbeat and waits for it.
+func (s *Store) stopHeartbeat() {
+	s.beatOnce.Do(func() { close(s.stopBeat) })
+	s.beats.Wait()
 }
 
 // Stats returns the writer's counters.

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -49,29 +48,4 @@ func TestOpenErrorHidesPassword(t *testing.T) {
 			t.Errorf("the error shows the password: %v", err)
 		}
 	}
-}
-
-// One node uses a database at a time: a second store on it is refused
-// until the first closes (or its process dies, taking its connection).
-func TestOneNodePerDatabase(t *testing.T) {
-	db := pgtest.NewDB(t)
-	ctx := t.Context()
-	a, err := postgres.Open(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, err := postgres.Open(ctx, db, nil); !errors.Is(err, postgres.ErrInUse) {
-		if b != nil {
-			b.Close()
-		}
-		t.Fatalf("a second store on the database: %v, want ErrInUse", err)
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := postgres.Open(ctx, db, nil)
-	if err != nil {
-		t.Fatalf("after the first closed: %v", err)
-	}
-	b.Close()
 }

@@ -121,10 +121,35 @@ CREATE TABLE working_memory (
 );
 `
 
+// schemaV2 is the nodes' coordination: the node registry (a row per
+// process start, its heartbeat kept by the node) and a lease per session
+// that a node has run (which node may run its turns, until when, and the
+// epoch that fences a node that lost it). Times here are the server's
+// (timestamptz, now()), so that the nodes' clocks never disagree about
+// an expiry. A lease given up has expires_at -infinity.
+const schemaV2 = `
+CREATE TABLE agentd_nodes (
+	id           text PRIMARY KEY,
+	name         text NOT NULL DEFAULT '',
+	addr         text NOT NULL DEFAULT '',
+	version      text NOT NULL DEFAULT '',
+	started_at   timestamptz NOT NULL DEFAULT now(),
+	heartbeat_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE agentd_leases (
+	session_id bigint PRIMARY KEY REFERENCES sessions (id),
+	node_id    text NOT NULL,
+	epoch      bigint NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+CREATE INDEX agentd_leases_node ON agentd_leases (node_id);
+`
+
 // migrations returns the schema steps in order; step i (from 0) brings the
 // database to version i+1, recorded in agentd_schema. Steps are only ever
 // appended.
-func migrations() []string { return []string{schemaV1, schemaClaims} }
+func migrations() []string { return []string{schemaV1, schemaV2, schemaClaims} }
 
 // SchemaVersion is the schema version this build writes.
 func SchemaVersion() int { return len(migrations()) }

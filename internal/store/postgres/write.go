@@ -133,7 +133,7 @@ func commitRequest(ctx context.Context, b *store.Batch) (*request, error) {
 		return nil, nil // nothing to write
 	}
 	r := newRequest(ctx, opCommit)
-	r.session, r.state = b.Session, b.State
+	r.session, r.state, r.epoch = b.Session, b.State, b.Epoch
 	r.events = slices.Clone(b.Events)
 	r.done = slices.Clone(b.Done)
 	r.usage = slices.Clone(b.Usage)
@@ -147,9 +147,27 @@ func commitRequest(ctx context.Context, b *store.Batch) (*request, error) {
 	return r, nil
 }
 
-// commitSteps are the statements of a commit request.
-func commitSteps(r *request, now int64) []step {
+// commitSteps are the statements of a commit request; node is this
+// node's id, for the fence of a batch with an epoch.
+func commitSteps(r *request, node string, now int64) []step {
 	var ss []step
+	if r.session != 0 && r.epoch != 0 {
+		ss = append(ss, step{
+			sql:  qFence,
+			args: []any{r.session, node, r.epoch},
+			read: func(br pgx.BatchResults) error {
+				var zero int64
+				err := br.QueryRow().Scan(&zero)
+				if refused(err) {
+					return fmt.Errorf("postgres: commit: session %d at epoch %d: %w", r.session, r.epoch, store.ErrFenced)
+				}
+				if err != nil {
+					return fmt.Errorf("postgres: commit: session %d: lease: %w", r.session, classify(err))
+				}
+				return nil
+			},
+		})
+	}
 	if r.session != 0 {
 		n := len(r.events)
 		turns, kinds, times := make([]int64, n), make([]string, n), make([]int64, n)

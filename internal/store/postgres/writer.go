@@ -38,6 +38,7 @@ type request struct {
 	done    []int64
 	usage   []store.Usage
 	title   string // the title of the batch's first input with one ("" if none)
+	epoch   int64  // the session's lease epoch the commit is fenced by (0: none)
 
 	// opEnqueue (also its result)
 	item store.InboxItem
@@ -208,7 +209,7 @@ func (w *writer) apply(ctx context.Context, conn *pgxpool.Conn, reqs []*request,
 		var ss []step
 		switch r.op {
 		case opCommit:
-			ss = commitSteps(r, now)
+			ss = commitSteps(r, w.s.nodeID, now)
 		case opEnqueue:
 			ss = enqueueSteps(r, now)
 		}

@@ -98,6 +98,8 @@ type Store struct {
 	syncFull bool
 	synced   atomic.Uint64
 
+	opened time.Time // when Open opened the store: the node's start (Nodes)
+
 	// The disk, as writes find it (see Writable): full since a write
 	// failed for lack of space and until one commits.
 	dir      string // the database's directory
@@ -162,7 +164,7 @@ func open(ctx context.Context, path string, opts *Options, hook func()) (*Store,
 	f.Close()
 	uri := "file:" + uriPath(abs)
 
-	s := &Store{log: o.Logger, dir: filepath.Dir(abs), syncFull: o.Synchronous == "FULL"}
+	s := &Store{log: o.Logger, dir: filepath.Dir(abs), syncFull: o.Synchronous == "FULL", opened: time.Now().UTC()}
 	s.pool.New = func() any { return &request{reply: make(chan struct{}, 1), early: make(chan earlyResult, 1)} }
 	if err := s.openWriter(ctx, uri, o); err != nil {
 		s.closeDBs()

@@ -27,6 +27,7 @@ type Store interface {
 	store.HistoryStore
 	store.OpsStore
 	store.OnceStore
+	store.ClusterStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -110,6 +111,8 @@ func tests() []struct {
 		{"SearchHistoryWords", testSearchHistoryWords},
 		{"Claim", testClaim},
 		{"Lead", testLead},
+		{"Leases", testLeases},
+		{"Nodes", testNodes},
 	}
 }
 

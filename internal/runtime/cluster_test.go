@@ -1,0 +1,179 @@
+package runtime_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"agentd/internal/event"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+	"agentd/internal/store/postgres"
+	"agentd/internal/store/postgres/pgtest"
+	"agentd/internal/testkit"
+)
+
+// node is one agentd node of a cluster test: a runtime on its own
+// PostgreSQL store (its node in the registry) of a shared database.
+type node struct {
+	st *postgres.Store
+	rt *runtime.Runtime
+	m  *testkit.Model
+}
+
+func newNode(t *testing.T, db string) *node {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), db, &postgres.Options{LeaseTTL: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{st: st, m: testkit.NewModel()}
+	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: n.m,
+		Wrap:    func(store.Store) store.Store { return st },
+		Runtime: func(o *runtime.Options) { o.ClaimEvery = 50 * time.Millisecond }})
+	t.Cleanup(func() { k.Close(); st.Close() })
+	n.rt = k.Runtime
+	if _, err := n.rt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// hold holds the next model call for text on whichever node runs it (a
+// node may claim an input another accepted before that one leases the
+// session); entered waits for the call and returns the node running it,
+// open lets it go on.
+type hold struct {
+	nodes []*node
+	gates []*testkit.Gate
+}
+
+func holdOn(t *testing.T, text string, nodes ...*node) *hold {
+	h := &hold{nodes: nodes}
+	for _, n := range nodes {
+		h.gates = append(h.gates, n.m.Gate(text))
+	}
+	t.Cleanup(h.open)
+	return h
+}
+
+func (h *hold) entered(t *testing.T) *node {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		for i, g := range h.gates {
+			select {
+			case <-g.Entered:
+				return h.nodes[i]
+			default:
+			}
+		}
+		select {
+		case <-deadline:
+			t.Fatal("no node ran the held model call")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (h *hold) open() {
+	for _, g := range h.gates {
+		g.Open()
+	}
+}
+
+// turnEnds returns the turn ends of a session's log, by turn.
+func turnEnds(t *testing.T, st store.Store, addr string) (ends map[int64]int, order []int64) {
+	t.Helper()
+	s, err := st.SessionByAddress(t.Context(), "a", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.Events(t.Context(), s.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends = map[int64]int{}
+	for _, e := range evs {
+		if e.Kind == event.TurnEnd {
+			ends[e.Turn]++
+			order = append(order, e.Turn)
+		}
+	}
+	return ends, order
+}
+
+// Two nodes on one database: an input accepted by one node for a
+// session whose turn runs on the other is run after that turn by the node
+// running the session, and its sender learns its end; a node that loses
+// the lease of a session in a turn (it paused: the lease expired and was
+// taken) is fenced, and the turn resumes and ends once.
+func TestNodesShareAndTakeOverSessions(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+
+	h := holdOn(t, "first", a, b)
+	first, err := a.rt.Submit(ctx, runtime.Input{Session: "a/s", Text: "first", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := h.entered(t) // it holds the session's lease
+	other := a
+	if runner == a {
+		other = b
+	}
+	second, err := other.rt.Submit(ctx, runtime.Input{Session: "a/s", Text: "second", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	end, err := other.rt.Wait(ctx, second.Turn)
+	if err != nil || end.Reply != "re: second" {
+		t.Fatalf("second turn through the other node = %+v, %v", end, err)
+	}
+	ends, order := turnEnds(t, a.st, "s")
+	if len(order) != 2 || order[0] != first.Turn || ends[first.Turn] != 1 || ends[second.Turn] != 1 {
+		t.Fatalf("turn ends %v in order %v; want the first, then the second, once each", ends, order)
+	}
+	// Neither turn began elsewhere: neither is marked resumed.
+	for _, turn := range []int64{first.Turn, second.Turn} {
+		evs, err := a.st.TurnEvents(ctx, first.SessionID, turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Kind == event.Marker {
+				t.Errorf("turn %d has a marker %s: it never ran elsewhere", turn, e.Data)
+			}
+		}
+	}
+
+	h = holdOn(t, "third", a, b)
+	third, err := a.rt.Submit(ctx, runtime.Input{Session: "a/s", Text: "third", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.entered(t)
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE agentd_leases SET expires_at = now() - interval '1 second', node_id = 'paused'`); err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	end, err = b.rt.Wait(ctx, third.Turn)
+	if err != nil || end.Reply != "re: third" {
+		t.Fatalf("third turn = %+v, %v", end, err)
+	}
+	ends, _ = turnEnds(t, b.st, "s")
+	if ends[third.Turn] != 1 {
+		t.Fatalf("the third turn ended %d times, want once", ends[third.Turn])
+	}
+	if calls := len(a.m.Requests("third")) + len(b.m.Requests("third")); calls != 2 {
+		t.Fatalf("the third turn's model was called %d times, want 2: the fenced call, then the resumed one", calls)
+	}
+}

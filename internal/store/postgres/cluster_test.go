@@ -1,0 +1,169 @@
+package postgres_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+	"agentd/internal/store/postgres"
+	"agentd/internal/store/postgres/pgtest"
+)
+
+// Two nodes on one database: one node at a time holds a session's lease;
+// once the holder stops renewing it (paused, dead), the other takes the
+// session over at a higher epoch, finds its pending input, and the first
+// node's commits to it are fenced, writing nothing.
+func TestLeaseTakeoverFences(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := t.Context()
+	open := func(name string) *postgres.Store {
+		s, err := postgres.Open(ctx, db, &postgres.Options{NodeName: name, LeaseTTL: 300 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open("a"), open("b")
+	sess, _, err := a.Session(ctx, "agent", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, held, err := a.Lease(ctx, sess.ID)
+	if err != nil || !held {
+		t.Fatalf("a: Lease = %v, %v", held, err)
+	}
+	if _, held, err := b.Lease(ctx, sess.ID); err != nil || held {
+		t.Fatalf("b: Lease of a's live session = %v, %v; want not held", held, err)
+	}
+	it, _, err := b.Enqueue(ctx, store.InboxItem{Session: sess.ID, Kind: event.Input, Text: "to a's session, through b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if orphans, err := b.Orphans(ctx, 0); err != nil || len(orphans) != 0 {
+		t.Fatalf("b: Orphans while a lives = %+v, %v", orphans, err)
+	}
+	ev := event.New(sess.ID, it.ID, event.Input, event.InputData{Text: "x"})
+	if err := a.Commit(ctx, &store.Batch{Session: sess.ID, Epoch: ea, Events: []event.Event{ev}}); err != nil {
+		t.Fatalf("a: commit under its lease: %v", err)
+	}
+
+	a.StopHeartbeat() // a pauses
+	var orphans []store.Lease
+	for len(orphans) == 0 {
+		if orphans, err = b.Orphans(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(orphans) != 1 || orphans[0].Session != sess.ID || orphans[0].Epoch != ea+1 {
+		t.Fatalf("b: Orphans = %+v, want session %d at epoch %d", orphans, sess.ID, ea+1)
+	}
+	if _, held, err := a.Lease(ctx, sess.ID); err != nil || held {
+		t.Fatalf("a: Lease of b's session = %v, %v; want not held", held, err)
+	}
+	late := event.New(sess.ID, it.ID, event.Text, event.TextData{Text: "late"})
+	err = a.Commit(ctx, &store.Batch{Session: sess.ID, Epoch: ea, Events: []event.Event{late}, Done: []int64{it.ID}})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a: commit after b took over = %v, want ErrFenced", err)
+	}
+	evs, err := b.Events(ctx, sess.ID, 0, 0)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("events = %d, %v; want a's first one alone", len(evs), err)
+	}
+	if pending, err := b.Pending(ctx, sess.ID); err != nil || len(pending) != 1 {
+		t.Fatalf("pending = %d, %v; want the input still pending", len(pending), err)
+	}
+	if err := b.Commit(ctx, &store.Batch{Session: sess.ID, Epoch: orphans[0].Epoch, Events: []event.Event{late}, Done: []int64{it.ID}}); err != nil {
+		t.Fatalf("b: commit under its lease: %v", err)
+	}
+
+	nodes, err := b.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]string{}
+	for _, n := range nodes {
+		s := "dead"
+		if n.Live {
+			s = "live"
+		}
+		if n.Self {
+			s += ", self"
+		}
+		state[n.Name] = s
+	}
+	if state["a"] != "dead" || state["b"] != "live, self" {
+		t.Fatalf("nodes = %v, want a dead and b live (self)", state)
+	}
+}
+
+// A node that stops cleanly gives up its leases: another node takes its
+// sessions at once, and it leaves the registry.
+func TestCloseGivesUpLeases(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := t.Context()
+	a, err := postgres.Open(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := postgres.Open(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sess, _, err := a.Session(ctx, "agent", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, held, err := a.Lease(ctx, sess.ID)
+	if err != nil || !held {
+		t.Fatal(held, err)
+	}
+	a.Close()
+	eb, held, err := b.Lease(ctx, sess.ID)
+	if err != nil || !held || eb != ea+1 {
+		t.Fatalf("b: Lease after a closed = %d, %v, %v; want %d, true", eb, held, err, ea+1)
+	}
+	nodes, err := b.Nodes(ctx)
+	if err != nil || len(nodes) != 1 || !nodes[0].Self {
+		t.Fatalf("nodes = %+v, %v; want b alone", nodes, err)
+	}
+}
+
+// A node that succeeds a dead one (the next process on its data
+// directory) gives the dead node's leases up as it opens: its sessions
+// are taken at once, not after the lease TTL.
+func TestSuccessorTakesLeasesAtOnce(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := t.Context()
+	a, err := postgres.Open(ctx, db, &postgres.Options{LeaseTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sess, _, err := a.Session(ctx, "agent", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, held, err := a.Lease(ctx, sess.ID)
+	if err != nil || !held {
+		t.Fatal(held, err)
+	}
+	a.StopHeartbeat() // a dies
+	b, err := postgres.Open(ctx, db, &postgres.Options{LeaseTTL: time.Hour, Succeeds: a.NodeID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	eb, held, err := b.Lease(ctx, sess.ID)
+	if err != nil || !held || eb != ea+1 {
+		t.Fatalf("b: Lease of its predecessor's session = %d, %v, %v; want %d, true", eb, held, err, ea+1)
+	}
+	nodes, err := b.Nodes(ctx)
+	if err != nil || len(nodes) != 1 || !nodes[0].Self {
+		t.Fatalf("nodes = %+v, %v; want b alone", nodes, err)
+	}
+}
