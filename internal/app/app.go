@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -67,9 +68,10 @@ type App struct {
 	Permits *permit.Broker
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
-	Memory  *memory.Store // nil when long-term memory is off (see Degraded)
+	Memory  *memory.Store // opens its database when first used (see Degraded)
 
-	degraded []gateway.Degraded // optional parts that are off; set in Open
+	dmu      sync.Mutex
+	degraded []gateway.Degraded // optional parts that are off
 
 	skills  atomic.Pointer[skill.Set]
 	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
@@ -163,7 +165,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err := a.toolLayer(o.Version); err != nil {
 		return nil, err
 	}
-	if err := a.openMemory(ctx); err != nil {
+	if err := a.openMemory(); err != nil {
 		return nil, err
 	}
 	a.Models = NewModels(nil)
@@ -306,15 +308,20 @@ func (a *App) closeParts() error {
 	return err
 }
 
-// degrade records that an optional part is off, for readiness. Open alone
-// calls it.
+// degrade records that an optional part is off, for readiness.
 func (a *App) degrade(part, reason string) {
+	a.dmu.Lock()
+	defer a.dmu.Unlock()
 	a.degraded = append(a.degraded, gateway.Degraded{Part: part, Reason: reason})
 }
 
 // Degraded lists the optional parts that are off, and why; nil when none
 // is.
-func (a *App) Degraded() []gateway.Degraded { return a.degraded }
+func (a *App) Degraded() []gateway.Degraded {
+	a.dmu.Lock()
+	defer a.dmu.Unlock()
+	return slices.Clone(a.degraded)
+}
 
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o600)

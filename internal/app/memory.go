@@ -44,38 +44,47 @@ const memoryOff = "its database could not be opened; agentd runs without long-te
 // errMemoryOff is what the memory tools answer while long-term memory is off.
 var errMemoryOff = errors.New("long-term memory is unavailable on this agentd: its database could not be opened. Recent turns and the history tools still work")
 
-// openMemory opens the long-term memory and registers its tools. Long-term
-// memory is optional: when its database cannot be opened (unreadable,
-// not a database, on a full disk), agentd starts without it, says so once
-// in the log and in readiness, and its tools answer errMemoryOff. The file
-// is left as it is.
-func (a *App) openMemory(ctx context.Context) error {
+// openMemory makes the long-term memory, which opens its database when
+// first used (a recall before anything was remembered creates nothing),
+// and registers its tools. Long-term memory is optional: when its
+// database cannot be opened (unreadable, not a database, on a full disk),
+// agentd goes on without it, says so once in the log and from then on in
+// readiness, and its tools answer errMemoryOff. The file is left as it is.
+func (a *App) openMemory() error {
 	e, err := embedder(a.Config.Embeddings)
 	if err != nil {
 		a.Logger.Warn("recall is keyword-only", "err", err)
 		e = nil
 	}
-	m, err := memory.Open(ctx, filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
+	off := func(err error) {
+		a.Logger.Warn("long-term memory is off: agentd runs without it; recent turns and history work, the memory tools answer an error", "err", err)
+		a.degrade("memory", memoryOff)
+	}
+	m, err := memory.New(filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
 		OnStatus: func(degraded bool, reason string) {
 			if degraded {
 				a.Logger.Warn("memory recall degraded to keyword search", "reason", reason)
 			} else {
 				a.Logger.Info("memory recall is hybrid again")
 			}
-		}})
-	tools := memory.Tools(m, &memory.ToolOptions{Shared: func(agentID string) bool {
-		d, ok := a.Agents.Get(agentID)
-		return ok && d.Memory.Shared
-	}})
+		},
+		OnUnavailable: off})
 	if err != nil {
-		a.Logger.Warn("long-term memory is off: agentd runs without it; recent turns and history work, the memory tools answer an error", "err", err)
-		a.degrade("memory", memoryOff)
-		for i, t := range tools {
-			tools[i] = tool.Func(t.Spec(), func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, errMemoryOff })
-		}
+		return err
 	}
 	a.Memory = m
-	for _, t := range tools {
+	for _, t := range memory.Tools(m, &memory.ToolOptions{Shared: func(agentID string) bool {
+		d, ok := a.Agents.Get(agentID)
+		return ok && d.Memory.Shared
+	}}) {
+		run := t
+		t = tool.Func(t.Spec(), func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			res, err := run.Call(ctx, c)
+			if errors.Is(err, memory.ErrUnavailable) {
+				return tool.Result{}, errMemoryOff
+			}
+			return res, err
+		})
 		if err := a.Tools.Register(t); err != nil {
 			return fmt.Errorf("app: register tool: %w", err)
 		}
@@ -88,6 +97,9 @@ type recaller struct{ m *memory.Store }
 
 func (r recaller) Recall(ctx context.Context, agentID, query string, k int, shared bool) ([]string, string, error) {
 	res, err := r.m.Recall(ctx, memory.Query{Scope: agentID, Text: query, K: k, Shared: shared})
+	if errors.Is(err, memory.ErrUnavailable) {
+		return nil, "", nil // off, and said so once
+	}
 	if err != nil {
 		return nil, "", err
 	}

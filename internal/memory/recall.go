@@ -50,9 +50,6 @@ var kindKeys = map[string]int64{KindEntity: keyEntity, KindObservation: keyObser
 // near-duplicates dropped by maximal marginal relevance. When vectors
 // cannot be used, Recall uses BM25 alone and says why in the result.
 func (s *Store) Recall(ctx context.Context, q Query) (Recall, error) {
-	if err := s.check(); err != nil {
-		return Recall{}, fmt.Errorf("memory: recall: %w", err)
-	}
 	if err := validScope(q.Scope); err != nil {
 		return Recall{}, fmt.Errorf("memory: recall: %w", err)
 	}
@@ -88,6 +85,14 @@ func (s *Store) Recall(ctx context.Context, q Query) (Recall, error) {
 	limit := candidates
 	if !q.Since.IsZero() {
 		limit *= 4 // some candidates will be too old
+	}
+
+	if err := s.use(ctx, false); errors.Is(err, errEmpty) {
+		var res Recall
+		res.Degraded, res.Reason = s.Status()
+		return res, nil
+	} else if err != nil {
+		return Recall{}, fmt.Errorf("memory: recall: %w", err)
 	}
 
 	terms := queryTerms(text)
