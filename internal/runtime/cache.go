@@ -4,12 +4,22 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 
 	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/model"
 	"agentd/internal/store"
+)
+
+// The cache's defaults (see Options). A cached session costs ~30 KB of
+// memory per hundred turns of its conversation, and reloading one from
+// the log ~1 ms per thousand events: the budget keeps the conversations of
+// the sessions in use without letting idle ones hold memory.
+const (
+	DefaultCacheSessions       = 256
+	DefaultCacheBytes    int64 = 4 << 20
 )
 
 // session is the in-memory side of a session. Its fields are guarded by
@@ -107,6 +117,7 @@ func (r *Runtime) session(s store.Session) *session {
 	sess := &session{s: s}
 	r.sessions[s.ID] = sess
 	r.byAddr[s.Address()] = sess
+	r.peak = max(r.peak, len(r.sessions))
 	sess.elt = r.lru.PushFront(sess)
 	r.evict()
 	return sess
@@ -137,6 +148,27 @@ func (r *Runtime) evict() {
 		}
 		e = prev
 	}
+	r.shrinkMaps()
+}
+
+// shrinkMaps makes the session maps again once they hold a quarter of what
+// they once held, if that was more than four times the cache's bound: a Go
+// map keeps the room of its largest size, so a burst of sessions (many
+// busy at once) would otherwise keep it for good. r.mu is held.
+func (r *Runtime) shrinkMaps() {
+	if r.peak <= 4*r.o.CacheSessions || len(r.sessions) > r.peak/4 {
+		return
+	}
+	r.sessions = remake(r.sessions)
+	r.byAddr = remake(r.byAddr)
+	r.peak = len(r.sessions)
+}
+
+// remake copies m into a map of its size (maps.Clone keeps m's room).
+func remake[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	maps.Copy(out, m)
+	return out
 }
 
 // context returns the session's conversation since the last reset (with

@@ -820,3 +820,32 @@ func TestReopen(t *testing.T) {
 		t.Errorf("markers %v, want %v", marks, want)
 	}
 }
+
+// The sessions held in memory are bounded: after a burst of sessions busy
+// at once (which stay while busy), the idle ones beyond the cache's bound
+// go, and the session maps are made again at their new size rather than
+// keeping the room of the burst.
+func TestSessionsHeldAfterBurst(t *testing.T) {
+	p := testkit.NewModel()
+	p.Hold = make(chan struct{})
+	const cache, burst = 10, 60
+	e := newEnv(t, setup{p: p, cache: cache})
+	var turns []int64
+	for i := range burst {
+		turns = append(turns, e.submit(fmt.Sprintf("a/burst%d", i), "burst").Turn)
+	}
+	for range burst {
+		p.Hold <- struct{}{}
+	}
+	for _, turn := range turns {
+		e.wait(turn)
+	}
+	if held, peak := runtime.SessionsHeld(e.rt); held != burst || peak != burst {
+		t.Fatalf("during the burst: %d sessions held, peak %d; want %d", held, peak, burst)
+	}
+	close(p.Hold) // later calls go on at once
+	e.wait(e.submit("a/after", "after").Turn)
+	if held, peak := runtime.SessionsHeld(e.rt); held > cache+1 || peak > cache+1 {
+		t.Errorf("after the burst: %d sessions held, maps sized for %d; want at most %d", held, peak, cache+1)
+	}
+}
