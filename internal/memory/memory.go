@@ -326,14 +326,18 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if err := migrate(ctx, wdb, migrations()); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
-	rdb, err := sql.Open("sqlite", uri+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-8192)")
+	// Readers as the main store keeps them (see its readerPragmas): each
+	// caches at most 2 MiB of pages (~4 MB of memory), at most four of
+	// them, closed (and their caches freed) after a minute unused.
+	rdb, err := sql.Open("sqlite", uri+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-2048)")
 	if err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
 	s.rdb = rdb
-	n := max(2, runtime.NumCPU())
+	n := min(max(2, runtime.NumCPU()), 4)
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
+	rdb.SetConnMaxIdleTime(time.Minute)
 	if err := rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
