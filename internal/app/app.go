@@ -28,6 +28,7 @@ import (
 	"agentd/internal/mcpserver"
 	"agentd/internal/memory"
 	"agentd/internal/permit"
+	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
 	"agentd/internal/store/sqlite"
@@ -262,6 +263,15 @@ func (a *App) TitleSessions() {
 			a.Logger.Error("session titles stopped", "err", err)
 		}
 	})
+}
+
+// ReclaimMemory starts, in the background, giving the memory a burst of
+// work grew back to the system once the work is over (see package
+// reclaim; the daemon does this, a command run in process ends first).
+func (a *App) ReclaimMemory() {
+	if a.bctx != nil {
+		a.wg.Go(func() { reclaim.Run(a.bctx, nil) })
+	}
 }
 
 // Drain is the first step of stopping, while the API still answers: new

@@ -72,6 +72,7 @@ func (e *env) serveCmd() *cobra.Command {
 			}
 			a.Bootstrap()
 			a.TitleSessions()
+			a.ReclaimMemory()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout
 			lw := &lockedWriter{w: out}
