@@ -226,7 +226,11 @@ func (e *entry) checkArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if e.fast != nil && e.fast.valid(v) {
 		return raw, nil
 	}
-	if err := e.schema.Validate(v); err != nil {
+	schema, err := e.resolved()
+	if err != nil {
+		return nil, fmt.Errorf("the tool's input schema does not compile: %v", err)
+	}
+	if err := schema.Validate(v); err != nil {
 		return nil, errors.New(describeValidation(err))
 	}
 	return raw, nil
