@@ -75,7 +75,8 @@ type App struct {
 	degraded []gateway.Degraded // optional parts that are off
 
 	skills  atomic.Pointer[skill.Set]
-	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
+	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once /mcp has made it
+	mcpf    atomic.Pointer[facade]           // what serves /mcp, once API has built it
 	version string
 
 	lock      *os.File
@@ -289,8 +290,8 @@ func (a *App) Drain(ctx context.Context) {
 // Close stops the runtime (see Drain; running turns get until ctx is done
 // to finish), then the store, and releases the lock.
 func (a *App) Close(ctx context.Context) error {
-	if f := a.facade.Load(); f != nil {
-		f.Close()
+	if f := a.mcpf.Load(); f != nil {
+		f.close()
 	}
 	a.Drain(ctx)
 	if a.cancel != nil {
