@@ -241,9 +241,7 @@ func (s *Store) openReaders(ctx context.Context, uri string) error {
 	if err := db.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open readers: %w", err)
 	}
-	if err := s.r.prepare(ctx, db); err != nil {
-		return fmt.Errorf("sqlite: open readers: %w", err)
-	}
+	s.r.prepare(db)
 	return nil
 }
 
