@@ -22,34 +22,48 @@ import (
 // agentd as an MCP server (streamable HTTP) at /mcp among them; that one
 // is made when /mcp is first asked (most nodes, and every command run in
 // process, never are).
-func (a *App) API(ctx context.Context) (*gateway.Server, error) {
+func (a *App) API(ctx context.Context) (*gateway.Server, error) { return a.api(true), nil }
+
+// CommandAPI is the API for a command run in process, whose only client is
+// the command: without the parts that only a daemon's clients use, the
+// metrics (/metrics answers 501 not_available) and the WebSocket stream
+// (/v1/stream is not served). Making them (their event subscriptions,
+// their goroutines) was a fifth of the API's cost at every command.
+func (a *App) CommandAPI(ctx context.Context) (*gateway.Server, error) { return a.api(false), nil }
+
+func (a *App) api(daemon bool) *gateway.Server {
 	var mem gateway.Memory // a nil *memory.Store is no memory, not a broken one
 	if a.Memory != nil {
 		mem = a.Memory
 	}
 	mcpFacade := &facade{a: a}
-	// Upgraded WebSocket connections outlive http.Server.Shutdown; the
-	// stream ends them when the node stops.
-	st := stream.New(stream.Join(a.Runtime, a.Store), &stream.Options{Logger: a.Logger})
-	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
+	o := &gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
 		Lifecycle: a.Runtime, Permits: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: workingMemory{a.Store, a.Bus}, Memory: mem,
 		MCPHandler: mcpFacade,
 		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
-		Stream:     st,
 		Ready:      readiness{a},
-		Metrics:    a.startMetrics(),
 		Usage:      a.Store,
 		AgentFiles: a.Agents,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
-	})
+	}
+	var st *stream.Handler
+	if daemon {
+		// Upgraded WebSocket connections outlive http.Server.Shutdown; the
+		// stream ends them when the node stops.
+		st = stream.New(stream.Join(a.Runtime, a.Store), &stream.Options{Logger: a.Logger})
+		o.Stream, o.Metrics = st, a.startMetrics()
+	}
+	gw := gateway.New(o)
 	mcpFacade.gw = gw
 	a.mcpf.Store(mcpFacade)
 	a.wg.Go(func() {
 		<-a.done
-		st.Close()
+		if st != nil {
+			st.Close()
+		}
 		mcpFacade.stopPipe()
 	})
-	return gw, nil
+	return gw
 }
 
 // facade serves /mcp: agentd as an MCP server, made at the first request

@@ -41,3 +41,29 @@ func TestMCPFacadeMadeOnFirstRequest(t *testing.T) {
 		t.Error("no MCP server after a request to /mcp")
 	}
 }
+
+// A command run in process gets the API without the parts only a daemon's
+// clients use: /metrics answers 501 and /v1/stream is not served.
+func TestCommandAPI(t *testing.T) {
+	ctx := context.Background()
+	a, err := Open(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := a.CommandAPI(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/metrics", "/v1/stream", "/v1/version"} {
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://agentd"+path, nil))
+		want := map[string]int{"/metrics": http.StatusNotImplemented, "/v1/stream": http.StatusNotFound, "/v1/version": http.StatusOK}[path]
+		if rec.Code != want {
+			t.Errorf("GET %s: %d %s, want %d", path, rec.Code, rec.Body, want)
+		}
+	}
+}

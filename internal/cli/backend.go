@@ -56,7 +56,7 @@ func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
-	api, err := a.API(ctx)
+	api, err := a.CommandAPI(ctx)
 	if err != nil {
 		a.Close(context.Background())
 		return nil, err
