@@ -27,7 +27,7 @@ var (
 
 // namePattern is what a tool name must look like: it is sent to model APIs
 // as a function name, and those accept no more than this.
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // RegistryOptions configures a Registry. The zero value is usable.
 type RegistryOptions struct {
@@ -119,7 +119,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool: register: %w: nil tool", ErrInvalidName)
 	}
 	spec := t.Spec()
-	if !namePattern.MatchString(spec.Name) {
+	if !namePattern().MatchString(spec.Name) {
 		return fmt.Errorf("tool: register %q: %w: want 1 to 64 letters, digits, '_' or '-'", spec.Name, ErrInvalidName)
 	}
 	switch spec.Kind {
