@@ -4,8 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // agentd's MCP server is made when /mcp is first asked, not with the API:
@@ -66,4 +68,50 @@ func TestCommandAPI(t *testing.T) {
 			t.Errorf("GET %s: %d %s, want %d", path, rec.Code, rec.Body, want)
 		}
 	}
+}
+
+// A short command run in process reads agent and skill files once
+// (Options.ReadOnce): Start watches nothing; a node that serves does.
+func TestReadOnceWatchesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, readOnce := range []bool{true, false} {
+		before := inotifyFDs(t)
+		a, err := Open(ctx, t.TempDir(), &Options{ReadOnce: readOnce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if readOnce {
+			if n := inotifyFDs(t); n != before {
+				t.Errorf("ReadOnce: %d file watchers after Start, %d before", n, before)
+			}
+		} else {
+			deadline := time.Now().Add(10 * time.Second)
+			for inotifyFDs(t) == before && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if n := inotifyFDs(t); n == before {
+				t.Error("no file watcher after Start")
+			}
+		}
+		a.Close(ctx)
+	}
+}
+
+// inotifyFDs counts this process's inotify instances (file watchers).
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.Contains(l, "inotify") {
+			n++
+		}
+	}
+	return n
 }

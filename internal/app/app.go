@@ -52,6 +52,10 @@ type Options struct {
 	// Existing makes Open refuse, with ErrNoData, a directory that holds
 	// no agentd data (see HasData) instead of making one there.
 	Existing bool
+	// ReadOnce makes Start read the agent and skill files once, as Open
+	// did, rather than watch them for changes: for a short command run in
+	// process, which would end before a change mattered. Default false.
+	ReadOnce bool
 }
 
 // App is a running agentd node.
@@ -74,10 +78,11 @@ type App struct {
 	dmu      sync.Mutex
 	degraded []gateway.Degraded // optional parts that are off
 
-	skills  atomic.Pointer[skill.Set]
-	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once /mcp has made it
-	mcpf    atomic.Pointer[facade]           // what serves /mcp, once API has built it
-	version string
+	skills   atomic.Pointer[skill.Set]
+	facade   atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once /mcp has made it
+	mcpf     atomic.Pointer[facade]           // what serves /mcp, once API has built it
+	version  string
+	readOnce bool // Options.ReadOnce
 
 	lock      *os.File
 	cancel    context.CancelFunc
@@ -122,7 +127,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		lock.Close()
 		return nil, err
 	}
-	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, done: make(chan struct{})}
+	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, readOnce: o.ReadOnce, done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -221,11 +226,13 @@ func (a *App) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.started.Store(true)
-	a.wg.Go(func() {
-		if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
-			a.Logger.Error("agent file watcher stopped", "err", err)
-		}
-	})
+	if !a.readOnce {
+		a.wg.Go(func() {
+			if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
+				a.Logger.Error("agent file watcher stopped", "err", err)
+			}
+		})
+	}
 	if a.Memory != nil {
 		a.wg.Go(func() {
 			if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
@@ -233,12 +240,14 @@ func (a *App) Start(ctx context.Context) error {
 			}
 		})
 	}
-	a.wg.Go(func() {
-		err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
-		if err != nil && wctx.Err() == nil {
-			a.Logger.Error("skill watcher stopped", "err", err)
-		}
-	})
+	if !a.readOnce {
+		a.wg.Go(func() {
+			err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
+			if err != nil && wctx.Err() == nil {
+				a.Logger.Error("skill watcher stopped", "err", err)
+			}
+		})
+	}
 	a.bctx = wctx
 	return nil
 }
