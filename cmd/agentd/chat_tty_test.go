@@ -36,6 +36,7 @@ func startChat(t *testing.T, dir string, args ...string) *ttyChat {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
 	cmd := exec.Command(agentdBin, append([]string{"--data", dir, "chat"}, args...)...)
+	cmd.Env = append(os.Environ(), storeEnv(cmd.Args)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// The terminal is the chat's controlling terminal, as in a shell: a
 	// Ctrl-C the terminal took for a signal would reach it.
@@ -240,6 +241,7 @@ func onTerminal(t *testing.T, dir string, args ...string) string {
 	}
 	defer master.Close()
 	cmd := exec.Command(agentdBin, append([]string{"--data", dir}, args...)...)
+	cmd.Env = append(os.Environ(), storeEnv(cmd.Args)...)
 	cmd.Stdout, cmd.Stderr = tty, tty
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -342,6 +342,7 @@ func TestChat(t *testing.T) {
 	addr := fake(t, "match time\ncall clock {\"timezone\": \"Europe/Paris\"}\n---\nchunks 4\nsay It is {{tool_result}} in Paris.\n")
 	dir := dataDir(t, map[string]string{"agents/paris.yaml": openaiAgent(addr, "")})
 	cmd := exec.Command(agentdBin, "--data", dir, "chat", "paris", "--session", "c")
+	cmd.Env = append(os.Environ(), storeEnv(cmd.Args)...)
 	cmd.Stdin = strings.NewReader("what time is it?\nhello\n/bogus\n//etc/hosts\n/reset\n/quit\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -113,6 +113,7 @@ func (d *tcpDaemon) start() {
 	t := d.t
 	t.Helper()
 	d.cmd = exec.Command(agentdBin, "--data", d.dir, "serve", "--listen", d.addr)
+	d.cmd.Env = append(os.Environ(), storeEnv(d.cmd.Args)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

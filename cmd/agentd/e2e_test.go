@@ -82,6 +82,7 @@ func dataDir(t *testing.T, files map[string]string) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	newStoreFor(t, dir)
 	return dir
 }
 
@@ -126,8 +127,8 @@ func runCmd(t *testing.T, cwd string, env []string, stdin string, args ...string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, agentdBin, args...)
 	cmd.Dir = cwd
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+	if se := storeEnv(args); env != nil || se != nil {
+		cmd.Env = append(append(os.Environ(), se...), env...)
 	}
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
@@ -178,8 +179,9 @@ func serve(t *testing.T, dir string, env ...string) *daemon {
 // serveArgs is serve with the serve command's flags.
 func serveArgs(t *testing.T, dir string, flags []string, env ...string) *daemon {
 	t.Helper()
-	cmd := exec.Command(agentdBin, append([]string{"--data", dir, "serve"}, flags...)...)
-	cmd.Env = append(os.Environ(), env...)
+	args := append([]string{"--data", dir, "serve"}, flags...)
+	cmd := exec.Command(agentdBin, args...)
+	cmd.Env = append(append(os.Environ(), storeEnv(args)...), env...)
 	d := &daemon{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Start(); err != nil {

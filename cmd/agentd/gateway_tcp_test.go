@@ -28,7 +28,7 @@ func serveListen(t *testing.T, dir, addr string, env ...string) (*daemon, string
 func serveListenArgs(t *testing.T, dir, addr string, flags []string, env ...string) (*daemon, string) {
 	t.Helper()
 	cmd := exec.Command(agentdBin, append([]string{"--data", dir, "serve", "--listen", addr}, flags...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), storeEnv(cmd.Args)...), env...)
 	d := &daemon{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Start(); err != nil {

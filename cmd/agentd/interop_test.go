@@ -252,7 +252,7 @@ func TestMCPFacadeTypeScript(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script, "stdio", agentdBin, "--data", dir, "mcp", "serve")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	cmd.Env = append(append(os.Environ(), storeEnv(cmd.Args)...), "NODE_PATH="+modules)
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string

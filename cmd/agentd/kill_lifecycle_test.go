@@ -14,7 +14,6 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/gateway"
 	"agentd/internal/mcpdemo"
-	"agentd/internal/store/sqlite"
 )
 
 // TestKillRestartLifecycle SIGKILLs agentd serve while turns run the
@@ -102,11 +101,7 @@ func TestKillRestartLifecycle(t *testing.T) {
 	}
 	d.stop(t)
 
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "agentd.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openDataStore(t, dir)
 	cnt.mu.Lock()
 	defer cnt.mu.Unlock()
 	hits := cnt.hits

@@ -16,7 +16,6 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/gateway"
-	"agentd/internal/store/sqlite"
 )
 
 // TestKillRestart proves durability: it SIGKILLs agentd serve at random
@@ -128,17 +127,11 @@ say finished {{last_user}}
 
 	// Check the log: one input event, one turn end and the right reply per
 	// input; tool runs as the rules allow.
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "agentd.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if res, err := st.IntegrityCheck(context.Background()); err != nil || res != "ok" {
-		t.Fatalf("integrity_check: %q %v", res, err)
-	}
+	st := openDataStore(t, dir)
+	integrity(t, st)
 	// The search index caught up with every answer despite the kills.
-	if found, err := st.SearchText(context.Background(), "finished", 100000); err != nil || len(found) != len(inputs) {
-		t.Errorf("search finds %d answers, want %d (%v)", len(found), len(inputs), err)
+	if found := searchAll(t, st, "work", "finished"); len(found) != len(inputs) {
+		t.Errorf("search finds %d answers, want %d", len(found), len(inputs))
 	}
 	inputsSeen := map[string]int{}
 	ends := map[string]int{}

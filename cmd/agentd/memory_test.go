@@ -63,6 +63,9 @@ say ok
 // /metrics, and keeps recent turns and the history tools working, while
 // the memory tools answer a clear error. Through the daemon and in process.
 func TestMemoryDatabaseUnreadable(t *testing.T) {
+	if usePostgres() {
+		t.Skip("long-term memory is in PostgreSQL here: there is no memory.db to spoil")
+	}
 	t.Parallel()
 	addr := fake(t, `
 match ^remember
@@ -195,7 +198,8 @@ say stored
 // Long-term memory opens its database when first used: agentd serve, idle
 // or answering turns that recall (every agent recalls by default), holds
 // no memory.db and makes none until something is remembered, and neither
-// does a command run in process. Then it is made, and found again.
+// does a command run in process. Then it is made, and found again. On
+// PostgreSQL memory is in the store's database: no memory.db is ever made.
 func TestMemoryOpenedOnFirstUse(t *testing.T) {
 	t.Parallel()
 	addr := fake(t, `
@@ -231,7 +235,7 @@ say ok
 	if open := openFiles(t, d.cmd.Process.Pid); slices.ContainsFunc(open, func(f string) bool { return strings.Contains(f, "memory.db") }) {
 		t.Errorf("the daemon holds %q", open)
 	}
-	if r := run(t, dir, "send", "a/s", "remember the date"); r.code != 0 || !made() {
+	if r := run(t, dir, "send", "a/s", "remember the date"); r.code != 0 || made() == usePostgres() {
 		t.Fatalf("a turn that remembers: %+v; memory.db made: %v", r, made())
 	}
 	if r := run(t, dir, "send", "a/t", "when does it ship?"); !strings.Contains(r.stdout, "March") {

@@ -370,6 +370,7 @@ func background(t *testing.T, dir string, args ...string) <-chan result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	cmd := exec.CommandContext(ctx, agentdBin, append([]string{"--data", dir}, args...)...)
+	cmd.Env = append(os.Environ(), storeEnv(cmd.Args)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {

@@ -32,7 +32,9 @@ const (
 
 var (
 	durationType = reflect.TypeFor[Duration]()
-	yamlLineRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`) })
+	// storeConfigType may be written as a scalar: the store's URL.
+	storeConfigType = reflect.TypeFor[StoreConfig]()
+	yamlLineRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`) })
 )
 
 // document is one parsed YAML file: what was decoded, where each field
@@ -254,6 +256,10 @@ func (d *document) walk(n *yaml.Node, t reflect.Type, path string) {
 		if n.Kind != yaml.ScalarNode || v.UnmarshalText([]byte(n.Value)) != nil {
 			d.mismatch(n, t, path)
 		}
+		return
+	}
+	if t == storeConfigType && n.Kind == yaml.ScalarNode {
+		d.lines[join(path, "url")] = n.Line // the URL alone (see StoreConfig.UnmarshalYAML)
 		return
 	}
 	switch t.Kind() {

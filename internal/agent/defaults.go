@@ -20,6 +20,9 @@ const (
 	DefaultLogLevel           = "info"
 	DefaultLogFormat          = "text"
 	DefaultSynchronous        = "full"
+	StoreSQLite               = "sqlite" // store.url of the default store
+	DefaultStorePoolSize      = 10
+	DefaultStatementTimeout   = 30 * time.Second
 
 	// DefaultDataDir is the data directory when neither --data nor
 	// $AGENTD_HOME names one.
@@ -78,6 +81,15 @@ func applyConfigDefaults(c *Config) {
 	}
 	if c.Store.Synchronous == "" {
 		c.Store.Synchronous = DefaultSynchronous
+	}
+	if c.Store.URL == "" {
+		c.Store.URL = StoreSQLite
+	}
+	if c.Store.PoolSize == 0 {
+		c.Store.PoolSize = DefaultStorePoolSize
+	}
+	if c.Store.StatementTimeout == 0 {
+		c.Store.StatementTimeout = Duration(DefaultStatementTimeout)
 	}
 	applyGatewayDefaults(&c.Gateway)
 }

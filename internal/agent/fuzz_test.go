@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,6 +94,22 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if cfg.MaxConcurrentTurns < 1 || cfg.Log.Level == "" || cfg.Store.Synchronous == "" {
 			t.Fatalf("defaults not applied: %+v", cfg)
+		}
+	})
+}
+
+// FuzzOffersBuiltin holds OffersBuiltin's shortcut for names that are not
+// patterns to path.Match.
+func FuzzOffersBuiltin(f *testing.F) {
+	f.Add("clock", "clock")
+	f.Add("wm_*", "wm_get")
+	f.Add("a[", "a[")
+	f.Add(`a\b`, "ab")
+	f.Fuzz(func(t *testing.T, pattern, name string) {
+		d := &Definition{Tools: ToolPolicy{Builtin: []string{pattern}}}
+		ok, err := path.Match(pattern, name)
+		if want := ok && err == nil; d.OffersBuiltin(name) != want {
+			t.Errorf("OffersBuiltin(%q) with %q = %v, path.Match says %v", name, pattern, !want, want)
 		}
 	})
 }

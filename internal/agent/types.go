@@ -7,7 +7,10 @@ package agent
 import (
 	"path"
 	"slices"
+	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Agent types.
@@ -189,6 +192,12 @@ func (d *Definition) OffersBuiltin(name string) bool {
 		return true
 	}
 	for _, p := range d.Tools.Builtin {
+		if !strings.ContainsAny(p, `*?[\`) {
+			if p == name { // a name, not a pattern: what path.Match would say
+				return true
+			}
+			continue
+		}
 		if ok, err := path.Match(p, name); ok && err == nil {
 			return true
 		}
@@ -327,10 +336,43 @@ type FetchConfig struct {
 	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
 }
 
-// StoreConfig configures the store.
+// StoreConfig configures the store. In agentd.yaml it is a mapping, or
+// the URL alone (store: postgres://agentd@db/agentd).
 type StoreConfig struct {
+	// URL selects the store: "" or "sqlite" for SQLite in the data
+	// directory (the default), a postgres:// URL for PostgreSQL. It holds
+	// no password: see PasswordEnv.
+	URL string `yaml:"url" json:"url,omitempty"`
 	// Synchronous is the SQLite synchronous mode: full (default) or normal.
 	Synchronous string `yaml:"synchronous" json:"synchronous,omitempty"`
+	// PasswordEnv names the environment variable holding the PostgreSQL
+	// password; without it, PGPASSWORD or the passfile (~/.pgpass) serve.
+	PasswordEnv string `yaml:"password_env" json:"password_env,omitempty"`
+	// PoolSize caps the PostgreSQL connections (default 10).
+	PoolSize int `yaml:"pool_size" json:"pool_size,omitempty"`
+	// StatementTimeout bounds each PostgreSQL statement (default 30s).
+	StatementTimeout Duration `yaml:"statement_timeout" json:"statement_timeout,omitempty"`
+	// SSLMode is PostgreSQL's sslmode: disable, allow, prefer, require,
+	// verify-ca or verify-full; "" keeps the URL's (libpq's default is prefer).
+	SSLMode string `yaml:"sslmode" json:"sslmode,omitempty"`
+}
+
+// UnmarshalYAML reads a store written as its URL alone or as a mapping.
+func (c *StoreConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		c.URL = n.Value
+		return nil
+	}
+	type plain StoreConfig
+	return n.Decode((*plain)(c))
+}
+
+// Postgres reports whether the store is PostgreSQL.
+func (c StoreConfig) Postgres() bool { return IsPostgresURL(c.URL) }
+
+// IsPostgresURL reports whether a store URL names PostgreSQL.
+func IsPostgresURL(u string) bool {
+	return strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
 }
 
 // Duration is a time.Duration written as "30s", "5m" in YAML.

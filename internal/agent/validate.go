@@ -249,6 +249,7 @@ func (c *checker) config(cfg *Config) {
 	c.oneOf("log.level", cfg.Log.Level, logLevels)
 	c.oneOf("log.format", cfg.Log.Format, logFormats)
 	c.oneOf("store.synchronous", cfg.Store.Synchronous, syncModes)
+	c.store("store", cfg.Store)
 	c.servers("mcp_servers", cfg.MCPServers)
 	e := cfg.Embeddings
 	c.oneOf("embeddings.provider", e.Provider, []string{EmbedHashed, EmbedOpenAI})
@@ -326,6 +327,39 @@ func (c *checker) baseURL(p, s string) {
 	if u.User != nil {
 		c.add(p, "must not contain a user name or password; put the API key in an environment variable and name it in api_key_env")
 	}
+}
+
+// sslModes are PostgreSQL's sslmode values.
+var sslModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+
+// store checks the store's settings: a PostgreSQL URL names no password
+// (the file may be shared; the password stays in the environment or a
+// passfile).
+func (c *checker) store(p string, s StoreConfig) {
+	if s.URL != "" && s.URL != "sqlite" {
+		u, err := url.Parse(s.URL)
+		switch {
+		case !IsPostgresURL(s.URL) || err != nil:
+			c.add(p+".url", "must be sqlite or a postgres:// URL such as postgres://agentd@db.example.com/agentd")
+		case u.User != nil && hasPassword(u):
+			c.add(p+".url", "must not contain a password; put it in an environment variable and name it in password_env, or in PGPASSWORD or a passfile (~/.pgpass)")
+		case u.Query().Has("password"):
+			c.add(p+".url", "must not contain a password; put it in an environment variable and name it in password_env, or in PGPASSWORD or a passfile (~/.pgpass)")
+		}
+	}
+	if s.PasswordEnv != "" {
+		c.envName(p+".password_env", s.PasswordEnv, "AGENTD_PGPASSWORD")
+	}
+	c.nonNegative(p+".pool_size", s.PoolSize)
+	if s.StatementTimeout < 0 {
+		c.add(p+".statement_timeout", "must not be negative")
+	}
+	c.oneOf(p+".sslmode", s.SSLMode, sslModes)
+}
+
+func hasPassword(u *url.URL) bool {
+	_, ok := u.User.Password()
+	return ok
 }
 
 // envName checks the name of the environment variable holding an API key.

@@ -39,7 +39,7 @@ func TestLoadConfigMissing(t *testing.T) {
 	want := &Config{
 		MaxConcurrentTurns: DefaultMaxConcurrentTurns,
 		Log:                Log{Level: "info", Format: "text"},
-		Store:              StoreConfig{Synchronous: "full"},
+		Store:              StoreConfig{URL: StoreSQLite, Synchronous: "full", PoolSize: DefaultStorePoolSize, StatementTimeout: Duration(DefaultStatementTimeout)},
 		Embeddings:         Embeddings{Provider: EmbedHashed, Dim: DefaultEmbedDim},
 		Gateway:            Gateway{Listen: DefaultGatewayListen, MaxBody: MaxGatewayBody},
 	}

@@ -31,7 +31,6 @@ import (
 	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
-	"agentd/internal/store/sqlite"
 	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
@@ -49,6 +48,9 @@ type Options struct {
 	Engine *engine.Options
 	// Version is agentd's version, told to MCP servers and clients.
 	Version string
+	// Store, when set, selects the store (sqlite, or a postgres:// URL)
+	// over agentd.yaml's store.url: --store or $AGENTD_STORE.
+	Store string
 	// Existing makes Open refuse, with ErrNoData, a directory that holds
 	// no agentd data (see HasData) instead of making one there.
 	Existing bool
@@ -63,7 +65,7 @@ type App struct {
 	Dir     string
 	Config  *agent.Config
 	Agents  *agent.Registry
-	Store   *sqlite.Store
+	Store   Store
 	Tools   *tool.Registry
 	Models  *Models
 	Engine  *engine.Engine
@@ -75,8 +77,10 @@ type App struct {
 	MCP     *mcp.Manager
 	Memory  *memory.Store // opens its database when first used (see Degraded)
 
-	dmu      sync.Mutex
-	degraded []gateway.Degraded // optional parts that are off
+	dmu       sync.Mutex
+	degraded  []gateway.Degraded // optional parts that are off
+	storeKind string             // StoreSQLite or StorePostgres
+	openMem   memoryOpener       // makes long-term memory beside the store
 
 	skills   atomic.Pointer[skill.Set]
 	facade   atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once /mcp has made it
@@ -155,7 +159,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.Agents, err = agent.NewRegistry(dir, a.Config, &agent.RegistryOptions{Logger: log, OnChange: onChange}); err != nil {
 		return nil, err
 	}
-	if a.Store, err = sqlite.Open(ctx, filepath.Join(dir, DBFile), &sqlite.Options{Synchronous: a.Config.Store.Synchronous, Logger: log}); err != nil {
+	if a.Store, a.storeKind, a.openMem, err = openStore(ctx, dir, storeURL(o.Store, a.Config.Store), a.Config.Store, log); err != nil {
 		return nil, err
 	}
 	a.Tools = tool.NewRegistry(&tool.RegistryOptions{Logger: log})
@@ -172,7 +176,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err := a.toolLayer(o.Version); err != nil {
 		return nil, err
 	}
-	if err := a.openMemory(); err != nil {
+	if err := a.openMemory(ctx); err != nil {
 		return nil, err
 	}
 	a.Models = NewModels(nil)

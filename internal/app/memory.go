@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"agentd/internal/agent"
@@ -14,7 +13,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// MemoryFile is the long-term memory's database inside the data directory.
+// MemoryFile is the long-term memory's database inside the data directory
+// (with the SQLite store; with PostgreSQL, memory is in its database).
 const MemoryFile = "memory.db"
 
 // embedder builds the configured embedder.
@@ -44,13 +44,15 @@ const memoryOff = "its database could not be opened; agentd runs without long-te
 // errMemoryOff is what the memory tools answer while long-term memory is off.
 var errMemoryOff = errors.New("long-term memory is unavailable on this agentd: its database could not be opened. Recent turns and the history tools still work")
 
-// openMemory makes the long-term memory, which opens its database when
-// first used (a recall before anything was remembered creates nothing),
-// and registers its tools. Long-term memory is optional: when its
-// database cannot be opened (unreadable, not a database, on a full disk),
-// agentd goes on without it, says so once in the log and from then on in
-// readiness, and its tools answer errMemoryOff. The file is left as it is.
-func (a *App) openMemory() error {
+// openMemory makes the long-term memory and registers its tools. With the
+// SQLite store memory.db is opened when first used (a recall before
+// anything was remembered creates nothing); with PostgreSQL memory is
+// opened now, in the store's database. Long-term memory is optional: when
+// its database cannot be opened (unreadable, not a database, on a full
+// disk), agentd goes on without it, says so once in the log and from then
+// on in readiness, and its tools answer errMemoryOff. The file is left as
+// it is.
+func (a *App) openMemory(ctx context.Context) error {
 	e, err := embedder(a.Config.Embeddings)
 	if err != nil {
 		a.Logger.Warn("recall is keyword-only", "err", err)
@@ -60,7 +62,7 @@ func (a *App) openMemory() error {
 		a.Logger.Warn("long-term memory is off: agentd runs without it; recent turns and history work, the memory tools answer an error", "err", err)
 		a.degrade("memory", memoryOff)
 	}
-	m, err := memory.New(filepath.Join(a.Dir, MemoryFile), &memory.Options{Logger: a.Logger, Embedder: e,
+	m, err := a.openMem(ctx, &memory.Options{Logger: a.Logger, Embedder: e,
 		OnStatus: func(degraded bool, reason string) {
 			if degraded {
 				a.Logger.Warn("memory recall degraded to keyword search", "reason", reason)
@@ -70,7 +72,7 @@ func (a *App) openMemory() error {
 		},
 		OnUnavailable: off})
 	if err != nil {
-		return err
+		off(err)
 	}
 	a.Memory = m
 	for _, t := range memory.Tools(m, &memory.ToolOptions{Shared: func(agentID string) bool {
@@ -79,6 +81,9 @@ func (a *App) openMemory() error {
 	}}) {
 		run := t
 		t = tool.Func(t.Spec(), func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			if m == nil {
+				return tool.Result{}, errMemoryOff
+			}
 			res, err := run.Call(ctx, c)
 			if errors.Is(err, memory.ErrUnavailable) {
 				return tool.Result{}, errMemoryOff

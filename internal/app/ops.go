@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"agentd/internal/gateway"
 	"agentd/internal/metrics"
 	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
 )
 
 // readiness says whether this node can take work: Start has resumed its
@@ -14,6 +16,9 @@ import (
 // write. It also lists the optional parts that are off, which do not make
 // it unready.
 type readiness struct{ a *App }
+
+// StoreKind names the node's store: sqlite or postgres.
+func (r readiness) StoreKind() string { return r.a.storeKind }
 
 // Degraded lists the optional parts that are off.
 func (r readiness) Degraded() []gateway.Degraded { return r.a.Degraded() }
@@ -29,13 +34,13 @@ func (r readiness) Ready(ctx context.Context) error {
 	}
 	if err := r.a.Store.Ping(ctx); err != nil {
 		r.a.Logger.Warn("readiness: the store does not answer", "err", err)
-		return errors.New("the store does not answer")
+		return fmt.Errorf("the store (%s) does not answer", r.a.storeKind)
 	}
 	if err := r.a.Store.Writable(ctx); errors.Is(err, store.ErrFull) {
 		return errors.New("the disk is full: new messages are refused until space is freed")
 	} else if err != nil {
 		r.a.Logger.Warn("readiness: the store cannot write", "err", err)
-		return errors.New("the store cannot write")
+		return fmt.Errorf("the store (%s) cannot write", r.a.storeKind)
 	}
 	return nil
 }
@@ -51,7 +56,7 @@ func (a *App) startMetrics() *metrics.Collector {
 		return parts
 	}
 	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger,
-		Degraded: degraded})
+		Degraded: degraded, SQLiteMemory: func() int64 { n, _ := sqlite.MemoryUsed(); return n }})
 	a.wg.Go(func() {
 		if err := c.Run(context.Background()); err != nil {
 			a.Logger.Error("metrics stopped", "err", err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"agentd/internal/event"
-	"agentd/internal/store/sqlite"
 )
 
 // workingMemory is the store's history side as the history tools and the
@@ -13,7 +12,7 @@ import (
 // changes are published on the bus once durable, as the runtime publishes
 // what it commits, so that the event stream and long polls show them live.
 type workingMemory struct {
-	*sqlite.Store
+	Store
 	bus *event.Bus
 }
 

@@ -1,9 +1,13 @@
 // Package bench measures agentd end to end, as `agentd bench` reports it:
-// turns against the fake model over loopback, in process and through an
-// agentd serve child; the tool layer (MCP round trips, dispatch, the
-// message lifecycle); history search, recall and context assembly; and the
-// gateway (waiting over HTTP and the local socket, WebSocket fan-out, idle
-// connections). The figures in docs/performance.md come from a full Run.
+// what a client sees (turns through the HTTP API of an agentd serve child,
+// over TCP and the local socket, its throughput, CPU and memory, a one-shot
+// agentd send, WebSocket fan-out to clients in a process of their own), each
+// beside its floor, a bare Go program doing the least the figure's work
+// needs, measured in the same run; and the breakdown: turns in process
+// against the fake model, the tool layer (MCP round trips, dispatch, the
+// message lifecycle), history search, recall and context assembly, the
+// gateway. Soak runs a steady load and follows the daemon's memory. The
+// figures in docs/performance.md come from a full Run.
 package bench
 
 import (
@@ -49,8 +53,15 @@ type Options struct {
 type config struct {
 	turns, concurrency, throughputTurns, sessions, growthTurns, rtts int
 	subscribers, fanoutEvents, idleConns                             int
-	quick, inProcessOnly                                             bool
-	sync, exe, version                                               string
+	// The API figures (api.go): turns of each latency run, warm-up turns
+	// of each agent, turns of the runs at 1, 16 and 100 sessions (all of
+	// them add up to 10,000 in a full run: rss_10k_turns_mb), one-shot
+	// sends; fsyncs of the floor.
+	apiTurns, apiWarm, api1, api16, api100, oneshots, fsyncs int
+	// settle is how long memory is left to settle before it is read.
+	settle               time.Duration
+	quick, inProcessOnly bool
+	sync, exe, version   string
 }
 
 func newConfig(o *Options) (config, error) {
@@ -58,10 +69,12 @@ func newConfig(o *Options) (config, error) {
 		o = new(Options)
 	}
 	c := config{turns: 2000, concurrency: 100, throughputTurns: 20000, sessions: 10000, growthTurns: 50000, rtts: 2000,
-		subscribers: 1000, fanoutEvents: 400, idleConns: 10000}
+		subscribers: 1000, fanoutEvents: 400, idleConns: 10000,
+		apiTurns: 1000, apiWarm: 10, api1: 480, api16: 500, api100: 5000, oneshots: 11, fsyncs: 200, settle: time.Second}
 	if o.Quick {
 		c = config{turns: 300, concurrency: 100, throughputTurns: 3000, sessions: 1000, growthTurns: 3000, rtts: 300, quick: true,
-			subscribers: 100, fanoutEvents: 100, idleConns: 500}
+			subscribers: 100, fanoutEvents: 100, idleConns: 500,
+			apiTurns: 100, apiWarm: 5, api1: 100, api16: 300, api100: 600, oneshots: 5, fsyncs: 50, settle: 250 * time.Millisecond}
 	}
 	c.inProcessOnly, c.sync, c.exe, c.version = o.InProcessOnly, o.Synchronous, o.Executable, o.Version
 	if c.sync == "" {
@@ -137,6 +150,16 @@ func Run(ctx context.Context, o *Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	if err := runFloors(ctx, dir, base, res, c); err != nil {
+		return nil, err
+	}
+	var fs *floorServer
+	if !c.inProcessOnly {
+		if fs, err = runRelayFloor(ctx, base, res, c); err != nil {
+			return nil, err
+		}
+		defer fs.stop()
+	}
 	if err := writeAgents(dir, base, c.sync); err != nil {
 		return nil, err
 	}
@@ -153,6 +176,9 @@ func Run(ctx context.Context, o *Options) (*Result, error) {
 		return res, nil
 	}
 	if err := runServe(ctx, filepath.Join(dir, "proc"), res, c); err != nil {
+		return nil, err
+	}
+	if err := runAPI(ctx, filepath.Join(dir, "api"), base, fs, res, c); err != nil {
 		return nil, err
 	}
 	return res, nil

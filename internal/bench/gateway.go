@@ -56,29 +56,50 @@ func runGateway(ctx context.Context, dir, base string, pid int, res *Result, c c
 		lat = append(lat, time.Since(t0))
 	}
 	res.UnixWaitP50ms = pct(lat, 50)
-	return runFanout(ctx, base, auth, post, pid, res, c)
+	return runFanout(ctx, base, auth, post, res, c)
 }
+
+// postFunc posts a message to the session at addr (agent/key) and waits
+// for the turn's reply, which must be done.
+type postFunc func(ctx context.Context, addr, text string) error
 
 // poster returns the token header of the gateway at base (its token
 // in dir) and a function that posts a message and waits for the reply.
-func poster(dir, base string) (http.Header, func(ctx context.Context, addr, text string) error, error) {
+func poster(dir, base string) (http.Header, postFunc, error) {
+	tok, err := gatewayToken(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	auth := http.Header{"Authorization": {"Bearer " + tok}}
+	return auth, newPoster(base, auth, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}), nil
+}
+
+// gatewayToken reads the gateway's token from the data directory dir.
+func gatewayToken(dir string) (string, error) {
 	toks, err := gateway.OpenTokens(dir, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bench: gateway token: %w", err)
+		return "", fmt.Errorf("bench: gateway token: %w", err)
 	}
 	tok, err := toks.Token()
 	if err != nil {
-		return nil, nil, fmt.Errorf("bench: gateway token: %w", err)
+		return "", fmt.Errorf("bench: gateway token: %w", err)
 	}
-	auth := http.Header{"Authorization": {"Bearer " + tok}}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	post := func(ctx context.Context, addr, text string) error {
+	return tok, nil
+}
+
+// newPoster returns a postFunc that sends POST …/messages?wait=true to
+// the API at base (http://host:port, or http://agentd through hc's unix
+// socket) with the headers auth (nil: none).
+func newPoster(base string, auth http.Header, hc *http.Client) postFunc {
+	return func(ctx context.Context, addr, text string) error {
 		body, _ := json.Marshal(map[string]string{"text": text})
 		req, err := http.NewRequestWithContext(ctx, "POST", base+"/v1/sessions/"+addr+"/messages?wait=true", bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
-		req.Header = auth.Clone()
+		if auth != nil {
+			req.Header = auth.Clone()
+		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -94,13 +115,17 @@ func poster(dir, base string) (http.Header, func(ctx context.Context, addr, text
 		}
 		return nil
 	}
+}
 
-	return auth, post, nil
+// wsURL is the stream URL of the API at base (http://…) subscribed to an
+// agent's sessions.
+func wsURL(base, agent string) string {
+	return "ws" + strings.TrimPrefix(base, "http") + "/v1/stream?agent=" + agent
 }
 
 // waitTurns times n two-step turns (the in-process latency figure's)
 // posted with wait=true, a fresh session every 20 turns.
-func waitTurns(ctx context.Context, post func(ctx context.Context, addr, text string) error, n int) ([]time.Duration, error) {
+func waitTurns(ctx context.Context, post postFunc, n int) ([]time.Duration, error) {
 	var lat []time.Duration
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
@@ -113,13 +138,12 @@ func waitTurns(ctx context.Context, post func(ctx context.Context, addr, text st
 }
 
 // runFanout measures the WebSocket stream of the gateway at base.
-func runFanout(ctx context.Context, base string, auth http.Header, post func(ctx context.Context, addr, text string) error, pid int, res *Result, c config) error {
+func runFanout(ctx context.Context, base string, auth http.Header, post postFunc, res *Result, c config) error {
 	// Fan-out: every subscriber follows the fan agent, whose replies stream
 	// in 20 pieces 10 ms apart (fakeScript).
-	wsURL := "ws" + strings.TrimPrefix(base, "http") + "/v1/stream?agent=fan"
 	dial := &websocket.DialOptions{HTTPHeader: auth}
 	n := 0
-	fr, err := stream.BenchFanout(ctx, wsURL, dial, c.subscribers, c.fanoutEvents, func(ctx context.Context) (int, error) {
+	fr, err := stream.BenchFanout(ctx, wsURL(base, "fan"), dial, c.subscribers, c.fanoutEvents, func(ctx context.Context) (int, error) {
 		n++
 		if err := post(ctx, fmt.Sprintf("fan/f-%d", n/20), "fan out"); err != nil {
 			return 0, err
@@ -138,12 +162,12 @@ func runFanout(ctx context.Context, base string, auth http.Header, post func(ctx
 // an agent that has no traffic, cost the memory of the process pid.
 func runIdle(ctx context.Context, base string, auth http.Header, pid int, res *Result, c config) error {
 	before := rssMB(pid)
-	closeAll, err := stream.HoldIdle(ctx, "ws"+strings.TrimPrefix(base, "http")+"/v1/stream?agent=idle",
+	closeAll, err := stream.HoldIdle(ctx, wsURL(base, "idle"),
 		&websocket.DialOptions{HTTPHeader: auth}, c.idleConns)
 	if err != nil {
 		return fmt.Errorf("bench: idle connections: %w", err)
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * c.settle)
 	res.WSIdleConns = c.idleConns
 	res.WSIdleRSSMB = rssMB(pid)
 	res.WSIdleBaseRSSMB = before

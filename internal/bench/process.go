@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,9 +64,13 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 		}
 		readies = append(readies, time.Since(t0))
 	}
-	defer func() { stopChild(cmd) }()
+	defer func() {
+		if cmd != nil {
+			stopChild(cmd)
+		}
+	}()
 	res.ReadyMS = pct(readies, 50)
-	time.Sleep(time.Second)
+	time.Sleep(c.settle)
 	res.IdleRSSMB = rssMB(cmd.Process.Pid)
 
 	cl := gateway.NewUnixClient(sock)
@@ -103,12 +106,12 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	if err := drive(c.sessions, c.sessions, "s"); err != nil {
 		return fmt.Errorf("bench: sessions: %w", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(c.settle)
 	res.RSS10kSessionsMB = rssMB(cmd.Process.Pid)
 	if err := drive(c.growthTurns, c.sessions, "s"); err != nil {
 		return fmt.Errorf("bench: growth: %w", err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(c.settle)
 	after := rssMB(cmd.Process.Pid)
 	if res.RSS10kSessionsMB > 0 {
 		res.RSSGrowthPct = (after - res.RSS10kSessionsMB) / res.RSS10kSessionsMB * 100
@@ -116,21 +119,14 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	// The gateway's figures from a fresh process over the same data: what
 	// the load above left on the heap is not theirs.
 	stopChild(cmd)
-	cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error", "--listen", listen)
-	if err := cmd.Start(); err != nil {
+	srv, err := startServe(ctx, exe, dir)
+	if err != nil {
+		cmd = nil
 		return err
 	}
-	for t0 := time.Now(); ; time.Sleep(time.Millisecond) {
-		if conn, err := net.Dial("tcp", listen); err == nil {
-			conn.Close()
-			break
-		}
-		if time.Since(t0) > 10*time.Second {
-			return errors.New("bench: agentd serve did not listen on TCP within 10s")
-		}
-	}
-	time.Sleep(time.Second)
-	return runGateway(ctx, dir, "http://"+listen, cmd.Process.Pid, res, c)
+	cmd = srv.cmd
+	time.Sleep(c.settle)
+	return runGateway(ctx, dir, srv.base(), srv.pid(), res, c)
 }
 
 // freeTCPPort returns a loopback port nothing listens on (for a child to bind).
@@ -153,22 +149,4 @@ func stopChild(cmd *exec.Cmd) {
 		cmd.Process.Kill()
 		<-done
 	}
-}
-
-// rssMB reads a process's resident set size from /proc.
-func rssMB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				return kb / 1024
-			}
-		}
-	}
-	return 0
 }

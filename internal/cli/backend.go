@@ -42,7 +42,7 @@ func (e *env) connect(ctx context.Context, mayMake, watch bool) (*backend, error
 		return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
 	}
 	// In process: quiet unless asked, so a command's output stays its own.
-	a, err := app.Open(ctx, dir, &app.Options{Logger: e.quietLogger(), Version: Version, Existing: !mayMake, ReadOnce: !watch})
+	a, err := app.Open(ctx, dir, &app.Options{Logger: e.quietLogger(), Version: Version, Existing: !mayMake, ReadOnce: !watch, Store: e.store()})
 	if err != nil {
 		switch {
 		case errors.Is(err, app.ErrLocked):

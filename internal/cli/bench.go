@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -11,16 +13,26 @@ import (
 func (e *env) benchCmd() *cobra.Command {
 	var asJSON bool
 	var o bench.Options
+	var soak bench.SoakOptions
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure agentd end to end against the fake model and print a table",
-		Long: "Run agentd against fakellm over loopback with instant replies and report turn overhead,\n" +
-			"throughput, start-up time and memory. --quick runs smaller counts (for CI);\n" +
-			"the figures in docs/performance.md come from a full run.",
+		Long: "Run agentd against fakellm over loopback with instant replies and report what a client sees\n" +
+			"through the API of agentd serve (turn latency and overhead, turns a second, CPU per turn,\n" +
+			"memory, a one-shot agentd send, WebSocket fan-out), each beside its floor (a bare Go\n" +
+			"program doing the least that figure's work needs, measured in the same run) and its ratio\n" +
+			"to it, then the breakdown in process. --quick runs smaller counts (for CI); the figures in\n" +
+			"docs/performance.md come from a full run. --soak DURATION instead runs agentd serve under\n" +
+			"--rate turns a second and prints its RSS, Go heap and SQLite's memory as it goes.",
 		Example: "  agentd bench\n" +
-			"  agentd bench --quick --json",
+			"  agentd bench --quick --json\n" +
+			"  agentd bench --soak 1h --rate 200",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if soak.Duration > 0 {
+				soak.JSON, soak.Synchronous = asJSON, o.Synchronous
+				return bench.Soak(cmd.Context(), &soak, e.stdout)
+			}
 			o.Version = Version
 			res, err := bench.Run(cmd.Context(), &o)
 			if err != nil {
@@ -32,9 +44,27 @@ func (e *env) benchCmd() *cobra.Command {
 			return res.WriteTable(e.stdout)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (with --soak: a JSON line a sample)")
 	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
 	cmd.Flags().BoolVar(&o.InProcessOnly, "in-process-only", false, "skip the figures that start agentd serve as a child process")
 	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full (the default, durable on power loss) or normal, to see what durability costs")
+	cmd.Flags().DurationVar(&soak.Duration, "soak", 0, "run a steady load for this long instead, printing the daemon's memory as it goes")
+	cmd.Flags().Float64Var(&soak.Rate, "rate", 10, "turns a second of --soak")
+	cmd.Flags().DurationVar(&soak.Every, "every", 0, "how often --soak reads memory (default: the duration ÷ 20, between 1s and 1m)")
+	cmd.Flags().DurationVar(&soak.Warmup, "warmup", 0, "the part of --soak after which memory should stay flat (default 5m, at most a fifth of the run)")
+	cmd.AddCommand(e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
 	return cmd
+}
+
+// benchHelper is a process the bench starts of itself, to measure apart
+// from it; it talks to the bench over its standard input and output.
+func (e *env) benchHelper(name string, run func(ctx context.Context, in io.Reader, out io.Writer) error) *cobra.Command {
+	return &cobra.Command{
+		Use:    name,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), e.stdin, e.stdout)
+		},
+	}
 }

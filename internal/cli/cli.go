@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"agentd/internal/agent"
+	"agentd/internal/app"
 	"agentd/internal/gateway"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
@@ -63,12 +65,13 @@ func usage(format string, args ...any) error {
 
 // env is what every command shares.
 type env struct {
-	ctx      context.Context
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
-	dataFlag string
-	logLevel string
+	ctx       context.Context
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	dataFlag  string
+	logLevel  string
+	storeFlag string
 
 	// remote and remoteToken are --remote and --token (chat, send).
 	remote      string
@@ -190,13 +193,14 @@ func (e *env) root() *cobra.Command {
 		Version:       Version,
 	}
 	root.PersistentFlags().StringVar(&e.dataFlag, "data", "", "data directory (default $AGENTD_HOME or ./agentd-data)")
+	root.PersistentFlags().StringVar(&e.storeFlag, "store", "", "the store: sqlite or a postgres:// URL (default $"+app.StoreEnv+", else agentd.yaml's store.url, else sqlite)")
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
 		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withLifecycle(e.sendCmd()))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.reopenCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
-		e.statusCmd(), e.doctorCmd(), e.serviceCmd(),
+		e.statusCmd(), e.doctorCmd(), e.serviceCmd(), e.storeCmd(),
 	)
 	return root
 }
@@ -211,3 +215,11 @@ func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 }
 
 func (e *env) dataDir() string { return agent.DataDir(e.dataFlag) }
+
+// store is the store --store or $AGENTD_STORE selects, "" for agentd.yaml's.
+func (e *env) store() string {
+	if e.storeFlag != "" {
+		return e.storeFlag
+	}
+	return os.Getenv(app.StoreEnv)
+}

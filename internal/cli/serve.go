@@ -20,11 +20,13 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/app"
 	"agentd/internal/gateway"
+	"agentd/internal/store/sqlite"
 )
 
 func (e *env) serveCmd() *cobra.Command {
 	var grace time.Duration
 	var listen string
+	var sqliteMem bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run agentd: the runtime and its API",
@@ -41,6 +43,12 @@ func (e *env) serveCmd() *cobra.Command {
 			start := time.Now()
 			ctx := cmd.Context()
 			dir := e.dataDir()
+			if sqliteMem {
+				// Before anything opens a database: SQLite decides at its start.
+				if err := sqlite.EnableMemoryStatus(); err != nil {
+					return err
+				}
+			}
 			cfg, err := agent.LoadConfig(dir)
 			if err != nil {
 				return err
@@ -54,7 +62,7 @@ func (e *env) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version})
+			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version, Store: e.store()})
 			if err != nil {
 				if errors.Is(err, app.ErrLocked) {
 					return withCode(ExitUnavailable, err)
@@ -131,6 +139,7 @@ func (e *env) serveCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&sqliteMem, "sqlite-memory-status", false, "count the memory SQLite holds, for agentd_sqlite_memory_bytes in /metrics (each SQLite allocation then takes a lock)")
 	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "how long running turns may finish at shutdown")
 	cmd.Flags().StringVar(&listen, "listen", "", "TCP address of the API, host:port, or off (default gateway.listen, else "+agent.DefaultGatewayListen+"; port 0: any free port)")
 	return cmd

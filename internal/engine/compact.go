@@ -60,7 +60,7 @@ func (r *run) estimate(specs []model.ToolSpec) (calibrated, raw int) {
 		raw += n
 	}
 	for i := range specs {
-		raw += tokens.Tool(&specs[i], tokens.Text)
+		raw += r.e.offers.tokens(&specs[i])
 	}
 	return r.e.calib.Scale(r.def.Model.Name, raw), raw
 }

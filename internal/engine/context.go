@@ -140,6 +140,7 @@ func (b *builder) add(e *event.Event) {
 		// A model's text is no more agentd's than a user's (whole, in
 		// case a tag spans two pieces).
 		a.Content = Neutralise(a.Content + d.Text)
+		a.Wire = new(model.Encoded) // changed: encoded anew
 	case event.ToolCall:
 		var d event.ToolCallData
 		if e.Decode(&d) != nil {
@@ -148,6 +149,7 @@ func (b *builder) add(e *event.Event) {
 		b.skills.call(&d)
 		a := b.assistant(e.Turn, d.Step)
 		a.ToolCalls = append(a.ToolCalls, model.ToolCall{ID: d.ID, Name: d.Name, Args: d.Args})
+		a.Wire = new(model.Encoded) // changed: encoded anew
 		if b.open == nil {
 			b.open = make(map[string]bool)
 		}
@@ -187,7 +189,7 @@ func (b *builder) add(e *event.Event) {
 // the summary, which a model wrote from what users and tools said, with
 // agentd's tags neutralised, in a <conversation_summary> tag.
 func SummaryMessage(d *event.SummaryData) model.Message {
-	return model.Message{Role: model.RoleUser, Content: wrap(summaryTag, "", "\n"+Neutralise(d.Text)+"\n")}
+	return model.Message{Role: model.RoleUser, Content: wrap(summaryTag, "", "\n"+Neutralise(d.Text)+"\n"), Wire: new(model.Encoded)}
 }
 
 // FromSummary returns the events a context is built from: those after the
@@ -249,7 +251,7 @@ func (b *builder) closeGroup() {
 		for _, c := range b.msgs[b.group].ToolCalls {
 			if b.open[c.ID] {
 				b.msgs = append(b.msgs, model.Message{Role: model.RoleTool, ToolCallID: c.ID, ToolName: c.Name, IsError: true,
-					Content: "no result: the turn ended before this call finished"})
+					Content: "no result: the turn ended before this call finished", Wire: new(model.Encoded)})
 			}
 		}
 	}
@@ -268,14 +270,14 @@ func InputMessage(kind event.Kind, d *event.InputData) model.Message {
 	if kind == event.SystemMessage {
 		text = wrap(systemTag, d.Origin, text)
 	}
-	return model.Message{Role: model.RoleUser, Content: text, Images: Images(d.Images)}
+	return model.Message{Role: model.RoleUser, Content: text, Images: Images(d.Images), Wire: new(model.Encoded)}
 }
 
 // ToolMessage is the model message for a tool result, agentd's tags
 // neutralised.
 func ToolMessage(d *event.ToolResultData) model.Message {
 	return model.Message{Role: model.RoleTool, Content: Neutralise(d.Output), ToolCallID: d.ID, ToolName: d.Name, IsError: d.IsError,
-		Images: Images(d.Images)}
+		Images: Images(d.Images), Wire: new(model.Encoded)}
 }
 
 // Images returns the logged images as model images (sharing their bytes).

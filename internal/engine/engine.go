@@ -22,7 +22,8 @@
 // store's own). The lifecycle's lock is held while the approval event is
 // written; the writer's while a batch is handed to the log and while
 // earlier writes are waited for, so a Log must never call back into the
-// turn. tokens.Calibrator's lock is a leaf. No lock is held while a model
+// turn. tokens.Calibrator's lock, the engine's offerCache's and a turn's
+// offerMemo's are leaves. No lock is held while a model
 // or a tool runs.
 package engine
 
@@ -135,9 +136,10 @@ type Options struct {
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.
 type Engine struct {
-	o     Options
-	calib *tokens.Calibrator
-	bpe   *tokens.BPE
+	o      Options
+	calib  *tokens.Calibrator
+	bpe    *tokens.BPE
+	offers offerCache // the tools offered to models, encoded and sized
 }
 
 // New returns an engine.
@@ -229,6 +231,8 @@ type run struct {
 
 	wctx context.Context // for writes that must happen even if the turn is cancelled
 	w    *writer         // the turn's writes, in order
+
+	offered offerMemo // the tools offered, while they stay the same (offer)
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -383,7 +387,11 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		if err := r.w.write(r.wctx, b, !t.Recovered); err != nil {
 			return nil, err
 		}
-		r.msgs = append(t.Context[:len(t.Context):len(t.Context)], InputMessage(t.Item.Kind, &d))
+		// Room for the input and a few steps' messages, so that the
+		// conversation is copied once.
+		r.msgs = make([]model.Message, len(t.Context), len(t.Context)+8)
+		copy(r.msgs, t.Context)
+		r.msgs = append(r.msgs, InputMessage(t.Item.Kind, &d))
 		r.marks = t.Marks
 		if len(t.Tokens) <= len(t.Context) {
 			r.tok = append([]int(nil), t.Tokens...)
@@ -705,13 +713,12 @@ func wireOptions(m agent.Model, req *model.Request) {
 }
 
 func (r *run) toolSpecs() []model.ToolSpec {
-	vis := r.e.o.Tools.Visible(r.policy)
+	vis := r.offer()
 	specs := make([]model.ToolSpec, 0, len(vis))
-	for _, s := range vis {
-		if s.Kind != "" && s.Kind != tool.KindModel || !r.sees(&s) {
-			continue
+	for i := range vis {
+		if s := &vis[i]; s.Kind == "" || s.Kind == tool.KindModel {
+			specs = append(specs, r.e.offers.spec(s))
 		}
-		specs = append(specs, model.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.InputSchema})
 	}
 	return specs
 }
@@ -806,7 +813,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		r.ended = false
 		return nil, end, fmt.Errorf("engine: log step: %w: %w", errStore, err)
 	}
-	am := model.Message{Role: model.RoleAssistant, Content: Neutralise(s.Text)}
+	am := model.Message{Role: model.RoleAssistant, Content: Neutralise(s.Text), Wire: new(model.Encoded)}
 	for _, c := range calls {
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
@@ -832,13 +839,14 @@ func (r *run) price(name string, u model.Usage) float64 {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// runTools runs calls in parallel and logs each result as it finishes.
+// runTools runs calls in parallel (a single one on the turn's goroutine)
+// and logs each result as it finishes.
 func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 	results := make([]event.ToolResultData, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i := range calls {
-		wg.Go(func() {
+		one := func() {
 			res, ok := r.runOne(ctx, &calls[i])
 			if !ok {
 				errs[i] = context.Cause(ctx)
@@ -852,7 +860,12 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 			if err := r.w.write(r.wctx, b, r.rerunnable(res.Name) && !res.Interrupted); err != nil {
 				errs[i] = fmt.Errorf("engine: log tool result: %w: %w", errStore, err)
 			}
-		})
+		}
+		if len(calls) == 1 {
+			one() // nothing to run beside it: no goroutine to start
+			break
+		}
+		wg.Go(one)
 	}
 	wg.Wait()
 	for _, err := range errs {

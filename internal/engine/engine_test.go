@@ -631,3 +631,66 @@ func TestTurnWithoutLog(t *testing.T) {
 		t.Errorf("Compact: %v, want errNoLog", err)
 	}
 }
+
+// A tool registered while a turn runs (a skill's server connecting, say) is
+// offered from the turn's next step on, though a turn finds its tools once
+// while the registry stays the same; a tool registered again under its
+// name with another description is offered as it now is, not as kept.
+func TestOfferedToolsChange(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){
+		calls(model.ToolCall{ID: "c1", Name: "register", Args: json.RawMessage(`{}`)}), text("done"), text("again"),
+	}}
+	h := newHarness(t, models{"m": p})
+	obj := json.RawMessage(`{"type":"object"}`)
+	late := func(desc string) tool.Tool {
+		return tool.Func(tool.Spec{Name: "late", Description: desc, InputSchema: obj, ReadOnly: true},
+			func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, nil })
+	}
+	err := h.tools.Register(tool.Func(tool.Spec{Name: "register", InputSchema: obj, ReadOnly: true},
+		func(context.Context, *tool.Call) (tool.Result, error) {
+			return tool.Result{Output: "ok"}, h.tools.Register(late("first"))
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.run(context.Background(), turn(&agent.Definition{})); err != nil {
+		t.Fatal(err)
+	}
+	h.tools.Unregister("late")
+	if err := h.tools.Register(late("second")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.run(context.Background(), turn(&agent.Definition{})); err != nil {
+		t.Fatal(err)
+	}
+	desc := func(req *model.Request) string {
+		for _, s := range req.Tools {
+			if s.Name == "late" {
+				return s.Description
+			}
+		}
+		return "(not offered)"
+	}
+	var got []string
+	for _, req := range p.reqs {
+		got = append(got, desc(req))
+	}
+	if diff := cmp.Diff([]string{"(not offered)", "first", "second"}, got); diff != "" {
+		t.Errorf("the late tool's description in each request (-want +got):\n%s", diff)
+	}
+	// What a client kept of a tool is kept with it while it stays the same.
+	wire := func(req *model.Request, name string) *model.Encoded {
+		for _, s := range req.Tools {
+			if s.Name == name {
+				return s.Wire
+			}
+		}
+		return nil
+	}
+	if w0, w2 := wire(p.reqs[0], "register"), wire(p.reqs[2], "register"); w0 == nil || w0 != w2 {
+		t.Errorf("the register tool's encodings are not kept across turns: %p, %p", w0, w2)
+	}
+	if w1, w2 := wire(p.reqs[1], "late"), wire(p.reqs[2], "late"); w1 == nil || w1 == w2 {
+		t.Errorf("the late tool, changed, keeps its encodings: %p, %p", w1, w2)
+	}
+}

@@ -117,7 +117,8 @@ type lifecycle struct {
 	after     bool // action or post-process tools run after the answer
 
 	mu       sync.Mutex
-	view     *ApprovalView // the signed message; nil without a signer
+	view     *ApprovalView // the signed message, once signed (see signed); nil without a signer
+	signed   bool          // view was made
 	logged   bool          // the approval event is in the log
 	context  []string
 	tools    []json.RawMessage
@@ -150,10 +151,20 @@ func (r *run) initLifecycle() {
 		on(o.PostProcess) && len(r.phaseTools(tool.KindPostprocess)) > 0
 	r.prior = map[string]event.LifecycleData{}
 	r.permits = map[string]*priorPermit{}
-	// Every message lifecycle starts by signing the message, whether or
-	// not a tool server is called (the signature is the same after a
-	// restart: ed25519 is deterministic).
-	r.lc.view = signView(r.e.o.Signer, r.def.ID, r.message(), r.e.o.Logger)
+}
+
+// signedView returns the turn's signed message, signing it on first use:
+// only a turn that calls a tool server or a lifecycle tool shows it, and
+// signing costs more than the rest of a short turn's own work. The
+// signature is the same whenever it is made (ed25519 is deterministic and
+// the message is the input's), after a restart too. The caller holds
+// lc.mu.
+func (r *run) signedView() *ApprovalView {
+	if !r.lc.signed {
+		r.lc.signed = true
+		r.lc.view = signView(r.e.o.Signer, r.def.ID, r.message(), r.e.o.Logger)
+	}
+	return r.lc.view
 }
 
 // message is what this turn's approvals are about.
@@ -246,9 +257,9 @@ func (r *run) unknownTool(name string) string {
 // policy allows, sorted by name.
 func (r *run) phaseTools(kind string) []tool.Spec {
 	var out []tool.Spec
-	for _, s := range r.e.o.Tools.Visible(r.policy) {
-		if s.Kind == kind && r.sees(&s) {
-			out = append(out, s) // Visible left out the denied ones
+	for _, s := range r.offer() {
+		if s.Kind == kind {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -308,9 +319,9 @@ func (r *run) approver() tool.Approver {
 	}
 	r.lc.mu.Lock()
 	defer r.lc.mu.Unlock()
-	if !r.lc.logged && r.lc.view != nil {
+	if v := r.signedView(); !r.lc.logged && v != nil {
 		r.lc.logged = true
-		view, _ := json.Marshal(r.lc.view)
+		view, _ := json.Marshal(v)
 		ev := event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseApproval, Approval: view})
 		// Signing again after a crash gives the same signature: it may wait.
 		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, true); err != nil {
@@ -409,9 +420,9 @@ func (r *run) lifecycleArgs(phase string, s *tool.Spec) json.RawMessage {
 		"daemonName":     r.def.Name,
 		"identityPrompt": r.def.SystemPrompt,
 	}
-	if r.lc.view != nil {
-		m["daemonPubkey"] = r.lc.view.DaemonPubkey
-		m["approval"] = *r.lc.view
+	if v := r.signedView(); v != nil {
+		m["daemonPubkey"] = v.DaemonPubkey
+		m["approval"] = *v
 	}
 	if phase != event.PhaseContext {
 		m["output"] = r.reply
@@ -501,22 +512,29 @@ func (r *run) contextPhase(ctx context.Context) error {
 	if !on(r.lc.opts.Context) {
 		return nil
 	}
-	// Long-term memory is recalled while the context tools run.
+	// Long-term memory is recalled while the context tools run; without
+	// any, on this goroutine.
 	var wg sync.WaitGroup
 	var recalled []string
 	var degraded string
+	specs := r.phaseTools(tool.KindContext)
 	if rc := r.e.o.Recall; rc != nil && r.def.Memory.Recall > 0 {
-		wg.Go(func() {
+		recall := func() {
 			items, deg, err := rc.Recall(ctx, r.def.ID, r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
 			if err != nil {
 				deg = "recall failed: " + err.Error()
 			}
 			recalled, degraded = items, deg
-		})
+		}
+		if len(specs) > 0 {
+			wg.Go(recall)
+		} else {
+			recall()
+		}
 	}
 	var results []event.LifecycleData
 	var err error
-	if specs := r.phaseTools(tool.KindContext); len(specs) > 0 {
+	if len(specs) > 0 {
 		results, err = r.phase(ctx, event.PhaseContext, specs)
 	}
 	wg.Wait()

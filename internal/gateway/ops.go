@@ -35,6 +35,12 @@ type Degradations interface {
 	Degraded() []Degraded
 }
 
+// StoreReporter is the optional ability of a Readiness to name the
+// node's store (sqlite, postgres): /readyz says which it is.
+type StoreReporter interface {
+	StoreKind() string
+}
+
 // Metrics writes agentd's metrics in the Prometheus text format 0.0.4.
 type Metrics interface {
 	WriteMetrics(ctx context.Context, w io.Writer) error
@@ -56,6 +62,8 @@ type ReadyResponse struct {
 	Ready bool   `json:"ready"`
 	Error string `json:"error,omitempty"` // why not
 	Code  string `json:"code,omitempty"`  // not_ready
+	// Store is the node's store: sqlite or postgres.
+	Store string `json:"store,omitempty"`
 	// Degraded lists the optional parts that are off; absent when none
 	// is. They do not make agentd unready.
 	Degraded []Degraded `json:"degraded,omitempty"`
@@ -63,27 +71,31 @@ type ReadyResponse struct {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.o.Ready == nil {
-		s.notReady(w, "readiness is not reported by this agentd", nil)
+		s.notReady(w, "readiness is not reported by this agentd", "", nil)
 		return
 	}
 	var degraded []Degraded
 	if d, ok := s.o.Ready.(Degradations); ok {
 		degraded = d.Degraded()
 	}
+	kind := ""
+	if sr, ok := s.o.Ready.(StoreReporter); ok {
+		kind = sr.StoreKind()
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.o.Ready.Ready(ctx); err != nil {
-		s.notReady(w, err.Error(), degraded)
+		s.notReady(w, err.Error(), kind, degraded)
 		return
 	}
-	writeJSON(w, 200, ReadyResponse{Ready: true, Degraded: degraded})
+	writeJSON(w, 200, ReadyResponse{Ready: true, Store: kind, Degraded: degraded})
 }
 
 // notReady answers that agentd is not ready, and why: the Readiness's
 // error says it as it is.
-func (s *Server) notReady(w http.ResponseWriter, why string, degraded []Degraded) {
+func (s *Server) notReady(w http.ResponseWriter, why, store string, degraded []Degraded) {
 	f := s.describe(say(errNotReady, "%s", why))
-	writeJSON(w, f.Status, ReadyResponse{Error: f.Body.Error, Code: f.Body.Code, Degraded: degraded})
+	writeJSON(w, f.Status, ReadyResponse{Error: f.Body.Error, Code: f.Body.Code, Store: store, Degraded: degraded})
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

@@ -35,6 +35,34 @@ func (r storeReady) Ready(ctx context.Context) error {
 	return nil
 }
 
+// storeNamed is a readiness that names its store.
+type storeNamed struct {
+	storeReady
+	kind string
+}
+
+func (r storeNamed) StoreKind() string { return r.kind }
+
+// A readiness that names the node's store has /readyz say which it is,
+// ready or not.
+func TestReadyzNamesTheStore(t *testing.T) {
+	e := newEnv(t, setup{})
+	srv := gateway.New(&gateway.Options{Runtime: e.rt, Sessions: e.st, Agents: testAgents(), Ready: storeNamed{storeReady{e.st}, "postgres"}})
+	e.http.Close()
+	e.http = httptest.NewServer(srv)
+	status, _, body := e.do("GET", "/readyz", "")
+	if want := `{"ready":true,"store":"postgres"}`; status != 200 || strings.TrimSpace(string(body)) != want {
+		t.Errorf("ready: %d %s, want 200 %s", status, body, want)
+	}
+	e.st.Close()
+	status, _, body = e.do("GET", "/readyz", "")
+	var rr gateway.ReadyResponse
+	decodeStrict(t, body, &rr)
+	if status != 503 || rr.Store != "postgres" {
+		t.Errorf("not ready: %d %s, want 503 naming postgres", status, body)
+	}
+}
+
 // opsEnv serves the operator's routes over a real runtime and store, a
 // metrics collector on the runtime's bus, and a registry of agent files in
 // dir/agents.

@@ -199,13 +199,20 @@ func (s *Store) storeVectors(ctx context.Context, items []pendingItem, vecs [][]
 		ok := len(v) > 0 && vector.Normalize(v)
 		if ok {
 			blob = vector.AppendEncode(blob[:0], v)
-			r, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (key, model, vec)
-				SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM pending WHERE key = ?)`, it.key, s.model, blob, it.key)
-			if err != nil {
+			// Only for an item still pending: one forgotten meanwhile
+			// has no row to join its vector to.
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM pending WHERE key = ?`, it.key).Scan(&one)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return s.dbErr("embed: store", err)
 			}
-			n, _ := r.RowsAffected()
-			added[i] = n > 0
+			if err == nil {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO vectors (key, model, vec) VALUES (?, ?, ?)
+					ON CONFLICT (key) DO UPDATE SET model = excluded.model, vec = excluded.vec`, it.key, s.model, blob); err != nil {
+					return s.dbErr("embed: store", err)
+				}
+				added[i] = true
+			}
 		}
 		// A zero vector (a text with nothing to embed) leaves the item to
 		// keyword search.

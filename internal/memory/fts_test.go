@@ -48,7 +48,7 @@ func TestSnippet(t *testing.T) {
 }
 
 // FuzzRecallQuery: whatever the user types, the keyword query is valid
-// FTS5 and the snippet code does not fail.
+// (FTS5, or PostgreSQL's tsquery) and the snippet code does not fail.
 func FuzzRecallQuery(f *testing.F) {
 	for _, s := range []string{"", `"`, `a"b`, "AND", "NOT x", "x*", "(", "col:x", "NEAR(a b)", "^a", "a + b", "{a b}: c",
 		"\x00", "ümlaut ß", "😀 emoji", "a OR", `"" ""`, "-x", "'"} {
@@ -60,7 +60,7 @@ func FuzzRecallQuery(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		terms := queryTerms(q)
-		if _, err := s.bm25(context.Background(), matchExpr(terms, []string{"a1", Shared}, []int64{keyInsight}), 10); err != nil {
+		if _, err := s.idx.search(context.Background(), s.rdb, terms, []string{"a1", Shared}, []int64{keyInsight}, 10); err != nil {
 			t.Fatalf("query %q: %v", q, err)
 		}
 		_ = snippet(q, terms)

@@ -148,6 +148,12 @@ type Store struct {
 
 	wdb *sql.DB // one connection: all writes; set once opened
 	rdb *sql.DB // read-only pool; set once opened
+	idx index   // the keyword index of the database
+
+	// stmts are recall's statements, prepared on first use (recall.go):
+	// an FTS5 query costs more to prepare than to run. Closed by Close.
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
 
 	// wmu serialises writes with the in-memory index updates that follow
 	// them, so a vector added by the embedding loop and a Forget of the
@@ -189,6 +195,23 @@ func Open(ctx context.Context, path string, o *Options) (*Store, error) {
 // returns an error wrapping ErrUnavailable; Options.OnUnavailable is told
 // why, once. New itself does no I/O.
 func New(path string, o *Options) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("memory: open: %q: want a file path", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("memory: open: %w", err)
+	}
+	s := build(o)
+	s.path = abs
+	s.uri = "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
+	s.refreshStatus()
+	return s, nil
+}
+
+// build makes a Store with o's settings (nil: the defaults), its
+// database still to open.
+func build(o *Options) *Store {
 	var opt Options
 	if o != nil {
 		opt = *o
@@ -214,27 +237,18 @@ func New(path string, o *Options) (*Store, error) {
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = 64
 	}
-	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
-		return nil, fmt.Errorf("memory: open: %q: want a file path", path)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("memory: open: %w", err)
-	}
 	s := &Store{
 		log: opt.Logger, emb: opt.Embedder, halfLife: opt.HalfLife, onStatus: opt.OnStatus,
 		now: opt.Now, qTimeout: opt.QueryTimeout, batch: opt.BatchSize, minSim: opt.MinSimilarity,
-		path: abs, uri: "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs)),
 		onUnavailable: opt.OnUnavailable,
-		index:         make(map[string]*vector.Index),
-		opened:        make(chan struct{}),
-		wake:          make(chan struct{}, 1), done: make(chan struct{}),
+		index:         make(map[string]*vector.Index), idx: ftsIndex{},
+		opened: make(chan struct{}),
+		wake:   make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	if s.emb != nil {
 		s.model = s.emb.Name()
 	}
-	s.refreshStatus()
-	return s, nil
+	return s
 }
 
 // use opens the databases if they are not open yet. A read (create false)
@@ -341,17 +355,26 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if err := rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
+	if err := s.load(ctx); err != nil {
+		return fmt.Errorf("memory: open: %w", err)
+	}
+	return nil
+}
+
+// load brings an opened database's vectors into memory (redoing those of
+// another embedder) and counts what waits for one.
+func (s *Store) load(ctx context.Context) error {
 	if s.emb != nil {
 		if err := s.requeueOtherModels(ctx); err != nil {
-			return fmt.Errorf("memory: open: %w", err)
+			return err
 		}
 		if err := s.loadVectors(ctx); err != nil {
-			return fmt.Errorf("memory: open: %w", err)
+			return err
 		}
 	}
 	var pending int64
 	if err := s.rdb.QueryRowContext(ctx, "SELECT count(*) FROM pending").Scan(&pending); err != nil {
-		return fmt.Errorf("memory: open: %w", err)
+		return err
 	}
 	s.backlog.Store(pending)
 	return nil
@@ -387,7 +410,7 @@ func (s *Store) requeueOtherModels(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending (key) SELECT key FROM vectors WHERE model <> ?`, s.model); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO pending (key) SELECT key FROM vectors WHERE model <> ? ON CONFLICT DO NOTHING`, s.model); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM vectors WHERE model <> ?`, s.model); err != nil {
@@ -407,9 +430,9 @@ const itemJoin = `
 const itemScope = `coalesce(e.scope, oe.scope, i.scope)`
 
 const itemText = `CASE k & 3
-	WHEN 1 THEN e.name || iif(e.type <> '', ' (' || e.type || ')', '')
+	WHEN 1 THEN e.name || CASE WHEN e.type <> '' THEN ' (' || e.type || ')' ELSE '' END
 	WHEN 2 THEN oe.name || ': ' || o.text
-	ELSE i.text || iif(i.tags <> '', ' [' || i.tags || ']', '') END`
+	ELSE i.text || CASE WHEN i.tags <> '' THEN ' [' || i.tags || ']' ELSE '' END END`
 
 func (s *Store) loadVectors(ctx context.Context) error {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT k, `+itemScope+`, v.vec FROM (SELECT key AS k, vec FROM vectors) v `+itemJoin)
@@ -491,6 +514,12 @@ func (s *Store) Close() error {
 
 func (s *Store) closeDBs() error {
 	var errs []error
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

@@ -45,7 +45,13 @@ func (f *flaky) Embed(ctx context.Context, texts []string) ([][]float32, error) 
 
 func openAt(t testing.TB, path string, o *Options) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), path, o)
+	var s *Store
+	var err error
+	if usePostgres() {
+		s, err = openPostgresAt(t, path, o)
+	} else {
+		s, err = Open(context.Background(), path, o)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

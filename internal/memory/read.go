@@ -159,7 +159,7 @@ func (s *Store) List(ctx context.Context, scope string, limit int) ([]Item, erro
 	rows, err := s.rdb.QueryContext(ctx, `SELECT k, c FROM (
 		SELECT id * 4 + 1 AS k, created AS c FROM entities WHERE scope = ?1
 		UNION ALL SELECT o.id * 4 + 2, o.created FROM observations o JOIN entities e ON e.id = o.entity_id WHERE e.scope = ?1
-		UNION ALL SELECT id * 4 + 3, created FROM insights WHERE scope = ?1)
+		UNION ALL SELECT id * 4 + 3, created FROM insights WHERE scope = ?1) AS items
 		ORDER BY c DESC, k DESC LIMIT ?2`, scope, limit)
 	if err != nil {
 		return nil, s.dbErr("list", err)

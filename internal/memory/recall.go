@@ -198,16 +198,11 @@ func (s *Store) selectTerms(ctx context.Context, terms []string) ([]string, erro
 	}
 	counts := make([]tf, len(terms))
 	for i, t := range terms {
-		counts[i].term = t
-		err := s.rdb.QueryRowContext(ctx, `SELECT doc FROM memory_vocab WHERE term = ?`, t).Scan(&counts[i].docs)
-		switch {
-		case errors.Is(err, sql.ErrNoRows) && !isASCII(t):
-			// The index folds accents (café is indexed as cafe), so the
-			// word may well occur: keep it.
-			counts[i].docs = -1
-		case err != nil && !errors.Is(err, sql.ErrNoRows):
+		n, err := s.idx.docs(ctx, prepared{s}, t)
+		if err != nil {
 			return nil, s.dbErr("recall: keyword search", err)
 		}
+		counts[i] = tf{term: t, docs: n}
 	}
 	slices.SortStableFunc(counts, func(a, b tf) int { return cmp.Compare(a.docs, b.docs) })
 	var out []string
@@ -238,9 +233,12 @@ func (s *Store) keyword(ctx context.Context, terms, scopes []string, kinds []int
 		return nil, nil
 	}
 	over := 2 * limit
-	keys, err := s.bm25(ctx, matchExpr(terms, nil, nil), over)
-	if err != nil || len(keys) == 0 {
-		return nil, err
+	keys, err := s.idx.search(ctx, prepared{s}, terms, nil, nil, over)
+	if err != nil {
+		return nil, s.dbErr("recall: keyword search", err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
 	}
 	full := len(keys) == over // more matches than were ranked
 	if len(kinds) > 0 {
@@ -254,20 +252,31 @@ func (s *Store) keyword(ctx context.Context, terms, scopes []string, kinds []int
 	if len(kept) >= limit || !full {
 		return kept[:min(len(kept), limit)], nil
 	}
-	return s.bm25(ctx, matchExpr(terms, scopes, kinds), limit)
+	keys, err = s.idx.search(ctx, prepared{s}, terms, scopes, kinds, limit)
+	if err != nil {
+		return nil, s.dbErr("recall: keyword search", err)
+	}
+	return keys, nil
 }
 
 // scopes returns the scope of each item key.
 func (s *Store) scopes(ctx context.Context, keys []int64) (map[int64]string, error) {
-	list := make([]byte, 0, 8*len(keys))
+	if len(keys) == 0 {
+		return map[int64]string{}, nil
+	}
+	// The keys are numbers this package made: written into the
+	// statement, as a VALUES list both databases read.
+	list := make([]byte, 0, 10*len(keys))
 	for i, k := range keys {
 		if i > 0 {
 			list = append(list, ',')
 		}
+		list = append(list, '(')
 		list = strconv.AppendInt(list, k, 10)
+		list = append(list, ')')
 	}
 	rows, err := s.rdb.QueryContext(ctx, `SELECT k, `+itemScope+`
-		FROM (SELECT value AS k FROM json_each('[' || ? || ']')) `+itemJoin, string(list))
+		FROM (SELECT column1 AS k FROM (VALUES `+string(list)+`) AS v) ks `+itemJoin)
 	if err != nil {
 		return nil, err
 	}
@@ -282,31 +291,6 @@ func (s *Store) scopes(ctx context.Context, keys []int64) (map[int64]string, err
 		out[k] = sc.String
 	}
 	return out, rows.Err()
-}
-
-// bm25 returns up to limit item keys matching expr, best first.
-func (s *Store) bm25(ctx context.Context, expr string, limit int) ([]int64, error) {
-	if expr == "" {
-		return nil, nil
-	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT rowid FROM memory_fts WHERE memory_fts MATCH ?
-		ORDER BY bm25(memory_fts, 0, 2, 1) LIMIT ?`, expr, limit)
-	if err != nil {
-		return nil, s.dbErr("recall: keyword search", err)
-	}
-	defer rows.Close()
-	var keys []int64
-	for rows.Next() {
-		var k int64
-		if err := rows.Scan(&k); err != nil {
-			return nil, s.dbErr("recall: keyword search", err)
-		}
-		keys = append(keys, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.dbErr("recall: keyword search", err)
-	}
-	return keys, nil
 }
 
 // vectorSearch embeds text and returns the nearest items of scopes, best
@@ -473,4 +457,38 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// stmt returns the prepared statement of query on the read pool,
+// preparing it on first use (each connection of the pool prepares it once).
+// prepared runs recall's reads as statements the store prepares once and
+// keeps (stmt): preparing them again on every turn cost a tenth of a turn.
+type prepared struct{ s *Store }
+
+func (p prepared) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := p.s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (s *Store) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if st := s.stmts[query]; st != nil {
+		return st, nil
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	st, err := s.rdb.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = map[string]*sql.Stmt{}
+	}
+	s.stmts[query] = st
+	return st, nil
 }

@@ -256,10 +256,7 @@ func TestNoEmbedderStatus(t *testing.T) {
 func TestRestartRebuildsIndex(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "memory.db")
-	s, err := Open(ctx, path, &Options{Embedder: hashed()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAt(t, path, &Options{Embedder: hashed()})
 	remember(t, s, "a1", Remember{Entities: []EntityInput{{Name: "Bob", Observations: []string{"enjoys hiking in the mountains"}}}})
 	remember(t, s, "a1", Remember{Insight: "The roadmap review is on Thursdays."})
 	drain(t, s)

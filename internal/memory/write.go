@@ -200,20 +200,21 @@ func (s *Store) rememberTx(ctx context.Context, tx *sql.Tx, scope string, in Rem
 			res.Created = append(res.Created, e.Name)
 		}
 		for _, o := range e.Observations {
-			r, err := tx.ExecContext(ctx, `INSERT INTO observations (entity_id, text, session, turn, created)
-				VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, id, o, p.Session, p.Turn, now)
-			if err != nil {
-				return Result{}, err
-			}
-			if n, _ := r.RowsAffected(); n == 0 {
+			var oid int64
+			// A duplicate is found before the insert rather than by it, so
+			// that it takes no id from PostgreSQL's sequence.
+			err := tx.QueryRowContext(ctx, `INSERT INTO observations (entity_id, text, session, turn, created)
+				SELECT CAST(?1 AS BIGINT), CAST(?2 AS TEXT), CAST(?3 AS TEXT), CAST(?4 AS BIGINT), CAST(?5 AS BIGINT)
+				WHERE NOT EXISTS (SELECT 1 FROM observations WHERE entity_id = ?1 AND text = ?2)
+				ON CONFLICT DO NOTHING RETURNING id`, id, o, p.Session, p.Turn, now).Scan(&oid)
+			if errors.Is(err, sql.ErrNoRows) {
 				res.Duplicates++
 				continue
 			}
-			oid, err := r.LastInsertId()
 			if err != nil {
 				return Result{}, err
 			}
-			if err := indexTx(ctx, tx, itemKey(keyObservation, oid), tagFor(scope, keyObservation), e.Name, o); err != nil {
+			if err := s.indexTx(ctx, tx, itemKey(keyObservation, oid), scope, keyObservation, e.Name, o); err != nil {
 				return Result{}, err
 			}
 			res.Observations = append(res.Observations, oid)
@@ -226,15 +227,12 @@ func (s *Store) rememberTx(ctx context.Context, tx *sql.Tx, scope string, in Rem
 	}
 	if in.Insight != "" {
 		tags := strings.Join(in.Tags, ", ")
-		r, err := tx.ExecContext(ctx, `INSERT INTO insights (scope, text, tags, session, turn, created) VALUES (?, ?, ?, ?, ?, ?)`,
-			scope, in.Insight, tags, p.Session, p.Turn, now)
+		err := tx.QueryRowContext(ctx, `INSERT INTO insights (scope, text, tags, session, turn, created) VALUES (?, ?, ?, ?, ?, ?)
+			RETURNING id`, scope, in.Insight, tags, p.Session, p.Turn, now).Scan(&res.Insight)
 		if err != nil {
 			return Result{}, err
 		}
-		if res.Insight, err = r.LastInsertId(); err != nil {
-			return Result{}, err
-		}
-		if err := indexTx(ctx, tx, itemKey(keyInsight, res.Insight), tagFor(scope, keyInsight), tags, in.Insight); err != nil {
+		if err := s.indexTx(ctx, tx, itemKey(keyInsight, res.Insight), scope, keyInsight, tags, in.Insight); err != nil {
 			return Result{}, err
 		}
 	}
@@ -252,14 +250,14 @@ func (s *Store) entityTx(ctx context.Context, tx *sql.Tx, scope, name, typ strin
 			}
 			// Reindex the entity with its type; its vector is redone.
 			key := itemKey(keyEntity, id)
-			if _, err := tx.ExecContext(ctx, `DELETE FROM memory_fts WHERE rowid = ?`, key); err != nil {
+			if err := s.idx.remove(ctx, tx, key); err != nil {
 				return 0, false, err
 			}
 			var stored string
 			if err := tx.QueryRowContext(ctx, `SELECT name FROM entities WHERE id = ?`, id).Scan(&stored); err != nil {
 				return 0, false, err
 			}
-			if err := indexTx(ctx, tx, key, tagFor(scope, keyEntity), stored, typ); err != nil {
+			if err := s.indexTx(ctx, tx, key, scope, keyEntity, stored, typ); err != nil {
 				return 0, false, err
 			}
 		}
@@ -268,26 +266,23 @@ func (s *Store) entityTx(ctx context.Context, tx *sql.Tx, scope, name, typ strin
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, err
 	}
-	r, err := tx.ExecContext(ctx, `INSERT INTO entities (scope, name, norm, type, session, turn, created, updated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, scope, name, normName(name), typ, p.Session, p.Turn, now, now)
+	err = tx.QueryRowContext(ctx, `INSERT INTO entities (scope, name, norm, type, session, turn, created, updated)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, scope, name, normName(name), typ, p.Session, p.Turn, now, now).Scan(&id)
 	if err != nil {
 		return 0, false, err
 	}
-	if id, err = r.LastInsertId(); err != nil {
-		return 0, false, err
-	}
-	if err := indexTx(ctx, tx, itemKey(keyEntity, id), tagFor(scope, keyEntity), name, typ); err != nil {
+	if err := s.indexTx(ctx, tx, itemKey(keyEntity, id), scope, keyEntity, name, typ); err != nil {
 		return 0, false, err
 	}
 	return id, true, nil
 }
 
-// indexTx adds an item to the FTS index and marks it for embedding.
-func indexTx(ctx context.Context, tx *sql.Tx, key int64, tag, name, body string) error {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO memory_fts (rowid, tag, name, body) VALUES (?, ?, ?, ?)`, key, tag, name, body); err != nil {
+// indexTx adds an item to the keyword index and marks it for embedding.
+func (s *Store) indexTx(ctx context.Context, tx *sql.Tx, key int64, scope string, kind int64, name, body string) error {
+	if err := s.idx.add(ctx, tx, key, scope, kind, name, body); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO pending (key) VALUES (?)`, key)
+	_, err := tx.ExecContext(ctx, `INSERT INTO pending (key) VALUES (?) ON CONFLICT DO NOTHING`, key)
 	return err
 }
 
@@ -363,7 +358,10 @@ func (s *Store) Relate(ctx context.Context, scope string, rels []Relation, p Pro
 			}
 			created += btoi(c1) + btoi(c2)
 			res, err := tx.ExecContext(ctx, `INSERT INTO relations (scope, from_entity, to_entity, type, session, turn, created)
-				VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, scope, from, to, r.Type, p.Session, p.Turn, now)
+				SELECT CAST(?1 AS TEXT), CAST(?2 AS BIGINT), CAST(?3 AS BIGINT), CAST(?4 AS TEXT), CAST(?5 AS TEXT),
+					CAST(?6 AS BIGINT), CAST(?7 AS BIGINT)
+				WHERE NOT EXISTS (SELECT 1 FROM relations WHERE from_entity = ?2 AND to_entity = ?3 AND type = ?4)
+				ON CONFLICT DO NOTHING`, scope, from, to, r.Type, p.Session, p.Turn, now)
 			if err != nil {
 				return err
 			}

@@ -52,7 +52,11 @@ type Options struct {
 	// Degraded, if set, lists the optional parts of agentd that are off
 	// (such as memory), for agentd_degraded; read on each scrape.
 	Degraded func() []string
-	Logger   *slog.Logger
+	// SQLiteMemory, if set, gives the bytes SQLite holds, for
+	// agentd_sqlite_memory_bytes; read on each scrape, and left out while
+	// it says 0 (SQLite counts its memory only when asked to).
+	SQLiteMemory func() int64
+	Logger       *slog.Logger
 	// MaxSeries caps the distinct label sets of each metric (default
 	// DefaultMaxSeries).
 	MaxSeries int
@@ -355,6 +359,12 @@ func (c *Collector) WriteMetrics(ctx context.Context, w io.Writer) error {
 	}
 	writeHeader(bw, "agentd_info", typeGauge, "Always 1; the version label is agentd's version.")
 	writeSample(bw, "agentd_info", []string{"version"}, []string{labelValue(c.o.Version)}, "", 1)
+	if c.o.SQLiteMemory != nil {
+		if n := c.o.SQLiteMemory(); n > 0 {
+			writeHeader(bw, "agentd_sqlite_memory_bytes", typeGauge, "Bytes SQLite holds outside the Go heap (page caches, schemas, statements), when it counts them.")
+			writeSample(bw, "agentd_sqlite_memory_bytes", nil, nil, "", float64(n))
+		}
+	}
 	writeProcess(bw, c.o.Start)
 	return bw.Flush()
 }

@@ -137,6 +137,29 @@ func TestScrapeWithoutFigures(t *testing.T) {
 	}
 }
 
+// SQLite's memory is written while it is counted, and left out otherwise.
+func TestSQLiteMemory(t *testing.T) {
+	for _, tc := range []struct {
+		f    func() int64
+		want string
+	}{
+		{nil, ""},
+		{func() int64 { return 0 }, ""},
+		{func() int64 { return 524288 }, "agentd_sqlite_memory_bytes 524288\n"},
+	} {
+		out := scrape(t, New(nil, &Options{SQLiteMemory: tc.f}))
+		got := ""
+		for line := range strings.Lines(out) {
+			if strings.HasPrefix(line, "agentd_sqlite_memory_bytes ") {
+				got += line
+			}
+		}
+		if got != tc.want {
+			t.Errorf("got %q, want %q in\n%s", got, tc.want, out)
+		}
+	}
+}
+
 func TestSeriesCap(t *testing.T) {
 	c := New(nil, &Options{MaxSeries: 3})
 	for i := range 10 {

@@ -67,6 +67,10 @@ type Message struct {
 	// Images: RoleUser, the user's attachments; RoleTool, images the tool
 	// returned. See Image.
 	Images []Image
+	// Wire, if not nil, keeps the message's wire encodings (see Encoded):
+	// set it on a message that will not change, and give a message that
+	// changes a new one.
+	Wire *Encoded
 }
 
 // ToolSpec describes a tool offered to the model.
@@ -74,6 +78,8 @@ type ToolSpec struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage // JSON Schema of the arguments (an object schema)
+	// Wire, if not nil, keeps the tool's wire encodings (see Encoded).
+	Wire *Encoded
 }
 
 // ToolCall is a call the model asked for.

@@ -120,6 +120,11 @@ type Runtime struct {
 	ctx    context.Context // cancelled with engine.ErrShutdown on Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // session workers
+	// idle hands a kicked session to a worker waiting for work (worker.go);
+	// quit, closed by Close, sends those waiting away.
+	idle        chan *session
+	quit        chan struct{}
+	idleWorkers atomic.Int32
 	// closing is set when Close begins: workers start no further queued
 	// item. stopped is closed once every worker has exited, so that whoever
 	// still waits for a turn learns it will not end in this process.
@@ -159,6 +164,7 @@ func New(o *Options) *Runtime {
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	r.stopped = make(chan struct{})
+	r.idle, r.quit = make(chan *session), make(chan struct{})
 	r.sessions = make(map[int64]*session)
 	r.byAddr = make(map[string]*session)
 	r.lru = list.New()
@@ -210,6 +216,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	first := !r.closed
 	r.closed = true
+	if first {
+		close(r.quit) // no session is handed over after this: kick sees closed
+	}
 	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() {

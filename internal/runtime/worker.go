@@ -38,14 +38,61 @@ func (r *Runtime) kick(sess *session) {
 		sess.mu.Unlock()
 		return
 	}
+	select {
+	case r.idle <- sess: // a worker waiting for work takes it
+		r.mu.Unlock()
+		return
+	default:
+	}
 	r.wg.Add(1)
 	r.mu.Unlock()
-	go r.work(sess)
+	go r.worker(sess)
 }
 
-// work runs a session's queue in order, then exits.
-func (r *Runtime) work(sess *session) {
+// Workers that ran a session's queue wait a while for another session's
+// before they exit: a turn's stack (engine, model client, store) is deep,
+// and a new goroutine grows its stack to that size, copying it each time,
+// on every turn. The stacks of at most maxIdleWorkers wait, each for at
+// most workerIdle.
+const (
+	maxIdleWorkers = 16
+	workerIdle     = time.Second
+)
+
+// worker runs sess's queue, then the queues of sessions kicked while it
+// waits (see maxIdleWorkers). It exits when none came within workerIdle,
+// when enough others wait, or when the runtime closes.
+func (r *Runtime) worker(sess *session) {
 	defer r.wg.Done()
+	var timer *time.Timer
+	for {
+		r.work(sess)
+		if r.idleWorkers.Add(1) > maxIdleWorkers {
+			r.idleWorkers.Add(-1)
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(workerIdle)
+			defer timer.Stop()
+		} else {
+			timer.Reset(workerIdle)
+		}
+		select {
+		case sess = <-r.idle:
+			r.idleWorkers.Add(-1)
+			timer.Stop()
+		case <-timer.C:
+			r.idleWorkers.Add(-1)
+			return
+		case <-r.quit:
+			r.idleWorkers.Add(-1)
+			return
+		}
+	}
+}
+
+// work runs a session's queue in order, then returns.
+func (r *Runtime) work(sess *session) {
 	for {
 		q, ok := r.next(sess)
 		if !ok {

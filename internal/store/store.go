@@ -1,6 +1,7 @@
 // Package store defines agentd's durable state: sessions, their append-only
-// event logs, per-session inboxes and usage. The SQLite implementation is in
-// store/sqlite; a PostgreSQL one can follow for several nodes.
+// event logs, per-session inboxes and usage. store/sqlite implements it on
+// one node's file (the default), store/postgres on a database several nodes
+// can share; store/storetest is the contract both pass.
 //
 // All writes that belong together go through Commit in one transaction, so
 // that, for example, the final event of a turn and the completion of the
@@ -259,8 +260,8 @@ type HistoryHit struct {
 	Event event.Event
 	Agent string // the session's agent
 	Key   string // the session's key
-	// Score is the BM25 relevance, higher is better; scores are
-	// comparable within one search only.
+	// Score is the relevance (BM25 in SQLite, ts_rank in PostgreSQL),
+	// higher is better; scores are comparable within one search only.
 	Score float64
 	// Snippet is about 30 words of the event's text around the first
 	// match, with the matching words wrapped in « and ».

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"strings"
 )
 
 // ErrBadPattern is returned by Policy.Validate for a malformed glob.
@@ -112,6 +113,12 @@ func (p Policy) Decide(s Spec) Decision {
 // match nothing.
 func firstMatch(patterns []string, name string) (string, bool) {
 	for _, pat := range patterns {
+		if !strings.ContainsAny(pat, `*?[\`) {
+			if pat == name { // a name, not a pattern: what path.Match would say
+				return pat, true
+			}
+			continue
+		}
 		if ok, _ := path.Match(pat, name); ok {
 			return pat, true
 		}

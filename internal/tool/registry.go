@@ -53,8 +53,9 @@ type Registry struct {
 
 // snapshot is one immutable version of the registry's contents.
 type snapshot struct {
-	byName map[string]*entry
-	specs  []Spec // sorted by name
+	byName  map[string]*entry
+	specs   []Spec // sorted by name
+	version uint64 // one more than the snapshot before
 }
 
 // entry is a registered tool with its spec and schema, both taken once at
@@ -151,7 +152,7 @@ func (r *Registry) Register(t Tool) error {
 		byName[k] = v
 	}
 	byName[spec.Name] = e
-	r.snap.Store(newSnapshot(byName))
+	r.snap.Store(newSnapshot(byName, old.version+1))
 	return nil
 }
 
@@ -170,18 +171,23 @@ func (r *Registry) Unregister(name string) bool {
 			byName[k] = v
 		}
 	}
-	r.snap.Store(newSnapshot(byName))
+	r.snap.Store(newSnapshot(byName, old.version+1))
 	return true
 }
 
-func newSnapshot(byName map[string]*entry) *snapshot {
+func newSnapshot(byName map[string]*entry, version uint64) *snapshot {
 	specs := make([]Spec, 0, len(byName))
 	for _, e := range byName {
 		specs = append(specs, e.spec)
 	}
 	slices.SortFunc(specs, func(a, b Spec) int { return strings.Compare(a.Name, b.Name) })
-	return &snapshot{byName: byName, specs: specs}
+	return &snapshot{byName: byName, specs: specs, version: version}
 }
+
+// Version tells the registry's contents apart: it changes with every
+// Register and Unregister, so what was derived from Visible may be kept
+// while it stays the same.
+func (r *Registry) Version() uint64 { return r.snap.Load().version }
 
 // Get returns the tool called name.
 func (r *Registry) Get(name string) (Tool, bool) {
@@ -203,10 +209,11 @@ func (r *Registry) Specs() []Spec {
 // sorted by name: what an agent with that policy may be offered. The
 // InputSchema bytes are shared and must not be modified.
 func (r *Registry) Visible(p Policy) []Spec {
-	var out []Spec
-	for _, s := range r.snap.Load().specs {
-		if p.Decide(s).Verdict != Deny {
-			out = append(out, s)
+	specs := r.snap.Load().specs
+	out := make([]Spec, 0, len(specs))
+	for i := range specs {
+		if p.Decide(specs[i]).Verdict != Deny {
+			out = append(out, specs[i])
 		}
 	}
 	return out

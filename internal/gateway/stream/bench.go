@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,8 +24,14 @@ import (
 type FanoutResult struct {
 	Subscribers int
 	Events      int // text-delta events each subscriber received
-	// Delivery latency: when a subscriber read the frame, less the event's
-	// time.
+	// Frames is how many text-delta frames the subscribers read in all:
+	// fewer than Subscribers × Events where the server joined deltas
+	// queued for a connection that fell behind.
+	Frames int
+	// Delivery latency of each event to each subscriber: when the
+	// subscriber read the frame that carried it, less the time of the
+	// frame (of the first event a joined frame carries, so that every
+	// event it carries counts what the earliest one waited).
 	P50, P99, Max time.Duration
 }
 
@@ -44,97 +51,138 @@ func BenchFanout(ctx context.Context, streamURL string, opts *websocket.DialOpti
 	if subscribers <= 0 || events <= 0 {
 		return FanoutResult{}, errors.New("stream: bench: subscribers and events must be positive")
 	}
-	u, err := withSubscription(streamURL)
+	s, err := DialSubscribers(ctx, streamURL, opts, subscribers)
 	if err != nil {
-		return FanoutResult{}, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	conns, err := dialN(ctx, u, opts, subscribers)
-	if err != nil {
-		return FanoutResult{}, err
-	}
-	defer closeAllConns(conns)
-
-	lat := make([][]time.Duration, len(conns))
-	var got, want atomic.Int64
-	notify := make(chan struct{}, 1)
-	failed := make(chan error, len(conns))
-	var wg sync.WaitGroup
-	for i, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte
-			for {
-				// No deadline: closing the connection ends the read, and
-				// a context per read would cost more than the read.
-				b, err := readInto(c, buf[:0])
-				now := time.Now()
-				if err != nil {
-					if ctx.Err() == nil {
-						failed <- fmt.Errorf("stream: bench: subscriber %d: %w", i, err)
-					}
-					return
-				}
-				buf = b
-				t, ok := deltaTime(b)
-				if !ok {
-					continue
-				}
-				lat[i] = append(lat[i], now.Sub(t))
-				if got.Add(1) >= want.Load() {
-					select {
-					case notify <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	finish := func(err error) (FanoutResult, error) {
-		cancel()
-		closeAllConns(conns)
-		wg.Wait()
 		return FanoutResult{}, err
 	}
 	sent := 0
 	for sent < events {
 		n, err := publish(ctx)
 		if err != nil {
-			return finish(fmt.Errorf("stream: bench: publish: %w", err))
+			s.Close()
+			return FanoutResult{}, fmt.Errorf("stream: bench: publish: %w", err)
 		}
 		if n <= 0 {
-			return finish(errors.New("stream: bench: publish caused no text-delta events"))
+			s.Close()
+			return FanoutResult{}, errors.New("stream: bench: publish caused no text-delta events")
 		}
 		sent += n
-		want.Store(int64(sent) * int64(len(conns)))
-		stall := time.NewTimer(time.Minute)
-		for got.Load() < want.Load() {
+		if err := s.Wait(ctx, sent); err != nil {
+			s.Close()
+			return FanoutResult{}, err
+		}
+	}
+	return s.Close(), nil
+}
+
+// Subscribers are WebSocket clients of one stream that time the text
+// deltas they receive, for BenchFanout or a process of clients apart from
+// the one that publishes.
+type Subscribers struct {
+	cancel context.CancelFunc
+	conns  []*websocket.Conn
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	lat         [][]time.Duration // by subscriber
+	got, frames atomic.Int64      // events and frames received, in all
+	want        atomic.Int64
+	notify      chan struct{}
+	failed      chan error
+}
+
+// DialSubscribers connects n subscribers to a stream URL, as BenchFanout
+// does, and starts timing the text deltas they receive.
+func DialSubscribers(ctx context.Context, streamURL string, opts *websocket.DialOptions, n int) (*Subscribers, error) {
+	u, err := withSubscription(streamURL)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	conns, err := dialN(ctx, u, opts, n)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s := &Subscribers{cancel: cancel, conns: conns, lat: make([][]time.Duration, n),
+		notify: make(chan struct{}, 1), failed: make(chan error, n)}
+	for i, c := range conns {
+		s.wg.Go(func() { s.read(ctx, i, c) })
+	}
+	return s, nil
+}
+
+func (s *Subscribers) read(ctx context.Context, i int, c *websocket.Conn) {
+	var buf []byte
+	for {
+		// No deadline: closing the connection ends the read, and a
+		// context per read would cost more than the read.
+		b, err := readInto(c, buf[:0])
+		now := time.Now()
+		if err != nil {
+			if ctx.Err() == nil {
+				s.failed <- fmt.Errorf("stream: bench: subscriber %d: %w", i, err)
+			}
+			return
+		}
+		buf = b
+		t, n, ok := deltaTime(b)
+		if !ok {
+			continue
+		}
+		for range n {
+			s.lat[i] = append(s.lat[i], now.Sub(t))
+		}
+		s.frames.Add(1)
+		if s.got.Add(int64(n)) >= s.want.Load() {
 			select {
-			case <-notify:
-			case err := <-failed:
-				stall.Stop()
-				return finish(err)
-			case <-stall.C:
-				return finish(fmt.Errorf("stream: bench: %d of %d deliveries after a minute", got.Load(), want.Load()))
-			case <-ctx.Done():
-				stall.Stop()
-				return finish(ctx.Err())
+			case s.notify <- struct{}{}:
+			default:
 			}
 		}
-		stall.Stop()
 	}
-	cancel()
-	closeAllConns(conns)
-	wg.Wait()
+}
+
+// Wait waits until every subscriber has received events text-delta
+// events since it connected; it gives up after a minute without them.
+func (s *Subscribers) Wait(ctx context.Context, events int) error {
+	s.want.Store(int64(events) * int64(len(s.conns)))
+	stall := time.NewTimer(time.Minute)
+	defer stall.Stop()
+	for s.got.Load() < s.want.Load() {
+		select {
+		case <-s.notify:
+		case err := <-s.failed:
+			return err
+		case <-stall.C:
+			return fmt.Errorf("stream: bench: %d of %d deliveries after a minute", s.got.Load(), s.want.Load())
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close disconnects the subscribers and returns what they measured.
+func (s *Subscribers) Close() FanoutResult {
+	s.once.Do(func() {
+		s.cancel()
+		closeAllConns(s.conns)
+		s.wg.Wait()
+	})
 	var all []time.Duration
-	for _, l := range lat {
+	for _, l := range s.lat {
 		all = append(all, l...)
+	}
+	r := FanoutResult{Subscribers: len(s.conns), Frames: int(s.frames.Load())}
+	if len(all) == 0 {
+		return r
 	}
 	slices.Sort(all)
 	q := func(p float64) time.Duration { return all[min(len(all)-1, int(p*float64(len(all))))] }
-	return FanoutResult{Subscribers: len(conns), Events: sent, P50: q(0.50), P99: q(0.99), Max: all[len(all)-1]}, nil
+	r.Events = len(all) / len(s.conns)
+	r.P50, r.P99, r.Max = q(0.50), q(0.99), all[len(all)-1]
+	return r
 }
 
 // HoldIdle opens n connections to a stream URL (as for BenchFanout; a
@@ -191,21 +239,33 @@ func readInto(c *websocket.Conn, buf []byte) ([]byte, error) {
 }
 
 // deltaTime returns the time of a text-delta event frame, as the server
-// encodes it; ok is false for any other frame.
-func deltaTime(b []byte) (t time.Time, ok bool) {
+// encodes it, and how many deltas it carries (its "deltas", 1 without);
+// ok is false for any other frame.
+func deltaTime(b []byte) (t time.Time, n int, ok bool) {
 	if !bytes.HasPrefix(b, []byte(`{"type":"event",`)) || !bytes.Contains(b, []byte(`,"kind":"text-delta",`)) {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	_, rest, found := bytes.Cut(b, []byte(`,"time":"`))
 	if !found {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	end := bytes.IndexByte(rest, '"')
 	if end < 0 {
-		return time.Time{}, false
+		return time.Time{}, 0, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(rest[:end]))
-	return t, err == nil
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	n = 1
+	if v, ok := bytes.CutPrefix(rest[end+1:], []byte(`,"deltas":`)); ok {
+		if i := bytes.IndexByte(v, ','); i > 0 {
+			if m, err := strconv.Atoi(string(v[:i])); err == nil && m > 0 {
+				n = m
+			}
+		}
+	}
+	return t, n, true
 }
 
 func withSubscription(s string) (string, error) {

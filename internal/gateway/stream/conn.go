@@ -12,10 +12,15 @@ import (
 
 // frame is one message waiting to be written: pre (a subscription's event
 // prefix, or nil) followed by body. session and seq identify a stored
-// event, for de-duplication.
+// event, for de-duplication; delta is set for a text delta, which may be
+// joined to the ones queued after it (coalesce.go).
 type frame struct {
 	pre, body    []byte
 	session, seq int64
+	delta        *delta
+	// A frame coalesce made of several: how many queued frames it
+	// stands for, and their cost; 0 for any other frame.
+	parts, partsCost int
 }
 
 func (f *frame) size() int { return len(f.pre) + len(f.body) }
@@ -183,6 +188,9 @@ func (c *conn) writeLoop() {
 		batch := c.queue
 		c.queue = nil
 		c.mu.Unlock()
+		if len(batch) > 1 {
+			batch = c.coalesce(batch)
+		}
 		// Several frames queued: one write for all of them.
 		corked := len(batch) > 1 && c.cork != nil
 		if corked {
@@ -200,9 +208,13 @@ func (c *conn) writeLoop() {
 			// No deadline: a connection that stops reading fills its
 			// queue and is closed, which ends this write.
 			err := c.ws.Write(context.Background(), websocket.MessageText, msg)
+			n, cost := 1, c.cost(f)
+			if f.parts > 0 {
+				n, cost = f.parts, f.partsCost
+			}
 			c.mu.Lock()
-			c.pending--
-			c.pendingBytes -= c.cost(f)
+			c.pending -= n
+			c.pendingBytes -= cost
 			if c.pending <= hi && c.pendingBytes <= hiBytes {
 				c.wakeLocked()
 			}

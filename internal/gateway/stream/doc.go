@@ -66,6 +66,19 @@
 // (turn-start, text-delta, tool-start, tool-end, session-state), which are
 // never replayed; data is the event's payload as stored.
 //
+// A client that falls behind (its queue holds several frames when the
+// connection can be written again) gets the text deltas queued one after
+// the other for the same subscription, session, turn, step and attempt,
+// and of the same kind (reasoning or not), in one event frame: data.text
+// is their texts joined, the other fields are the first one's (its time),
+// and "deltas" says how many it carries (absent on a frame of one):
+//
+//	{"type":"event","sub":"s1","session":"assistant/chat:alice","session_id":7,"seq":0,"turn":42,
+//	 "kind":"text-delta","time":"2025-01-02T15:04:05.123456789Z","deltas":3,"data":{"text":"Hello, wo","step":1,"attempt":1}}
+//
+// A client that appends each delta's text to its step's text reads the
+// same text either way; nothing else is joined, and order is kept.
+//
 // A replay ends with replayed frames: for an agent or all-sessions
 // subscription one per replayed session (its last sequence number sent)
 // and a last one with done and no session; for a session subscription one,

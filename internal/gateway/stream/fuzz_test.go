@@ -147,3 +147,51 @@ func jsonEqual(a, b []byte) bool {
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
 }
+
+// Text deltas joined by coalesce read, with encoding/json, as one delta
+// whose text is theirs joined (each as encoding/json decodes it), with the
+// first one's fields and how many it stands for.
+func FuzzCoalesce(f *testing.F) {
+	f.Add("a/k", "Hel", "lo \"w\"", "\n\u2028é", 1, 1, false)
+	f.Add("a/\"k", "\xff\xfe", "", "\x00\x1f", 3, 2, true)
+	f.Fuzz(func(t *testing.T, addr, a, b, c string, step, attempt int, reasoning bool) {
+		prefix := eventPrefix("s")
+		var batch []frame
+		want := ""
+		for i, text := range []string{a, b, c} {
+			data, _ := json.Marshal(event.DeltaData{Text: text, Step: step, Attempt: attempt, Reasoning: reasoning})
+			e := event.Event{Session: 7, Turn: 2, Kind: event.TextDelta, Time: time.Unix(int64(i), 0), Data: data}
+			body, head := encodeEventHead(quote(addr), &e)
+			batch = append(batch, frame{pre: prefix, body: body, session: 7, delta: newDelta(&e, head)})
+			var d event.DeltaData
+			json.Unmarshal(data, &d)
+			want += d.Text
+		}
+		c0 := &conn{h: &Handler{o: (*Options)(nil).withDefaults()}}
+		out := c0.coalesce(batch)
+		if len(out) != 1 || out[0].parts != 3 {
+			t.Fatalf("%d frames, parts %d", len(out), out[0].parts)
+		}
+		msg := append(append([]byte(nil), out[0].pre...), out[0].body...)
+		var got struct {
+			Type, Sub, Session, Kind string
+			SessionID                int64 `json:"session_id"`
+			Turn                     int64
+			Time                     time.Time
+			Deltas                   int
+			Data                     event.DeltaData
+		}
+		if err := json.Unmarshal(msg, &got); err != nil {
+			t.Fatalf("%s: %v", msg, err)
+		}
+		wantAddr := ""
+		json.Unmarshal(quote(addr), &wantAddr)
+		if got.Type != "event" || got.Sub != "s" || got.Session != wantAddr || got.SessionID != 7 || got.Turn != 2 ||
+			got.Kind != "text-delta" || !got.Time.Equal(time.Unix(0, 0)) || got.Deltas != 3 {
+			t.Fatalf("%s", msg)
+		}
+		if got.Data != (event.DeltaData{Text: want, Step: step, Attempt: attempt, Reasoning: reasoning}) {
+			t.Fatalf("data %+v, want text %q", got.Data, want)
+		}
+	})
+}

@@ -236,7 +236,11 @@ func (hb *hub) dispatch(e *event.Event) {
 	if info != nil {
 		quoted = info.quoted
 	}
-	f := frame{body: encodeEvent(quoted, e), session: e.Session, seq: e.Seq}
+	body, head := encodeEventHead(quoted, e)
+	f := frame{body: body, session: e.Session, seq: e.Seq}
+	if e.Kind == event.TextDelta {
+		f.delta = newDelta(e, head)
+	}
 
 	hb.mu.RLock()
 	defer hb.mu.RUnlock()

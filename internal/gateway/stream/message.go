@@ -310,7 +310,14 @@ func eventPrefix(sub string) []byte {
 // encodeEvent encodes the fields of an event frame after the prefix, with
 // quotedAddr the session's address as a JSON string.
 func encodeEvent(quotedAddr []byte, e *event.Event) []byte {
-	b := make([]byte, 0, 128+len(quotedAddr)+len(e.Data))
+	b, _ := encodeEventHead(quotedAddr, e)
+	return b
+}
+
+// encodeEventHead is encodeEvent that also returns the length of the
+// frame's fields before its data: the head a coalesced text delta keeps.
+func encodeEventHead(quotedAddr []byte, e *event.Event) (b []byte, head int) {
+	b = make([]byte, 0, 128+len(quotedAddr)+len(e.Data))
 	b = append(b, `"session":`...)
 	b = append(b, quotedAddr...)
 	b = append(b, `,"session_id":`...)
@@ -324,6 +331,7 @@ func encodeEvent(quotedAddr []byte, e *event.Event) []byte {
 	b = append(b, `,"time":"`...)
 	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')
+	head = len(b)
 	if len(e.Data) > 0 {
 		b = append(b, `,"data":`...)
 		if json.Valid(e.Data) {
@@ -332,7 +340,7 @@ func encodeEvent(quotedAddr []byte, e *event.Event) []byte {
 			b = append(b, "null"...)
 		}
 	}
-	return append(b, '}')
+	return append(b, '}'), head
 }
 
 func quote(s string) []byte { return jsonstr.Append(nil, s) }

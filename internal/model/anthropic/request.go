@@ -3,8 +3,12 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strconv"
 
+	"agentd/internal/jsonstr"
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wire"
 )
 
 // reserved reports whether key is a body key the client owns, which
@@ -44,12 +48,6 @@ type wireSource struct {
 	Data      []byte `json:"data"` // base64 in JSON
 }
 
-type wireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
-}
-
 // encodeRequest builds the JSON body for req.
 //
 // Request.Extra is merged into the body and wins over the client's own
@@ -62,43 +60,62 @@ func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) 
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	body := map[string]any{
-		"model":      req.Model,
-		"max_tokens": maxTokens,
-		"messages":   convertMessages(req.Messages),
-	}
+	var body wire.Body
+	body.Set("model", jsonstr.Append(nil, req.Model))
+	body.Set("max_tokens", strconv.AppendInt(nil, int64(maxTokens), 10))
+	err := body.SetValue("messages", convertMessages(req.Messages))
 	if stream {
-		body["stream"] = true
+		body.Set("stream", []byte("true"))
 	}
 	if req.System != "" {
-		body["system"] = req.System
+		body.Set("system", jsonstr.Append(nil, req.System))
 	}
 	if len(req.Tools) > 0 {
-		tools := make([]wireTool, 0, len(req.Tools))
-		for _, t := range req.Tools {
-			schema, err := c.ep.Schema(t)
-			if err != nil {
-				return nil, err
-			}
-			tools = append(tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		tools, err := wire.AppendList(make([]byte, 0, wire.ToolsSize(req.Tools, format)), req.Tools, format,
+			func(t *model.ToolSpec) *model.Encoded { return t.Wire }, c.appendTool)
+		if err != nil {
+			return nil, err
 		}
-		body["tools"] = tools
+		body.Set("tools", tools)
 	}
 	if req.Temperature != nil {
-		body["temperature"] = *req.Temperature
+		err = errors.Join(err, body.SetFloat("temperature", *req.Temperature))
 	}
 	if req.TopP != nil {
-		body["top_p"] = *req.TopP
+		err = errors.Join(err, body.SetFloat("top_p", *req.TopP))
 	}
 	if len(req.Stop) > 0 {
-		body["stop_sequences"] = req.Stop
+		err = errors.Join(err, body.SetValue("stop_sequences", req.Stop))
 	}
 	for k, v := range req.Extra {
 		if !reserved(k) {
-			body[k] = v
+			err = errors.Join(err, body.SetValue(k, v))
 		}
 	}
-	return c.ep.Encode(body)
+	if err != nil {
+		return nil, c.ep.Fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
+	}
+	return body.Bytes(), nil
+}
+
+// format names this client's encodings in a model.Encoded.
+const format = "anthropic"
+
+// appendTool appends one tool as the API has it: each is encoded once and
+// kept in its model.Encoded, if it has one (see wire.AppendList).
+func (c *Client) appendTool(dst []byte, t *model.ToolSpec) ([]byte, error) {
+	dst = append(dst, `{"name":`...)
+	dst = jsonstr.Append(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = jsonstr.Append(dst, t.Description)
+	}
+	dst = append(dst, `,"input_schema":`...)
+	dst, err := c.ep.AppendSchema(dst, t)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
 }
 
 // convertMessages turns the conversation into Messages API turns. Tool

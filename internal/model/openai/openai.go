@@ -154,8 +154,10 @@ func (p *parser) event(ev sse.Event) (bool, error) {
 		return true, nil
 	}
 	var ch chunk
-	if err := json.Unmarshal([]byte(data), &ch); err != nil {
-		return false, p.ep.Fail(model.ErrProtocol, 0, "invalid JSON in stream chunk: "+err.Error())
+	if !decodeChunk(data, &ch) {
+		if err := json.Unmarshal([]byte(data), &ch); err != nil {
+			return false, p.ep.Fail(model.ErrProtocol, 0, "invalid JSON in stream chunk: "+err.Error())
+		}
 	}
 	if err := p.chunkError(&ch); err != nil {
 		return false, err

@@ -3,8 +3,12 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strconv"
 
+	"agentd/internal/jsonstr"
 	"agentd/internal/model"
+	"agentd/internal/model/internal/wire"
 )
 
 // reserved reports whether key is a body key the client owns, which
@@ -17,47 +21,8 @@ func reserved(key string) bool {
 	return false
 }
 
-type wireMessage struct {
-	Role string `json:"role"`
-	// Content is a *string, nil (null) for a tool-calling turn without
-	// text, or a []wirePart for a user message with images.
-	Content    any            `json:"content"`
-	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
-}
-
-// wirePart is a content part of a user message: text or an image.
-type wirePart struct {
-	Type     string        `json:"type"`
-	Text     *string       `json:"text,omitempty"`
-	ImageURL *wireImageURL `json:"image_url,omitempty"`
-}
-
-type wireImageURL struct {
-	URL string `json:"url"`
-}
-
-type wireToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function wireFunction `json:"function"`
-}
-
-type wireFunction struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type wireTool struct {
-	Type     string       `json:"type"`
-	Function wireToolSpec `json:"function"`
-}
-
-type wireToolSpec struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters"`
-}
+// format names this client's encodings in a model.Encoded.
+const format = "openai"
 
 // encodeRequest builds the JSON body for req.
 //
@@ -67,102 +32,188 @@ type wireToolSpec struct {
 // "max_completion_tokens", which newer OpenAI models require, max_tokens is
 // left out. Without stream the body asks for the response whole ("stream"
 // and "stream_options" are left out).
+//
+// The body is what encoding/json makes of a map of the fields (keys
+// sorted; a fuzz test holds the two equal), written by hand: each message
+// and tool is encoded once and kept in its model.Encoded, if it has one.
 func (c *Client) encodeRequest(req *model.Request, stream bool) ([]byte, error) {
-	msgs := make([]wireMessage, 0, len(req.Messages)+1)
-	if req.System != "" {
-		msgs = append(msgs, wireMessage{Role: "system", Content: &req.System})
+	var body wire.Body
+	body.Set("model", jsonstr.Append(nil, req.Model))
+	msgs, err := c.appendMessages(make([]byte, 0, messagesSize(req)), req)
+	if err != nil {
+		return nil, err
 	}
-	// Tool messages are text only: the images of a run of tool results go
-	// in one user message right after it.
-	var toolImages []wirePart
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if m.Role != model.RoleTool && len(toolImages) > 0 {
-			msgs = append(msgs, wireMessage{Role: string(model.RoleUser), Content: toolImages})
-			toolImages = nil
-		}
-		wm := wireMessage{Role: string(m.Role), Content: &m.Content}
-		switch m.Role {
-		case model.RoleAssistant:
-			for _, tc := range m.ToolCalls {
-				wm.ToolCalls = append(wm.ToolCalls, wireToolCall{
-					ID:       tc.ID,
-					Type:     "function",
-					Function: wireFunction{Name: tc.Name, Arguments: argumentsText(tc.Args)},
-				})
-			}
-			if m.Content == "" && len(m.ToolCalls) > 0 {
-				wm.Content = nil
-			}
-		case model.RoleTool:
-			wm.ToolCallID = m.ToolCallID
-			toolImages = appendImages(toolImages, m.Images)
-		case model.RoleUser:
-			if len(m.Images) > 0 {
-				parts := make([]wirePart, 0, len(m.Images)+1)
-				if m.Content != "" {
-					parts = append(parts, wirePart{Type: "text", Text: &m.Content})
-				}
-				wm.Content = appendImages(parts, m.Images)
-			}
-		}
-		msgs = append(msgs, wm)
-	}
-	if len(toolImages) > 0 {
-		msgs = append(msgs, wireMessage{Role: string(model.RoleUser), Content: toolImages})
-	}
-
-	body := map[string]any{
-		"model":    req.Model,
-		"messages": msgs,
-	}
+	body.Set("messages", msgs)
 	if stream {
-		body["stream"] = true
-		body["stream_options"] = map[string]bool{"include_usage": true}
+		body.Set("stream", []byte("true"))
+		body.Set("stream_options", []byte(`{"include_usage":true}`))
 	}
 	if len(req.Tools) > 0 {
-		tools := make([]wireTool, 0, len(req.Tools))
-		for _, t := range req.Tools {
-			params, err := c.ep.Schema(t)
-			if err != nil {
-				return nil, err
-			}
-			tools = append(tools, wireTool{Type: "function", Function: wireToolSpec{
-				Name: t.Name, Description: t.Description, Parameters: params,
-			}})
+		tools, err := wire.AppendList(make([]byte, 0, wire.ToolsSize(req.Tools, format)), req.Tools, format, func(t *model.ToolSpec) *model.Encoded { return t.Wire }, c.appendTool)
+		if err != nil {
+			return nil, err
 		}
-		body["tools"] = tools
+		body.Set("tools", tools)
 	}
 	if req.MaxTokens > 0 {
-		body["max_tokens"] = req.MaxTokens
+		body.Set("max_tokens", strconv.AppendInt(nil, int64(req.MaxTokens), 10))
 	}
 	if req.Temperature != nil {
-		body["temperature"] = *req.Temperature
+		err = errors.Join(err, body.SetFloat("temperature", *req.Temperature))
 	}
 	if req.TopP != nil {
-		body["top_p"] = *req.TopP
+		err = errors.Join(err, body.SetFloat("top_p", *req.TopP))
 	}
 	if len(req.Stop) > 0 {
-		body["stop"] = req.Stop
+		err = errors.Join(err, body.SetValue("stop", req.Stop))
 	}
 	for k, v := range req.Extra {
 		if reserved(k) {
 			continue
 		}
 		if k == "max_completion_tokens" {
-			delete(body, "max_tokens")
+			body.Delete("max_tokens")
 		}
-		body[k] = v
+		err = errors.Join(err, body.SetValue(k, v))
 	}
-	return c.ep.Encode(body)
+	if err != nil {
+		return nil, c.ep.Fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
+	}
+	return body.Bytes(), nil
 }
 
-// appendImages appends an image_url part with a data: URL for each image.
-func appendImages(parts []wirePart, imgs []model.Image) []wirePart {
-	for _, img := range imgs {
-		parts = append(parts, wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: img.DataURL()}})
+// appendMessages appends the messages array: the system prompt, then each
+// message. Tool messages are text only: the images of a run of tool
+// results go in one user message right after it.
+func (c *Client) appendMessages(dst []byte, req *model.Request) ([]byte, error) {
+	dst = append(dst, '[')
+	n := 0
+	sep := func() {
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		n++
 	}
-	return parts
+	if req.System != "" {
+		sep()
+		dst = append(dst, `{"role":"system","content":`...)
+		dst = jsonstr.Append(dst, req.System)
+		dst = append(dst, '}')
+	}
+	var toolImages []model.Image
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role != model.RoleTool && len(toolImages) > 0 {
+			sep()
+			dst = appendImagesMessage(dst, toolImages)
+			toolImages = nil
+		}
+		if m.Role == model.RoleTool {
+			toolImages = append(toolImages, m.Images...)
+		}
+		sep()
+		var err error
+		if dst, err = wire.AppendCached(dst, m, format, m.Wire, appendMessage); err != nil {
+			return nil, err
+		}
+	}
+	if len(toolImages) > 0 {
+		sep()
+		dst = appendImagesMessage(dst, toolImages)
+	}
+	return append(dst, ']'), nil
+}
+
+// messagesSize is about the size of req's messages array, so that it is
+// written without growing its buffer.
+func messagesSize(req *model.Request) int {
+	n := len(req.System) + 40
+	for i := range req.Messages {
+		n += wire.MessageSize(&req.Messages[i], format)
+	}
+	return n
+}
+
+// appendMessage appends one message as the API has it (without the images
+// of a tool message, which go after the run of tool messages).
+func appendMessage(dst []byte, m *model.Message) ([]byte, error) {
+	dst = append(dst, `{"role":`...)
+	dst = jsonstr.Append(dst, string(m.Role))
+	dst = append(dst, `,"content":`...)
+	switch {
+	case m.Role == model.RoleAssistant && m.Content == "" && len(m.ToolCalls) > 0:
+		dst = append(dst, "null"...)
+	case m.Role == model.RoleUser && len(m.Images) > 0:
+		dst = append(dst, '[')
+		if m.Content != "" {
+			dst = append(dst, `{"type":"text","text":`...)
+			dst = jsonstr.Append(dst, m.Content)
+			dst = append(dst, "},"...)
+		}
+		dst = appendImageParts(dst, m.Images)
+		dst = append(dst, ']')
+	default:
+		dst = jsonstr.Append(dst, m.Content)
+	}
+	if m.Role == model.RoleAssistant && len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i, tc := range m.ToolCalls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = jsonstr.Append(dst, tc.ID)
+			dst = append(dst, `,"type":"function","function":{"name":`...)
+			dst = jsonstr.Append(dst, tc.Name)
+			dst = append(dst, `,"arguments":`...)
+			dst = jsonstr.Append(dst, argumentsText(tc.Args))
+			dst = append(dst, "}}"...)
+		}
+		dst = append(dst, ']')
+	}
+	if m.Role == model.RoleTool && m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = jsonstr.Append(dst, m.ToolCallID)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendImagesMessage appends a user message made of an image_url part
+// for each image.
+func appendImagesMessage(dst []byte, imgs []model.Image) []byte {
+	dst = append(dst, `{"role":"user","content":[`...)
+	dst = appendImageParts(dst, imgs)
+	return append(dst, "]}"...)
+}
+
+// appendImageParts appends an image_url part with a data: URL for each
+// image, comma separated.
+func appendImageParts(dst []byte, imgs []model.Image) []byte {
+	for i := range imgs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"image_url","image_url":{"url":`...)
+		dst = jsonstr.Append(dst, imgs[i].DataURL())
+		dst = append(dst, "}}"...)
+	}
+	return dst
+}
+
+// appendTool appends one tool as the API has it.
+func (c *Client) appendTool(dst []byte, t *model.ToolSpec) ([]byte, error) {
+	dst = append(dst, `{"type":"function","function":{"name":`...)
+	dst = jsonstr.Append(dst, t.Name)
+	if t.Description != "" {
+		dst = append(dst, `,"description":`...)
+		dst = jsonstr.Append(dst, t.Description)
+	}
+	dst = append(dst, `,"parameters":`...)
+	dst, err := c.ep.AppendSchema(dst, t)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, "}}"...), nil
 }
 
 // argumentsText returns the arguments string to send for a tool call the

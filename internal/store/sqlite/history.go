@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"strings"
-	"unicode/utf8"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
+	"agentd/internal/store/search"
 )
 
 var _ store.HistoryStore = (*Store)(nil)
@@ -93,7 +89,7 @@ func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]stor
 	if s.isDown.Load() {
 		return nil, "", store.ErrClosed
 	}
-	match, terms := parseQuery(q.Query)
+	match, terms := search.FTS5(q.Query)
 	if match == "" {
 		return nil, "", fmt.Errorf("sqlite: search history: %w: the query has no words", ErrInvalid)
 	}
@@ -117,12 +113,12 @@ func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]stor
 	if len(q.Agents) > 0 {
 		agents, _ = json.Marshal(q.Agents) // strings always encode
 	}
-	sum := querySum(match, string(agents), since, until)
+	sum := search.QuerySum(match, string(agents), since, until)
 
 	var snap, offset int64
 	if q.Cursor != "" {
 		var err error
-		if snap, offset, err = decodeHistoryCursor(q.Cursor, sum); err != nil {
+		if snap, offset, err = search.DecodeHistoryCursor(q.Cursor, sum); err != nil {
 			return nil, "", fmt.Errorf("sqlite: search history: %w", err)
 		}
 	} else {
@@ -192,7 +188,7 @@ func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]stor
 		}
 		h.Event.Kind, h.Event.Time, h.Event.Data = event.Kind(kind), unixTime(ts), data
 		h.Score = -rank // FTS5's rank is the negated BM25 score
-		h.Snippet = snippet(eventText(data), terms)
+		h.Snippet = search.Snippet(search.EventText(data), terms)
 		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
@@ -200,7 +196,7 @@ func (s *Store) SearchHistory(ctx context.Context, q store.HistoryQuery) ([]stor
 	}
 	next := ""
 	if more {
-		next = encodeHistoryCursor(snap, offset+int64(limit), sum)
+		next = search.EncodeHistoryCursor(snap, offset+int64(limit), sum)
 	}
 	return hits, next, nil
 }
@@ -227,79 +223,6 @@ func (s *Store) searchAgents(ctx context.Context, agents []byte) ([]int64, error
 	return ids, nil
 }
 
-// eventText returns the "text" field of an event payload ("" if none).
-func eventText(data []byte) string {
-	var p struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(data, &p) != nil {
-		return ""
-	}
-	return p.Text
-}
-
-// querySum identifies a query for its cursors.
-func querySum(match, agents string, since, until int64) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(match))
-	h.Write([]byte{0})
-	h.Write([]byte(agents))
-	h.Write(binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, uint64(since)), uint64(until)))
-	return h.Sum32()
-}
-
-// Cursor prefixes, one per kind of cursor and format.
-const (
-	historyCursorPrefix = "h1"
-	threadCursorPrefix  = "t1"
-)
-
-func encodeHistoryCursor(snap, offset int64, sum uint32) string {
-	b := binary.AppendUvarint(nil, uint64(snap))
-	b = binary.AppendUvarint(b, uint64(offset))
-	b = binary.LittleEndian.AppendUint32(b, sum)
-	return historyCursorPrefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-func decodeHistoryCursor(c string, sum uint32) (snap, offset int64, err error) {
-	b, err := cursorBytes(c, historyCursorPrefix)
-	if err != nil {
-		return 0, 0, err
-	}
-	s, n := binary.Uvarint(b)
-	if n <= 0 || s > math.MaxInt64 {
-		return 0, 0, fmt.Errorf("%w %q", store.ErrBadCursor, c)
-	}
-	b = b[n:]
-	o, n := binary.Uvarint(b)
-	if n <= 0 || o > math.MaxInt32 {
-		return 0, 0, fmt.Errorf("%w %q", store.ErrBadCursor, c)
-	}
-	b = b[n:]
-	if len(b) != 4 {
-		return 0, 0, fmt.Errorf("%w %q", store.ErrBadCursor, c)
-	}
-	if binary.LittleEndian.Uint32(b) != sum {
-		return 0, 0, fmt.Errorf("%w: it belongs to another query", store.ErrBadCursor)
-	}
-	return int64(s), int64(o), nil
-}
-
-func cursorBytes(c, prefix string) ([]byte, error) {
-	rest, ok := strings.CutPrefix(c, prefix)
-	if !ok || len(rest) > 64 {
-		return nil, fmt.Errorf("%w %q", store.ErrBadCursor, c)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil {
-		return nil, fmt.Errorf("%w %q", store.ErrBadCursor, c)
-	}
-	return b, nil
-}
-
-// Thread titles are cut to this many bytes.
-const maxTitle = 120
-
 // Threads lists agent's sessions, most recently updated first (ties by
 // id), with their message counts, titles (the first input, shortened) and
 // last activity, and returns the cursor of the next page ("" if none).
@@ -325,19 +248,11 @@ func (s *Store) Threads(ctx context.Context, agent string, limit int, cursor str
 	}
 	updated, id := int64(math.MaxInt64), int64(math.MaxInt64)
 	if cursor != "" {
-		b, err := cursorBytes(cursor, threadCursorPrefix)
+		u, i, err := search.DecodeThreadCursor(cursor)
 		if err != nil {
 			return nil, "", fmt.Errorf("sqlite: threads: %w", err)
 		}
-		u, n := binary.Varint(b)
-		if n <= 0 {
-			return nil, "", fmt.Errorf("sqlite: threads: %w %q", store.ErrBadCursor, cursor)
-		}
-		i, m := binary.Uvarint(b[n:])
-		if m <= 0 || n+m != len(b) || i > math.MaxInt64 {
-			return nil, "", fmt.Errorf("sqlite: threads: %w %q", store.ErrBadCursor, cursor)
-		}
-		updated, id = u, int64(i)
+		updated, id = u, i
 	}
 	rows, err := s.rdb.QueryContext(ctx, qThreads, agent, updated, id, limit+1)
 	if err != nil {
@@ -363,7 +278,7 @@ func (s *Store) Threads(ctx context.Context, agent string, limit int, cursor str
 		if last.Valid {
 			t.LastActivity = unixTime(last.Int64)
 		}
-		t.Title = title(eventText(first))
+		t.Title = search.ThreadTitle(search.EventText(first))
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -372,55 +287,23 @@ func (s *Store) Threads(ctx context.Context, agent string, limit int, cursor str
 	next := ""
 	if more {
 		l := out[len(out)-1]
-		b := binary.AppendVarint(nil, l.UpdatedAt.UnixNano())
-		b = binary.AppendUvarint(b, uint64(l.ID))
-		next = threadCursorPrefix + base64.RawURLEncoding.EncodeToString(b)
+		next = search.EncodeThreadCursor(l.UpdatedAt.UnixNano(), l.ID)
 	}
 	return out, next, nil
 }
 
-// title makes a one-line title of at most maxTitle bytes from text.
-func title(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if len(t) <= maxTitle {
-		return t
-	}
-	cut := maxTitle
-	for cut > 0 && !utf8.RuneStart(t[cut]) {
-		cut--
-	}
-	return t[:cut] + "…"
-}
-
 // Working memory limits.
 const (
-	MaxWorkingKey   = 256      // bytes
-	MaxWorkingValue = 64 << 10 // bytes of JSON
+	MaxWorkingKey   = store.MaxWorkingKey   // bytes
+	MaxWorkingValue = store.MaxWorkingValue // bytes of JSON
 )
-
-func checkWorkingKey(key string) error {
-	switch {
-	case key == "":
-		return errors.New("empty key")
-	case len(key) > MaxWorkingKey:
-		return fmt.Errorf("key longer than %d bytes", MaxWorkingKey)
-	case !utf8.ValidString(key):
-		return errors.New("key is not valid UTF-8")
-	}
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("key %q contains a control character", key)
-		}
-	}
-	return nil
-}
 
 // SetWorking sets key of session's working memory to value (JSON, at most
 // MaxWorkingValue bytes) and appends a working_memory event recording it
 // to the session's log, in one transaction. A session that does not exist
 // is store.ErrNotFound.
 func (s *Store) SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) (event.Event, error) {
-	if err := checkWorkingKey(key); err != nil {
+	if err := store.CheckWorkingKey(key); err != nil {
 		return event.Event{}, fmt.Errorf("sqlite: set working memory: %w: %v", ErrInvalid, err)
 	}
 	if !json.Valid(value) {
@@ -440,7 +323,7 @@ func (s *Store) SetWorking(ctx context.Context, session int64, key string, value
 // working_memory event recording it, in one transaction. A key that is not
 // set is store.ErrNotFound, and nothing is written.
 func (s *Store) DeleteWorking(ctx context.Context, session int64, key string) (event.Event, error) {
-	if err := checkWorkingKey(key); err != nil {
+	if err := store.CheckWorkingKey(key); err != nil {
 		return event.Event{}, fmt.Errorf("sqlite: delete working memory: %w: %v", ErrInvalid, err)
 	}
 	if s.isDown.Load() {
@@ -496,20 +379,14 @@ func (s *Store) Working(ctx context.Context, session int64) (map[string]json.Raw
 // applyWorking brings the working_memory table in step with a committed
 // working_memory event (in the commit's transaction).
 func (w *writer) applyWorking(session int64, e *event.Event) error {
-	var d event.WorkingMemoryData
-	if err := json.Unmarshal(e.Data, &d); err != nil {
-		return fmt.Errorf("%w: working memory payload: %v", ErrInvalid, err)
-	}
-	if err := checkWorkingKey(d.Key); err != nil {
-		return fmt.Errorf("%w: working memory: %v", ErrInvalid, err)
+	d, err := store.CheckWorking(e.Data)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if d.Deleted {
 		_, err := w.wmDelete.Exec(session, d.Key)
 		return err
 	}
-	if len(d.Value) == 0 {
-		return fmt.Errorf("%w: working memory %q: no value", ErrInvalid, d.Key)
-	}
-	_, err := w.wmSet.Exec(session, d.Key, string(d.Value), e.Time.UnixNano(), e.Seq)
+	_, err = w.wmSet.Exec(session, d.Key, string(d.Value), e.Time.UnixNano(), e.Seq)
 	return err
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -395,7 +394,7 @@ func fillTitles(ctx context.Context, conn *sql.Conn) error {
 			rows.Close()
 			return fmt.Errorf("session titles: %w", err)
 		}
-		if t := inputTitle(data); t != "" {
+		if t := store.InputTitle(data); t != "" {
 			titles[id] = t
 		}
 	}
@@ -411,17 +410,4 @@ func fillTitles(ctx context.Context, conn *sql.Conn) error {
 		}
 	}
 	return nil
-}
-
-// inputTitle is the title of an input event's payload, "" for a silent
-// input or one without text.
-func inputTitle(data []byte) string {
-	var in struct {
-		Text   string `json:"text"`
-		Silent bool   `json:"silent"`
-	}
-	if json.Unmarshal(data, &in) != nil || in.Silent {
-		return ""
-	}
-	return store.TitleOf(in.Text)
 }

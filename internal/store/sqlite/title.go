@@ -75,7 +75,7 @@ func (w *writer) titleFromInput(id int64, e *event.Event) (bool, error) {
 	if e.Kind != event.Input {
 		return false, nil
 	}
-	t := inputTitle(e.Data)
+	t := store.InputTitle(e.Data)
 	if t == "" {
 		return false, nil
 	}

@@ -132,7 +132,9 @@ func (e *Endpoint) Post(ctx context.Context, idle time.Duration, body []byte, wh
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, e.statusError(ctx, resp.StatusCode, resp.Header, rd)
 	}
-	br := bufio.NewReader(rd)
+	// A small buffer: it only looks at the first byte, and the readers
+	// that follow read past it, through their own buffers, once it is used.
+	br := bufio.NewReaderSize(rd, 64)
 	first, err := firstByte(br)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -213,29 +215,4 @@ func (e *Endpoint) Events(ctx context.Context, r io.Reader, handle func(sse.Even
 			return err
 		}
 	}
-}
-
-// Schema returns the JSON Schema to send for a tool's parameters: an empty
-// object schema when the tool declares none.
-func (e *Endpoint) Schema(t model.ToolSpec) (json.RawMessage, error) {
-	params := t.Parameters
-	if len(bytes.TrimSpace(params)) == 0 {
-		return json.RawMessage(emptySchema), nil
-	}
-	if !json.Valid(params) {
-		return nil, e.Fail(model.ErrBadRequest, 0, "tool "+t.Name+": parameters are not valid JSON")
-	}
-	return params, nil
-}
-
-// Encode returns a request body as JSON, without HTML escaping or a
-// trailing newline.
-func (e *Endpoint) Encode(body map[string]any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(body); err != nil {
-		return nil, e.Fail(model.ErrBadRequest, 0, "encode request: "+err.Error())
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"errors"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -177,23 +177,69 @@ func TestOutput(t *testing.T) {
 	}
 }
 
-func TestSchemaAndEncode(t *testing.T) {
+func TestSchemaAndBody(t *testing.T) {
 	e := &Endpoint{Name: "prov"}
-	if s, err := e.Schema(model.ToolSpec{Name: "none", Parameters: []byte(" \n")}); err != nil || string(s) != emptySchema {
-		t.Errorf("Schema(blank) = %s, %v; want the empty schema", s, err)
+	if s, err := e.AppendSchema(nil, &model.ToolSpec{Name: "none", Parameters: []byte(" \n")}); err != nil || string(s) != emptySchema {
+		t.Errorf("AppendSchema(blank) = %s, %v; want the empty schema", s, err)
 	}
-	if _, err := e.Schema(model.ToolSpec{Name: "broken", Parameters: []byte(`{"type":`)}); err == nil ||
+	if s, err := e.AppendSchema([]byte("x"), &model.ToolSpec{Name: "spaced", Parameters: []byte(` { "type" : "object" } `)}); err != nil || string(s) != `x{"type":"object"}` {
+		t.Errorf("AppendSchema(spaced) = %s, %v; want it compacted after x", s, err)
+	}
+	if _, err := e.AppendSchema(nil, &model.ToolSpec{Name: "broken", Parameters: []byte(`{"type":`)}); err == nil ||
 		!strings.Contains(err.Error(), "tool broken: parameters are not valid JSON") {
-		t.Errorf("Schema(invalid) error = %v", err)
+		t.Errorf("AppendSchema(invalid) error = %v", err)
 	}
-	b, err := e.Encode(map[string]any{"b": "<&>", "a": 1})
-	if err != nil || string(b) != `{"a":1,"b":"<&>"}` {
-		t.Errorf("Encode() = %s, %v", b, err)
+	var b Body
+	b.Set("z", []byte("1"))
+	if err := b.SetValue("b", "<&>"); err != nil {
+		t.Fatal(err)
 	}
-	_, err = e.Encode(map[string]any{"x": math.NaN()})
-	if me := (*model.Error)(nil); !errors.As(err, &me) || !strings.HasPrefix(me.Message, "encode request: ") {
-		t.Errorf("Encode(NaN) error = %v, want an encode request error", err)
+	b.Set("a", []byte("2"))
+	b.Set("z", []byte("3"))
+	b.Set("gone", []byte("4"))
+	b.Delete("gone")
+	if got := string(b.Bytes()); got != `{"a":2,"b":"<&>","z":3}` {
+		t.Errorf("Bytes() = %s", got)
 	}
+	if err := b.SetFloat("x", math.NaN()); err == nil {
+		t.Error("SetFloat(NaN) succeeded")
+	}
+}
+
+// An encoding is made once and then taken from the Encoded.
+func TestAppendCached(t *testing.T) {
+	var c model.Encoded
+	n := 0
+	enc := func(dst []byte, s *string) ([]byte, error) { n++; return append(dst, *s...), nil }
+	s := "one"
+	for range 2 {
+		got, err := AppendCached([]byte("<"), &s, "f", &c, enc)
+		if err != nil || string(got) != "<one" {
+			t.Fatalf("AppendCached = %s, %v", got, err)
+		}
+	}
+	if got, _ := AppendCached(nil, &s, "g", &c, enc); string(got) != "one" || n != 2 {
+		t.Errorf("another format: %s after %d encodings, want one after 2", got, n)
+	}
+	if got, _ := AppendCached(nil, &s, "f", nil, enc); string(got) != "one" || n != 3 {
+		t.Errorf("no Encoded: %s after %d encodings, want one after 3", got, n)
+	}
+}
+
+// FuzzAppendFloat holds AppendFloat to encoding/json.
+func FuzzAppendFloat(f *testing.F) {
+	for _, x := range []float64{0, 0.7, 1, -2.5, 1e-7, 1e-6, 123456789e12, 1e21, 1e300, -1e-300, math.SmallestNonzeroFloat64} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float64) {
+		want, err := json.Marshal(x)
+		if err != nil {
+			t.Skip()
+		}
+		if got := AppendFloat(nil, x); string(got) != string(want) {
+			t.Errorf("AppendFloat(%v) = %s, encoding/json %s", x, got, want)
+		}
+	})
 }
 
 func BenchmarkOutputAdd(b *testing.B) {

@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -357,4 +358,78 @@ func BenchStream(b *testing.B, dial func(hc *http.Client) model.Provider, req *m
 			b.Fatalf("got %d tool calls", len(resp.ToolCalls))
 		}
 	}
+}
+
+// SameJSON reports whether a and b are valid JSON documents holding the
+// same value.
+func SameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, a)
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b)
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// FuzzRequest makes a request of every message kind from the fuzzer's
+// strings; cached gives each message and tool a model.Encoded.
+func FuzzRequest(system, text, args, schema, key string, temp float64, images, cached bool) *model.Request {
+	var img []model.Image
+	if images {
+		img = []model.Image{{MIMEType: "image/png", Data: []byte(text)}}
+	}
+	req := &model.Request{
+		Model:  text,
+		System: system,
+		Messages: []model.Message{
+			{Role: model.RoleUser, Content: text, Images: img},
+			{Role: model.RoleAssistant, Content: system, ToolCalls: []model.ToolCall{{ID: key, Name: text, Args: json.RawMessage(args)}}},
+			{Role: model.RoleTool, ToolCallID: key, ToolName: text, Content: args, Images: img},
+			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: text, Name: key}}},
+			{Role: model.RoleTool, ToolCallID: "", Content: "", IsError: true},
+			{Role: model.RoleAssistant, Content: text},
+			{Role: model.RoleUser, Content: "", Images: img},
+		},
+		Tools:       []model.ToolSpec{{Name: key, Description: text, Parameters: json.RawMessage(schema)}, {Name: text}},
+		MaxTokens:   len(text),
+		Temperature: &temp,
+		Stop:        []string{system, text},
+		Extra:       map[string]any{key: text, "max_completion_tokens": len(system)},
+	}
+	if cached {
+		for i := range req.Messages {
+			req.Messages[i].Wire = new(model.Encoded)
+		}
+		for i := range req.Tools {
+			req.Tools[i].Wire = new(model.Encoded)
+		}
+	}
+	return req
+}
+
+// RefSchema is a tool's parameters as the clients sent them when they
+// encoded requests with encoding/json: an empty object schema when the
+// tool declares none, an error when they are not valid JSON.
+func RefSchema(t model.ToolSpec) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(t.Parameters)) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`), nil
+	}
+	if !json.Valid(t.Parameters) {
+		return nil, errors.New("tool " + t.Name + ": parameters are not valid JSON")
+	}
+	return t.Parameters, nil
+}
+
+// RefEncode is body as encoding/json writes it without HTML escaping.
+func RefEncode(body map[string]any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(body); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 // The context starts after the last reset, and from the latest summary
 // since then: the summary, then the events after the last one it folds.
-func TestContextEventsFromSummary(t *testing.T) {
+func testContextEventsFromSummary(t *testing.T, x *suite) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := x.newStore(t)
 	sess, _, err := s.Session(ctx, "a", "k")
 	if err != nil {
 		t.Fatal(err)
@@ -65,9 +65,9 @@ func TestContextEventsFromSummary(t *testing.T) {
 // A long context is read in parallel ranges; the result is the log's
 // conversation events in order, none missing or doubled, with the summary
 // in its place, whatever the ranges' boundaries.
-func TestContextEventsLongSession(t *testing.T) {
+func testContextEventsLongSession(t *testing.T, x *suite) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := x.newStore(t)
 	sess, _, err := s.Session(ctx, "a", "long")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,12 @@
-package sqlite
+// Package search is what agentd's stores share for searching session
+// histories: a history query as people and models type it, parsed into
+// terms that every word of must occur (a word ending in * matching as a
+// prefix), the words of a text as the index sees them, and snippets that
+// mark the matching words with « and ». Each store turns the terms into its
+// own index's query (FTS5 in SQLite, tsquery in PostgreSQL); the words and
+// their folding are the same for both, so a query finds the same events in
+// either.
+package search
 
 import (
 	"strings"
@@ -6,31 +14,31 @@ import (
 	"unicode/utf8"
 )
 
-// maxQueryTerms bounds the terms a search query keeps, and so its cost.
-const maxQueryTerms = 16
+// MaxTerms bounds the terms a search query keeps, and so its cost.
+const MaxTerms = 16
 
-// queryTerm is one term of a sanitised search query: the words of one
+// Term is one term of a sanitised search query: the words of one
 // whitespace-separated piece of the user's text, matched as a phrase.
-type queryTerm struct {
-	words  []string // folded (see fold)
-	prefix bool     // the last word matches any word it begins
+type Term struct {
+	Words  []string // folded (see Fold)
+	Prefix bool     // the last word matches any word it begins
 }
 
-// parseQuery turns text as a person or a model types it into a safe FTS5
+// FTS5 turns text as a person or a model types it into a safe FTS5
 // query: every whitespace-separated piece becomes a quoted phrase of its
 // words (runs of letters and digits), all phrases must match, and a piece
 // ending in * matches as a prefix. Nothing the user types is read as FTS5
 // syntax (AND, OR, NOT, NEAR, column filters, parentheses), so the result
 // is never a syntax error. It returns "" if the text has no words.
-func parseQuery(text string) (string, []queryTerm) {
+func FTS5(text string) (string, []Term) {
 	var b strings.Builder
-	var terms []queryTerm
+	var terms []Term
 	for _, piece := range strings.Fields(text) {
-		if len(terms) == maxQueryTerms {
+		if len(terms) == MaxTerms {
 			break
 		}
 		prefix := strings.HasSuffix(piece, "*")
-		words := wordsOf(piece)
+		words := Words(piece)
 		if len(words) == 0 {
 			continue
 		}
@@ -43,21 +51,21 @@ func parseQuery(text string) (string, []queryTerm) {
 				b.WriteByte(' ')
 			}
 			b.WriteString(w)
-			words[i] = fold(w)
+			words[i] = Fold(w)
 		}
 		b.WriteByte('"')
 		if prefix {
 			b.WriteByte('*')
 		}
-		terms = append(terms, queryTerm{words: words, prefix: prefix})
+		terms = append(terms, Term{Words: words, Prefix: prefix})
 	}
 	return b.String(), terms
 }
 
-// isWordRune reports whether r belongs to a word: what SQLite's unicode61
+// IsWordRune reports whether r belongs to a word: what SQLite's unicode61
 // tokenizer keeps by default (letters, digits, private use), restricted to
 // what it knows to be such, so that every word is at least one token.
-func isWordRune(r rune) bool {
+func IsWordRune(r rune) bool {
 	if r < utf8.RuneSelf {
 		return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 	}
@@ -67,15 +75,15 @@ func isWordRune(r rune) bool {
 	return r <= 0xFFFF && (unicode.IsLetter(r) || unicode.IsDigit(r))
 }
 
-// wordsOf returns the runs of word runes in s.
-func wordsOf(s string) []string {
+// Words returns the runs of word runes in s.
+func Words(s string) []string {
 	var out []string
 	start := -1
 	for i, r := range s {
 		switch {
-		case isWordRune(r) && start < 0:
+		case IsWordRune(r) && start < 0:
 			start = i
-		case !isWordRune(r) && start >= 0:
+		case !IsWordRune(r) && start >= 0:
 			out = append(out, s[start:i])
 			start = -1
 		}
@@ -86,9 +94,9 @@ func wordsOf(s string) []string {
 	return out
 }
 
-// fold lower-cases w and strips the diacritics of common Latin letters,
+// Fold lower-cases w and strips the diacritics of common Latin letters,
 // approximating how the index compares words (remove_diacritics 2).
-func fold(w string) string {
+func Fold(w string) string {
 	w = strings.ToLower(w)
 	ascii := true
 	for i := 0; i < len(w); i++ {
@@ -130,10 +138,10 @@ func foldRune(r rune) rune {
 }
 
 // matches reports whether the folded word w matches one of terms' words.
-func matches(w string, terms []queryTerm) bool {
+func matches(w string, terms []Term) bool {
 	for _, t := range terms {
-		for i, tw := range t.words {
-			if w == tw || t.prefix && i == len(t.words)-1 && strings.HasPrefix(w, tw) {
+		for i, tw := range t.Words {
+			if w == tw || t.Prefix && i == len(t.Words)-1 && strings.HasPrefix(w, tw) {
 				return true
 			}
 		}
@@ -148,10 +156,10 @@ const (
 	snippetMax    = 480 // bytes of text shown at most (long "words" are cut)
 )
 
-// snippet returns about snippetWords words of text around the first word
+// Snippet returns about snippetWords words of text around the first word
 // that matches terms, with every matching word wrapped in « and », and "…"
 // where text was left out. Without a match it shows the start of text.
-func snippet(text string, terms []queryTerm) string {
+func Snippet(text string, terms []Term) string {
 	fields := strings.Fields(text)
 	first := -1
 	for i, f := range fields {
@@ -185,9 +193,9 @@ func snippet(text string, terms []queryTerm) string {
 	return b.String()
 }
 
-func fieldMatches(f string, terms []queryTerm) bool {
-	for _, w := range wordsOf(f) {
-		if matches(fold(w), terms) {
+func fieldMatches(f string, terms []Term) bool {
+	for _, w := range Words(f) {
+		if matches(Fold(w), terms) {
 			return true
 		}
 	}
@@ -196,7 +204,7 @@ func fieldMatches(f string, terms []queryTerm) bool {
 
 // highlight writes field f to b with its matching words wrapped, cutting
 // it if it is very long.
-func highlight(b *strings.Builder, f string, terms []queryTerm) {
+func highlight(b *strings.Builder, f string, terms []Term) {
 	if len(f) > snippetMax/4 {
 		cut := snippetMax / 4
 		for cut > 0 && !utf8.RuneStart(f[cut]) {
@@ -208,7 +216,7 @@ func highlight(b *strings.Builder, f string, terms []queryTerm) {
 	start := -1
 	flush := func(end int) {
 		w := f[start:end]
-		if matches(fold(w), terms) {
+		if matches(Fold(w), terms) {
 			b.WriteString(f[last:start])
 			b.WriteString("«")
 			b.WriteString(w)
@@ -219,9 +227,9 @@ func highlight(b *strings.Builder, f string, terms []queryTerm) {
 	}
 	for i, r := range f {
 		switch {
-		case isWordRune(r) && start < 0:
+		case IsWordRune(r) && start < 0:
 			start = i
-		case !isWordRune(r) && start >= 0:
+		case !IsWordRune(r) && start >= 0:
 			flush(i)
 		}
 	}

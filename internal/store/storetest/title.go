@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 
 // A session is titled from its first input when that input is logged; a
 // later input, a system message or a silent input does not change it.
-func TestTitleFromFirstInput(t *testing.T) {
-	s := newStore(t)
+func testTitleFromFirstInput(t *testing.T, x *suite) {
+	s := x.newStore(t)
 	ctx := t.Context()
 	sess := mustSession(t, s, "a", "k")
 	if sess.Title != "" || sess.TitleBy != "" {
@@ -45,8 +45,8 @@ func TestTitleFromFirstInput(t *testing.T) {
 // SetTitle replaces a title only with one from a later source: a model's
 // title replaces the first message's, a person's replaces either, and
 // nothing but a person replaces a person's.
-func TestSetTitle(t *testing.T) {
-	s := newStore(t)
+func testSetTitle(t *testing.T, x *suite) {
+	s := x.newStore(t)
 	ctx := t.Context()
 	sess := mustSession(t, s, "a", "k")
 	mustCommit(t, s, &store.Batch{Session: sess.ID, Events: []event.Event{input(sess.ID, 1, "hello there")}})

@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"testing"
@@ -11,9 +11,9 @@ import (
 
 // An inbox item keeps its images until its turn takes them, across a
 // reopening of the store.
-func TestInboxImages(t *testing.T) {
-	path := t.TempDir() + "/t.db"
-	s := openStore(t, path)
+func testInboxImages(t *testing.T, x *suite) {
+	path := x.name()
+	s := x.open(t, path)
 	a := mustSession(t, s, "assistant", "chat:alice")
 	images := []event.ImageRef{{MIMEType: "image/png", Size: 4, Data: []byte{0x89, 'P', 'N', 'G'}}, {MIMEType: "image/gif", Size: 3, Data: []byte("GIF")}}
 	with := mustEnqueue(t, s, store.InboxItem{Session: a.ID, Kind: event.Input, Text: "look", Images: images})
@@ -21,7 +21,7 @@ func TestInboxImages(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s = openStore(t, path)
+	s = x.open(t, path)
 	got, err := s.InboxItem(t.Context(), with.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"agentd/internal/event"
+)
+
+// The rules every store applies to what it is given, before it writes
+// anything. A store reports a broken rule as ErrInvalid.
+
+// CheckBatch reports what is wrong with b, nil if nothing.
+func CheckBatch(b *Batch) error {
+	if b.Session < 0 {
+		return fmt.Errorf("session id %d", b.Session)
+	}
+	if b.Session == 0 && (len(b.Events) > 0 || b.State != "") {
+		return errors.New("events or state without a session")
+	}
+	if b.State != "" && !slices.Contains(States(), b.State) {
+		return fmt.Errorf("unknown session state %q", b.State)
+	}
+	for i := range b.Events {
+		e := &b.Events[i]
+		switch {
+		case e.Session != 0 && e.Session != b.Session:
+			return fmt.Errorf("event %d belongs to session %d, batch to %d", i, e.Session, b.Session)
+		case e.Kind == "":
+			return fmt.Errorf("event %d has no kind", i)
+		case e.Kind.Live():
+			return fmt.Errorf("event %d: kind %q is live-only and never stored", i, e.Kind)
+		case len(e.Data) > 0 && !json.Valid(e.Data):
+			return fmt.Errorf("event %d (%s): payload is not valid JSON", i, e.Kind)
+		}
+	}
+	for _, id := range b.Done {
+		if id <= 0 {
+			return fmt.Errorf("inbox item id %d", id)
+		}
+	}
+	for i, u := range b.Usage {
+		if u.Session == 0 && b.Session == 0 {
+			return fmt.Errorf("usage %d has no session", i)
+		}
+	}
+	return nil
+}
+
+// Working memory limits.
+const (
+	MaxWorkingKey   = 256      // bytes
+	MaxWorkingValue = 64 << 10 // bytes of JSON
+)
+
+// CheckWorkingKey reports what is wrong with a working memory key.
+func CheckWorkingKey(key string) error {
+	switch {
+	case key == "":
+		return errors.New("empty key")
+	case len(key) > MaxWorkingKey:
+		return fmt.Errorf("key longer than %d bytes", MaxWorkingKey)
+	case !utf8.ValidString(key):
+		return errors.New("key is not valid UTF-8")
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("key %q contains a control character", key)
+		}
+	}
+	return nil
+}
+
+// CheckWorking reads a working_memory event's payload and reports what is
+// wrong with it: a store keeps working memory as the projection of these
+// events.
+func CheckWorking(data []byte) (event.WorkingMemoryData, error) {
+	var d event.WorkingMemoryData
+	if err := json.Unmarshal(data, &d); err != nil {
+		return d, fmt.Errorf("working memory payload: %v", err)
+	}
+	if err := CheckWorkingKey(d.Key); err != nil {
+		return d, fmt.Errorf("working memory: %v", err)
+	}
+	if !d.Deleted && len(d.Value) == 0 {
+		return d, fmt.Errorf("working memory %q: no value", d.Key)
+	}
+	return d, nil
+}
+
+// InputTitle is the title (TitleOf) of an input event's payload, "" for a
+// silent input or one without text: a store titles a session from its
+// first input with one.
+func InputTitle(data []byte) string {
+	var in struct {
+		Text   string `json:"text"`
+		Silent bool   `json:"silent"`
+	}
+	if json.Unmarshal(data, &in) != nil || in.Silent {
+		return ""
+	}
+	return TitleOf(in.Text)
+}

@@ -1,0 +1,67 @@
+// Package pgtest gives tests a PostgreSQL database of their own, on the
+// server that AGENTD_TEST_POSTGRES names (a postgres:// URL whose role may
+// create databases). Without it, tests that need PostgreSQL are skipped,
+// unless AGENTD_INTEROP=1 or CI is set: then they fail, so that a run that
+// should test PostgreSQL cannot pass without it.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Env is the environment variable naming the test server.
+const Env = "AGENTD_TEST_POSTGRES"
+
+// URL returns the test server's connection string, or skips t (fails it
+// where PostgreSQL is required) when there is none.
+func URL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(Env)
+	if u == "" {
+		if os.Getenv("AGENTD_INTEROP") == "1" || os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: the PostgreSQL tests must run here", Env)
+		}
+		t.Skipf("%s is not set: no PostgreSQL to test against", Env)
+	}
+	return u
+}
+
+// NewDB creates an empty database on the test server, dropped when t
+// ends, and returns its connection string.
+func NewDB(t testing.TB) string {
+	t.Helper()
+	admin := URL(t)
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("%s: %v", Env, err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "agentd_t_" + hex.EncodeToString(b)
+	exec(t, admin, "CREATE DATABASE "+name)
+	t.Cleanup(func() { exec(t, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	u.Path = "/" + name
+	return u.String()
+}
+
+func exec(t testing.TB, connString, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, connString)
+	if err != nil {
+		t.Fatalf("connect to the test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
