@@ -4,7 +4,8 @@
 // returns free pages only slowly, so a daemon that answers a burst and
 // then waits would go on holding the burst's memory. Run notices the
 // quiet that follows and collects and returns what the burst left at
-// once; under steady work it does nothing.
+// once, and unmaps the pages of agentd's own executable that it touched
+// (see dropCode); under steady work it does nothing.
 package reclaim
 
 import (
@@ -28,20 +29,29 @@ type Options struct {
 	// Free collects and returns memory to the system; nil:
 	// debug.FreeOSMemory. Tests count calls with it.
 	Free func()
+	// CodeMin is how much of the executable (and other mapped files) must
+	// be resident for unmapping it to be worth it; default DefaultCodeMin.
+	CodeMin uint64
+	// DropCode unmaps the executable's resident pages; nil: dropCode (on
+	// Linux; elsewhere nothing). Tests count calls with it.
+	DropCode func()
 }
 
 // Defaults.
 const (
-	DefaultEvery        = time.Second
-	DefaultQuiet uint64 = 256 << 10
+	DefaultEvery        = 250 * time.Millisecond
+	DefaultQuiet uint64 = 64 << 10
 	DefaultMin   uint64 = 4 << 20
+
+	DefaultCodeMin uint64 = 4 << 20
 )
 
 // Run looks every o.Every until ctx is done, and returns nil then. When
 // the program allocated less than o.Quiet since the last look and the
 // heap holds o.Min or more beyond its live objects, it collects and
 // returns the free memory to the system (a full collection: a few
-// milliseconds of CPU for a heap of ten megabytes).
+// milliseconds of CPU for a heap of ten megabytes); and when o.CodeMin or
+// more of the executable is resident, it unmaps it.
 func Run(ctx context.Context, o *Options) error {
 	var opt Options
 	if o != nil {
@@ -58,6 +68,12 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if opt.Free == nil {
 		opt.Free = debug.FreeOSMemory
+	}
+	if opt.CodeMin == 0 {
+		opt.CodeMin = DefaultCodeMin
+	}
+	if opt.DropCode == nil {
+		opt.DropCode = func() { dropCode() }
 	}
 	t := time.NewTicker(opt.Every)
 	defer t.Stop()
@@ -77,6 +93,9 @@ func Run(ctx context.Context, o *Options) error {
 			opt.Free()
 			h.read()
 			last = h.allocs
+		}
+		if quiet && codeResident() >= opt.CodeMin {
+			opt.DropCode()
 		}
 	}
 }

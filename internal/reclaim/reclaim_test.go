@@ -33,6 +33,7 @@ func TestRunAfterBurst(t *testing.T) {
 			Run(ctx, &Options{Free: func() { frees.Add(1); debug.FreeOSMemory() }})
 			close(done)
 		}()
+		synctest.Wait() // Run has read the heap: what follows is since
 		// Busy: more than Quiet allocated between every two looks.
 		for range 5 {
 			burst(4)
