@@ -58,6 +58,10 @@ type Options struct {
 	// did, rather than watch them for changes: for a short command run in
 	// process, which would end before a change mattered. Default false.
 	ReadOnce bool
+	// Config is the data directory's agentd.yaml as the caller already
+	// loaded it (agent.LoadConfig), so that it is not parsed twice; nil:
+	// Open loads it.
+	Config *agent.Config
 }
 
 // App is a running agentd node.
@@ -138,8 +142,10 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			a.closeParts()
 		}
 	}()
-	if a.Config, err = agent.LoadConfig(dir); err != nil {
-		return nil, err
+	if a.Config = o.Config; a.Config == nil {
+		if a.Config, err = agent.LoadConfig(dir); err != nil {
+			return nil, err
+		}
 	}
 	onChange := func(id string) {
 		// Keep the store's record of agents in step with their files.

@@ -42,7 +42,8 @@ func (e *env) connect(ctx context.Context, mayMake, watch bool) (*backend, error
 		return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
 	}
 	// In process: quiet unless asked, so a command's output stays its own.
-	a, err := app.Open(ctx, dir, &app.Options{Logger: e.quietLogger(), Version: Version, Existing: !mayMake, ReadOnce: !watch, Store: e.store()})
+	log, cfg := e.quietLoggerConfig()
+	a, err := app.Open(ctx, dir, &app.Options{Logger: log, Config: cfg, Version: Version, Existing: !mayMake, ReadOnce: !watch, Store: e.store()})
 	if err != nil {
 		switch {
 		case errors.Is(err, app.ErrLocked):

@@ -62,7 +62,7 @@ func (e *env) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version, Store: e.store()})
+			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Config: cfg, Version: Version, Store: e.store()})
 			if err != nil {
 				if errors.Is(err, app.ErrLocked) {
 					return withCode(ExitUnavailable, err)
