@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	"agentd/internal/engine"
 	"agentd/internal/event"
@@ -20,13 +21,17 @@ import (
 const (
 	DefaultCacheSessions       = 256
 	DefaultCacheBytes    int64 = 4 << 20
+	// DefaultCacheIdle: a session unused for a minute is dropped, so that
+	// what the cache holds follows what is in use, not what once was.
+	DefaultCacheIdle = time.Minute
 )
 
 // session is the in-memory side of a session. Its fields are guarded by
 // mu, except s.ID/Agent/Key which never change.
 type session struct {
-	s   store.Session
-	elt *list.Element // in Runtime.lru while idle
+	s    store.Session
+	elt  *list.Element // in Runtime.lru while idle
+	used time.Time     // when last looked up; guarded by Runtime.mu
 
 	mu      sync.Mutex
 	queue   []queued
@@ -114,7 +119,7 @@ func (r *Runtime) session(s store.Session) *session {
 		r.touch(sess)
 		return sess
 	}
-	sess := &session{s: s}
+	sess := &session{s: s, used: time.Now()}
 	r.sessions[s.ID] = sess
 	r.byAddr[s.Address()] = sess
 	r.peak = max(r.peak, len(r.sessions))
@@ -125,17 +130,23 @@ func (r *Runtime) session(s store.Session) *session {
 
 // touch marks sess recently used. r.mu is held.
 func (r *Runtime) touch(sess *session) {
+	sess.used = time.Now()
 	if sess.elt != nil {
 		r.lru.MoveToFront(sess.elt)
 	}
 }
 
-// evict drops the least recently used idle sessions beyond the cache bound.
-// r.mu is held.
+// evict drops the least recently used idle sessions beyond the cache
+// bound, and those unused for longer than CacheIdle; never the most
+// recently used, which its caller is about to use. r.mu is held.
 func (r *Runtime) evict() {
-	for e := r.lru.Back(); e != nil && r.lru.Len() > r.o.CacheSessions; {
+	stale := time.Now().Add(-r.o.CacheIdle)
+	for e := r.lru.Back(); e != nil && e != r.lru.Front(); {
 		prev := e.Prev()
 		sess := e.Value.(*session)
+		if r.lru.Len() <= r.o.CacheSessions && !sess.used.Before(stale) {
+			break // the rest were used since
+		}
 		if sess.mu.TryLock() {
 			if !sess.working && len(sess.queue) == 0 {
 				r.setConv(sess, nil)

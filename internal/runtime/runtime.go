@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -105,9 +106,11 @@ type Options struct {
 	// in memory (default DefaultCacheSessions), and CacheBytes how much
 	// memory those contexts may take together (default DefaultCacheBytes);
 	// past either, the least recently used idle sessions' contexts are
-	// dropped (and reloaded from the log when needed).
+	// dropped (and reloaded from the log when needed). CacheIdle is how
+	// long an idle session keeps its context (default DefaultCacheIdle).
 	CacheSessions int
 	CacheBytes    int64
+	CacheIdle     time.Duration
 }
 
 // Runtime owns sessions, inboxes and session workers.
@@ -160,6 +163,9 @@ func New(o *Options) *Runtime {
 	}
 	if r.o.CacheBytes <= 0 {
 		r.o.CacheBytes = DefaultCacheBytes
+	}
+	if r.o.CacheIdle <= 0 {
+		r.o.CacheIdle = DefaultCacheIdle
 	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -847,5 +848,26 @@ func TestSessionsHeldAfterBurst(t *testing.T) {
 	e.wait(e.submit("a/after", "after").Turn)
 	if held, peak := runtime.SessionsHeld(e.rt); held > cache+1 || peak > cache+1 {
 		t.Errorf("after the burst: %d sessions held, maps sized for %d; want at most %d", held, peak, cache+1)
+	}
+}
+
+// A session unused for longer than the cache's idle time is dropped (its
+// context reloaded from the log if it is used again), however few the
+// cache holds: what stays in memory follows what is in use.
+func TestIdleSessionsDropped(t *testing.T) {
+	for _, c := range []struct {
+		idle time.Duration
+		held int
+	}{{0, 3}, {time.Nanosecond, 1}} {
+		e := newEnv(t, setup{cacheIdle: c.idle})
+		for _, addr := range []string{"a/one", "a/two", "a/three"} {
+			e.wait(e.submit(addr, "hello").Turn)
+		}
+		if held, _ := runtime.SessionsHeld(e.rt); held != c.held {
+			t.Errorf("idle time %v: %d sessions held, want %d", c.idle, held, c.held)
+		}
+		if got := e.wait(e.submit("a/one", "again").Turn); got.Status != "done" {
+			t.Errorf("idle time %v: a dropped session's next turn: %+v", c.idle, got)
+		}
 	}
 }
