@@ -48,7 +48,8 @@ func TestReadOnlyMapping(t *testing.T) {
 	}
 }
 
-// Run unmaps the executable once the program is quiet, not while it works.
+// Run unmaps the executable once the program has been quiet for a while,
+// not while it works nor in a short gap.
 func TestRunDropsCodeWhenQuiet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var drops atomic.Int32
@@ -67,7 +68,12 @@ func TestRunDropsCodeWhenQuiet(t *testing.T) {
 		if n := drops.Load(); n != 0 {
 			t.Errorf("the executable unmapped %d times while allocating", n)
 		}
-		time.Sleep(3 * DefaultEvery)
+		time.Sleep(time.Duration(DefaultCodeQuiet-1) * DefaultEvery)
+		synctest.Wait()
+		if n := drops.Load(); n != 0 {
+			t.Errorf("the executable unmapped %d times before the program was quiet for %d looks", n, DefaultCodeQuiet)
+		}
+		time.Sleep(2 * DefaultEvery)
 		synctest.Wait()
 		if n := drops.Load(); n == 0 {
 			t.Error("the executable not unmapped once quiet")

@@ -32,6 +32,11 @@ type Options struct {
 	// CodeMin is how much of the executable (and other mapped files) must
 	// be resident for unmapping it to be worth it; default DefaultCodeMin.
 	CodeMin uint64
+	// CodeQuiet is how many looks in a row must find the program quiet
+	// before the executable is unmapped; default DefaultCodeQuiet. Code is
+	// unmapped only after a pause, not in the gaps of a steady trickle of
+	// work that would map it again at once.
+	CodeQuiet int
 	// DropCode unmaps the executable's resident pages; nil: dropCode (on
 	// Linux; elsewhere nothing). Tests count calls with it.
 	DropCode func()
@@ -43,15 +48,17 @@ const (
 	DefaultQuiet uint64 = 64 << 10
 	DefaultMin   uint64 = 4 << 20
 
-	DefaultCodeMin uint64 = 4 << 20
+	DefaultCodeMin   uint64 = 4 << 20
+	DefaultCodeQuiet        = 4 // a second
 )
 
 // Run looks every o.Every until ctx is done, and returns nil then. When
 // the program allocated less than o.Quiet since the last look and the
 // heap holds o.Min or more beyond its live objects, it collects and
 // returns the free memory to the system (a full collection: a few
-// milliseconds of CPU for a heap of ten megabytes); and when o.CodeMin or
-// more of the executable is resident, it unmaps it.
+// milliseconds of CPU for a heap of ten megabytes); and when it has been
+// quiet for o.CodeQuiet looks and o.CodeMin or more of the executable is
+// resident, it unmaps it.
 func Run(ctx context.Context, o *Options) error {
 	var opt Options
 	if o != nil {
@@ -72,6 +79,9 @@ func Run(ctx context.Context, o *Options) error {
 	if opt.CodeMin == 0 {
 		opt.CodeMin = DefaultCodeMin
 	}
+	if opt.CodeQuiet <= 0 {
+		opt.CodeQuiet = DefaultCodeQuiet
+	}
 	if opt.DropCode == nil {
 		opt.DropCode = func() { dropCode() }
 	}
@@ -80,6 +90,7 @@ func Run(ctx context.Context, o *Options) error {
 	var h heap
 	h.read()
 	last := h.allocs
+	calm := 0 // looks in a row that found the program quiet
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,12 +100,16 @@ func Run(ctx context.Context, o *Options) error {
 		h.read()
 		quiet := h.allocs-last < opt.Quiet
 		last = h.allocs
+		calm++
+		if !quiet {
+			calm = 0
+		}
 		if quiet && h.spare() >= opt.Min {
 			opt.Free()
 			h.read()
 			last = h.allocs
 		}
-		if quiet && codeResident() >= opt.CodeMin {
+		if calm >= opt.CodeQuiet && codeResident() >= opt.CodeMin {
 			opt.DropCode()
 		}
 	}
