@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -191,4 +193,73 @@ say stored
 	t.Run("in process", check)
 	serve(t, dir)
 	t.Run("daemon", check)
+}
+
+// Long-term memory opens its database when first used: agentd serve, idle
+// or answering turns that recall (every agent recalls by default), holds
+// no memory.db and makes none until something is remembered, and neither
+// does a command run in process. Then it is made, and found again. On
+// PostgreSQL memory is in the store's database: no memory.db is ever made.
+func TestMemoryOpenedOnFirstUse(t *testing.T) {
+	t.Parallel()
+	addr := fake(t, `
+match ^remember
+call remember {"insight": "the lighthouse ships in March"}
+---
+say stored
+
+match ^when
+call recall {"query": "lighthouse"}
+---
+say {{tool_result}}
+
+match *
+say ok
+`)
+	dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "")})
+	db := filepath.Join(dir, "memory.db")
+	made := func() bool {
+		_, err := os.Stat(db)
+		return err == nil
+	}
+	if r := run(t, dir, "send", "a/s", "hello"); r.code != 0 || made() {
+		t.Fatalf("in process, a turn that recalls: %+v; memory.db made: %v", r, made())
+	}
+	d := serve(t, dir)
+	if r := run(t, dir, "send", "a/s", "hello again"); r.code != 0 || made() {
+		t.Fatalf("through the daemon, a turn that recalls: %+v; memory.db made: %v", r, made())
+	}
+	if r := run(t, dir, "memory", "list", "a"); r.code != 0 || made() {
+		t.Fatalf("agentd memory list: %+v; memory.db made: %v", r, made())
+	}
+	if open := openFiles(t, d.cmd.Process.Pid); slices.ContainsFunc(open, func(f string) bool { return strings.Contains(f, "memory.db") }) {
+		t.Errorf("the daemon holds %q", open)
+	}
+	if r := run(t, dir, "send", "a/s", "remember the date"); r.code != 0 || made() == usePostgres() {
+		t.Fatalf("a turn that remembers: %+v; memory.db made: %v", r, made())
+	}
+	if r := run(t, dir, "send", "a/t", "when does it ship?"); !strings.Contains(r.stdout, "March") {
+		t.Errorf("recall after remembering: %+v", r)
+	}
+	d.stop(t)
+	if r := run(t, dir, "send", "a/u", "when does it ship?"); !strings.Contains(r.stdout, "March") {
+		t.Errorf("in process, recall of what the daemon remembered: %+v", r)
+	}
+}
+
+// openFiles lists the files a process holds open.
+func openFiles(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if f, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
 }

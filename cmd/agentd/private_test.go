@@ -78,13 +78,15 @@ func TestDataDirPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(root, "data")
-	addr := fake(t, "")
+	// A turn that remembers something: memory.db is made when first
+	// written.
+	addr := fake(t, "match ^hello\ncall remember {\"insight\": \"the lighthouse ships in March\"}\n---\nsay noted\n\nmatch *\nsay ok\n")
 
 	okRun(t, dir, "init")
 	if err := os.WriteFile(filepath.Join(dir, "agents", "a.yaml"), []byte(openaiAgent(addr, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	okRun(t, dir, "send", "a", "hello") // in process: both databases
+	okRun(t, dir, "send", "a", "hello") // in process: both databases (it remembers)
 	okRun(t, dir, "token")
 	d := serve(t, dir)
 	okRun(t, dir, "send", "a", "again")

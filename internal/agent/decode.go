@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -33,7 +34,7 @@ var (
 	durationType = reflect.TypeFor[Duration]()
 	// storeConfigType may be written as a scalar: the store's URL.
 	storeConfigType = reflect.TypeFor[StoreConfig]()
-	yamlLineRE      = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	yamlLineRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`) })
 )
 
 // document is one parsed YAML file: what was decoded, where each field
@@ -134,7 +135,7 @@ func (d *document) yamlError(err error) {
 	for _, m := range msgs {
 		m = strings.TrimPrefix(m, "yaml: ")
 		line := 0
-		if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
+		if sm := yamlLineRE().FindStringSubmatch(m); sm != nil {
 			line, _ = strconv.Atoi(sm[1])
 			m = sm[2]
 		}

@@ -9,21 +9,22 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 )
 
 var (
-	idRE      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	idRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
+	envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// serverRE is what an MCP server name must look like: it prefixes its
 	// tools' names as <server>__<tool>.
-	serverRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]|_[A-Za-z0-9-]){0,31}$`)
+	serverRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]|_[A-Za-z0-9-]){0,31}$`) })
 )
 
 // ValidServerName reports whether name can name an MCP server: 1 to 32
 // letters, digits, '-' and single '_', starting with a letter or digit.
-func ValidServerName(name string) bool { return len(name) <= 32 && serverRE.MatchString(name) }
+func ValidServerName(name string) bool { return len(name) <= 32 && serverRE().MatchString(name) }
 
 // Accepted values of the enumerated fields.
 var (
@@ -50,7 +51,7 @@ const (
 
 // ValidID reports whether id can name an agent: 1 to 64 letters, digits,
 // '-' and '_', starting with a letter or digit.
-func ValidID(id string) bool { return idRE.MatchString(id) }
+func ValidID(id string) bool { return idRE().MatchString(id) }
 
 // checker validates decoded values, reporting each problem at the line of
 // the field it is about.
@@ -372,8 +373,8 @@ func (c *checker) envName(p, s, example string) {
 		c.add(p, "looks like an API key; put the key in an environment variable (export %s=...) and write the variable's name here, never the key", example)
 		return
 	}
-	if !envNameRE.MatchString(s) {
-		if name := strings.Trim(strings.TrimPrefix(s, "$"), "{}"); strings.HasPrefix(s, "$") && envNameRE.MatchString(name) {
+	if !envNameRE().MatchString(s) {
+		if name := strings.Trim(strings.TrimPrefix(s, "$"), "{}"); strings.HasPrefix(s, "$") && envNameRE().MatchString(name) {
 			c.add(p, "write the variable's name without $: %s", name)
 			return
 		}

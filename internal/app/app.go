@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"agentd/internal/mcpserver"
 	"agentd/internal/memory"
 	"agentd/internal/permit"
+	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
 	"agentd/internal/title"
@@ -52,6 +54,14 @@ type Options struct {
 	// Existing makes Open refuse, with ErrNoData, a directory that holds
 	// no agentd data (see HasData) instead of making one there.
 	Existing bool
+	// ReadOnce makes Start read the agent and skill files once, as Open
+	// did, rather than watch them for changes: for a short command run in
+	// process, which would end before a change mattered. Default false.
+	ReadOnce bool
+	// Config is the data directory's agentd.yaml as the caller already
+	// loaded it (agent.LoadConfig), so that it is not parsed twice; nil:
+	// Open loads it.
+	Config *agent.Config
 }
 
 // App is a running agentd node.
@@ -69,15 +79,18 @@ type App struct {
 	Permits *permit.Broker
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
-	Memory  *memory.Store // nil when long-term memory is off (see Degraded)
+	Memory  *memory.Store // opens its database when first used (see Degraded)
 
-	degraded  []gateway.Degraded // optional parts that are off; set in Open
+	dmu       sync.Mutex
+	degraded  []gateway.Degraded // optional parts that are off
 	storeKind string             // StoreSQLite or StorePostgres
-	openMem   memoryOpener       // opens long-term memory beside the store
+	openMem   memoryOpener       // makes long-term memory beside the store
 
-	skills  atomic.Pointer[skill.Set]
-	facade  atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once API has built it
-	version string
+	skills   atomic.Pointer[skill.Set]
+	facade   atomic.Pointer[mcpserver.Server] // agentd as an MCP server, once /mcp has made it
+	mcpf     atomic.Pointer[facade]           // what serves /mcp, once API has built it
+	version  string
+	readOnce bool // Options.ReadOnce
 
 	lock      *os.File
 	cancel    context.CancelFunc
@@ -122,15 +135,17 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		lock.Close()
 		return nil, err
 	}
-	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, done: make(chan struct{})}
+	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, readOnce: o.ReadOnce, done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
 			a.closeParts()
 		}
 	}()
-	if a.Config, err = agent.LoadConfig(dir); err != nil {
-		return nil, err
+	if a.Config = o.Config; a.Config == nil {
+		if a.Config, err = agent.LoadConfig(dir); err != nil {
+			return nil, err
+		}
 	}
 	onChange := func(id string) {
 		// Keep the store's record of agents in step with their files.
@@ -230,11 +245,13 @@ func (a *App) Start(ctx context.Context) error {
 	a.cancel = cancel
 	a.started.Store(true)
 	a.listen(wctx)
-	a.wg.Go(func() {
-		if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
-			a.Logger.Error("agent file watcher stopped", "err", err)
-		}
-	})
+	if !a.readOnce {
+		a.wg.Go(func() {
+			if err := a.Agents.Run(wctx); err != nil && wctx.Err() == nil {
+				a.Logger.Error("agent file watcher stopped", "err", err)
+			}
+		})
+	}
 	if a.Memory != nil {
 		a.wg.Go(func() {
 			if err := a.Memory.Run(wctx); err != nil && wctx.Err() == nil {
@@ -242,12 +259,14 @@ func (a *App) Start(ctx context.Context) error {
 			}
 		})
 	}
-	a.wg.Go(func() {
-		err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
-		if err != nil && wctx.Err() == nil {
-			a.Logger.Error("skill watcher stopped", "err", err)
-		}
-	})
+	if !a.readOnce {
+		a.wg.Go(func() {
+			err := skill.Watch(wctx, a.skillDirs(), &skill.Options{Logger: a.Logger}, func(s *skill.Set) { a.skills.Store(s) })
+			if err != nil && wctx.Err() == nil {
+				a.Logger.Error("skill watcher stopped", "err", err)
+			}
+		})
+	}
 	a.bctx = wctx
 	return nil
 }
@@ -275,6 +294,15 @@ func (a *App) TitleSessions() {
 	})
 }
 
+// ReclaimMemory starts, in the background, giving the memory a burst of
+// work grew back to the system once the work is over (see package
+// reclaim; the daemon does this, a command run in process ends first).
+func (a *App) ReclaimMemory() {
+	if a.bctx != nil {
+		a.wg.Go(func() { reclaim.Run(a.bctx, nil) })
+	}
+}
+
 // Drain is the first step of stopping, while the API still answers: new
 // inputs are refused and queued ones wait for the next start, running
 // turns get until ctx is done to finish (then they are cancelled, to
@@ -290,8 +318,8 @@ func (a *App) Drain(ctx context.Context) {
 // Close stops the runtime (see Drain; running turns get until ctx is done
 // to finish), then the store, and releases the lock.
 func (a *App) Close(ctx context.Context) error {
-	if f := a.facade.Load(); f != nil {
-		f.Close()
+	if f := a.mcpf.Load(); f != nil {
+		f.close()
 	}
 	a.Drain(ctx)
 	if a.cancel != nil {
@@ -319,15 +347,20 @@ func (a *App) closeParts() error {
 	return err
 }
 
-// degrade records that an optional part is off, for readiness. Open alone
-// calls it.
+// degrade records that an optional part is off, for readiness.
 func (a *App) degrade(part, reason string) {
+	a.dmu.Lock()
+	defer a.dmu.Unlock()
 	a.degraded = append(a.degraded, gateway.Degraded{Part: part, Reason: reason})
 }
 
 // Degraded lists the optional parts that are off, and why; nil when none
 // is.
-func (a *App) Degraded() []gateway.Degraded { return a.degraded }
+func (a *App) Degraded() []gateway.Degraded {
+	a.dmu.Lock()
+	defer a.dmu.Unlock()
+	return slices.Clone(a.degraded)
+}
 
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_CREATE|os.O_RDWR, 0o600)

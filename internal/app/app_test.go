@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"agentd/internal/agent"
 	"agentd/internal/model/fakellm"
 	"agentd/internal/runtime"
 )
@@ -58,5 +59,33 @@ func BenchmarkTurnWithTool(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// Open takes agentd.yaml as its caller already loaded it (a command reads
+// it first for its logger) rather than parse the file again.
+func TestOpenUsesLoadedConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "agentd.yaml"), []byte("max_concurrent_turns: 3\n"), 0o600)
+	cfg, err := agent.LoadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "agentd.yaml"), []byte("max_concurrent_turns: 5\n"), 0o600)
+	a, err := Open(context.Background(), dir, &Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	if a.Config != cfg || a.Config.MaxConcurrentTurns != 3 {
+		t.Errorf("Open used %+v, not the configuration it was given", a.Config)
+	}
+	b, err := Open(context.Background(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(context.Background())
+	if b.Config == nil {
+		t.Error("Open without a configuration loaded none")
 	}
 }

@@ -44,16 +44,23 @@ const memoryOff = "its database could not be opened; agentd runs without long-te
 // errMemoryOff is what the memory tools answer while long-term memory is off.
 var errMemoryOff = errors.New("long-term memory is unavailable on this agentd: its database could not be opened. Recent turns and the history tools still work")
 
-// openMemory opens the long-term memory and registers its tools. Long-term
-// memory is optional: when its database cannot be opened (unreadable,
-// not a database, on a full disk), agentd starts without it, says so once
-// in the log and in readiness, and its tools answer errMemoryOff. The file
-// is left as it is.
+// openMemory makes the long-term memory and registers its tools. With the
+// SQLite store memory.db is opened when first used (a recall before
+// anything was remembered creates nothing); with PostgreSQL memory is
+// opened now, in the store's database. Long-term memory is optional: when
+// its database cannot be opened (unreadable, not a database, on a full
+// disk), agentd goes on without it, says so once in the log and from then
+// on in readiness, and its tools answer errMemoryOff. The file is left as
+// it is.
 func (a *App) openMemory(ctx context.Context) error {
 	e, err := embedder(a.Config.Embeddings)
 	if err != nil {
 		a.Logger.Warn("recall is keyword-only", "err", err)
 		e = nil
+	}
+	off := func(err error) {
+		a.Logger.Warn("long-term memory is off: agentd runs without it; recent turns and history work, the memory tools answer an error", "err", err)
+		a.degrade("memory", memoryOff)
 	}
 	m, err := a.openMem(ctx, &memory.Options{Logger: a.Logger, Embedder: e,
 		OnStatus: func(degraded bool, reason string) {
@@ -62,20 +69,27 @@ func (a *App) openMemory(ctx context.Context) error {
 			} else {
 				a.Logger.Info("memory recall is hybrid again")
 			}
-		}})
-	tools := memory.Tools(m, &memory.ToolOptions{Shared: func(agentID string) bool {
-		d, ok := a.Agents.Get(agentID)
-		return ok && d.Memory.Shared
-	}})
+		},
+		OnUnavailable: off})
 	if err != nil {
-		a.Logger.Warn("long-term memory is off: agentd runs without it; recent turns and history work, the memory tools answer an error", "err", err)
-		a.degrade("memory", memoryOff)
-		for i, t := range tools {
-			tools[i] = tool.Func(t.Spec(), func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{}, errMemoryOff })
-		}
+		off(err)
 	}
 	a.Memory = m
-	for _, t := range tools {
+	for _, t := range memory.Tools(m, &memory.ToolOptions{Shared: func(agentID string) bool {
+		d, ok := a.Agents.Get(agentID)
+		return ok && d.Memory.Shared
+	}}) {
+		run := t
+		t = tool.Func(t.Spec(), func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+			if m == nil {
+				return tool.Result{}, errMemoryOff
+			}
+			res, err := run.Call(ctx, c)
+			if errors.Is(err, memory.ErrUnavailable) {
+				return tool.Result{}, errMemoryOff
+			}
+			return res, err
+		})
 		if err := a.Tools.Register(t); err != nil {
 			return fmt.Errorf("app: register tool: %w", err)
 		}
@@ -88,6 +102,9 @@ type recaller struct{ m *memory.Store }
 
 func (r recaller) Recall(ctx context.Context, agentID, query string, k int, shared bool) ([]string, string, error) {
 	res, err := r.m.Recall(ctx, memory.Query{Scope: agentID, Text: query, K: k, Shared: shared})
+	if errors.Is(err, memory.ErrUnavailable) {
+		return nil, "", nil // off, and said so once
+	}
 	if err != nil {
 		return nil, "", err
 	}

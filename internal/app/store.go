@@ -51,7 +51,9 @@ func storeURL(override string, c agent.StoreConfig) string {
 	return c.URL
 }
 
-// memoryOpener opens long-term memory where the store keeps it.
+// memoryOpener makes long-term memory where the store keeps it: with
+// SQLite a memory.Store that opens memory.db when first used (memory.New,
+// no I/O); with PostgreSQL one opened now in the store's database.
 type memoryOpener func(ctx context.Context, o *memory.Options) (*memory.Store, error)
 
 // openStore opens the store u names with c's settings, and says how to
@@ -63,8 +65,8 @@ func openStore(ctx context.Context, dir, u string, c agent.StoreConfig, node nod
 		if err != nil {
 			return nil, "", nil, err // not a nil *sqlite.Store in a Store
 		}
-		mem := func(ctx context.Context, o *memory.Options) (*memory.Store, error) {
-			return memory.Open(ctx, filepath.Join(dir, MemoryFile), o)
+		mem := func(_ context.Context, o *memory.Options) (*memory.Store, error) {
+			return memory.New(filepath.Join(dir, MemoryFile), o)
 		}
 		return st, StoreSQLite, mem, nil
 	}

@@ -32,7 +32,7 @@ type backend struct {
 // running daemon, else starts agentd in process on the data directory.
 // Unless mayMake, a directory with no agentd data is refused (noData)
 // rather than made.
-func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
+func (e *env) connect(ctx context.Context, mayMake, watch bool) (*backend, error) {
 	if e.remote != "" {
 		return e.remoteBackend()
 	}
@@ -42,7 +42,8 @@ func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 		return &backend{Client: c, close: func() error { return nil }, remote: true}, nil
 	}
 	// In process: quiet unless asked, so a command's output stays its own.
-	a, err := app.Open(ctx, dir, &app.Options{Logger: e.quietLogger(), Version: Version, Existing: !mayMake, Store: e.store()})
+	log, cfg := e.quietLoggerConfig()
+	a, err := app.Open(ctx, dir, &app.Options{Logger: log, Config: cfg, Version: Version, Existing: !mayMake, ReadOnce: !watch, Store: e.store()})
 	if err != nil {
 		switch {
 		case errors.Is(err, app.ErrLocked):
@@ -56,7 +57,7 @@ func (e *env) connect(ctx context.Context, mayMake bool) (*backend, error) {
 		a.Close(context.Background())
 		return nil, err
 	}
-	api, err := a.API(ctx)
+	api, err := a.CommandAPI(ctx)
 	if err != nil {
 		a.Close(context.Background())
 		return nil, err
@@ -90,7 +91,7 @@ func (e *env) daemon(ctx context.Context) (*gateway.Client, string) {
 func (e *env) withBackend(fn func(ctx context.Context, b *backend, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		b, err := e.connect(ctx, cmd.Annotations[makesData] != "")
+		b, err := e.connect(ctx, cmd.Annotations[makesData] != "", cmd.Annotations[watchesFiles] != "")
 		if err != nil {
 			return err
 		}

@@ -69,6 +69,7 @@ func (e *env) chatCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
 	cmd.Flags().BoolVar(&reopen, "reopen", false, "reopen the session if it is closed")
+	cmd.Annotations = map[string]string{watchesFiles: "yes"}
 	return cmd
 }
 

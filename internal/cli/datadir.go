@@ -19,6 +19,11 @@ import (
 // instead of showing an empty agentd.
 const makesData = "agentd:makes-data"
 
+// watchesFiles marks the commands that run turns in process for a while
+// (chat): like the daemon, they follow changes to agent and skill files.
+// Every other command run in process reads them once (app.Options.ReadOnce).
+const watchesFiles = "agentd:watches-files"
+
 // mayMakeData marks cmd as one that may make a data directory.
 func mayMakeData(cmd *cobra.Command) *cobra.Command {
 	if cmd.Annotations == nil {

@@ -36,16 +36,18 @@ func (e *env) logger(level, format string) *slog.Logger {
 // so that the command's output stays its own, in the format agentd.yaml's
 // log.format names.
 func (e *env) quietLogger() *slog.Logger {
-	return e.logger("warn", e.logFormat())
+	l, _ := e.quietLoggerConfig()
+	return l
 }
 
-// logFormat is log.format in the data directory's agentd.yaml: text where
-// there is none, or where the file does not load (the command that loads
-// it says why).
-func (e *env) logFormat() string {
+// quietLoggerConfig is quietLogger, with the data directory's agentd.yaml
+// it read, nil where it does not load (the command that loads it again
+// says why): a command that runs agentd in process hands it on rather
+// than parse it twice.
+func (e *env) quietLoggerConfig() (*slog.Logger, *agent.Config) {
 	cfg, err := agent.LoadConfig(e.dataDir())
 	if err != nil {
-		return agent.DefaultLogFormat
+		return e.logger("warn", agent.DefaultLogFormat), nil
 	}
-	return cfg.Log.Format
+	return e.logger("warn", cfg.Log.Format), cfg
 }

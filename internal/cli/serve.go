@@ -71,7 +71,7 @@ func (e *env) serveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Version: Version, Store: e.store()})
+			a, err := app.Open(ctx, dir, &app.Options{Logger: log, Config: cfg, Version: Version, Store: e.store()})
 			if err != nil {
 				if errors.Is(err, app.ErrLocked) {
 					return withCode(ExitUnavailable, err)
@@ -89,6 +89,7 @@ func (e *env) serveCmd() *cobra.Command {
 			}
 			a.Bootstrap()
 			a.TitleSessions()
+			a.ReclaimMemory()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout
 			lw := &lockedWriter{w: out}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/agent"
@@ -358,27 +359,32 @@ func transcript(msgs []model.Message) string {
 	return b.String()
 }
 
-// Identifiers a summary must not lose.
-var identifierREs = []*regexp.Regexp{
-	regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+[^\s"'<>()\[\]{}.,;:!?]`),                                                // URLs
-	regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`),                                                                      // e-mail addresses
-	regexp.MustCompile(`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}`),                                                                  // paths
-	regexp.MustCompile(`\b[\w-]+\.(?:go|py|js|ts|tsx|rs|java|c|h|cpp|md|yaml|yml|json|toml|txt|sql|sh|csv|log|html|css)\b`), // file names
-	regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`),                   // UUIDs
-	regexp.MustCompile(`#\d+|\b[A-Z][A-Z0-9]+-\d+\b`),                                                                       // issue numbers, ticket keys
-	regexp.MustCompile(`\b\d+(?:[.,:/-]\d+)+\b|\b\d{3,}\b`),                                                                 // numbers, dates, versions
-}
+// Identifiers a summary must not lose (compiled when a summary is first
+// checked, not at every start of every agentd command).
+var identifierREs = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`https?://[^\s"'<>()\[\]{}]+[^\s"'<>()\[\]{}.,;:!?]`),                                                // URLs
+		regexp.MustCompile(`[\w.+-]+@[\w-]+(?:\.[\w-]+)+`),                                                                      // e-mail addresses
+		regexp.MustCompile(`(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}`),                                                                  // paths
+		regexp.MustCompile(`\b[\w-]+\.(?:go|py|js|ts|tsx|rs|java|c|h|cpp|md|yaml|yml|json|toml|txt|sql|sh|csv|log|html|css)\b`), // file names
+		regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`),                   // UUIDs
+		regexp.MustCompile(`#\d+|\b[A-Z][A-Z0-9]+-\d+\b`),                                                                       // issue numbers, ticket keys
+		regexp.MustCompile(`\b\d+(?:[.,:/-]\d+)+\b|\b\d{3,}\b`),                                                                 // numbers, dates, versions
+	}
+})
 
 // hexRE finds hexadecimal ids (digits and letters mixed); those of 7 or
 // more digits are identifiers.
-var hexRE = regexp.MustCompile(`\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`)
+var hexRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(?:0x)?[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*\b|\b(?:0x)?[0-9a-f]*[a-f][0-9a-f]*[0-9][0-9a-f]*\b`)
+})
 
 // wordRE finds words and words joined by "-" or "." (Project-X42,
 // api.v2.example, getUserById); compound tells which are identifiers.
-var wordRE = regexp.MustCompile(`\b\w+(?:[-.]\w+)*\b`)
+var wordRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b\w+(?:[-.]\w+)*\b`) })
 
 // quantityRE matches a number with a short unit or suffix.
-var quantityRE = regexp.MustCompile(`^\d+[A-Za-z]{1,3}$`)
+var quantityRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+[A-Za-z]{1,3}$`) })
 
 // compound reports whether a word found by wordRE is an identifier: letters
 // and digits mixed (X42, v1.2.3-rc1), a lower-case letter followed by a
@@ -387,7 +393,7 @@ var quantityRE = regexp.MustCompile(`^\d+[A-Za-z]{1,3}$`)
 // not all single letters (example.com, os.path; not e.g). A number with a
 // short unit or suffix (10am, 5GB, 1st) is not one.
 func compound(w string) bool {
-	if quantityRE.MatchString(w) {
+	if quantityRE().MatchString(w) {
 		return false
 	}
 	var letter, digit, dot, lowerUpper, hyphenUpper, longPart bool
@@ -417,10 +423,10 @@ func compound(w string) bool {
 }
 
 // quotedRE finds quoted names in what the user wrote.
-var quotedRE = regexp.MustCompile(`"[^"\n]{2,60}"`)
+var quotedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"[^"\n]{2,60}"`) })
 
 // nameRE finds capitalised words (names) in what the user wrote.
-var nameRE = regexp.MustCompile(`\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*\b`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)*\b`) })
 
 // missingIdentifiers returns the identifiers in msgs that summary does not
 // contain, in order of first appearance.
@@ -443,27 +449,27 @@ func missingIdentifiers(msgs []model.Message, summary string) []string {
 			texts = append(texts, string(c.Args))
 		}
 		for _, t := range texts {
-			for _, re := range identifierREs {
+			for _, re := range identifierREs() {
 				for _, id := range re.FindAllString(t, -1) {
 					add(id)
 				}
 			}
-			for _, w := range wordRE.FindAllString(t, -1) {
+			for _, w := range wordRE().FindAllString(t, -1) {
 				if compound(w) {
 					add(w)
 				}
 			}
-			for _, h := range hexRE.FindAllString(t, -1) {
+			for _, h := range hexRE().FindAllString(t, -1) {
 				if len(strings.TrimPrefix(h, "0x")) >= 7 {
 					add(h)
 				}
 			}
 		}
 		if m.Role == model.RoleUser {
-			for _, q := range quotedRE.FindAllString(m.Content, -1) {
+			for _, q := range quotedRE().FindAllString(m.Content, -1) {
 				add(q)
 			}
-			for _, n := range nameRE.FindAllStringIndex(m.Content, -1) {
+			for _, n := range nameRE().FindAllStringIndex(m.Content, -1) {
 				if n[0] == 0 || sentenceStart(m.Content[:n[0]]) {
 					continue // a capital that starts a sentence says nothing
 				}

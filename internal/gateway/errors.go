@@ -85,7 +85,7 @@ var failures = []failure{
 	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, errConflict},
 		status: http.StatusConflict, code: "conflict"},
 	{errs: []error{errRateLimited}, status: http.StatusTooManyRequests, code: "rate_limited"},
-	{errs: []error{errNotAvailable}, status: http.StatusNotImplemented, code: "not_available"},
+	{errs: []error{errNotAvailable, memory.ErrUnavailable}, status: http.StatusNotImplemented, code: "not_available"},
 	{errs: []error{mcp.ErrNotConnected, mcp.ErrUnsupported}, status: http.StatusServiceUnavailable, code: "unavailable"},
 	// An MCP server that did not start or answer: after every refusal of
 	// the request, before agentd's own troubles, whatever else the error

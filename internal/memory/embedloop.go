@@ -22,6 +22,13 @@ const (
 // backoff and recall stays BM25 only. With no embedder Run only waits.
 // The Store's owner runs it once, in its own goroutine.
 func (s *Store) Run(ctx context.Context) error {
+	select { // the first use opens the database
+	case <-s.opened:
+	case <-ctx.Done():
+		return nil
+	case <-s.done:
+		return nil
+	}
 	if s.emb == nil {
 		select {
 		case <-ctx.Done():
@@ -239,6 +246,11 @@ func (s *Store) countBacklog(ctx context.Context) {
 // Drain embeds every memory still waiting for its vector, now, in the
 // caller's goroutine (for tools and benchmarks that must not wait for Run).
 func (s *Store) Drain(ctx context.Context) error {
+	select {
+	case <-s.opened:
+	default:
+		return nil // not opened: nothing written since the start
+	}
 	for {
 		n, err := s.embedBatch(ctx)
 		if err != nil || n == 0 {

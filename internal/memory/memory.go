@@ -27,7 +27,10 @@
 //
 // The memories live in their own SQLite database file (WAL mode, one
 // writer connection and a pool of readers). Its write-ahead log and index
-// stay, emptied, when it closes, so that it opens on a full disk.
+// stay, emptied, when it closes, so that it opens on a full disk. A Store
+// made by New opens its database when first used: a node that never
+// recalls or remembers anything holds none of it, and until the first
+// memory is written no file exists and recall finds nothing.
 package memory
 
 import (
@@ -35,6 +38,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -74,7 +78,13 @@ var (
 	ErrClosed   = errors.New("memory: store closed")
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid input")
+	// ErrUnavailable: the database could not be opened (Options.OnUnavailable
+	// was told why); the Store stays so until it is made again.
+	ErrUnavailable = errors.New("long-term memory is unavailable: its database could not be opened")
 )
+
+// errEmpty: a read found no database file, so nothing to read.
+var errEmpty = errors.New("no memories")
 
 // Embedder turns texts into unit-length vectors, one per text, in order.
 // agentd's embedders (package embed) satisfy it.
@@ -110,6 +120,9 @@ type Options struct {
 	// BatchSize is how many memories the embedding loop embeds per call;
 	// default 64.
 	BatchSize int
+	// OnUnavailable is called once, with the reason, if a Store made by
+	// New fails to open its database; nil: only the logger is told.
+	OnUnavailable func(error)
 }
 
 // Store is a long-term memory database. It is safe for concurrent use.
@@ -124,8 +137,17 @@ type Store struct {
 	batch    int
 	minSim   float64
 
-	wdb *sql.DB // one connection: all writes
-	rdb *sql.DB // read-only pool
+	path, uri     string
+	onUnavailable func(error)
+
+	// omu serialises opening the databases, which happens once: opened
+	// is closed then, or openErr set. Lock order: omu, then wmu.
+	omu     sync.Mutex
+	opened  chan struct{}
+	openErr error
+
+	wdb *sql.DB // one connection: all writes; set once opened
+	rdb *sql.DB // read-only pool; set once opened
 	idx index   // the keyword index of the database
 
 	// stmts are recall's statements, prepared on first use (recall.go):
@@ -158,7 +180,22 @@ type Store struct {
 // pending migrations and loads the stored vectors into memory. ctx bounds
 // the opening only; the embedding loop runs in Run.
 func Open(ctx context.Context, path string, o *Options) (*Store, error) {
-	s := build(o)
+	s, err := New(path, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openNow(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns a Store of the memory database at path that opens it (as
+// Open does) when first used: a write creates it, a read opens it if the
+// file exists and otherwise finds nothing. If opening fails, every call
+// returns an error wrapping ErrUnavailable; Options.OnUnavailable is told
+// why, once. New itself does no I/O.
+func New(path string, o *Options) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("memory: open: %q: want a file path", path)
 	}
@@ -166,18 +203,9 @@ func Open(ctx context.Context, path string, o *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: open: %w", err)
 	}
-	// Memories are private: only the owner may read the database. SQLite
-	// gives the -wal and -shm files the database file's mode.
-	f, err := os.OpenFile(abs, os.O_RDONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("memory: open: %w", err)
-	}
-	f.Close()
-	uri := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
-	if err := s.open(ctx, uri); err != nil {
-		s.closeDBs()
-		return nil, err
-	}
+	s := build(o)
+	s.path = abs
+	s.uri = "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(abs))
 	s.refreshStatus()
 	return s, nil
 }
@@ -213,13 +241,79 @@ func build(o *Options) *Store {
 	s := &Store{
 		log: opt.Logger, emb: opt.Embedder, halfLife: opt.HalfLife, onStatus: opt.OnStatus,
 		now: opt.Now, qTimeout: opt.QueryTimeout, batch: opt.BatchSize, minSim: opt.MinSimilarity,
-		index: make(map[string]*vector.Index), idx: ftsIndex{},
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		onUnavailable: opt.OnUnavailable,
+		index:         make(map[string]*vector.Index), idx: ftsIndex{},
+		opened: make(chan struct{}),
+		wake:   make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	if s.emb != nil {
 		s.model = s.emb.Name()
 	}
 	return s
+}
+
+// use opens the databases if they are not open yet. A read (create false)
+// of a database that does not exist gets errEmpty and creates nothing.
+func (s *Store) use(ctx context.Context, create bool) error {
+	select {
+	case <-s.opened:
+		return s.check()
+	default:
+	}
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	select {
+	case <-s.opened:
+		return s.check()
+	default:
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if s.openErr != nil {
+		return ErrUnavailable
+	}
+	if !create {
+		if _, err := os.Stat(s.path); errors.Is(err, fs.ErrNotExist) {
+			return errEmpty
+		}
+	}
+	// Opening is not the caller's alone (others wait for it): it ends
+	// whether or not the caller goes away.
+	if err := s.openLocked(context.WithoutCancel(ctx)); err != nil {
+		s.openErr = err
+		if s.onUnavailable != nil {
+			s.onUnavailable(err)
+		}
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// openNow opens the databases at once, returning why it failed.
+func (s *Store) openNow(ctx context.Context) error {
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	return s.openLocked(ctx)
+}
+
+// openLocked opens the databases; omu is held.
+func (s *Store) openLocked(ctx context.Context) error {
+	// Memories are private: only the owner may read the database. SQLite
+	// gives the -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(s.path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("memory: open: %w", err)
+	}
+	f.Close()
+	if err := s.open(ctx, s.uri); err != nil {
+		s.closeDBs()
+		s.wdb, s.rdb = nil, nil
+		return err
+	}
+	s.refreshStatus()
+	close(s.opened)
+	return nil
 }
 
 func (s *Store) open(ctx context.Context, uri string) error {
@@ -247,14 +341,18 @@ func (s *Store) open(ctx context.Context, uri string) error {
 	if err := migrate(ctx, wdb, migrations()); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
-	rdb, err := sql.Open("sqlite", uri+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-8192)")
+	// Readers as the main store keeps them (see its readerPragmas): each
+	// caches at most 2 MiB of pages (~4 MB of memory), at most four of
+	// them, closed (and their caches freed) after a minute unused.
+	rdb, err := sql.Open("sqlite", uri+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)&_pragma=cache_size(-2048)")
 	if err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
 	s.rdb = rdb
-	n := max(2, runtime.NumCPU())
+	n := min(max(2, runtime.NumCPU()), 4)
 	rdb.SetMaxOpenConns(n)
 	rdb.SetMaxIdleConns(n)
+	rdb.SetConnMaxIdleTime(time.Minute)
 	if err := rdb.PingContext(ctx); err != nil {
 		return fmt.Errorf("memory: open: %w", err)
 	}
@@ -406,6 +504,8 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.closing.Store(true)
 		close(s.done)
+		s.omu.Lock() // let an opening finish
+		defer s.omu.Unlock()
 		s.wmu.Lock() // let a write in progress finish
 		defer s.wmu.Unlock()
 		err = s.closeDBs()

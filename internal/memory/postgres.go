@@ -136,6 +136,7 @@ func OpenPostgres(ctx context.Context, cfg *pgx.ConnConfig, pool int, o *Options
 		return nil, fmt.Errorf("memory: open: %w", err)
 	}
 	s.refreshStatus()
+	close(s.opened)
 	return s, nil
 }
 

@@ -60,13 +60,15 @@ func ns(t int64) time.Time { return time.Unix(0, t).UTC() }
 // case-insensitively) with its observations, oldest first, and its
 // relations. ErrNotFound if there is none.
 func (s *Store) Get(ctx context.Context, scope, entity string) (Entity, error) {
-	if err := s.check(); err != nil {
-		return Entity{}, fmt.Errorf("memory: get: %w", err)
-	}
 	if err := validScope(scope); err != nil {
 		return Entity{}, fmt.Errorf("memory: get: %w", err)
 	}
 	name := strings.Join(strings.Fields(entity), " ")
+	if err := s.use(ctx, false); errors.Is(err, errEmpty) {
+		return Entity{}, fmt.Errorf("memory: get: entity %q: %w", name, ErrNotFound)
+	} else if err != nil {
+		return Entity{}, fmt.Errorf("memory: get: %w", err)
+	}
 	var e Entity
 	var created, updated int64
 	err := s.rdb.QueryRowContext(ctx, `SELECT id, scope, name, type, session, turn, created, updated
@@ -143,10 +145,12 @@ func inList(ids []int64) (string, []any) {
 // List returns the most recent memories of scope (entities, observations
 // and insights), newest first; limit <= 0 means DefaultK.
 func (s *Store) List(ctx context.Context, scope string, limit int) ([]Item, error) {
-	if err := s.check(); err != nil {
+	if err := validScope(scope); err != nil {
 		return nil, fmt.Errorf("memory: list: %w", err)
 	}
-	if err := validScope(scope); err != nil {
+	if err := s.use(ctx, false); errors.Is(err, errEmpty) {
+		return nil, nil
+	} else if err != nil {
 		return nil, fmt.Errorf("memory: list: %w", err)
 	}
 	if limit <= 0 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -50,9 +51,6 @@ var kindKeys = map[string]int64{KindEntity: keyEntity, KindObservation: keyObser
 // near-duplicates dropped by maximal marginal relevance. When vectors
 // cannot be used, Recall uses BM25 alone and says why in the result.
 func (s *Store) Recall(ctx context.Context, q Query) (Recall, error) {
-	if err := s.check(); err != nil {
-		return Recall{}, fmt.Errorf("memory: recall: %w", err)
-	}
 	if err := validScope(q.Scope); err != nil {
 		return Recall{}, fmt.Errorf("memory: recall: %w", err)
 	}
@@ -91,6 +89,12 @@ func (s *Store) Recall(ctx context.Context, q Query) (Recall, error) {
 	}
 
 	var res Recall
+	if err := s.use(ctx, false); errors.Is(err, errEmpty) {
+		res.Degraded, res.Reason = s.Status()
+		return res, nil
+	} else if err != nil {
+		return Recall{}, fmt.Errorf("memory: recall: %w", err)
+	}
 	s.refreshStatus()
 	res.Degraded, res.Reason = s.Status()
 	if held, err := s.holdsAny(ctx, scopes); err != nil || !held {

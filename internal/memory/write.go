@@ -288,6 +288,9 @@ func (s *Store) indexTx(ctx context.Context, tx *sql.Tx, key int64, scope string
 
 // write runs fn in a write transaction.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if err := s.use(ctx, true); err != nil {
+		return fmt.Errorf("memory: %s: %w", op, err)
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.writeLocked(ctx, op, fn)
@@ -395,6 +398,11 @@ func (s *Store) Forget(ctx context.Context, scope string, f Forget) (int, error)
 	}
 	if len(f.Entities)+len(f.Observations)+len(f.Relations)+len(f.Links)+len(f.Insights) == 0 {
 		return 0, fmt.Errorf("memory: forget: %w: nothing named", ErrInvalid)
+	}
+	if err := s.use(ctx, false); errors.Is(err, errEmpty) {
+		return 0, nil
+	} else if err != nil {
+		return 0, fmt.Errorf("memory: forget: %w", err)
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -73,8 +73,10 @@ const DefaultStatesEvery = 30 * time.Second
 // events it can fall behind by before the bus drops it.
 const DefaultBuffer = 8192
 
-// maxAgentCache bounds the session-to-agent cache; it is emptied when full.
-const maxAgentCache = 1 << 14
+// maxAgentCache bounds the session-to-agent cache (the sessions of the
+// last minutes at a steady load); when full it is made anew, as a cleared
+// map keeps the room it grew to.
+const maxAgentCache = 1024
 
 // lookupTimeout bounds finding a session's agent.
 const lookupTimeout = 2 * time.Second
@@ -301,7 +303,7 @@ func (c *Collector) agent(ctx context.Context, session int64) string {
 	}
 	c.mu.Lock()
 	if len(c.agents) >= maxAgentCache {
-		clear(c.agents)
+		c.agents = map[int64]string{}
 	}
 	c.agents[session] = s.Agent
 	c.mu.Unlock()

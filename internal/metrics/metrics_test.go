@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -386,4 +387,33 @@ func FuzzParseStatm(f *testing.F) {
 			t.Fatalf("%q: %d", b, n)
 		}
 	})
+}
+
+// The session-to-agent cache is bounded, and the map that held it is let
+// go when it is emptied rather than kept at the size it grew to.
+func TestAgentCacheBounded(t *testing.T) {
+	ids := agentsByID{}
+	for id := range int64(maxAgentCache + 1) {
+		ids[id] = "ada"
+	}
+	bus := event.NewBus()
+	c := New(bus, &Options{Sessions: ids})
+	defer c.Close()
+	for id := range int64(maxAgentCache) {
+		if a := c.agent(t.Context(), id); a != "ada" {
+			t.Fatalf("session %d: agent %q", id, a)
+		}
+	}
+	c.mu.Lock()
+	full := reflect.ValueOf(c.agents).UnsafePointer()
+	c.mu.Unlock()
+	c.agent(t.Context(), maxAgentCache)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.agents); n != 1 {
+		t.Errorf("%d sessions cached past the bound, want 1", n)
+	}
+	if reflect.ValueOf(c.agents).UnsafePointer() == full {
+		t.Error("the full cache was kept (cleared), with the room it grew to")
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
+	"time"
 
 	"agentd/internal/engine"
 	"agentd/internal/event"
@@ -12,11 +14,24 @@ import (
 	"agentd/internal/store"
 )
 
+// The cache's defaults (see Options). A cached session costs ~30 KB of
+// memory per hundred turns of its conversation, and reloading one from
+// the log ~1 ms per thousand events: the budget keeps the conversations of
+// the sessions in use without letting idle ones hold memory.
+const (
+	DefaultCacheSessions       = 256
+	DefaultCacheBytes    int64 = 4 << 20
+	// DefaultCacheIdle: a session unused for a minute is dropped, so that
+	// what the cache holds follows what is in use, not what once was.
+	DefaultCacheIdle = time.Minute
+)
+
 // session is the in-memory side of a session. Its fields are guarded by
 // mu, except s.ID/Agent/Key which never change.
 type session struct {
-	s   store.Session
-	elt *list.Element // in Runtime.lru while idle
+	s    store.Session
+	elt  *list.Element // in Runtime.lru while idle
+	used time.Time     // when last looked up; guarded by Runtime.mu
 
 	// lmu orders the changes of the session's lease (lease.go): it is held
 	// across the store's lease calls, taken before Runtime.mu and mu.
@@ -113,9 +128,10 @@ func (r *Runtime) session(s store.Session) *session {
 		r.touch(sess)
 		return sess
 	}
-	sess := &session{s: s}
+	sess := &session{s: s, used: time.Now()}
 	r.sessions[s.ID] = sess
 	r.byAddr[s.Address()] = sess
+	r.peak = max(r.peak, len(r.sessions))
 	sess.elt = r.lru.PushFront(sess)
 	r.evict()
 	return sess
@@ -123,17 +139,23 @@ func (r *Runtime) session(s store.Session) *session {
 
 // touch marks sess recently used. r.mu is held.
 func (r *Runtime) touch(sess *session) {
+	sess.used = time.Now()
 	if sess.elt != nil {
 		r.lru.MoveToFront(sess.elt)
 	}
 }
 
-// evict drops the least recently used idle sessions beyond the cache bound.
-// r.mu is held.
+// evict drops the least recently used idle sessions beyond the cache
+// bound, and those unused for longer than CacheIdle; never the most
+// recently used, which its caller is about to use. r.mu is held.
 func (r *Runtime) evict() {
-	for e := r.lru.Back(); e != nil && r.lru.Len() > r.o.CacheSessions; {
+	stale := time.Now().Add(-r.o.CacheIdle)
+	for e := r.lru.Back(); e != nil && e != r.lru.Front(); {
 		prev := e.Prev()
 		sess := e.Value.(*session)
+		if r.lru.Len() <= r.o.CacheSessions && !sess.used.Before(stale) {
+			break // the rest were used since
+		}
 		if sess.mu.TryLock() {
 			if !sess.working && len(sess.queue) == 0 {
 				r.setConv(sess, nil)
@@ -146,6 +168,27 @@ func (r *Runtime) evict() {
 		}
 		e = prev
 	}
+	r.shrinkMaps()
+}
+
+// shrinkMaps makes the session maps again once they hold a quarter of what
+// they once held, if that was more than four times the cache's bound: a Go
+// map keeps the room of its largest size, so a burst of sessions (many
+// busy at once) would otherwise keep it for good. r.mu is held.
+func (r *Runtime) shrinkMaps() {
+	if r.peak <= 4*r.o.CacheSessions || len(r.sessions) > r.peak/4 {
+		return
+	}
+	r.sessions = remake(r.sessions)
+	r.byAddr = remake(r.byAddr)
+	r.peak = len(r.sessions)
+}
+
+// remake copies m into a map of its size (maps.Clone keeps m's room).
+func remake[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	maps.Copy(out, m)
+	return out
 }
 
 // context returns the session's conversation since the last reset (with

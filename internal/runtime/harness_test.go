@@ -57,6 +57,7 @@ type setup struct {
 	maxTurns   int
 	cache      int
 	cacheBytes int64
+	cacheIdle  time.Duration
 }
 
 // env is a runtime built from real parts (testkit): a SQLite store, the
@@ -84,7 +85,7 @@ func newEnv(t testing.TB, s setup) *env {
 	}
 	k := testkit.New(t, &testkit.Options{Path: s.path, Agents: s.agents, Model: s.p, Tools: s.tools, Wrap: wrap,
 		Runtime: func(o *runtime.Options) {
-			o.MaxConcurrentTurns, o.CacheSessions, o.CacheBytes = s.maxTurns, s.cache, s.cacheBytes
+			o.MaxConcurrentTurns, o.CacheSessions, o.CacheBytes, o.CacheIdle = s.maxTurns, s.cache, s.cacheBytes, s.cacheIdle
 		}})
 	return &env{t: t, path: k.Path, st: k.Store, rt: k.Runtime, p: s.p, k: k}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -256,7 +257,7 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 	} else {
 		r.sessions[sess.s.ID] = sess
 		r.byAddr[sess.s.Address()] = sess
-		sess.elt = r.lru.PushFront(sess)
+		sess.elt, sess.used = r.lru.PushFront(sess), time.Now()
 	}
 	sess.mu.Lock()
 	sess.queue = append(sess.queue, queued{item: stored, durable: durable})

@@ -108,12 +108,14 @@ type Options struct {
 	// MaxConcurrentTurns caps turns running at once (default 256).
 	MaxConcurrentTurns int
 	// CacheSessions bounds how many idle sessions keep their recent context
-	// in memory (default 1024), and CacheBytes how much memory those
-	// contexts may take together (default 16 MiB); past either, the least
-	// recently used idle sessions' contexts are dropped (and reloaded from
-	// the log when needed).
+	// in memory (default DefaultCacheSessions), and CacheBytes how much
+	// memory those contexts may take together (default DefaultCacheBytes);
+	// past either, the least recently used idle sessions' contexts are
+	// dropped (and reloaded from the log when needed). CacheIdle is how
+	// long an idle session keeps its context (default DefaultCacheIdle).
 	CacheSessions int
 	CacheBytes    int64
+	CacheIdle     time.Duration
 	// Leases decides which sessions this node runs; nil: the store's
 	// (store.ClusterStore) if it has them, else this node runs every
 	// session.
@@ -154,6 +156,7 @@ type Runtime struct {
 	closed   bool
 	sessions map[int64]*session
 	byAddr   map[string]*session
+	peak     int        // the most sessions the maps have held since made
 	lru      *list.List // idle cached sessions, most recent at front
 	waiters  map[int64][]chan event.TurnEndData
 
@@ -181,10 +184,13 @@ func New(o *Options) *Runtime {
 		n = 256
 	}
 	if r.o.CacheSessions <= 0 {
-		r.o.CacheSessions = 1024
+		r.o.CacheSessions = DefaultCacheSessions
 	}
 	if r.o.CacheBytes <= 0 {
-		r.o.CacheBytes = 16 << 20
+		r.o.CacheBytes = DefaultCacheBytes
+	}
+	if r.o.CacheIdle <= 0 {
+		r.o.CacheIdle = DefaultCacheIdle
 	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())

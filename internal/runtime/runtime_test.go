@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -818,5 +819,55 @@ func TestReopen(t *testing.T) {
 	}
 	if want := []string{"closed", "reopened", "closed", "reopened"}; !slices.Equal(marks, want) {
 		t.Errorf("markers %v, want %v", marks, want)
+	}
+}
+
+// The sessions held in memory are bounded: after a burst of sessions busy
+// at once (which stay while busy), the idle ones beyond the cache's bound
+// go, and the session maps are made again at their new size rather than
+// keeping the room of the burst.
+func TestSessionsHeldAfterBurst(t *testing.T) {
+	p := testkit.NewModel()
+	p.Hold = make(chan struct{})
+	const cache, burst = 10, 60
+	e := newEnv(t, setup{p: p, cache: cache})
+	var turns []int64
+	for i := range burst {
+		turns = append(turns, e.submit(fmt.Sprintf("a/burst%d", i), "burst").Turn)
+	}
+	for range burst {
+		p.Hold <- struct{}{}
+	}
+	for _, turn := range turns {
+		e.wait(turn)
+	}
+	if held, peak := runtime.SessionsHeld(e.rt); held != burst || peak != burst {
+		t.Fatalf("during the burst: %d sessions held, peak %d; want %d", held, peak, burst)
+	}
+	close(p.Hold) // later calls go on at once
+	e.wait(e.submit("a/after", "after").Turn)
+	if held, peak := runtime.SessionsHeld(e.rt); held > cache+1 || peak > cache+1 {
+		t.Errorf("after the burst: %d sessions held, maps sized for %d; want at most %d", held, peak, cache+1)
+	}
+}
+
+// A session unused for longer than the cache's idle time is dropped (its
+// context reloaded from the log if it is used again), however few the
+// cache holds: what stays in memory follows what is in use.
+func TestIdleSessionsDropped(t *testing.T) {
+	for _, c := range []struct {
+		idle time.Duration
+		held int
+	}{{0, 3}, {time.Nanosecond, 1}} {
+		e := newEnv(t, setup{cacheIdle: c.idle})
+		for _, addr := range []string{"a/one", "a/two", "a/three"} {
+			e.wait(e.submit(addr, "hello").Turn)
+		}
+		if held, _ := runtime.SessionsHeld(e.rt); held != c.held {
+			t.Errorf("idle time %v: %d sessions held, want %d", c.idle, held, c.held)
+		}
+		if got := e.wait(e.submit("a/one", "again").Turn); got.Status != "done" {
+			t.Errorf("idle time %v: a dropped session's next turn: %+v", c.idle, got)
+		}
 	}
 }

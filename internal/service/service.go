@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"text/template"
 )
 
 // Unit describes agentd's unit.
@@ -67,14 +66,7 @@ func Render(u Unit) ([]byte, error) {
 	if strings.ContainsAny(u.Name, "/ \t\n%$\\") || u.Name == "." || u.Name == ".." {
 		return nil, fmt.Errorf("%w: unit name %q", ErrPath, u.Name)
 	}
-	var b bytes.Buffer
-	if err := unitTemplate.Execute(&b, struct {
-		Unit
-		EnvFile string
-	}{u, filepath.Join(u.DataDir, EnvFile)}); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return unit(u, filepath.Join(u.DataDir, EnvFile)), nil
 }
 
 // Path returns where the unit goes: /etc/systemd/system, or for a user
@@ -122,59 +114,75 @@ func Verify(ctx context.Context, file string) (string, error) {
 	return said, nil
 }
 
-var unitTemplate = template.Must(template.New("unit").Parse(`# agentd serve on {{.DataDir}}: written by agentd service install,
-# removed by agentd service uninstall.
-[Unit]
-Description=agentd (data in {{.DataDir}})
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-Type=simple
-ExecStart={{.Binary}} --data {{.DataDir}} serve
-# On SIGTERM agentd stops taking input and lets running turns finish for
-# --grace (10s); what is left resumes at the next start.
-TimeoutStopSec=30
-Restart=on-failure
-RestartSec=2
-# API keys and other variables, as NAME=value lines (mode 0600); optional.
-EnvironmentFile=-{{.EnvFile}}
-# Its output goes to the journal: journalctl{{if .User}} --user{{end}} -u {{.Name}}
-StandardOutput=journal
-StandardError=journal
-{{- if and (not .User) .RunAs}}
-User={{.RunAs}}
-{{- if .Group}}
-Group={{.Group}}
-{{- end}}
-{{- end}}
-UMask=0077
-# Hardening.
-NoNewPrivileges=yes
-LockPersonality=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-SystemCallArchitectures=native
-{{- if .User}}
-# A user unit cannot confine the file system (ProtectSystem=, PrivateTmp=,
-# ReadWritePaths=) without unprivileged user namespaces; a system unit
-# (agentd service install without --user) does.
-{{- else}}
-# agentd writes only to its data directory. An MCP server that writes
-# elsewhere (npx to ~/.npm) needs that path added to ReadWritePaths.
-ProtectSystem=strict
-ProtectHome=read-only
-ReadWritePaths={{.DataDir}}
-PrivateTmp=yes
-PrivateDevices=yes
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectClock=yes
-ProtectHostname=yes
-{{- end}}
-
-[Install]
-WantedBy={{if .User}}default.target{{else}}multi-user.target{{end}}
-`))
+// unit writes the unit file of u, whose paths have been checked. It is
+// written out rather than kept as a text/template: a template's reflective
+// method calls keep every exported method of every type in the binary.
+func unit(u Unit, envFile string) []byte {
+	var b bytes.Buffer
+	line := func(parts ...string) {
+		for _, p := range parts {
+			b.WriteString(p)
+		}
+		b.WriteByte('\n')
+	}
+	journal, target := "", "multi-user.target"
+	if u.User {
+		journal, target = " --user", "default.target"
+	}
+	line("# agentd serve on ", u.DataDir, ": written by agentd service install,")
+	line("# removed by agentd service uninstall.")
+	line("[Unit]")
+	line("Description=agentd (data in ", u.DataDir, ")")
+	line("After=network-online.target")
+	line("Wants=network-online.target")
+	line()
+	line("[Service]")
+	line("Type=simple")
+	line("ExecStart=", u.Binary, " --data ", u.DataDir, " serve")
+	line("# On SIGTERM agentd stops taking input and lets running turns finish for")
+	line("# --grace (10s); what is left resumes at the next start.")
+	line("TimeoutStopSec=30")
+	line("Restart=on-failure")
+	line("RestartSec=2")
+	line("# API keys and other variables, as NAME=value lines (mode 0600); optional.")
+	line("EnvironmentFile=-", envFile)
+	line("# Its output goes to the journal: journalctl", journal, " -u ", u.Name)
+	line("StandardOutput=journal")
+	line("StandardError=journal")
+	if !u.User && u.RunAs != "" {
+		line("User=", u.RunAs)
+		if u.Group != "" {
+			line("Group=", u.Group)
+		}
+	}
+	line("UMask=0077")
+	line("# Hardening.")
+	line("NoNewPrivileges=yes")
+	line("LockPersonality=yes")
+	line("RestrictRealtime=yes")
+	line("RestrictSUIDSGID=yes")
+	line("SystemCallArchitectures=native")
+	if u.User {
+		line("# A user unit cannot confine the file system (ProtectSystem=, PrivateTmp=,")
+		line("# ReadWritePaths=) without unprivileged user namespaces; a system unit")
+		line("# (agentd service install without --user) does.")
+	} else {
+		line("# agentd writes only to its data directory. An MCP server that writes")
+		line("# elsewhere (npx to ~/.npm) needs that path added to ReadWritePaths.")
+		line("ProtectSystem=strict")
+		line("ProtectHome=read-only")
+		line("ReadWritePaths=", u.DataDir)
+		line("PrivateTmp=yes")
+		line("PrivateDevices=yes")
+		line("ProtectKernelTunables=yes")
+		line("ProtectKernelModules=yes")
+		line("ProtectKernelLogs=yes")
+		line("ProtectControlGroups=yes")
+		line("ProtectClock=yes")
+		line("ProtectHostname=yes")
+	}
+	line()
+	line("[Install]")
+	line("WantedBy=", target)
+	return b.Bytes()
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -26,10 +27,10 @@ const (
 )
 
 var (
-	nameRE      = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
-	envRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	yamlLineRE  = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	atLineRE    = regexp.MustCompile(`\bat line (\d+)`)
+	nameRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]{1,64}$`) })
+	envRE       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	yamlLineRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`) })
+	atLineRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bat line (\d+)`) })
 	transports  = []string{"", agent.TransportStdio, agent.TransportHTTP, agent.TransportSSE}
 	toolKinds   = []string{"", "model", "context", "action", "postprocess", "server"}
 	serverField = yamlFields(reflect.TypeFor[agent.MCPServer]())
@@ -60,7 +61,7 @@ func (p *parser) yamlError(err error, line int, field string) {
 	for _, m := range msgs {
 		m = strings.TrimPrefix(strings.TrimSpace(m), "yaml: ")
 		at := line
-		if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
+		if sm := yamlLineRE().FindStringSubmatch(m); sm != nil {
 			if n, err := strconv.Atoi(sm[1]); err == nil {
 				at = n + fmOffset
 				if strings.HasPrefix(sm[2], "did not find expected") {
@@ -71,7 +72,7 @@ func (p *parser) yamlError(err error, line int, field string) {
 			}
 			m = sm[2]
 		}
-		m = atLineRE.ReplaceAllStringFunc(m, func(s string) string {
+		m = atLineRE().ReplaceAllStringFunc(m, func(s string) string {
 			n, err := strconv.Atoi(strings.TrimPrefix(s, "at line "))
 			if err != nil {
 				return s
@@ -176,7 +177,7 @@ func parse(file, folder string, data []byte) (Skill, string, error) {
 		// reported by scalar
 	case name == "":
 		p.add(nameLine, "name must not be empty")
-	case !nameRE.MatchString(name):
+	case !nameRE().MatchString(name):
 		p.add(nameLine, "invalid name %q: want 1 to 64 lowercase letters, digits and '-'", name)
 	case name != folder:
 		p.add(nameLine, "name %q does not match the folder name %q", name, folder)
@@ -261,7 +262,7 @@ func (p *parser) requires(v *yaml.Node, line int) Requires {
 		case "bins":
 			r.Bins = p.stringList(val, kl, "requires.bins", "program names, such as [ffmpeg]", nil)
 		case "env":
-			r.Env = p.stringList(val, kl, "requires.env", "environment variable names, such as [GITHUB_TOKEN]", envRE)
+			r.Env = p.stringList(val, kl, "requires.env", "environment variable names, such as [GITHUB_TOKEN]", envRE())
 		default:
 			p.add(kl, "requires: unknown field %q (want bins or env)", k.Value)
 		}

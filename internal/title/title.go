@@ -72,8 +72,9 @@ type Titler struct {
 
 // maxTried bounds the sessions a Titler remembers having asked about;
 // past it, it forgets them all (a session is asked about again only if
-// its first reply's input is still its title, which a failed try leaves).
-const maxTried = 10000
+// its first reply's input is still its title, which a failed try leaves),
+// and the map is made anew: a cleared map keeps the room it grew to.
+const maxTried = 1024
 
 // New returns a Titler; Run makes it work.
 func New(st Store, agents Agents, models Models, bus *event.Bus, o *Options) *Titler {
@@ -194,7 +195,7 @@ func (t *Titler) first(id int64) bool {
 		return false
 	}
 	if len(t.tried) >= maxTried {
-		clear(t.tried)
+		t.tried = map[int64]bool{}
 	}
 	t.tried[id] = true
 	return true

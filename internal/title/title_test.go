@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -267,5 +268,27 @@ func TestRunLaterTurnsReadNothing(t *testing.T) {
 	defer cs.mu.Unlock()
 	if n := cs.reads[first.Session]; n > times {
 		t.Errorf("session read %d times over 6 turns, want at most %d (its first reply, as often as it was published)", n, times)
+	}
+}
+
+// The sessions a Titler remembers are bounded, and the map that held them
+// is let go when it is emptied rather than kept at the size it grew to.
+func TestTriedBounded(t *testing.T) {
+	tr := New(nil, nil, nil, event.NewBus(), nil)
+	for id := range int64(maxTried) {
+		if !tr.first(id) {
+			t.Fatalf("session %d asked about twice", id)
+		}
+	}
+	full := reflect.ValueOf(tr.tried).UnsafePointer()
+	if tr.first(0) {
+		t.Error("a session asked about again before the bound")
+	}
+	tr.first(maxTried)
+	if n := len(tr.tried); n != 1 {
+		t.Errorf("%d sessions remembered past the bound, want 1", n)
+	}
+	if reflect.ValueOf(tr.tried).UnsafePointer() == full {
+		t.Error("the full map was kept (cleared), with the room it grew to")
 	}
 }

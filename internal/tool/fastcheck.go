@@ -35,6 +35,79 @@ type fastSchema struct {
 var annotations = map[string]bool{"$schema": true, "$id": true, "$comment": true, "title": true, "description": true,
 	"default": true, "examples": true, "format": true, "readOnly": true, "writeOnly": true, "deprecated": true}
 
+// plainSchema returns the fast checker of an input schema that is sure to
+// compile for the general validator too, and nil for any other: an object
+// schema written only with the keywords the fast checker knows, of the
+// JSON types they take, with valid type names, and no annotations but a
+// title, a description and a format (a default must itself be valid, and
+// $schema and $id are checked). Register compiles only the others at once.
+// FuzzPlainSchema holds it to the general validator.
+func plainSchema(raw json.RawMessage) *fastSchema {
+	if len(raw) == 0 || string(raw) == "null" {
+		return compileFast(raw)
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || !plainNode(m, true) {
+		return nil
+	}
+	return compileNode(m)
+}
+
+// plainNode reports whether the schema m uses only what plainSchema
+// allows; top says it is the whole schema, which must be of objects.
+func plainNode(m map[string]any, top bool) bool {
+	for k, v := range m {
+		switch k {
+		case "type":
+			names := []any{v}
+			if list, ok := v.([]any); ok {
+				names = list
+			}
+			seen := map[string]bool{}
+			object := false
+			for _, n := range names {
+				s, ok := n.(string)
+				if !ok || !slices.Contains(jsonTypes, s) || seen[s] {
+					return false
+				}
+				seen[s], object = true, object || s == "object"
+			}
+			if len(names) == 0 || top && !object {
+				return false
+			}
+		case "properties":
+			pm, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			for _, sub := range pm {
+				sm, ok := sub.(map[string]any)
+				if !ok || !plainNode(sm, false) {
+					return false
+				}
+			}
+		case "additionalProperties", "items":
+			if sm, ok := v.(map[string]any); ok {
+				if !plainNode(sm, false) {
+					return false
+				}
+			} else if _, ok := v.(bool); !ok || k == "items" {
+				return false
+			}
+		case "title", "description", "format":
+			if _, ok := v.(string); !ok {
+				return false
+			}
+		case "required", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+			"minLength", "maxLength", "minItems", "maxItems":
+			// compileNode checks their values
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 func compileFast(raw json.RawMessage) *fastSchema {
 	if len(raw) == 0 || string(raw) == "null" {
 		return &fastSchema{types: []string{"object"}, maxLen: -1, maxItems: -1}

@@ -1,7 +1,9 @@
 package tool
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -92,4 +94,80 @@ func FuzzFastSchema(f *testing.F) {
 			}
 		}
 	})
+}
+
+// plainCases are schemas Register may leave uncompiled, and ones it must
+// compile at once.
+var plainCases = []struct {
+	schema string
+	plain  bool
+}{
+	{``, true},
+	{`{"type":"object"}`, true},
+	{`{"type":["object","null"],"title":"t","description":"d","properties":{"a":{"type":"string","format":"date"}}}`, true},
+	{`{"properties":{"a":{"type":"array","items":{"type":"integer"}}},"additionalProperties":false}`, true},
+	{`{"type":"string"}`, false},
+	{`{"type":"object","properties":{"a":{"type":"strng"}}}`, false},
+	{`{"type":"object","properties":{"a":{"type":"string","default":3}}}`, false},
+	{`{"type":"object","properties":{"a":{"type":"string","pattern":"("}}}`, false},
+	{`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object"}`, false},
+	{`{"type":"object","title":5}`, false},
+	{`{"type":["object","object"]}`, false},
+	{`{"type":"object","items":true}`, false},
+}
+
+func TestPlainSchema(t *testing.T) {
+	for _, c := range plainCases {
+		if got := plainSchema(json.RawMessage(c.schema)) != nil; got != c.plain {
+			t.Errorf("%s: plain %v, want %v", c.schema, got, c.plain)
+		}
+	}
+}
+
+// FuzzPlainSchema checks that a schema Register leaves uncompiled (see
+// plainSchema) compiles for the general validator: Register would not
+// have refused it.
+func FuzzPlainSchema(f *testing.F) {
+	for _, c := range plainCases {
+		f.Add(c.schema)
+	}
+	for _, c := range fastCases {
+		f.Add(c.schema)
+	}
+	f.Fuzz(func(t *testing.T, schema string) {
+		if plainSchema(json.RawMessage(schema)) == nil {
+			return
+		}
+		if _, err := compileSchema(json.RawMessage(schema)); err != nil {
+			t.Errorf("%s: plain, but it does not compile: %v", schema, err)
+		}
+	})
+}
+
+// Register leaves a plain schema uncompiled for the general validator (the
+// fast checker answers every valid call) and compiles it when a call with
+// bad arguments first needs its error message; any other schema is
+// compiled at once.
+func TestRegisterCompilesOnFirstNeed(t *testing.T) {
+	r := NewRegistry(nil)
+	noop := func(context.Context, *Call) (Result, error) { return Result{Output: "ok"}, nil }
+	plain := `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`
+	other := `{"type":"object","properties":{"q":{"type":"string","pattern":"^a"}}}`
+	for name, schema := range map[string]string{"plain": plain, "other": other} {
+		if err := r.Register(Func(Spec{Name: name, InputSchema: json.RawMessage(schema)}, noop)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compiled := func(name string) bool { return r.snap.Load().byName[name].schema != nil }
+	if compiled("plain") || !compiled("other") {
+		t.Fatalf("after Register: plain compiled %v, other compiled %v", compiled("plain"), compiled("other"))
+	}
+	ctx := context.Background()
+	if out := r.Run(ctx, &Call{Name: "plain", Args: json.RawMessage(`{"q":"x"}`)}, nil); out.Result.IsError || compiled("plain") {
+		t.Fatalf("a valid call: %+v; compiled %v", out.Result, compiled("plain"))
+	}
+	out := r.Run(ctx, &Call{Name: "plain", Args: json.RawMessage(`{"q":3}`)}, nil)
+	if !out.Result.IsError || !strings.Contains(out.Result.Output, "q") || !compiled("plain") {
+		t.Errorf("a bad call: %+v; compiled %v", out.Result, compiled("plain"))
+	}
 }

@@ -27,7 +27,7 @@ var (
 
 // namePattern is what a tool name must look like: it is sent to model APIs
 // as a function name, and those accept no more than this.
-var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var namePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // RegistryOptions configures a Registry. The zero value is usable.
 type RegistryOptions struct {
@@ -58,13 +58,30 @@ type snapshot struct {
 	version uint64 // one more than the snapshot before
 }
 
-// entry is a registered tool with its spec and compiled schema, both taken
-// once at registration.
+// entry is a registered tool with its spec and schema, both taken once at
+// registration. The general validator's compiled schema is made then, or,
+// for a schema the fast checker covers and that cannot fail to compile
+// (see plainSchema), when a call first needs it: a node starts without
+// compiling the schemas of its tools, most of which the fast checker
+// alone ever sees.
 type entry struct {
-	tool   Tool
-	spec   Spec
+	tool Tool
+	spec Spec
+	fast *fastSchema // nil when the schema needs the general validator
+
+	once   sync.Once
 	schema *jsonschema.Resolved
-	fast   *fastSchema // nil when the schema needs the general validator
+	err    error
+}
+
+// resolved returns the general validator's schema, compiling it once.
+func (e *entry) resolved() (*jsonschema.Resolved, error) {
+	e.once.Do(func() {
+		if e.schema == nil {
+			e.schema, e.err = compileSchema(e.spec.InputSchema)
+		}
+	})
+	return e.schema, e.err
 }
 
 // NewRegistry returns an empty registry. opts may be nil.
@@ -103,7 +120,7 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("tool: register: %w: nil tool", ErrInvalidName)
 	}
 	spec := t.Spec()
-	if !namePattern.MatchString(spec.Name) {
+	if !namePattern().MatchString(spec.Name) {
 		return fmt.Errorf("tool: register %q: %w: want 1 to 64 letters, digits, '_' or '-'", spec.Name, ErrInvalidName)
 	}
 	switch spec.Kind {
@@ -111,12 +128,18 @@ func (r *Registry) Register(t Tool) error {
 	default:
 		return fmt.Errorf("tool: register %q: %w %q", spec.Name, ErrInvalidKind, spec.Kind)
 	}
-	schema, err := compileSchema(spec.InputSchema)
-	if err != nil {
-		return fmt.Errorf("tool: register %q: %w", spec.Name, err)
-	}
 	spec.InputSchema = bytes.Clone(spec.InputSchema)
-	e := &entry{tool: t, spec: spec, schema: schema, fast: compileFast(spec.InputSchema)}
+	e := &entry{tool: t, spec: spec}
+	plain := plainSchema(spec.InputSchema)
+	if plain != nil {
+		e.fast = plain
+	} else {
+		schema, err := compileSchema(spec.InputSchema)
+		if err != nil {
+			return fmt.Errorf("tool: register %q: %w", spec.Name, err)
+		}
+		e.schema, e.fast = schema, compileFast(spec.InputSchema)
+	}
 
 	r.mu.Lock()
 	defer r.mu.Unlock()

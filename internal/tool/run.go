@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -226,7 +227,11 @@ func (e *entry) checkArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if e.fast != nil && e.fast.valid(v) {
 		return raw, nil
 	}
-	if err := e.schema.Validate(v); err != nil {
+	schema, err := e.resolved()
+	if err != nil {
+		return nil, fmt.Errorf("the tool's input schema does not compile: %v", err)
+	}
+	if err := schema.Validate(v); err != nil {
 		return nil, errors.New(describeValidation(err))
 	}
 	return raw, nil
@@ -302,7 +307,7 @@ func describeValidation(err error) string {
 // fraction ("3/2") and a fixed-point float ("0.500000").
 var numberKeywords = []string{"minimum:", "maximum:", "exclusiveMinimum:", "exclusiveMaximum:", "multipleOf:"}
 
-var numberPattern = regexp.MustCompile(`-?[0-9]+(/[0-9]+|\.[0-9]+)?`)
+var numberPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-?[0-9]+(/[0-9]+|\.[0-9]+)?`) })
 
 // tidyNumbers rewrites the numbers in a numeric-bound error as plain
 // decimals: "minimum: -1/1 is less than 0.000000" becomes
@@ -311,7 +316,7 @@ func tidyNumbers(problem string) string {
 	if !slices.ContainsFunc(numberKeywords, func(k string) bool { return strings.HasPrefix(problem, k) }) {
 		return problem
 	}
-	return numberPattern.ReplaceAllStringFunc(problem, func(n string) string {
+	return numberPattern().ReplaceAllStringFunc(problem, func(n string) string {
 		r, ok := new(big.Rat).SetString(n)
 		if !ok {
 			return n

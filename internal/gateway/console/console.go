@@ -79,7 +79,11 @@ func (a *asset) gzipped() []byte {
 }
 
 type handler struct {
-	log     *slog.Logger
+	log *slog.Logger
+
+	// The files, read and hashed at the first request: a node whose
+	// console nobody opens does neither.
+	once    sync.Once
 	index   *asset
 	assets  map[string]*asset // by name under static/, index.html excluded
 	version string            // "v-" and a hash of every file
@@ -91,10 +95,16 @@ func Handler(o *Options) http.Handler {
 	if o != nil {
 		opts = *o
 	}
-	h := &handler{log: opts.Logger, assets: map[string]*asset{}}
+	h := &handler{log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	return h
+}
+
+// load reads and hashes the embedded files.
+func (h *handler) load() {
+	h.assets = map[string]*asset{}
 	var names []string
 	fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -116,7 +126,6 @@ func Handler(o *Options) http.Handler {
 	delete(h.assets, "index.html")
 	body := bytes.ReplaceAll(idx.body, []byte(basePlaceholder), []byte(Prefix+h.version+"/"))
 	h.index = &asset{name: "index.html", ctype: idx.ctype, body: body, etag: etag(body)}
-	return h
 }
 
 func etag(b []byte) string {
@@ -167,6 +176,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	h.once.Do(h.load)
 	a, immutable := h.lookup(r.URL.Path)
 	if a == nil {
 		http.Error(w, "not found", http.StatusNotFound)

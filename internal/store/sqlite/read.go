@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/event"
@@ -61,21 +62,23 @@ const (
 		coalesce(sum(cost_usd), 0) FROM usage WHERE ts >= ?`
 )
 
-// readStmts are the prepared statements of the read pool.
+// readStmts are the statements of the read pool, each prepared when first
+// used: a process that reads little (a command run in process) prepares
+// only what it reads.
 type readStmts struct {
-	all []*sql.Stmt
+	all []*stmt
 
-	sessionByKey, sessionByID, sessions *sql.Stmt
-	inboxByKey, inboxByID, pending      *sql.Stmt
-	pendingSessions                     *sql.Stmt
-	events, eventsLimit, contextStart   *sql.Stmt
-	turnEvents, search                  *sql.Stmt
-	agents, usageAgent, usageAll        *sql.Stmt
+	sessionByKey, sessionByID, sessions *stmt
+	inboxByKey, inboxByID, pending      *stmt
+	pendingSessions                     *stmt
+	events, eventsLimit, contextStart   *stmt
+	turnEvents, search                  *stmt
+	agents, usageAgent, usageAll        *stmt
 }
 
-func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
+func (r *readStmts) prepare(db *sql.DB) {
 	for _, p := range []struct {
-		dst **sql.Stmt
+		dst **stmt
 		sql string
 	}{
 		{&r.sessionByKey, qSessionByKey},
@@ -94,22 +97,68 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&r.usageAgent, qUsageAgent},
 		{&r.usageAll, qUsageAll},
 	} {
-		st, err := db.PrepareContext(ctx, p.sql)
-		if err != nil {
-			r.close()
-			return fmt.Errorf("prepare %q: %w", p.sql, err)
-		}
-		*p.dst = st
-		r.all = append(r.all, st)
+		*p.dst = &stmt{db: db, q: p.sql}
+		r.all = append(r.all, *p.dst)
 	}
-	return nil
 }
 
 func (r *readStmts) close() {
 	for _, st := range r.all {
-		_ = st.Close() // closing a statement of a pool only frees it
+		st.close()
 	}
 	r.all = nil
+}
+
+// stmt is a statement of the read pool, prepared when first used (again
+// after a failure). It answers as *sql.Stmt does.
+type stmt struct {
+	db *sql.DB
+	q  string
+
+	mu sync.Mutex
+	st *sql.Stmt
+}
+
+func (s *stmt) get(ctx context.Context) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		// Not the first caller's alone: a cancelled caller does not leave
+		// the statement unprepared for the next.
+		st, err := s.db.PrepareContext(context.WithoutCancel(ctx), s.q)
+		if err != nil {
+			return nil, fmt.Errorf("prepare %q: %w", s.q, err)
+		}
+		s.st = st
+	}
+	return s.st, nil
+}
+
+// QueryContext runs the statement.
+func (s *stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	st, err := s.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// QueryRowContext runs the statement for one row; if it cannot be
+// prepared, the query runs unprepared, and the row says why it fails.
+func (s *stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	st, err := s.get(ctx)
+	if err != nil {
+		return s.db.QueryRowContext(ctx, s.q, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (s *stmt) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil {
+		_ = s.st.Close() // closing a statement of a pool only frees it
+	}
 }
 
 func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -60,16 +61,16 @@ func (e *Endpoint) redact(s string) string {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
 	}
-	s = bearerRE.ReplaceAllString(s, "${1}[redacted]")
-	return keyRE.ReplaceAllString(s, "[redacted]")
+	s = bearerRE().ReplaceAllString(s, "${1}[redacted]")
+	return keyRE().ReplaceAllString(s, "[redacted]")
 }
 
 // bearerRE finds a bearer token (its value in group 2).
-var bearerRE = regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`)
+var bearerRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`) })
 
 // keyRE finds API keys in the shapes providers give them: sk-..., sk-ant-...,
 // sk-proj-....
-var keyRE = regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`)
+var keyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{16,}`) })
 
 func secretHeader(name string) bool {
 	n := strings.ToLower(name)
