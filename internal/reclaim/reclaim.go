@@ -4,8 +4,13 @@
 // returns free pages only slowly, so a daemon that answers a burst and
 // then waits would go on holding the burst's memory. Run notices the
 // quiet that follows and collects and returns what the burst left at
-// once, and unmaps the pages of agentd's own executable that it touched
-// (see dropCode); under steady work it does nothing.
+// once; under steady work it does nothing.
+//
+// It leaves the pages of agentd's own executable alone: they are counted
+// in its resident memory once touched, but they are clean pages of the
+// page cache, shared and reclaimable by the kernel; unmapping them would
+// make the figure smaller without freeing anything, and cost page faults
+// at the next request.
 package reclaim
 
 import (
@@ -29,36 +34,20 @@ type Options struct {
 	// Free collects and returns memory to the system; nil:
 	// debug.FreeOSMemory. Tests count calls with it.
 	Free func()
-	// CodeMin is how much of the executable (and other mapped files) must
-	// be resident for unmapping it to be worth it; default DefaultCodeMin.
-	CodeMin uint64
-	// CodeQuiet is how many looks in a row must find the program quiet
-	// before the executable is unmapped; default DefaultCodeQuiet. Code is
-	// unmapped only after a pause, not in the gaps of a steady trickle of
-	// work that would map it again at once.
-	CodeQuiet int
-	// DropCode unmaps the executable's resident pages; nil: dropCode (on
-	// Linux; elsewhere nothing). Tests count calls with it.
-	DropCode func()
 }
 
 // Defaults.
 const (
-	DefaultEvery        = 250 * time.Millisecond
+	DefaultEvery        = time.Second
 	DefaultQuiet uint64 = 64 << 10
 	DefaultMin   uint64 = 4 << 20
-
-	DefaultCodeMin   uint64 = 4 << 20
-	DefaultCodeQuiet        = 4 // a second
 )
 
 // Run looks every o.Every until ctx is done, and returns nil then. When
 // the program allocated less than o.Quiet since the last look and the
 // heap holds o.Min or more beyond its live objects, it collects and
 // returns the free memory to the system (a full collection: a few
-// milliseconds of CPU for a heap of ten megabytes); and when it has been
-// quiet for o.CodeQuiet looks and o.CodeMin or more of the executable is
-// resident, it unmaps it.
+// milliseconds of CPU for a heap of ten megabytes).
 func Run(ctx context.Context, o *Options) error {
 	var opt Options
 	if o != nil {
@@ -76,21 +65,11 @@ func Run(ctx context.Context, o *Options) error {
 	if opt.Free == nil {
 		opt.Free = debug.FreeOSMemory
 	}
-	if opt.CodeMin == 0 {
-		opt.CodeMin = DefaultCodeMin
-	}
-	if opt.CodeQuiet <= 0 {
-		opt.CodeQuiet = DefaultCodeQuiet
-	}
-	if opt.DropCode == nil {
-		opt.DropCode = func() { dropCode() }
-	}
 	t := time.NewTicker(opt.Every)
 	defer t.Stop()
 	var h heap
 	h.read()
 	last := h.allocs
-	calm := 0 // looks in a row that found the program quiet
 	for {
 		select {
 		case <-ctx.Done():
@@ -100,17 +79,10 @@ func Run(ctx context.Context, o *Options) error {
 		h.read()
 		quiet := h.allocs-last < opt.Quiet
 		last = h.allocs
-		calm++
-		if !quiet {
-			calm = 0
-		}
 		if quiet && h.spare() >= opt.Min {
 			opt.Free()
 			h.read()
 			last = h.allocs
-		}
-		if calm >= opt.CodeQuiet && codeResident() >= opt.CodeMin {
-			opt.DropCode()
 		}
 	}
 }
