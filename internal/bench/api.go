@@ -187,7 +187,7 @@ func runAPI(ctx context.Context, dir, base string, fs *floorServer, res *Result,
 		return fmt.Errorf("bench: API throughput: %w", err)
 	}
 	time.Sleep(c.settle)
-	res.RSS10kTurnsMB, res.APITurns = rssMB(srv.pid()), turns
+	res.RSS10kTurnsMB, res.Anon10kTurnsMB, res.APITurns = rssMB(srv.pid()), statusMB(srv.pid(), "RssAnon"), turns
 
 	if err := runFanoutApart(ctx, c, srv.pid(), srv.base(), tok, tcp, fs, res); err != nil {
 		return err

@@ -71,7 +71,7 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	}()
 	res.ReadyMS = pct(readies, 50)
 	time.Sleep(c.settle)
-	res.IdleRSSMB = rssMB(cmd.Process.Pid)
+	res.IdleRSSMB, res.IdleAnonMB = rssMB(cmd.Process.Pid), statusMB(cmd.Process.Pid, "RssAnon")
 
 	cl := gateway.NewUnixClient(sock)
 	drive := func(n, sessions int, prefix string) error {

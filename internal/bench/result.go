@@ -11,6 +11,7 @@ type Result struct {
 	TurnsPerS        float64 `json:"turns_per_s"`
 	ReadyMS          float64 `json:"ready_ms"`
 	IdleRSSMB        float64 `json:"idle_rss_mb"`
+	IdleAnonMB       float64 `json:"idle_anon_mb"` // RssAnon: what agentd allocated, not pages of its binary
 	RSS10kSessionsMB float64 `json:"rss_10k_sessions_mb"`
 	RSSGrowthPct     float64 `json:"rss_growth_pct"`
 	VersionMS        float64 `json:"version_ms"`
@@ -74,6 +75,7 @@ type Result struct {
 	APITurnsPerS         float64 `json:"api_turns_per_s"`
 	CPUmsPerTurn         float64 `json:"cpu_ms_per_turn"`
 	RSS10kTurnsMB        float64 `json:"rss_10k_turns_mb"`
+	Anon10kTurnsMB       float64 `json:"anon_10k_turns_mb"`
 	APITurns             int     `json:"api_turns"`
 	OneShotMS            float64 `json:"oneshot_ms"`
 	FanoutP50ms          float64 `json:"fanout_p50_ms"`

@@ -69,6 +69,7 @@ func (r *Result) sections() []section {
 			{"api_turns_per_s", r.APITurnsPerS, "/s", r.FloorRelayPerS, "≥ 4000", fmt.Sprintf("the same, %d sessions at once; the client and fakellm on the same CPUs", r.Concurrency)},
 			{"cpu_ms_per_turn", r.CPUmsPerTurn, "ms", r.FloorRelayCPUms, "≤ 0.35", "agentd serve's CPU (/proc/<pid>/stat) over that run ÷ its turns"},
 			{"rss_10k_turns_mb", r.RSS10kTurnsMB, "MB", r.FloorRelayRSSMB, "≤ 35", fmt.Sprintf("agentd serve's RSS after the %d turns above", r.APITurns)},
+			{"anon_10k_turns_mb", r.Anon10kTurnsMB, "MB", 0, "", "of which anonymous (RssAnon)"},
 			{"oneshot_ms", r.OneShotMS, "ms", r.FloorStartMS + r.FloorRTTms + r.FloorFsyncMS, "≤ 15", "agentd send without a daemon: start, one turn, exit; floor: start + rtt + fsync"},
 			{"fanout_p50_ms", r.FanoutP50ms, "ms", r.FloorFanoutP50ms, "", fmt.Sprintf("text-delta delivery to %d WebSocket subscribers in a process of their own (%s)", r.WSSubscribers, pinned)},
 			{"fanout_p99_ms", r.FanoutP99ms, "ms", r.FloorFanoutP99ms, "≤ 20", ""},
@@ -99,6 +100,7 @@ func (r *Result) sections() []section {
 		{title: "agentd serve: start, memory", shown: r.ReadyMS > 0, figs: []figure{
 			{"ready_ms", r.ReadyMS, "ms", r.FloorStartMS, "≤ 10", "agentd serve start to accepting on its socket"},
 			{"idle_rss_mb", r.IdleRSSMB, "MB", r.FloorIdleRSSMB, "≤ 16", "agentd serve, idle"},
+			{"idle_anon_mb", r.IdleAnonMB, "MB", 0, "", "of which anonymous (RssAnon): the rest is pages of the binary, shared and reclaimable"},
 			{"rss_10k_sessions_mb", r.RSS10kSessionsMB, "MB", r.FloorRelayRSSMB, "≤ 100", fmt.Sprintf("after %d sessions × 1 turn (minimal agent, local socket)", r.Sessions)},
 			{"rss_growth_pct", r.RSSGrowthPct, "%", 0, "≤ 5", fmt.Sprintf("over a further %d turns", r.GrowthTurns)},
 			{"version_ms", r.VersionMS, "ms", 0, "≤ 20", "agentd version"},
