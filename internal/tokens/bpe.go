@@ -33,13 +33,6 @@ func (l *lazyVocab) get(name string) (*vocab, error) {
 	return l.v, l.err
 }
 
-// decoded reports whether the vocabulary has been decoded.
-func (l *lazyVocab) decoded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.v != nil
-}
-
 // The embedded vocabularies.
 const (
 	O200kBase  = "o200k_base"
