@@ -412,8 +412,16 @@ func (w *writer) index() {
 	w.ftsDone, w.ftsDirty = max(last, w.ftsDone), false
 }
 
-// runGroup performs a group of requests in one transaction, each in its own
-// savepoint, and sets every request's err.
+// runGroup performs a group of requests in one transaction and sets every
+// request's err. It first applies them one after the other with nothing
+// between them: a request seldom fails, and a savepoint around each would
+// cost statements of its own and a copy of every page it changes (the
+// savepoint's journal). If one fails, the transaction is rolled back whole
+// and the group applied again, each request in its own savepoint, so that
+// the failing one is rolled back alone (applyGuarded). Applying a request
+// again gives what the first pass gave: the database is as it was, the
+// requests come in the same order, and what a pass writes into a request
+// is written again by the next.
 func (w *writer) runGroup(group []*request) {
 	now := time.Now().UnixNano()
 	lazy := w.lazy(group)
@@ -425,42 +433,21 @@ func (w *writer) runGroup(group []*request) {
 		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
 		return
 	}
-	applied, texts := 0, false
-	// A savepoint per request lets one fail alone; a group of one needs
-	// none: if its request fails, nothing is committed.
-	guard := len(group) > 1
-	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err // the caller gave up before its turn: skip it
-			continue
+	applied, texts, ok := w.applyAll(group, now)
+	if !ok && len(group) > 1 {
+		// A group of one needs no second pass: its request failed, and
+		// nothing is committed.
+		if _, err := w.rollback.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: rollback: %w", err), true)
+			return
 		}
-		if guard {
-			if _, err := w.savepoint.Exec(); err != nil {
-				w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
-				return
-			}
+		if _, err := w.begin.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
+			return
 		}
-		r.err = fullErr(w.apply(r, now))
-		if r.err != nil && guard {
-			if _, err := w.rollbackTo.Exec(); err != nil {
-				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
-				return
-			}
-		}
-		if r.err != nil {
-			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
-		} else {
-			applied++
-			texts = texts || r.hasText()
-		}
-		if r.wantEarly {
-			r.early <- earlyResult{item: r.item, dup: r.duplicate, err: r.err}
-		}
-		if guard {
-			if _, err := w.release.Exec(); err != nil {
-				w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
-				return
-			}
+		w.s.stats.guarded.Add(1)
+		if applied, texts, ok = w.applyGuarded(group, now); !ok {
+			return // failed, and told every request so
 		}
 	}
 	if applied == 0 {
@@ -492,6 +479,68 @@ func (w *writer) runGroup(group []*request) {
 	if n := int64(len(group)); n > st.largest.Load() {
 		st.largest.Store(n)
 	}
+}
+
+// applyAll applies the group's requests in the open transaction, stopping
+// at the first that fails (ok false: the transaction holds part of the
+// group and must be rolled back). On success it sends the enqueues that
+// want it their early result.
+func (w *writer) applyAll(group []*request, now int64) (applied int, texts, ok bool) {
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // the caller gave up before its turn: skip it
+			continue
+		}
+		if err := fullErr(w.apply(r, now)); err != nil {
+			r.err = err
+			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
+			return applied, texts, false
+		}
+		applied++
+		texts = texts || r.hasText()
+	}
+	for _, r := range group {
+		if r.wantEarly && r.err == nil {
+			r.early <- earlyResult{item: r.item, dup: r.duplicate}
+		}
+	}
+	return applied, texts, true
+}
+
+// applyGuarded applies the group's requests in the open transaction, each
+// in its own savepoint, so that one that fails is rolled back alone. If a
+// savepoint itself fails, it fails the whole group (ok false).
+func (w *writer) applyGuarded(group []*request, now int64) (applied int, texts, ok bool) {
+	for _, r := range group {
+		r.err, r.duplicate = nil, false
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		if _, err := w.savepoint.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
+			return 0, false, false
+		}
+		r.err = fullErr(w.apply(r, now))
+		if r.err != nil {
+			if _, err := w.rollbackTo.Exec(); err != nil {
+				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
+				return 0, false, false
+			}
+			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
+		} else {
+			applied++
+			texts = texts || r.hasText()
+		}
+		if r.wantEarly {
+			r.early <- earlyResult{item: r.item, dup: r.duplicate, err: r.err}
+		}
+		if _, err := w.release.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
+			return 0, false, false
+		}
+	}
+	return applied, texts, true
 }
 
 // lazy reports whether group may commit without a sync: in

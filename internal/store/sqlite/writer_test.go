@@ -109,8 +109,8 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 	st := s.Stats()
-	if st.Requests != int64(len(ids)) || st.Commits != 1 || st.LargestGroup != int64(len(ids)) {
-		t.Errorf("Stats = %+v, want %d requests in 1 transaction", st, len(ids))
+	if st.Requests != int64(len(ids)) || st.Commits != 1 || st.LargestGroup != int64(len(ids)) || st.Guarded != 0 {
+		t.Errorf("Stats = %+v, want %d requests in 1 transaction, applied once", st, len(ids))
 	}
 	for _, id := range ids {
 		evs, err := s.Events(ctx, id, 0, 0)
@@ -202,8 +202,8 @@ func TestGroupFailureIsolated(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrNotFound", name, err)
 		}
 	}
-	if st := s.Stats(); st.Commits != 1 || st.Requests != 5 {
-		t.Errorf("Stats = %+v, want 5 requests in one transaction", st)
+	if st := s.Stats(); st.Commits != 1 || st.Requests != 5 || st.Guarded != 1 {
+		t.Errorf("Stats = %+v, want 5 requests in one transaction, applied again with savepoints", st)
 	}
 	if good1.Events[0].Seq != 1 || good2.Events[0].Seq != 2 {
 		t.Errorf("good commits got seqs %d and %d, want 1 and 2", good1.Events[0].Seq, good2.Events[0].Seq)
