@@ -193,7 +193,7 @@ type writer struct {
 
 	begin, commit, rollback           *sql.Stmt
 	savepoint, release, rollbackTo    *sql.Stmt
-	updSession, markDone              *sql.Stmt
+	updSession, updKnown, markDone    *sql.Stmt
 	insUsage, sessExists, insInbox    *sql.Stmt
 	insEvents                         [maxEventRows]*sql.Stmt // insEvents[n-1] writes n events
 	eventArgs                         []any                   // insEvents' arguments, reused
@@ -203,6 +203,9 @@ type writer struct {
 	wmSet, wmDelete                   *sql.Stmt
 	setTitle, titleInput, claim       *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
+
+	// tails: the last sequence number of sessions written to (tails.go).
+	tails tails
 
 	// groups counts the groups committed; Store.synced is the last one
 	// known durable, which makes every one before it durable too. normal:
@@ -248,6 +251,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.rollbackTo, "ROLLBACK TO req"},
 		{&w.updSession, `UPDATE sessions SET last_seq = last_seq + ?, updated_at = ?,
 			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq, title_by = ''`},
+		{&w.updKnown, qUpdKnown},
 		{&w.insEvents[0], insertEvents(1)},
 		{&w.insEvents[1], insertEvents(2)},
 		{&w.insEvents[2], insertEvents(3)},
@@ -433,6 +437,7 @@ func (w *writer) runGroup(group []*request) {
 		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
 		return
 	}
+	w.tails.begin()
 	applied, texts, ok := w.applyAll(group, now)
 	if !ok && len(group) > 1 {
 		// A group of one needs no second pass: its request failed, and
@@ -441,6 +446,7 @@ func (w *writer) runGroup(group []*request) {
 			w.fail(group, fmt.Errorf("sqlite: rollback: %w", err), true)
 			return
 		}
+		w.tails.revert(0)
 		if _, err := w.begin.Exec(); err != nil {
 			w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
 			return
@@ -454,6 +460,7 @@ func (w *writer) runGroup(group []*request) {
 		if _, err := w.rollback.Exec(); err != nil {
 			w.s.log.Error("store rollback failed", "err", err)
 		}
+		w.tails.revert(0)
 		for _, r := range group {
 			w.s.noteWrite(false, r.err)
 		}
@@ -461,6 +468,7 @@ func (w *writer) runGroup(group []*request) {
 		w.fail(group, fmt.Errorf("sqlite: commit: %w", err), true)
 		return
 	} else {
+		w.tails.begin() // committed: nothing to undo
 		w.s.noteWrite(true, nil)
 		w.groups++
 		for _, r := range group {
@@ -521,12 +529,14 @@ func (w *writer) applyGuarded(group []*request, now int64) (applied int, texts, 
 			w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
 			return 0, false, false
 		}
+		mark := w.tails.mark()
 		r.err = fullErr(w.apply(r, now))
 		if r.err != nil {
 			if _, err := w.rollbackTo.Exec(); err != nil {
 				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
 				return 0, false, false
 			}
+			w.tails.revert(mark)
 			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
 		} else {
 			applied++
@@ -580,6 +590,7 @@ func (w *writer) setSync(lazy bool) error {
 func (w *writer) fail(group []*request, err error, inTx bool) {
 	err = fullErr(err)
 	w.s.noteWrite(false, err)
+	w.tails.revert(0)
 	if inTx {
 		// The transaction may already be gone (SQLite rolls back by itself
 		// after some I/O errors); the ROLLBACK error says nothing new then.
@@ -619,14 +630,9 @@ func (w *writer) apply(r *request, now int64) error {
 
 func (w *writer) applyCommit(r *request, now int64) error {
 	if r.session != 0 {
-		var last int64
-		var untitled bool
-		err := w.updSession.QueryRow(int64(len(r.events)), now, r.state, r.session).Scan(&last, &untitled)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, store.ErrNotFound)
-		}
+		last, untitled, err := w.updateSession(r, now)
 		if err != nil {
-			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+			return err
 		}
 		seq := last - int64(len(r.events))
 		for i := range r.events {
@@ -656,6 +662,7 @@ func (w *writer) applyCommit(r *request, now int64) error {
 				untitled = !titled
 			}
 		}
+		w.tails.set(r.session, tail{last: last, titled: !untitled})
 	}
 	for _, id := range r.done {
 		res, err := w.markDone.Exec(now, id, r.session, r.session)
@@ -681,6 +688,32 @@ func (w *writer) applyCommit(r *request, now int64) error {
 		}
 	}
 	return nil
+}
+
+// updateSession advances the last sequence number of r's session by its
+// events, sets its state and updated_at, and returns the new last sequence
+// number and whether the session has no title. Where the writer knows the
+// session's tail, it does not read the row back.
+func (w *writer) updateSession(r *request, now int64) (last int64, untitled bool, err error) {
+	n := int64(len(r.events))
+	if t, ok := w.tails.get(r.session); ok {
+		res, err := w.updKnown.Exec(n, now, r.state, r.session, t.last, !t.titled)
+		if err != nil {
+			return 0, false, fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+		}
+		if k, err := res.RowsAffected(); err == nil && k == 1 {
+			return t.last + n, !t.titled, nil
+		}
+		// The row says otherwise: read it back.
+	}
+	err = w.updSession.QueryRow(n, now, r.state, r.session).Scan(&last, &untitled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fmt.Errorf("sqlite: commit: session %d: %w", r.session, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+	}
+	return last, untitled, nil
 }
 
 // insertEvents inserts the events of session, numbered already, in

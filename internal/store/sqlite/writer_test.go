@@ -472,3 +472,62 @@ func mapSlice[T, U any](s []T, f func(T) U) []U {
 	}
 	return out
 }
+
+// The writer keeps each session's last sequence number rather than reading
+// it back, and what it keeps follows the database: through a request
+// rolled back in its group, and through a row another program changed.
+func TestWriterTails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	ids := createSessions(t, path, 2)
+	s, g := openGated(t, path)
+	ctx := t.Context()
+
+	// A group whose second request fails after its session update: the
+	// group is applied again, and the failed request's numbers are not
+	// kept.
+	errs := make(chan error, 3)
+	first, third := batch(ids[0], "one"), batch(ids[0], "three")
+	go func() { errs <- s.Commit(ctx, first) }()
+	<-g.held
+	go func() {
+		errs <- s.Commit(ctx, &store.Batch{Session: ids[0], Events: []event.Event{{Kind: event.Text}}, Done: []int64{12345}})
+	}()
+	waitQueued(s, 1)
+	go func() { errs <- s.Commit(ctx, third) }()
+	waitQueued(s, 2)
+	close(g.release)
+	failed := 0
+	for range 3 {
+		if err := <-errs; err != nil {
+			failed++
+		}
+	}
+	if failed != 1 || first.Events[0].Seq != 1 || third.Events[0].Seq != 2 {
+		t.Fatalf("%d failed, seqs %d and %d; want 1 failure and seqs 1 and 2", failed, first.Events[0].Seq, third.Events[0].Seq)
+	}
+
+	// Another program moves the session on.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `UPDATE sessions SET last_seq = 10 WHERE id = ?`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	next := batch(ids[0], "after")
+	if err := s.Commit(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Events[0].Seq != 11 {
+		t.Errorf("seq after the row changed = %d, want 11", next.Events[0].Seq)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Closed, the writer's state can be read without a race.
+	want := map[int64]tail{ids[0]: {last: 11, titled: true}}
+	if diff := cmp.Diff(want, s.w.tails.m, cmp.AllowUnexported(tail{})); diff != "" {
+		t.Errorf("tails (-want +got):\n%s", diff)
+	}
+}
