@@ -262,7 +262,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 			VALUES (?, COALESCE(NULLIF(?, ''), (SELECT agent FROM sessions WHERE id = ?), ''), ?, ?, ?, ?, ?)`},
 		{&w.sessExists, `SELECT 1 FROM sessions WHERE id = ?`},
 		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&w.inboxByKey, qInboxByKey},
 		{&w.insSession, `INSERT INTO sessions (agent, key, state, last_seq, created_at, updated_at)
 			VALUES (?, ?, 'created', 0, ?, ?) ON CONFLICT (agent, key) DO NOTHING RETURNING id`},
@@ -755,8 +755,15 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 		}
 		images = b
 	}
-	var id int64
-	err := w.insInbox.QueryRow(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images).Scan(&id)
+	// The item's id is given (Store.nextInbox): the insert changes one row,
+	// or none if the idempotency key (or, by a bug, the id) is taken.
+	res, err := w.insInbox.Exec(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = sql.ErrNoRows
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) && it.IdempotencyKey == "" {
 		return fmt.Errorf("sqlite: enqueue: inbox id %d is taken", it.ID)
 	}
@@ -776,7 +783,7 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: enqueue: %w", err)
 	}
-	it.ID, it.State, it.CreatedAt = id, store.InboxPending, time.Unix(0, created).UTC()
+	it.State, it.CreatedAt = store.InboxPending, time.Unix(0, created).UTC()
 	return nil
 }
 
