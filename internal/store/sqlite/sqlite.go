@@ -9,9 +9,9 @@
 // all in one transaction and commits once; if one fails, the transaction is
 // rolled back and the group run again with each request in its own
 // savepoint, so that the failing one is rolled back alone. Many sessions
-// therefore share each
-// fsync, and durability costs latency, not throughput. Reads use a separate
-// pool of read-only connections and never wait for the writer.
+// therefore share each fsync, and durability costs latency, not throughput.
+// Reads use a separate pool of read-only connections and never wait for the
+// writer.
 //
 // Cancellation: a write (Commit, Enqueue, Session creating a session,
 // SaveAgent) waits for the writer. If ctx ends while it waits, the call
