@@ -6,10 +6,12 @@
 // through one writer goroutine that owns the only write connection and
 // commits concurrent requests as a group: it takes the first waiting request,
 // drains whatever else is already queued (up to Options.MaxBatch), runs them
-// all in one transaction, each in its own savepoint so a failing request is
-// rolled back alone, and commits once. Many sessions therefore share each
-// fsync, and durability costs latency, not throughput. Reads use a separate
-// pool of read-only connections and never wait for the writer.
+// all in one transaction and commits once; if one fails, the transaction is
+// rolled back and the group run again with each request in its own
+// savepoint, so that the failing one is rolled back alone. Many sessions
+// therefore share each fsync, and durability costs latency, not throughput.
+// Reads use a separate pool of read-only connections and never wait for the
+// writer.
 //
 // Cancellation: a write (Commit, Enqueue, Session creating a session,
 // SaveAgent) waits for the writer. If ctx ends while it waits, the call
@@ -69,6 +71,10 @@ type WriterStats struct {
 	Commits      int64 // transactions committed
 	Requests     int64 // requests handled (commits, enqueues, session creations, agent saves)
 	LargestGroup int64 // the most requests committed in one transaction
+	// Guarded counts the groups applied a second time, each request in a
+	// savepoint of its own, because one of them failed; a group whose
+	// requests all succeed is applied once, without savepoints.
+	Guarded int64
 }
 
 // Store is a store.Store on one SQLite database file. It is safe for
@@ -109,7 +115,7 @@ type Store struct {
 	probeErr error
 
 	stats struct {
-		commits, requests, largest atomic.Int64
+		commits, requests, largest, guarded atomic.Int64
 	}
 
 	leadMu      sync.Mutex       // guards leads and leadsClosed (once.go)
@@ -321,6 +327,7 @@ func (s *Store) Stats() WriterStats {
 		Commits:      s.stats.commits.Load(),
 		Requests:     s.stats.requests.Load(),
 		LargestGroup: s.stats.largest.Load(),
+		Guarded:      s.stats.guarded.Load(),
 	}
 }
 

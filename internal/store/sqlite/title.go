@@ -66,6 +66,9 @@ func (w *writer) applyTitle(r *request) error {
 		}
 	}
 	r.created = n > 0
+	if n > 0 {
+		w.tails.forget(r.session)
+	}
 	return nil
 }
 

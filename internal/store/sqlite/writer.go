@@ -193,7 +193,7 @@ type writer struct {
 
 	begin, commit, rollback           *sql.Stmt
 	savepoint, release, rollbackTo    *sql.Stmt
-	updSession, markDone              *sql.Stmt
+	updSession, updKnown, markDone    *sql.Stmt
 	insUsage, sessExists, insInbox    *sql.Stmt
 	insEvents                         [maxEventRows]*sql.Stmt // insEvents[n-1] writes n events
 	eventArgs                         []any                   // insEvents' arguments, reused
@@ -203,6 +203,9 @@ type writer struct {
 	wmSet, wmDelete                   *sql.Stmt
 	setTitle, titleInput, claim       *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
+
+	// tails: the last sequence number of sessions written to (tails.go).
+	tails tails
 
 	// groups counts the groups committed; Store.synced is the last one
 	// known durable, which makes every one before it durable too. normal:
@@ -248,6 +251,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.rollbackTo, "ROLLBACK TO req"},
 		{&w.updSession, `UPDATE sessions SET last_seq = last_seq + ?, updated_at = ?,
 			state = COALESCE(NULLIF(?, ''), state) WHERE id = ? RETURNING last_seq, title_by = ''`},
+		{&w.updKnown, qUpdKnown},
 		{&w.insEvents[0], insertEvents(1)},
 		{&w.insEvents[1], insertEvents(2)},
 		{&w.insEvents[2], insertEvents(3)},
@@ -258,7 +262,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 			VALUES (?, COALESCE(NULLIF(?, ''), (SELECT agent FROM sessions WHERE id = ?), ''), ?, ?, ?, ?, ?)`},
 		{&w.sessExists, `SELECT 1 FROM sessions WHERE id = ?`},
 		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&w.inboxByKey, qInboxByKey},
 		{&w.insSession, `INSERT INTO sessions (agent, key, state, last_seq, created_at, updated_at)
 			VALUES (?, ?, 'created', 0, ?, ?) ON CONFLICT (agent, key) DO NOTHING RETURNING id`},
@@ -412,8 +416,16 @@ func (w *writer) index() {
 	w.ftsDone, w.ftsDirty = max(last, w.ftsDone), false
 }
 
-// runGroup performs a group of requests in one transaction, each in its own
-// savepoint, and sets every request's err.
+// runGroup performs a group of requests in one transaction and sets every
+// request's err. It first applies them one after the other with nothing
+// between them: a request seldom fails, and a savepoint around each would
+// cost statements of its own and a copy of every page it changes (the
+// savepoint's journal). If one fails, the transaction is rolled back whole
+// and the group applied again, each request in its own savepoint, so that
+// the failing one is rolled back alone (applyGuarded). Applying a request
+// again gives what the first pass gave: the database is as it was, the
+// requests come in the same order, and what a pass writes into a request
+// is written again by the next.
 func (w *writer) runGroup(group []*request) {
 	now := time.Now().UnixNano()
 	lazy := w.lazy(group)
@@ -425,48 +437,30 @@ func (w *writer) runGroup(group []*request) {
 		w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
 		return
 	}
-	applied, texts := 0, false
-	// A savepoint per request lets one fail alone; a group of one needs
-	// none: if its request fails, nothing is committed.
-	guard := len(group) > 1
-	for _, r := range group {
-		if err := r.ctx.Err(); err != nil {
-			r.err = err // the caller gave up before its turn: skip it
-			continue
+	w.tails.begin()
+	applied, texts, ok := w.applyAll(group, now)
+	if !ok && len(group) > 1 {
+		// A group of one needs no second pass: its request failed, and
+		// nothing is committed.
+		if _, err := w.rollback.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: rollback: %w", err), true)
+			return
 		}
-		if guard {
-			if _, err := w.savepoint.Exec(); err != nil {
-				w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
-				return
-			}
+		w.tails.revert(0)
+		if _, err := w.begin.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: begin: %w", err), false)
+			return
 		}
-		r.err = fullErr(w.apply(r, now))
-		if r.err != nil && guard {
-			if _, err := w.rollbackTo.Exec(); err != nil {
-				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
-				return
-			}
-		}
-		if r.err != nil {
-			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
-		} else {
-			applied++
-			texts = texts || r.hasText()
-		}
-		if r.wantEarly {
-			r.early <- earlyResult{item: r.item, dup: r.duplicate, err: r.err}
-		}
-		if guard {
-			if _, err := w.release.Exec(); err != nil {
-				w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
-				return
-			}
+		w.s.stats.guarded.Add(1)
+		if applied, texts, ok = w.applyGuarded(group, now); !ok {
+			return // failed, and told every request so
 		}
 	}
 	if applied == 0 {
 		if _, err := w.rollback.Exec(); err != nil {
 			w.s.log.Error("store rollback failed", "err", err)
 		}
+		w.tails.revert(0)
 		for _, r := range group {
 			w.s.noteWrite(false, r.err)
 		}
@@ -474,6 +468,7 @@ func (w *writer) runGroup(group []*request) {
 		w.fail(group, fmt.Errorf("sqlite: commit: %w", err), true)
 		return
 	} else {
+		w.tails.begin() // committed: nothing to undo
 		w.s.noteWrite(true, nil)
 		w.groups++
 		for _, r := range group {
@@ -492,6 +487,70 @@ func (w *writer) runGroup(group []*request) {
 	if n := int64(len(group)); n > st.largest.Load() {
 		st.largest.Store(n)
 	}
+}
+
+// applyAll applies the group's requests in the open transaction, stopping
+// at the first that fails (ok false: the transaction holds part of the
+// group and must be rolled back). On success it sends the enqueues that
+// want it their early result.
+func (w *writer) applyAll(group []*request, now int64) (applied int, texts, ok bool) {
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err // the caller gave up before its turn: skip it
+			continue
+		}
+		if err := fullErr(w.apply(r, now)); err != nil {
+			r.err = err
+			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
+			return applied, texts, false
+		}
+		applied++
+		texts = texts || r.hasText()
+	}
+	for _, r := range group {
+		if r.wantEarly && r.err == nil {
+			r.early <- earlyResult{item: r.item, dup: r.duplicate}
+		}
+	}
+	return applied, texts, true
+}
+
+// applyGuarded applies the group's requests in the open transaction, each
+// in its own savepoint, so that one that fails is rolled back alone. If a
+// savepoint itself fails, it fails the whole group (ok false).
+func (w *writer) applyGuarded(group []*request, now int64) (applied int, texts, ok bool) {
+	for _, r := range group {
+		r.err, r.duplicate = nil, false
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			continue
+		}
+		if _, err := w.savepoint.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: savepoint: %w", err), true)
+			return 0, false, false
+		}
+		mark := w.tails.mark()
+		r.err = fullErr(w.apply(r, now))
+		if r.err != nil {
+			if _, err := w.rollbackTo.Exec(); err != nil {
+				w.fail(group, fmt.Errorf("sqlite: rollback to savepoint: %w", err), true)
+				return 0, false, false
+			}
+			w.tails.revert(mark)
+			w.s.log.Debug("store write failed", "op", r.op, "err", r.err)
+		} else {
+			applied++
+			texts = texts || r.hasText()
+		}
+		if r.wantEarly {
+			r.early <- earlyResult{item: r.item, dup: r.duplicate, err: r.err}
+		}
+		if _, err := w.release.Exec(); err != nil {
+			w.fail(group, fmt.Errorf("sqlite: release savepoint: %w", err), true)
+			return 0, false, false
+		}
+	}
+	return applied, texts, true
 }
 
 // lazy reports whether group may commit without a sync: in
@@ -531,6 +590,7 @@ func (w *writer) setSync(lazy bool) error {
 func (w *writer) fail(group []*request, err error, inTx bool) {
 	err = fullErr(err)
 	w.s.noteWrite(false, err)
+	w.tails.revert(0)
 	if inTx {
 		// The transaction may already be gone (SQLite rolls back by itself
 		// after some I/O errors); the ROLLBACK error says nothing new then.
@@ -570,14 +630,9 @@ func (w *writer) apply(r *request, now int64) error {
 
 func (w *writer) applyCommit(r *request, now int64) error {
 	if r.session != 0 {
-		var last int64
-		var untitled bool
-		err := w.updSession.QueryRow(int64(len(r.events)), now, r.state, r.session).Scan(&last, &untitled)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, store.ErrNotFound)
-		}
+		last, untitled, err := w.updateSession(r, now)
 		if err != nil {
-			return fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+			return err
 		}
 		seq := last - int64(len(r.events))
 		for i := range r.events {
@@ -607,6 +662,7 @@ func (w *writer) applyCommit(r *request, now int64) error {
 				untitled = !titled
 			}
 		}
+		w.tails.set(r.session, tail{last: last, titled: !untitled})
 	}
 	for _, id := range r.done {
 		res, err := w.markDone.Exec(now, id, r.session, r.session)
@@ -632,6 +688,32 @@ func (w *writer) applyCommit(r *request, now int64) error {
 		}
 	}
 	return nil
+}
+
+// updateSession advances the last sequence number of r's session by its
+// events, sets its state and updated_at, and returns the new last sequence
+// number and whether the session has no title. Where the writer knows the
+// session's tail, it does not read the row back.
+func (w *writer) updateSession(r *request, now int64) (last int64, untitled bool, err error) {
+	n := int64(len(r.events))
+	if t, ok := w.tails.get(r.session); ok {
+		res, err := w.updKnown.Exec(n, now, r.state, r.session, t.last, !t.titled)
+		if err != nil {
+			return 0, false, fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+		}
+		if k, err := res.RowsAffected(); err == nil && k == 1 {
+			return t.last + n, !t.titled, nil
+		}
+		// The row says otherwise: read it back.
+	}
+	err = w.updSession.QueryRow(n, now, r.state, r.session).Scan(&last, &untitled)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fmt.Errorf("sqlite: commit: session %d: %w", r.session, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("sqlite: commit: session %d: %w", r.session, err)
+	}
+	return last, untitled, nil
 }
 
 // insertEvents inserts the events of session, numbered already, in
@@ -673,8 +755,15 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 		}
 		images = b
 	}
-	var id int64
-	err := w.insInbox.QueryRow(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images).Scan(&id)
+	// The item's id is given (Store.nextInbox): the insert changes one row,
+	// or none if the idempotency key (or, by a bug, the id) is taken.
+	res, err := w.insInbox.Exec(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = sql.ErrNoRows
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) && it.IdempotencyKey == "" {
 		return fmt.Errorf("sqlite: enqueue: inbox id %d is taken", it.ID)
 	}
@@ -694,7 +783,7 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: enqueue: %w", err)
 	}
-	it.ID, it.State, it.CreatedAt = id, store.InboxPending, time.Unix(0, created).UTC()
+	it.State, it.CreatedAt = store.InboxPending, time.Unix(0, created).UTC()
 	return nil
 }
 
