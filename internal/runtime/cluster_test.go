@@ -1,6 +1,10 @@
 package runtime_test
 
 import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,11 +19,14 @@ import (
 )
 
 // node is one agentd node of a cluster test: a runtime on its own
-// PostgreSQL store (its node in the registry) of a shared database.
+// PostgreSQL store (its node in the registry) of a shared database, with
+// the store's listener publishing the other nodes' events on its bus.
 type node struct {
 	st *postgres.Store
 	rt *runtime.Runtime
 	m  *testkit.Model
+	// reads counts the runtime's reads of an inbox item's state.
+	reads *atomic.Int32
 }
 
 func newNode(t *testing.T, db string) *node {
@@ -28,16 +35,34 @@ func newNode(t *testing.T, db string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{st: st, m: testkit.NewModel()}
+	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32)}
 	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: n.m,
-		Wrap:    func(store.Store) store.Store { return st },
+		Wrap:    func(store.Store) store.Store { return itemReads{st, n.reads} },
 		Runtime: func(o *runtime.Options) { o.ClaimEvery = 50 * time.Millisecond }})
-	t.Cleanup(func() { k.Close(); st.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := st.Listen(ctx, k.Runtime.Bus(), nil); err != nil {
+			t.Errorf("listen: %v", err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait(); k.Close(); st.Close() })
 	n.rt = k.Runtime
 	if _, err := n.rt.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// itemReads is a node's store counting the reads of an inbox item.
+type itemReads struct {
+	*postgres.Store
+	n *atomic.Int32
+}
+
+func (s itemReads) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
+	s.n.Add(1)
+	return s.Store.InboxItem(ctx, id)
 }
 
 // hold holds the next model call for text on whichever node runs it (a
@@ -175,5 +200,43 @@ func TestNodesShareAndTakeOverSessions(t *testing.T) {
 	}
 	if calls := len(a.m.Requests("third")) + len(b.m.Requests("third")); calls != 2 {
 		t.Fatalf("the third turn's model was called %d times, want 2: the fenced call, then the resumed one", calls)
+	}
+}
+
+// A caller waiting on one node for a turn another node runs learns its
+// end from the events that node committed, published on the waiting
+// node's bus by its listener: it reads the turn's state from the store
+// once, when it starts waiting, and not again.
+func TestWaitAcrossNodesWakesFromTheBus(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	h := holdOn(t, "far", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/w", Text: "far", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	before := other.reads.Load()
+	done := make(chan error, 1)
+	go func() {
+		end, err := other.rt.Wait(ctx, rc.Turn)
+		if err == nil && end.Reply != "re: far" {
+			err = fmt.Errorf("turn ended %+v", end)
+		}
+		done <- err
+	}()
+	for other.reads.Load() == before { // it has read the turn pending
+		time.Sleep(time.Millisecond)
+	}
+	h.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := other.reads.Load() - before; n != 1 {
+		t.Errorf("the waiter read the turn's state %d times, want once: its end comes from the bus", n)
 	}
 }

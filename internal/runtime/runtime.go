@@ -138,7 +138,7 @@ type Runtime struct {
 	ctx    context.Context // cancelled with engine.ErrShutdown on Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // session workers
-	claims sync.WaitGroup // the claim loop (ClaimEvery)
+	claims sync.WaitGroup // the claim loop and remoteEnds (ClaimEvery)
 	// idle hands a kicked session to a worker waiting for work (worker.go);
 	// quit, closed by Close, sends those waiting away.
 	idle        chan *session
@@ -211,6 +211,7 @@ func (r *Runtime) Start(ctx context.Context) (resumed int, err error) {
 	}
 	if r.shared() {
 		r.claims.Go(r.claimLoop)
+		r.claims.Go(r.remoteEnds)
 	}
 	return resumed, nil
 }
