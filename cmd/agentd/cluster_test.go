@@ -7,13 +7,17 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
 
 	"agentd/internal/app"
+	"agentd/internal/event"
 	"agentd/internal/store/postgres/pgtest"
 )
 
@@ -107,4 +111,72 @@ func TestStreamAcrossNodesThroughTheDaemon(t *testing.T) {
 	last := seen[len(seen)-1]
 	onB := dialStream(t, b, "session=a/s&after="+strconv.FormatInt(last, 10))
 	consecutive(t, "the client after switching to node B", followTurn(t, onB), last+1)
+}
+
+// leaseHolder waits until a live node holds session key's lease with an
+// input pending and returns that node's id.
+func leaseHolder(t *testing.T, db, key string) string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var id string
+		err := conn.QueryRow(t.Context(), `SELECT l.node_id FROM agentd_leases l JOIN sessions s ON s.id = l.session_id
+			WHERE s.key = $1 AND l.expires_at > now()
+			AND EXISTS (SELECT 1 FROM inbox i WHERE i.session_id = s.id AND i.state = 'pending')`, key).Scan(&id)
+		if err == nil {
+			return id
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no node took session %s's lease", key)
+	return ""
+}
+
+// A turn that runs on one of two agentd serve nodes is cancelled with
+// agentd cancel through the other, and its sender (agentd send, waiting
+// through the daemon) learns it ended cancelled; a sender waiting through
+// the node that does not run its turn gets its reply.
+func TestCancelAcrossNodesThroughTheDaemon(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	addr := fake(t, "match ^slow\ndelay 10m\nsay too late\n\nmatch ^quick\nsay quick reply\n")
+	files := map[string]string{"agents/a.yaml": openaiAgent(addr, "")}
+	nodes := []*clusterNode{{dir: dataDir(t, files)}, {dir: dataDir(t, files)}}
+	for _, n := range nodes {
+		pgDirs.Store(n.dir, db)
+		n.start(t)
+	}
+	if r := run(t, nodes[1].dir, "cancel", "a/s"); r.code == 0 || !strings.Contains(r.stderr, "no turn running") {
+		t.Fatalf("agentd cancel with no turn: %+v", r)
+	}
+	sent := make(chan result, 1)
+	go func() { sent <- run(t, nodes[0].dir, "send", "--json", "a", "--session", "s", "slow") }()
+	holder := leaseHolder(t, db, "s")
+	runner, other := nodes[0], nodes[1]
+	if holder == other.id {
+		runner, other = other, runner
+	}
+	if r := run(t, other.dir, "cancel", "a/s"); r.code != 0 {
+		t.Fatalf("agentd cancel through the node not running the turn: %+v", r)
+	}
+	r := <-sent
+	if _, end := jsonEvents(t, r.stdout); end == nil || end.Status != event.StatusCancelled {
+		t.Fatalf("the slow turn ended %+v, want cancelled: %+v", end, r)
+	}
+	// The next turn runs wherever the lease goes; a sender waiting on
+	// either node learns its end.
+	for _, n := range []*clusterNode{other, runner} {
+		r := run(t, n.dir, "send", "--json", "a", "--session", "s", "quick")
+		if _, end := jsonEvents(t, r.stdout); r.code != 0 || end == nil || end.Reply != "quick reply" {
+			t.Fatalf("agentd send through a node: %+v", r)
+		}
+	}
 }

@@ -26,6 +26,7 @@ type session struct {
 	queue   []queued
 	working bool                    // a worker goroutine exists
 	cancel  context.CancelCauseFunc // of the running turn, nil if none
+	turn    int64                   // the running turn's id, with cancel
 	conv    *engine.Conversation    // the context since the last reset; nil until loaded
 	// published is the state last published as a session_state event.
 	published string

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,7 @@ func newNode(t *testing.T, db string) *node {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := st.Listen(ctx, k.Runtime.Bus(), nil); err != nil {
+		if err := st.Listen(ctx, k.Runtime.Bus(), &postgres.ListenOptions{Cancel: k.Runtime.CancelRunning}); err != nil {
 			t.Errorf("listen: %v", err)
 		}
 	})
@@ -238,5 +239,45 @@ func TestWaitAcrossNodesWakesFromTheBus(t *testing.T) {
 	}
 	if n := other.reads.Load() - before; n != 1 {
 		t.Errorf("the waiter read the turn's state %d times, want once: its end comes from the bus", n)
+	}
+}
+
+// A cancel asked of a node that does not run the session's turn reaches
+// the node that does, which cancels it; with no turn running on any
+// node, both say so.
+func TestCancelAcrossNodes(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	for _, n := range []*node{a, b} {
+		if err := n.rt.Cancel(ctx, "a/c"); !errors.Is(err, runtime.ErrNoTurn) {
+			t.Fatalf("Cancel of a session that does not exist: %v, want ErrNoTurn", err)
+		}
+	}
+	h := holdOn(t, "long", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/c", Text: "long", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	if err := other.rt.Cancel(ctx, "a/c"); err != nil {
+		t.Fatalf("Cancel through the node not running the turn: %v", err)
+	}
+	end, err := other.rt.Wait(ctx, rc.Turn)
+	if err != nil || end.Status != event.StatusCancelled {
+		t.Fatalf("turn ended %+v, %v; want cancelled", end, err)
+	}
+	for _, n := range []*node{a, b} {
+		if err := n.rt.Cancel(ctx, "a/c"); !errors.Is(err, runtime.ErrNoTurn) {
+			t.Errorf("Cancel after the turn: %v, want ErrNoTurn", err)
+		}
+	}
+	// The session goes on: its next input runs.
+	next, end, err := other.rt.Send(ctx, runtime.Input{Session: "a/c", Text: "after", Source: "test"})
+	if err != nil || end.Reply != "re: after" {
+		t.Fatalf("the next turn (%d) = %+v, %v", next.Turn, end, err)
 	}
 }

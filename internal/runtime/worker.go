@@ -284,7 +284,7 @@ func (r *Runtime) runTurn(sess *session, t *engine.Turn) (event.TurnEndData, err
 	}
 	tctx, cancel := context.WithCancelCause(r.ctx)
 	sess.mu.Lock()
-	sess.cancel = cancel
+	sess.cancel, sess.turn = cancel, t.ID
 	sess.mu.Unlock()
 	r.bus.Publish(event.Event{Session: sess.s.ID, Turn: t.ID, Kind: event.TurnStart, Time: time.Now().UTC()})
 	// The store sees the session active only if the turn writes before it
@@ -293,7 +293,7 @@ func (r *Runtime) runTurn(sess *session, t *engine.Turn) (event.TurnEndData, err
 	end, err := run(tctx, t)
 	cancel(nil)
 	sess.mu.Lock()
-	sess.cancel = nil
+	sess.cancel, sess.turn = nil, 0
 	sess.mu.Unlock()
 	if err != nil {
 		return event.TurnEndData{}, err

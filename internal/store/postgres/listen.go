@@ -25,6 +25,11 @@ type ListenOptions struct {
 	// accepted (InboxChannel), this node's included, from Listen's
 	// goroutine: it must not block.
 	Inbox func(session int64)
+	// Cancel, when set, is called with every cancel of a turn a node
+	// sent (ControlChannel, CancelTurn), this node's included, from
+	// Listen's goroutine: it must not block. The node running that turn
+	// cancels it; the others find nothing to do.
+	Cancel func(session, turn int64)
 	// Retry is the longest wait between attempts to connect again
 	// (default 2 s); the first attempt after a loss is at once.
 	Retry time.Duration
@@ -122,7 +127,7 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 		return fmt.Errorf("postgres: listen: %w", classify(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel} {
+	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel, ControlChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return fmt.Errorf("postgres: listen: %w", classify(err))
 		}
@@ -143,6 +148,15 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 			var id int64
 			if _, err := fmt.Sscan(n.Payload, &id); err == nil && o.Inbox != nil {
 				o.Inbox(id)
+			}
+		case ControlChannel:
+			session, turn, err := parseCancelPayload(n.Payload)
+			if err != nil {
+				s.log.Warn("store listener: a notification it cannot read", "err", err)
+				continue
+			}
+			if o.Cancel != nil {
+				o.Cancel(session, turn)
 			}
 		case LiveChannel:
 			if s.own.has(n.PID) {
