@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,8 +143,9 @@ func leaseHolder(t *testing.T, db, key string) string {
 
 // A turn that runs on one of two agentd serve nodes is cancelled with
 // agentd cancel through the other, and its sender (agentd send, waiting
-// through the daemon) learns it ended cancelled; a sender waiting through
-// the node that does not run its turn gets its reply.
+// through the daemon) learns it ended cancelled. Writes outside turns
+// through the other node (close, working memory) are refused as busy
+// while the turn runs and go through after it.
 func TestCancelAcrossNodesThroughTheDaemon(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewDB(t)
@@ -164,12 +166,29 @@ func TestCancelAcrossNodesThroughTheDaemon(t *testing.T) {
 	if holder == other.id {
 		runner, other = other, runner
 	}
+	// Writes outside turns through the other node wait for the session's
+	// lease, and are refused as busy while the turn runs.
+	if r := run(t, other.dir, "close", "a/s"); r.code == 0 || !strings.Contains(r.stderr, "busy") {
+		t.Fatalf("agentd close through the node not running the turn: %+v", r)
+	}
+	if code := putWorking(t, other.dir, "a/s", "plan"); code != http.StatusConflict {
+		t.Fatalf("working memory set through the node not running the turn: %d, want 409", code)
+	}
 	if r := run(t, other.dir, "cancel", "a/s"); r.code != 0 {
 		t.Fatalf("agentd cancel through the node not running the turn: %+v", r)
 	}
 	r := <-sent
 	if _, end := jsonEvents(t, r.stdout); end == nil || end.Status != event.StatusCancelled {
 		t.Fatalf("the slow turn ended %+v, want cancelled: %+v", end, r)
+	}
+	// Once it has ended they go through, whichever node answers.
+	if code := putWorking(t, other.dir, "a/s", "plan"); code != http.StatusOK && code != http.StatusNoContent {
+		t.Fatalf("working memory set after the turn: %d", code)
+	}
+	for _, cmd := range []string{"close", "reopen"} {
+		if r := run(t, other.dir, cmd, "a/s"); r.code != 0 {
+			t.Fatalf("agentd %s after the turn: %+v", cmd, r)
+		}
 	}
 	// The next turn runs wherever the lease goes; a sender waiting on
 	// either node learns its end.
@@ -179,4 +198,21 @@ func TestCancelAcrossNodesThroughTheDaemon(t *testing.T) {
 			t.Fatalf("agentd send through a node: %+v", r)
 		}
 	}
+}
+
+// putWorking sets a working memory key of a session through a daemon's
+// API and returns the answer's status.
+func putWorking(t *testing.T, dir, addr, name string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://agentd/v1/sessions/"+addr+"/working/"+name, strings.NewReader(`"ship it"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := unixHTTP(dir).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

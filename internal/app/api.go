@@ -27,7 +27,7 @@ func (a *App) API(ctx context.Context) (*gateway.Server, error) {
 	// stream ends them when the node stops.
 	st := stream.New(stream.Join(a.Runtime, a.Store), &stream.Options{Logger: a.Logger})
 	gw := gateway.New(&gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
-		Lifecycle: a.Runtime, Permits: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: workingMemory{a.Store, a.Bus}, Memory: mem,
+		Lifecycle: a.Runtime, Permits: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: workingMemory{a.Store, a.Bus, a.Runtime}, Memory: mem,
 		MCPHandler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { facade.ServeHTTP(w, r) }),
 		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
 		Stream:     st,

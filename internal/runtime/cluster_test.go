@@ -39,7 +39,7 @@ func newNode(t *testing.T, db string) *node {
 	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32)}
 	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: n.m,
 		Wrap:    func(store.Store) store.Store { return itemReads{st, n.reads} },
-		Runtime: func(o *runtime.Options) { o.ClaimEvery = 50 * time.Millisecond }})
+		Runtime: func(o *runtime.Options) { o.ClaimEvery, o.OutsideWait = 50*time.Millisecond, 200*time.Millisecond }})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -279,5 +279,69 @@ func TestCancelAcrossNodes(t *testing.T) {
 	next, end, err := other.rt.Send(ctx, runtime.Input{Session: "a/c", Text: "after", Source: "test"})
 	if err != nil || end.Reply != "re: after" {
 		t.Fatalf("the next turn (%d) = %+v, %v", next.Turn, end, err)
+	}
+}
+
+// Writes of a session's log outside its turns — close and reopen
+// markers, recorded events, working memory set through the API — are
+// made under the session's lease: through a node that does not run the
+// session's turn they wait for it and are refused as busy while it runs,
+// and go through once it has ended.
+func TestWritesOutsideTurnsTakeTheLease(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	h := holdOn(t, "busy", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/o", Text: "busy", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	setWorking := func(ctx context.Context) error {
+		_, err := other.st.SetWorking(ctx, rc.SessionID, "k", []byte(`1`))
+		return err
+	}
+	for name, write := range map[string]func() error{
+		"close": func() error { return other.rt.CloseSession(ctx, "a/o") },
+		"record": func() error {
+			return other.rt.Record(ctx, "a/o", event.New(0, 0, event.Marker, event.MarkerData{Name: "x"}))
+		},
+		"working memory": func() error { return other.rt.OutsideTurn(ctx, rc.SessionID, setWorking) },
+	} {
+		if err := write(); !errors.Is(err, runtime.ErrBusy) {
+			t.Errorf("%s through the other node while the turn runs: %v, want ErrBusy", name, err)
+		}
+	}
+	h.open()
+	if end, err := other.rt.Wait(ctx, rc.Turn); err != nil || end.Status != event.StatusDone {
+		t.Fatalf("turn = %+v, %v", end, err)
+	}
+	if err := other.rt.OutsideTurn(ctx, rc.SessionID, setWorking); err != nil {
+		t.Fatalf("working memory after the turn: %v", err)
+	}
+	if err := other.rt.CloseSession(ctx, "a/o"); err != nil {
+		t.Fatalf("close after the turn: %v", err)
+	}
+	if ok, err := other.rt.Reopen(ctx, "a/o"); err != nil || !ok {
+		t.Fatalf("reopen after the turn: %v, %v", ok, err)
+	}
+	// What the turn wrote and what came after are in order, none between.
+	evs, err := a.st.Events(ctx, rc.SessionID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []event.Kind
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if n := len(kinds); n < 4 || kinds[n-4] != event.TurnEnd || kinds[n-3] != event.WorkingMemory || kinds[n-2] != event.Marker || kinds[n-1] != event.Marker {
+		t.Fatalf("the log's kinds %v, want the turn, then working memory, closed and reopened", kinds)
+	}
+	// The session goes on, on either node.
+	if _, end, err := a.rt.Send(ctx, runtime.Input{Session: "a/o", Text: "again", Source: "test"}); err != nil || end.Reply != "re: again" {
+		t.Fatalf("a turn after: %+v, %v", end, err)
 	}
 }

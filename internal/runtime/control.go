@@ -88,10 +88,13 @@ func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
 	return true, nil
 }
 
-// mark logs a marker outside any turn, with the session's new state.
+// mark logs a marker outside any turn, with the session's new state,
+// under the session's lease (outside).
 func (r *Runtime) mark(ctx context.Context, sess *session, name, state string) error {
-	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: name})
-	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: state, Events: []event.Event{ev}})
+	return r.outside(ctx, sess, func(epoch int64) error {
+		ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: name})
+		return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: state, Events: []event.Event{ev}, Epoch: epoch})
+	})
 }
 
 // closedErr is the error of input to a closed session, saying how to reopen it.

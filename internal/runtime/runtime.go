@@ -125,6 +125,12 @@ type Options struct {
 	// (a dead node's). 0 (the default, for a store only this node uses)
 	// keeps every lease and claims only at Start.
 	ClaimEvery time.Duration
+	// OutsideWait bounds how long a write of a session's log outside its
+	// turns (a close or reopen marker, a recorded event, working memory
+	// set through the API) waits on a shared store for the session's
+	// lease while another node holds it, before it is refused with
+	// ErrBusy (default 3 s).
+	OutsideWait time.Duration
 }
 
 // Runtime owns sessions, inboxes and session workers.
@@ -185,6 +191,9 @@ func New(o *Options) *Runtime {
 	}
 	if r.o.CacheBytes <= 0 {
 		r.o.CacheBytes = 16 << 20
+	}
+	if r.o.OutsideWait <= 0 {
+		r.o.OutsideWait = 3 * time.Second
 	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())

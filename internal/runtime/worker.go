@@ -283,6 +283,11 @@ func (r *Runtime) runTurn(sess *session, t *engine.Turn) (event.TurnEndData, err
 		run = c.Compact
 	}
 	tctx, cancel := context.WithCancelCause(r.ctx)
+	if r.shared() {
+		// The writes its tools make to the session's log (working
+		// memory) are fenced by the lease as its own batches are.
+		tctx = store.WithEpoch(tctx, sess.s.ID, r.epochOf(sess))
+	}
 	sess.mu.Lock()
 	sess.cancel, sess.turn = cancel, t.ID
 	sess.mu.Unlock()
