@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"agentd/internal/engine"
 	"agentd/internal/event"
@@ -35,6 +36,12 @@ type session struct {
 	// sequence number this node knows the session's log to end at.
 	leased bool
 	epoch  int64
+	// grace, while the lease is kept idle after the queue emptied
+	// (grace.go), ends it.
+	grace *time.Timer
+	// asked: another node accepted an input for the session, or asked
+	// for its lease, while no grace ran; the next rest begins none.
+	asked bool
 }
 
 // setConv replaces the session's cached conversation, keeping the cache's
@@ -136,7 +143,7 @@ func (r *Runtime) evict() {
 		prev := e.Prev()
 		sess := e.Value.(*session)
 		if sess.mu.TryLock() {
-			if !sess.working && len(sess.queue) == 0 {
+			if !sess.working && len(sess.queue) == 0 && sess.grace == nil {
 				r.setConv(sess, nil)
 				r.lru.Remove(e)
 				sess.elt = nil

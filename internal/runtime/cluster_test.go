@@ -26,28 +26,37 @@ type node struct {
 	st *postgres.Store
 	rt *runtime.Runtime
 	m  *testkit.Model
-	// reads counts the runtime's reads of an inbox item's state.
-	reads *atomic.Int32
+	// reads counts the runtime's reads of an inbox item's state, leases
+	// its calls to take, keep or give up a lease and to read a session
+	// and its pending inputs as it takes one.
+	reads, leases *atomic.Int32
 }
 
+// Its lease grace is long: what ends one early is tested, not waited for.
 func newNode(t *testing.T, db string) *node {
 	t.Helper()
 	st, err := postgres.Open(t.Context(), db, &postgres.Options{LeaseTTL: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32)}
+	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32), leases: new(atomic.Int32)}
 	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: n.m,
-		Wrap:    func(store.Store) store.Store { return itemReads{st, n.reads} },
-		Runtime: func(o *runtime.Options) { o.ClaimEvery, o.OutsideWait = 50*time.Millisecond, 200*time.Millisecond }})
+		Wrap: func(store.Store) store.Store { return counted{st, n.reads, n.leases} },
+		Runtime: func(o *runtime.Options) {
+			o.ClaimEvery, o.OutsideWait, o.LeaseGrace = 50*time.Millisecond, 200*time.Millisecond, time.Minute
+		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := st.Listen(ctx, k.Runtime.Bus(), &postgres.ListenOptions{Cancel: k.Runtime.CancelRunning}); err != nil {
+		if err := st.Listen(ctx, k.Runtime.Bus(), &postgres.ListenOptions{
+			Cancel: k.Runtime.CancelRunning, Inbox: k.Runtime.EndGrace, Release: k.Runtime.EndGrace}); err != nil {
 			t.Errorf("listen: %v", err)
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait(); k.Close(); st.Close() })
+	for !st.Listening() { // what other nodes commit from now on is seen
+		time.Sleep(time.Millisecond)
+	}
 	n.rt = k.Runtime
 	if _, err := n.rt.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -55,15 +64,36 @@ func newNode(t *testing.T, db string) *node {
 	return n
 }
 
-// itemReads is a node's store counting the reads of an inbox item.
-type itemReads struct {
+// counted is a node's store counting the reads of an inbox item (n) and
+// the calls about leases (l).
+type counted struct {
 	*postgres.Store
-	n *atomic.Int32
+	n, l *atomic.Int32
 }
 
-func (s itemReads) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
+func (s counted) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
 	s.n.Add(1)
 	return s.Store.InboxItem(ctx, id)
+}
+
+func (s counted) Lease(ctx context.Context, session int64) (int64, bool, error) {
+	s.l.Add(1)
+	return s.Store.Lease(ctx, session)
+}
+
+func (s counted) Unlease(ctx context.Context, session, epoch int64) (bool, error) {
+	s.l.Add(1)
+	return s.Store.Unlease(ctx, session, epoch)
+}
+
+func (s counted) SessionByID(ctx context.Context, id int64) (store.Session, error) {
+	s.l.Add(1)
+	return s.Store.SessionByID(ctx, id)
+}
+
+func (s counted) Pending(ctx context.Context, session int64) ([]store.InboxItem, error) {
+	s.l.Add(1)
+	return s.Store.Pending(ctx, session)
 }
 
 // hold holds the next model call for text on whichever node runs it (a
@@ -270,10 +300,9 @@ func TestCancelAcrossNodes(t *testing.T) {
 	if err != nil || end.Status != event.StatusCancelled {
 		t.Fatalf("turn ended %+v, %v; want cancelled", end, err)
 	}
-	for _, n := range []*node{a, b} {
-		if err := n.rt.Cancel(ctx, "a/c"); !errors.Is(err, runtime.ErrNoTurn) {
-			t.Errorf("Cancel after the turn: %v, want ErrNoTurn", err)
-		}
+	// The node that ran it may hear of its end after the waiter here.
+	if err := other.rt.Cancel(ctx, "a/c"); !errors.Is(err, runtime.ErrNoTurn) {
+		t.Errorf("Cancel after the turn: %v, want ErrNoTurn", err)
 	}
 	// The session goes on: its next input runs.
 	next, end, err := other.rt.Send(ctx, runtime.Input{Session: "a/c", Text: "after", Source: "test"})
@@ -343,5 +372,32 @@ func TestWritesOutsideTurnsTakeTheLease(t *testing.T) {
 	// The session goes on, on either node.
 	if _, end, err := a.rt.Send(ctx, runtime.Input{Session: "a/o", Text: "again", Source: "test"}); err != nil || end.Reply != "re: again" {
 		t.Fatalf("a turn after: %+v, %v", end, err)
+	}
+}
+
+// A session's next turn on the node that ran its last takes no round
+// trip about the lease (taking it, reading the session and its pending
+// inputs, giving it up): the node keeps the lease idle for a grace. An
+// input another node accepts meanwhile ends the grace: the keeping node
+// runs it, and its sender, on the other node, learns its end.
+func TestLeaseKeptIdleForTheNextTurn(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	send := func(n *node, text string) {
+		t.Helper()
+		if _, end, err := n.rt.Send(ctx, runtime.Input{Session: "a/g", Text: text, Source: "test"}); err != nil || end.Reply != "re: "+text {
+			t.Fatalf("%s: %+v, %v", text, end, err)
+		}
+	}
+	send(a, "one")
+	before := a.leases.Load()
+	send(a, "two")
+	if n := a.leases.Load() - before; n != 0 {
+		t.Errorf("the next turn on the same node made %d calls about the lease, want none", n)
+	}
+	send(b, "three") // a keeps the lease: b's input runs there
+	if got := len(a.m.Requests("three")); got != 1 {
+		t.Errorf("the node keeping the lease ran the other node's input %d times, want once", got)
 	}
 }

@@ -36,7 +36,7 @@ func (r *Runtime) outside(ctx context.Context, sess *session, write func(epoch i
 		return write(r.epochOf(sess))
 	}
 	deadline := time.Now().Add(r.o.OutsideWait)
-	for {
+	for try := 0; ; try++ {
 		taken, kept, err := r.writeLeased(ctx, sess, write)
 		if kept != 0 {
 			// Inputs were accepted while this node held the lease: it
@@ -50,6 +50,12 @@ func (r *Runtime) outside(ctx context.Context, sess *session, write func(epoch i
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: %s: another node runs its turns; try again", ErrBusy, sess.s.Address())
+		}
+		if rr, ok := r.leases.(RemoteRelease); ok && try == 0 {
+			// The holder may keep the lease idle (grace.go): ask for it.
+			if err := rr.AskRelease(ctx, sess.s.ID); err != nil {
+				r.log.Debug("cannot ask for a session's lease", "session", sess.s.Address(), "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -91,4 +97,12 @@ func (r *Runtime) writeLeased(ctx context.Context, sess *session, write func(epo
 		kept = epoch
 	}
 	return true, kept, err
+}
+
+// RemoteRelease is the optional ability of Leases (a store other nodes
+// share) to ask the node keeping a session's lease idle to give it up
+// (EndGrace on that node). Best effort: a request lost is a wait until
+// the grace ends.
+type RemoteRelease interface {
+	AskRelease(ctx context.Context, session int64) error
 }

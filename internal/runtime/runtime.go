@@ -131,6 +131,10 @@ type Options struct {
 	// lease while another node holds it, before it is refused with
 	// ErrBusy (default 3 s).
 	OutsideWait time.Duration
+	// LeaseGrace is how long, on a shared store, a node keeps an idle
+	// session's lease after its queue empties, so that its next input
+	// here needs no round trip to take it (grace.go); 0: 2 s, < 0: none.
+	LeaseGrace time.Duration
 }
 
 // Runtime owns sessions, inboxes and session workers.
@@ -145,6 +149,7 @@ type Runtime struct {
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // session workers
 	claims sync.WaitGroup // the claim loop and remoteEnds (ClaimEvery)
+	graces sync.WaitGroup // the leases kept idle (grace.go)
 	// idle hands a kicked session to a worker waiting for work (worker.go);
 	// quit, closed by Close, sends those waiting away.
 	idle        chan *session
@@ -194,6 +199,9 @@ func New(o *Options) *Runtime {
 	}
 	if r.o.OutsideWait <= 0 {
 		r.o.OutsideWait = 3 * time.Second
+	}
+	if r.o.LeaseGrace == 0 {
+		r.o.LeaseGrace = 2 * time.Second
 	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
@@ -253,6 +261,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.cancel(engine.ErrShutdown)
 	<-done
 	r.claims.Wait()
+	r.stopGraces()
 	if first {
 		close(r.stopped)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -11,10 +12,12 @@ import (
 	"agentd/internal/store"
 )
 
-// ControlChannel carries "cancel <session_id>:<turn>" from a node asked
+// ControlChannel carries requests from one node to the node holding a
+// session's lease. "cancel <session_id>:<turn>" comes from a node asked
 // to cancel a session's turn that another node runs: the node running
 // that turn (its listener, ListenOptions.Cancel) cancels it if it is
-// still the one running. It is best effort, like a cancel on one node: a
+// still the one running. "release <session_id>" (AskRelease) asks the
+// node keeping the lease idle to give it up. It is best effort, like a cancel on one node: a
 // notification sent while the owner's listener is disconnected, or to an
 // owner that dies before it acts, is lost, and the turn runs on (resumed
 // by the next owner). A cancel names its turn, so that one that comes
@@ -48,14 +51,36 @@ func (s *Store) CancelTurn(ctx context.Context, session int64) (turn int64, runn
 	return turn, true, nil
 }
 
-// parseCancelPayload reads a ControlChannel payload.
-func parseCancelPayload(p string) (session, turn int64, err error) {
-	ids, ok := strings.CutPrefix(p, "cancel ")
-	if ok {
+// AskRelease asks the node keeping session's lease idle (its grace after
+// the session's queue emptied) to give it up now, for this node to write
+// the session's log outside its turns (ListenOptions.Release). Best
+// effort: a request lost is a wait until the grace ends.
+func (s *Store) AskRelease(ctx context.Context, session int64) error {
+	if s.isDown.Load() {
+		return store.ErrClosed
+	}
+	if _, err := s.pool.Exec(ctx, qRelease, session); err != nil {
+		return s.readErr(fmt.Sprintf("ask for the lease of session %d", session), err)
+	}
+	return nil
+}
+
+const qRelease = `SELECT pg_notify('agentd_control', 'release ' || $1::bigint::text)`
+
+// parseControl reads a ControlChannel payload: "cancel <session>:<turn>"
+// or "release <session>" (turn 0).
+func parseControl(p string) (verb string, session, turn int64, err error) {
+	verb, ids, _ := strings.Cut(p, " ")
+	ok := false
+	switch verb {
+	case "cancel":
 		session, turn, ok = parseIDs(ids)
+	case "release":
+		session, err = strconv.ParseInt(ids, 10, 64)
+		ok = err == nil && session > 0
 	}
 	if !ok {
-		return 0, 0, fmt.Errorf("postgres: notification %q on %s: want cancel <session_id>:<turn>", p, ControlChannel)
+		return "", 0, 0, fmt.Errorf("postgres: notification %q on %s: want cancel <session_id>:<turn> or release <session_id>", p, ControlChannel)
 	}
-	return session, turn, nil
+	return verb, session, turn, nil
 }

@@ -21,10 +21,14 @@ type Publisher interface {
 // ListenOptions configure Listen. The zero value (or nil) gives the
 // defaults.
 type ListenOptions struct {
-	// Inbox, when set, is called with the session of every input a node
-	// accepted (InboxChannel), this node's included, from Listen's
-	// goroutine: it must not block.
+	// Inbox, when set, is called with the session of every input another
+	// node accepted (InboxChannel), from Listen's goroutine: it must not
+	// block.
 	Inbox func(session int64)
+	// Release, when set, is called with the session of every request
+	// for its lease (ControlChannel, AskRelease), from Listen's
+	// goroutine: it must not block.
+	Release func(session int64)
 	// Cancel, when set, is called with every cancel of a turn a node
 	// sent (ControlChannel, CancelTurn), this node's included, from
 	// Listen's goroutine: it must not block. The node running that turn
@@ -146,17 +150,18 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 		switch n.Channel {
 		case InboxChannel:
 			var id int64
-			if _, err := fmt.Sscan(n.Payload, &id); err == nil && o.Inbox != nil {
+			if _, err := fmt.Sscan(n.Payload, &id); err == nil && o.Inbox != nil && !s.own.has(n.PID) {
 				o.Inbox(id)
 			}
 		case ControlChannel:
-			session, turn, err := parseCancelPayload(n.Payload)
-			if err != nil {
+			verb, session, turn, err := parseControl(n.Payload)
+			switch {
+			case err != nil:
 				s.log.Warn("store listener: a notification it cannot read", "err", err)
-				continue
-			}
-			if o.Cancel != nil {
+			case verb == "cancel" && o.Cancel != nil:
 				o.Cancel(session, turn)
+			case verb == "release" && o.Release != nil:
+				o.Release(session)
 			}
 		case LiveChannel:
 			if s.own.has(n.PID) {

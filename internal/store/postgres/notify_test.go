@@ -11,7 +11,7 @@ import (
 // strconv reads the same from the text's halves, and what the payloads'
 // writers make of them they read back.
 func FuzzNotifyPayloads(f *testing.F) {
-	for _, s := range []string{"1:2", "cancel 7:9", "0:1", "-1:2", "1:", ":", "9223372036854775807:1", "9223372036854775808:1", "+1:2", "1:2:3", "cancel  1:2"} {
+	for _, s := range []string{"1:2", "cancel 7:9", "0:1", "-1:2", "1:", ":", "9223372036854775807:1", "9223372036854775808:1", "+1:2", "1:2:3", "cancel  1:2", "release 5", "release 0", "release 5:1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -25,9 +25,13 @@ func FuzzNotifyPayloads(f *testing.F) {
 				t.Errorf("%d:%d read back as %d:%d, %v", a, b, a2, b2, err)
 			}
 		}
-		if s, turn, err := parseCancelPayload(p); err == nil {
-			if s2, t2, err := parseCancelPayload(fmt.Sprintf("cancel %d:%d", s, turn)); err != nil || s2 != s || t2 != turn {
-				t.Errorf("cancel %d:%d read back as %d:%d, %v", s, turn, s2, t2, err)
+		if verb, s, turn, err := parseControl(p); err == nil {
+			back := fmt.Sprintf("release %d", s)
+			if verb == "cancel" {
+				back = fmt.Sprintf("cancel %d:%d", s, turn)
+			}
+			if v2, s2, t2, err := parseControl(back); err != nil || v2 != verb || s2 != s || t2 != turn {
+				t.Errorf("%s read back as %s %d:%d, %v", back, v2, s2, t2, err)
 			}
 		} else if a, b, err := parseEventsPayload(strings.TrimPrefix(p, "cancel ")); err == nil && strings.HasPrefix(p, "cancel ") {
 			t.Errorf("%q refused, but its ids %d:%d read", p, a, b)
