@@ -29,8 +29,8 @@ func (r *Runtime) OutsideTurn(ctx context.Context, session int64, write func(ctx
 // epoch of sess's lease, so that no two nodes write a session's log at
 // once: the node running its turns writes under its lease; another takes
 // the lease for the write (waiting up to Options.OutsideWait while a
-// node holds it, then ErrBusy) and gives it up after. Alone on its store the node
-// holds every lease. sess.lmu is held while write runs.
+// node holds it, then ErrBusy) and gives it up after. Alone on its store
+// the node holds every lease. sess.lmu is held while write runs.
 func (r *Runtime) outside(ctx context.Context, sess *session, write func(epoch int64) error) error {
 	if !r.shared() {
 		return write(r.epochOf(sess))

@@ -6,9 +6,11 @@
 // Each turn it hands the engine carries its log (engine.Turn.Log): a batch
 // is committed to the store, then the session's cached context follows it
 // and its events are published on the bus. A worker runs a session only
-// while its node holds the session's lease (lease.go), so that several
-// nodes can share one store: one of them runs each session's turns, and
-// another takes a dead node's sessions over as a restart would.
+// while its node holds the session's lease (lease.go; kept a moment
+// after the queue empties, grace.go), so that several nodes can share one
+// store: one of them runs each session's turns, and another takes a dead
+// node's sessions over as a restart would. Writes outside turns are made
+// under the lease too (outside.go).
 //
 // Lock order: a running turn's own locks (the engine's lifecycle.mu, then
 // writer.mu, held while the turn's log commits and waits), then
