@@ -26,7 +26,8 @@ type relay interface {
 func (a *App) listen(ctx context.Context) {
 	if l, ok := a.Store.(listener); ok {
 		a.wg.Go(func() {
-			if err := l.Listen(ctx, a.Bus, &postgres.ListenOptions{}); err != nil {
+			if err := l.Listen(ctx, a.Bus, &postgres.ListenOptions{
+				Cancel: a.Runtime.CancelRunning, Inbox: a.Runtime.EndGrace, Release: a.Runtime.EndGrace}); err != nil {
 				a.Logger.Error("store listener stopped: other nodes' events are not shown here", "err", err)
 			}
 		})

@@ -28,7 +28,7 @@ type Subscription struct {
 	C       <-chan Event
 	c       chan Event
 	session int64 // 0: every session
-	local   bool  // this node's events only
+	from    origin
 	bus     *Bus
 	once    sync.Once
 	mu      sync.Mutex
@@ -39,21 +39,36 @@ type Subscription struct {
 // to all events (session == 0), buffered to size events.
 // It receives this node's events and those other nodes committed.
 func (b *Bus) Subscribe(session int64, size int) *Subscription {
-	return b.subscribe(session, size, false)
+	return b.subscribe(session, size, anyNode)
 }
 
 // SubscribeLocal is Subscribe for this node's events only: those of
 // Publish, not PublishRemote.
 func (b *Bus) SubscribeLocal(session int64, size int) *Subscription {
-	return b.subscribe(session, size, true)
+	return b.subscribe(session, size, thisNode)
 }
 
-func (b *Bus) subscribe(session int64, size int, local bool) *Subscription {
+// SubscribeRemote is Subscribe for the events other nodes committed
+// only: those of PublishRemote, not Publish.
+func (b *Bus) SubscribeRemote(session int64, size int) *Subscription {
+	return b.subscribe(session, size, otherNodes)
+}
+
+// origin says which node's events a subscription receives.
+type origin uint8
+
+const (
+	anyNode origin = iota
+	thisNode
+	otherNodes
+)
+
+func (b *Bus) subscribe(session int64, size int, from origin) *Subscription {
 	if size <= 0 {
 		size = 256
 	}
 	c := make(chan Event, size)
-	s := &Subscription{C: c, c: c, session: session, local: local, bus: b}
+	s := &Subscription{C: c, c: c, session: session, from: from, bus: b}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -94,7 +109,7 @@ func (b *Bus) publish(evs []Event, remote bool) {
 	var slow []*Subscription
 	b.mu.RLock()
 	for s := range b.subs {
-		if remote && s.local {
+		if remote && s.from == thisNode || !remote && s.from == otherNodes {
 			continue
 		}
 		for _, e := range evs {

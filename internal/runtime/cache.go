@@ -41,6 +41,7 @@ type session struct {
 	queue   []queued
 	working bool                    // a worker goroutine exists
 	cancel  context.CancelCauseFunc // of the running turn, nil if none
+	turn    int64                   // the running turn's id, with cancel
 	conv    *engine.Conversation    // the context since the last reset; nil until loaded
 	// published is the state last published as a session_state event.
 	published string
@@ -49,6 +50,12 @@ type session struct {
 	// sequence number this node knows the session's log to end at.
 	leased bool
 	epoch  int64
+	// grace, while the lease is kept idle after the queue emptied
+	// (grace.go), ends it.
+	grace *time.Timer
+	// asked: another node accepted an input for the session, or asked
+	// for its lease, while no grace ran; the next rest begins none.
+	asked bool
 }
 
 // setConv replaces the session's cached conversation, keeping the cache's
@@ -157,7 +164,7 @@ func (r *Runtime) evict() {
 			break // the rest were used since
 		}
 		if sess.mu.TryLock() {
-			if !sess.working && len(sess.queue) == 0 {
+			if !sess.working && len(sess.queue) == 0 && sess.grace == nil {
 				r.setConv(sess, nil)
 				r.lru.Remove(e)
 				sess.elt = nil

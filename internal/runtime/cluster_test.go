@@ -1,6 +1,11 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,29 +20,80 @@ import (
 )
 
 // node is one agentd node of a cluster test: a runtime on its own
-// PostgreSQL store (its node in the registry) of a shared database.
+// PostgreSQL store (its node in the registry) of a shared database, with
+// the store's listener publishing the other nodes' events on its bus.
 type node struct {
 	st *postgres.Store
 	rt *runtime.Runtime
 	m  *testkit.Model
+	// reads counts the runtime's reads of an inbox item's state, leases
+	// its calls to take, keep or give up a lease and to read a session
+	// and its pending inputs as it takes one.
+	reads, leases *atomic.Int32
 }
 
+// Its lease grace is long: what ends one early is tested, not waited for.
 func newNode(t *testing.T, db string) *node {
 	t.Helper()
 	st, err := postgres.Open(t.Context(), db, &postgres.Options{LeaseTTL: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{st: st, m: testkit.NewModel()}
+	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32), leases: new(atomic.Int32)}
 	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: n.m,
-		Wrap:    func(store.Store) store.Store { return st },
-		Runtime: func(o *runtime.Options) { o.ClaimEvery = 50 * time.Millisecond }})
-	t.Cleanup(func() { k.Close(); st.Close() })
+		Wrap: func(store.Store) store.Store { return counted{st, n.reads, n.leases} },
+		Runtime: func(o *runtime.Options) {
+			o.ClaimEvery, o.OutsideWait, o.LeaseGrace = 50*time.Millisecond, 200*time.Millisecond, time.Minute
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := st.Listen(ctx, k.Runtime.Bus(), &postgres.ListenOptions{
+			Cancel: k.Runtime.CancelRunning, Inbox: k.Runtime.EndGrace, Release: k.Runtime.EndGrace}); err != nil {
+			t.Errorf("listen: %v", err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait(); k.Close(); st.Close() })
+	for !st.Listening() { // what other nodes commit from now on is seen
+		time.Sleep(time.Millisecond)
+	}
 	n.rt = k.Runtime
 	if _, err := n.rt.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// counted is a node's store counting the reads of an inbox item (n) and
+// the calls about leases (l).
+type counted struct {
+	*postgres.Store
+	n, l *atomic.Int32
+}
+
+func (s counted) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
+	s.n.Add(1)
+	return s.Store.InboxItem(ctx, id)
+}
+
+func (s counted) Lease(ctx context.Context, session int64) (int64, bool, error) {
+	s.l.Add(1)
+	return s.Store.Lease(ctx, session)
+}
+
+func (s counted) Unlease(ctx context.Context, session, epoch int64) (bool, error) {
+	s.l.Add(1)
+	return s.Store.Unlease(ctx, session, epoch)
+}
+
+func (s counted) SessionByID(ctx context.Context, id int64) (store.Session, error) {
+	s.l.Add(1)
+	return s.Store.SessionByID(ctx, id)
+}
+
+func (s counted) Pending(ctx context.Context, session int64) ([]store.InboxItem, error) {
+	s.l.Add(1)
+	return s.Store.Pending(ctx, session)
 }
 
 // hold holds the next model call for text on whichever node runs it (a
@@ -175,5 +231,173 @@ func TestNodesShareAndTakeOverSessions(t *testing.T) {
 	}
 	if calls := len(a.m.Requests("third")) + len(b.m.Requests("third")); calls != 2 {
 		t.Fatalf("the third turn's model was called %d times, want 2: the fenced call, then the resumed one", calls)
+	}
+}
+
+// A caller waiting on one node for a turn another node runs learns its
+// end from the events that node committed, published on the waiting
+// node's bus by its listener: it reads the turn's state from the store
+// once, when it starts waiting, and not again.
+func TestWaitAcrossNodesWakesFromTheBus(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	h := holdOn(t, "far", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/w", Text: "far", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	before := other.reads.Load()
+	done := make(chan error, 1)
+	go func() {
+		end, err := other.rt.Wait(ctx, rc.Turn)
+		if err == nil && end.Reply != "re: far" {
+			err = fmt.Errorf("turn ended %+v", end)
+		}
+		done <- err
+	}()
+	for other.reads.Load() == before { // it has read the turn pending
+		time.Sleep(time.Millisecond)
+	}
+	h.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := other.reads.Load() - before; n != 1 {
+		t.Errorf("the waiter read the turn's state %d times, want once: its end comes from the bus", n)
+	}
+}
+
+// A cancel asked of a node that does not run the session's turn reaches
+// the node that does, which cancels it; with no turn running on any
+// node, both say so.
+func TestCancelAcrossNodes(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	for _, n := range []*node{a, b} {
+		if err := n.rt.Cancel(ctx, "a/c"); !errors.Is(err, runtime.ErrNoTurn) {
+			t.Fatalf("Cancel of a session that does not exist: %v, want ErrNoTurn", err)
+		}
+	}
+	h := holdOn(t, "long", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/c", Text: "long", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	if err := other.rt.Cancel(ctx, "a/c"); err != nil {
+		t.Fatalf("Cancel through the node not running the turn: %v", err)
+	}
+	end, err := other.rt.Wait(ctx, rc.Turn)
+	if err != nil || end.Status != event.StatusCancelled {
+		t.Fatalf("turn ended %+v, %v; want cancelled", end, err)
+	}
+	// The node that ran it may hear of its end after the waiter here.
+	if err := other.rt.Cancel(ctx, "a/c"); !errors.Is(err, runtime.ErrNoTurn) {
+		t.Errorf("Cancel after the turn: %v, want ErrNoTurn", err)
+	}
+	// The session goes on: its next input runs.
+	next, end, err := other.rt.Send(ctx, runtime.Input{Session: "a/c", Text: "after", Source: "test"})
+	if err != nil || end.Reply != "re: after" {
+		t.Fatalf("the next turn (%d) = %+v, %v", next.Turn, end, err)
+	}
+}
+
+// Writes of a session's log outside its turns — close and reopen
+// markers, recorded events, working memory set through the API — are
+// made under the session's lease: through a node that does not run the
+// session's turn they wait for it and are refused as busy while it runs,
+// and go through once it has ended.
+func TestWritesOutsideTurnsTakeTheLease(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	h := holdOn(t, "busy", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/o", Text: "busy", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	setWorking := func(ctx context.Context) error {
+		_, err := other.st.SetWorking(ctx, rc.SessionID, "k", []byte(`1`))
+		return err
+	}
+	for name, write := range map[string]func() error{
+		"close": func() error { return other.rt.CloseSession(ctx, "a/o") },
+		"record": func() error {
+			return other.rt.Record(ctx, "a/o", event.New(0, 0, event.Marker, event.MarkerData{Name: "x"}))
+		},
+		"working memory": func() error { return other.rt.OutsideTurn(ctx, rc.SessionID, setWorking) },
+	} {
+		if err := write(); !errors.Is(err, runtime.ErrBusy) {
+			t.Errorf("%s through the other node while the turn runs: %v, want ErrBusy", name, err)
+		}
+	}
+	h.open()
+	if end, err := other.rt.Wait(ctx, rc.Turn); err != nil || end.Status != event.StatusDone {
+		t.Fatalf("turn = %+v, %v", end, err)
+	}
+	if err := other.rt.OutsideTurn(ctx, rc.SessionID, setWorking); err != nil {
+		t.Fatalf("working memory after the turn: %v", err)
+	}
+	if err := other.rt.CloseSession(ctx, "a/o"); err != nil {
+		t.Fatalf("close after the turn: %v", err)
+	}
+	if ok, err := other.rt.Reopen(ctx, "a/o"); err != nil || !ok {
+		t.Fatalf("reopen after the turn: %v, %v", ok, err)
+	}
+	// What the turn wrote and what came after are in order, none between.
+	evs, err := a.st.Events(ctx, rc.SessionID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []event.Kind
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	if n := len(kinds); n < 4 || kinds[n-4] != event.TurnEnd || kinds[n-3] != event.WorkingMemory || kinds[n-2] != event.Marker || kinds[n-1] != event.Marker {
+		t.Fatalf("the log's kinds %v, want the turn, then working memory, closed and reopened", kinds)
+	}
+	// The session goes on, on either node.
+	if _, end, err := a.rt.Send(ctx, runtime.Input{Session: "a/o", Text: "again", Source: "test"}); err != nil || end.Reply != "re: again" {
+		t.Fatalf("a turn after: %+v, %v", end, err)
+	}
+}
+
+// A session's next turn on the node that ran its last takes no round
+// trip about the lease (taking it, reading the session and its pending
+// inputs, giving it up): the node keeps the lease idle for a grace. An
+// input another node accepts meanwhile ends the grace: the keeping node
+// runs it, and its sender, on the other node, learns its end.
+func TestLeaseKeptIdleForTheNextTurn(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	send := func(n *node, text string) {
+		t.Helper()
+		if _, end, err := n.rt.Send(ctx, runtime.Input{Session: "a/g", Text: text, Source: "test"}); err != nil || end.Reply != "re: "+text {
+			t.Fatalf("%s: %+v, %v", text, end, err)
+		}
+	}
+	send(a, "one")
+	before := a.leases.Load()
+	send(a, "two")
+	if n := a.leases.Load() - before; n != 0 {
+		t.Errorf("the next turn on the same node made %d calls about the lease, want none", n)
+	}
+	send(b, "three") // a keeps the lease: b's input runs there
+	if got := len(a.m.Requests("three")); got != 1 {
+		t.Errorf("the node keeping the lease ran the other node's input %d times, want once", got)
 	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"agentd/internal/engine"
@@ -87,10 +88,13 @@ func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
 	return true, nil
 }
 
-// mark logs a marker outside any turn, with the session's new state.
+// mark logs a marker outside any turn, with the session's new state,
+// under the session's lease (outside).
 func (r *Runtime) mark(ctx context.Context, sess *session, name, state string) error {
-	ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: name})
-	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: state, Events: []event.Event{ev}})
+	return r.outside(ctx, sess, func(epoch int64) error {
+		ev := event.New(sess.s.ID, 0, event.Marker, event.MarkerData{Name: name})
+		return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, State: state, Events: []event.Event{ev}, Epoch: epoch})
+	})
 }
 
 // closedErr is the error of input to a closed session, saying how to reopen it.
@@ -99,8 +103,12 @@ func closedErr(addr string) error {
 }
 
 // Cancel cancels the running turn of a session. Queued inputs still run.
+// On a shared store, a turn that runs on another node is cancelled by
+// that node: Cancel returns once the cancel is sent (RemoteCancel), and
+// ErrNoTurn if no live node runs a turn of the session.
 func (r *Runtime) Cancel(ctx context.Context, addr string) error {
-	if _, _, err := r.address(addr); err != nil {
+	agentID, key, err := r.address(addr)
+	if err != nil {
 		return err
 	}
 	// A session with a running turn is in memory (working sessions are
@@ -111,9 +119,68 @@ func (r *Runtime) Cancel(ctx context.Context, addr string) error {
 		cancel = sess.cancel
 		sess.mu.Unlock()
 	}
-	if cancel == nil {
+	if cancel != nil {
+		cancel(engine.ErrCancelled)
+		return nil
+	}
+	if rc, ok := r.leases.(RemoteCancel); ok && r.shared() {
+		return r.cancelElsewhere(ctx, rc, addr, agentID, key)
+	}
+	return fmt.Errorf("%w in %s", ErrNoTurn, addr)
+}
+
+// RemoteCancel is the optional ability of Leases (a store other nodes
+// share) to carry a cancel to the node running a session's turn, which
+// cancels it with CancelRunning. It is best effort, as a cancel is: the
+// turn it names may end first, and a cancel lost on its way (the owner
+// cut off, or dead: its turn is resumed elsewhere) is not sent again.
+type RemoteCancel interface {
+	// CancelTurn sends the cancel of the session's running turn and
+	// returns that turn; running is false, and nothing is sent, when no
+	// live node runs one.
+	CancelTurn(ctx context.Context, session int64) (turn int64, running bool, err error)
+}
+
+// cancelElsewhere sends the cancel of a session's turn to the node
+// running it.
+func (r *Runtime) cancelElsewhere(ctx context.Context, rc RemoteCancel, addr, agentID, key string) error {
+	s, err := r.st.SessionByAddress(ctx, agentID, key)
+	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%w in %s", ErrNoTurn, addr)
 	}
-	cancel(engine.ErrCancelled)
+	if err != nil {
+		return fmt.Errorf("runtime: cancel %s: %w", addr, err)
+	}
+	turn, running, err := rc.CancelTurn(ctx, s.ID)
+	if err != nil {
+		return fmt.Errorf("runtime: cancel %s: %w", addr, err)
+	}
+	if !running {
+		return fmt.Errorf("%w in %s", ErrNoTurn, addr)
+	}
+	r.log.Info("cancel sent to the node running the turn", "session", addr, "turn", turn)
 	return nil
+}
+
+// CancelRunning cancels turn of session if it runs on this node; a turn
+// that ended already, or runs elsewhere, is left alone. It is how a
+// cancel another node sent (RemoteCancel) takes effect, and does not
+// block.
+func (r *Runtime) CancelRunning(session, turn int64) {
+	r.mu.Lock()
+	sess := r.sessions[session]
+	r.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	sess.mu.Lock()
+	cancel := sess.cancel
+	if sess.turn != turn {
+		cancel = nil
+	}
+	sess.mu.Unlock()
+	if cancel != nil {
+		r.log.Info("turn cancelled from another node", "session", sess.s.Address(), "turn", turn)
+		cancel(engine.ErrCancelled)
+	}
 }

@@ -113,7 +113,8 @@ func (r *Runtime) Message(ctx context.Context, in Input) (Receipt, *engine.Objec
 }
 
 // Record appends events to a session's log outside any turn (for example
-// the results of start-up calls), creating the session if needed.
+// the results of start-up calls), creating the session if needed, under
+// the session's lease (outside).
 func (r *Runtime) Record(ctx context.Context, addr string, evs ...event.Event) error {
 	agentID, key, err := r.address(addr)
 	if err != nil {
@@ -126,7 +127,9 @@ func (r *Runtime) Record(ctx context.Context, addr string, evs ...event.Event) e
 	for i := range evs {
 		evs[i].Session = sess.s.ID
 	}
-	return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: evs})
+	return r.outside(ctx, sess, func(epoch int64) error {
+		return r.commit(ctx, sess, &store.Batch{Session: sess.s.ID, Events: evs, Epoch: epoch})
+	})
 }
 
 // Send submits an input and waits for its turn to end. A duplicate input

@@ -59,9 +59,11 @@ func (r *Runtime) own(sess *session) bool {
 	defer sess.lmu.Unlock()
 	sess.mu.Lock()
 	leased := sess.leased
+	r.unkeep(sess)
+	empty := len(sess.queue) == 0
 	sess.mu.Unlock()
-	if leased {
-		return true
+	if leased { // kept (in grace, ended now) or held while the worker ran
+		return !empty || !r.shared() || !r.rest(sess)
 	}
 	epoch, held, err := r.leases.Lease(r.ctx, sess.s.ID)
 	if err == nil && held && r.shared() {
@@ -85,9 +87,9 @@ func (r *Runtime) own(sess *session) bool {
 		return false
 	}
 	sess.mu.Lock()
-	empty := len(sess.queue) == 0
+	empty = len(sess.queue) == 0
 	sess.mu.Unlock()
-	return !empty || !r.releaseLocked(sess)
+	return !empty || !r.rest(sess)
 }
 
 // takeOver completes taking sess's lease at epoch on a shared store:
@@ -160,8 +162,9 @@ func (r *Runtime) merge(sess *session, items []store.InboxItem, stale, foreign b
 }
 
 // release is called by sess's worker when its queue is empty: on a
-// shared store it looks for inputs other nodes accepted meanwhile (to
-// run them: false), else gives up the lease and ends the worker (true).
+// shared store it keeps the lease idle for a grace (grace.go), or looks
+// for inputs other nodes accepted meanwhile (to run them: false), else
+// gives up the lease, and ends the worker (true).
 // Alone on its store the node keeps the lease and ends the worker.
 func (r *Runtime) release(sess *session) bool {
 	if !r.shared() {
@@ -175,7 +178,22 @@ func (r *Runtime) release(sess *session) bool {
 	}
 	sess.lmu.Lock()
 	defer sess.lmu.Unlock()
-	return r.releaseLocked(sess)
+	return r.rest(sess)
+}
+
+// rest is release with sess.lmu held: on a shared store the lease is
+// kept idle for Options.LeaseGrace (grace.go), or, without a grace or as
+// the runtime closes, given up at once.
+func (r *Runtime) rest(sess *session) bool {
+	sess.mu.Lock()
+	kept := r.shared() && r.o.LeaseGrace > 0 && sess.leased && len(sess.queue) == 0 && !sess.asked && !r.closing.Load()
+	sess.asked = false
+	if kept {
+		r.keep(sess)
+		sess.working = false
+	}
+	sess.mu.Unlock()
+	return kept || r.releaseLocked(sess)
 }
 
 // releaseLocked is release on a shared store; sess.lmu is held. The

@@ -6,9 +6,11 @@
 // Each turn it hands the engine carries its log (engine.Turn.Log): a batch
 // is committed to the store, then the session's cached context follows it
 // and its events are published on the bus. A worker runs a session only
-// while its node holds the session's lease (lease.go), so that several
-// nodes can share one store: one of them runs each session's turns, and
-// another takes a dead node's sessions over as a restart would.
+// while its node holds the session's lease (lease.go; kept a moment
+// after the queue empties, grace.go), so that several nodes can share one
+// store: one of them runs each session's turns, and another takes a dead
+// node's sessions over as a restart would. Writes outside turns are made
+// under the lease too (outside.go).
 //
 // Lock order: a running turn's own locks (the engine's lifecycle.mu, then
 // writer.mu, held while the turn's log commits and waits), then
@@ -127,6 +129,16 @@ type Options struct {
 	// (a dead node's). 0 (the default, for a store only this node uses)
 	// keeps every lease and claims only at Start.
 	ClaimEvery time.Duration
+	// OutsideWait bounds how long a write of a session's log outside its
+	// turns (a close or reopen marker, a recorded event, working memory
+	// set through the API) waits on a shared store for the session's
+	// lease while another node holds it, before it is refused with
+	// ErrBusy (default 3 s).
+	OutsideWait time.Duration
+	// LeaseGrace is how long, on a shared store, a node keeps an idle
+	// session's lease after its queue empties, so that its next input
+	// here needs no round trip to take it (grace.go); 0: 2 s, < 0: none.
+	LeaseGrace time.Duration
 }
 
 // Runtime owns sessions, inboxes and session workers.
@@ -140,7 +152,8 @@ type Runtime struct {
 	ctx    context.Context // cancelled with engine.ErrShutdown on Close
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup // session workers
-	claims sync.WaitGroup // the claim loop (ClaimEvery)
+	claims sync.WaitGroup // the claim loop and remoteEnds (ClaimEvery)
+	graces sync.WaitGroup // the leases kept idle (grace.go)
 	// idle hands a kicked session to a worker waiting for work (worker.go);
 	// quit, closed by Close, sends those waiting away.
 	idle        chan *session
@@ -192,6 +205,12 @@ func New(o *Options) *Runtime {
 	if r.o.CacheIdle <= 0 {
 		r.o.CacheIdle = DefaultCacheIdle
 	}
+	if r.o.OutsideWait <= 0 {
+		r.o.OutsideWait = 3 * time.Second
+	}
+	if r.o.LeaseGrace == 0 {
+		r.o.LeaseGrace = 2 * time.Second
+	}
 	r.sem = make(chan struct{}, n)
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	r.stopped = make(chan struct{})
@@ -217,6 +236,7 @@ func (r *Runtime) Start(ctx context.Context) (resumed int, err error) {
 	}
 	if r.shared() {
 		r.claims.Go(r.claimLoop)
+		r.claims.Go(r.remoteEnds)
 	}
 	return resumed, nil
 }
@@ -249,6 +269,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.cancel(engine.ErrShutdown)
 	<-done
 	r.claims.Wait()
+	r.stopGraces()
 	if first {
 		close(r.stopped)
 	}

@@ -45,7 +45,9 @@ func (r *Runtime) waitFor(ctx context.Context, turn int64, ch chan event.TurnEnd
 // its requests, and the waiter must still say how the turn went.
 func (r *Runtime) await(ctx context.Context, turn int64, ch chan event.TurnEndData) (event.TurnEndData, error) {
 	// On a shared store the turn may run on another node (which holds the
-	// session's lease): its end is then read from the store.
+	// session's lease): its end then comes from the events that node
+	// committed (remoteEnds), or, if their notification was lost, from
+	// the store, read every awaitPoll.
 	var tick <-chan time.Time
 	if r.shared() {
 		t := time.NewTicker(awaitPoll)
@@ -81,8 +83,52 @@ wait:
 }
 
 // awaitPoll is how often a waiter on a shared store looks for its turn's
-// end in the store.
-const awaitPoll = 500 * time.Millisecond
+// end in the store, in case the end another node committed did not reach
+// this node's bus (a notification lost with the listener's connection,
+// or the bus dropped remoteEnds as too slow).
+const awaitPoll = 5 * time.Second
+
+// remoteEnds tells the waiters of turns that other nodes ran how those
+// ended, from the events the other nodes committed (the store's listener
+// publishes them on the bus), until Close. A subscription the bus drops
+// as too slow is made again: the waiters' poll finds what it missed.
+func (r *Runtime) remoteEnds() {
+	sub := r.bus.SubscribeRemote(0, 4096)
+	defer func() { sub.Close() }()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case e, ok := <-sub.C:
+			if !ok {
+				sub = r.bus.SubscribeRemote(0, 4096)
+				continue
+			}
+			if end, ok := endOf(e); ok {
+				r.notify(e.Turn, end)
+			}
+		}
+	}
+}
+
+// endOf reports whether e ends its turn, and how: a turn_end, or the one
+// event of a reset or a silent message, which end without a turn.
+func endOf(e event.Event) (event.TurnEndData, bool) {
+	if e.Turn == 0 {
+		return event.TurnEndData{}, false
+	}
+	switch e.Kind {
+	case event.TurnEnd:
+		var d event.TurnEndData
+		return d, e.Decode(&d) == nil
+	case event.Reset:
+		return event.TurnEndData{Status: event.StatusDone}, true
+	case event.SystemMessage:
+		var d event.InputData
+		return event.TurnEndData{Status: event.StatusDone}, e.Decode(&d) == nil && d.Silent
+	}
+	return event.TurnEndData{}, false
+}
 
 // endedElsewhere reads whether a turn has ended, and how, from the store.
 func (r *Runtime) endedElsewhere(ctx context.Context, turn int64) (event.TurnEndData, bool) {

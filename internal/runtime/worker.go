@@ -283,8 +283,13 @@ func (r *Runtime) runTurn(sess *session, t *engine.Turn) (event.TurnEndData, err
 		run = c.Compact
 	}
 	tctx, cancel := context.WithCancelCause(r.ctx)
+	if r.shared() {
+		// The writes its tools make to the session's log (working
+		// memory) are fenced by the lease as its own batches are.
+		tctx = store.WithEpoch(tctx, sess.s.ID, r.epochOf(sess))
+	}
 	sess.mu.Lock()
-	sess.cancel = cancel
+	sess.cancel, sess.turn = cancel, t.ID
 	sess.mu.Unlock()
 	r.bus.Publish(event.Event{Session: sess.s.ID, Turn: t.ID, Kind: event.TurnStart, Time: time.Now().UTC()})
 	// The store sees the session active only if the turn writes before it
@@ -293,7 +298,7 @@ func (r *Runtime) runTurn(sess *session, t *engine.Turn) (event.TurnEndData, err
 	end, err := run(tctx, t)
 	cancel(nil)
 	sess.mu.Lock()
-	sess.cancel = nil
+	sess.cancel, sess.turn = nil, 0
 	sess.mu.Unlock()
 	if err != nil {
 		return event.TurnEndData{}, err

@@ -56,3 +56,26 @@ type ClusterStore interface {
 	// Nodes lists the nodes sharing the store, oldest first.
 	Nodes(ctx context.Context) ([]Node, error)
 }
+
+// epochKey is the context key of WithEpoch.
+type epochKey struct{}
+
+type epochOf struct{ session, epoch int64 }
+
+// WithEpoch returns ctx carrying the epoch of session's lease that this
+// node holds, under which the writes of session's log that a store makes
+// on its own (working memory: SetWorking, DeleteWorking) are fenced, as
+// Batch.Epoch fences a batch: a node that lost the lease cannot make
+// them. The runtime sets it for a turn's tools and for the writes it
+// makes outside turns.
+func WithEpoch(ctx context.Context, session, epoch int64) context.Context {
+	return context.WithValue(ctx, epochKey{}, epochOf{session, epoch})
+}
+
+// EpochFrom returns the epoch WithEpoch put in ctx for session, 0 if none.
+func EpochFrom(ctx context.Context, session int64) int64 {
+	if e, ok := ctx.Value(epochKey{}).(epochOf); ok && e.session == session {
+		return e.epoch
+	}
+	return 0
+}

@@ -69,6 +69,10 @@ func TestLeaseTakeoverFences(t *testing.T) {
 	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("a: commit after b took over = %v, want ErrFenced", err)
 	}
+	// Working memory written under the lost lease is fenced the same way.
+	if _, err := a.SetWorking(store.WithEpoch(ctx, sess.ID, ea), sess.ID, "k", []byte(`1`)); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a: working memory set after b took over = %v, want ErrFenced", err)
+	}
 	evs, err := b.Events(ctx, sess.ID, 0, 0)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("events = %d, %v; want a's first one alone", len(evs), err)
@@ -78,6 +82,13 @@ func TestLeaseTakeoverFences(t *testing.T) {
 	}
 	if err := b.Commit(ctx, &store.Batch{Session: sess.ID, Epoch: orphans[0].Epoch, Events: []event.Event{late}, Done: []int64{it.ID}}); err != nil {
 		t.Fatalf("b: commit under its lease: %v", err)
+	}
+
+	if _, err := b.SetWorking(store.WithEpoch(ctx, sess.ID, orphans[0].Epoch), sess.ID, "k", []byte(`1`)); err != nil {
+		t.Fatalf("b: working memory set under its lease: %v", err)
+	}
+	if _, err := b.DeleteWorking(store.WithEpoch(ctx, sess.ID, ea), sess.ID, "k"); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("b: working memory deleted under a's old epoch = %v, want ErrFenced", err)
 	}
 
 	nodes, err := b.Nodes(ctx)

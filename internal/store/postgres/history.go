@@ -236,8 +236,8 @@ const (
 
 // SetWorking sets key of session's working memory to value (JSON, at most
 // MaxWorkingValue bytes) and appends a working_memory event recording it
-// to the session's log, in one transaction. A session that does not exist
-// is store.ErrNotFound.
+// to the session's log, in one transaction, fenced by the epoch of ctx
+// (store.WithEpoch). A session that does not exist is store.ErrNotFound.
 func (s *Store) SetWorking(ctx context.Context, session int64, key string, value json.RawMessage) (event.Event, error) {
 	if err := store.CheckWorkingKey(key); err != nil {
 		return event.Event{}, fmt.Errorf("postgres: set working memory: %w: %v", ErrInvalid, err)
@@ -256,8 +256,9 @@ func (s *Store) SetWorking(ctx context.Context, session int64, key string, value
 }
 
 // DeleteWorking deletes key from session's working memory and appends a
-// working_memory event recording it, in one transaction. A key that is not
-// set is store.ErrNotFound, and nothing is written.
+// working_memory event recording it, in one transaction, fenced by the
+// epoch of ctx (store.WithEpoch). A key that is not set is
+// store.ErrNotFound, and nothing is written.
 func (s *Store) DeleteWorking(ctx context.Context, session int64, key string) (event.Event, error) {
 	if err := store.CheckWorkingKey(key); err != nil {
 		return event.Event{}, fmt.Errorf("postgres: delete working memory: %w: %v", ErrInvalid, err)
@@ -280,7 +281,8 @@ func (s *Store) commitWorking(ctx context.Context, session int64, d event.Workin
 	if session <= 0 {
 		return event.Event{}, fmt.Errorf("postgres: working memory: %w: session id %d", ErrInvalid, session)
 	}
-	b := &store.Batch{Session: session, Events: []event.Event{event.New(session, 0, event.WorkingMemory, d)}}
+	b := &store.Batch{Session: session, Events: []event.Event{event.New(session, 0, event.WorkingMemory, d)},
+		Epoch: store.EpochFrom(ctx, session)}
 	if err := s.Commit(ctx, b); err != nil {
 		return event.Event{}, err
 	}

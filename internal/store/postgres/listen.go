@@ -21,10 +21,19 @@ type Publisher interface {
 // ListenOptions configure Listen. The zero value (or nil) gives the
 // defaults.
 type ListenOptions struct {
-	// Inbox, when set, is called with the session of every input a node
-	// accepted (InboxChannel), this node's included, from Listen's
-	// goroutine: it must not block.
+	// Inbox, when set, is called with the session of every input another
+	// node accepted (InboxChannel), from Listen's goroutine: it must not
+	// block.
 	Inbox func(session int64)
+	// Release, when set, is called with the session of every request
+	// for its lease (ControlChannel, AskRelease), from Listen's
+	// goroutine: it must not block.
+	Release func(session int64)
+	// Cancel, when set, is called with every cancel of a turn a node
+	// sent (ControlChannel, CancelTurn), this node's included, from
+	// Listen's goroutine: it must not block. The node running that turn
+	// cancels it; the others find nothing to do.
+	Cancel func(session, turn int64)
 	// Retry is the longest wait between attempts to connect again
 	// (default 2 s); the first attempt after a loss is at once.
 	Retry time.Duration
@@ -122,7 +131,7 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 		return fmt.Errorf("postgres: listen: %w", classify(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel} {
+	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel, ControlChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return fmt.Errorf("postgres: listen: %w", classify(err))
 		}
@@ -141,8 +150,18 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 		switch n.Channel {
 		case InboxChannel:
 			var id int64
-			if _, err := fmt.Sscan(n.Payload, &id); err == nil && o.Inbox != nil {
+			if _, err := fmt.Sscan(n.Payload, &id); err == nil && o.Inbox != nil && !s.own.has(n.PID) {
 				o.Inbox(id)
+			}
+		case ControlChannel:
+			verb, session, turn, err := parseControl(n.Payload)
+			switch {
+			case err != nil:
+				s.log.Warn("store listener: a notification it cannot read", "err", err)
+			case verb == "cancel" && o.Cancel != nil:
+				o.Cancel(session, turn)
+			case verb == "release" && o.Release != nil:
+				o.Release(session)
 			}
 		case LiveChannel:
 			if s.own.has(n.PID) {

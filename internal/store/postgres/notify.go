@@ -43,16 +43,24 @@ func notifyInbox(session int64) step {
 
 // parseEventsPayload reads an EventsChannel payload.
 func parseEventsPayload(p string) (session, last int64, err error) {
-	a, b, ok := strings.Cut(p, ":")
-	if ok {
-		if session, err = strconv.ParseInt(a, 10, 64); err == nil {
-			last, err = strconv.ParseInt(b, 10, 64)
-		}
-	}
-	if !ok || err != nil || session <= 0 || last <= 0 {
+	session, last, ok := parseIDs(p)
+	if !ok {
 		return 0, 0, fmt.Errorf("postgres: notification %q on %s: want <session_id>:<last_seq>", p, EventsChannel)
 	}
 	return session, last, nil
+}
+
+// parseIDs reads "<a>:<b>", two positive integers.
+func parseIDs(p string) (a, b int64, ok bool) {
+	x, y, ok := strings.Cut(p, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	a, err := strconv.ParseInt(x, 10, 64)
+	if err == nil {
+		b, err = strconv.ParseInt(y, 10, 64)
+	}
+	return a, b, err == nil && a > 0 && b > 0
 }
 
 // pids are the server process ids of the store's own connections: a
