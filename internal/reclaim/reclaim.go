@@ -38,7 +38,7 @@ type Options struct {
 
 // Defaults.
 const (
-	DefaultEvery        = time.Second
+	DefaultEvery        = 250 * time.Millisecond
 	DefaultQuiet uint64 = 64 << 10
 	DefaultMin   uint64 = 4 << 20
 )
