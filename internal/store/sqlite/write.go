@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +31,7 @@ func (s *Store) Commit(ctx context.Context, b *store.Batch) error {
 	if b == nil {
 		return fmt.Errorf("sqlite: commit: %w: nil batch", ErrInvalid)
 	}
-	if err := checkBatch(b); err != nil {
+	if err := store.CheckBatch(b); err != nil {
 		return fmt.Errorf("sqlite: commit: %w: %v", ErrInvalid, err)
 	}
 	if b.Session == 0 && len(b.Done) == 0 && len(b.Usage) == 0 {
@@ -65,7 +64,7 @@ func (s *Store) CommitAsync(ctx context.Context, b *store.Batch) func() error {
 	if b == nil {
 		return func() error { return fmt.Errorf("sqlite: commit: %w: nil batch", ErrInvalid) }
 	}
-	if err := checkBatch(b); err != nil {
+	if err := store.CheckBatch(b); err != nil {
 		return func() error { return fmt.Errorf("sqlite: commit: %w: %v", ErrInvalid, err) }
 	}
 	if b.Session == 0 && len(b.Done) == 0 && len(b.Usage) == 0 {
@@ -92,44 +91,6 @@ func (s *Store) CommitAsync(ctx context.Context, b *store.Batch) func() error {
 		return err
 	}
 }
-
-func checkBatch(b *store.Batch) error {
-	if b.Session < 0 {
-		return fmt.Errorf("session id %d", b.Session)
-	}
-	if b.Session == 0 && (len(b.Events) > 0 || b.State != "") {
-		return errors.New("events or state without a session")
-	}
-	if b.State != "" && !validState(b.State) {
-		return fmt.Errorf("unknown session state %q", b.State)
-	}
-	for i := range b.Events {
-		e := &b.Events[i]
-		switch {
-		case e.Session != 0 && e.Session != b.Session:
-			return fmt.Errorf("event %d belongs to session %d, batch to %d", i, e.Session, b.Session)
-		case e.Kind == "":
-			return fmt.Errorf("event %d has no kind", i)
-		case e.Kind.Live():
-			return fmt.Errorf("event %d: kind %q is live-only and never stored", i, e.Kind)
-		case len(e.Data) > 0 && !json.Valid(e.Data):
-			return fmt.Errorf("event %d (%s): payload is not valid JSON", i, e.Kind)
-		}
-	}
-	for _, id := range b.Done {
-		if id <= 0 {
-			return fmt.Errorf("inbox item id %d", id)
-		}
-	}
-	for i, u := range b.Usage {
-		if u.Session == 0 && b.Session == 0 {
-			return fmt.Errorf("usage %d has no session", i)
-		}
-	}
-	return nil
-}
-
-func validState(s string) bool { return slices.Contains(store.States(), s) }
 
 // Enqueue persists a pending inbox item and returns it with its id (the
 // turn id). If the session already has an item with the same non-empty
