@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,4 +104,20 @@ func InputTitle(data []byte) string {
 		return ""
 	}
 	return TitleOf(in.Text)
+}
+
+// WorkingValue returns a working memory value compacted, or what is wrong
+// with it: not valid JSON, or longer than MaxWorkingValue once compacted.
+func WorkingValue(value json.RawMessage) ([]byte, error) {
+	if !json.Valid(value) {
+		return nil, errors.New("value is not valid JSON")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, value); err != nil {
+		return nil, err
+	}
+	if buf.Len() > MaxWorkingValue {
+		return nil, fmt.Errorf("value longer than %d bytes", MaxWorkingValue)
+	}
+	return buf.Bytes(), nil
 }

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -306,17 +305,11 @@ func (s *Store) SetWorking(ctx context.Context, session int64, key string, value
 	if err := store.CheckWorkingKey(key); err != nil {
 		return event.Event{}, fmt.Errorf("sqlite: set working memory: %w: %v", ErrInvalid, err)
 	}
-	if !json.Valid(value) {
-		return event.Event{}, fmt.Errorf("sqlite: set working memory %q: %w: value is not valid JSON", key, ErrInvalid)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, value); err != nil {
+	v, err := store.WorkingValue(value)
+	if err != nil {
 		return event.Event{}, fmt.Errorf("sqlite: set working memory %q: %w: %v", key, ErrInvalid, err)
 	}
-	if buf.Len() > MaxWorkingValue {
-		return event.Event{}, fmt.Errorf("sqlite: set working memory %q: %w: value longer than %d bytes", key, ErrInvalid, MaxWorkingValue)
-	}
-	return s.commitWorking(ctx, session, event.WorkingMemoryData{Key: key, Value: buf.Bytes()})
+	return s.commitWorking(ctx, session, event.WorkingMemoryData{Key: key, Value: v})
 }
 
 // DeleteWorking deletes key from session's working memory and appends a
