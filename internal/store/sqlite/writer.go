@@ -149,17 +149,7 @@ func (s *Store) send(ctx context.Context, r *request) error {
 	if err := s.hand(ctx, r); err != nil {
 		return err
 	}
-	select {
-	case <-r.reply:
-		return nil
-	case <-ctx.Done():
-		select {
-		case <-r.reply: // answered after all
-			return nil
-		default:
-			return ctx.Err()
-		}
-	}
+	return store.Await(ctx, r.reply)
 }
 
 // hand gives r to the writer without waiting for the answer. On an error r
