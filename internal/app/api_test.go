@@ -15,14 +15,7 @@ import (
 // never makes it.
 func TestMCPFacadeMadeOnFirstRequest(t *testing.T) {
 	ctx := context.Background()
-	a, err := Open(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(ctx)
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a := startedApp(t)
 	gw, err := a.API(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -48,14 +41,7 @@ func TestMCPFacadeMadeOnFirstRequest(t *testing.T) {
 // clients use: /metrics answers 501 and /v1/stream is not served.
 func TestCommandAPI(t *testing.T) {
 	ctx := context.Background()
-	a, err := Open(ctx, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(ctx)
-	if err := a.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a := startedApp(t)
 	gw, err := a.CommandAPI(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -114,4 +100,20 @@ func inotifyFDs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// startedApp opens and starts an App on a new data directory, closed when
+// t ends.
+func startedApp(t *testing.T) *App {
+	t.Helper()
+	ctx := context.Background()
+	a, err := Open(ctx, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(ctx) })
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
