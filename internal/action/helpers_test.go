@@ -22,14 +22,14 @@ var local = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 // harness is a Handler over a registry, with a secrets file and an
 // environment of its own.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	reg *tool.Registry
 	h   *Handler
 	env map[string]string
 	dir string
 }
 
-func newHarness(t *testing.T, allow []netip.Prefix) *harness {
+func newHarness(t testing.TB, allow []netip.Prefix) *harness {
 	t.Helper()
 	hs := &harness{t: t, reg: tool.NewRegistry(nil), env: map[string]string{}, dir: t.TempDir()}
 	res := secret.NewResolver(hs.dir, &secret.Options{LookupEnv: func(k string) (string, bool) { v, ok := hs.env[k]; return v, ok }})
