@@ -140,6 +140,10 @@ func TestExtract(t *testing.T) {
 			_, _ = w.Write([]byte("plain text"))
 			return
 		}
+		if r.URL.Path == "/list" {
+			jsonAnswer(`[{"name": "first"}]`)(w, r)
+			return
+		}
 		jsonAnswer(body)(w, r)
 	})
 	hs := newHarness(t, local)
@@ -149,6 +153,7 @@ func TestExtract(t *testing.T) {
 		{`{"path": "data.items[0].tags"}`, "", "[\n  \"go\"\n]"},
 		{`{"template": "{{data.items[0].name}} has {{ data.items[0].stars }} stars{{nope}}"}`, "", "agentd has 42 stars"},
 		{`{"path": "data.items[0].name"}`, "/text", "plain text"},
+		{`{"template": "{{[0].name}}"}`, "/list", "first"},
 	} {
 		hs.mustActivate("get", `{"description": "d", "url": "$URL`+tc.path+`", "extract": `+tc.extract+`, "allow_hosts": ["$HOST"]}`, srv)
 		if res := hs.call("get", `{}`); res.IsError || res.Output != tc.want {

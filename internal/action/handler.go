@@ -205,6 +205,10 @@ func (h *Handler) checkHost(host string) error {
 	return nil
 }
 
+// Close closes the idle connections the handler's calls left open. Calls
+// still running finish; later calls open new connections.
+func (h *Handler) Close() { h.client.CloseIdleConnections() }
+
 var (
 	_ extension.Handler = (*Handler)(nil)
 	_ extension.Checker = (*Handler)(nil)
