@@ -21,6 +21,9 @@ import (
 // headers say otherwise.
 const userAgent = "agentd-action"
 
+// errTimeout ends a call that took longer than its action's timeout.
+var errTimeout = errors.New("action timed out")
+
 // errorBody bounds what of an error response a tool error quotes.
 const errorBody = 512
 
@@ -68,11 +71,11 @@ func (t *actionTool) call(ctx context.Context, c *tool.Call) (tool.Result, []sec
 	if err != nil {
 		return tool.Result{}, vals, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.c.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, t.c.timeout, errTimeout)
 	defer cancel()
 	resp, err := t.h.client.Do(req.WithContext(withHosts(ctx, t.c.hosts)))
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(context.Cause(ctx), errTimeout) {
 			return tool.Result{}, vals, fmt.Errorf("%s: no answer from %s within %s", t.name, req.URL.Host, t.c.timeout)
 		}
 		var ue *url.Error

@@ -132,10 +132,11 @@ func TestCheck(t *testing.T) {
 			[]string{"/spec/url: {{idd}} names no property of input", "/spec/body: {{b}} names no property of input"}},
 		{"x", `{"description": "d", "url": "https://a.example/", "body": {"a": 1}, "allow_hosts": ["a.example"]}`,
 			[]string{"/spec/body: a GET request has no body"}},
-		{"x", `{"description": "d", "url": "https://a.example/", "headers": {"Authorization": "Bearer ${vault:T}", "Bad Name": "x", "X-A": "a\r\nX-B: b"}, "allow_hosts": ["a.example"]}`, []string{
+		{"x", `{"description": "d", "url": "https://a.example/", "headers": {"Authorization": "Bearer ${vault:T}", "Bad Name": "x", "host": "evil.example", "X-A": "a\r\nX-B: b"}, "allow_hosts": ["a.example"]}`, []string{
 			`/spec/headers/Authorization: bad secret reference: ${vault:T}: want ${env:NAME} or ${secret:NAME} (write $${ for a literal ${)`,
 			`/spec/headers/Bad Name: "Bad Name" is not a header name`,
 			"/spec/headers/X-A: a header's value is one line",
+			"/spec/headers/host: Host is set by agentd's HTTP client, not by an action",
 		}},
 		{"x", `{"description": "d", "url": "https://a.example/", "input": {"type": "array"}, "allow_hosts": ["a.example"]}`,
 			[]string{`/spec/input: invalid input schema: the arguments must be an object, but the schema's type is "array"`}},

@@ -63,6 +63,18 @@ const noInput = `{"type":"object","properties":{},"additionalProperties":false}`
 // headerName is what a header's name may be (an HTTP token).
 var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
 
+// reservedHeader reports whether a header is the HTTP client's to set:
+// the connection's and the message's framing, which a document must not
+// change.
+func reservedHeader(name string) bool {
+	switch k := http.CanonicalHeaderKey(name); k {
+	case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Upgrade", "Te", "Trailer", "Expect":
+		return true
+	default:
+		return strings.HasPrefix(k, "Proxy-")
+	}
+}
+
 // compiled is a spec made ready to call.
 type compiled struct {
 	spec     Spec
@@ -128,8 +140,11 @@ func compile(raw json.RawMessage) (*compiled, []schema.Error) {
 	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
 		v := s.Headers[name]
 		ptr := "/headers/" + schema.Escape(name)
-		if !headerName.MatchString(name) {
+		switch {
+		case !headerName.MatchString(name):
 			add(ptr, "%q is not a header name", name)
+		case reservedHeader(name):
+			add(ptr, "%s is set by agentd's HTTP client, not by an action", http.CanonicalHeaderKey(name))
 		}
 		if strings.ContainsAny(v, "\r\n\x00") {
 			add(ptr, "a header's value is one line")

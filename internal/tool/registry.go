@@ -125,7 +125,7 @@ func (r *Registry) Register(t Tool) error { return r.Replace(nil, t) }
 // comparable type (a pointer): it is told apart by ==.
 func (r *Registry) Replace(old, t Tool) error {
 	if old != nil && !reflect.TypeOf(old).Comparable() {
-		return fmt.Errorf("tool: replace: %w: a %T cannot be compared", ErrInvalidName, old)
+		return fmt.Errorf("tool: replace: a %T cannot be compared", old)
 	}
 	e, err := newEntry(t)
 	if err != nil {
