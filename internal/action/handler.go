@@ -47,7 +47,9 @@ type Handler struct {
 	secrets *secret.Resolver
 	log     *slog.Logger
 
-	mu     sync.Mutex             // guards active
+	// mu guards active, and makes activations one at a time; it is
+	// taken before the registry's own lock (Replace, Unregister).
+	mu     sync.Mutex
 	active map[string]*actionTool // by name: the versions this handler registered
 }
 

@@ -137,8 +137,33 @@ func compile(raw json.RawMessage) (*compiled, []schema.Error) {
 	if c.url != nil && len(c.hosts) == len(s.AllowHosts) && !allows(c.hosts, c.url.host, c.url.port) {
 		add("/url", "host %s is not in allow_hosts", hostAndPort(c.url.host, c.url.port))
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.Headers)) {
-		v := s.Headers[name]
+	c.compileHeaders(add)
+	if len(s.Body) > 0 && !bytes.Equal(bytes.TrimSpace(s.Body), []byte("null")) {
+		if c.method == http.MethodGet || c.method == http.MethodHead {
+			add("/body", "a %s request has no body", c.method)
+		} else if c.body, err = parseBody(s.Body); err != nil {
+			add("/body", "%v", err)
+		}
+	}
+	c.inputSchema(add)
+	c.checkRefs(add)
+	if s.Extract != nil {
+		if c.extract, err = newExtractor(s.Extract); err != nil {
+			add("/extract", "%v", err)
+		}
+	}
+	c.limits(add)
+	if errs != nil {
+		return nil, errs
+	}
+	return c, nil
+}
+
+// compileHeaders checks the headers: names, one-line values, secret
+// references that parse.
+func (c *compiled) compileHeaders(add func(ptr, format string, args ...any)) {
+	for _, name := range slices.Sorted(maps.Keys(c.spec.Headers)) {
+		v := c.spec.Headers[name]
 		ptr := "/headers/" + schema.Escape(name)
 		switch {
 		case !headerName.MatchString(name):
@@ -154,36 +179,23 @@ func compile(raw json.RawMessage) (*compiled, []schema.Error) {
 		}
 		c.headers = append(c.headers, header{name: name, value: v, secret: strings.Contains(v, "${")})
 	}
-	if len(s.Body) > 0 && !bytes.Equal(bytes.TrimSpace(s.Body), []byte("null")) {
-		if c.method == http.MethodGet || c.method == http.MethodHead {
-			add("/body", "a %s request has no body", c.method)
-		} else if c.body, err = parseBody(s.Body); err != nil {
-			add("/body", "%v", err)
-		}
-	}
-	c.inputSchema(add)
-	c.checkRefs(add)
-	if s.Extract != nil {
-		if c.extract, err = newExtractor(s.Extract); err != nil {
-			add("/extract", "%v", err)
-		}
-	}
+}
+
+// limits takes the timeout and the size cap, or their defaults.
+func (c *compiled) limits(add func(ptr, format string, args ...any)) {
+	var err error
 	c.timeout = DefaultTimeout
-	if s.Timeout != "" {
-		if c.timeout, err = time.ParseDuration(s.Timeout); err != nil || c.timeout <= 0 || c.timeout > MaxTimeout {
-			add("/timeout", "must be a duration above 0 and at most 2m, such as 15s, not %q", s.Timeout)
+	if c.spec.Timeout != "" {
+		if c.timeout, err = time.ParseDuration(c.spec.Timeout); err != nil || c.timeout <= 0 || c.timeout > MaxTimeout {
+			add("/timeout", "must be a duration above 0 and at most 2m, such as 15s, not %q", c.spec.Timeout)
 		}
 	}
-	switch c.maxBytes = s.MaxBytes; {
+	switch c.maxBytes = c.spec.MaxBytes; {
 	case c.maxBytes == 0:
 		c.maxBytes = DefaultMaxBytes
 	case c.maxBytes < 0 || c.maxBytes > MaxMaxBytes:
 		add("/max_bytes", "must be between 1 and %d (4 MiB)", MaxMaxBytes)
 	}
-	if errs != nil {
-		return nil, errs
-	}
-	return c, nil
 }
 
 // inputSchema checks the arguments' schema as the tool registry will.
