@@ -16,7 +16,7 @@ func TestGetEscapesArguments(t *testing.T) {
 	hs := newHarness(t, local)
 	hs.mustActivate("repo_issues", `{
 		"description": "Lists a repository's issues.",
-		"url": "$URL/repos/{{owner}}/{{repo}}/issues?state={{state}}",
+		"url": "$URL/repos/{{owner}}/{{repo}}/issues?state={{state}}&pretty",
 		"query": {"q": "{{q}}", "per_page": "{{n}}", "label": "{{label}}"},
 		"input": {"type": "object", "properties": {
 			"owner": {"type": "string"}, "repo": {"type": "string"}, "state": {"type": "string"},
@@ -34,7 +34,7 @@ func TestGetEscapesArguments(t *testing.T) {
 		t.Errorf("path %q (raw %q)", got.path, got.rawPath)
 	}
 	// label is absent: its parameter is left out.
-	if want := "state=open%26admin%3D1&per_page=30&q=50%25+off%0Anow"; got.query != want {
+	if want := "state=open%26admin%3D1&pretty&per_page=30&q=50%25+off%0Anow"; got.query != want {
 		t.Errorf("query %q, want %q", got.query, want)
 	}
 	if got.header.Get("User-Agent") != userAgent {

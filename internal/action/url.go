@@ -20,10 +20,11 @@ type urlTemplate struct {
 	query []queryParam // from the URL's query and the spec's query, in order
 }
 
-// queryParam is one name=value of the query.
+// queryParam is one name=value of the query, or a name alone when bare.
 type queryParam struct {
 	name  template
 	value template
+	bare  bool
 }
 
 // parseURL parses a URL template, with the spec's query parameters (name
@@ -80,8 +81,8 @@ func parseURL(raw string, query map[string]string) (*urlTemplate, error) {
 	}
 	if q != "" {
 		for _, kv := range strings.Split(q, "&") {
-			k, v, _ := strings.Cut(kv, "=")
-			if err := ut.addParam(k, v); err != nil {
+			k, v, hasValue := strings.Cut(kv, "=")
+			if err := ut.addParam(k, v, !hasValue); err != nil {
 				return nil, err
 			}
 		}
@@ -92,7 +93,7 @@ func parseURL(raw string, query map[string]string) (*urlTemplate, error) {
 	}
 	slices.Sort(names)
 	for _, k := range names {
-		if err := ut.addParam(url.QueryEscape(k), query[k]); err != nil {
+		if err := ut.addParam(url.QueryEscape(k), query[k], false); err != nil {
 			return nil, fmt.Errorf("query %s: %w", k, err)
 		}
 	}
@@ -103,7 +104,7 @@ func parseURL(raw string, query map[string]string) (*urlTemplate, error) {
 	return ut, nil
 }
 
-func (ut *urlTemplate) addParam(k, v string) error {
+func (ut *urlTemplate) addParam(k, v string, bare bool) error {
 	kt, err := parseTemplate(k)
 	if err != nil {
 		return err
@@ -112,7 +113,7 @@ func (ut *urlTemplate) addParam(k, v string) error {
 	if err != nil {
 		return err
 	}
-	ut.query = append(ut.query, queryParam{kt, vt})
+	ut.query = append(ut.query, queryParam{kt, vt, bare})
 	return nil
 }
 
@@ -149,8 +150,10 @@ func (ut *urlTemplate) fill(args any) string {
 		b.WriteByte(sep)
 		sep = '&'
 		q.name.fill(&b, args, url.QueryEscape)
-		b.WriteByte('=')
-		q.value.fill(&b, args, url.QueryEscape)
+		if !q.bare {
+			b.WriteByte('=')
+			q.value.fill(&b, args, url.QueryEscape)
+		}
 	}
 	return b.String()
 }
