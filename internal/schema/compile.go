@@ -97,8 +97,8 @@ func (c *compiler) compileRoot(v any) error {
 			for name := range dm {
 				c.defs[name] = new(node)
 			}
-			for name, sub := range dm {
-				n, err := c.compile(sub, "/$defs/"+Escape(name))
+			for _, name := range sortedKeys(dm) {
+				n, err := c.compile(dm[name], "/$defs/"+Escape(name))
 				if err != nil {
 					return err
 				}
@@ -320,8 +320,8 @@ func (c *compiler) schemaMap(v any, at string) (map[string]*node, error) {
 		return nil, schemaError(at, "must be an object")
 	}
 	out := make(map[string]*node, len(m))
-	for k, sub := range m {
-		n, err := c.compile(sub, at+"/"+Escape(k))
+	for _, k := range sortedKeys(m) {
+		n, err := c.compile(m[k], at+"/"+Escape(k))
 		if err != nil {
 			return nil, err
 		}
@@ -371,12 +371,12 @@ func compilePattern(v any, at string) (*regexp.Regexp, error) {
 	if !ok {
 		return nil, schemaError(at, "must be a string")
 	}
+	if bad := notPortable(s); bad != "" {
+		return nil, schemaError(at, "pattern %q uses %s, which JavaScript reads differently", s, bad)
+	}
 	re, err := regexp.Compile(s)
 	if err != nil {
 		return nil, schemaError(at, "bad pattern %q: %v", s, err)
-	}
-	if bad := notPortable(s); bad != "" {
-		return nil, schemaError(at, "pattern %q uses %s, which JavaScript reads differently", s, bad)
 	}
 	return re, nil
 }
@@ -385,16 +385,19 @@ func compilePattern(v any, at string) (*regexp.Regexp, error) {
 // JavaScript (with the "u" flag) refuses or reads differently — flag
 // groups such as (?i), Go's named groups (?P<n>), \A \z \Q \E \C,
 // POSIX classes such as [[:alpha:]], one-letter classes such as \pL,
-// escapes JavaScript does not have — or "" when there is none.
+// escapes JavaScript does not have, a brace or bracket RE2 takes as a
+// literal — or "" when there is none.
 func notPortable(p string) string {
 	inClass := false
 	for i := 0; i < len(p); i++ {
 		switch c := p[i]; {
 		case c == '\\' && i+1 < len(p):
 			i++
-			if bad := badEscape(p[i:], inClass); bad != "" {
+			skip, bad := badEscape(p[i:], inClass)
+			if bad != "" {
 				return bad
 			}
+			i += skip
 		case c == '[' && !inClass:
 			inClass = true
 			if strings.HasPrefix(p[i+1:], "^") {
@@ -407,6 +410,14 @@ func notPortable(p string) string {
 			return "a POSIX class"
 		case c == ']' && inClass:
 			inClass = false
+		case (c == ']' || c == '}') && !inClass:
+			return "a literal " + string(c) + " (escape it)"
+		case c == '{' && !inClass:
+			n := quantifierRE.FindStringIndex(p[i:])
+			if n == nil {
+				return "a literal { (escape it)"
+			}
+			i += n[1] - 1
 		case c == '(' && !inClass && strings.HasPrefix(p[i+1:], "?") && !strings.HasPrefix(p[i+1:], "?:"):
 			return "a flag or named group"
 		}
@@ -414,27 +425,33 @@ func notPortable(p string) string {
 	return ""
 }
 
-// badEscape checks the escape whose letter starts rest.
-func badEscape(rest string, inClass bool) string {
+// quantifierRE is a counted repetition: {n}, {n,} or {n,m}.
+var quantifierRE = regexp.MustCompile(`^\{[0-9]+(?:,[0-9]*)?\}`)
+
+// badEscape checks the escape whose letter starts rest; skip is how many
+// bytes after the letter the escape takes.
+func badEscape(rest string, inClass bool) (skip int, bad string) {
 	c := rest[0]
 	switch {
 	case strings.IndexByte("dDsSwWtnrfv^$\\.*+?()[]{}|/", c) >= 0:
-		return ""
+		return 0, ""
 	case (c == 'b' || c == 'B') && !inClass:
-		return ""
+		return 0, ""
 	case c == '-' && inClass:
-		return ""
+		return 0, ""
 	case c == 'p' || c == 'P':
 		if strings.HasPrefix(rest[1:], "{") {
-			return ""
+			if end := strings.IndexByte(rest, '}'); end > 0 {
+				return end, ""
+			}
 		}
 	case c == 'x':
 		if len(rest) >= 3 && isHex(rest[1]) && isHex(rest[2]) {
-			return ""
+			return 2, ""
 		}
 	}
 	_, size := utf8.DecodeRuneInString(rest)
-	return "the escape \\" + rest[:size]
+	return 0, "the escape \\" + rest[:size]
 }
 
 func isHex(c byte) bool {
