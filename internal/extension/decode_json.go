@@ -3,7 +3,7 @@ package extension
 import (
 	"bytes"
 	"encoding/json"
-		"strconv"
+	"strconv"
 )
 
 // decodeJSON reads documents from data, which is valid JSON: an object,

@@ -39,8 +39,8 @@ type node struct {
 	propertyNames                *node
 	minProperties, maxProperties *int
 
-	ref                     *node
-	allOf, anyOf, oneOf     []*node
+	ref                    *node
+	allOf, anyOf, oneOf    []*node
 	not, ifS, thenS, elseS *node
 }
 

@@ -108,7 +108,7 @@ func formatNumber(f float64) string {
 	if f == 0 {
 		return "0" // JavaScript writes -0 as 0
 	}
-	if a := math.Abs(f); (a >= 1e-6 && a < 1e21) {
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	s := strconv.FormatFloat(f, 'e', -1, 64) // 1e-07, 1.5e+21
