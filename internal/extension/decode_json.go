@@ -3,6 +3,7 @@ package extension
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 )
 
@@ -104,6 +105,7 @@ func decodeJSONDoc(data []byte, lines lineIndex, off int, named bool, ps *proble
 // data[off:] (encoding/json would keep the last one silently).
 func checkJSONKeys(data []byte, lines lineIndex, off int, ps *problems) {
 	dec := json.NewDecoder(bytes.NewReader(data[off:]))
+	dec.UseNumber()
 	walkJSON(dec, lines, off, "spec", ps)
 }
 
@@ -136,5 +138,13 @@ func walkJSON(dec *json.Decoder, lines lineIndex, off int, path string, ps *prob
 			walkJSON(dec, lines, off, path+"["+strconv.Itoa(i)+"]", ps)
 		}
 		_, _ = dec.Token() // ']'
+	default:
+		// Numbers are kept as written; one a float64 cannot hold would be
+		// read differently by every reader of the spec.
+		if n, ok := tok.(json.Number); ok {
+			if f, err := strconv.ParseFloat(string(n), 64); err != nil || math.IsInf(f, 0) {
+				ps.add(lines.at(off+int(dec.InputOffset())), path, "must be a finite number, not %s", n)
+			}
+		}
 	}
 }

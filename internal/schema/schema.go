@@ -26,9 +26,11 @@
 // console checks the same schemas in JavaScript (static/schema.js, with
 // the "u" flag), so a pattern must mean the same in both: Compile refuses
 // RE2-only syntax (flag groups such as (?i), named groups (?P<n>), \A, \z,
-// \Q…\E, \C, [[:alpha:]] classes, one-letter \pL classes). Write \p{L}
-// rather than \pL, and prefer [ \t\n\r] to \s and [^\n] to ".", which
-// match more characters in JavaScript.
+// \Q…\E, \C, [[:alpha:]] classes, one-letter \pL classes, lookaround
+// and back references, escapes JavaScript lacks, a literal {, } or ]).
+// Write \p{L} rather than \pL. \s matches more in JavaScript (Unicode
+// spaces) and "." less (not \r nor U+2028/U+2029): prefer [ \t\n\r] and
+// [^\n] where it matters.
 //
 // Messages are plain English ("must be a string", "is required", "must be
 // at most 64 characters long"), each under the JSON pointer (RFC 6901) of
