@@ -102,10 +102,16 @@ func (n *node) validateArray(a []any, ptr string, errs *[]Error) {
 		add("must have at most %s", plural(*n.maxItems, "item", "items"))
 	}
 	if n.uniqueItems {
-		for j := range a {
-			if i := slices.IndexFunc(a[:j], func(x any) bool { return equal(x, a[j]) }); i >= 0 {
+		// literal is the same text for equal values (numbers by value,
+		// keys sorted), so a map finds repeats in one pass.
+		first := make(map[string]int, len(a))
+		for j, x := range a {
+			key := literal(x, false)
+			if i, ok := first[key]; ok {
 				*errs = append(*errs, Error{Pointer: ptr + "/" + strconv.Itoa(j), Message: fmt.Sprintf("is the same as item %d; items must be unique", i)})
+				continue
 			}
+			first[key] = j
 		}
 	}
 	if n.items != nil {

@@ -360,10 +360,13 @@ function validateArray(n, a, ptr, errs) {
   if (n.minItems !== undefined && a.length < n.minItems) add('must have at least ' + plural(n.minItems, 'item', 'items'));
   if (n.maxItems !== undefined && a.length > n.maxItems) add('must have at most ' + plural(n.maxItems, 'item', 'items'));
   if (n.uniqueItems) {
-    for (let j = 0; j < a.length; j++) {
-      const i = a.slice(0, j).findIndex((x) => equal(x, a[j]));
-      if (i >= 0) errs.push({ pointer: ptr + '/' + j, message: `is the same as item ${i}; items must be unique` });
-    }
+    // literal is the same text for equal values, so a map finds repeats in one pass.
+    const first = new Map();
+    a.forEach((x, j) => {
+      const key = literal(x, false);
+      if (first.has(key)) errs.push({ pointer: ptr + '/' + j, message: `is the same as item ${first.get(key)}; items must be unique` });
+      else first.set(key, j);
+    });
   }
   if (n.items) a.forEach((x, i) => validate(n.items, x, ptr + '/' + i, errs));
 }
