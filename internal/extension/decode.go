@@ -28,6 +28,8 @@ const (
 	// (plus minExpansion), however its aliases repeat things.
 	expansion    = 4
 	minExpansion = 1 << 20
+	// maxDepth bounds the nesting of a spec.
+	maxDepth = 100
 )
 
 // Problem is one thing wrong with a text of documents: its line (1-based;

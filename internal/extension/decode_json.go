@@ -106,14 +106,19 @@ func decodeJSONDoc(data []byte, lines lineIndex, off int, named bool, ps *proble
 func checkJSONKeys(data []byte, lines lineIndex, off int, ps *problems) {
 	dec := json.NewDecoder(bytes.NewReader(data[off:]))
 	dec.UseNumber()
-	walkJSON(dec, lines, off, "spec", ps)
+	walkJSON(dec, lines, off, "spec", 0, ps)
 }
 
-// walkJSON reads one value from dec, which reads data from off.
-func walkJSON(dec *json.Decoder, lines lineIndex, off int, path string, ps *problems) {
+// walkJSON reads one value from dec, which reads data from off, and
+// reports whether to go on (false: too deep, or the text ended).
+func walkJSON(dec *json.Decoder, lines lineIndex, off int, path string, depth int, ps *problems) bool {
 	tok, err := dec.Token()
 	if err != nil {
-		return
+		return false
+	}
+	if depth >= maxDepth {
+		ps.add(lines.at(off+int(dec.InputOffset())), path, "nested more than %d deep", maxDepth)
+		return false
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -121,7 +126,7 @@ func walkJSON(dec *json.Decoder, lines lineIndex, off int, path string, ps *prob
 		for dec.More() {
 			t, err := dec.Token()
 			if err != nil {
-				return
+				return false
 			}
 			key, _ := t.(string)
 			line := lines.at(off + int(dec.InputOffset()))
@@ -130,12 +135,16 @@ func walkJSON(dec *json.Decoder, lines lineIndex, off int, path string, ps *prob
 			} else {
 				keys[key] = line
 			}
-			walkJSON(dec, lines, off, joinField(path, key), ps)
+			if !walkJSON(dec, lines, off, joinField(path, key), depth+1, ps) {
+				return false
+			}
 		}
 		_, _ = dec.Token() // '}'
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
-			walkJSON(dec, lines, off, path+"["+strconv.Itoa(i)+"]", ps)
+			if !walkJSON(dec, lines, off, path+"["+strconv.Itoa(i)+"]", depth+1, ps) {
+				return false
+			}
 		}
 		_, _ = dec.Token() // ']'
 	default:
@@ -147,4 +156,5 @@ func walkJSON(dec *json.Decoder, lines lineIndex, off int, path string, ps *prob
 			}
 		}
 	}
+	return true
 }

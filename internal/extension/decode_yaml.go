@@ -25,7 +25,7 @@ var (
 func decodeYAML(data []byte, many, named bool) ([]Doc, error) {
 	var ps problems
 	var docs []Doc
-	c := &converter{ps: &ps, maxBytes: expansion*len(data) + minExpansion}
+	c := &converter{ps: &ps, maxBytes: expansion*len(data) + minExpansion, open: map[*yaml.Node]bool{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	texts := 0
 	for {
@@ -99,6 +99,10 @@ type converter struct {
 	maxBytes int
 	out      int  // bytes of JSON written so far
 	stopped  bool // the budget ran out: stop reading
+	depth    int  // of the value being written
+	// open holds the mappings and lists being written, so that an alias
+	// to one of them (a value containing itself) is an error, not a loop.
+	open map[*yaml.Node]bool
 }
 
 // doc reads one document, a mapping.
@@ -180,14 +184,27 @@ func (c *converter) value(n *yaml.Node, path string, b *bytes.Buffer) {
 		c.stopped = true
 		return
 	}
+	if c.depth >= maxDepth {
+		c.ps.add(n.Line, path, "nested more than %d deep", maxDepth)
+		c.stopped = true
+		return
+	}
+	c.depth++
+	defer func() { c.depth-- }()
 	switch n.Kind {
 	case yaml.AliasNode:
 		if n.Alias == nil {
 			c.ps.add(n.Line, path, "alias to nothing")
 			return
 		}
+		if c.open[n.Alias] {
+			c.ps.add(n.Line, path, "the alias *%s is inside the value it names", n.Value)
+			return
+		}
 		c.value(n.Alias, path, b)
 	case yaml.MappingNode:
+		c.open[n] = true
+		defer delete(c.open, n)
 		b.WriteByte('{')
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -204,6 +221,8 @@ func (c *converter) value(n *yaml.Node, path string, b *bytes.Buffer) {
 		}
 		b.WriteByte('}')
 	case yaml.SequenceNode:
+		c.open[n] = true
+		defer delete(c.open, n)
 		b.WriteByte('[')
 		for i, item := range n.Content {
 			if i > 0 {
