@@ -148,9 +148,10 @@ type Store struct {
 	beatOnce sync.Once
 	beats    sync.WaitGroup
 
-	connCfg *pgx.ConnConfig // for connections of its own (the listener)
-	own     *pids           // the pool's connections, to tell this node's notifications
-	fan     *fanout         // what the listener follows (listen.go)
+	connCfg  *pgx.ConnConfig // for connections of its own (the listener)
+	own      *pids           // the pool's connections, to tell this node's notifications
+	fan      *fanout         // what the listener follows (listen.go)
+	extWatch extWatchers     // told of extension changes by the listener
 
 	leads       leads         // TryLead's, released at Close
 	retryFor    time.Duration // Options.RetryFor
