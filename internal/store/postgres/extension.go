@@ -176,7 +176,8 @@ func (s *Store) PutExtension(ctx context.Context, e store.Extension, op string, 
 	if err != nil {
 		return store.Extension{}, fmt.Errorf("postgres: put extension: %w: %v", ErrInvalid, err)
 	}
-	err = s.changeExtension(ctx, e.Type, e.Name, func(tx pgx.Tx, h extHead, now int64) error {
+	var out store.Extension
+	err = s.changeExtension(ctx, e.Type, e.Name, func(b *pgx.Batch, h extHead, now int64) error {
 		v, err := store.ExtensionVersion(h.version, h.last, ifVersion)
 		if err != nil {
 			return err
@@ -185,20 +186,17 @@ func (s *Store) PutExtension(ctx context.Context, e store.Extension, op string, 
 		if h.version > 0 {
 			created, createdBy = h.createdAt, h.createdBy
 		}
-		b := &pgx.Batch{}
 		b.Queue(qExtUpsert, e.Type, e.Name, string(e.Spec), e.Enabled, v, e.Provenance, e.SeedHash, created, createdBy, now, e.UpdatedBy)
 		b.Queue(qExtHistIns, e.Type, e.Name, v, op, string(e.Spec), e.Enabled, e.Provenance, e.UpdatedBy, now)
 		b.Queue(qNotifyExt, e.Type+"/"+e.Name)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return classify(err)
-		}
-		e.Version, e.CreatedAt, e.CreatedBy, e.UpdatedAt = v, time.Unix(0, created).UTC(), createdBy, time.Unix(0, now).UTC()
+		out = e
+		out.Version, out.CreatedAt, out.CreatedBy, out.UpdatedAt = v, time.Unix(0, created).UTC(), createdBy, time.Unix(0, now).UTC()
 		return nil
 	})
 	if err != nil {
 		return store.Extension{}, fmt.Errorf("postgres: put extension %s/%s: %w", e.Type, e.Name, err)
 	}
-	return e, nil
+	return out, nil
 }
 
 // DeleteExtension removes a row, appends an ExtDelete change by by to its
@@ -213,7 +211,7 @@ func (s *Store) DeleteExtension(ctx context.Context, typ, name, by string, ifVer
 	if ifVersion < store.AnyVersion || by == "" {
 		return fmt.Errorf("postgres: delete extension %s/%s: %w: expected version %d by %q", typ, name, ErrInvalid, ifVersion, by)
 	}
-	err := s.changeExtension(ctx, typ, name, func(tx pgx.Tx, h extHead, now int64) error {
+	err := s.changeExtension(ctx, typ, name, func(b *pgx.Batch, h extHead, now int64) error {
 		if h.version == 0 {
 			return store.ErrNotFound
 		}
@@ -221,11 +219,10 @@ func (s *Store) DeleteExtension(ctx context.Context, typ, name, by string, ifVer
 		if err != nil {
 			return err
 		}
-		b := &pgx.Batch{}
 		b.Queue(qExtDelete, typ, name)
 		b.Queue(qExtHistIns, typ, name, v, store.ExtDelete, h.spec, h.enabled, h.provenance, by, now)
 		b.Queue(qNotifyExt, typ+"/"+name)
-		return classify(tx.SendBatch(ctx, b).Close())
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("postgres: delete extension %s/%s: %w", typ, name, err)
@@ -242,32 +239,58 @@ type extHead struct {
 	createdBy        string
 }
 
-// changeExtension runs change in a transaction that holds the row's lock,
-// with the row as it is under the lock. An error change returns rolls the
-// transaction back.
-func (s *Store) changeExtension(ctx context.Context, typ, name string, change func(pgx.Tx, extHead, int64) error) error {
+// changeExtension changes a row in a transaction that holds the row's
+// lock, in two round trips: the first begins it, takes the lock and reads
+// the row as it is under the lock; change then queues the statements of
+// the change on b (or returns why not), and the second sends them and
+// commits. Anything else rolls the transaction back.
+func (s *Store) changeExtension(ctx context.Context, typ, name string, change func(b *pgx.Batch, h extHead, now int64) error) error {
 	if s.isDown.Load() {
 		return store.ErrClosed
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(qExtLock, int32(extLock), typ+"/"+name)
-		b.Queue(qExtHead, typ, name)
-		br := tx.SendBatch(ctx, b)
-		var h extHead
-		_, err := br.Exec()
-		if err == nil {
-			err = br.QueryRow().Scan(&h.version, &h.spec, &h.enabled, &h.provenance, &h.createdAt, &h.createdBy, &h.last)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.changeErr(err)
+	}
+	// A connection left inside a transaction (a round trip cut short) is
+	// closed by the pool rather than reused.
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(qExtLock, int32(extLock), typ+"/"+name)
+	b.Queue(qExtHead, typ, name)
+	br := conn.SendBatch(ctx, b)
+	var h extHead
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&h.version, &h.spec, &h.enabled, &h.provenance, &h.createdAt, &h.createdBy, &h.last)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		err = s.changeErr(err)
+	} else {
+		b = &pgx.Batch{}
+		if err = change(b, h, time.Now().UnixNano()); err == nil {
+			b.Queue("COMMIT")
+			if err = conn.SendBatch(ctx, b).Close(); err != nil {
+				err = s.changeErr(err)
+			}
 		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return classify(err)
-		}
-		return change(tx, h, time.Now().UnixNano())
-	})
-	if err != nil && s.isDown.Load() {
+	}
+	if err != nil && !conn.Conn().PgConn().IsClosed() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") // nothing to roll back after a COMMIT that failed
+	}
+	return err
+}
+
+// changeErr is the error of a change that failed in the database.
+func (s *Store) changeErr(err error) error {
+	if s.isDown.Load() {
 		return store.ErrClosed
 	}
 	return classify(err)

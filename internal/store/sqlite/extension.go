@@ -131,12 +131,11 @@ func (s *Store) ExtensionHistory(ctx context.Context, typ, name string) ([]store
 	var out []store.ExtensionChange
 	for rows.Next() {
 		var c store.ExtensionChange
-		var spec string
 		var at int64
-		if err := rows.Scan(&c.Version, &c.Op, &spec, &c.Enabled, &c.Provenance, &c.By, &at); err != nil {
+		if err := rows.Scan(&c.Version, &c.Op, (*[]byte)(&c.Spec), &c.Enabled, &c.Provenance, &c.By, &at); err != nil {
 			return nil, s.readErr("extension history", err)
 		}
-		c.Spec, c.At = []byte(spec), time.Unix(0, at).UTC()
+		c.At = time.Unix(0, at).UTC()
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -252,13 +251,12 @@ func (w *writer) applyExtDelete(r *request, now int64) error {
 
 func scanExtension(row scanner) (store.Extension, error) {
 	var e store.Extension
-	var spec string
 	var created, updated int64
-	err := row.Scan(&e.Type, &e.Name, &spec, &e.Enabled, &e.Version, &e.Provenance, &e.SeedHash,
+	err := row.Scan(&e.Type, &e.Name, (*[]byte)(&e.Spec), &e.Enabled, &e.Version, &e.Provenance, &e.SeedHash,
 		&created, &e.CreatedBy, &updated, &e.UpdatedBy)
 	if err != nil {
 		return store.Extension{}, err
 	}
-	e.Spec, e.CreatedAt, e.UpdatedAt = []byte(spec), time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
+	e.CreatedAt, e.UpdatedAt = time.Unix(0, created).UTC(), time.Unix(0, updated).UTC()
 	return e, nil
 }
