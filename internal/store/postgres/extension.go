@@ -26,11 +26,13 @@ const ExtensionsChannel = "agentd_extensions"
 // schemaExtensions holds the extension rows and every change of them, as
 // in SQLite: a row per (type, name), its spec compact JSON text, and a
 // history row per change keyed by the row's version, which stays when the
-// row is deleted. Times are unix nanoseconds.
+// row is deleted. Types and names are ordered byte by byte (COLLATE "C"),
+// as SQLite orders them, whatever the database's collation; the primary
+// key's index serves a listing in that order. Times are unix nanoseconds.
 const schemaExtensions = `
 CREATE TABLE agentd_extensions (
-	type       text NOT NULL,
-	name       text NOT NULL,
+	type       text COLLATE "C" NOT NULL,
+	name       text COLLATE "C" NOT NULL,
 	spec       text NOT NULL,
 	enabled    boolean NOT NULL,
 	version    bigint NOT NULL,
@@ -44,8 +46,8 @@ CREATE TABLE agentd_extensions (
 );
 
 CREATE TABLE agentd_extension_history (
-	type       text NOT NULL,
-	name       text NOT NULL,
+	type       text COLLATE "C" NOT NULL,
+	name       text COLLATE "C" NOT NULL,
 	version    bigint NOT NULL,
 	op         text NOT NULL,
 	spec       text NOT NULL,

@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -97,5 +100,36 @@ func TestWatchExtensions(t *testing.T) {
 	b.await(t, "/")
 	if got, err := b.st.Extension(ctx, "action", "missed"); err != nil || got.Version != 1 {
 		t.Errorf("node B reads the row changed while it was away: %+v, %v", got, err)
+	}
+}
+
+// Extensions lists rows in the order of their bytes, as SQLite does,
+// whatever the database's collation: here one that puts "alpha" before
+// "Alpha" and ignores punctuation.
+func TestExtensionsByteOrder(t *testing.T) {
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, pgtest.NewDBCollated(t, "en-US"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	names := []string{"a_b", "alpha", "Alpha", "a-c", "beta", "B"}
+	for _, name := range names {
+		e := store.Extension{Type: "action", Name: name, Spec: []byte(`{}`), Provenance: store.ProvenanceUser}
+		if _, err := st.PutExtension(ctx, e, store.ExtPut, store.NoVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := st.Extensions(ctx, "action")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, e.Name)
+	}
+	slices.Sort(names)
+	if d := cmp.Diff(names, got); d != "" {
+		t.Errorf("order (-bytes +listed):\n%s", d)
 	}
 }
