@@ -285,7 +285,12 @@ func (s *Store) changeExtension(ctx context.Context, typ, name string, change fu
 		}
 	}
 	if err != nil && !conn.Conn().PgConn().IsClosed() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK") // nothing to roll back after a COMMIT that failed
+		// After a COMMIT that failed there is nothing to roll back; a
+		// ROLLBACK that cannot be sent leaves the connection to the pool
+		// to close.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultConnectTimeout)
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		cancel()
 	}
 	return err
 }

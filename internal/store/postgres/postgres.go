@@ -31,6 +31,10 @@
 // a commit with a lease epoch is fenced in its own transaction
 // (store.ErrFenced). Close gives the node's leases up.
 //
+// Extension rows (extension.go) are changed outside the writers, each
+// change in a transaction of its own under the row's advisory lock, and
+// announced to every node on ExtensionsChannel.
+//
 // The schema is versioned (table agentd_schema) and migrated on Open under
 // an advisory lock. History search uses PostgreSQL's full-text search: see
 // SearchHistory.
