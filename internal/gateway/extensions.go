@@ -1,0 +1,503 @@
+package gateway
+
+// The routes of the extension substrate: its types and their schemas, the
+// rows (list, read, write with a dry run and If-Match, enable, disable,
+// delete), a row's history and revert, and a reseed. Who changes a row
+// through the API is recorded as the user, by the credential the request
+// came with (CallerOf).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"agentd/internal/extension"
+	"agentd/internal/schema"
+	"agentd/internal/store"
+)
+
+// Extensions is the extension substrate (extension.Manager): its types,
+// and its rows, which it validates, writes and activates.
+type Extensions interface {
+	Types() []extension.Type
+	Schema(typ string) (json.RawMessage, bool)
+	List(ctx context.Context, typ string) ([]extension.Status, error)
+	Get(ctx context.Context, typ, name string) (extension.Status, error)
+	Check(ctx context.Context, d extension.Doc) error
+	Put(ctx context.Context, d extension.Doc, who extension.Who) (extension.Status, error)
+	SetEnabled(ctx context.Context, typ, name string, on bool, who extension.Who) (extension.Status, error)
+	Delete(ctx context.Context, typ, name string, who extension.Who) error
+	History(ctx context.Context, typ, name string) ([]store.ExtensionChange, error)
+	Revert(ctx context.Context, typ, name string, version int64, who extension.Who) (extension.Status, error)
+	Reseed(ctx context.Context, force bool) (extReport, error)
+}
+
+// extReport stands for extension.Report until the manager is merged.
+type extReport = struct{ Created, Updated, Unchanged, Kept, Errors []string }
+
+// ExtensionStatus is an extension row as the API shows it, with what this
+// node made of it.
+type ExtensionStatus struct {
+	Type       string          `json:"type"`
+	Name       string          `json:"name"`
+	Spec       json.RawMessage `json:"spec"`
+	Enabled    bool            `json:"enabled"`
+	Version    int64           `json:"version"`
+	Provenance string          `json:"provenance"` // builtin, file, user, agent:<id>
+	SeedHash   string          `json:"seed_hash,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	CreatedBy  string          `json:"created_by"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	UpdatedBy  string          `json:"updated_by"`
+	// ActiveVersion is the version active on this node, 0 for none.
+	ActiveVersion int64 `json:"active_version"`
+	// Error says why the row's version is not the active one.
+	Error string `json:"error"`
+	// Seed is where a reseed takes the row from: builtin, file or "".
+	Seed string `json:"seed"`
+	// Drift: the row's spec differs from its seed document's.
+	Drift bool `json:"drift"`
+}
+
+func extensionStatus(st extension.Status) ExtensionStatus {
+	return ExtensionStatus{Type: st.Type, Name: st.Name, Spec: st.Spec, Enabled: st.Enabled, Version: st.Version,
+		Provenance: st.Provenance, SeedHash: st.SeedHash, CreatedAt: st.CreatedAt, CreatedBy: st.CreatedBy,
+		UpdatedAt: st.UpdatedAt, UpdatedBy: st.UpdatedBy, ActiveVersion: st.Active, Error: st.Error, Seed: st.Seed, Drift: st.Drift}
+}
+
+// ExtensionList answers GET /v1/extensions.
+type ExtensionList struct {
+	Extensions []ExtensionStatus `json:"extensions"`
+}
+
+// ExtensionType is a type as GET /v1/extensions/schemas lists it.
+type ExtensionType struct {
+	Name    string `json:"name"`
+	Summary string `json:"summary"`
+}
+
+// ExtensionTypes answers GET /v1/extensions/schemas.
+type ExtensionTypes struct {
+	Types []ExtensionType `json:"types"`
+}
+
+// ExtensionChange is one entry of a row's history.
+type ExtensionChange struct {
+	Version    int64           `json:"version"`
+	Op         string          `json:"op"` // put, enable, disable, revert, delete
+	Spec       json.RawMessage `json:"spec"`
+	Enabled    bool            `json:"enabled"`
+	Provenance string          `json:"provenance"`
+	By         string          `json:"by"`
+	At         time.Time       `json:"at"`
+}
+
+// ExtensionHistory answers GET /v1/extensions/{type}/{name}/history.
+type ExtensionHistory struct {
+	History []ExtensionChange `json:"history"`
+}
+
+// ExtensionCheck answers a PUT with ?dry_run=true whose document is valid:
+// nothing was written.
+type ExtensionCheck struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Valid bool   `json:"valid"`
+}
+
+// RevertRequest is the body of POST /v1/extensions/{type}/{name}/revert.
+type RevertRequest struct {
+	Version int64 `json:"version"`
+}
+
+// ReseedRequest is the body of POST /v1/extensions/reseed (optional).
+type ReseedRequest struct {
+	Force bool `json:"force"`
+}
+
+// ReseedReport answers POST /v1/extensions/reseed: the rows, as
+// "type/name", by what the reseed did with them.
+type ReseedReport struct {
+	Created   []string `json:"created"`
+	Updated   []string `json:"updated"`
+	Unchanged []string `json:"unchanged"`
+	// Kept are rows a person or an agent changed, left as they are (a
+	// forced reseed overwrites them).
+	Kept []string `json:"kept"`
+	// Errors are the seed documents that could not be written, each
+	// saying why.
+	Errors []string `json:"errors"`
+}
+
+// who is who makes a change through the API: the user, by the credential
+// the request came with ("user:socket", "user:token", "user:console").
+func who(r *http.Request) extension.Who {
+	return extension.Who{Provenance: store.ProvenanceUser, By: store.ProvenanceUser + ":" + CallerOf(r)}
+}
+
+// extensions answers for the substrate, or (nil) answers the request 501
+// when this agentd has none.
+func (s *Server) extensions(w http.ResponseWriter) Extensions {
+	if s.o.Extensions == nil {
+		s.unavailable(w, "the extension substrate")
+	}
+	return s.o.Extensions
+}
+
+// extRow returns the substrate and the row's type and name from the path,
+// answering the request itself (and returning nil) for an unknown type
+// (404) or a name that cannot name a row (400).
+func (s *Server) extRow(w http.ResponseWriter, r *http.Request) (Extensions, string, string) {
+	x := s.extensions(w)
+	if x == nil {
+		return nil, "", ""
+	}
+	typ, name := r.PathValue("type"), r.PathValue("name")
+	if err := knownType(x, typ); err != nil {
+		s.fail(w, err)
+		return nil, "", ""
+	}
+	if !extension.ValidName(name) {
+		s.fail(w, &extension.ValidationError{Doc: typ + "/" + name, Errors: []schema.Error{nameError(name)}})
+		return nil, "", ""
+	}
+	return x, typ, name
+}
+
+// knownType is nil for a registered type, else an error naming the types.
+func knownType(x Extensions, typ string) error {
+	var names []string
+	for _, t := range x.Types() {
+		if t.Name == typ {
+			return nil
+		}
+		names = append(names, t.Name)
+	}
+	return fmt.Errorf("%.64q: %w (the types are %s)", typ, extension.ErrUnknownType, strings.Join(names, ", "))
+}
+
+// nameError says why name cannot name a row.
+func nameError(name string) schema.Error {
+	return schema.Error{Pointer: "/name", Message: fmt.Sprintf("%.80q is not a valid name: use up to %d letters, digits, '-', '_' and inner dots",
+		name, extension.MaxName)}
+}
+
+func (s *Server) extList(w http.ResponseWriter, r *http.Request) {
+	x := s.extensions(w)
+	if x == nil {
+		return
+	}
+	typ := r.URL.Query().Get("type")
+	if typ != "" {
+		if err := knownType(x, typ); err != nil {
+			s.fail(w, badRequest("type: %v", err))
+			return
+		}
+	}
+	list, err := x.List(r.Context(), typ)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := ExtensionList{Extensions: make([]ExtensionStatus, len(list))}
+	for i, st := range list {
+		out.Extensions[i] = extensionStatus(st)
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) extTypes(w http.ResponseWriter, r *http.Request) {
+	x := s.extensions(w)
+	if x == nil {
+		return
+	}
+	out := ExtensionTypes{Types: []ExtensionType{}}
+	for _, t := range x.Types() {
+		out.Types = append(out.Types, ExtensionType{Name: t.Name, Summary: t.Summary})
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) extSchema(w http.ResponseWriter, r *http.Request) {
+	x := s.extensions(w)
+	if x == nil {
+		return
+	}
+	typ := r.PathValue("type")
+	sc, ok := x.Schema(typ)
+	if !ok {
+		s.fail(w, knownType(x, typ))
+		return
+	}
+	w.Header().Set("Content-Type", "application/schema+json")
+	w.WriteHeader(200)
+	w.Write(sc)
+}
+
+// answerRow answers with a row, its version as the ETag (If-Match takes
+// it back).
+func answerRow(w http.ResponseWriter, st extension.Status) {
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(st.Version, 10)))
+	writeJSON(w, 200, extensionStatus(st))
+}
+
+func (s *Server) extGet(w http.ResponseWriter, r *http.Request) {
+	x, typ, name := s.extRow(w, r)
+	if x == nil {
+		return
+	}
+	st, err := x.Get(r.Context(), typ, name)
+	if err != nil {
+		s.fail(w, rowErr(err, typ, name))
+		return
+	}
+	answerRow(w, st)
+}
+
+// rowErr names the row in a store.ErrNotFound, which the table says as
+// "not found" alone.
+func rowErr(err error, typ, name string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no extension %s/%s", typ, name)
+	}
+	return err
+}
+
+func (s *Server) extPut(w http.ResponseWriter, r *http.Request) {
+	x, typ, name := s.extRow(w, r)
+	if x == nil {
+		return
+	}
+	dry, err := boolParam(r.URL.Query(), "dry_run")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	ifVersion, err := ifMatch(r.Header)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	d, err := readDoc(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if err := docAt(&d, typ, name); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if dry {
+		if err := x.Check(r.Context(), d); err != nil {
+			s.fail(w, err)
+			return
+		}
+		writeJSON(w, 200, ExtensionCheck{Type: typ, Name: name, Valid: true})
+		return
+	}
+	if ifVersion != store.AnyVersion {
+		// The manager writes whatever the row's version; the check is
+		// made just before, so two writers racing between the check and
+		// the write may both pass it.
+		if err := s.matches(r.Context(), x, typ, name, ifVersion); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	st, err := x.Put(r.Context(), d, who(r))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	answerRow(w, st)
+}
+
+// matches is nil when the row is at version ifVersion (store.NoVersion:
+// there is no row), else a conflict saying where it is.
+func (s *Server) matches(ctx context.Context, x Extensions, typ, name string, ifVersion int64) error {
+	st, err := x.Get(ctx, typ, name)
+	var now int64
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		now = st.Version
+	}
+	if now != ifVersion {
+		return say(errConflict, "%s/%s is at version %d, not %d (If-Match): read it again", typ, name, now, ifVersion)
+	}
+	return nil
+}
+
+// ifMatch is the version an If-Match header asks the row to be at:
+// a version ("3" or the ETag "\"3\""), 0 for a row that must not exist
+// yet, or store.AnyVersion without the header ("*" too).
+func ifMatch(h http.Header) (int64, error) {
+	v := strings.TrimSpace(h.Get("If-Match"))
+	if v == "" || v == "*" {
+		return store.AnyVersion, nil
+	}
+	n, err := strconv.ParseInt(strings.Trim(v, `"`), 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("If-Match: want the row's version (its ETag), as in If-Match: \"3\", or 0 for a row that must not exist yet; got %.40q", v)
+	}
+	return n, nil
+}
+
+// extBodyTypes are the content types a PUT of a document is read as: JSON
+// (none given counts too), or YAML.
+var extBodyTypes = map[string]bool{
+	"application/json": false, "application/yaml": true, "application/x-yaml": true, "text/yaml": true, "text/x-yaml": true,
+}
+
+// readDoc reads the document of a PUT: JSON, or YAML by its content type.
+func readDoc(r *http.Request) (extension.Doc, error) {
+	yaml := false
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		y, ok := extBodyTypes[mt]
+		if err != nil || !ok {
+			return extension.Doc{}, say(errMediaType, "content type %.60q: send the document as JSON (application/json) or YAML (application/yaml)", ct)
+		}
+		yaml = y
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return extension.Doc{}, say(errTooLarge, "body larger than %d bytes", tooBig.Limit)
+		}
+		return extension.Doc{}, badRequest("body: %v", err)
+	}
+	return decodeDoc(body, yaml)
+}
+
+// docAt makes the body's document the row's at the URL: a type or name
+// the body leaves out is the URL's; one it gives must be the URL's.
+func docAt(d *extension.Doc, typ, name string) error {
+	var errs []schema.Error
+	if d.Type != "" && d.Type != typ {
+		errs = append(errs, schema.Error{Pointer: "/type", Message: fmt.Sprintf("%.64q, where the URL says %q", d.Type, typ)})
+	}
+	if d.Name != "" && d.Name != name {
+		errs = append(errs, schema.Error{Pointer: "/name", Message: fmt.Sprintf("%.80q, where the URL says %q", d.Name, name)})
+	}
+	if errs != nil {
+		return &extension.ValidationError{Doc: typ + "/" + name, Errors: errs}
+	}
+	d.Type, d.Name = typ, name
+	return nil
+}
+
+func (s *Server) extDelete(w http.ResponseWriter, r *http.Request) {
+	x, typ, name := s.extRow(w, r)
+	if x == nil {
+		return
+	}
+	ifVersion, err := ifMatch(r.Header)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if ifVersion != store.AnyVersion {
+		if err := s.matches(r.Context(), x, typ, name, ifVersion); err != nil {
+			s.fail(w, err)
+			return
+		}
+	}
+	if err := x.Delete(r.Context(), typ, name, who(r)); err != nil {
+		s.fail(w, rowErr(err, typ, name))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) extEnable(w http.ResponseWriter, r *http.Request)  { s.extSetEnabled(w, r, true) }
+func (s *Server) extDisable(w http.ResponseWriter, r *http.Request) { s.extSetEnabled(w, r, false) }
+
+func (s *Server) extSetEnabled(w http.ResponseWriter, r *http.Request, on bool) {
+	x, typ, name := s.extRow(w, r)
+	if x == nil {
+		return
+	}
+	st, err := x.SetEnabled(r.Context(), typ, name, on, who(r))
+	if err != nil {
+		s.fail(w, rowErr(err, typ, name))
+		return
+	}
+	answerRow(w, st)
+}
+
+func (s *Server) extRevert(w http.ResponseWriter, r *http.Request) {
+	x, typ, name := s.extRow(w, r)
+	if x == nil {
+		return
+	}
+	var req RevertRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Version < 1 {
+		s.fail(w, badRequest("version: want the version to go back to (1 or more; see the row's history)"))
+		return
+	}
+	st, err := x.Revert(r.Context(), typ, name, req.Version, who(r))
+	if err != nil {
+		s.fail(w, rowErr(err, typ, name))
+		return
+	}
+	answerRow(w, st)
+}
+
+func (s *Server) extHistory(w http.ResponseWriter, r *http.Request) {
+	x, typ, name := s.extRow(w, r)
+	if x == nil {
+		return
+	}
+	hist, err := x.History(r.Context(), typ, name)
+	if err != nil {
+		s.fail(w, rowErr(err, typ, name))
+		return
+	}
+	out := ExtensionHistory{History: make([]ExtensionChange, len(hist))}
+	for i, c := range hist {
+		out.History[i] = ExtensionChange{Version: c.Version, Op: c.Op, Spec: c.Spec, Enabled: c.Enabled,
+			Provenance: c.Provenance, By: c.By, At: c.At}
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) extReseed(w http.ResponseWriter, r *http.Request) {
+	x := s.extensions(w)
+	if x == nil {
+		return
+	}
+	var req ReseedRequest
+	if r.ContentLength != 0 && !s.decode(w, r, &req) {
+		return
+	}
+	rep, err := x.Reseed(r.Context(), req.Force)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, ReseedReport{Created: list(rep.Created), Updated: list(rep.Updated), Unchanged: list(rep.Unchanged),
+		Kept: list(rep.Kept), Errors: list(rep.Errors)})
+}
+
+// list is l, or an empty list for nil (JSON [] rather than null).
+func list(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return slices.Clip(l)
+}
