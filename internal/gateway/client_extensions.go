@@ -45,17 +45,17 @@ func (c *Client) Extension(ctx context.Context, typ, name string) (ExtensionStat
 
 // PutOptions are the options of PutExtension.
 type PutOptions struct {
-	// IfVersion, when not nil, is the version the row must be at (0: it
-	// must not exist), else 409 and nothing written.
-	IfVersion *int64
+	// IfVersion, when not 0, is the version the row must be at (If-Match),
+	// else 409 and nothing written.
+	IfVersion int64
 }
 
 // PutExtension writes a document as its row's next version.
 func (c *Client) PutExtension(ctx context.Context, d extension.Doc, o *PutOptions) (ExtensionStatus, error) {
 	var out ExtensionStatus
 	var h http.Header
-	if o != nil && o.IfVersion != nil {
-		h = http.Header{"If-Match": {strconv.Quote(strconv.FormatInt(*o.IfVersion, 10))}}
+	if o != nil && o.IfVersion != 0 {
+		h = http.Header{"If-Match": {strconv.Quote(strconv.FormatInt(o.IfVersion, 10))}}
 	}
 	return out, c.doWith(ctx, "PUT", extPath(d.Type, d.Name), h, d, &out)
 }
@@ -89,7 +89,8 @@ func (c *Client) ExtensionHistory(ctx context.Context, typ, name string) ([]Exte
 	return out.History, c.do(ctx, "GET", extPath(typ, name)+"/history", nil, &out)
 }
 
-// RevertExtension sets a row's spec back to an earlier version's.
+// RevertExtension sets a row's spec back to an earlier version's (0: the
+// one before the current).
 func (c *Client) RevertExtension(ctx context.Context, typ, name string, version int64) (ExtensionStatus, error) {
 	var out ExtensionStatus
 	return out, c.do(ctx, "POST", extPath(typ, name)+"/revert", RevertRequest{Version: version}, &out)

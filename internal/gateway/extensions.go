@@ -37,11 +37,8 @@ type Extensions interface {
 	Delete(ctx context.Context, typ, name string, who extension.Who) error
 	History(ctx context.Context, typ, name string) ([]store.ExtensionChange, error)
 	Revert(ctx context.Context, typ, name string, version int64, who extension.Who) (extension.Status, error)
-	Reseed(ctx context.Context, force bool) (extReport, error)
+	Reseed(ctx context.Context, force bool) (extension.Report, error)
 }
-
-// extReport stands for extension.Report until the manager is merged.
-type extReport = struct{ Created, Updated, Unchanged, Kept, Errors []string }
 
 // ExtensionStatus is an extension row as the API shows it, with what this
 // node made of it.
@@ -113,9 +110,12 @@ type ExtensionCheck struct {
 	Valid bool   `json:"valid"`
 }
 
-// RevertRequest is the body of POST /v1/extensions/{type}/{name}/revert.
+// RevertRequest is the body of POST /v1/extensions/{type}/{name}/revert
+// (optional).
 type RevertRequest struct {
-	Version int64 `json:"version"`
+	// Version is the version whose spec the row goes back to; 0 (or no
+	// body) is the one before the current.
+	Version int64 `json:"version,omitempty"`
 }
 
 // ReseedRequest is the body of POST /v1/extensions/reseed (optional).
@@ -132,8 +132,10 @@ type ReseedReport struct {
 	// Kept are rows a person or an agent changed, left as they are (a
 	// forced reseed overwrites them).
 	Kept []string `json:"kept"`
-	// Errors are the seed documents that could not be written, each
-	// saying why.
+	// Removed are rows a reseed wrote whose document is gone.
+	Removed []string `json:"removed"`
+	// Errors are the seed documents that could not be read or are
+	// invalid, each naming its file.
 	Errors []string `json:"errors"`
 }
 
@@ -303,52 +305,37 @@ func (s *Server) extPut(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, ExtensionCheck{Type: typ, Name: name, Valid: true})
 		return
 	}
-	if ifVersion != store.AnyVersion {
-		// The manager writes whatever the row's version; the check is
-		// made just before, so two writers racing between the check and
-		// the write may both pass it.
-		if err := s.matches(r.Context(), x, typ, name, ifVersion); err != nil {
-			s.fail(w, err)
-			return
-		}
-	}
+	d.IfVersion = ifVersion
 	st, err := x.Put(r.Context(), d, who(r))
 	if err != nil {
-		s.fail(w, err)
+		s.fail(w, conflict(err, typ, name, ifVersion))
 		return
 	}
 	answerRow(w, st)
 }
 
-// matches is nil when the row is at version ifVersion (store.NoVersion:
-// there is no row), else a conflict saying where it is.
-func (s *Server) matches(ctx context.Context, x Extensions, typ, name string, ifVersion int64) error {
-	st, err := x.Get(ctx, typ, name)
-	var now int64
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
+// conflict says a store.ErrConflict of a write that asked for version
+// ifVersion (If-Match) in words: the row is at another version.
+func conflict(err error, typ, name string, ifVersion int64) error {
+	if !errors.Is(err, store.ErrConflict) {
 		return err
-	default:
-		now = st.Version
 	}
-	if now != ifVersion {
-		return say(errConflict, "%s/%s is at version %d, not %d (If-Match): read it again", typ, name, now, ifVersion)
+	if ifVersion != 0 {
+		return say(errConflict, "%s/%s is not at version %d (If-Match): it changed meanwhile; read it again", typ, name, ifVersion)
 	}
-	return nil
+	return say(errConflict, "%s/%s changed while it was written: send it again", typ, name)
 }
 
-// ifMatch is the version an If-Match header asks the row to be at:
-// a version ("3" or the ETag "\"3\""), 0 for a row that must not exist
-// yet, or store.AnyVersion without the header ("*" too).
+// ifMatch is the version an If-Match header asks the row to be at, a
+// version ("3", or the ETag "\"3\""); 0 without the header.
 func ifMatch(h http.Header) (int64, error) {
 	v := strings.TrimSpace(h.Get("If-Match"))
-	if v == "" || v == "*" {
-		return store.AnyVersion, nil
+	if v == "" {
+		return 0, nil
 	}
 	n, err := strconv.ParseInt(strings.Trim(v, `"`), 10, 64)
-	if err != nil || n < 0 {
-		return 0, badRequest("If-Match: want the row's version (its ETag), as in If-Match: \"3\", or 0 for a row that must not exist yet; got %.40q", v)
+	if err != nil || n < 1 {
+		return 0, badRequest("If-Match: want the row's version (its ETag), as in If-Match: \"3\"; got %.40q", v)
 	}
 	return n, nil
 }
@@ -403,19 +390,8 @@ func (s *Server) extDelete(w http.ResponseWriter, r *http.Request) {
 	if x == nil {
 		return
 	}
-	ifVersion, err := ifMatch(r.Header)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	if ifVersion != store.AnyVersion {
-		if err := s.matches(r.Context(), x, typ, name, ifVersion); err != nil {
-			s.fail(w, err)
-			return
-		}
-	}
 	if err := x.Delete(r.Context(), typ, name, who(r)); err != nil {
-		s.fail(w, rowErr(err, typ, name))
+		s.fail(w, conflict(rowErr(err, typ, name), typ, name, 0))
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -443,11 +419,11 @@ func (s *Server) extRevert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req RevertRequest
-	if !s.decode(w, r, &req) {
+	if r.ContentLength != 0 && !s.decode(w, r, &req) {
 		return
 	}
-	if req.Version < 1 {
-		s.fail(w, badRequest("version: want the version to go back to (1 or more; see the row's history)"))
+	if req.Version < 0 {
+		s.fail(w, badRequest("version: want the version to go back to (see the row's history), or none for the one before the current"))
 		return
 	}
 	st, err := x.Revert(r.Context(), typ, name, req.Version, who(r))
@@ -491,7 +467,7 @@ func (s *Server) extReseed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, ReseedReport{Created: list(rep.Created), Updated: list(rep.Updated), Unchanged: list(rep.Unchanged),
-		Kept: list(rep.Kept), Errors: list(rep.Errors)})
+		Kept: list(rep.Kept), Removed: list(rep.Removed), Errors: list(rep.Errors)})
 }
 
 // list is l, or an empty list for nil (JSON [] rather than null).
