@@ -16,7 +16,7 @@ func extPath(typ, name string) string {
 }
 
 // Extensions lists the extension rows of a type ("" for every type).
-func (c *Client) Extensions(ctx context.Context, typ string) ([]ExtensionStatus, error) {
+func (c *Client) Extensions(ctx context.Context, typ string) ([]extension.Status, error) {
 	p := "/v1/extensions"
 	if typ != "" {
 		p += "?" + url.Values{"type": {typ}}.Encode()
@@ -38,8 +38,8 @@ func (c *Client) ExtensionSchema(ctx context.Context, typ string) (json.RawMessa
 }
 
 // Extension returns one row.
-func (c *Client) Extension(ctx context.Context, typ, name string) (ExtensionStatus, error) {
-	var out ExtensionStatus
+func (c *Client) Extension(ctx context.Context, typ, name string) (extension.Status, error) {
+	var out extension.Status
 	return out, c.do(ctx, "GET", extPath(typ, name), nil, &out)
 }
 
@@ -51,8 +51,8 @@ type PutOptions struct {
 }
 
 // PutExtension writes a document as its row's next version.
-func (c *Client) PutExtension(ctx context.Context, d extension.Doc, o *PutOptions) (ExtensionStatus, error) {
-	var out ExtensionStatus
+func (c *Client) PutExtension(ctx context.Context, d extension.Doc, o *PutOptions) (extension.Status, error) {
+	var out extension.Status
 	var h http.Header
 	if o != nil && o.IfVersion != 0 {
 		h = http.Header{"If-Match": {strconv.Quote(strconv.FormatInt(o.IfVersion, 10))}}
@@ -69,12 +69,12 @@ func (c *Client) CheckExtension(ctx context.Context, d extension.Doc) error {
 }
 
 // SetExtensionEnabled enables or disables a row.
-func (c *Client) SetExtensionEnabled(ctx context.Context, typ, name string, on bool) (ExtensionStatus, error) {
+func (c *Client) SetExtensionEnabled(ctx context.Context, typ, name string, on bool) (extension.Status, error) {
 	op := "/disable"
 	if on {
 		op = "/enable"
 	}
-	var out ExtensionStatus
+	var out extension.Status
 	return out, c.do(ctx, "POST", extPath(typ, name)+op, nil, &out)
 }
 
@@ -91,14 +91,14 @@ func (c *Client) ExtensionHistory(ctx context.Context, typ, name string) ([]Exte
 
 // RevertExtension sets a row's spec back to an earlier version's (0: the
 // one before the current).
-func (c *Client) RevertExtension(ctx context.Context, typ, name string, version int64) (ExtensionStatus, error) {
-	var out ExtensionStatus
+func (c *Client) RevertExtension(ctx context.Context, typ, name string, version int64) (extension.Status, error) {
+	var out extension.Status
 	return out, c.do(ctx, "POST", extPath(typ, name)+"/revert", RevertRequest{Version: version}, &out)
 }
 
 // Reseed syncs the built-in and file documents into rows; force
 // overwrites rows a person or an agent changed.
-func (c *Client) Reseed(ctx context.Context, force bool) (ReseedReport, error) {
-	var out ReseedReport
+func (c *Client) Reseed(ctx context.Context, force bool) (extension.Report, error) {
+	var out extension.Report
 	return out, c.do(ctx, "POST", "/v1/extensions/reseed", ReseedRequest{Force: force}, &out)
 }

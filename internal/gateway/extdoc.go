@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"slices"
 	"strings"
 
@@ -23,8 +24,27 @@ import (
 // docFields are the fields of a document.
 var docFields = []string{"type", "name", "spec", "enabled"}
 
-// decodeDoc reads one document, JSON, or YAML when yml.
-func decodeDoc(text []byte, yml bool) (extension.Doc, error) {
+// specTypes are the content types of a PUT's document: JSON (none given
+// counts too), or YAML.
+var specTypes = map[string]bool{
+	"": false, "application/json": false, "application/yaml": true, "application/x-yaml": true, "text/yaml": true, "text/x-yaml": true,
+}
+
+// decodeSpec reads the document of a PUT: JSON, or YAML by its content
+// type (as extension.DecodeSpec will).
+func decodeSpec(text []byte, contentType string) (extension.Doc, error) {
+	mt := ""
+	if contentType != "" {
+		var err error
+		mt, _, err = mime.ParseMediaType(contentType)
+		if err != nil {
+			mt = "?"
+		}
+	}
+	yml, ok := specTypes[mt]
+	if !ok {
+		return extension.Doc{}, say(errMediaType, "content type %.60q: send the document as JSON (application/json) or YAML (application/yaml)", contentType)
+	}
 	if len(bytes.TrimSpace(text)) == 0 {
 		return extension.Doc{}, badRequest("body: want an extension document {\"type\", \"name\", \"spec\"}, in JSON or YAML")
 	}

@@ -12,9 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,39 +38,11 @@ type Extensions interface {
 	Reseed(ctx context.Context, force bool) (extension.Report, error)
 }
 
-// ExtensionStatus is an extension row as the API shows it, with what this
-// node made of it.
-type ExtensionStatus struct {
-	Type       string          `json:"type"`
-	Name       string          `json:"name"`
-	Spec       json.RawMessage `json:"spec"`
-	Enabled    bool            `json:"enabled"`
-	Version    int64           `json:"version"`
-	Provenance string          `json:"provenance"` // builtin, file, user, agent:<id>
-	SeedHash   string          `json:"seed_hash,omitempty"`
-	CreatedAt  time.Time       `json:"created_at"`
-	CreatedBy  string          `json:"created_by"`
-	UpdatedAt  time.Time       `json:"updated_at"`
-	UpdatedBy  string          `json:"updated_by"`
-	// ActiveVersion is the version active on this node, 0 for none.
-	ActiveVersion int64 `json:"active_version"`
-	// Error says why the row's version is not the active one.
-	Error string `json:"error"`
-	// Seed is where a reseed takes the row from: builtin, file or "".
-	Seed string `json:"seed"`
-	// Drift: the row's spec differs from its seed document's.
-	Drift bool `json:"drift"`
-}
-
-func extensionStatus(st extension.Status) ExtensionStatus {
-	return ExtensionStatus{Type: st.Type, Name: st.Name, Spec: st.Spec, Enabled: st.Enabled, Version: st.Version,
-		Provenance: st.Provenance, SeedHash: st.SeedHash, CreatedAt: st.CreatedAt, CreatedBy: st.CreatedBy,
-		UpdatedAt: st.UpdatedAt, UpdatedBy: st.UpdatedBy, ActiveVersion: st.Active, Error: st.Error, Seed: st.Seed, Drift: st.Drift}
-}
-
-// ExtensionList answers GET /v1/extensions.
+// ExtensionList answers GET /v1/extensions. A row is shown as
+// extension.Status marshals it, as the agents' extensions tool shows it
+// too.
 type ExtensionList struct {
-	Extensions []ExtensionStatus `json:"extensions"`
+	Extensions []extension.Status `json:"extensions"`
 }
 
 // ExtensionType is a type as GET /v1/extensions/schemas lists it.
@@ -121,22 +91,6 @@ type RevertRequest struct {
 // ReseedRequest is the body of POST /v1/extensions/reseed (optional).
 type ReseedRequest struct {
 	Force bool `json:"force"`
-}
-
-// ReseedReport answers POST /v1/extensions/reseed: the rows, as
-// "type/name", by what the reseed did with them.
-type ReseedReport struct {
-	Created   []string `json:"created"`
-	Updated   []string `json:"updated"`
-	Unchanged []string `json:"unchanged"`
-	// Kept are rows a person or an agent changed, left as they are (a
-	// forced reseed overwrites them).
-	Kept []string `json:"kept"`
-	// Removed are rows a reseed wrote whose document is gone.
-	Removed []string `json:"removed"`
-	// Errors are the seed documents that could not be read or are
-	// invalid, each naming its file.
-	Errors []string `json:"errors"`
 }
 
 // who is who makes a change through the API: the user, by the credential
@@ -209,11 +163,10 @@ func (s *Server) extList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	out := ExtensionList{Extensions: make([]ExtensionStatus, len(list))}
-	for i, st := range list {
-		out.Extensions[i] = extensionStatus(st)
+	if list == nil {
+		list = []extension.Status{}
 	}
-	writeJSON(w, 200, out)
+	writeJSON(w, 200, ExtensionList{Extensions: list})
 }
 
 func (s *Server) extTypes(w http.ResponseWriter, r *http.Request) {
@@ -248,7 +201,7 @@ func (s *Server) extSchema(w http.ResponseWriter, r *http.Request) {
 // it back).
 func answerRow(w http.ResponseWriter, st extension.Status) {
 	w.Header().Set("ETag", strconv.Quote(strconv.FormatInt(st.Version, 10)))
-	writeJSON(w, 200, extensionStatus(st))
+	writeJSON(w, 200, st)
 }
 
 func (s *Server) extGet(w http.ResponseWriter, r *http.Request) {
@@ -340,23 +293,8 @@ func ifMatch(h http.Header) (int64, error) {
 	return n, nil
 }
 
-// extBodyTypes are the content types a PUT of a document is read as: JSON
-// (none given counts too), or YAML.
-var extBodyTypes = map[string]bool{
-	"application/json": false, "application/yaml": true, "application/x-yaml": true, "text/yaml": true, "text/x-yaml": true,
-}
-
 // readDoc reads the document of a PUT: JSON, or YAML by its content type.
 func readDoc(r *http.Request) (extension.Doc, error) {
-	yaml := false
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		y, ok := extBodyTypes[mt]
-		if err != nil || !ok {
-			return extension.Doc{}, say(errMediaType, "content type %.60q: send the document as JSON (application/json) or YAML (application/yaml)", ct)
-		}
-		yaml = y
-	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -365,7 +303,7 @@ func readDoc(r *http.Request) (extension.Doc, error) {
 		}
 		return extension.Doc{}, badRequest("body: %v", err)
 	}
-	return decodeDoc(body, yaml)
+	return decodeSpec(body, r.Header.Get("Content-Type"))
 }
 
 // docAt makes the body's document the row's at the URL: a type or name
@@ -466,14 +404,11 @@ func (s *Server) extReseed(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, 200, ReseedReport{Created: list(rep.Created), Updated: list(rep.Updated), Unchanged: list(rep.Unchanged),
-		Kept: list(rep.Kept), Removed: list(rep.Removed), Errors: list(rep.Errors)})
-}
-
-// list is l, or an empty list for nil (JSON [] rather than null).
-func list(l []string) []string {
-	if l == nil {
-		return []string{}
+	// Empty lists, not null, for clients that read them as lists.
+	for _, l := range []*[]string{&rep.Created, &rep.Updated, &rep.Unchanged, &rep.Kept, &rep.Removed, &rep.Errors} {
+		if *l == nil {
+			*l = []string{}
+		}
 	}
-	return slices.Clip(l)
+	writeJSON(w, 200, rep)
 }

@@ -191,8 +191,8 @@ func TestExtensionRoutes(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("PUT: %d %s", status, b)
 	}
-	put := decodeAs[gateway.ExtensionStatus](t, "PUT", b)
-	if put.Type != "note" || put.Name != "todo" || put.Version != 1 || !put.Enabled || put.ActiveVersion != 1 ||
+	put := decodeAs[extension.Status](t, "PUT", b)
+	if put.Type != "note" || put.Name != "todo" || put.Version != 1 || !put.Enabled || put.Active != 1 ||
 		put.Provenance != store.ProvenanceUser || put.CreatedBy != "user:socket" || put.UpdatedBy != "user:socket" ||
 		string(put.Spec) != `{"text":"buy milk"}` || hdr.Get("ETag") != `"1"` {
 		t.Errorf("PUT: %+v, ETag %s", put, hdr.Get("ETag"))
@@ -201,12 +201,12 @@ func TestExtensionRoutes(t *testing.T) {
 	// YAML, with the type and name in the body agreeing with the URL.
 	status, hdr, b = extDo(t, base, "PUT", "/v1/extensions/note/todo", "type: note\nname: todo\nspec:\n  text: buy bread # and milk\n",
 		"Content-Type", "application/yaml")
-	if got := decodeAs[gateway.ExtensionStatus](t, "PUT YAML", b); status != 200 || got.Version != 2 || string(got.Spec) != `{"text":"buy bread"}` || hdr.Get("ETag") != `"2"` {
+	if got := decodeAs[extension.Status](t, "PUT YAML", b); status != 200 || got.Version != 2 || string(got.Spec) != `{"text":"buy bread"}` || hdr.Get("ETag") != `"2"` {
 		t.Errorf("PUT YAML: %d %+v", status, got)
 	}
 
 	status, _, b = extDo(t, base, "GET", "/v1/extensions/note/todo", "")
-	if got := decodeAs[gateway.ExtensionStatus](t, "GET", b); status != 200 || got.Version != 2 || got.Seed != "" || got.Drift {
+	if got := decodeAs[extension.Status](t, "GET", b); status != 200 || got.Version != 2 || got.Seed != "" || got.Drift {
 		t.Errorf("GET: %d %+v", status, got)
 	}
 
@@ -231,20 +231,20 @@ func TestExtensionRoutes(t *testing.T) {
 	}
 
 	status, _, b = extDo(t, base, "POST", "/v1/extensions/note/todo/disable", "")
-	if got := decodeAs[gateway.ExtensionStatus](t, "disable", b); status != 200 || got.Enabled || got.ActiveVersion != 0 || got.Version != 3 {
+	if got := decodeAs[extension.Status](t, "disable", b); status != 200 || got.Enabled || got.Active != 0 || got.Version != 3 {
 		t.Errorf("disable: %d %+v", status, got)
 	}
 	status, _, b = extDo(t, base, "POST", "/v1/extensions/note/todo/enable", "")
-	if got := decodeAs[gateway.ExtensionStatus](t, "enable", b); status != 200 || !got.Enabled || got.ActiveVersion != 4 {
+	if got := decodeAs[extension.Status](t, "enable", b); status != 200 || !got.Enabled || got.Active != 4 {
 		t.Errorf("enable: %d %+v", status, got)
 	}
 	status, _, b = extDo(t, base, "POST", "/v1/extensions/note/todo/revert", `{"version":1}`)
-	if got := decodeAs[gateway.ExtensionStatus](t, "revert", b); status != 200 || got.Version != 5 || string(got.Spec) != `{"text":"buy milk"}` {
+	if got := decodeAs[extension.Status](t, "revert", b); status != 200 || got.Version != 5 || string(got.Spec) != `{"text":"buy milk"}` {
 		t.Errorf("revert to 1: %d %+v", status, got)
 	}
 	// No body: the version before the current (4: buy bread).
 	status, _, b = extDo(t, base, "POST", "/v1/extensions/note/todo/revert", "")
-	if got := decodeAs[gateway.ExtensionStatus](t, "revert", b); status != 200 || got.Version != 6 || string(got.Spec) != `{"text":"buy bread"}` {
+	if got := decodeAs[extension.Status](t, "revert", b); status != 200 || got.Version != 6 || string(got.Spec) != `{"text":"buy bread"}` {
 		t.Errorf("revert: %d %+v", status, got)
 	}
 
@@ -274,18 +274,18 @@ func TestExtensionRoutes(t *testing.T) {
 	// forced.
 	extDo(t, base, "PUT", "/v1/extensions/note/welcome", `{"spec":{"text":"hi"}}`)
 	status, _, b = extDo(t, base, "GET", "/v1/extensions/note/welcome", "")
-	if got := decodeAs[gateway.ExtensionStatus](t, "GET welcome", b); got.Seed != "builtin" || !got.Drift {
+	if got := decodeAs[extension.Status](t, "GET welcome", b); got.Seed != "builtin" || !got.Drift {
 		t.Errorf("welcome after a change: %+v, want seed builtin with drift", got)
 	}
 	for _, c := range []struct {
 		body string
-		want gateway.ReseedReport
+		want extension.Report
 	}{
-		{"", gateway.ReseedReport{Created: []string{}, Updated: []string{}, Unchanged: []string{}, Kept: []string{"note/welcome"}, Removed: []string{}, Errors: []string{}}},
-		{`{"force":true}`, gateway.ReseedReport{Created: []string{}, Updated: []string{"note/welcome"}, Unchanged: []string{}, Kept: []string{}, Removed: []string{}, Errors: []string{}}},
+		{"", extension.Report{Created: []string{}, Updated: []string{}, Unchanged: []string{}, Kept: []string{"note/welcome"}, Removed: []string{}, Errors: []string{}}},
+		{`{"force":true}`, extension.Report{Created: []string{}, Updated: []string{"note/welcome"}, Unchanged: []string{}, Kept: []string{}, Removed: []string{}, Errors: []string{}}},
 	} {
 		status, _, b = extDo(t, base, "POST", "/v1/extensions/reseed", c.body)
-		if got := decodeAs[gateway.ReseedReport](t, "reseed", b); status != 200 || !cmp.Equal(got, c.want) {
+		if got := decodeAs[extension.Report](t, "reseed", b); status != 200 || !cmp.Equal(got, c.want) {
 			t.Errorf("reseed %s: %d %s", c.body, status, cmp.Diff(c.want, got))
 		}
 	}
@@ -395,7 +395,7 @@ func TestExtensionIfMatch(t *testing.T) {
 		t.Errorf("after conflicts: version %d, want 2", st.Version)
 	}
 	status, hdr, b := extDo(t, base, "PUT", "/v1/extensions/note/x", `{"spec":{"text":"three"}}`, "If-Match", `"2"`)
-	if got := decodeAs[gateway.ExtensionStatus](t, "If-Match 2", b); status != 200 || got.Version != 3 || hdr.Get("ETag") != `"3"` {
+	if got := decodeAs[extension.Status](t, "If-Match 2", b); status != 200 || got.Version != 3 || hdr.Get("ETag") != `"3"` {
 		t.Errorf("If-Match 2: %d %+v", status, got)
 	}
 	for _, im := range []string{"x", "0", "-1", `W/"3"`} {
@@ -472,12 +472,12 @@ func TestExtensionsOverTCP(t *testing.T) {
 	}
 
 	status, _, b := extDo(t, on.URL, "PUT", "/v1/extensions/note/x", body, "Authorization", bearer)
-	if got := decodeAs[gateway.ExtensionStatus](t, "PUT", b); status != 200 || got.UpdatedBy != "user:token" {
+	if got := decodeAs[extension.Status](t, "PUT", b); status != 200 || got.UpdatedBy != "user:token" {
 		t.Errorf("PUT with remote_admin: %d %+v, want it by user:token", status, got)
 	}
 	cookie := gateway.CookieName + "=" + cookieFor(tok)
 	status, _, b = extDo(t, on.URL, "POST", "/v1/extensions/note/x/disable", "", "Cookie", cookie, "Sec-Fetch-Site", "same-origin")
-	if got := decodeAs[gateway.ExtensionStatus](t, "disable", b); status != 200 || got.UpdatedBy != "user:console" {
+	if got := decodeAs[extension.Status](t, "disable", b); status != 200 || got.UpdatedBy != "user:console" {
 		t.Errorf("disable from the console: %d %+v, want it by user:console", status, got)
 	}
 }
