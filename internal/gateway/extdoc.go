@@ -77,7 +77,7 @@ func DecodeDocs(text []byte) ([]extension.Doc, error) {
 			break
 		}
 		if err != nil {
-			return nil, badRequest("document %d: %s", i, strings.TrimPrefix(err.Error(), "yaml: "))
+			return nil, say(ErrBadRequest, "document %d: %s", i, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		line := n.Line
 		if len(n.Content) > 0 {
@@ -85,7 +85,7 @@ func DecodeDocs(text []byte) ([]extension.Doc, error) {
 		}
 		js, err := nodeJSON(&n)
 		if err != nil {
-			return nil, badRequest("document %d (line %d): %v", i, line, err)
+			return nil, say(ErrBadRequest, "document %d (line %d): %v", i, line, err)
 		}
 		d, err := docFromJSON(js, line)
 		if err != nil {
@@ -98,7 +98,7 @@ func DecodeDocs(text []byte) ([]extension.Doc, error) {
 		return nil, errors.Join(errs...)
 	}
 	if len(out) == 0 {
-		return nil, badRequest("no extension document: want {\"type\", \"name\", \"spec\"}, in JSON or YAML")
+		return nil, say(ErrBadRequest, "no extension document: want {\"type\", \"name\", \"spec\"}, in JSON or YAML")
 	}
 	return out, nil
 }
@@ -127,7 +127,7 @@ func docFromJSON(text []byte, line int) (extension.Doc, error) {
 		if errors.As(err, &te) {
 			return d, docError(d, schema.Error{Message: "must be an object {\"type\", \"name\", \"spec\"}"})
 		}
-		return d, badRequest("body: %v", err)
+		return d, say(ErrBadRequest, "not JSON: %v", err)
 	}
 	var errs []schema.Error
 	str := func(name string, to *string) {
