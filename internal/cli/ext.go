@@ -280,7 +280,7 @@ func docWhere(file string, d extension.Doc) string {
 	if d.Line > 0 {
 		file += ":" + strconv.Itoa(d.Line)
 	}
-	if d.Type != "" || d.Name != "" {
+	if d.Type != "" && d.Name != "" {
 		file += " (" + d.Key() + ")"
 	}
 	return file
