@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,14 @@ spec:
   options: [quiet, normal]
   agent: nobody
 `
+
+// extDataDir is a data directory with an agent, and files.
+func extDataDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	all := map[string]string{"agents/helper.yaml": "name: Helper\nmodel:\n  provider: echo\n"}
+	maps.Copy(all, files)
+	return dataDir(t, all)
+}
 
 // The extension commands, in process and through the daemon: put (two
 // documents) → list → show → disable → history → revert → rm, and a put
@@ -160,9 +169,9 @@ func TestExtCommands(t *testing.T) {
 			t.Errorf("ext show control: %+v, want a usage error", r)
 		}
 	}
-	t.Run("in process", func(t *testing.T) { check(t, dataDir(t, nil)) })
+	t.Run("in process", func(t *testing.T) { check(t, extDataDir(t, nil)) })
 	t.Run("daemon", func(t *testing.T) {
-		dir := dataDir(t, nil)
+		dir := extDataDir(t, nil)
 		// While it runs, it holds the data directory: every command goes
 		// through its socket.
 		d := serve(t, dir)
@@ -174,7 +183,7 @@ func TestExtCommands(t *testing.T) {
 // agentd ext reseed syncs extensions/<type>/<name>.yaml into rows, keeps a
 // row a person changed unless --force, and shows the drift.
 func TestExtReseed(t *testing.T) {
-	dir := dataDir(t, map[string]string{
+	dir := extDataDir(t, map[string]string{
 		"extensions/control/night.yaml": "type: control\nname: night\nspec: {kind: bool, value: false}\n",
 	})
 	var st extension.Status
@@ -195,5 +204,39 @@ func TestExtReseed(t *testing.T) {
 	decodeOut(t, okRun(t, dir, "ext", "show", "--json", "control/night"), &st)
 	if st.Provenance != "file" || st.Drift || string(st.Spec) != `{"kind":"bool","value":false}` {
 		t.Errorf("after reseed --force: %+v", st)
+	}
+}
+
+// Over TCP (--remote), the token reads the rows; a change needs
+// gateway.remote_admin, and is then recorded as by the token.
+func TestExtRemote(t *testing.T) {
+	doc := "type: control\nname: quiet\nspec: {kind: bool, value: true}\n"
+	for _, admin := range []bool{false, true} {
+		files := map[string]string{}
+		if admin {
+			files["agentd.yaml"] = "gateway:\n  remote_admin: true\n"
+		}
+		dir := extDataDir(t, files)
+		_, base := serveListen(t, dir, "127.0.0.1:0")
+		env := []string{"AGENTD_TOKEN=" + strings.TrimSpace(okRun(t, dir, "token"))}
+		other := t.TempDir() // the commands name no data directory of the daemon's
+		if r := runInput(t, other, env, "", "ext", "list", "--remote", base); r.code != 0 || tableRow(t, r.stdout, "agent")[1] != "helper" {
+			t.Errorf("ext list --remote: %+v", r)
+		}
+		r := runInput(t, other, env, doc, "ext", "put", "-", "--remote", base)
+		if !admin {
+			if r.code != 1 || !strings.Contains(r.stderr, "remote_admin") || strings.Contains(r.stderr, "allowed_hosts") {
+				t.Errorf("ext put --remote without remote_admin: %+v, want exit 1 naming remote_admin alone", r)
+			}
+			continue
+		}
+		if r.code != 0 || r.stdout != "control/quiet: version 1, enabled, active\n" {
+			t.Errorf("ext put --remote with remote_admin: %+v", r)
+		}
+		var st extension.Status
+		decodeOut(t, okRun(t, dir, "ext", "show", "--json", "control/quiet"), &st)
+		if st.UpdatedBy != "user:token" {
+			t.Errorf("a change over TCP: updated by %q, want user:token", st.UpdatedBy)
+		}
 	}
 }

@@ -308,8 +308,11 @@ func (e *env) putDocs(ctx context.Context, b *backend, file string, text []byte)
 		}
 		seen[d.Key()] = where
 		if err := b.CheckExtension(ctx, d); err != nil {
+			// An invalid document or an unknown type is the document's
+			// problem; anything else (a refusal, agentd unavailable) ends
+			// the command.
 			var ae *gateway.APIError
-			if !errors.As(err, &ae) || ae.Status >= 500 {
+			if !errors.As(err, &ae) || (ae.Status != 400 && ae.Status != 404) {
 				return nil, err
 			}
 			if len(ae.Errors) == 0 {
