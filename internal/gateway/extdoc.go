@@ -67,6 +67,15 @@ func decodeSpec(text []byte, contentType string) (extension.Doc, error) {
 // *extension.ValidationError; text that is not YAML at all, an error
 // naming the line.
 func DecodeDocs(text []byte) ([]extension.Doc, error) {
+	if t := bytes.TrimLeft(text, " \t\r\n"); len(t) > 0 && t[0] == '{' && json.Valid(text) {
+		// JSON, read as encoding/json reads it (a key given twice: the
+		// last), as a PUT's JSON body is.
+		d, err := docFromJSON(text, 1+bytes.Count(text[:len(text)-len(t)], []byte("\n")))
+		if err != nil {
+			return nil, err
+		}
+		return []extension.Doc{d}, nil
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var out []extension.Doc
 	var errs []error

@@ -567,3 +567,36 @@ func TestDecodeDocs(t *testing.T) {
 		t.Errorf("DecodeDocs errors:\n%s", cmp.Diff(wantErrs, got))
 	}
 }
+
+// DecodeDocs never fails to read what encoding/json reads as a document,
+// and reads the same type, name and enabled; whatever it is given, it
+// answers without panicking.
+func FuzzDecodeDocs(f *testing.F) {
+	for _, s := range []string{`{"type":"note","name":"a","spec":{"text":"t"}}`, "type: note\nname: a\nspec: {}\n---\nspec: 1\n",
+		`{"type":"a","name":"b","spec":[],"enabled":true}`, "- 1\n- 2\n", `{"spec":{"a":1e400}}`, "a: &x [*x]\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		docs, err := gateway.DecodeDocs([]byte(text))
+		var want struct {
+			Type    string          `json:"type"`
+			Name    string          `json:"name"`
+			Spec    json.RawMessage `json:"spec"`
+			Enabled *bool           `json:"enabled"`
+		}
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&want) != nil || dec.More() || len(want.Spec) == 0 || string(want.Spec) == "null" ||
+			(want.Name != "" && !extension.ValidName(want.Name)) {
+			return
+		}
+		if err != nil || len(docs) != 1 {
+			t.Fatalf("DecodeDocs(%q): %v %v, want the document encoding/json reads", text, docs, err)
+		}
+		d := docs[0]
+		if d.Type != want.Type || d.Name != want.Name || (d.Enabled == nil) != (want.Enabled == nil) ||
+			(d.Enabled != nil && *d.Enabled != *want.Enabled) || !json.Valid(d.Spec) {
+			t.Fatalf("DecodeDocs(%q) = %+v, encoding/json reads %+v", text, d, want)
+		}
+	})
+}
