@@ -153,17 +153,20 @@ func TestExtCommands(t *testing.T) {
 			t.Errorf("the valid document of an invalid file was written: %+v", r)
 		}
 
-		// A file that is not documents, or a document without its type:
-		// nothing is sent.
-		r = runInput(t, dir, nil, "type: control\nname: ../x\nspec: {}\nmore: 1\n---\nname: y\nspec: {kind: bool, value: true}\n", "ext", "put", "-")
-		for _, want := range []string{`/name: "../x" is not a valid name`, "/more: unknown field"} {
+		// A file that is not documents, a document without its type, a
+		// name that is a path: every problem, nothing written.
+		r = runInput(t, dir, nil, "type: control\nname: a\nspec: {kind: bool, value: true}\nmore: 1\n---\nname: y\nspec: {kind: bool, value: true}\n", "ext", "put", "-")
+		for _, want := range []string{"stdin:4: more: unknown field", "stdin:6: type: is required"} {
 			if r.code != 1 || !strings.Contains(r.stderr, want) {
 				t.Errorf("ext put of bad documents: exit %d, no %q in\n%s", r.code, want, r.stderr)
 			}
 		}
-		r = runInput(t, dir, nil, "name: y\nspec: {kind: bool, value: true}\n", "ext", "put", "-")
-		if r.code != 1 || !strings.Contains(r.stderr, "stdin:1: a document needs its type and name") {
-			t.Errorf("ext put of a document without its type: %+v", r)
+		r = runInput(t, dir, nil, "type: control\nname: ../x\nspec: {kind: bool, value: true}\n", "ext", "put", "-")
+		if r.code != 1 || !strings.Contains(r.stderr, `stdin:1 (control/../x): /name: "../x" is not a valid name`) {
+			t.Errorf("ext put of a path for a name: %+v", r)
+		}
+		if out := okRun(t, dir, "ext", "list", "--type", "control"); strings.Count(out, "\n") != 2 {
+			t.Errorf("after invalid puts, ext list:\n%s\nwant quiet-hours alone", out)
 		}
 		if r := run(t, dir, "ext", "show", "control"); r.code != 2 {
 			t.Errorf("ext show control: %+v, want a usage error", r)

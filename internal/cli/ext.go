@@ -290,7 +290,7 @@ func docWhere(file string, d extension.Doc) string {
 // (a dry run); it returns them when every one is valid, else an error
 // listing every problem of every document.
 func (e *env) putDocs(ctx context.Context, b *backend, file string, text []byte) ([]extension.Doc, error) {
-	docs, err := gateway.DecodeDocs(text)
+	docs, err := extension.DecodeDocs(text)
 	if err != nil {
 		return nil, decodeErr(file, err)
 	}
@@ -298,10 +298,6 @@ func (e *env) putDocs(ctx context.Context, b *backend, file string, text []byte)
 	seen := map[string]string{}
 	for _, d := range docs {
 		where := docWhere(file, d)
-		if d.Type == "" || d.Name == "" {
-			problems = append(problems, where+": a document needs its type and name")
-			continue
-		}
 		if prev, dup := seen[d.Key()]; dup {
 			problems = append(problems, where+": "+d.Key()+" is also at "+prev)
 			continue
@@ -329,31 +325,24 @@ func (e *env) putDocs(ctx context.Context, b *backend, file string, text []byte)
 	return docs, nil
 }
 
-// decodeErr lists the problems of a file that is not documents.
+// decodeErr lists the problems of a file that is not documents, each
+// with its line.
 func decodeErr(file string, err error) error {
 	if file == "-" {
 		file = "stdin"
 	}
-	var lines []string
-	for _, x := range unjoinErr(err) {
-		var ve *extension.ValidationError
-		if !errors.As(x, &ve) {
-			lines = append(lines, x.Error())
-			continue
-		}
-		for _, p := range ve.Errors {
-			lines = append(lines, ve.Doc+": "+p.String())
+	var de *extension.DecodeError
+	if !errors.As(err, &de) {
+		return withCode(ExitError, fmt.Errorf("%s: %w", file, err))
+	}
+	lines := make([]string, len(de.Problems))
+	for i, p := range de.Problems {
+		lines[i] = file + ":" + strings.TrimPrefix(p.String(), "line ")
+		if p.Line == 0 {
+			lines[i] = file + ": " + p.String()
 		}
 	}
 	return withCode(ExitError, fmt.Errorf("%s: nothing written:\n  %s", file, strings.Join(lines, "\n  ")))
-}
-
-// unjoinErr lists the errors errors.Join put together.
-func unjoinErr(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 func (e *env) extEnableCmd(on bool) *cobra.Command {

@@ -69,12 +69,12 @@ var (
 var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
 		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
-		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid},
+		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed},
 		status: http.StatusBadRequest, code: "bad_request"},
 	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
 	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
-	{errs: []error{errMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
+	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
 		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
@@ -140,22 +140,26 @@ func Describe(err error) (f Failure, known bool) {
 // the error, and every problem of the document.
 type InvalidError struct {
 	Error
-	// Errors are the problems, "pointer: message" each, the pointer into
-	// the document ("/spec/url: must be a string").
+	// Errors are the problems: "pointer: message" each, the pointer into
+	// the document ("/spec/url: must be a string"), or, for a text that
+	// is not a document, "line 3: spec.url: must be a string".
 	Errors []string `json:"errors"`
 }
 
 // errorBody is the body answering err as f: f.Body, with the problems of
-// an invalid extension document (errors.Join'ed ones too) when err holds
-// any.
+// an invalid extension document when err holds any.
 func errorBody(f Failure, err error) any {
 	var ps []string
-	for _, e := range unjoin(err) {
-		var ve *extension.ValidationError
-		if errors.As(e, &ve) {
-			for _, x := range ve.Errors {
-				ps = append(ps, x.String())
-			}
+	var ve *extension.ValidationError
+	var de *extension.DecodeError
+	switch {
+	case errors.As(err, &ve):
+		for _, x := range ve.Errors {
+			ps = append(ps, x.String())
+		}
+	case errors.As(err, &de):
+		for _, x := range de.Problems {
+			ps = append(ps, x.String())
 		}
 	}
 	if ps == nil || f.Status != http.StatusBadRequest {

@@ -293,7 +293,8 @@ func ifMatch(h http.Header) (int64, error) {
 	return n, nil
 }
 
-// readDoc reads the document of a PUT: JSON, or YAML by its content type.
+// readDoc reads the document of a PUT: JSON, or YAML by its content type
+// (extension.DecodeSpec).
 func readDoc(r *http.Request) (extension.Doc, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -303,7 +304,7 @@ func readDoc(r *http.Request) (extension.Doc, error) {
 		}
 		return extension.Doc{}, badRequest("body: %v", err)
 	}
-	return decodeSpec(body, r.Header.Get("Content-Type"))
+	return extension.DecodeSpec(body, r.Header.Get("Content-Type"))
 }
 
 // docAt makes the body's document the row's at the URL: a type or name

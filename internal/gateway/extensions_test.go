@@ -318,9 +318,10 @@ func TestExtensionPutInvalid(t *testing.T) {
 		{"the spec's problems, YAML", "/v1/extensions/note/x", "spec:\n  text: [1]\n  url: 7\n", "application/yaml",
 			[]string{"/spec/text: must be a string", "/spec/url: must be a string"}},
 		{"the body's shape", "/v1/extensions/note/x", `{"type":"other","name":"y","enabled":"yes","extra":1,"more":2}`, "",
-			[]string{"/enabled: must be true or false", "/spec: missing: the document's content, an object",
-				"/extra: unknown field: a document has type, name, spec and enabled",
-				"/more: unknown field: a document has type, name, spec and enabled"}},
+			[]string{"line 1: enabled: must be true or false", "line 1: extra: unknown field (a document has type, name, spec or enabled)",
+				"line 1: more: unknown field (a document has type, name, spec or enabled)", "line 1: spec: is required"}},
+		{"the body's shape, YAML", "/v1/extensions/note/x", "type: note\nspec:\n  text: t\nspec2: 1\nenabled: maybe\n", "application/yaml",
+			[]string{"line 4: spec2: unknown field (a document has type, name, spec or enabled)", `line 5: enabled: must be true or false, not "maybe"`}},
 		{"not the URL's", "/v1/extensions/note/x", `{"type":"other","name":"y","spec":{"text":"t"}}`, "",
 			[]string{`/type: "other", where the URL says "note"`, `/name: "y", where the URL says "x"`}},
 		{"a path for a name", "/v1/extensions/note/..%2F..%2Fetc", `{"spec":{"text":"t"}}`, "",
@@ -330,7 +331,7 @@ func TestExtensionPutInvalid(t *testing.T) {
 		{"a dot name", "/v1/extensions/note/.hidden", `{"spec":{"text":"t"}}`, "",
 			[]string{`/name: ".hidden" is not a valid name: use up to 64 letters, digits, '-', '_' and inner dots`}},
 		{"an array", "/v1/extensions/note/x", `[1,2]`, "",
-			[]string{`/: must be an object {"type", "name", "spec"}`}},
+			[]string{`line 1: must be one document (an object with type, name and spec), not a list`}},
 	} {
 		for _, dry := range []string{"", "?dry_run=true"} {
 			var hdr []string
@@ -537,66 +538,4 @@ func TestExtensionClient(t *testing.T) {
 	if _, err := c.Extension(ctx, "note", "x"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Errorf("get after delete: %v, want 404", err)
 	}
-}
-
-// DecodeDocs reads several documents, YAML or JSON, each with its line,
-// and lists the problems of each one that is wrong.
-func TestDecodeDocs(t *testing.T) {
-	docs, err := gateway.DecodeDocs([]byte("# notes\ntype: note\nname: a\nspec: {text: one}\n---\n{\"type\": \"note\", \"name\": \"b\", \"spec\": {\"text\": \"two\"}, \"enabled\": false}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := false
-	want := []extension.Doc{
-		{Type: "note", Name: "a", Spec: json.RawMessage(`{"text":"one"}`), Line: 2},
-		{Type: "note", Name: "b", Spec: json.RawMessage(`{"text":"two"}`), Enabled: &f, Line: 6},
-	}
-	if diff := cmp.Diff(want, docs); diff != "" {
-		t.Errorf("DecodeDocs (-want +got):\n%s", diff)
-	}
-	_, err = gateway.DecodeDocs([]byte("type: note\nname: a\nspec: {}\n---\ntype: note\nname: ../b\n---\nname: c\nspec: 1\nx: 2\n"))
-	var got []string
-	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		got = append(got, e.Error())
-	}
-	wantErrs := []string{
-		`extension: note/../b (line 5): /spec: missing: the document's content, an object; /name: "../b" is not a valid name: use up to 64 letters, digits, '-', '_' and inner dots`,
-		`extension: document (line 8): /x: unknown field: a document has type, name, spec and enabled`,
-	}
-	if !slices.Equal(got, wantErrs) {
-		t.Errorf("DecodeDocs errors:\n%s", cmp.Diff(wantErrs, got))
-	}
-}
-
-// DecodeDocs never fails to read what encoding/json reads as a document,
-// and reads the same type, name and enabled; whatever it is given, it
-// answers without panicking.
-func FuzzDecodeDocs(f *testing.F) {
-	for _, s := range []string{`{"type":"note","name":"a","spec":{"text":"t"}}`, "type: note\nname: a\nspec: {}\n---\nspec: 1\n",
-		`{"type":"a","name":"b","spec":[],"enabled":true}`, "- 1\n- 2\n", `{"spec":{"a":1e400}}`, "a: &x [*x]\n"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, text string) {
-		docs, err := gateway.DecodeDocs([]byte(text))
-		var want struct {
-			Type    string          `json:"type"`
-			Name    string          `json:"name"`
-			Spec    json.RawMessage `json:"spec"`
-			Enabled *bool           `json:"enabled"`
-		}
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		if dec.Decode(&want) != nil || dec.More() || len(want.Spec) == 0 || string(want.Spec) == "null" ||
-			(want.Name != "" && !extension.ValidName(want.Name)) {
-			return
-		}
-		if err != nil || len(docs) != 1 {
-			t.Fatalf("DecodeDocs(%q): %v %v, want the document encoding/json reads", text, docs, err)
-		}
-		d := docs[0]
-		if d.Type != want.Type || d.Name != want.Name || (d.Enabled == nil) != (want.Enabled == nil) ||
-			(d.Enabled != nil && *d.Enabled != *want.Enabled) || !json.Valid(d.Spec) {
-			t.Fatalf("DecodeDocs(%q) = %+v, encoding/json reads %+v", text, d, want)
-		}
-	})
 }
