@@ -241,7 +241,11 @@ func (e *env) extPutCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			docs, err := e.putDocs(ctx, b, args[0], text)
+			file := args[0]
+			if file == "-" {
+				file = "stdin"
+			}
+			docs, err := e.putDocs(ctx, b, file, text)
 			if err != nil {
 				return err
 			}
@@ -251,7 +255,7 @@ func (e *env) extPutCmd() *cobra.Command {
 					if i > 0 {
 						fmt.Fprintf(e.stderr, "agentd: %d of %d documents written before this one failed\n", i, len(docs))
 					}
-					return extErr(docWhere(args[0], d), err)
+					return extErr(docWhere(file, d), err)
 				}
 				fmt.Fprintln(e.stdout, rowLine(st))
 			}
@@ -274,9 +278,6 @@ func (e *env) readArg(arg string) ([]byte, error) {
 
 // docWhere names a document of a file: "weather.yaml:7 (action/weather)".
 func docWhere(file string, d extension.Doc) string {
-	if file == "-" {
-		file = "stdin"
-	}
 	if d.Line > 0 {
 		file += ":" + strconv.Itoa(d.Line)
 	}
@@ -328,9 +329,6 @@ func (e *env) putDocs(ctx context.Context, b *backend, file string, text []byte)
 // decodeErr lists the problems of a file that is not documents, each
 // with its line.
 func decodeErr(file string, err error) error {
-	if file == "-" {
-		file = "stdin"
-	}
 	var de *extension.DecodeError
 	if !errors.As(err, &de) {
 		return withCode(ExitError, fmt.Errorf("%s: %w", file, err))
