@@ -366,6 +366,11 @@ func (s *Server) extRevert(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := x.Revert(r.Context(), typ, name, req.Version, who(r))
+	if errors.Is(err, store.ErrNotFound) {
+		if _, herr := x.History(r.Context(), typ, name); herr == nil {
+			err = notFound("%s/%s has no version %d to revert to (see its history)", typ, name, req.Version)
+		}
+	}
 	if err != nil {
 		s.fail(w, rowErr(err, typ, name))
 		return

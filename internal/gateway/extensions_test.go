@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -427,6 +428,13 @@ func TestExtensionUnknownType(t *testing.T) {
 		}
 	}
 	checkError(t, e, "GET", "/v1/extensions?type=nope", "", 400, "bad_request")
+	extDo(t, e.http.URL, "PUT", "/v1/extensions/note/one", `{"spec":{"text":"t"}}`)
+	if er := checkError(t, e, "POST", "/v1/extensions/note/one/revert", `{"version":9}`, 404, "not_found"); !strings.Contains(er.Error, "no version 9") {
+		t.Errorf("revert to a version that never was: %q, want it named", er.Error)
+	}
+	if er := checkError(t, e, "POST", "/v1/extensions/note/none/revert", "", 404, "not_found"); !strings.Contains(er.Error, "no extension note/none") {
+		t.Errorf("revert of a row that never was: %q, want it named", er.Error)
+	}
 	for _, r := range []string{"GET /v1/extensions/note/none", "GET /v1/extensions/note/none/history", "POST /v1/extensions/note/none/enable"} {
 		method, path, _ := strings.Cut(r, " ")
 		if er := checkError(t, e, method, path, "", 404, "not_found"); !strings.Contains(er.Error, "note/none") {
@@ -538,4 +546,30 @@ func TestExtensionClient(t *testing.T) {
 	if _, err := c.Extension(ctx, "note", "x"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Errorf("get after delete: %v, want 404", err)
 	}
+}
+
+// A client validates a document before it writes it: an invalid one is
+// an *APIError listing every problem with its JSON pointer.
+func ExampleClient_CheckExtension() {
+	ctx := context.Background()
+	st := &extMemStore{rows: map[string]store.Extension{}, hist: map[string][]store.ExtensionChange{}}
+	m := extension.New(st, &extension.Options{Builtins: fstest.MapFS{}})
+	m.Register(extension.Type{Name: "note", Schema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"url":{"type":"string"}}}`)})
+	m.Start(ctx)
+	c, stop := gateway.Pipe(gateway.New(&gateway.Options{Extensions: m}))
+	defer stop()
+
+	doc := extension.Doc{Type: "note", Name: "todo", Spec: json.RawMessage(`{"text":7,"url":false}`)}
+	var ae *gateway.APIError
+	if err := c.CheckExtension(ctx, doc); errors.As(err, &ae) {
+		fmt.Println(ae.Status, ae.Errors)
+	}
+	doc.Spec = json.RawMessage(`{"text":"buy milk"}`)
+	if err := c.CheckExtension(ctx, doc); err == nil {
+		row, _ := c.PutExtension(ctx, doc, nil)
+		fmt.Println(row.Type+"/"+row.Name, row.Version, row.UpdatedBy)
+	}
+	// Output:
+	// 400 [/spec/text: must be a string /spec/url: must be a string]
+	// note/todo 1 user:socket
 }
