@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"agentd/internal/gateway"
 )
 
 // An agent creates an HTTP action in the middle of a conversation with its
@@ -64,4 +68,133 @@ func TestAgentMakesAnActionMidConversation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// putDoc writes extension documents with `agentd ext put -`.
+func putDoc(t *testing.T, dir, docs string) string {
+	t.Helper()
+	r := runInput(t, dir, nil, docs, "ext", "put", "-")
+	if r.code != 0 {
+		t.Fatalf("agentd ext put: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// An agent defined by a row answers at once; it overrides a file of the
+// same id while the row is enabled, and the file defines it again once
+// the row is removed. A capability it includes adds its prompt fragment
+// and grants its tools; naming one that does not exist is refused.
+func TestAgentAndCapabilityRows(t *testing.T) {
+	rec := fakeRec(t, "match *\nsay ok\n")
+	dir := dataDir(t, map[string]string{
+		"agents/assistant.yaml": openaiAgent(rec.addr, "tools:\n  builtin: [clock, calculator]\n  deny: [calculator]\n"),
+	})
+	serve(t, dir)
+	model := fmt.Sprintf(`{"provider":"openai","name":"fake","base_url":"http://%s/v1"}`, rec.addr)
+	// An unknown capability is named with its pointer; nothing is written.
+	r := runInput(t, dir, nil, `{"type":"agent","name":"scout","spec":{"model":`+model+`,"capabilities":["nope"]}}`, "ext", "put", "-")
+	if r.code == 0 || !strings.Contains(r.stderr, "/spec/capabilities/0") {
+		t.Fatalf("an unknown capability: %+v", r)
+	}
+	putDoc(t, dir, `{"type":"capability","name":"timekeeping","spec":{"tools":{"allow":["clock"]},"prompt":"Always give times in UTC."}}`)
+	putDoc(t, dir, `{"type":"agent","name":"scout","spec":{"name":"Scout","model":`+model+`,"system_prompt":"You scout.",`+
+		`"tools":{"builtin":["clock","calculator"],"allow":["calculator"]},"capabilities":["timekeeping"]}}`)
+	mustContain(t, okRun(t, dir, "send", "scout", "hello"), "ok")
+	req := rec.lastTurnRequest(t)
+	if sys := req.Messages[0].Content; !strings.Contains(sys, "You scout.") || !strings.Contains(sys, "Always give times in UTC.") {
+		t.Fatalf("scout's system prompt: %q", sys)
+	}
+	if tools := rec.lastTools(t); !slices.Equal(tools, []string{"calculator", "clock"}) {
+		t.Fatalf("scout is offered %q: the capability grants clock beside its own allow list", tools)
+	}
+	// A row over the file of the same id.
+	putDoc(t, dir, `{"type":"agent","name":"assistant","spec":{"model":`+model+`,"system_prompt":"Row prompt."}}`)
+	okRun(t, dir, "send", "assistant", "hi")
+	if sys := rec.lastTurnRequest(t).Messages[0].Content; !strings.Contains(sys, "Row prompt.") {
+		t.Fatalf("the row does not define the assistant: %q", sys)
+	}
+	okRun(t, dir, "ext", "rm", "agent/assistant")
+	okRun(t, dir, "send", "assistant", "hi again")
+	if sys := rec.lastTurnRequest(t).Messages[0].Content; strings.Contains(sys, "Row prompt.") {
+		t.Fatalf("the file does not define the assistant again: %q", sys)
+	}
+	// The file is a row of provenance file.
+	out := okRun(t, dir, "ext", "list", "--type", "agent", "--json")
+	for _, want := range []string{`"name":"assistant"`, `"provenance":"file"`, `"name":"scout"`, `"provenance":"user"`} {
+		mustContain(t, strings.ReplaceAll(out, " ", ""), want)
+	}
+}
+
+// A pause_agent control keeps an agent's inputs, durable, across a
+// restart, and runs them once it is switched off; a disable_tools control
+// takes a tool from every agent while it is on.
+func TestControls(t *testing.T) {
+	rec := fakeRec(t, "match *\nsay ok {{last_user}}\n")
+	dir := dataDir(t, map[string]string{
+		"agents/assistant.yaml": openaiAgent(rec.addr, "tools:\n  builtin: [clock, calculator]\n"),
+		"agents/other.yaml":     openaiAgent(rec.addr, ""),
+	})
+	d := serve(t, dir)
+	control := func(on bool) string {
+		return fmt.Sprintf(`{"type":"control","name":"hold","spec":{"kind":"bool","value":%v,"agent":"assistant","effect":"pause_agent"}}`, on)
+	}
+	putDoc(t, dir, control(true))
+	cl := gateway.NewUnixClient(filepath.Join(dir, "agentd.sock"))
+	if _, err := cl.Submit(t.Context(), "assistant/main", gateway.MessageRequest{Text: "held message"}); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, okRun(t, dir, "send", "other", "are you there"), "ok are you there")
+	held := func() bool {
+		return !strings.Contains(okRun(t, dir, "log", "assistant/main"), "held message")
+	}
+	if !held() {
+		t.Fatal("a paused agent ran its input")
+	}
+	// The pause and the input outlive a restart.
+	d.stop(t)
+	serve(t, dir)
+	mustContain(t, okRun(t, dir, "send", "other", "still there"), "ok still there")
+	if !held() {
+		t.Fatal("a paused agent ran its input after a restart")
+	}
+	putDoc(t, dir, control(false))
+	waitFor(t, func() bool { return !held() })
+	mustContain(t, okRun(t, dir, "log", "assistant/controls"), "pause_agent")
+
+	okRun(t, dir, "send", "assistant", "tools?")
+	if tools := rec.lastTools(t); !slices.Contains(tools, "calculator") {
+		t.Fatalf("calculator not offered before the kill switch: %q", tools)
+	}
+	putDoc(t, dir, `{"type":"control","name":"no-calc","spec":{"kind":"bool","value":true,"effect":"disable_tools","tools":["calc*"]}}`)
+	okRun(t, dir, "send", "assistant", "tools now?")
+	if tools := rec.lastTools(t); slices.Contains(tools, "calculator") {
+		t.Fatalf("calculator offered while switched off: %q", tools)
+	}
+	okRun(t, dir, "ext", "disable", "control/no-calc")
+	okRun(t, dir, "send", "assistant", "and now?")
+	if tools := rec.lastTools(t); !slices.Contains(tools, "calculator") {
+		t.Fatalf("calculator not back once the kill switch is off: %q", tools)
+	}
+}
+
+// The MCP servers an earlier version kept in mcp-servers.json become
+// integration rows at the first start (the file renamed), and a server
+// added with agentd mcp add is a row too, removed with agentd mcp remove.
+func TestMCPServersBecomeIntegrationRows(t *testing.T) {
+	state := fmt.Sprintf(`{"version":1,"servers":[{"name":"demo","config":{"command":%q,"args":["mcp","demo"]},"agents":null,"source":"runtime"}]}`, agentdBin)
+	dir := dataDir(t, map[string]string{"mcp-servers.json": state})
+	serve(t, dir)
+	waitDemo(t, dir)
+	out := okRun(t, dir, "ext", "show", "integration/demo", "--json")
+	mustContain(t, out, `"kind"`)
+	if _, err := os.Stat(filepath.Join(dir, "mcp-servers.json.migrated")); err != nil {
+		t.Fatalf("mcp-servers.json not renamed: %v", err)
+	}
+	okRun(t, dir, "mcp", "add", "demo2", "--", agentdBin, "mcp", "demo")
+	okRun(t, dir, "ext", "show", "integration/demo2")
+	okRun(t, dir, "mcp", "remove", "demo2")
+	if r := run(t, dir, "ext", "show", "integration/demo2"); r.code == 0 {
+		t.Fatalf("agentd mcp remove left the row: %+v", r)
+	}
+	mustContain(t, okRun(t, dir, "ext", "history", "integration/demo2"), "delete")
 }
