@@ -11,7 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"agentd/internal/app"
 	"agentd/internal/gateway"
+	"agentd/internal/store/postgres/pgtest"
 )
 
 // An agent creates an HTTP action in the middle of a conversation with its
@@ -197,4 +199,54 @@ func TestMCPServersBecomeIntegrationRows(t *testing.T) {
 		t.Fatalf("agentd mcp remove left the row: %+v", r)
 	}
 	mustContain(t, okRun(t, dir, "ext", "history", "integration/demo2"), "delete")
+}
+
+// A row written through one of two agentd serve nodes on one PostgreSQL
+// database takes effect on the other without a restart: an action made
+// on node A is a tool of a turn on node B, and B's disable takes it from
+// A's next request.
+func TestExtensionsAcrossNodes(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewDB(t)
+	weather := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"temp": 17, "city": %q}`, r.URL.Query().Get("city"))
+	}))
+	defer weather.Close()
+	host := strings.TrimPrefix(weather.URL, "http://")
+	rec := fakeRec(t, "match ^weather\ncall weather {\"city\": \"Oslo\"}\n---\nsay it is {{tool_result}}\n\nmatch *\nsay ok\n")
+	files := map[string]string{
+		"agentd.yaml":   "actions:\n  allow_networks: [127.0.0.1/32]\n",
+		"agents/a.yaml": openaiAgent(rec.addr, "tools:\n  allow: [weather, clock]\n"),
+	}
+	env := []string{app.StoreEnv + "=" + db}
+	a, b := dataDir(t, files), dataDir(t, files)
+	serve(t, a, env...)
+	serve(t, b, env...)
+	spec := fmt.Sprintf(`{"description":"The temperature now","url":"http://%s/w?city=\u007b\u007bcity}}","allow_hosts":["%s"],`+
+		`"input":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"extract":{"path":"temp"}}`, host, host)
+	r := runInput(t, a, env, `{"type":"action","name":"weather","spec":`+spec+`}`, "ext", "put", "-")
+	if r.code != 0 {
+		t.Fatalf("ext put on node A: %+v", r)
+	}
+	active := func(dir string) bool {
+		out := runEnv(t, dir, env, "ext", "show", "action/weather", "--json").stdout
+		return strings.Contains(strings.ReplaceAll(out, " ", ""), `"active_version":1`)
+	}
+	waitFor(t, func() bool { return active(b) })
+	if r := runEnv(t, b, env, "send", "a", "weather in Oslo?"); r.code != 0 || !strings.Contains(r.stdout, "it is 17") {
+		t.Fatalf("the action on node B: %+v", r)
+	}
+	if r := runEnv(t, b, env, "ext", "disable", "action/weather"); r.code != 0 {
+		t.Fatalf("ext disable on node B: %+v", r)
+	}
+	waitFor(t, func() bool {
+		out := runEnv(t, a, env, "ext", "show", "action/weather", "--json").stdout
+		return strings.Contains(strings.ReplaceAll(out, " ", ""), `"active_version":0`)
+	})
+	if r := runEnv(t, a, env, "send", "a", "--session", "other", "anything"); r.code != 0 {
+		t.Fatalf("send on node A: %+v", r)
+	}
+	if tools := rec.lastTools(t); slices.Contains(tools, "weather") {
+		t.Fatalf("node A offers an action node B disabled: %q", tools)
+	}
 }
