@@ -125,6 +125,14 @@ func TestAgentAndCapabilityRows(t *testing.T) {
 	for _, want := range []string{`"name":"assistant"`, `"provenance":"file"`, `"name":"scout"`, `"provenance":"user"`} {
 		mustContain(t, strings.ReplaceAll(out, " ", ""), want)
 	}
+	// Disabling an agent file's row takes the agent away until it is
+	// enabled again.
+	okRun(t, dir, "ext", "disable", "agent/assistant")
+	if r := run(t, dir, "send", "assistant", "are you there?"); r.code == 0 || !strings.Contains(r.stderr, "assistant") {
+		t.Fatalf("a disabled agent answered: %+v", r)
+	}
+	okRun(t, dir, "ext", "enable", "agent/assistant")
+	mustContain(t, okRun(t, dir, "send", "assistant", "back?"), "ok")
 }
 
 // A pause_agent control keeps an agent's inputs, durable, across a
