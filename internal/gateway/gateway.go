@@ -79,6 +79,11 @@ type Options struct {
 	Nodes      Nodes      // GET /v1/nodes
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
 
+	// The console's extension data; each may be nil.
+	Widgets   Widgets   // GET /v1/widgets…
+	Artifacts Artifacts // GET /v1/artifacts…
+	Apps      Apps      // GET /apps/{name}/…
+
 	// BodyBytesInFlight bounds the bytes of large request bodies received
 	// at once (default DefaultBodyBytesInFlight), and BodyWait how long a
 	// large request waits for its share before it is answered 503 busy
