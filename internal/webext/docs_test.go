@@ -1,0 +1,43 @@
+package webext_test
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+
+	"agentd/internal/extension"
+)
+
+// yamlBlock finds the YAML examples of a markdown file.
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+// The examples of docs/extensions.md of the web types are valid
+// documents of their types.
+func TestDocExamplesValidate(t *testing.T) {
+	b, err := os.ReadFile("../../docs/extensions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, nil)
+	seen := map[string]bool{}
+	for _, m := range yamlBlock.FindAllStringSubmatch(string(b), -1) {
+		docs, err := extension.DecodeDocs([]byte(m[1]))
+		if err != nil {
+			t.Errorf("%v in\n%s", err, m[1])
+			continue
+		}
+		for _, d := range docs {
+			if !slices.Contains([]string{"theme", "renderer", "widget", "artifact", "app"}, d.Type) {
+				continue
+			}
+			seen[d.Type] = true
+			if err := w.m.Check(t.Context(), d); err != nil {
+				t.Errorf("the example %s: %v", d.Key(), err)
+			}
+		}
+	}
+	if len(seen) != 5 {
+		t.Errorf("examples of %v only", seen)
+	}
+}
