@@ -10,8 +10,14 @@ import (
 )
 
 // webextScript is the model: asked for a report, it writes an artifact
-// with the artifact tool.
+// with the artifact tool; asked for an app, it builds one with the
+// extensions tool.
 const webextScript = `
+match (?i)build an app
+call extensions {"op": "put", "type": "app", "name": "agentapp", "spec": {"title": "Mine", "files": {"index.html": "<p>mine</p>"}}}
+---
+say Built: {{tool_result}}
+
 match (?i)report
 call artifact {"action": "create", "name": "report", "title": "Report", "kind": "html", "content": "<script>alert(1)</script>"}
 ---
@@ -23,11 +29,12 @@ say ok
 
 // The web types through the daemon: an app and a widget from the data
 // directory's extensions/, an artifact an agent writes with its tool in a
-// turn sent to the daemon, each read over TCP with the token.
+// turn sent to the daemon, each read over TCP with the token; and an app
+// an agent builds is not served, as no person enabled it.
 func TestWebExtensionsThroughTheDaemon(t *testing.T) {
 	addr := fake(t, webextScript)
 	dir := dataDir(t, map[string]string{
-		"agents/tester.yaml": openaiAgent(addr, ""),
+		"agents/tester.yaml": openaiAgent(addr, "tools:\n  allow: [artifact, extensions]\n"),
 		"extensions/app/hello.yaml": "type: app\nname: hello\nspec:\n  title: Hello\n  files:\n" +
 			"    index.html: \"<!doctype html><script type=module src=app.js></script>\"\n    app.js: \"fetch('/v1/widgets')\"\n",
 		"extensions/widget/recent.yaml": "type: widget\nname: recent\nspec:\n  title: Recent\n  query: {kind: sessions, limit: 5}\n",
@@ -57,6 +64,9 @@ func TestWebExtensionsThroughTheDaemon(t *testing.T) {
 	}
 
 	okRun(t, dir, "send", "tester", "write the report")
+	if out := okRun(t, dir, "send", "tester", "build an app"); !strings.Contains(out, `"enabled":false`) {
+		t.Errorf("the agent's app: %s", out)
+	}
 
 	resp, body := get("/v1/widgets", true)
 	var widgets struct {
@@ -88,5 +98,8 @@ func TestWebExtensionsThroughTheDaemon(t *testing.T) {
 	}
 	if resp, _ := get("/apps/hello/", false); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("app without the token: %d", resp.StatusCode)
+	}
+	if resp, body := get("/apps/agentapp/", true); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("an app an agent built, which no person enabled: %d %q", resp.StatusCode, body)
 	}
 }
