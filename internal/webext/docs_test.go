@@ -3,14 +3,17 @@ package webext_test
 import (
 	"os"
 	"regexp"
-	"slices"
 	"testing"
 
 	"agentd/internal/extension"
 )
 
-// yamlBlock finds the YAML examples of a markdown file.
-var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+// yamlBlock finds the YAML examples of a markdown file; webDoc tells
+// those that are documents of the web types.
+var (
+	yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+	webDoc    = regexp.MustCompile(`(?m)^type: (theme|renderer|widget|artifact|app)$`)
+)
 
 // The examples of docs/extensions.md of the web types are valid
 // documents of their types.
@@ -22,15 +25,15 @@ func TestDocExamplesValidate(t *testing.T) {
 	w := newWorld(t, nil)
 	seen := map[string]bool{}
 	for _, m := range yamlBlock.FindAllStringSubmatch(string(b), -1) {
+		if !webDoc.MatchString(m[1]) {
+			continue
+		}
 		docs, err := extension.DecodeDocs([]byte(m[1]))
 		if err != nil {
 			t.Errorf("%v in\n%s", err, m[1])
 			continue
 		}
 		for _, d := range docs {
-			if !slices.Contains([]string{"theme", "renderer", "widget", "artifact", "app"}, d.Type) {
-				continue
-			}
 			seen[d.Type] = true
 			if err := w.m.Check(t.Context(), d); err != nil {
 				t.Errorf("the example %s: %v", d.Key(), err)
