@@ -17,13 +17,13 @@ const ArtifactToolName = "artifact"
 const artifactToolSchema = `{
 	"type": "object",
 	"properties": {
-		"action": {"type": "string", "enum": ["create", "update", "get"], "description": "create a new artifact, update (a new version of) one, or get one's current version."},
-		"name": {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*(\\.[A-Za-z0-9_-]+)*$", "description": "The artifact's name: letters, digits, '-', '_' and inner dots (report-2024.md)."},
-		"title": {"type": "string", "maxLength": 200, "description": "What people see (create: required)."},
-		"kind": {"type": "string", "enum": ["markdown", "code", "csv", "html", "image", "text"], "description": "create: required."},
-		"language": {"type": "string", "description": "code: its language (go, python, …)."},
-		"media_type": {"type": "string", "enum": ["image/png", "image/jpeg", "image/gif", "image/webp"], "description": "image: its type."},
-		"content": {"type": "string", "description": "The whole document (an image as base64), at most 1 MiB; update replaces it."}
+		"action": {"type": "string", "enum": ["create", "update", "get"]},
+		"name": {"type": "string", "maxLength": 64, "pattern": "^[A-Za-z0-9][A-Za-z0-9_-]*(\\.[A-Za-z0-9_-]+)*$", "description": "letters, digits, '-', '_', inner dots"},
+		"title": {"type": "string", "maxLength": 200},
+		"kind": {"type": "string", "enum": ["markdown", "code", "csv", "html", "image", "text"]},
+		"language": {"type": "string", "description": "code's language"},
+		"media_type": {"type": "string", "enum": ["image/png", "image/jpeg", "image/gif", "image/webp"]},
+		"content": {"type": "string", "description": "the whole document (an image as base64), at most 1 MiB"}
 	},
 	"required": ["action", "name"],
 	"additionalProperties": false
@@ -38,9 +38,9 @@ const artifactToolSchema = `{
 func ArtifactTool(rows Rows, w Writer) tool.Tool {
 	return tool.Func(tool.Spec{
 		Name: ArtifactToolName,
-		Description: "Creates, updates or reads an artifact: a document you produce for people (a report in markdown, code, " +
-			"a CSV table, an HTML page, an image, text), shown beside the conversation with its versions and a download. " +
-			"Update replaces the content and keeps the earlier version in the history.",
+		Description: "Creates, updates or reads an artifact: a document for people (markdown, code, CSV, HTML, an image, text) " +
+			"shown beside the conversation with its versions. create needs title, kind and content; update changes the fields given, " +
+			"keeping the earlier version.",
 		InputSchema: json.RawMessage(artifactToolSchema),
 	}, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
 		return callArtifact(ctx, rows, w, c)
