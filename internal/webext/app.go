@@ -71,26 +71,39 @@ type Apps struct {
 func NewApps() *Apps { return &Apps{apps: map[string]map[string]*AppFile{}} }
 
 // appPath is what a file's path may be: segments of letters, digits, '-'
-// and '_' with inner dots, ending in an extension appTypes knows.
-var appPath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(/[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)*$`)
+// and '_' with inner dots (compiled when first used).
+var appPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(/[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*)*$`)
+})
 
-// appTypes are the content types of the files an app may have; images
-// are base64 in the row.
-var appTypes = map[string]string{
-	".html": "text/html; charset=utf-8",
-	".css":  "text/css; charset=utf-8",
-	".js":   "text/javascript; charset=utf-8",
-	".mjs":  "text/javascript; charset=utf-8",
-	".json": "application/json",
-	".svg":  "image/svg+xml",
-	".txt":  "text/plain; charset=utf-8",
-	".md":   "text/plain; charset=utf-8",
-	".png":  "image/png",
-	".jpg":  "image/jpeg",
-	".jpeg": "image/jpeg",
-	".gif":  "image/gif",
-	".webp": "image/webp",
-	".ico":  "image/x-icon",
+// appType is the content type of a file an app may have, by its
+// extension ("" for one it may not have); images are base64 in the row.
+func appType(ext string) string {
+	switch ext {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".js", ".mjs":
+		return "text/javascript; charset=utf-8"
+	case ".json":
+		return "application/json"
+	case ".svg":
+		return "image/svg+xml"
+	case ".txt", ".md":
+		return "text/plain; charset=utf-8"
+	case ".png":
+		return "image/png"
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".gif":
+		return "image/gif"
+	case ".webp":
+		return "image/webp"
+	case ".ico":
+		return "image/x-icon"
+	}
+	return ""
 }
 
 // binary reports whether a file's content is base64.
@@ -129,8 +142,8 @@ func (app *App) build() (map[string]*AppFile, []schema.Error) {
 	files := make(map[string]*AppFile, len(paths))
 	for _, p := range paths {
 		ptr := "/files/" + schema.Escape(p)
-		ctype, ok := appTypes[path.Ext(p)]
-		if !appPath.MatchString(p) || len(p) > 200 || !ok {
+		ctype := appType(path.Ext(p))
+		if !appPath().MatchString(p) || len(p) > 200 || ctype == "" {
 			errs = append(errs, problem(ptr, "a path is segments of letters, digits, '-', '_' and inner dots, "+
 				"ending in .html, .css, .js, .mjs, .json, .svg, .txt, .md, .png, .jpg, .jpeg, .gif, .webp or .ico"))
 			continue

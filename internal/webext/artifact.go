@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"agentd/internal/extension"
@@ -230,17 +231,55 @@ func downloadType(a *Artifact) (ctype, ext string) {
 		}
 		return "application/octet-stream", ".bin"
 	case KindCode:
-		if ext, ok := codeExt[a.Language]; ok {
-			return text, ext
-		}
+		return text, codeExt(a.Language)
 	}
 	return text, ".txt"
 }
 
-// codeExt are the file extensions of common languages.
-var codeExt = map[string]string{
-	"go": ".go", "python": ".py", "py": ".py", "javascript": ".js", "js": ".js", "typescript": ".ts", "ts": ".ts",
-	"rust": ".rs", "java": ".java", "c": ".c", "cpp": ".cpp", "c++": ".cpp", "csharp": ".cs", "c#": ".cs",
-	"ruby": ".rb", "php": ".php", "shell": ".sh", "bash": ".sh", "sh": ".sh", "sql": ".sql", "yaml": ".yaml",
-	"json": ".json", "toml": ".toml", "css": ".css", "html": ".html", "kotlin": ".kt", "swift": ".swift",
+// codeExt is the file extension of code in a common language (".txt"
+// for another).
+func codeExt(language string) string {
+	switch strings.ToLower(language) {
+	case "go":
+		return ".go"
+	case "python", "py":
+		return ".py"
+	case "javascript", "js":
+		return ".js"
+	case "typescript", "ts":
+		return ".ts"
+	case "rust":
+		return ".rs"
+	case "java":
+		return ".java"
+	case "c":
+		return ".c"
+	case "cpp", "c++":
+		return ".cpp"
+	case "csharp", "c#":
+		return ".cs"
+	case "ruby":
+		return ".rb"
+	case "php":
+		return ".php"
+	case "shell", "bash", "sh":
+		return ".sh"
+	case "sql":
+		return ".sql"
+	case "yaml":
+		return ".yaml"
+	case "json":
+		return ".json"
+	case "toml":
+		return ".toml"
+	case "css":
+		return ".css"
+	case "html":
+		return ".html"
+	case "kotlin":
+		return ".kt"
+	case "swift":
+		return ".swift"
+	}
+	return ".txt"
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"agentd/internal/extension"
 	"agentd/internal/schema"
@@ -32,23 +33,29 @@ type Theme struct {
 	Dark  map[string]string `json:"dark,omitempty"`
 }
 
-// cssName is a custom property's name.
-var cssName = regexp.MustCompile(`^--[a-z0-9-]+$`)
+// The regular expressions of the checks, compiled when first used (a
+// command that never checks a theme does not pay for them):
+var (
+	// cssName is a custom property's name.
+	cssName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^--[a-z0-9-]+$`) })
+	// cssValue is what a value may be made of: no ; { } < > \ @ * or
+	// other characters that end a declaration, start a rule or a
+	// comment, or escape.
+	cssValue = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9#%.,()/'" _+-]+$`) })
+	// cssFunc finds the functions a value calls.
+	cssFunc = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`([A-Za-z_-][A-Za-z0-9_-]*)?\(`) })
+)
 
-// cssValue is what a value may be made of: no ; { } < > \ @ * or other
-// characters that end a declaration, start a rule or a comment, or escape.
-var cssValue = regexp.MustCompile(`^[A-Za-z0-9#%.,()/'" _+-]+$`)
-
-// cssFunc finds the functions a value calls.
-var cssFunc = regexp.MustCompile(`([A-Za-z_-][A-Za-z0-9_-]*)?\(`)
-
-// cssFuncs are the functions a value may call: colours, arithmetic and
-// other custom properties; url(), image-set(), expression() and the rest
-// are refused.
-var cssFuncs = map[string]bool{
-	"rgb": true, "rgba": true, "hsl": true, "hsla": true, "hwb": true, "lab": true, "lch": true,
-	"oklab": true, "oklch": true, "color": true, "color-mix": true, "light-dark": true,
-	"calc": true, "min": true, "max": true, "clamp": true, "var": true,
+// cssFuncAllowed reports whether a value may call the function f: colours,
+// arithmetic and other custom properties; url(), image-set(),
+// expression() and the rest are refused.
+func cssFuncAllowed(f string) bool {
+	switch f {
+	case "rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color", "color-mix", "light-dark",
+		"calc", "min", "max", "clamp", "var":
+		return true
+	}
+	return false
 }
 
 // maxCSSValue bounds a value's length.
@@ -73,7 +80,7 @@ func checkVars(at string, vars map[string]string) []schema.Error {
 	var errs []schema.Error
 	for _, n := range names {
 		ptr := at + "/" + schema.Escape(n)
-		if !cssName.MatchString(n) || len(n) > 64 {
+		if !cssName().MatchString(n) || len(n) > 64 {
 			errs = append(errs, problem(ptr, "a custom property's name is -- then lowercase letters, digits and '-'"))
 			continue
 		}
@@ -93,11 +100,11 @@ func CheckCSSValue(v string) string {
 	switch {
 	case v == "" || len(v) > maxCSSValue:
 		return "a value is 1 to 300 characters"
-	case !cssValue.MatchString(v):
+	case !cssValue().MatchString(v):
 		return "a value may hold letters, digits, spaces and # % . , ( ) / ' \" _ + - only"
 	}
-	for _, m := range cssFunc.FindAllStringSubmatch(v, -1) {
-		if f := strings.ToLower(m[1]); !cssFuncs[f] {
+	for _, m := range cssFunc().FindAllStringSubmatch(v, -1) {
+		if f := strings.ToLower(m[1]); !cssFuncAllowed(f) {
 			if f == "" {
 				return "a parenthesis must follow a function's name"
 			}
