@@ -78,6 +78,7 @@ type Options struct {
 	Usage      Usage      // GET /v1/usage
 	Nodes      Nodes      // GET /v1/nodes
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
+	Extensions Extensions // /v1/extensions…
 
 	// The console's extension data; each may be nil.
 	Widgets   Widgets   // GET /v1/widgets…

@@ -16,6 +16,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/openaiapi"
 	"agentd/internal/identity"
@@ -65,7 +66,8 @@ func fullServer(t *testing.T) *gateway.Server {
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
-		Widgets: (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
+		Extensions: (*extension.Manager)(nil),
+		Widgets:    (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
 	// escape the check.
