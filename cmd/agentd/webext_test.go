@@ -13,6 +13,11 @@ import (
 // with the artifact tool; asked for an app, it builds one with the
 // extensions tool.
 const webextScript = `
+match (?i)change the app
+call extensions {"op": "put", "type": "app", "name": "agentapp", "spec": {"title": "Mine", "files": {"index.html": "<p>changed</p>"}}}
+---
+say Changed: {{tool_result}}
+
 match (?i)build an app
 call extensions {"op": "put", "type": "app", "name": "agentapp", "spec": {"title": "Mine", "files": {"index.html": "<p>mine</p>"}}}
 ---
@@ -30,7 +35,8 @@ say ok
 // The web types through the daemon: an app and a widget from the data
 // directory's extensions/, an artifact an agent writes with its tool in a
 // turn sent to the daemon, each read over TCP with the token; and an app
-// an agent builds is not served, as no person enabled it.
+// an agent builds is served only once a person enables it, and an
+// agent's change to it only once a person enables it again.
 func TestWebExtensionsThroughTheDaemon(t *testing.T) {
 	addr := fake(t, webextScript)
 	dir := dataDir(t, map[string]string{
@@ -101,5 +107,18 @@ func TestWebExtensionsThroughTheDaemon(t *testing.T) {
 	}
 	if resp, body := get("/apps/agentapp/", true); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an app an agent built, which no person enabled: %d %q", resp.StatusCode, body)
+	}
+	okRun(t, dir, "ext", "enable", "app/agentapp")
+	if resp, body := get("/apps/agentapp/", true); resp.StatusCode != 200 || body != "<p>mine</p>" {
+		t.Errorf("enabled by a person: %d %q", resp.StatusCode, body)
+	}
+	okRun(t, dir, "send", "tester", "change the app")
+	if resp, body := get("/apps/agentapp/", true); resp.StatusCode != 200 || body != "<p>mine</p>" {
+		t.Errorf("after the agent's change, the version the person enabled: %d %q", resp.StatusCode, body)
+	}
+	okRun(t, dir, "ext", "disable", "app/agentapp")
+	okRun(t, dir, "ext", "enable", "app/agentapp")
+	if resp, body := get("/apps/agentapp/", true); resp.StatusCode != 200 || body != "<p>changed</p>" {
+		t.Errorf("enabled again by a person: %d %q", resp.StatusCode, body)
 	}
 }
