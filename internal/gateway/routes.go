@@ -126,6 +126,17 @@ var routeTable = []route{
 	{pattern: "GET /v1/memory/entities/{name}", serve: (*Server).memoryEntity},
 	{pattern: "POST /v1/memory/forget", serve: (*Server).memoryForget},
 
+	// The console's extension data (webext.go): widgets, artifacts, and
+	// apps, which need the token or the console's login as the API does
+	// (an app's page calls it with that login).
+	{pattern: "GET /v1/widgets", serve: (*Server).widgets},
+	{pattern: "GET /v1/widgets/{name}", serve: (*Server).widget},
+	{pattern: "GET /v1/artifacts", serve: (*Server).artifacts},
+	{pattern: "GET /v1/artifacts/{name}", serve: (*Server).artifact},
+	{pattern: "GET /v1/artifacts/{name}/download", serve: (*Server).artifactDownload},
+	{pattern: "GET /apps/{name}", serve: (*Server).appRoot},
+	{pattern: "GET /apps/{name}/{path...}", serve: (*Server).appFile},
+
 	// Handlers of other packages: the WebSocket event stream, the
 	// OpenAI-compatible API (shape.go), agentd as an MCP server
 	// (streamable HTTP: POST, GET and DELETE), and the web console's
