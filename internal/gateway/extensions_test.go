@@ -131,8 +131,10 @@ func newExtManager(t *testing.T) *extension.Manager {
 	m := extension.New(st, &extension.Options{Dir: t.TempDir(), Builtins: fstest.MapFS{
 		"note/welcome.yaml": {Data: []byte("type: note\nname: welcome\nspec:\n  text: hello\n")},
 	}})
-	if err := m.Register(extension.Type{Name: "note", Summary: "a note", Schema: json.RawMessage(`{"type":"object"}`), Handler: noteHandler{}}); err != nil {
-		t.Fatal(err)
+	for _, typ := range []string{"note", "control"} {
+		if err := m.Register(extension.Type{Name: typ, Summary: "a " + typ, Schema: json.RawMessage(`{"type":"object"}`), Handler: noteHandler{}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := m.Start(t.Context()); err != nil {
 		t.Fatal(err)
@@ -479,6 +481,17 @@ func TestExtensionsOverTCP(t *testing.T) {
 	if _, err := m.Get(t.Context(), "note", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after refused writes: %v, want no row", err)
 	}
+	// A control is flipped with the token alone; its route writes no other
+	// type, whatever the body says.
+	if status, _, b := extDo(t, off.URL, "PUT", "/v1/extensions/control/hold", body, "Authorization", bearer); status != 200 {
+		t.Errorf("PUT a control without remote_admin: %d %s, want 200", status, b)
+	}
+	if status, _, b := extDo(t, off.URL, "PUT", "/v1/extensions/control/x", `{"type":"note","name":"x","spec":{}}`, "Authorization", bearer); status != 400 {
+		t.Errorf("a note through the control route: %d %s, want 400", status, b)
+	}
+	if _, err := m.Get(t.Context(), "note", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the control route wrote a note: %v", err)
+	}
 
 	status, _, b := extDo(t, on.URL, "PUT", "/v1/extensions/note/x", body, "Authorization", bearer)
 	if got := decodeAs[extension.Status](t, "PUT", b); status != 200 || got.UpdatedBy != "user:token" {
@@ -531,7 +544,7 @@ func TestExtensionClient(t *testing.T) {
 	if l, err := c.Extensions(ctx, "note"); err != nil || len(l) != 2 {
 		t.Errorf("list: %+v %v", l, err)
 	}
-	if ts, err := c.ExtensionTypes(ctx); err != nil || len(ts) != 1 || ts[0].Name != "note" {
+	if ts, err := c.ExtensionTypes(ctx); err != nil || len(ts) != 2 || ts[1].Name != "note" {
 		t.Errorf("types: %+v %v", ts, err)
 	}
 	if sc, err := c.ExtensionSchema(ctx, "note"); err != nil || string(sc) != `{"type":"object"}` {

@@ -109,6 +109,10 @@ var routeTable = []route{
 	{pattern: "GET /v1/extensions/schemas/{type}", serve: (*Server).extSchema},
 	{pattern: "GET /v1/extensions/{type}/{name}", serve: (*Server).extGet},
 	{pattern: "PUT /v1/extensions/{type}/{name}", access: admin, serve: (*Server).extPut},
+	// A control is a switch people flip from the console over TCP: it
+	// pauses an agent or switches tools off, starts nothing, so writing
+	// one is the token's.
+	{pattern: "PUT /v1/extensions/control/{name}", serve: (*Server).extPutControl},
 	{pattern: "DELETE /v1/extensions/{type}/{name}", access: admin, serve: (*Server).extDelete},
 	{pattern: "POST /v1/extensions/{type}/{name}/enable", access: admin, serve: (*Server).extEnable},
 	{pattern: "POST /v1/extensions/{type}/{name}/disable", access: admin, serve: (*Server).extDisable},
