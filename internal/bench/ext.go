@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -191,6 +192,6 @@ func runActionOverhead(ctx context.Context, dir string, res *Result, c config) e
 		}
 	}
 	res.ActionCallP50ms, res.ActionBareP50ms = pct(calls, 50), pct(bares, 50)
-	res.ActionOverheadP50ms = res.ActionCallP50ms - res.ActionBareP50ms
+	res.ActionOverheadP50ms = math.Round((res.ActionCallP50ms-res.ActionBareP50ms)*1000) / 1000 // in µs, as its terms
 	return nil
 }

@@ -2,6 +2,10 @@ package bench
 
 import (
 	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"agentd/internal/app"
@@ -63,7 +67,37 @@ func TestActionOverhead(t *testing.T) {
 	if err := runActionOverhead(t.Context(), t.TempDir(), &res, c); err != nil {
 		t.Fatal(err)
 	}
-	if res.ActionCallP50ms <= 0 || res.ActionBareP50ms <= 0 || res.ActionOverheadP50ms != res.ActionCallP50ms-res.ActionBareP50ms {
+	if res.ActionCallP50ms <= 0 || res.ActionBareP50ms <= 0 || math.Abs(res.ActionOverheadP50ms-(res.ActionCallP50ms-res.ActionBareP50ms)) > 1e-9 {
+		t.Errorf("%+v", res)
+	}
+}
+
+// agentd serve starts over the extension rows, each of them activated,
+// and its start and memory are measured. It builds the agentd binary.
+func TestExtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds agentd")
+	}
+	exe := filepath.Join(t.TempDir(), "agentd")
+	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newConfig(&Options{Quick: true, Executable: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.extRows, c.extStarts = 30, 2
+	dir := t.TempDir()
+	if err := writeAgents(dir, "http://127.0.0.1:1/v1", c.sync); err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	if err := runExtStart(t.Context(), filepath.Join(dir, "ext"), &res, c); err != nil {
+		t.Fatal(err)
+	}
+	if res.ExtRows != 30 || res.ExtStartMS <= 0 || res.ExtRSSMB <= 0 || res.ExtAnonMB <= 0 || res.ExtAnonMB > res.ExtRSSMB {
 		t.Errorf("%+v", res)
 	}
 }
