@@ -105,8 +105,8 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 
 // startReady starts agentd serve on dir n times, each after the one
 // before stopped, and returns each start's time to accepting on its
-// socket and the last child, running. Its log, warnings and errors, goes
-// to logs (nil: only errors, discarded).
+// socket and the last child, running. Its log (warnings and errors) goes
+// to logs; nil: only errors are logged, and discarded.
 func startReady(ctx context.Context, exe, dir string, n int, logs io.Writer) ([]time.Duration, *exec.Cmd, error) {
 	sock := filepath.Join(dir, app.SocketFile)
 	port, err := freeTCPPort()
