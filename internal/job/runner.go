@@ -163,8 +163,14 @@ type run struct {
 	fire    Fire
 	res     Result
 	slot    chan struct{} // the queue's slot to take, or nil (taken, or no queue)
-	started chan error    // its input's acceptance (nil: accepted)
+	started chan started  // its input's acceptance
 	done    chan Result
+}
+
+// started says whether a run's input was accepted, and its turn.
+type started struct {
+	turn int64
+	err  error
 }
 
 // Run runs the job name now with fire's payload (fire.At zero: now).
@@ -186,17 +192,17 @@ func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Re
 		return ru.res, nil // queued
 	}
 	select {
-	case err := <-ru.started:
-		if err != nil {
-			return Result{}, err
+	case st := <-ru.started:
+		if st.err != nil {
+			return Result{}, st.err
+		}
+		if !wait {
+			res := ru.res
+			res.Status, res.Turn = StatusRunning, st.turn
+			return res, nil
 		}
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
-	}
-	if !wait {
-		res := ru.res
-		res.Status = StatusRunning
-		return res, nil
 	}
 	select {
 	case res := <-ru.done:
@@ -215,7 +221,7 @@ func (r *Runner) start(name string, fire Fire) (*run, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrNotFound, name)
 	}
-	ru := &run{name: name, spec: s, fire: fire, started: make(chan error, 1), done: make(chan Result, 1),
+	ru := &run{name: name, spec: s, fire: fire, started: make(chan started, 1), done: make(chan Result, 1),
 		res: Result{Job: name, Run: id, Session: s.Agent + "/" + sessionKey(name, id, s), Status: StatusRunning, Started: fire.At}}
 	switch s.Concurrency {
 	case Allow:
@@ -275,7 +281,7 @@ func (r *Runner) execute(ru *run) {
 		case ru.slot <- struct{}{}:
 			held, res.Status = true, StatusRunning
 		case <-r.ctx.Done():
-			ru.started <- r.ctx.Err()
+			ru.started <- started{err: r.ctx.Err()}
 			res.Status, res.Error = StatusError, "agentd stopped before the run started"
 			return
 		}
@@ -290,7 +296,7 @@ func (r *Runner) execute(ru *run) {
 			Source: "job", Origin: "job:" + ru.name, IdempotencyKey: "job:" + ru.name + ":" + res.Run, Options: opts, Reopen: true})
 		res.Turn = rc.Turn
 	}
-	ru.started <- err
+	ru.started <- started{res.Turn, err}
 	if err != nil {
 		res.Status, res.Error, res.Ended = StatusError, err.Error(), time.Now()
 		r.log.Warn("job run not started", "job", ru.name, "run", res.Run, "err", err)
