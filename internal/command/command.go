@@ -31,7 +31,7 @@ import (
 var (
 	// ErrUsage: a command's arguments are missing or invalid; the error
 	// says which and how the command is used. No turn starts.
-	ErrUsage = errors.New("command usage")
+	ErrUsage = errors.New("bad command")
 	// ErrInvalid: a command row's spec does not decode.
 	ErrInvalid = errors.New("invalid command")
 )

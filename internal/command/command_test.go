@@ -198,5 +198,5 @@ func ExampleRouter_Route() {
 	fmt.Println(err)
 	// Output:
 	// true <nil> assistant/main Write the standup for team platform.
-	// command usage: /standup: missing argument team; usage: /standup <team>
+	// bad command: /standup: missing argument team; usage: /standup <team>
 }
