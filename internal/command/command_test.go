@@ -59,7 +59,7 @@ func TestRoute(t *testing.T) {
 		{line: "/standupx", ok: false},
 		{line: "/standup platform", ok: true, want: command.Route{Command: "standup", Session: "assistant/main", Text: "Standup for platform over 1 days."}},
 		{line: "/standup  platform \t 3 ", ok: true, want: command.Route{Command: "standup", Session: "assistant/main", Text: "Standup for platform over 3 days."}},
-		{line: "/standup", ok: true, err: "command usage: /standup: missing argument team; usage: /standup <team> [days]"},
+		{line: "/standup", ok: true, err: "bad command: /standup: missing argument team; usage: /standup <team> [days]"},
 		{line: "/standup platform soon", ok: true, err: `days must be a number, not "soon"`},
 		{line: "/standup platform 2 more", ok: true, err: `unexpected "more"`},
 		{line: "/ask high why is  the sky blue?", ok: true, want: command.Route{Command: "ask", Session: "scribe/assistant:main", Text: "[high] why is  the sky blue?",
@@ -127,6 +127,7 @@ func TestCheck(t *testing.T) {
 		want []string
 	}{
 		{rows["standup"], nil},
+		{`{"prompt":"help me"}`, []string{"/name: /help is a chat's own command (reserved: [help compact reset quit exit])"}},
 		{`{"prompt":"{{team}}","agent":"nobody"}`, []string{
 			`/spec/agent: no agent "nobody"`,
 			"/spec/prompt: {{team}} is not an argument of the command (its arguments: [])"}},
@@ -139,7 +140,11 @@ func TestCheck(t *testing.T) {
 			`/spec/budget/max_wall_time: max_wall_time: want a positive duration such as 90s or 5m, not "soon"`}},
 	} {
 		var got []string
-		for _, e := range h.Check(context.Background(), &extension.Doc{Type: "command", Name: "x", Spec: json.RawMessage(tt.spec)}) {
+		name := "x"
+		if strings.HasPrefix(tt.spec, `{"prompt":"help`) {
+			name = "help"
+		}
+		for _, e := range h.Check(context.Background(), &extension.Doc{Type: "command", Name: name, Spec: json.RawMessage(tt.spec)}) {
 			got = append(got, e.String())
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {

@@ -57,7 +57,11 @@ func (h *Handler) Deactivate(_ context.Context, name string) error {
 	return nil
 }
 
-// Check checks what the schema cannot: the agent named exists, the
+// Reserved are the names of the chats' own commands, which no command
+// row may take.
+var Reserved = []string{"help", "compact", "reset", "quit", "exit"}
+
+// Check checks what the schema cannot: the name is not reserved, the agent named exists, the
 // template refers only to declared arguments, the arguments' names are
 // unique, an enum has values and its default among them, a default fits
 // its type, only the last argument takes the rest of the line, and the
@@ -70,6 +74,9 @@ func (h *Handler) Check(_ context.Context, d *extension.Doc) []schema.Error {
 	var errs []schema.Error
 	add := func(ptr, format string, args ...any) {
 		errs = append(errs, schema.Error{Pointer: "/spec" + ptr, Message: fmt.Sprintf(format, args...)})
+	}
+	if slices.Contains(Reserved, d.Name) {
+		errs = append(errs, schema.Error{Pointer: "/name", Message: fmt.Sprintf("/%s is a chat's own command (reserved: %v)", d.Name, Reserved)})
 	}
 	if s.Agent != "" {
 		if _, ok := h.agents.Get(s.Agent); !ok {

@@ -33,6 +33,11 @@ func (r *Runner) Check(_ context.Context, d *extension.Doc) []schema.Error {
 	if _, ok := r.agents.Get(s.Agent); !ok {
 		c.add("/agent", "no agent %q", s.Agent)
 	}
+	if s.Session != "" {
+		if _, _, err := runtime.ParseAddress(s.Agent + "/" + s.Session); err != nil {
+			c.add("/session", "%q is not a session key: it may hold anything but / and control characters", s.Session)
+		}
+	}
 	for _, ref := range prompt.Refs(s.Prompt) {
 		if !knownVar(ref) {
 			c.add("/prompt", "{{%s}} is not a variable of a job (they are %s, payload.KEY)", ref, strings.Join(Vars, ", "))

@@ -203,6 +203,8 @@ func TestCheck(t *testing.T) {
 		want []string
 	}{
 		{`{"agent":"assistant","prompt":"{{fired_at}} {{payload.x}} {{previous_output}}","triggers":[{"cron":"0 8 * * MON-FRI","tz":"Europe/Berlin"},{"every":"2s"},{"at":"2026-12-01T08:00:00Z"},{"chain":{"after":"other"}},{"webhook":{"secret_env":"S"}}],"deliver":{"webhook":"https://example.com/x"}}`, nil},
+		{`{"agent":"assistant","prompt":"x","session":"day\u0007"}`, []string{
+			`/spec/session: "day\a" is not a session key: it may hold anything but / and control characters`}},
 		{`{"agent":"nobody","prompt":"{{team}}"}`, []string{
 			`/spec/agent: no agent "nobody"`,
 			"/spec/prompt: {{team}} is not a variable of a job (they are job, run, fired_at, payload, previous_output, parent_output, payload.KEY)"}},

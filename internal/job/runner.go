@@ -269,7 +269,9 @@ func (r *Runner) execute(ru *run) {
 	held := ru.spec.Concurrency == Queue && ru.slot == nil // taken by start
 	defer func() {
 		r.mu.Lock()
-		r.running[ru.name]--
+		if r.running[ru.name]--; r.running[ru.name] == 0 {
+			delete(r.running, ru.name)
+		}
 		if held {
 			<-r.queues[ru.name]
 		}
