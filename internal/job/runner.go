@@ -47,7 +47,8 @@ type Options struct {
 // Checker) and runs them. Each run's waiting for its turn and its
 // delivery is a goroutine the Runner owns: Close cancels them and waits.
 //
-// Lock order: Runner.mu only; never held across a call out.
+// Lock order: Runner.mu only; never held across a call out. r.wg counts
+// runs from start (under mu, unless closed) to the end of execute.
 type Runner struct {
 	rt     Runtime
 	agents Agents
@@ -60,6 +61,7 @@ type Runner struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
+	closed  bool // Close was called: no run starts
 	jobs    map[string]*Spec
 	running map[string]int           // runs of a job not ended, by name
 	queues  map[string]chan struct{} // a queue job's one slot, by name
@@ -186,7 +188,6 @@ func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Re
 	if err != nil {
 		return Result{}, err
 	}
-	r.wg.Add(1)
 	go r.execute(ru)
 	if ru.slot != nil && !wait {
 		return ru.res, nil // queued
@@ -212,11 +213,14 @@ func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Re
 	}
 }
 
-// start makes a run of the job name, counted as running.
+// start makes a run of the job name, counted as running and in r.wg.
 func (r *Runner) start(name string, fire Fire) (*run, error) {
 	id := runID(fire.At)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		return nil, runtime.ErrClosed
+	}
 	s, ok := r.jobs[name]
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrNotFound, name)
@@ -242,6 +246,7 @@ func (r *Runner) start(name string, fire Fire) (*run, error) {
 		}
 	}
 	r.running[name]++
+	r.wg.Add(1)
 	return ru, nil
 }
 
@@ -337,6 +342,9 @@ func (r *Runner) execute(ru *run) {
 // Close cancels the runs' waits and deliveries and waits for them to
 // end; the runs' turns are the runtime's and go on.
 func (r *Runner) Close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
 }
