@@ -168,7 +168,7 @@ func apiHint(err error) string {
 	switch {
 	case ae.Status == 401:
 		return "the gateway refused the token: pass --token or set " + gateway.TokenEnv + " to what `agentd token` prints on the gateway's host (after `agentd token rotate`, the new one)"
-	case ae.Status == 403 && ae.Code == "forbidden":
+	case ae.Status == 403 && ae.Code == "forbidden" && !strings.Contains(ae.Msg, "remote_admin"):
 		return "the gateway refused the request's Host or Origin: add the name you reach it by to gateway.allowed_hosts in its agentd.yaml"
 	case ae.Status == 429:
 		return "too many failed attempts from this address: wait a few seconds"

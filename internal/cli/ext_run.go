@@ -9,19 +9,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// extCmd is the `agentd ext` group. Its other subcommands (list, show,
-// put, …) join it where they are written; run is extRunCmd, which the
-// group takes with --remote and --token like the others.
-func (e *env) extCmd() *cobra.Command {
-	return group(&cobra.Command{
-		Use:     "ext",
-		Short:   "Extensions: run a job now",
-		Long:    "Extensions are typed documents (agents, actions, commands, jobs, …) agentd activates at run time; see docs/extensions.md.",
-		Example: "  agentd ext run job/morning-brief",
-	}, e.remoteFlags(e.extRunCmd()))
-}
-
-// extRunCmd is `agentd ext run job/NAME`: a job's run, now.
+// extRunCmd is `agentd ext run job/NAME`: a job's run, now (a
+// subcommand of extCmd, which adds --remote and --token).
 func (e *env) extRunCmd() *cobra.Command {
 	var vars []string
 	var payload map[string]string

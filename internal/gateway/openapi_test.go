@@ -17,6 +17,7 @@ import (
 	"agentd/internal/command"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/openaiapi"
 	"agentd/internal/identity"
@@ -67,6 +68,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
 		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil),
+		Extensions: (*extension.Manager)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
 	// escape the check.
