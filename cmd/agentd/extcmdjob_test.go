@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"agentd/internal/gateway"
 	"agentd/internal/job"
 )
 
@@ -106,5 +109,42 @@ func TestJobRun(t *testing.T) {
 	}
 	if r := run(t, dir, "ext", "run", "command/standup"); r.code != 2 {
 		t.Fatalf("not a job: %+v", r)
+	}
+}
+
+// A job or a command whose agent does not exist is refused when it is
+// put, with a 400 naming /spec/agent, and nothing is written; a valid job
+// put through the API runs at once.
+func TestJobAndCommandOfAnUnknownAgent(t *testing.T) {
+	dir := cmdJobDir(t)
+	serve(t, dir)
+	hc := unixHTTP(dir)
+	put := func(path, body string) (int, gateway.InvalidError) {
+		t.Helper()
+		req, _ := http.NewRequest("PUT", "http://agentd"+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e gateway.InvalidError
+		json.NewDecoder(resp.Body).Decode(&e)
+		return resp.StatusCode, e
+	}
+	for _, typ := range []string{"job", "command"} {
+		status, e := put("/v1/extensions/"+typ+"/orphan", `{"spec":{"agent":"nobody","prompt":"p"}}`)
+		if status != 400 || !slices.Contains(e.Errors, `/spec/agent: no agent "nobody"`) {
+			t.Errorf("%s: %d %+v", typ, status, e)
+		}
+		if r := run(t, dir, "ext", "show", typ+"/orphan"); r.code != 3 {
+			t.Errorf("%s: the refused row was written: %+v", typ, r)
+		}
+	}
+	if status, e := put("/v1/extensions/job/news", `{"spec":{"agent":"assistant","prompt":"news on {{payload.topic}}"}}`); status != 200 {
+		t.Fatalf("put: %d %+v", status, e)
+	}
+	if r := run(t, dir, "ext", "run", "job/news", "--var", "topic=go"); r.code != 0 || strings.TrimSpace(r.stdout) != "got: news on go" {
+		t.Fatalf("run: %+v", r)
 	}
 }
