@@ -12,7 +12,8 @@ import (
 )
 
 // deliver sends a run's output, or its failure, where d says: as a system
-// message to a session (once: its idempotency key is the run's), or
+// message to a session (once: its idempotency key is the run's; a
+// closed session refuses it, and stays closed), or
 // POSTed as JSON (the Result) to a webhook URL through the SSRF guard. A
 // nil d, or None, delivers nothing.
 func (r *Runner) deliver(ctx context.Context, name string, d *Delivery, res *Result) error {
@@ -28,7 +29,7 @@ func (r *Runner) deliver(ctx context.Context, name string, d *Delivery, res *Res
 			text = fmt.Sprintf("job %s run %s ended with no output", name, res.Run)
 		}
 		_, err := r.rt.Submit(ctx, runtime.Input{Session: d.Session, Text: text, Source: "job", System: true, Silent: d.Silent,
-			Origin: "job:" + name, IdempotencyKey: "job:" + name + ":" + res.Run + ":deliver", Reopen: true})
+			Origin: "job:" + name, IdempotencyKey: "job:" + name + ":" + res.Run + ":deliver"})
 		return err
 	case d.Webhook != "":
 		return r.post(ctx, d.Webhook, res)
