@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -260,5 +261,23 @@ func TestExtensionsAcrossNodes(t *testing.T) {
 	}
 	if tools := rec.lastTools(t); slices.Contains(tools, "weather") {
 		t.Fatalf("node A offers an action node B disabled: %q", tools)
+	}
+}
+
+// The agent file agentd init writes is a valid agent row: a reseed
+// reports no problem and the row is there.
+func TestInitAgentIsARow(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	okRun(t, dir, "init")
+	out := okRun(t, dir, "ext", "reseed")
+	if strings.Contains(out, "error") || strings.Contains(out, "invalid") {
+		t.Fatalf("reseed of a fresh data directory: %s", out)
+	}
+	var st struct {
+		Provenance string `json:"provenance"`
+	}
+	r := run(t, dir, "ext", "show", "agent/assistant", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || st.Provenance != "file" {
+		t.Fatalf("agent/assistant after init: %+v", r)
 	}
 }
