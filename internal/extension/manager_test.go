@@ -15,6 +15,7 @@ import (
 
 	"agentd/internal/extension"
 	"agentd/internal/store"
+	"agentd/internal/testkit"
 )
 
 // recorder is a handler that keeps what is active, and fails to activate
@@ -53,14 +54,14 @@ const noteSchema = `{"type":"object","properties":{"text":{"type":"string"},"fai
 
 type fixture struct {
 	m   *extension.Manager
-	st  *memStore
+	st  store.ExtensionStore
 	rec *recorder
 	dir string
 }
 
 func newFixture(t *testing.T, builtins fstest.MapFS) *fixture {
 	t.Helper()
-	f := &fixture{st: newMemStore(), rec: &recorder{active: map[string]string{}}, dir: t.TempDir()}
+	f := &fixture{st: testkit.ExtensionStore(t), rec: &recorder{active: map[string]string{}}, dir: t.TempDir()}
 	if builtins == nil {
 		builtins = fstest.MapFS{}
 	}

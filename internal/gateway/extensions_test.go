@@ -8,12 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -21,85 +21,10 @@ import (
 	"agentd/internal/gateway"
 	"agentd/internal/schema"
 	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
+	"agentd/internal/testkit"
 )
 
-// extMemStore is an in-memory store.ExtensionStore: the routes' tests
-// hold the API, the stores' own tests hold the stores.
-type extMemStore struct {
-	mu   sync.Mutex
-	rows map[string]store.Extension
-	hist map[string][]store.ExtensionChange
-}
-
-func (s *extMemStore) Extensions(_ context.Context, typ string) ([]store.Extension, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []store.Extension
-	for _, e := range s.rows {
-		if typ == "" || e.Type == typ {
-			out = append(out, e)
-		}
-	}
-	slices.SortFunc(out, func(a, b store.Extension) int { return strings.Compare(a.Type+"/"+a.Name, b.Type+"/"+b.Name) })
-	return out, nil
-}
-
-func (s *extMemStore) Extension(_ context.Context, typ, name string) (store.Extension, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.rows[typ+"/"+name]
-	if !ok {
-		return e, store.ErrNotFound
-	}
-	return e, nil
-}
-
-func (s *extMemStore) PutExtension(_ context.Context, e store.Extension, op string, ifv int64) (store.Extension, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := e.Type + "/" + e.Name
-	old, exists := s.rows[k]
-	if (ifv == store.NoVersion && exists) || (ifv > 0 && (!exists || old.Version != ifv)) {
-		return e, store.ErrConflict
-	}
-	now := time.Now()
-	e.Version = int64(len(s.hist[k]) + 1)
-	e.CreatedAt, e.UpdatedAt = now, now
-	if exists {
-		e.CreatedAt, e.CreatedBy = old.CreatedAt, old.CreatedBy
-	}
-	s.rows[k] = e
-	s.hist[k] = append(s.hist[k], store.ExtensionChange{Version: e.Version, Op: op, Spec: e.Spec, Enabled: e.Enabled,
-		Provenance: e.Provenance, By: e.UpdatedBy, At: now})
-	return e, nil
-}
-
-func (s *extMemStore) DeleteExtension(_ context.Context, typ, name, by string, ifv int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := typ + "/" + name
-	old, ok := s.rows[k]
-	if !ok {
-		return store.ErrNotFound
-	}
-	if ifv > 0 && old.Version != ifv {
-		return store.ErrConflict
-	}
-	delete(s.rows, k)
-	s.hist[k] = append(s.hist[k], store.ExtensionChange{Version: old.Version + 1, Op: store.ExtDelete, Spec: old.Spec,
-		Provenance: old.Provenance, By: by, At: time.Now()})
-	return nil
-}
-
-func (s *extMemStore) ExtensionHistory(_ context.Context, typ, name string) ([]store.ExtensionChange, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.hist[typ+"/"+name]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	return slices.Clone(h), nil
-}
 
 // noteHandler activates nothing, and checks a note's spec itself (every
 // problem, with its pointer), whatever its schema says.
@@ -127,7 +52,7 @@ func (noteHandler) Check(_ context.Context, d *extension.Doc) []schema.Error {
 // in-memory store, seeded with the built-in note/welcome.
 func newExtManager(t *testing.T) *extension.Manager {
 	t.Helper()
-	st := &extMemStore{rows: map[string]store.Extension{}, hist: map[string][]store.ExtensionChange{}}
+	st := testkit.ExtensionStore(t)
 	m := extension.New(st, &extension.Options{Dir: t.TempDir(), Builtins: fstest.MapFS{
 		"note/welcome.yaml": {Data: []byte("type: note\nname: welcome\nspec:\n  text: hello\n")},
 	}})
@@ -566,7 +491,10 @@ func TestExtensionClient(t *testing.T) {
 // an *APIError listing every problem with its JSON pointer.
 func ExampleClient_CheckExtension() {
 	ctx := context.Background()
-	st := &extMemStore{rows: map[string]store.Extension{}, hist: map[string][]store.ExtensionChange{}}
+	dir, _ := os.MkdirTemp("", "agentd-example-")
+	defer os.RemoveAll(dir)
+	st, _ := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	defer st.Close()
 	m := extension.New(st, &extension.Options{Builtins: fstest.MapFS{}})
 	m.Register(extension.Type{Name: "note", Schema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"url":{"type":"string"}}}`)})
 	m.Start(ctx)

@@ -12,6 +12,7 @@ import (
 	"agentd/internal/extension"
 	"agentd/internal/schema"
 	"agentd/internal/store"
+	"agentd/internal/testkit"
 	"agentd/internal/webext"
 )
 
@@ -19,7 +20,7 @@ import (
 // registered, their built-in seeds reseeded.
 type world struct {
 	m    *extension.Manager
-	st   *memStore
+	st   store.ExtensionStore
 	apps *webext.Apps
 }
 
@@ -31,10 +32,10 @@ var (
 // newWorld starts a Manager over st (a new one when nil) with the web
 // types and the seeds embedded in the binary, plus the types given
 // (an "action" type, say, for widgets to name).
-func newWorld(t *testing.T, st *memStore, more ...extension.Type) *world {
+func newWorld(t *testing.T, st store.ExtensionStore, more ...extension.Type) *world {
 	t.Helper()
 	if st == nil {
-		st = newMemStore()
+		st = testkit.ExtensionStore(t)
 	}
 	w := &world{st: st, apps: webext.NewApps()}
 	w.m = extension.New(st, &extension.Options{Builtins: webSeeds(t)})
