@@ -25,7 +25,6 @@ import (
 	"agentd/internal/testkit"
 )
 
-
 // noteHandler activates nothing, and checks a note's spec itself (every
 // problem, with its pointer), whatever its schema says.
 type noteHandler struct{}
