@@ -77,7 +77,7 @@ func (a *App) controlLayer() {
 func (a *App) extensionLayer() error {
 	a.apps = webext.NewApps()
 	a.Ext = extension.New(a.Store, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents},
-		Written: a.written})
+		Written: a.written, Shared: a.storeKind == StorePostgres})
 	for _, t := range a.extensionTypes() {
 		if err := a.Ext.Register(t); err != nil {
 			return fmt.Errorf("app: %w", err)

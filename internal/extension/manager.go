@@ -31,6 +31,10 @@ type Options struct {
 	// Seeders give more seed documents of provenance file (the agent
 	// files, as rows of type agent).
 	Seeders []Seeder
+	// Shared says other nodes share the store, each with its own files:
+	// a reseed then never removes a row whose document this node lacks
+	// (another node may have it). Default false: one node's store.
+	Shared bool
 	// Written, if set, is called after this node wrote a row (not for
 	// rows other nodes wrote), with the row it replaced (nil: none): what
 	// is recorded once per change, cluster-wide, hooks here.
@@ -62,6 +66,7 @@ type Manager struct {
 	builtins fs.FS
 	seeders  []Seeder
 	written  func(ctx context.Context, old, cur *store.Extension)
+	shared   bool
 
 	amu sync.Mutex // serializes activations and reseeds
 
@@ -99,7 +104,7 @@ func New(st store.ExtensionStore, opts *Options) *Manager {
 	if b == nil {
 		b = Builtins()
 	}
-	return &Manager{st: st, log: log, dir: opts.Dir, builtins: b, seeders: opts.Seeders, written: opts.Written,
+	return &Manager{st: st, log: log, dir: opts.Dir, builtins: b, seeders: opts.Seeders, written: opts.Written, shared: opts.Shared,
 		types: map[string]*compiled{}, active: map[string]int64{}, errs: map[string]string{}, seeds: map[string]seedMark{}}
 }
 

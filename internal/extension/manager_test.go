@@ -309,3 +309,20 @@ func TestChangedFollowsTheStore(t *testing.T) {
 		t.Fatal("a row another node removed stays active after a resync")
 	}
 }
+
+// On a shared store a node lacking a seed document another node has does
+// not remove the row that document wrote.
+func TestSharedStoreKeepsOthersSeeds(t *testing.T) {
+	f := newFixture(t, fstest.MapFS{"note/b.yaml": {Data: []byte("spec: {text: b}\n")}})
+	other := extension.New(f.st, &extension.Options{Dir: t.TempDir(), Builtins: fstest.MapFS{}, Shared: true})
+	if err := other.Register(extension.Type{Name: "note", Schema: json.RawMessage(noteSchema), Handler: &recorder{active: map[string]string{}}}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := other.Reseed(t.Context(), false)
+	if err != nil || len(rep.Removed) != 0 {
+		t.Fatalf("reseed on another node: %+v %v", rep, err)
+	}
+	if _, err := other.Get(t.Context(), "note", "b"); err != nil {
+		t.Fatalf("the row another node's seed wrote: %v", err)
+	}
+}

@@ -37,7 +37,8 @@ type Report struct {
 // Reseed syncs the seed documents — built in, under <data>/extensions/
 // and from the Seeders — into rows: a missing row is made, a row a reseed
 // wrote is updated, a row a person or an agent changed is kept unless
-// force, and a row a reseed wrote whose document is gone is removed. A
+// force, and a row a reseed wrote whose document is gone is removed (on
+// one node's store: see Options.Shared). A
 // file's document wins over a built-in one of the same type and name.
 // Reseed fails only when the store cannot be read.
 func (m *Manager) Reseed(ctx context.Context, force bool) (Report, error) {
@@ -64,7 +65,7 @@ func (m *Manager) Reseed(ctx context.Context, force bool) (Report, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		e := byKey[k]
-		if _, ok := seeds[k]; ok || !seeded(e) || e.SeedHash == "" {
+		if _, ok := seeds[k]; ok || !seeded(e) || e.SeedHash == "" || m.shared {
 			continue
 		}
 		if err := m.st.DeleteExtension(ctx, e.Type, e.Name, e.Provenance, e.Version); err != nil {
