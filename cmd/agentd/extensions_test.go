@@ -240,8 +240,13 @@ func TestExtensionsAcrossNodes(t *testing.T) {
 	}
 	env := []string{app.StoreEnv + "=" + db}
 	a, b := dataDir(t, files), dataDir(t, files)
+	// An agent file node A alone has is a row that defines the agent on B.
+	write(t, filepath.Join(a, "agents", "onlya.yaml"), openaiAgent(rec.addr, ""))
 	serve(t, a, env...)
 	serve(t, b, env...)
+	if r := runEnv(t, b, env, "send", "onlya", "hello from B"); r.code != 0 || !strings.Contains(r.stdout, "ok") {
+		t.Fatalf("node A's agent file through node B: %+v", r)
+	}
 	spec := fmt.Sprintf(`{"description":"The temperature now","url":"http://%s/w?city=\u007b\u007bcity}}","allow_hosts":["%s"],`+
 		`"input":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},"extract":{"path":"temp"}}`, host, host)
 	r := runInput(t, a, env, `{"type":"action","name":"weather","spec":`+spec+`}`, "ext", "put", "-")

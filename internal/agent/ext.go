@@ -26,11 +26,13 @@ func (r *Registry) ExtensionType() extension.Type {
 type agentRows struct{ r *Registry }
 
 func (h agentRows) Activate(_ context.Context, e *store.Extension) error {
-	if e.Provenance == store.ProvenanceFile {
+	if e.Provenance == store.ProvenanceFile && h.r.HasFile(e.Name) {
 		h.r.RemoveRow(e.Name) // its file defines it
 		h.r.Hide(e.Name, false)
 		return nil
 	}
+	// A row a person or an agent wrote; or another node's agent file,
+	// which defines the agent here too.
 	def, err := h.r.ParseRow(e.Name, e.Spec)
 	if err != nil {
 		return err

@@ -64,6 +64,14 @@ func (r *Registry) Hide(id string, hide bool) bool {
 	return fromFile
 }
 
+// HasFile reports whether an agent file of this node defines id.
+func (r *Registry) HasFile(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	def, ok := r.files.defs[id]
+	return ok && def.File != ""
+}
+
 // Row reports whether agent id is defined by a row.
 func (r *Registry) Row(id string) bool {
 	r.mu.Lock()
