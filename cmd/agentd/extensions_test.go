@@ -293,3 +293,24 @@ func TestInitAgentIsARow(t *testing.T) {
 		t.Fatalf("agent/assistant after init: %+v", r)
 	}
 }
+
+// An agent file edited while agentd runs changes its row (so the console
+// and the other nodes see it); removing the file removes the row.
+func TestAgentFileEditReachesItsRow(t *testing.T) {
+	rec := fakeRec(t, "match *\nsay ok\n")
+	dir := dataDir(t, map[string]string{
+		"agents/assistant.yaml": openaiAgent(rec.addr, ""),
+		"agents/helper.yaml":    openaiAgent(rec.addr, "system_prompt: First.\n"),
+	})
+	serve(t, dir)
+	show := func() string {
+		return strings.ReplaceAll(run(t, dir, "ext", "show", "agent/helper", "--json").stdout, " ", "")
+	}
+	mustContain(t, show(), `"system_prompt":"First."`)
+	write(t, filepath.Join(dir, "agents", "helper.yaml"), openaiAgent(rec.addr, "system_prompt: Second.\n"))
+	waitFor(t, func() bool { return strings.Contains(show(), `"system_prompt":"Second."`) })
+	if err := os.Remove(filepath.Join(dir, "agents", "helper.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return run(t, dir, "ext", "show", "agent/helper").code != 0 })
+}

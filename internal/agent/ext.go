@@ -96,6 +96,16 @@ func pointer(field string) string {
 	return b.String()
 }
 
+// Seed is agent id's file as a seed document, nil when id has no file.
+func (r *Registry) Seed(id string) (*extension.Seed, error) {
+	spec, ok, err := r.FileSpec(id)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &extension.Seed{Doc: extension.Doc{Type: "agent", Name: id, Spec: spec},
+		Provenance: store.ProvenanceFile, Source: AgentsDir + "/" + id + ".yaml"}, nil
+}
+
 // Seeds are the agent files as rows of type agent, provenance file.
 func (r *Registry) Seeds() ([]extension.Seed, error) {
 	r.mu.Lock()

@@ -98,6 +98,7 @@ type App struct {
 	integrations *mcp.Integrations // MCP servers defined by integration rows
 	apps         *webext.Apps      // the enabled app rows' files, served under /apps/
 	extChanges   *changeQueue      // rows other nodes changed (a shared store)
+	agentFiles   *changeQueue      // agents whose files changed, for their rows
 	mcpLive      atomic.Bool       // Start has handed the servers to MCP
 
 	dmu       sync.Mutex
@@ -154,7 +155,8 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		lock.Close()
 		return nil, err
 	}
-	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, readOnce: o.ReadOnce, done: make(chan struct{})}
+	a := &App{Dir: dir, Logger: log, lock: lock, version: o.Version, readOnce: o.ReadOnce, done: make(chan struct{}),
+		agentFiles: newChangeQueue()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -175,6 +177,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			a.warnBuiltin(d)
 		}
 		if a.started.Load() {
+			a.agentFiles.add("agent", id) // not here: this may run inside an activation
 			a.syncServers(context.Background())
 			if f := a.facade.Load(); f != nil {
 				f.Sync(context.Background())

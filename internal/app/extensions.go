@@ -114,8 +114,35 @@ func (a *App) startExtensions(ctx context.Context) error {
 	return nil
 }
 
-// followExtensions applies the changes other nodes make, until ctx ends.
+// reseedAgent brings agent id's row in step with its file once the file
+// changed (or went): the row reaches the other nodes and the console.
+func (a *App) reseedAgent(id string) {
+	if a.Agents.Row(id) {
+		return // a person's or an agent's row defines it; the file waits for a reseed
+	}
+	seed, err := a.Agents.Seed(id)
+	if err == nil {
+		err = a.Ext.ReseedOne(context.Background(), "agent", id, seed)
+	}
+	if err != nil {
+		a.Logger.Warn("agent file not synced to its row", "agent", id, "err", err)
+	}
+}
+
+// followExtensions applies the changes other nodes make, and brings the
+// rows of agent files that changed in step, until ctx ends.
 func (a *App) followExtensions(ctx context.Context) {
+	a.wg.Go(func() {
+		for {
+			keys, ok := a.agentFiles.take(ctx)
+			if !ok {
+				return
+			}
+			for _, k := range keys {
+				a.reseedAgent(k[1])
+			}
+		}
+	})
 	if a.extChanges == nil {
 		return
 	}

@@ -184,3 +184,44 @@ func (m *Manager) readTree(rep *Report, fsys fs.FS, prefix, prov string, add fun
 		add(Seed{Doc: d, Provenance: prov, Source: src})
 	}
 }
+
+// ReseedOne syncs one seed document into its row as Reseed does — s nil
+// says the document of typ/name is gone — without reading the others: a
+// file watcher's change (an agent file edited) reaches the row at once.
+func (m *Manager) ReseedOne(ctx context.Context, typ, name string, s *Seed) error {
+	k := key(typ, name)
+	row, err := m.st.Extension(ctx, typ, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("extension: reseed %s: %w", k, err)
+	}
+	var rep Report
+	if s == nil {
+		m.mu.Lock()
+		delete(m.seeds, k)
+		m.mu.Unlock()
+		if exists && seeded(&row) && row.SeedHash != "" && !m.shared {
+			if err := m.st.DeleteExtension(ctx, typ, name, row.Provenance, row.Version); err != nil {
+				return fmt.Errorf("extension: reseed %s: %w", k, err)
+			}
+			m.deactivate(ctx, typ, name)
+		}
+		return nil
+	}
+	_, spec, err := m.check(ctx, &s.Doc)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.seeds[k] = seedMark{prov: s.Provenance, hash: specHash(spec), spec: spec, enabled: s.Enabled == nil || *s.Enabled}
+	m.mu.Unlock()
+	var rp *store.Extension
+	if exists {
+		rp = &row
+	}
+	m.sync(ctx, &rep, *s, spec, rp, false)
+	if len(rep.Errors) > 0 {
+		return errors.New(strings.Join(rep.Errors, "; "))
+	}
+	return nil
+}
