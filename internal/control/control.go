@@ -218,11 +218,13 @@ func (c *Controls) apply(name string, prev, cur *Spec) {
 		}
 	}
 	if c.o.Paused != nil {
-		if prev != nil && prev.Effect == EffectPauseAgent && (cur == nil || cur.Agent != prev.Agent || !cur.On()) {
-			c.o.Paused(prev.Agent, c.Paused(prev.Agent))
-		}
-		if cur != nil && cur.Effect == EffectPauseAgent {
-			c.o.Paused(cur.Agent, c.Paused(cur.Agent))
+		// Tell each agent the control applied to, before or now, once.
+		var told string
+		for _, s := range []*Spec{prev, cur} {
+			if s != nil && s.Effect == EffectPauseAgent && s.Agent != told {
+				told = s.Agent
+				c.o.Paused(s.Agent, c.Paused(s.Agent))
+			}
 		}
 	}
 }
