@@ -199,8 +199,8 @@ func TestExtensionRoutes(t *testing.T) {
 	// forced.
 	extDo(t, base, "PUT", "/v1/extensions/note/welcome", `{"spec":{"text":"hi"}}`)
 	status, _, b = extDo(t, base, "GET", "/v1/extensions/note/welcome", "")
-	if got := decodeAs[extension.Status](t, "GET welcome", b); got.Seed != "builtin" || !got.Drift {
-		t.Errorf("welcome after a change: %+v, want seed builtin with drift", got)
+	if got := decodeAs[extension.Status](t, "GET welcome", b); status != 200 || got.Seed != "builtin" || !got.Drift {
+		t.Errorf("welcome after a change: %d %+v, want seed builtin with drift", status, got)
 	}
 	for _, c := range []struct {
 		body string
