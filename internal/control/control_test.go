@@ -71,7 +71,9 @@ func TestEffects(t *testing.T) {
 	var paused []string
 	var denied map[string][]string = map[string][]string{}
 	c := control.New(&control.Options{
-		Paused: func(agent string, on bool) { paused = append(paused, agent+map[bool]string{true: ":on", false: ":off"}[on]) },
+		Paused: func(agent string, on bool) {
+			paused = append(paused, agent+map[bool]string{true: ":on", false: ":off"}[on])
+		},
 		Deny: func(src string, globs []string) {
 			if globs == nil {
 				delete(denied, src)
