@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
 	"agentd/internal/schema"
 	"agentd/internal/store"
@@ -54,6 +53,9 @@ type Doc struct {
 	// Line is where the document starts in the text it was decoded from
 	// (1-based; 0 when unknown), for errors.
 	Line int `json:"-"`
+	// IfVersion, when not 0, is the version the row must be at for the
+	// write to happen (an API's If-Match); otherwise store.ErrConflict.
+	IfVersion int64 `json:"-"`
 }
 
 // Key is the row's address, "type/name".
@@ -130,6 +132,10 @@ type Type struct {
 	// Handler activates rows; nil: rows of this type are data that others
 	// read (the console's themes, say) and activating one does nothing.
 	Handler Handler
+	// PersonEnables: a row an agent writes is stored disabled, and only a
+	// person enables it (an app runs in people's browsers with their
+	// session).
+	PersonEnables bool
 }
 
 // ValidationError lists every problem of a document, each with its JSON
@@ -163,14 +169,3 @@ const MaxName = 64
 
 // ValidName reports whether name may name a row.
 func ValidName(name string) bool { return len(name) <= MaxName && nameRE.MatchString(name) }
-
-// registry is the set of registered types.
-type registry struct {
-	mu    sync.RWMutex
-	types map[string]*compiled
-}
-
-type compiled struct {
-	Type
-	schema *schema.Schema
-}

@@ -1,0 +1,167 @@
+package extension
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"agentd/internal/store"
+)
+
+// Put validates a document, writes it as its row's next version and
+// activates it. A document equal to the row (spec and enabled state)
+// writes nothing. A row an agent writes of a PersonEnables type is stored
+// disabled; an agent changes only rows it created unless Who.Any.
+func (m *Manager) Put(ctx context.Context, d Doc, w Who) (Status, error) {
+	c, spec, err := m.check(ctx, &d)
+	if err != nil {
+		return Status{}, err
+	}
+	old, err := m.st.Extension(ctx, d.Type, d.Name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return Status{}, fmt.Errorf("extension: %s: %w", d.Key(), err)
+	}
+	if exists {
+		if err := allowed(&old, w); err != nil {
+			return Status{}, err
+		}
+	}
+	enabled := !exists || old.Enabled
+	if d.Enabled != nil {
+		enabled = *d.Enabled
+	}
+	if _, isAgent := w.Agent(); isAgent && c.PersonEnables && (!exists || !old.Enabled) {
+		enabled = false
+	}
+	if exists && bytes.Equal(old.Spec, spec) && old.Enabled == enabled && (d.IfVersion == 0 || d.IfVersion == old.Version) {
+		return m.status(&old), nil
+	}
+	e := store.Extension{Type: d.Type, Name: d.Name, Spec: spec, Enabled: enabled, Provenance: w.Provenance,
+		CreatedBy: w.by(), UpdatedBy: w.by()}
+	if exists {
+		e.SeedHash = old.SeedHash
+	}
+	return m.write(ctx, e, store.ExtPut, ifVersion(d.IfVersion, exists, old.Version))
+}
+
+// ifVersion is the version a write expects: the caller's, else the one
+// read (so a change made meanwhile is a conflict, never lost).
+func ifVersion(asked int64, exists bool, read int64) int64 {
+	switch {
+	case asked != 0:
+		return asked
+	case exists:
+		return read
+	}
+	return store.NoVersion
+}
+
+// write stores e and activates what it became.
+func (m *Manager) write(ctx context.Context, e store.Extension, op string, ifv int64) (Status, error) {
+	got, err := m.st.PutExtension(ctx, e, op, ifv)
+	if err != nil {
+		return Status{}, fmt.Errorf("extension: %s: %w", key(e.Type, e.Name), err)
+	}
+	m.activate(ctx, &got)
+	return m.status(&got), nil
+}
+
+// SetEnabled enables or disables a row.
+func (m *Manager) SetEnabled(ctx context.Context, typ, name string, on bool, w Who) (Status, error) {
+	c, ok := m.typ(typ)
+	if !ok {
+		return Status{}, fmt.Errorf("extension: %w: %q", ErrUnknownType, typ)
+	}
+	old, err := m.st.Extension(ctx, typ, name)
+	if err != nil {
+		return Status{}, fmt.Errorf("extension: %s: %w", key(typ, name), err)
+	}
+	if err := allowed(&old, w); err != nil {
+		return Status{}, err
+	}
+	if _, isAgent := w.Agent(); isAgent && on && c.PersonEnables {
+		return Status{}, fmt.Errorf("extension: %w: a person enables a %s", ErrForbidden, typ)
+	}
+	if old.Enabled == on {
+		return m.status(&old), nil
+	}
+	op := store.ExtDisable
+	if on {
+		op = store.ExtEnable
+	}
+	e := old
+	// Enabling or disabling a seeded row is a person's choice a reseed
+	// keeps, like a change of its spec: the provenance is the changer's.
+	e.Enabled, e.Provenance, e.UpdatedBy = on, w.Provenance, w.by()
+	return m.write(ctx, e, op, old.Version)
+}
+
+// Delete removes a row (its history stays) and deactivates it.
+func (m *Manager) Delete(ctx context.Context, typ, name string, w Who) error {
+	if _, ok := m.typ(typ); !ok {
+		return fmt.Errorf("extension: %w: %q", ErrUnknownType, typ)
+	}
+	old, err := m.st.Extension(ctx, typ, name)
+	if err != nil {
+		return fmt.Errorf("extension: %s: %w", key(typ, name), err)
+	}
+	if err := allowed(&old, w); err != nil {
+		return err
+	}
+	if err := m.st.DeleteExtension(ctx, typ, name, w.by(), old.Version); err != nil {
+		return fmt.Errorf("extension: %s: %w", key(typ, name), err)
+	}
+	m.deactivate(ctx, typ, name)
+	return nil
+}
+
+// Revert sets a row's spec back to an earlier version's (version <= 0: the
+// one before the current), as a new version, validated against the type's
+// schema as it is now. A deleted row is made again.
+func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w Who) (Status, error) {
+	hist, err := m.History(ctx, typ, name)
+	if err != nil {
+		return Status{}, err
+	}
+	last := hist[len(hist)-1]
+	if version <= 0 {
+		version = last.Version - 1
+	}
+	i := slices.IndexFunc(hist, func(c store.ExtensionChange) bool { return c.Version == version })
+	if i < 0 || hist[i].Op == store.ExtDelete {
+		return Status{}, fmt.Errorf("extension: %s: %w: no version %d to revert to", key(typ, name), store.ErrNotFound, version)
+	}
+	c, spec, err := m.check(ctx, &Doc{Type: typ, Name: name, Spec: hist[i].Spec})
+	if err != nil {
+		return Status{}, err
+	}
+	old, err := m.st.Extension(ctx, typ, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return Status{}, fmt.Errorf("extension: %s: %w", key(typ, name), err)
+	}
+	if exists {
+		if err := allowed(&old, w); err != nil {
+			return Status{}, err
+		}
+	}
+	enabled := !exists || old.Enabled
+	if _, isAgent := w.Agent(); isAgent && c.PersonEnables && (!exists || !old.Enabled) {
+		enabled = false
+	}
+	e := store.Extension{Type: typ, Name: name, Spec: spec, Enabled: enabled, Provenance: w.Provenance,
+		CreatedBy: w.by(), UpdatedBy: w.by()}
+	return m.write(ctx, e, store.ExtRevert, ifVersion(0, exists, old.Version))
+}
+
+// allowed says whether w may change row e: people may change any row;
+// an agent the rows it created, or any with Who.Any.
+func allowed(e *store.Extension, w Who) error {
+	if _, isAgent := w.Agent(); !isAgent || w.Any || e.CreatedBy == w.Provenance {
+		return nil
+	}
+	return fmt.Errorf("extension: %w: %s was made by %s", ErrForbidden, key(e.Type, e.Name), e.CreatedBy)
+}
