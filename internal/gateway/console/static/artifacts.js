@@ -89,8 +89,12 @@ export class ArtifactsPanel {
     try {
       r = await get(path('artifacts') + query({ session: this.session }));
     } catch (e) {
-      fill(this.listEl, h('li', null, errorBox(e)));
-      return;
+      // An agentd without artifacts has none to show.
+      if (e.status === 404 || e.status === 501) r = null;
+      else {
+        fill(this.listEl, h('li', null, errorBox(e)));
+        return;
+      }
     }
     this.list = (r && r.artifacts) || [];
     if (this.onCount) this.onCount(this.list.length);

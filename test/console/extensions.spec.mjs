@@ -1,0 +1,189 @@
+// End-to-end test of the console's Extensions page, controls, widgets and
+// artifacts in headless Chromium (harness.mjs says how
+// cmd/agentd/console_test.go runs it): a row made through the page with
+// an invalid spec is refused with every problem and its pointer, in the
+// browser and by agentd, and nothing is saved; fixed, it is saved, then
+// disabled, changed, reverted, its history read, and deleted; a control
+// flipped on the page changes its row; a widget is a tile on the home
+// page; an artifact the scripted model makes shows beside the chat with a
+// download. The page loads with no CSP refusal throughout.
+
+import assert from 'node:assert/strict';
+import { URL_, TOKEN, api, page, problems, step, shot, finish } from './harness.mjs';
+
+const row = (type, name) => api('GET', '/v1/extensions/' + type + '/' + encodeURIComponent(name));
+const missing = async (type, name) => {
+  await assert.rejects(row(type, name), /: 404 /, type + '/' + name + ' exists');
+};
+const problemsShown = (where) => page.locator(where + ' .ext-problems li');
+
+try {
+  await step('log in', async () => {
+    await page.goto(URL_ + '/#/extensions');
+    await page.fill('#token', TOKEN);
+    await page.keyboard.press('Enter');
+    await page.locator('.ext-group').first().waitFor();
+    const types = (await api('GET', '/v1/extensions/schemas')).types.map((t) => t.name);
+    assert.ok(types.includes('control'), 'the control type: ' + types);
+    const offered = await page.locator('#ext-type option').evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
+    assert.deepEqual(offered, types, 'the type filter offers every type');
+  });
+
+  await step('the list groups the rows by type and filters by one', async () => {
+    const all = (await api('GET', '/v1/extensions')).extensions;
+    const shownTypes = await page.locator('.ext-group').evaluateAll((gs) => gs.map((g) => g.dataset.type));
+    assert.deepEqual(shownTypes, [...new Set(all.map((r) => r.type))].sort());
+    assert.equal(await page.locator('.ext-table tbody tr').count(), all.length);
+    await shot('extensions');
+    await page.selectOption('#ext-type', 'control');
+    await page.waitForFunction(() => [...document.querySelectorAll('.ext-group')].every((g) => g.dataset.type === 'control'));
+  });
+
+  const spec1 = { kind: 'bool', value: false, description: 'Agents stay quiet at night' };
+  await step('a new extension with an invalid spec: every problem with its pointer, in the browser and from agentd, and nothing saved', async () => {
+    await page.getByRole('link', { name: 'New extension' }).click();
+    await page.locator('#new-type option[value=control]').waitFor({ state: 'attached' });
+    await page.selectOption('#new-type', 'control');
+    // The editor starts from an example of the type that fits its schema.
+    await page.locator('.ext-new .ext-check .ok').waitFor();
+    JSON.parse(await page.inputValue('#ext-spec'));
+    await page.fill('#new-name', 'quiet/../hours');
+    await page.fill('#ext-spec', JSON.stringify({ kind: 'switch', value: false, description: 7 }, null, 2));
+    const local = problemsShown('.ext-new .ext-check');
+    await local.filter({ hasText: '/name' }).waitFor();
+    await local.filter({ hasText: '/spec/kind' }).waitFor();
+    await page.fill('#new-name', 'quiet-hours');
+    await local.filter({ hasText: '/name' }).waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Create' }).click();
+    const server = problemsShown('.ext-new .ext-server');
+    await server.filter({ hasText: '/spec/kind' }).waitFor();
+    assert.match(await server.filter({ hasText: '/spec/kind' }).innerText(), /^\/spec\/kind\s+\S/);
+    assert.ok((await page.locator('.ext-new .ext-server').innerText()).includes('nothing was saved'));
+    await shot('extension-errors');
+    await missing('control', 'quiet-hours');
+  });
+
+  await step('fixed, it is saved', async () => {
+    await page.fill('#ext-spec', JSON.stringify(spec1, null, 2));
+    await page.locator('.ext-new .ext-check .ok').waitFor();
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.locator('.ext-row h1', { hasText: 'control/quiet-hours' }).waitFor();
+    const r = await row('control', 'quiet-hours');
+    assert.deepEqual(r.spec, spec1);
+    assert.equal(r.provenance, 'user');
+    assert.equal(r.enabled, true);
+    await page.locator('.ext-status .badge.st-active').waitFor();
+  });
+
+  await step('disable it', async () => {
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.locator('.ext-status .badge.st-disabled').waitFor();
+    assert.equal((await row('control', 'quiet-hours')).enabled, false);
+    await page.getByRole('button', { name: 'Enable' }).click();
+    await page.locator('.ext-status .badge.st-active').waitFor();
+  });
+
+  await step('change its spec in the editor, checked as it is typed, and save', async () => {
+    const spec2 = { ...spec1, description: 'Quiet from 22:00' };
+    await page.fill('#ext-spec', '{"kind": "bool", "value": ');
+    await problemsShown('.ext-edit .ext-check').filter({ hasText: 'not valid JSON' }).waitFor();
+    await page.fill('#ext-spec', JSON.stringify(spec2));
+    await page.locator('.ext-edit .ext-check .ok').waitFor();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('.hist-table tbody tr').length >= 4);
+    assert.equal((await row('control', 'quiet-hours')).spec.description, 'Quiet from 22:00');
+  });
+
+  await step('the history lists every change with who and when; revert to the first version', async () => {
+    const { history } = await api('GET', '/v1/extensions/control/quiet-hours/history');
+    assert.deepEqual(history.map((c) => c.op), ['put', 'disable', 'enable', 'put']);
+    const ops = await page.locator('.hist-table tbody tr td:nth-child(2)').allInnerTexts();
+    assert.deepEqual(ops, ['put', 'enable', 'disable', 'put'], 'newest first');
+    assert.match(await page.locator('.hist-table tbody tr').first().locator('td:nth-child(3)').innerText(), /user/);
+    await shot('extension');
+    page.once('dialog', (d) => d.accept());
+    await page.getByRole('button', { name: 'Revert to version 1' }).click();
+    await page.locator('.hist-table tbody tr td:nth-child(2)', { hasText: 'revert' }).waitFor();
+    const r = await row('control', 'quiet-hours');
+    assert.deepEqual(r.spec, spec1);
+    assert.equal(JSON.parse(await page.inputValue('#ext-spec')).description, spec1.description);
+  });
+
+  await step('a control flipped on the page changes its row', async () => {
+    const before = await row('control', 'quiet-hours');
+    await page.locator('#ctl-quiet-hours').check();
+    await page.waitForFunction(async () => {
+      const r = await fetch('/v1/extensions/control/quiet-hours', { credentials: 'same-origin' }).then((x) => x.json());
+      return r.spec.value === true;
+    });
+    const after = await row('control', 'quiet-hours');
+    assert.equal(after.version, before.version + 1);
+    assert.equal(after.spec.value, true);
+    assert.equal(after.spec.description, spec1.description, 'only the value changed');
+    // On the home page too, where it flips back.
+    await page.click('nav a[data-route=home]');
+    const sw = page.locator('#ctl-quiet-hours');
+    await sw.waitFor();
+    assert.equal(await sw.isChecked(), true);
+    await sw.uncheck();
+    await page.waitForFunction(async () => {
+      const r = await fetch('/v1/extensions/control/quiet-hours', { credentials: 'same-origin' }).then((x) => x.json());
+      return r.spec.value === false;
+    });
+  });
+
+  await step('reseed: the report says what it did', async () => {
+    await page.click('nav a[data-route=extensions]');
+    await page.getByRole('button', { name: 'Reseed' }).click();
+    await page.locator('.reseed-card h2', { hasText: 'Reseed' }).waitFor();
+    await page.locator('.reseed-card dd[data-part=unchanged]').waitFor();
+  });
+
+  await step('delete, after a confirmation', async () => {
+    await page.goto(URL_ + '/#/extensions/control/quiet-hours');
+    await page.locator('.ext-row h1', { hasText: 'control/quiet-hours' }).waitFor();
+    page.once('dialog', (d) => d.dismiss());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await row('control', 'quiet-hours');
+    page.once('dialog', (d) => d.accept());
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.locator('.ext-groups').waitFor();
+    await missing('control', 'quiet-hours');
+  });
+
+  await step('a widget is a tile on the home page, shown by its renderer', async () => {
+    await api('PUT', '/v1/extensions/widget/recent', { type: 'widget', name: 'recent', spec: { title: 'Recent sessions', query: { kind: 'sessions', limit: 5 }, renderer: 'table', size: 'medium' } });
+    await page.click('nav a[data-route=home]');
+    const tile = page.locator('.tile[data-name=recent]');
+    await tile.locator('h2', { hasText: 'Recent sessions' }).waitFor();
+    await tile.locator('.tile-body > *').first().waitFor();
+    assert.equal(await tile.locator('.tile-error').count(), 0, await tile.innerText());
+    await shot('home');
+  });
+
+  await step('an artifact the agent makes shows beside the chat, with its versions and a download', async () => {
+    await page.goto(URL_ + '/#/chat/assistant/arts');
+    await page.fill('#composer', 'Write the weekly report');
+    await page.keyboard.press('Enter');
+    await page.locator('details.tool.ts-ok', { hasText: 'artifact' }).waitFor();
+    const panel = page.locator('.art-panel');
+    await panel.waitFor({ state: 'visible' });
+    await panel.locator('.art-item', { hasText: 'Weekly report' }).waitFor();
+    await panel.locator('.art-body .md h1', { hasText: 'Weekly report' }).waitFor();
+    const href = await panel.locator('a.art-download').getAttribute('href');
+    assert.match(href, /^\/v1\/artifacts\/report\/download\?version=1$/);
+    const res = await page.request.get(URL_ + href);
+    assert.equal(res.status(), 200);
+    assert.match(res.headers()['content-disposition'] || '', /^attachment/);
+    assert.match(await res.text(), /# Weekly report/);
+    await shot('chat-artifacts');
+  });
+
+  await step('nothing went wrong on the page: no script error, no CSP refusal, no request elsewhere', async () => {
+    assert.deepEqual(problems, []);
+  });
+} catch {
+  // reported by step
+} finally {
+  await finish();
+}
