@@ -55,8 +55,11 @@ type Registry struct {
 	onChange func(id string)
 	debounce time.Duration
 
-	mu   sync.Mutex // serializes reloads and writes
-	snap atomic.Pointer[snapshot]
+	mu    sync.Mutex // serializes reloads and writes; guards files and rows
+	files loaded     // what agents/ held at the last reload
+	rows  map[string]*Definition
+	caps  map[string]*Capability
+	snap  atomic.Pointer[snapshot]
 }
 
 // snapshot is the registry's state between two reloads.
@@ -155,6 +158,25 @@ func (r *Registry) load(logChanges bool) ([]string, error) {
 		r.log.Warn("cannot read agents; keeping the current definitions", "error", err)
 		return nil, err
 	}
+	r.files = res
+	return r.publish(logChanges), nil
+}
+
+// publish swaps in the state of the files overlaid with the rows, and
+// returns the ids that changed. r.mu is held.
+func (r *Registry) publish(logChanges bool) []string {
+	res := loaded{defs: maps.Clone(r.files.defs), errs: maps.Clone(r.files.errs)}
+	for id, def := range r.rows {
+		res.defs[id] = def
+		delete(res.errs, id)
+	}
+	for id, def := range res.defs {
+		d, missing := withCapabilities(def, r.caps)
+		if len(missing) > 0 && logChanges {
+			r.log.Warn("agent includes capabilities that do not exist", "agent", id, "capabilities", missing)
+		}
+		res.defs[id] = d
+	}
 	old := r.snap.Load()
 	next := &snapshot{defs: make(map[string]*Definition, len(res.defs)), errs: res.errs}
 	for id, def := range res.defs {
@@ -210,7 +232,7 @@ func (r *Registry) load(logChanges bool) ([]string, error) {
 			r.log.Info("agent file valid again", "agent", id, "file", cur.File)
 		}
 	}
-	return changed, nil
+	return changed
 }
 
 func (r *Registry) logInvalid(id string, err error, kept bool) {

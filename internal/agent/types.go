@@ -59,6 +59,11 @@ type Definition struct {
 	// Skills are globs over the names of the skills this agent may load.
 	// Left out: every skill; an empty list: none.
 	Skills []string `yaml:"skills" json:"skills,omitempty"`
+	// Capabilities name capability extensions whose tools, skills,
+	// servers and prompt fragment the agent includes.
+	Capabilities []string `yaml:"capabilities" json:"capabilities,omitempty"`
+	// Extensions says what the agent's extensions tool may change.
+	Extensions ExtensionPolicy `yaml:"extensions" json:"extensions,omitzero"`
 	// Bootstrap lists tools called when agentd starts (for example
 	// registering with an identity server); their results are logged in
 	// the session <id>/bootstrap.
@@ -66,6 +71,14 @@ type Definition struct {
 
 	// File is the file the definition was loaded from ("" if built in).
 	File string `yaml:"-" json:"file,omitempty"`
+}
+
+// ExtensionPolicy says which extension rows an agent's extensions tool
+// may change (the tool itself must be allowed by the tool policy).
+type ExtensionPolicy struct {
+	// Any lets the agent change rows that people or other agents made;
+	// by default it changes only rows it created.
+	Any bool `yaml:"any" json:"any,omitempty"`
 }
 
 // Model selects a model and how to reach it.
@@ -112,6 +125,9 @@ type ToolPolicy struct {
 	Allow []string `yaml:"allow" json:"allow,omitempty"`
 	Deny  []string `yaml:"deny" json:"deny,omitempty"`
 	Ask   []string `yaml:"ask" json:"ask,omitempty"`
+	// Grant are the patterns the agent's capabilities allow (see
+	// tool.Policy.Grant); set from them, never in a file.
+	Grant []string `yaml:"-" json:"grant,omitempty"`
 	// Builtin are globs over the names of the built-in tools the agent is
 	// offered (its MCP servers' tools are chosen by Servers and
 	// MCPServers); the policy applies to them as to every tool. Left out:

@@ -151,6 +151,11 @@ func (c *checker) definition(d *Definition, id string) {
 		}
 	}
 	c.globs("skills", d.Skills)
+	for i, name := range d.Capabilities {
+		if !ValidID(strings.ReplaceAll(name, ".", "_")) {
+			c.add(fmt.Sprintf("capabilities[%d]", i), "invalid capability name %q", name)
+		}
+	}
 	for i, b := range d.Bootstrap {
 		if b.Tool == "" {
 			c.add(fmt.Sprintf("bootstrap[%d].tool", i), "required: the tool's full name, such as identity__register")

@@ -76,7 +76,7 @@ func (a *App) Skills() *skill.Set { return a.skills.Load() }
 // skillPrompt is what an agent's system prompt says about its skills:
 // nothing unless it is offered the skill tool that loads them.
 func (a *App) skillPrompt(d *agent.Definition) string {
-	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask}
+	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask, Grant: d.Tools.Grant}
 	if !d.OffersBuiltin(skill.ToolName) || p.Decide(tool.Spec{Name: skill.ToolName}).Verdict == tool.Deny {
 		return ""
 	}

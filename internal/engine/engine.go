@@ -290,7 +290,7 @@ func (e *Engine) newRun(ctx context.Context, t *Turn) (*run, error) {
 	}
 	r := &run{e: e, t: t, def: t.Agent, start: time.Now(), session: t.Session.ID, wctx: context.WithoutCancel(ctx),
 		w: newWriter(ctx, t.Log, t.Durable)}
-	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask}
+	r.policy = tool.Policy{Allow: r.def.Tools.Allow, Deny: r.def.Tools.Deny, Ask: r.def.Tools.Ask, Grant: r.def.Tools.Grant}
 	return r, nil
 }
 

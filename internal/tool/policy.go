@@ -18,7 +18,7 @@ var ErrBadPattern = errors.New("invalid tool pattern")
 //
 //  1. a tool matched by Deny is denied;
 //  2. otherwise a tool matched by Ask may run once a person approves it;
-//  3. otherwise a tool matched by Allow is allowed;
+//  3. otherwise a tool matched by Allow or Grant is allowed;
 //  4. otherwise, when Allow is empty, every tool that is not Risky is
 //     allowed, except that a Destructive one needs approval, and a Risky
 //     one is denied;
@@ -35,6 +35,10 @@ type Policy struct {
 	Allow []string `json:"allow,omitempty" yaml:"allow,omitempty"`
 	Deny  []string `json:"deny,omitempty" yaml:"deny,omitempty"`
 	Ask   []string `json:"ask,omitempty" yaml:"ask,omitempty"`
+	// Grant allows the tools it matches, as Allow does, without making
+	// the policy an allow list: what capabilities an agent includes add
+	// to its policy.
+	Grant []string `json:"grant,omitempty" yaml:"grant,omitempty"`
 }
 
 // Verdict is what a policy says about a tool. The zero value is Deny.
@@ -96,6 +100,9 @@ func (p Policy) Decide(s Spec) Decision {
 		return Decision{Ask, "tool " + s.Name + " needs approval (pattern " + strconv.Quote(pat) + ")"}
 	}
 	if _, ok := firstMatch(p.Allow, s.Name); ok {
+		return Decision{Verdict: Allow}
+	}
+	if _, ok := firstMatch(p.Grant, s.Name); ok {
 		return Decision{Verdict: Allow}
 	}
 	switch {

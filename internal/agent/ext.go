@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"agentd/internal/extension"
+	"agentd/internal/schema"
+	"agentd/internal/store"
+)
+
+// ExtensionType is the extension type agent: an agent definition as a
+// row. An agent file is the row of provenance file (the file defines the
+// agent; reseed keeps the row in step); a row a person or an agent wrote
+// defines the agent over a file of the same id.
+func (r *Registry) ExtensionType() extension.Type {
+	return extension.Type{Name: "agent", Summary: "an agent definition (the schema of an agent file)",
+		Schema: Schema(), Handler: agentRows{r}}
+}
+
+type agentRows struct{ r *Registry }
+
+func (h agentRows) Activate(_ context.Context, e *store.Extension) error {
+	if e.Provenance == store.ProvenanceFile {
+		h.r.RemoveRow(e.Name) // its file defines it
+		return nil
+	}
+	def, err := h.r.ParseRow(e.Name, e.Spec)
+	if err != nil {
+		return err
+	}
+	h.r.SetRow(def)
+	return nil
+}
+
+func (h agentRows) Deactivate(_ context.Context, name string) error {
+	h.r.RemoveRow(name)
+	return nil
+}
+
+// Check decodes the definition as the agent files are, and checks the
+// capabilities it includes exist.
+func (h agentRows) Check(_ context.Context, d *extension.Doc) []schema.Error {
+	if !ValidID(d.Name) {
+		return []schema.Error{{Pointer: "/name", Message: "an agent id is up to 64 letters, digits, - and _, starting with a letter or digit"}}
+	}
+	def, err := h.r.ParseRow(d.Name, d.Spec)
+	if err != nil {
+		return fieldErrors(err)
+	}
+	var errs []schema.Error
+	for i, c := range def.Capabilities {
+		if !h.r.HasCapability(c) {
+			errs = append(errs, schema.Error{Pointer: fmt.Sprintf("/spec/capabilities/%d", i),
+				Message: fmt.Sprintf("no capability %q exists", c)})
+		}
+	}
+	return errs
+}
+
+// fieldErrors turns a decoding error into errors at JSON pointers.
+func fieldErrors(err error) []schema.Error {
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		return []schema.Error{{Pointer: "/spec", Message: err.Error()}}
+	}
+	out := make([]schema.Error, len(ce.Errors))
+	for i, fe := range ce.Errors {
+		out[i] = schema.Error{Pointer: "/spec" + pointer(fe.Field), Message: fe.Msg}
+	}
+	return out
+}
+
+// pointer turns a dotted path ("servers[0].url") into a JSON pointer.
+func pointer(field string) string {
+	if field == "" {
+		return ""
+	}
+	field = strings.NewReplacer("[", ".", "]", "").Replace(field)
+	var b strings.Builder
+	for _, p := range strings.Split(field, ".") {
+		b.WriteString("/" + schema.Escape(p))
+	}
+	return b.String()
+}
+
+// Seeds are the agent files as rows of type agent, provenance file.
+func (r *Registry) Seeds() ([]extension.Seed, error) {
+	r.mu.Lock()
+	var ids []string
+	for id, def := range r.files.defs {
+		if def.File != "" {
+			ids = append(ids, id)
+		}
+	}
+	r.mu.Unlock()
+	var seeds []extension.Seed
+	var errs []error
+	for _, id := range ids {
+		spec, ok, err := r.FileSpec(id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if ok {
+			seeds = append(seeds, extension.Seed{Doc: extension.Doc{Type: "agent", Name: id, Spec: spec},
+				Provenance: store.ProvenanceFile, Source: AgentsDir + "/" + id + ".yaml"})
+		}
+	}
+	return seeds, errors.Join(errs...)
+}
+
+// CapabilityType is the extension type capability.
+func (r *Registry) CapabilityType() extension.Type {
+	return extension.Type{Name: "capability", Summary: "a named bundle of tools, skills, MCP servers and a prompt fragment agents include",
+		Schema: capabilitySchema, Handler: capabilityRows{r}}
+}
+
+//go:embed capability.schema.json
+var capabilitySchema json.RawMessage
+
+type capabilityRows struct{ r *Registry }
+
+func (h capabilityRows) Activate(_ context.Context, e *store.Extension) error {
+	var c Capability
+	dec := json.NewDecoder(bytes.NewReader(e.Spec))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return fmt.Errorf("agent: capability %s: %w", e.Name, err)
+	}
+	h.r.SetCapability(e.Name, &c)
+	return nil
+}
+
+func (h capabilityRows) Deactivate(_ context.Context, name string) error {
+	h.r.RemoveCapability(name)
+	return nil
+}
