@@ -161,6 +161,25 @@ try {
     await shot('home');
   });
 
+  await step('a theme picked on the home page colours the console, light and dark, and is remembered', async () => {
+    await api('PUT', '/v1/extensions/theme/dusk', { type: 'theme', name: 'dusk', spec: { label: 'Dusk', light: { '--accent': '#b4235a' }, dark: { '--accent': '#f472b6' } } });
+    const accent = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim());
+    const before = await accent();
+    await page.reload();
+    await page.locator('#theme-pick option[value=dusk]').waitFor({ state: 'attached' });
+    await page.selectOption('#theme-pick', 'dusk');
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
+    assert.equal(await page.evaluate(() => document.documentElement.getAttribute('style')), '--accent: #b4235a;', 'only the validated property');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#f472b6');
+    await shot('home-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.reload();
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
+    await page.selectOption('#theme-pick', '');
+    await page.waitForFunction((b) => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === b, before);
+  });
+
   await step('an artifact the agent makes shows beside the chat, with its versions and a download', async () => {
     await page.goto(URL_ + '/#/chat/assistant/arts');
     await page.fill('#composer', 'Write the weekly report');

@@ -72,15 +72,18 @@ export function downloadHref(name, version) {
 
 // ArtifactsPanel lists a session's artifacts and shows the one selected.
 export class ArtifactsPanel {
-  constructor(session, onCount) {
+  // onCount(n) hears how many there are; onClose() that the person closed the panel.
+  constructor(session, onCount, onClose) {
     this.session = session;
     this.onCount = onCount;
     this.list = [];
     this.selected = null; // {name, version}
     this.listEl = h('ul', { class: 'art-list', 'aria-label': 'Artifacts' });
     this.viewEl = h('div', { class: 'art-view' });
+    const close = h('button', { class: 'icon-btn sm', type: 'button', 'aria-label': 'Close the artifacts', title: 'Close' }, icon('close'));
+    close.addEventListener('click', () => onClose && onClose());
     this.el = h('aside', { class: 'art-panel', 'aria-label': 'Artifacts', id: 'artifacts' },
-      h('div', { class: 'side-title' }, 'Artifacts'), this.listEl, this.viewEl);
+      h('div', { class: 'art-top' }, h('div', { class: 'side-title' }, 'Artifacts'), close), this.listEl, this.viewEl);
     this.seq = 0;
   }
 

@@ -149,8 +149,9 @@ class ChatView {
     this.artBtn.addEventListener('click', () => { this.artClosed = this.root.classList.contains('art-open'); this.showArtifacts(!this.artClosed); });
     this.art = new ArtifactsPanel(this.addr, (n) => {
       this.artCount.textContent = n ? String(n) : '';
-      if (n && !this.artClosed) this.showArtifacts(true);
-    });
+      // On a phone the panel would cover the chat: it opens when asked.
+      if (n && !this.artClosed && !matchMedia('(max-width: 760px)').matches) this.showArtifacts(true);
+    }, () => { this.artClosed = true; this.showArtifacts(false); this.artBtn.focus(); });
     const sideBtn = h('button', { class: 'icon-btn side-toggle', type: 'button', 'aria-label': 'Chats', 'aria-expanded': 'false' }, icon('list'));
     sideBtn.addEventListener('click', () => {
       const on = !this.root.classList.contains('side-open');

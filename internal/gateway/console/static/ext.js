@@ -227,7 +227,7 @@ function listScreen(app, el, only) {
     fill(box, groups(list).map((g) => h('section', { class: 'ext-group', 'data-type': g.type, 'aria-labelledby': 'ext-g-' + g.type },
       h('h2', { id: 'ext-g-' + g.type }, g.type, summaries.get(g.type) ? h('span', { class: 'muted small' }, ' · ' + summaries.get(g.type)) : null),
       g.type === 'control' ? h('div', { class: 'controls' }, g.rows.map((r) => controlRow(r, () => load()))) : null,
-      h('table', { class: 'table ext-table' },
+      h('div', { class: 'table-scroll' }, h('table', { class: 'table ext-table' },
         h('thead', null, h('tr', null, ['Name', 'Provenance', 'Enabled', 'Version', 'State', 'Drift', 'Updated'].map((x) => h('th', null, x)))),
         h('tbody', null, g.rows.map((r) => h('tr', { 'data-name': r.name },
           h('td', null, h('a', { href: routeHash('extensions', r.type, r.name), class: 'mono' }, r.name)),
@@ -236,7 +236,7 @@ function listScreen(app, el, only) {
           h('td', { class: 'num' }, String(r.version)),
           h('td', null, state(r)),
           h('td', null, driftMark(r)),
-          h('td', { class: 'muted small', title: fmtDateTime(r.updated_at) }, relTime(r.updated_at), r.updated_by ? ' · ' + r.updated_by : ''))))))));
+          h('td', { class: 'muted small', title: fmtDateTime(r.updated_at) }, relTime(r.updated_at), r.updated_by ? ' · ' + r.updated_by : '')))))))));
   };
   typeSel.addEventListener('change', show);
   const load = async () => {
@@ -295,7 +295,7 @@ function rowScreen(app, el, type, name) {
     h('a', { href: routeHash('extensions'), class: 'back' }, icon('back'), 'Extensions'), box));
   let row = null;
   let schema = null;
-  const editor = h('textarea', { id: 'ext-spec', class: 'editor mono', spellcheck: 'false', rows: '16', 'aria-label': 'Spec (JSON)', autocomplete: 'off' });
+  const editor = h('textarea', { id: 'ext-spec', class: 'editor mono', spellcheck: 'false', rows: '8', 'aria-label': 'Spec (JSON)', autocomplete: 'off' });
   const local = h('div', { class: 'ext-check', 'aria-live': 'polite' });
   const server = h('div', { class: 'ext-server' });
   const save = h('button', { class: 'btn btn-primary', type: 'button' }, 'Save');
@@ -361,6 +361,7 @@ function rowScreen(app, el, type, name) {
       row.drift ? h('div', { class: 'banner banner-warn drift-box', role: 'note' }, icon('warn'), h('span', { class: 'banner-text' }, driftWhy(row))) : null,
       type === 'control' ? h('div', { class: 'card controls' }, controlRow(row, (r) => { row = r; showRow(); loadHistory(); })) : null);
     editor.value = JSON.stringify(row.spec ?? {}, null, 2);
+    editor.rows = fitRows(editor.value);
     recheck();
   };
   const loadHistory = async () => {
@@ -373,7 +374,7 @@ function rowScreen(app, el, type, name) {
       return;
     }
     if (!alive) return;
-    fill(hist, h('table', { class: 'table hist-table' },
+    fill(hist, h('div', { class: 'table-scroll' }, h('table', { class: 'table hist-table' },
       h('thead', null, h('tr', null, ['Version', 'Change', 'By', 'When', 'Enabled', ''].map((x) => h('th', null, x)))),
       h('tbody', null, [...list].reverse().map((c) => {
         const current = row && c.version === row.version;
@@ -390,7 +391,7 @@ function rowScreen(app, el, type, name) {
           h('td', { class: 'small', title: fmtDateTime(c.at) }, relTime(c.at)),
           h('td', null, c.enabled ? 'yes' : 'no'),
           h('td', { class: 'row-actions' }, h('details', { class: 'hist-spec' }, h('summary', null, 'Spec'), h('pre', { class: 'code' }, pretty(c.spec))), revert));
-      }))));
+      })))));
   };
   (async () => {
     try {
@@ -411,6 +412,9 @@ function rowScreen(app, el, type, name) {
   return { unmount() { alive = false; } };
 }
 
+// fitRows is how many rows an editor shows for text: all of it, within reason.
+export function fitRows(text) { return Math.min(32, Math.max(6, String(text).split('\n').length + 1)); }
+
 // saveError shows why agentd refused a document: each problem with its pointer.
 function saveError(e) {
   if (e.errors && e.errors.length) return problemsList(e.errors, 'agentd refused it; nothing was saved:');
@@ -427,7 +431,7 @@ function newScreen(app, el, preset) {
   let seeded = '';
   const typeSel = h('select', { id: 'new-type', 'aria-label': 'Type' });
   const nameIn = h('input', { type: 'text', id: 'new-name', 'aria-label': 'Name', placeholder: 'my-extension', maxlength: '64', autocomplete: 'off', spellcheck: 'false' });
-  const editor = h('textarea', { id: 'ext-spec', class: 'editor mono', spellcheck: 'false', rows: '14', 'aria-label': 'Spec (JSON)', autocomplete: 'off' });
+  const editor = h('textarea', { id: 'ext-spec', class: 'editor mono', spellcheck: 'false', rows: '8', 'aria-label': 'Spec (JSON)', autocomplete: 'off' });
   const summary = h('p', { class: 'muted small' });
   const local = h('div', { class: 'ext-check', 'aria-live': 'polite' });
   const server = h('div', { class: 'ext-server' });
@@ -446,7 +450,10 @@ function newScreen(app, el, preset) {
     try { schema = await schemaOf(t); } catch (e) { fill(local, errorBox(e)); return; }
     if (!alive || t !== typeSel.value) return;
     const seed = JSON.stringify(example(schema), null, 2);
-    if (!editor.value.trim() || editor.value === seeded) editor.value = seed;
+    if (!editor.value.trim() || editor.value === seeded) {
+      editor.value = seed;
+      editor.rows = fitRows(seed);
+    }
     seeded = seed;
     summary.textContent = (typeSel.selectedOptions[0] && typeSel.selectedOptions[0].dataset.summary) || '';
     recheck();

@@ -67,10 +67,10 @@ export function homeScreen(app, el) {
   const loadLook = async () => {
     const rows = await themes();
     if (!alive) return;
-    fill(look, h('div', { class: 'card control' }, h('div', { class: 'control-text' },
+    fill(look, h('div', { class: 'card controls' }, h('div', { class: 'control' }, h('div', { class: 'control-text' },
       h('label', { for: 'theme-pick', class: 'control-name' }, 'Theme'),
       h('div', { class: 'muted small' }, 'Colours and fonts from the rows of type theme; light or dark follows your system.')),
-    themePicker(app.themer, rows)));
+    themePicker(app.themer, rows))));
   };
   const all = () => { loadWidgets(); loadControls(); loadLook(); };
   refresh.addEventListener('click', all);
