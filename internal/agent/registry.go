@@ -59,6 +59,7 @@ type Registry struct {
 	files loaded     // what agents/ held at the last reload
 	rows  map[string]*Definition
 	caps  map[string]*Capability
+	deny  map[string][]string // tools denied to every agent, by source
 	snap  atomic.Pointer[snapshot]
 }
 
@@ -175,7 +176,7 @@ func (r *Registry) publish(logChanges bool) []string {
 		if len(missing) > 0 && logChanges {
 			r.log.Warn("agent includes capabilities that do not exist", "agent", id, "capabilities", missing)
 		}
-		res.defs[id] = d
+		res.defs[id] = withDeny(d, r.deny)
 	}
 	old := r.snap.Load()
 	next := &snapshot{defs: make(map[string]*Definition, len(res.defs)), errs: res.errs}

@@ -12,16 +12,26 @@ import (
 // cannot differ: every field by its YAML name, no other key, durations as
 // strings ("90s"). What it cannot say (known providers, valid globs,
 // positive budgets) the decoder checks (ParseRow).
-var Schema = sync.OnceValue(func() json.RawMessage {
+var Schema = sync.OnceValue(func() json.RawMessage { return TypeSchema(reflect.TypeFor[Definition]()) })
+
+// MCPServerSchema is the JSON Schema of an MCP server's definition
+// (MCPServer), derived from its fields as Schema is.
+var MCPServerSchema = sync.OnceValue(func() json.RawMessage { return TypeSchema(reflect.TypeFor[MCPServer]()) })
+
+// TypeSchema is the JSON Schema of a struct of this package, with the
+// structs it holds in $defs.
+func TypeSchema(t reflect.Type) json.RawMessage {
 	defs := map[string]any{}
-	root := schemaOf(reflect.TypeFor[Definition](), defs)
-	root["$defs"] = defs
+	root := structSchema(t, defs)
+	if len(defs) > 0 {
+		root["$defs"] = defs
+	}
 	b, err := json.Marshal(root)
 	if err != nil {
 		panic(err) // built from Go types: cannot happen
 	}
 	return b
-})
+}
 
 // schemaOf describes t; structs other than Definition go to defs, by name,
 // so that a recursive one (Model's fallbacks) is a $ref.
@@ -47,9 +57,6 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 	case reflect.Interface:
 		return map[string]any{}
 	case reflect.Struct:
-		if t == reflect.TypeFor[Definition]() {
-			return structSchema(t, defs)
-		}
 		name := strings.ToLower(t.Name())
 		if _, ok := defs[name]; !ok {
 			defs[name] = nil // placeholder: a recursive field refers to it

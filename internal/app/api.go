@@ -38,7 +38,7 @@ func (a *App) api(daemon bool) *gateway.Server {
 	}
 	mcpFacade := &facade{a: a}
 	o := &gateway.Options{Runtime: a.Runtime, Sessions: a.Store, Agents: a.Agents, Version: a.version, Logger: a.Logger,
-		Lifecycle: a.Runtime, Permits: a.Permits, MCP: a.MCP, Keys: a.Keys, Skills: a, History: workingMemory{a.Store, a.Bus, a.Runtime}, Memory: mem,
+		Lifecycle: a.Runtime, Permits: a.Permits, MCP: mcpRows{a}, Keys: a.Keys, Skills: a, History: workingMemory{a.Store, a.Bus, a.Runtime}, Memory: mem,
 		MCPHandler: mcpFacade,
 		OpenAI:     openaiapi.New(a.Runtime, a.Agents, &openaiapi.Options{Logger: a.Logger}),
 		Ready:      readiness{a},

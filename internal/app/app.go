@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/control"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/identity"
 	"agentd/internal/mcp"
@@ -80,6 +82,14 @@ type App struct {
 	Keys    *identity.Keyring
 	MCP     *mcp.Manager
 	Memory  *memory.Store // opens its database when first used (see Degraded)
+	// Ext holds the extension rows and activates them; Controls are the
+	// active controls.
+	Ext      *extension.Manager
+	Controls *control.Controls
+
+	integrations *mcp.Integrations // MCP servers defined by integration rows
+	extChanges   *changeQueue      // rows other nodes changed (a shared store)
+	mcpLive      atomic.Bool       // Start has handed the servers to MCP
 
 	dmu       sync.Mutex
 	degraded  []gateway.Degraded // optional parts that are off
@@ -201,12 +211,16 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		eo.Recall = recaller{a.Memory}
 	}
 	a.Engine = engine.New(&eo)
+	a.controlLayer()
 	ro := &runtime.Options{Store: a.Store, Agents: a.Agents, Engine: a.Engine, Bus: a.Bus,
-		Logger: log, MaxConcurrentTurns: a.Config.MaxConcurrentTurns}
+		Logger: log, MaxConcurrentTurns: a.Config.MaxConcurrentTurns, Paused: a.Controls.Paused}
 	if a.storeKind == StorePostgres {
 		ro.ClaimEvery = claimEvery // other nodes may share the store
 	}
 	a.Runtime = runtime.New(ro)
+	if err := a.extensionLayer(); err != nil {
+		return nil, err
+	}
 	ok = true
 	return a, nil
 }
@@ -218,9 +232,13 @@ func (a *App) Start(ctx context.Context) error {
 	for _, d := range a.Agents.List() {
 		a.warnBuiltin(d)
 	}
+	if err := a.startExtensions(ctx); err != nil {
+		return err
+	}
 	// Turns resumed or started now must find their servers' tools: wait
 	// for each server's first connection (or first failure), within
 	// MCPStartWait.
+	a.mcpLive.Store(true)
 	a.syncServers(ctx)
 	if servers := a.MCP.List(); len(servers) > 0 {
 		t0 := time.Now()
@@ -244,6 +262,7 @@ func (a *App) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.started.Store(true)
+	a.followExtensions(wctx)
 	a.listen(wctx)
 	if !a.readOnce {
 		a.wg.Go(func() {

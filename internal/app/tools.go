@@ -24,7 +24,7 @@ import (
 // Files and folders of the tool layer inside the data directory.
 const (
 	KeysDir      = "keys"             // the agents' identity keys
-	MCPStateFile = "mcp-servers.json" // MCP servers added at run time
+	MCPStateFile = "mcp-servers.json" // where MCP servers added at run time were kept: now integration rows
 	SkillsDir    = "skills"           // the default skills folder
 )
 
@@ -37,7 +37,6 @@ func (a *App) toolLayer(version string) error {
 		return err
 	}
 	a.MCP, err = mcp.New(&mcp.Options{Logger: a.Logger, Tools: a.Tools, ClientName: "agentd", ClientVersion: version,
-		StatePath: filepath.Join(a.Dir, MCPStateFile),
 		Uses: func(agentID, server string) bool {
 			d, ok := a.Agents.Get(agentID)
 			return ok && d.UsesServer(server)
@@ -155,6 +154,9 @@ func (a *App) mcpDefs() []mcp.Def {
 		for _, name := range slices.Sorted(maps.Keys(d.MCPServers)) {
 			defs = append(defs, mcp.Def{Name: name, Config: d.MCPServers[name], Agents: []string{d.ID}, Source: "agent:" + d.ID})
 		}
+	}
+	if a.integrations != nil {
+		defs = append(defs, a.integrations.Defs()...)
 	}
 	return defs
 }

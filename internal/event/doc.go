@@ -38,11 +38,13 @@
 //	working_memory      stored  store: with the working memory it changes      WorkingMemoryData
 //	summary             stored  engine: compaction folds what it stands for    SummaryData
 //	context_warning     stored  engine: the context passed a threshold         ContextData
+//	control             stored  app: a control changed value                   ControlData
 //	text_delta          live    engine: a piece of streamed text               DeltaData
 //	turn_start          live    runtime: a turn began                          -
 //	tool_start          live    engine: a tool call began                      ToolCallData
 //	tool_end            live    engine: a tool call ended                      ToolResultData
 //	session_state       live    runtime: a session's state changed             StateData
+//	extension           live    app: an extension's activation changed         ExtensionData
 //	compact             inbox   runtime: a compaction asked for                -
 //
 // The runtime publishes on the bus every stored event it commits, whoever

@@ -40,7 +40,7 @@ const (
 // Live reports whether events of kind k are only published, never stored.
 func (k Kind) Live() bool {
 	switch k {
-	case TextDelta, TurnStart, ToolStart, ToolEnd, State:
+	case TextDelta, TurnStart, ToolStart, ToolEnd, State, Extension:
 		return true
 	}
 	return false

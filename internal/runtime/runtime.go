@@ -135,6 +135,10 @@ type Options struct {
 	// lease while another node holds it, before it is refused with
 	// ErrBusy (default 3 s).
 	OutsideWait time.Duration
+	// Paused, when set, says whether an agent is paused: its sessions'
+	// queued inputs wait (they are durable in the inbox) and run once
+	// Resume is called for it. A running turn finishes.
+	Paused func(agent string) bool
 	// LeaseGrace is how long, on a shared store, a node keeps an idle
 	// session's lease after its queue empties, so that its next input
 	// here needs no round trip to take it (grace.go); 0: 2 s, < 0: none.

@@ -137,7 +137,7 @@ func (r *Runtime) work(sess *session) {
 func (r *Runtime) next(sess *session) (q queued, ok bool) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if len(sess.queue) == 0 || r.ctx.Err() != nil || r.closing.Load() {
+	if len(sess.queue) == 0 || r.ctx.Err() != nil || r.closing.Load() || r.paused(sess) {
 		sess.working = false
 		return queued{}, false
 	}

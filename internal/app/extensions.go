@@ -1,0 +1,198 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"agentd/internal/agent"
+	"agentd/internal/control"
+	"agentd/internal/event"
+	"agentd/internal/extension"
+	"agentd/internal/mcp"
+	"agentd/internal/store"
+)
+
+// extensionTypes are the extension types this node knows, each built by
+// the package that owns it.
+func (a *App) extensionTypes() []extension.Type {
+	return []extension.Type{
+		a.Agents.ExtensionType(),
+		a.Agents.CapabilityType(),
+		a.integrations.Type(),
+		a.Controls.Type(),
+	}
+}
+
+// controlLayer builds the controls, before the runtime that asks them
+// whether an agent is paused.
+func (a *App) controlLayer() {
+	a.Controls = control.New(&control.Options{
+		Agents: agentIDs{a.Agents},
+		Paused: func(agent string, paused bool) {
+			if !paused && a.Runtime != nil {
+				a.Runtime.Resume(agent)
+			}
+		},
+		Deny:   a.Agents.SetDeny,
+		Record: a.recordControl,
+	})
+	a.integrations = mcp.NewIntegrations(func(ctx context.Context) {
+		if a.mcpLive.Load() {
+			a.syncServers(ctx)
+		}
+	})
+}
+
+// extensionLayer builds the extension manager, registers the types and
+// the agents' extensions tool.
+func (a *App) extensionLayer() error {
+	st, ok := a.Store.(store.ExtensionStore)
+	if !ok {
+		return errors.New("app: the store keeps no extension rows")
+	}
+	a.Ext = extension.New(st, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents}})
+	for _, t := range a.extensionTypes() {
+		if err := a.Ext.Register(t); err != nil {
+			return fmt.Errorf("app: %w", err)
+		}
+	}
+	a.Ext.Subscribe(func(s extension.Status) {
+		a.Bus.Publish(event.New(0, 0, event.Extension, event.ExtensionData{Type: s.Type, Name: s.Name,
+			Version: s.Version, Enabled: s.Enabled, Active: s.Active, Error: s.Error}))
+	})
+	t := extension.Tool(a.Ext, func(id string) bool {
+		d, ok := a.Agents.Get(id)
+		return ok && d.Extensions.Any
+	})
+	if err := a.Tools.Register(t); err != nil {
+		return fmt.Errorf("app: register tool: %w", err)
+	}
+	if w, ok := a.Store.(store.ExtensionWatcher); ok {
+		a.extChanges = newChangeQueue()
+		w.WatchExtensions(a.extChanges.add)
+	}
+	return nil
+}
+
+// startExtensions migrates the MCP servers a former version kept in
+// mcp-servers.json to integration rows, reseeds, and activates every
+// enabled row; on a shared store it then follows other nodes' changes.
+func (a *App) startExtensions(ctx context.Context) error {
+	a.migrateMCPState(ctx)
+	if err := a.Ext.Start(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// followExtensions applies the changes other nodes make, until ctx ends.
+func (a *App) followExtensions(ctx context.Context) {
+	if a.extChanges == nil {
+		return
+	}
+	a.wg.Go(func() {
+		for {
+			keys, ok := a.extChanges.take(ctx)
+			if !ok {
+				return
+			}
+			for _, k := range keys {
+				a.Ext.Changed(ctx, k[0], k[1])
+			}
+		}
+	})
+}
+
+// migrateMCPState turns the servers of mcp-servers.json (where MCP servers
+// added at run time were kept) into integration rows, then renames the
+// file, so that it is read once.
+func (a *App) migrateMCPState(ctx context.Context) {
+	path := filepath.Join(a.Dir, MCPStateFile)
+	defs, err := mcp.LoadState(path)
+	if err != nil {
+		a.Logger.Warn("mcp-servers.json not migrated", "err", err)
+		return
+	}
+	if defs == nil {
+		return
+	}
+	for _, d := range defs {
+		doc := extension.Doc{Type: "integration", Name: d.Name, Spec: mcp.IntegrationSpec(d.Config, d.Agents)}
+		_, err := a.Ext.Put(ctx, doc, extension.Who{Provenance: store.ProvenanceUser, By: "user:" + MCPStateFile})
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			a.Logger.Warn("mcp server of mcp-servers.json not migrated", "server", d.Name, "err", err)
+			return // the file stays, to try again
+		}
+	}
+	if err := os.Rename(path, path+".migrated"); err != nil {
+		a.Logger.Warn("mcp-servers.json migrated but not renamed", "err", err)
+		return
+	}
+	a.Logger.Info("mcp servers added at run time are now integration rows", "servers", len(defs), "file", MCPStateFile+".migrated")
+}
+
+// recordControl logs a control's change of value in the session
+// <agent>/controls of the agent it applies to.
+func (a *App) recordControl(ctx context.Context, name string, s, prev *control.Spec, e *store.Extension) {
+	if s.Agent == "" || a.Runtime == nil {
+		return
+	}
+	d := event.ControlData{Name: name, Value: s.Value, Effect: s.Effect, Version: e.Version, By: e.UpdatedBy}
+	if prev != nil {
+		d.Previous = prev.Value
+	}
+	if err := a.Runtime.Record(ctx, s.Agent+"/controls", event.New(0, 0, event.Control, d)); err != nil {
+		a.Logger.Warn("control change not logged", "control", name, "agent", s.Agent, "err", err)
+	}
+}
+
+// agentIDs says which agents exist.
+type agentIDs struct{ r *agent.Registry }
+
+func (x agentIDs) Has(id string) bool { _, ok := x.r.Get(id); return ok }
+
+// changeQueue holds the rows other nodes changed until the follower takes
+// them; ("", "") means every row (notifications may have been missed).
+type changeQueue struct {
+	mu   sync.Mutex
+	keys map[[2]string]bool
+	wake chan struct{}
+}
+
+func newChangeQueue() *changeQueue {
+	return &changeQueue{keys: map[[2]string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+func (q *changeQueue) add(typ, name string) {
+	q.mu.Lock()
+	q.keys[[2]string{typ, name}] = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *changeQueue) take(ctx context.Context) ([][2]string, bool) {
+	select {
+	case <-q.wake:
+	case <-ctx.Done():
+		return nil, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.keys[[2]string{"", ""}] {
+		clear(q.keys)
+		return [][2]string{{"", ""}}, true
+	}
+	out := make([][2]string, 0, len(q.keys))
+	for k := range q.keys {
+		out = append(out, k)
+	}
+	clear(q.keys)
+	return out, true
+}
