@@ -67,6 +67,14 @@ export function example(sc, depth = 0) {
     default: {
       const out = {};
       for (const k of sc.required || []) out[k] = example((sc.properties || {})[k], depth + 1);
+      // Conditions the example meets add what they require (a bool
+      // control's value is a boolean).
+      for (const c of Array.isArray(sc.allOf) ? sc.allOf : [sc]) {
+        if (!c || !c.if || !c.then || validate(c.if, out).length) continue;
+        const props = c.then.properties || {};
+        for (const k of Object.keys(out)) if (props[k] && validate(props[k], out[k]).length) out[k] = example(props[k], depth + 1);
+        for (const k of c.then.required || []) if (!Object.hasOwn(out, k)) out[k] = example({ ...(sc.properties || {})[k], ...props[k] }, depth + 1);
+      }
       return out;
     }
   }

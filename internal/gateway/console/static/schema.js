@@ -58,6 +58,14 @@ function check(sc, v, p, out, depth) {
     if (sc.minItems !== undefined && v.length < sc.minItems) add('must have at least ' + sc.minItems + ' items');
     if (sc.maxItems !== undefined && v.length > sc.maxItems) add('must have at most ' + sc.maxItems + ' items');
     if (sc.items && typeof sc.items === 'object') v.forEach((x, i) => check(sc.items, x, p + '/' + i, out, depth + 1));
+    if (sc.uniqueItems === true) {
+      const seen = new Set();
+      v.forEach((x, i) => {
+        const k = JSON.stringify(x);
+        if (seen.has(k)) add('is a duplicate of an earlier item', p + '/' + i);
+        seen.add(k);
+      });
+    }
   }
   if (typeOf(v) === 'object') {
     const props = sc.properties || {};
@@ -74,4 +82,9 @@ function check(sc, v, p, out, depth) {
     if (key === 'anyOf' ? ok === 0 : ok !== 1) add(ok === 0 ? 'matches none of the allowed forms' : 'matches more than one allowed form');
   }
   for (const alt of Array.isArray(sc.allOf) ? sc.allOf : []) check(alt, v, p, out, depth + 1);
+  if (sc.if && typeof sc.if === 'object') {
+    const branch = validate(sc.if, v, p).length === 0 ? sc.then : sc.else;
+    if (branch) check(branch, v, p, out, depth + 1);
+  }
+  if (sc.not && typeof sc.not === 'object' && validate(sc.not, v, p).length === 0) add('must not match the form it names');
 }

@@ -3,6 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { validName, problem, parseSpec, checkSpec, example, groups } from '../static/ext.js';
 import { varName, validValue, themeVars } from '../static/theme.js';
 import { parseCSV, downloadHref } from '../static/artifacts.js';
@@ -50,6 +51,13 @@ test('a new row starts from a smallest example its schema accepts', () => {
   assert.deepEqual(example(control), { kind: 'bool', value: {} });
   assert.deepEqual(example({ type: 'array', minItems: 1, items: { type: 'string', minLength: 2 } }), ['xx']);
   assert.deepEqual(example(undefined), {});
+  // The control type's schema, as agentd has it: the example fits its conditions too.
+  const real = JSON.parse(readFileSync(new URL('../../../control/schema.json', import.meta.url), 'utf8'));
+  const ex2 = example(real);
+  assert.deepEqual(ex2, { kind: 'bool', value: false });
+  assert.deepEqual(checkSpec(real, JSON.stringify(ex2)).errors, []);
+  assert.deepEqual(checkSpec(real, JSON.stringify({ kind: 'bool', value: 'yes' })).errors, [{ pointer: '/spec/value', message: 'must be a boolean' }]);
+  assert.deepEqual(checkSpec(real, JSON.stringify({ kind: 'enum', value: 'a', options: ['a', 'a'] })).errors, [{ pointer: '/spec/options/1', message: 'is a duplicate of an earlier item' }]);
 });
 
 test('rows group by type, then name', () => {
