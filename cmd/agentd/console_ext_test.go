@@ -19,7 +19,7 @@ match ^Conversation to name
 say The weekly report
 
 match (?i)weekly report
-call artifact {"name": "report", "title": "Weekly report", "kind": "markdown", "content": "# Weekly report\n\n- the console shows artifacts"}
+call artifact {"action": "create", "name": "report", "title": "Weekly report", "kind": "markdown", "content": "# Weekly report\n\n- the console shows artifacts"}
 ---
 say The report is beside the chat.
 

@@ -152,17 +152,23 @@ try {
   });
 
   await step('a widget is a tile on the home page, shown by its renderer', async () => {
-    await api('PUT', '/v1/extensions/widget/recent', { type: 'widget', name: 'recent', spec: { title: 'Recent sessions', query: { kind: 'sessions', limit: 5 }, renderer: 'table', size: 'medium' } });
+    await api('PUT', '/v1/extensions/widget/recent', { type: 'widget', name: 'recent', spec: { title: 'Recent sessions', query: { kind: 'sessions', limit: 5 }, size: 'wide' } });
+    await api('PUT', '/v1/extensions/widget/broken', { type: 'widget', name: 'broken', spec: { title: 'Nightly memory', query: { kind: 'memory_search', agent: 'nobody', text: 'x' }, size: 'small' } });
     await page.click('nav a[data-route=home]');
     const tile = page.locator('.tile[data-name=recent]');
     await tile.locator('h2', { hasText: 'Recent sessions' }).waitFor();
-    await tile.locator('.tile-body > *').first().waitFor();
+    // Shown by the renderer that matches its content type: the sessions table.
+    await tile.locator('.tile-body table th', { hasText: 'Session' }).waitFor();
     assert.equal(await tile.locator('.tile-error').count(), 0, await tile.innerText());
+    // A widget whose query fails says why in its tile.
+    const bad = page.locator('.tile[data-name=broken]');
+    await bad.locator('.tile-error').waitFor();
+    assert.ok((await bad.locator('.tile-error').innerText()).length > 0);
     await shot('home');
   });
 
   await step('a theme picked on the home page colours the console, light and dark, and is remembered', async () => {
-    await api('PUT', '/v1/extensions/theme/dusk', { type: 'theme', name: 'dusk', spec: { label: 'Dusk', light: { '--accent': '#b4235a' }, dark: { '--accent': '#f472b6' } } });
+    await api('PUT', '/v1/extensions/theme/dusk', { type: 'theme', name: 'dusk', spec: { title: 'Dusk', light: { '--accent': '#b4235a' }, dark: { '--accent': '#f472b6' } } });
     const accent = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim());
     const before = await accent();
     await page.reload();

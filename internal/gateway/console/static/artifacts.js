@@ -6,52 +6,23 @@
 import { h, icon, fill } from './dom.js';
 import { get, path, query } from './api.js';
 import { render as renderMarkdown } from './md.js';
-import { show, safeImage, language } from './render.js';
+import { show, choose, safeImage, language } from './render.js';
 import { relTime, errorBox, spinner, empty } from './util.js';
 
-const MAX_CSV_CHARS = 1 << 20;
-
-// parseCSV reads CSV (RFC 4180: quoted fields, "" inside quotes, CRLF or
-// LF) into rows of fields.
-export function parseCSV(src) {
-  src = String(src ?? '').slice(0, MAX_CSV_CHARS);
-  const rows = [];
-  let row = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < src.length; i++) {
-    const c = src[i];
-    if (quoted) {
-      if (c === '"' && src[i + 1] === '"') { field += '"'; i++; }
-      else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"' && field === '') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; }
-    else if (c === '\n' || c === '\r') {
-      if (c === '\r' && src[i + 1] === '\n') i++;
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-    } else field += c;
-  }
-  if (field !== '' || row.length) { row.push(field); rows.push(row); }
-  return rows;
-}
-
-// artifactView shows an artifact's content by its kind.
-export function artifactView(a) {
+// artifactView shows an artifact's content: by the renderer row that
+// matches its kind, else by its kind — HTML always as its source.
+export function artifactView(a, renderers) {
   const content = typeof a.content === 'string' ? a.content : '';
+  const spec = choose(renderers, { artifact_kind: a.kind, content_type: a.media_type || undefined });
+  if (spec && !(a.kind === 'html' && spec.view !== 'code')) return show(spec, content);
   switch (a.kind) {
     case 'markdown': {
       const box = h('div', { class: 'md' });
       box.append(renderMarkdown(content));
       return box;
     }
-    case 'csv': {
-      const rows = parseCSV(content);
-      return show({ kind: 'table', columns: rows[0] || [] }, rows.slice(1));
-    }
+    case 'csv':
+      return show({ view: 'table' }, content);
     case 'image': {
       const src = safeImage(content);
       return src ? h('img', { class: 'r-image', src, alt: a.title || a.name }) : h('p', { class: 'muted' }, 'This image cannot be shown here; download it.');
@@ -75,6 +46,7 @@ export class ArtifactsPanel {
   // onCount(n) hears how many there are; onClose() that the person closed the panel.
   constructor(session, onCount, onClose) {
     this.session = session;
+    this.renderers = []; // the renderer rows, set by the chat
     this.onCount = onCount;
     this.list = [];
     this.selected = null; // {name, version}
@@ -138,6 +110,6 @@ export class ArtifactsPanel {
     fill(this.viewEl,
       h('div', { class: 'art-head' }, h('h3', null, a.title || a.name), versions,
         h('a', { class: 'btn btn-sm art-download', href: downloadHref(name, a.version), download: '' }, icon('download'), 'Download')),
-      h('div', { class: ['art-body', 'art-' + String(a.kind || 'text').replace(/[^a-z]/g, '')] }, artifactView(a)));
+      h('div', { class: ['art-body', 'art-' + String(a.kind || 'text').replace(/[^a-z]/g, '')] }, artifactView(a, this.renderers)));
   }
 }

@@ -218,6 +218,7 @@ class ChatView {
     // Tool results a renderer row names are shown by it once the rows are here.
     loadRenderers().then((rows) => {
       this.renderers = rows;
+      this.art.renderers = rows;
       if (!rows.length) return;
       for (const it of this.items.values()) if (it.kind === 'tool' && it.result !== undefined) this.touch(it);
       this.flush();

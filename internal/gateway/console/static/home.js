@@ -4,11 +4,11 @@
 import { h, icon, fill } from './dom.js';
 import { get, query } from './api.js';
 import { empty, errorBox, spinner } from './util.js';
-import { show, byName, loadRenderers } from './render.js';
+import { show, forWidget, loadRenderers } from './render.js';
 import { controlRow } from './ext.js';
 import { themes, themePicker } from './theme.js';
 
-const SIZES = new Set(['small', 'medium', 'large', 'wide', 'full']);
+const SIZES = new Set(['small', 'medium', 'large', 'wide']);
 
 // tile is one widget: its title, and its data by its renderer, or its error.
 export function tile(w, renderers) {
@@ -17,7 +17,7 @@ export function tile(w, renderers) {
   if (w.error) body = h('div', { class: 'error-box small tile-error', role: 'alert' }, w.error);
   else {
     try {
-      body = show(byName(renderers, w.renderer), w.data);
+      body = show(forWidget(renderers, w), w.data);
     } catch (e) {
       body = h('div', { class: 'error-box small tile-error', role: 'alert' }, 'Cannot show this: ' + e.message);
     }

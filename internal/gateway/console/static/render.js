@@ -1,15 +1,15 @@
-// Renderers: data shown by a renderer spec (a row of type renderer, or a
-// kind named by a widget) as a table, code, a diff, a chart, an image,
-// JSON, markdown or key-value pairs. Declarative and never script: view()
-// builds a tree of plain objects from a fixed set of tags and attributes
-// whose text only ever goes into text nodes, and toDOM() builds it with
-// the DOM; nothing here sets HTML or a style.
+// Renderers: data shown by a renderer spec (a row of type renderer) as a
+// table, code, a diff, a chart, an image, JSON, markdown or key-value
+// pairs. Declarative and never script: view() builds a tree of plain
+// objects from a fixed set of tags and attributes whose text only ever
+// goes into text nodes, and toDOM() builds it with the DOM; nothing here
+// sets HTML or a style.
 //
-// A renderer spec: {kind, tools?, path?, columns?, language?, chart?, x?,
-// y?, max_rows?}. kind is one of KINDS; path picks a part of the data
-// ("items", "result.rows.0"); columns name a table's or key-value list's
-// fields (strings or {key, label}); language names a code block's
-// language; chart is "bar" or "line" over the fields x and y.
+// A renderer's spec (internal/webext/renderer.schema.json): {title,
+// match: {content_type, tool, artifact_kind}, view, priority, options:
+// {columns: [{field, title, format}], language, chart, x, y: [fields],
+// path}}. view is one of KINDS; options.path is a JSON pointer to the
+// part of the data shown.
 //
 // A node is a string (text) or {t: tag, a: {attributes}, c: [children]};
 // {t: 'md', text} is markdown, built by md.js.
@@ -20,26 +20,28 @@ import { get, query } from './api.js';
 
 export const KINDS = ['table', 'code', 'diff', 'chart', 'image', 'json', 'markdown', 'kv'];
 
-const HTML_TAGS = new Set(['div', 'span', 'pre', 'code', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'dl', 'dt', 'dd', 'img', 'p', 'figure', 'figcaption']);
+const HTML_TAGS = new Set(['div', 'span', 'pre', 'code', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'dl', 'dt', 'dd', 'img', 'p']);
 const SVG_TAGS = new Set(['svg', 'g', 'rect', 'line', 'polyline', 'circle', 'text', 'title']);
 const ATTRS = new Set(['class', 'src', 'alt', 'viewBox', 'width', 'height', 'x', 'y', 'x1', 'x2', 'y1', 'y2', 'cx', 'cy', 'r', 'rx',
-  'points', 'text-anchor', 'role', 'aria-label', 'title', 'preserveAspectRatio']);
+  'points', 'text-anchor', 'role', 'aria-label', 'preserveAspectRatio']);
 
 export const MAX_ROWS = 500;    // rows of a table, entries of a list; the rest is counted
 const MAX_TEXT = 200000;        // characters of code, JSON or a diff
 const MAX_DIFF_LINES = 2000;    // lines of each side a diff compares line by line
+const MAX_SERIES = 8;           // fields a chart plots
 
-// kindOf is the kind a spec names, or 'json' when it names none we know.
+// kindOf is the view a spec names, or 'json' when it names none we know.
 export function kindOf(spec) {
-  const k = spec && (spec.kind || spec.type || spec.view);
+  const k = spec && spec.view;
   return KINDS.includes(k) ? k : 'json';
 }
 
-// pick follows a dotted path into data ("rows", "result.items.0").
-export function pick(data, p) {
-  if (!p) return data;
+// pick follows a JSON pointer into data ("/rows", "/result/items/0").
+export function pick(data, pointer) {
+  if (!pointer) return data;
   let v = data;
-  for (const part of String(p).split('.')) {
+  for (const raw of String(pointer).split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
     if (v === null || typeof v !== 'object' || !Object.hasOwn(v, part)) return undefined;
     v = v[part];
   }
@@ -57,16 +59,18 @@ export function parseMaybeJSON(v) {
 // view builds the tree that shows data by spec.
 export function view(spec, data) {
   spec = spec && typeof spec === 'object' ? spec : {};
+  const o = spec.options && typeof spec.options === 'object' ? spec.options : {};
   const kind = kindOf(spec);
-  const v = pick(kind === 'markdown' || kind === 'code' || kind === 'diff' ? data : parseMaybeJSON(data), spec.path);
+  const raw = kind === 'markdown' || kind === 'code' || kind === 'diff' || kind === 'image';
+  const v = pick(raw ? data : parseMaybeJSON(data), o.path);
   switch (kind) {
-    case 'table': return tableView(v, spec);
-    case 'code': return codeView(v, spec.language);
+    case 'table': return tableView(v, o);
+    case 'code': return codeView(v, o.language);
     case 'diff': return diffView(v);
-    case 'chart': return chartView(v, spec);
-    case 'image': return imageView(v, spec);
+    case 'chart': return chartView(v, o, spec.title);
+    case 'image': return imageView(v, spec.title);
     case 'markdown': return { t: 'md', text: typeof v === 'string' ? v : JSON.stringify(v, null, 2) ?? '' };
-    case 'kv': return kvView(v, spec);
+    case 'kv': return kvView(v, o);
     default: return jsonView(v);
   }
 }
@@ -76,11 +80,29 @@ function cut(s) {
   return s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + '\n… (' + (s.length - MAX_TEXT) + ' more characters)' : s;
 }
 
-// text is how a cell shows a value.
-export function text(v) {
+// text is how a cell shows a value, in a column's format (text, number,
+// money, time, bytes).
+export function text(v, format) {
   if (v === null || v === undefined) return '';
   if (typeof v === 'object') return JSON.stringify(v);
-  return String(v);
+  const n = Number(v);
+  switch (format) {
+    case 'number': return Number.isFinite(n) ? n.toLocaleString('en-US') : String(v);
+    case 'money': return Number.isFinite(n) ? '$' + n.toFixed(n !== 0 && Math.abs(n) < 0.01 ? 4 : 2) : String(v);
+    case 'bytes': {
+      if (!Number.isFinite(n)) return String(v);
+      const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+      let x = n;
+      let i = 0;
+      while (Math.abs(x) >= 1024 && i < units.length - 1) { x /= 1024; i++; }
+      return (i ? x.toFixed(1) : String(x)) + ' ' + units[i];
+    }
+    case 'time': {
+      const d = new Date(typeof v === 'number' ? v : String(v));
+      return Number.isNaN(d.getTime()) ? String(v) : d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC').replace(/Z$/, ' UTC');
+    }
+    default: return String(v);
+  }
 }
 
 function jsonView(v) {
@@ -96,43 +118,69 @@ function codeView(v, lang) {
   return { t: 'pre', a: { class: 'code r-code' }, c: [{ t: 'code', a: { class: l ? 'lang-' + l : null }, c: [cut(typeof v === 'string' ? v : JSON.stringify(v, null, 2))] }] };
 }
 
-// columnsOf names a table's columns: the spec's, else the keys of the rows
-// in the order they first appear.
-export function columnsOf(rows, spec) {
-  if (Array.isArray(spec.columns) && spec.columns.length) {
-    return spec.columns.map((c) => typeof c === 'string' ? { key: c, label: c } : { key: String(c.key ?? c.field ?? ''), label: String(c.label ?? c.key ?? c.field ?? '') });
+// columnsOf names a table's columns: the options', else the keys of the
+// rows in the order they first appear. Each is {field, title, format}.
+export function columnsOf(rows, o = {}) {
+  if (Array.isArray(o.columns) && o.columns.length) {
+    return o.columns.filter((c) => c && typeof c === 'object').map((c) => ({ field: String(c.field ?? ''), title: String(c.title || c.field || ''), format: c.format }));
   }
   const seen = new Map();
   for (const r of rows.slice(0, MAX_ROWS)) {
-    if (r && typeof r === 'object' && !Array.isArray(r)) for (const k of Object.keys(r)) if (!seen.has(k)) seen.set(k, { key: k, label: k });
+    if (r && typeof r === 'object' && !Array.isArray(r)) for (const k of Object.keys(r)) if (!seen.has(k)) seen.set(k, { field: k, title: k });
   }
   return [...seen.values()];
+}
+
+// parseCSV reads CSV (RFC 4180: quoted fields, "" inside quotes, CRLF or
+// LF) into rows of fields.
+export function parseCSV(src) {
+  src = String(src ?? '').slice(0, MAX_TEXT * 5);
+  const rows = [];
+  let row = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < src.length; i++) {
+    const c = src[i];
+    if (quoted) {
+      if (c === '"' && src[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false;
+      else field += c;
+    } else if (c === '"' && field === '') quoted = true;
+    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n' || c === '\r') {
+      if (c === '\r' && src[i + 1] === '\n') i++;
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+    } else field += c;
+  }
+  if (field !== '' || row.length) { row.push(field); rows.push(row); }
+  return rows;
 }
 
 function more(n, total) {
   return total > n ? { t: 'p', a: { class: 'muted small r-more' }, c: [(total - n) + ' more not shown'] } : null;
 }
 
-function tableView(v, spec) {
-  if (v && typeof v === 'object' && !Array.isArray(v)) {
-    // {columns: [...], rows: [[...]]} or an object of rows.
-    if (Array.isArray(v.rows)) return tableView(v.rows, Array.isArray(v.columns) && !spec.columns ? { ...spec, columns: v.columns } : spec);
-    return kvView(v, spec);
+function tableView(v, o) {
+  if (typeof v === 'string') {
+    // Text that is not JSON: CSV, its first row the header.
+    const rows = parseCSV(v);
+    const head = rows.shift() || [];
+    return tableView(rows.map((r) => Object.fromEntries(head.map((k, i) => [k, r[i] ?? '']))), o.columns ? o : { columns: head.map((k) => ({ field: k })) });
   }
+  if (v && typeof v === 'object' && !Array.isArray(v)) return Array.isArray(v.rows) ? tableView(v.rows, o) : kvView(v, o);
   if (!Array.isArray(v)) return jsonView(v);
-  const limit = Math.min(MAX_ROWS, +spec.max_rows > 0 ? +spec.max_rows : MAX_ROWS);
-  const rows = v.slice(0, limit);
+  const rows = v.slice(0, MAX_ROWS);
   let head;
   let body;
   if (rows.length && rows.every(Array.isArray)) {
-    const cols = Array.isArray(spec.columns) ? spec.columns.map((c) => typeof c === 'string' ? c : String(c.label ?? c.key ?? '')) : null;
-    head = cols;
-    body = rows.map((r) => r.map(text));
+    head = Array.isArray(o.columns) ? columnsOf(rows, o).map((c) => c.title) : null;
+    body = rows.map((r) => r.map((x) => text(x)));
   } else {
-    const cols = columnsOf(rows, spec);
+    const cols = columnsOf(rows, o);
     if (!cols.length) return { t: 'table', a: { class: 'r-table' }, c: [{ t: 'tbody', c: rows.map((r) => ({ t: 'tr', c: [{ t: 'td', c: [text(r)] }] })) }] };
-    head = cols.map((c) => c.label);
-    body = rows.map((r) => cols.map((c) => text(r && typeof r === 'object' ? r[c.key] : undefined)));
+    head = cols.map((c) => c.title);
+    body = rows.map((r) => cols.map((c) => text(r && typeof r === 'object' ? fieldOf(r, c.field) : undefined, c.format)));
   }
   const table = { t: 'table', a: { class: 'r-table' }, c: [] };
   if (head) table.c.push({ t: 'thead', c: [{ t: 'tr', c: head.map((x) => ({ t: 'th', c: [x] })) }] });
@@ -140,11 +188,21 @@ function tableView(v, spec) {
   return { t: 'div', a: { class: 'r-scroll' }, c: [table, more(rows.length, v.length)].filter(Boolean) };
 }
 
-function kvView(v, spec) {
+// fieldOf reads a field of a row: its own key, or a dotted path into it.
+function fieldOf(r, field) {
+  if (r && typeof r === 'object' && Object.hasOwn(r, field)) return r[field];
+  let v = r;
+  for (const part of String(field).split('.')) {
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, part)) return undefined;
+    v = v[part];
+  }
+  return v;
+}
+
+function kvView(v, o) {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return jsonView(v);
-  const keys = Array.isArray(spec.columns) && spec.columns.length ? columnsOf([], spec) : Object.keys(v).map((k) => ({ key: k, label: k }));
-  const shown = keys.slice(0, MAX_ROWS);
-  return { t: 'dl', a: { class: 'kv r-kv' }, c: shown.flatMap((k) => [{ t: 'dt', c: [k.label] }, { t: 'dd', c: [text(v[k.key])] }]) };
+  const cols = Array.isArray(o.columns) && o.columns.length ? columnsOf([], o) : Object.keys(v).map((k) => ({ field: k, title: k }));
+  return { t: 'dl', a: { class: 'kv r-kv' }, c: cols.slice(0, MAX_ROWS).flatMap((c) => [{ t: 'dt', c: [c.title] }, { t: 'dd', c: [text(fieldOf(v, c.field), c.format)] }]) };
 }
 
 // diffLines classifies the lines of a diff. A string is a unified diff;
@@ -203,36 +261,55 @@ export function safeImage(src) {
   return null;
 }
 
-function imageView(v, spec) {
-  const src = typeof v === 'string' ? v : v && (v.src || v.url || v.content);
+function imageView(v, title) {
+  const src = typeof v === 'string' ? v.trim() : v && (v.src || v.url || v.content);
   const ok = safeImage(src);
   if (!ok) return { t: 'p', a: { class: 'muted small' }, c: ['No image to show (only data: URLs of images and agentd\u2019s own paths are shown).'] };
-  const alt = (v && typeof v === 'object' && (v.alt || v.title)) || spec.alt || 'image';
-  return { t: 'img', a: { class: 'r-image', src: ok, alt: String(alt) } };
+  return { t: 'img', a: { class: 'r-image', src: ok, alt: String((v && typeof v === 'object' && (v.alt || v.title)) || title || 'image') } };
 }
 
-// points reads a chart's data: [{x, y}] by the spec's fields, [[x, y]],
-// {labels, values}, or an object of numbers.
-export function points(v, spec = {}) {
-  const xk = spec.x || 'x';
-  const yk = spec.y || 'y';
-  let out = [];
+// series reads a chart's data: rows of objects by the options' x and y
+// fields (y: one field or several), [[x, y]], {labels, values}, or an
+// object of numbers. It returns {labels, names, values: [[per label]…]}.
+export function series(v, o = {}) {
+  const ys = (Array.isArray(o.y) ? o.y : o.y ? [o.y] : []).slice(0, MAX_SERIES).map(String);
+  let labels = [];
+  let names = ys.length ? ys : ['value'];
+  let values = names.map(() => []);
   if (Array.isArray(v)) {
-    out = v.map((r, i) => {
-      if (Array.isArray(r)) return [text(r[0]), +r[1]];
-      if (r && typeof r === 'object') return [text(r[xk] ?? r.label ?? r.name ?? i + 1), +(r[yk] ?? r.value)];
-      return [String(i + 1), +r];
-    });
+    const rows = v.slice(0, MAX_ROWS);
+    if (!ys.length && rows.every(Array.isArray)) {
+      labels = rows.map((r) => text(r[0]));
+      values = [rows.map((r) => +r[1])];
+    } else if (!ys.length && rows.every((r) => typeof r === 'number')) {
+      labels = rows.map((_, i) => String(i + 1));
+      values = [rows];
+    } else {
+      const objs = rows.filter((r) => r && typeof r === 'object' && !Array.isArray(r));
+      if (!ys.length) {
+        const first = objs[0] || {};
+        names = Object.keys(first).filter((k) => k !== o.x && typeof first[k] === 'number').slice(0, MAX_SERIES);
+      }
+      labels = objs.map((r, i) => text(o.x ? fieldOf(r, o.x) : r.label ?? r.key ?? r.name ?? i + 1));
+      values = names.map((n) => objs.map((r) => +fieldOf(r, n)));
+    }
   } else if (v && typeof v === 'object') {
-    if (Array.isArray(v.labels) && Array.isArray(v.values)) out = v.labels.map((l, i) => [text(l), +v.values[i]]);
-    else out = Object.entries(v).map(([k, n]) => [k, +n]);
+    if (Array.isArray(v.labels) && Array.isArray(v.values)) {
+      labels = v.labels.slice(0, MAX_ROWS).map((l) => text(l));
+      values = [labels.map((_, i) => +v.values[i])];
+    } else {
+      const e = Object.entries(v).filter(([, n]) => typeof n === 'number').slice(0, MAX_ROWS);
+      labels = e.map(([k]) => k);
+      values = [e.map(([, n]) => n)];
+    }
   }
-  return out.filter((p) => Number.isFinite(p[1])).slice(0, MAX_ROWS);
+  values = values.map((vs) => vs.map((n) => (Number.isFinite(n) ? n : 0)));
+  return { labels, names, values };
 }
 
-function chartView(v, spec) {
-  const pts = points(v, spec);
-  if (!pts.length) return { t: 'p', a: { class: 'muted small' }, c: ['No numbers to chart.'] };
+function chartView(v, o, title) {
+  const { labels, names, values } = series(v, o);
+  if (!labels.length || !values.length) return { t: 'p', a: { class: 'muted small' }, c: ['No numbers to chart.'] };
   const W = 480;
   const H = 200;
   const padL = 44;
@@ -240,30 +317,35 @@ function chartView(v, spec) {
   const padT = 10;
   const innerW = W - padL - 8;
   const innerH = H - padT - padB;
-  const max = Math.max(0, ...pts.map((p) => p[1]));
-  const min = Math.min(0, ...pts.map((p) => p[1]));
+  const all = values.flat();
+  const max = Math.max(0, ...all);
+  const min = Math.min(0, ...all);
   const span = max - min || 1;
   const y = (n) => round(padT + innerH - ((n - min) / span) * innerH);
-  const band = innerW / pts.length;
-  const kids = [{ t: 'title', c: [spec.title || 'chart'] },
+  const band = innerW / labels.length;
+  const name = title || names.join(', ');
+  const kids = [{ t: 'title', c: [name] },
     { t: 'line', a: { class: 'axis', x1: padL, x2: W - 8, y1: y(0), y2: y(0) } },
     { t: 'text', a: { class: 'tick', x: padL - 6, y: y(max) + 4, 'text-anchor': 'end' }, c: [fmt(max)] },
     { t: 'text', a: { class: 'tick', x: padL - 6, y: y(min) + 4, 'text-anchor': 'end' }, c: [fmt(min)] }];
-  const line = (spec.chart || spec.style) === 'line';
-  if (line) {
-    kids.push({ t: 'polyline', a: { class: 'r-line', points: pts.map((p, i) => round(padL + band * i + band / 2) + ',' + y(p[1])).join(' ') } });
-  }
-  pts.forEach(([label, n], i) => {
-    const x = padL + band * i;
-    const g = { t: 'g', a: { class: 'r-bar', role: 'img', 'aria-label': label + ': ' + n }, c: [{ t: 'title', c: [label + ': ' + n] }] };
-    if (line) g.c.push({ t: 'circle', a: { class: 'r-dot', cx: round(x + band / 2), cy: y(n), r: 3 } });
-    else g.c.push({ t: 'rect', a: { class: 'r-rect', x: round(x + band * 0.15), y: Math.min(y(n), y(0)), width: round(band * 0.7), height: Math.abs(y(0) - y(n)) } });
-    kids.push(g);
-    if (pts.length <= 12 || i % Math.ceil(pts.length / 12) === 0) {
-      kids.push({ t: 'text', a: { class: 'tick', x: round(x + band / 2), y: H - 8, 'text-anchor': 'middle' }, c: [label.slice(0, 12)] });
+  const line = o.chart === 'line';
+  const bw = (band * 0.7) / values.length;
+  values.forEach((vs, si) => {
+    if (line) kids.push({ t: 'polyline', a: { class: 'r-line r-s' + si, points: vs.map((n, i) => round(padL + band * i + band / 2) + ',' + y(n)).join(' ') } });
+    vs.forEach((n, i) => {
+      const x = padL + band * i;
+      const label = labels[i] + (values.length > 1 ? ' · ' + names[si] : '') + ': ' + n;
+      kids.push({ t: 'g', a: { class: 'r-bar', role: 'img', 'aria-label': label }, c: [{ t: 'title', c: [label] },
+        line ? { t: 'circle', a: { class: 'r-dot r-s' + si, cx: round(x + band / 2), cy: y(n), r: 3 } }
+          : { t: 'rect', a: { class: 'r-rect r-s' + si, x: round(x + band * 0.15 + bw * si), y: Math.min(y(n), y(0)), width: round(bw), height: round(Math.abs(y(0) - y(n))) } }] });
+    });
+  });
+  labels.forEach((l, i) => {
+    if (labels.length <= 12 || i % Math.ceil(labels.length / 12) === 0) {
+      kids.push({ t: 'text', a: { class: 'tick', x: round(padL + band * i + band / 2), y: H - 8, 'text-anchor': 'middle' }, c: [l.slice(0, 12)] });
     }
   });
-  return { t: 'svg', a: { class: 'chart r-chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': spec.title || 'chart', preserveAspectRatio: 'xMidYMid meet' }, c: kids };
+  return { t: 'svg', a: { class: 'chart r-chart', viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': name, preserveAspectRatio: 'xMidYMid meet' }, c: kids };
 }
 
 function round(n) { return Math.round(n * 10) / 10; }
@@ -293,29 +375,63 @@ export function toDOM(n) {
 // show renders data by spec, as DOM.
 export function show(spec, data) { return toDOM(view(spec, data)); }
 
-// globMatch matches a tool's name against a pattern where * is any run of characters.
+// globMatch matches a name against a glob as Go's path.Match does for
+// names without slashes: * is any run of characters, ? one.
 export function globMatch(pattern, name) {
-  const re = new RegExp('^' + String(pattern).split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$');
+  const re = new RegExp('^' + String(pattern).replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 's');
   return re.test(String(name));
 }
 
-// forTool finds the renderer, among enabled renderer rows
-// ({name, spec, enabled}), whose spec lists the tool: the first by name.
-export function forTool(rows, tool) {
-  for (const r of rows || []) {
-    if (r.enabled === false || !r.spec) continue;
-    const tools = r.spec.tools || (r.spec.match && r.spec.match.tools) || [];
-    if (Array.isArray(tools) && tools.some((p) => globMatch(p, tool))) return r.spec;
-  }
-  return null;
+// typeMatch matches a media type against a pattern (image/* matches every image).
+function typeMatch(pattern, t) {
+  const p = String(pattern).toLowerCase();
+  const v = String(t || '').toLowerCase().split(';')[0].trim();
+  return p.endsWith('/*') ? v.startsWith(p.slice(0, -1)) : p === v;
 }
 
-// byName resolves what a widget names: a renderer row's spec, else a
-// kind ({kind: name}), else JSON.
-export function byName(rows, name) {
-  const r = (rows || []).find((x) => x.name === name && x.enabled !== false);
-  if (r && r.spec) return r.spec;
-  return { kind: KINDS.includes(name) ? name : 'json' };
+// matches reports whether a renderer's match fits what is shown: every
+// field it gives must match, and it must give at least one that is asked
+// about ({tool, content_type, artifact_kind}).
+export function matches(m, what) {
+  if (!m || typeof m !== 'object') return false;
+  let any = false;
+  for (const [k, want] of Object.entries(m)) {
+    const got = what[k];
+    if (got === undefined || got === '') return false;
+    const ok = k === 'tool' ? globMatch(want, got) : k === 'content_type' ? typeMatch(want, got) : want === got;
+    if (!ok) return false;
+    any = true;
+  }
+  return any;
+}
+
+// choose finds the renderer among enabled renderer rows ({name, spec,
+// enabled}) that shows what: the one of highest priority that matches,
+// ties by name; null when none does.
+export function choose(rows, what) {
+  let best = null;
+  for (const r of rows || []) {
+    if (r.enabled === false || !r.spec || !matches(r.spec.match, what)) continue;
+    const p = +r.spec.priority || 0;
+    if (!best || p > best.p || (p === best.p && r.name < best.name)) best = { p, name: r.name, spec: r.spec };
+  }
+  return best && best.spec;
+}
+
+// forTool is the renderer of a tool's results: one whose match names the
+// tool.
+export function forTool(rows, tool) {
+  return choose((rows || []).filter((r) => r.spec && r.spec.match && r.spec.match.tool), { tool });
+}
+
+// forWidget is how a widget ({renderer, content_type}) is shown: the
+// renderer row it names, else one matching its content type, else JSON.
+export function forWidget(rows, w) {
+  if (w.renderer) {
+    const r = (rows || []).find((x) => x.name === w.renderer && x.enabled !== false);
+    if (r && r.spec) return r.spec;
+  }
+  return choose(rows, { content_type: w.content_type }) || { view: 'json' };
 }
 
 // loadRenderers lists the enabled renderer rows ([] when agentd has none

@@ -5,15 +5,16 @@
 // from a theme is ever written as style text, and a value that could load
 // something (url(), image()) or close a declaration is refused.
 //
-// A theme's spec: {label?, light: {"--bg": "#fff", …}, dark: {…},
-// font?, mono?}; names may leave out the leading "--".
+// A theme's spec (internal/webext/theme.schema.json): {title, light:
+// {"--bg": "#fff", …}, dark: {…}}; light holds the properties of both
+// schemes, dark those the dark scheme changes.
 
 import { h } from './dom.js';
 import { get, query } from './api.js';
 import { prefs, setPref } from './util.js';
 
 const NAME = /^--[a-z][a-z0-9-]{0,63}$/;
-const VALUE = /^[A-Za-z0-9 #%.,()/'"+_-]{1,200}$/;
+const VALUE = /^[A-Za-z0-9 #%.,()/'"+_-]{1,300}$/;
 const FUNCS = new Set(['rgb', 'rgba', 'hsl', 'hsla', 'hwb', 'lab', 'lch', 'oklab', 'oklch', 'color', 'color-mix', 'calc', 'min', 'max', 'clamp', 'var']);
 
 // varName is the custom property a theme's key names, or null.
@@ -42,22 +43,20 @@ export function validValue(v) {
 // themeVars lists a theme's properties for a scheme ("light" or "dark") as
 // [name, value], and what it refused as ["key: why"].
 export function themeVars(spec, scheme) {
-  const out = [];
+  const by = new Map();
   const refused = [];
-  if (!spec || typeof spec !== 'object') return { vars: out, refused };
-  const add = (k, v) => {
-    const n = varName(k);
-    if (!n) { refused.push(k + ': not a custom property name'); return; }
-    if (!validValue(v)) { refused.push(k + ': not a value a theme may set'); return; }
-    out.push([n, String(v)]);
-  };
-  const base = spec.vars || spec.variables;
-  for (const src of [base, spec[scheme]]) {
-    if (src && typeof src === 'object' && !Array.isArray(src)) for (const [k, v] of Object.entries(src)) add(k, v);
+  if (!spec || typeof spec !== 'object') return { vars: [], refused };
+  for (const part of scheme === 'dark' ? ['light', 'dark'] : ['light']) {
+    const src = spec[part];
+    if (!src || typeof src !== 'object' || Array.isArray(src)) continue;
+    for (const [k, v] of Object.entries(src)) {
+      const n = varName(k);
+      if (!n) refused.push(k + ': not a custom property name');
+      else if (!validValue(v)) refused.push(k + ': not a value a theme may set');
+      else by.set(n, String(v));
+    }
   }
-  if (spec.font !== undefined) add('--font', spec.font);
-  if (spec.mono !== undefined) add('--mono', spec.mono);
-  return { vars: out, refused };
+  return { vars: [...by.entries()], refused };
 }
 
 // Themer applies a theme to a document and follows the system's light or
@@ -119,7 +118,7 @@ export function themePicker(themer, rows) {
   const cur = prefs().theme || '';
   const sel = h('select', { id: 'theme-pick', 'aria-label': 'Theme' },
     h('option', { value: '' }, 'Console default'),
-    rows.map((r) => h('option', { value: r.name, selected: r.name === cur }, (r.spec && (r.spec.label || r.spec.title)) || r.name)));
+    rows.map((r) => h('option', { value: r.name, selected: r.name === cur }, (r.spec && r.spec.title) || r.name)));
   sel.addEventListener('change', () => themer.choose(sel.value, rows));
   return sel;
 }
