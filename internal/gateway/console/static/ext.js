@@ -8,7 +8,7 @@
 
 import { h, icon, fill } from './dom.js';
 import { get, post, put, del, path, query, APIError } from './api.js';
-import { validate } from './schema.js';
+import { compile } from './schema.js';
 import { fmtDateTime, relTime, pretty, badge, toast, empty, errorBox, spinner, routeHash } from './util.js';
 
 // NAME is what a row's name may be (extension.ValidName): letters, digits,
@@ -37,12 +37,33 @@ export function parseSpec(text) {
   return { spec: v, errors: [] };
 }
 
+const compiled = new WeakMap(); // schema → its validator, or null when the browser cannot read it
+
+// validator compiles a schema once; null when schema.js does not take it
+// (agentd checks on save all the same).
+function validator(schema) {
+  if (!schema || typeof schema !== 'object') return null;
+  if (!compiled.has(schema)) {
+    let v = null;
+    try { v = compile(schema); } catch { v = null; }
+    compiled.set(schema, v);
+  }
+  return compiled.get(schema);
+}
+
+// fits reports whether v is valid by schema, as far as the browser can tell.
+function fits(schema, v) {
+  const c = validator(schema);
+  return !!c && c.validate(v).length === 0;
+}
+
 // checkSpec checks the editor's text against a type's schema: every
 // problem with its pointer into the document ("/spec/…").
 export function checkSpec(schema, text) {
   const r = parseSpec(text);
   if (r.errors.length) return r;
-  return { spec: r.spec, errors: schema ? validate(schema, r.spec, '/spec') : [] };
+  const c = validator(schema);
+  return { spec: r.spec, errors: c ? c.validate(r.spec).map((e) => ({ pointer: '/spec' + e.pointer, message: e.message })) : [] };
 }
 
 // example is a smallest document a schema accepts, as far as it can tell:
@@ -70,9 +91,9 @@ export function example(sc, depth = 0) {
       // Conditions the example meets add what they require (a bool
       // control's value is a boolean).
       for (const c of Array.isArray(sc.allOf) ? sc.allOf : [sc]) {
-        if (!c || !c.if || !c.then || validate(c.if, out).length) continue;
+        if (!c || !c.if || !c.then || !fits(c.if, out)) continue;
         const props = c.then.properties || {};
-        for (const k of Object.keys(out)) if (props[k] && validate(props[k], out[k]).length) out[k] = example(props[k], depth + 1);
+        for (const k of Object.keys(out)) if (props[k] && !fits(props[k], out[k])) out[k] = example(props[k], depth + 1);
         for (const k of c.then.required || []) if (!Object.hasOwn(out, k)) out[k] = example({ ...(sc.properties || {})[k], ...props[k] }, depth + 1);
       }
       return out;
