@@ -186,11 +186,17 @@ try {
     await page.waitForFunction((b) => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === b, before);
   });
 
-  await step('an artifact the agent makes shows beside the chat, with its versions and a download', async () => {
+  await step('an artifact the agent makes shows beside the chat, with its versions and a download; the tool\'s result by its renderer', async () => {
+    await api('PUT', '/v1/extensions/renderer/artifact-result', { type: 'renderer', name: 'artifact-result', spec: {
+      title: 'Artifact', match: { tool: 'artifact' }, view: 'kv', options: { columns: [{ field: 'name', title: 'Name' }, { field: 'version', title: 'Version' }] } } });
     await page.goto(URL_ + '/#/chat/assistant/arts');
     await page.fill('#composer', 'Write the weekly report');
     await page.keyboard.press('Enter');
-    await page.locator('details.tool.ts-ok', { hasText: 'artifact' }).waitFor();
+    const card = page.locator('details.tool.ts-ok', { hasText: 'artifact' });
+    await card.waitFor();
+    await card.locator('summary').click();
+    await card.locator('.tool-render dl.r-kv dt', { hasText: 'Name' }).waitFor();
+    assert.deepEqual(await card.locator('.tool-render dd').allInnerTexts(), ['report', '1']);
     const panel = page.locator('.art-panel');
     await panel.waitFor({ state: 'visible' });
     await panel.locator('.art-item', { hasText: 'Weekly report' }).waitFor();

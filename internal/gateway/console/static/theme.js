@@ -15,7 +15,7 @@ import { prefs, setPref } from './util.js';
 
 const NAME = /^--[a-z][a-z0-9-]{0,63}$/;
 const VALUE = /^[A-Za-z0-9 #%.,()/'"+_-]{1,300}$/;
-const FUNCS = new Set(['rgb', 'rgba', 'hsl', 'hsla', 'hwb', 'lab', 'lch', 'oklab', 'oklch', 'color', 'color-mix', 'calc', 'min', 'max', 'clamp', 'var']);
+const FUNCS = new Set(['rgb', 'rgba', 'hsl', 'hsla', 'hwb', 'lab', 'lch', 'oklab', 'oklch', 'color', 'color-mix', 'light-dark', 'calc', 'min', 'max', 'clamp', 'var']);
 
 // varName is the custom property a theme's key names, or null.
 export function varName(k) {
