@@ -18,6 +18,11 @@ const consoleExtScript = `
 match ^Conversation to name
 say The weekly report
 
+match (?i)update the report
+call artifact {"action": "update", "name": "report", "content": "# Weekly report\n\n- version two"}
+---
+say Updated.
+
 match (?i)weekly report
 call artifact {"action": "create", "name": "report", "title": "Weekly report", "kind": "markdown", "content": "# Weekly report\n\n- the console shows artifacts"}
 ---
@@ -32,6 +37,8 @@ func TestConsoleExtensions(t *testing.T) {
 	addr := fake(t, consoleExtScript)
 	dir := dataDir(t, nil)
 	d, token := serveConsole(t, dir, map[string]string{
+		// Changing extension rows over TCP is an admin route.
+		"agentd.yaml": "gateway:\n  remote_admin: true\n",
 		"agents/assistant.yaml": "name: Assistant\n" + strings.TrimPrefix(openaiAgent(addr, "budgets:\n  max_steps: 5\n"), "name: Tester\n"),
 	})
 	for _, route := range []string{"/v1/extensions/schemas", "/v1/widgets", "/v1/artifacts"} {

@@ -207,7 +207,15 @@ try {
     assert.equal(res.status(), 200);
     assert.match(res.headers()['content-disposition'] || '', /^attachment/);
     assert.match(await res.text(), /# Weekly report/);
+    // A new version shows when the tool has written it; the first stays.
+    await page.fill('#composer', 'Please update the report');
+    await page.keyboard.press('Enter');
+    await panel.locator('.art-body .md li', { hasText: 'version two' }).waitFor();
+    assert.deepEqual(await panel.locator('.art-versions option').allInnerTexts(), ['version 2', 'version 1']);
     await shot('chat-artifacts');
+    await panel.locator('.art-versions').selectOption('1');
+    await panel.locator('.art-body .md li', { hasText: 'the console shows artifacts' }).waitFor();
+    assert.match(await panel.locator('a.art-download').getAttribute('href'), /version=1$/);
   });
 
   await step('nothing went wrong on the page: no script error, no CSP refusal, no request elsewhere', async () => {

@@ -444,6 +444,17 @@ function rowScreen(app, el, type, name) {
 // fitRows is how many rows an editor shows for text: all of it, within reason.
 export function fitRows(text) { return Math.min(32, Math.max(6, String(text).split('\n').length + 1)); }
 
+// exists reports whether a row exists (a row deleted meanwhile does not).
+async function exists(type, name) {
+  try {
+    await get(path('extensions', type, name));
+    return true;
+  } catch (e) {
+    if (e.status === 404) return false;
+    throw e;
+  }
+}
+
 // saveError shows why agentd refused a document: each problem with its pointer.
 function saveError(e) {
   if (e.errors && e.errors.length) return problemsList(e.errors, 'agentd refused it; nothing was saved:');
@@ -506,11 +517,16 @@ function newScreen(app, el, preset) {
     create.disabled = true;
     fill(server);
     try {
-      await put(path('extensions', type, name), { type, name, spec: r.spec }, { headers: { 'If-Match': '0' } });
+      // A new row must not replace one of the same name.
+      if (await exists(type, name)) {
+        fill(server, h('div', { class: 'error-box', role: 'alert' }, type + '/' + name + ' exists already; nothing was saved. ', h('a', { href: routeHash('extensions', type, name) }, 'Open it')));
+        return;
+      }
+      await put(path('extensions', type, name), { type, name, spec: r.spec });
       toast('Created ' + type + '/' + name);
       location.hash = routeHash('extensions', type, name);
     } catch (ex) {
-      fill(server, ex.status === 409 ? errorBox(type + '/' + name + ' exists already; nothing was saved.') : saveError(ex));
+      fill(server, saveError(ex));
     } finally {
       create.disabled = false;
     }
