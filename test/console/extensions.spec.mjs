@@ -218,6 +218,40 @@ try {
     assert.match(await panel.locator('a.art-download').getAttribute('href'), /version=1$/);
   });
 
+  await step('every control has a name', async () => {
+    for (const hash of ['#/home', '#/extensions', '#/extensions/new/control', '#/extensions/agent/assistant', '#/chat/assistant/arts']) {
+      await page.goto(URL_ + '/' + hash);
+      await page.locator('.screen .loading').first().waitFor({ state: 'detached' });
+      await page.waitForTimeout(300);
+      const unnamed = await page.evaluate(() => [...document.querySelectorAll('button, input, select, textarea, a[href]')]
+        .filter((el) => el.offsetParent !== null || el.closest('.nav'))
+        .filter((el) => !(el.getAttribute('aria-label') || el.getAttribute('title') || (el.labels && el.labels.length) ||
+          el.textContent.trim() || el.getAttribute('placeholder')))
+        .map((el) => el.outerHTML.slice(0, 120)));
+      assert.deepEqual(unnamed, [], hash);
+    }
+  });
+
+  await step('on a phone: the pages fit the screen, the artifacts open when asked', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const [hash, name] of [['#/extensions', 'phone-extensions'], ['#/home', 'phone-home']]) {
+      await page.goto(URL_ + '/' + hash);
+      await page.locator('.screen .loading').first().waitFor({ state: 'detached' });
+      await page.waitForTimeout(400);
+      const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(wide <= 390, hash + ' is ' + wide + ' px wide');
+      await shot(name);
+    }
+    await page.goto(URL_ + '/#/chat/assistant/arts');
+    await page.locator('.art-toggle .n', { hasText: '1' }).waitFor();
+    assert.equal(await page.locator('.art-panel').isVisible(), false, 'the panel does not cover the chat by itself');
+    await page.locator('.art-toggle').click();
+    await page.locator('.art-panel .art-body .md').waitFor();
+    await page.getByRole('button', { name: 'Close the artifacts' }).click();
+    await page.locator('.art-panel').waitFor({ state: 'hidden' });
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
   await step('nothing went wrong on the page: no script error, no CSP refusal, no request elsewhere', async () => {
     assert.deepEqual(problems, []);
   });
