@@ -312,6 +312,8 @@ type Config struct {
 	Log    Log              `yaml:"log" json:"log"`
 	Store  StoreConfig      `yaml:"store" json:"store"`
 	Tools  NodeTools        `yaml:"tools" json:"tools"`
+	// Actions configures the action extensions (declarative HTTP tools).
+	Actions ActionsConfig `yaml:"actions" json:"actions"`
 	// MCPServers are MCP servers every agent may use (see
 	// Definition.Servers), by name.
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
@@ -349,6 +351,15 @@ type FetchConfig struct {
 	// AllowNetworks are CIDR ranges http_fetch may reach even though the
 	// SSRF guard blocks them (loopback, private, link-local ...), e.g.
 	// "127.0.0.1/32" for a service on this machine. Empty: none.
+	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
+}
+
+// ActionsConfig configures the action extensions for the whole node.
+type ActionsConfig struct {
+	// AllowNetworks are CIDR ranges actions may reach even though the
+	// SSRF guard blocks them (loopback, private, link-local ...), e.g.
+	// "10.0.0.0/8" for services on the internal network. An action's
+	// own allow_hosts cannot open them: the operator does. Empty: none.
 	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
 }
 

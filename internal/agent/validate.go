@@ -269,9 +269,15 @@ func (c *checker) config(cfg *Config) {
 	}
 	c.nonNegative("embeddings.dim", e.Dim)
 	c.gateway(&cfg.Gateway)
-	for i, n := range cfg.Tools.HTTPFetch.AllowNetworks {
+	c.cidrs("tools.http_fetch.allow_networks", cfg.Tools.HTTPFetch.AllowNetworks)
+	c.cidrs("actions.allow_networks", cfg.Actions.AllowNetworks)
+}
+
+// cidrs checks that each of list, at path p, is a CIDR range.
+func (c *checker) cidrs(p string, list []string) {
+	for i, n := range list {
 		if _, err := netip.ParsePrefix(n); err != nil {
-			c.add(fmt.Sprintf("tools.http_fetch.allow_networks[%d]", i), "must be a CIDR range such as 127.0.0.1/32, got %q", n)
+			c.add(fmt.Sprintf("%s[%d]", p, i), "must be a CIDR range such as 127.0.0.1/32, got %q", n)
 		}
 	}
 }

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"agentd/internal/action"
 	"agentd/internal/agent"
 	"agentd/internal/control"
 	"agentd/internal/event"
 	"agentd/internal/extension"
 	"agentd/internal/mcp"
+	"agentd/internal/secret"
 	"agentd/internal/store"
 )
 
@@ -24,7 +27,20 @@ func (a *App) extensionTypes() []extension.Type {
 		a.Agents.CapabilityType(),
 		a.integrations.Type(),
 		a.Controls.Type(),
+		action.Type(a.Tools, &action.Options{AllowNetworks: prefixes(a.Config.Actions.AllowNetworks),
+			Secrets: secret.NewResolver(a.Dir, nil), Logger: a.Logger}),
 	}
+}
+
+// prefixes parses CIDR ranges the configuration's checks already accepted.
+func prefixes(cidrs []string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(cidrs))
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // controlLayer builds the controls, before the runtime that asks them

@@ -234,7 +234,7 @@ func TestReseed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"note/b"}, rep.Updated); diff != "" || len(rep.Errors) != 1 {
+	if diff := cmp.Diff([]string{"note/b"}, rep.Updated); diff != "" || len(rep.Errors) != 2 {
 		t.Fatalf("report: %+v", rep)
 	}
 	s, _ := f.m.Get(ctx, "note", "b")

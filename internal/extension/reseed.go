@@ -165,15 +165,11 @@ func (m *Manager) readTree(rep *Report, fsys fs.FS, prefix, prov string, add fun
 			rep.Errors = append(rep.Errors, src+": "+err.Error())
 			continue
 		}
-		docs, err := DecodeDocs(data)
-		if err == nil && len(docs) != 1 {
-			err = fmt.Errorf("holds %d documents; a seed file holds one", len(docs))
-		}
+		d, err := DecodeSpec(data, "")
 		if err != nil {
 			rep.Errors = append(rep.Errors, src+": "+strings.TrimPrefix(err.Error(), "extension: "))
 			continue
 		}
-		d := docs[0]
 		if d.Type == "" {
 			d.Type = typ
 		}

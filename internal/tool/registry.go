@@ -115,18 +115,54 @@ func NewRegistry(opts *RegistryOptions) *Registry {
 //
 // The tool's Spec is read once, here; later changes to what Spec returns
 // are not seen.
-func (r *Registry) Register(t Tool) error {
+func (r *Registry) Register(t Tool) error { return r.Replace(nil, t) }
+
+// Replace puts t in place of old, the tool registered under t's name, in
+// one step: a call made meanwhile finds old or t, never no tool. With old
+// nil it is Register. It fails as Register does, and with ErrDuplicate
+// when what is registered under the name is not old (another tool, or
+// none while old is not nil); then nothing changed. old must be of a
+// comparable type (a pointer): it is told apart by ==.
+func (r *Registry) Replace(old, t Tool) error {
+	if old != nil && !reflect.TypeOf(old).Comparable() {
+		return fmt.Errorf("tool: replace: a %T cannot be compared", old)
+	}
+	e, err := newEntry(t)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	snap := r.snap.Load()
+	cur, ok := snap.byName[e.spec.Name]
+	switch {
+	case old == nil && ok:
+		return fmt.Errorf("tool: register %q: %w", e.spec.Name, ErrDuplicate)
+	case old != nil && (!ok || cur.tool != old):
+		return fmt.Errorf("tool: replace %q: %w: it is not the tool to replace", e.spec.Name, ErrDuplicate)
+	}
+	byName := make(map[string]*entry, len(snap.byName)+1)
+	for k, v := range snap.byName {
+		byName[k] = v
+	}
+	byName[e.spec.Name] = e
+	r.snap.Store(newSnapshot(byName, snap.version+1))
+	return nil
+}
+
+// newEntry checks t's spec and compiles its schema.
+func newEntry(t Tool) (*entry, error) {
 	if t == nil {
-		return fmt.Errorf("tool: register: %w: nil tool", ErrInvalidName)
+		return nil, fmt.Errorf("tool: register: %w: nil tool", ErrInvalidName)
 	}
 	spec := t.Spec()
 	if !namePattern().MatchString(spec.Name) {
-		return fmt.Errorf("tool: register %q: %w: want 1 to 64 letters, digits, '_' or '-'", spec.Name, ErrInvalidName)
+		return nil, fmt.Errorf("tool: register %q: %w: want 1 to 64 letters, digits, '_' or '-'", spec.Name, ErrInvalidName)
 	}
 	switch spec.Kind {
 	case "", KindModel, KindContext, KindAction, KindPostprocess, KindServer:
 	default:
-		return fmt.Errorf("tool: register %q: %w %q", spec.Name, ErrInvalidKind, spec.Kind)
+		return nil, fmt.Errorf("tool: register %q: %w %q", spec.Name, ErrInvalidKind, spec.Kind)
 	}
 	spec.InputSchema = bytes.Clone(spec.InputSchema)
 	e := &entry{tool: t, spec: spec}
@@ -136,24 +172,18 @@ func (r *Registry) Register(t Tool) error {
 	} else {
 		schema, err := compileSchema(spec.InputSchema)
 		if err != nil {
-			return fmt.Errorf("tool: register %q: %w", spec.Name, err)
+			return nil, fmt.Errorf("tool: register %q: %w", spec.Name, err)
 		}
 		e.schema, e.fast = schema, compileFast(spec.InputSchema)
 	}
+	return e, nil
+}
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	old := r.snap.Load()
-	if _, ok := old.byName[spec.Name]; ok {
-		return fmt.Errorf("tool: register %q: %w", spec.Name, ErrDuplicate)
-	}
-	byName := make(map[string]*entry, len(old.byName)+1)
-	for k, v := range old.byName {
-		byName[k] = v
-	}
-	byName[spec.Name] = e
-	r.snap.Store(newSnapshot(byName, old.version+1))
-	return nil
+// CheckSpec reports whether Register would accept a tool with spec (its
+// name, kind and input schema), without registering anything.
+func CheckSpec(spec Spec) error {
+	_, err := newEntry(Func(spec, nil))
+	return err
 }
 
 // Unregister removes the tool called name and reports whether it was
