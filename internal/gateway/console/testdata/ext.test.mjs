@@ -56,8 +56,9 @@ test('a new row starts from a smallest example its schema accepts', () => {
   const ex2 = example(real);
   assert.deepEqual(ex2, { kind: 'bool', value: false });
   assert.deepEqual(checkSpec(real, JSON.stringify(ex2)).errors, []);
-  assert.deepEqual(checkSpec(real, JSON.stringify({ kind: 'bool', value: 'yes' })).errors, [{ pointer: '/spec/value', message: 'must be a boolean' }]);
-  assert.deepEqual(checkSpec(real, JSON.stringify({ kind: 'enum', value: 'a', options: ['a', 'a'] })).errors, [{ pointer: '/spec/options/1', message: 'is a duplicate of an earlier item' }]);
+  const ptrs = (spec) => checkSpec(real, JSON.stringify(spec)).errors.map((e) => e.pointer);
+  assert.deepEqual(ptrs({ kind: 'bool', value: 'yes' }), ['/spec/value']);
+  assert.deepEqual(ptrs({ kind: 'enum', value: 'a', options: ['a', 'a'] }), ['/spec/options/1']);
 });
 
 test('rows group by type, then name', () => {
