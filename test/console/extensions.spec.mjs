@@ -17,6 +17,12 @@ const missing = async (type, name) => {
 };
 const problemsShown = (where) => page.locator(where + ' .ext-problems li');
 
+// Every refusal of the page's Content-Security-Policy, on every page it loads.
+await page.exposeFunction('cspViolation', (what) => problems.push('CSP refused ' + what));
+await page.addInitScript(() => {
+  document.addEventListener('securitypolicyviolation', (e) => window.cspViolation(e.violatedDirective + ' ' + (e.blockedURI || 'inline')));
+});
+
 try {
   await step('log in', async () => {
     await page.goto(URL_ + '/#/extensions');
@@ -132,11 +138,27 @@ try {
     });
   });
 
-  await step('reseed: the report says what it did', async () => {
-    await page.click('nav a[data-route=extensions]');
+  await step('drift: a built-in row a person changed is marked and explained, kept by a reseed, replaced by a forced one', async () => {
+    const seed = await row('renderer', 'json');
+    assert.equal(seed.provenance, 'builtin');
+    await api('PUT', '/v1/extensions/renderer/json', { type: 'renderer', name: 'json', spec: { ...seed.spec, title: 'My JSON' } });
+    await page.goto(URL_ + '/#/extensions');
+    const tr = page.locator('.ext-group[data-type=renderer] tr[data-name=json]');
+    await tr.locator('.drift').waitFor();
+    await tr.getByRole('link', { name: 'json' }).click();
+    await page.locator('.drift-box', { hasText: 'differs from the document built into agentd' }).waitFor();
+    await page.getByRole('link', { name: 'Extensions' }).first().click();
     await page.getByRole('button', { name: 'Reseed' }).click();
-    await page.locator('.reseed-card h2', { hasText: 'Reseed' }).waitFor();
-    await page.locator('.reseed-card dd[data-part=unchanged]').waitFor();
+    await page.locator('.reseed-card dd[data-part=kept]', { hasText: 'renderer/json' }).waitFor();
+    assert.equal((await row('renderer', 'json')).spec.title, 'My JSON', 'a reseed keeps what a person changed');
+    await page.check('#reseed-force');
+    await page.getByRole('button', { name: 'Reseed' }).click();
+    await page.locator('.reseed-card h2', { hasText: 'Forced reseed' }).waitFor();
+    await page.locator('.reseed-card dd[data-part=updated]', { hasText: 'renderer/json' }).waitFor();
+    await tr.locator('.drift').waitFor({ state: 'detached' });
+    const back = await row('renderer', 'json');
+    assert.deepEqual(back.spec, seed.spec);
+    assert.equal(back.drift, false);
   });
 
   await step('delete, after a confirmation', async () => {

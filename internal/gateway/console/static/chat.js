@@ -722,7 +722,7 @@ class ChatView {
   }
 
   // rendered shows a tool's result by the renderer row that names the
-  // tool, with the raw result under it; null when none does.
+  // tool (Copy result still copies it as it came); null when none does.
   rendered(it) {
     if (it.status !== 'ok') return null;
     const spec = forTool(this.renderers, it.name);

@@ -306,8 +306,9 @@ function listScreen(app, el, only) {
 // reseedReport says what a reseed did.
 export function reseedReport(r, forced) {
   r = r || {};
-  const part = (k) => r[k] || r[k[0].toUpperCase() + k.slice(1)] || [];
-  const words = [['created', 'Created'], ['updated', 'Updated'], ['unchanged', 'Unchanged'], ['kept', forced ? 'Kept' : 'Kept (changed by a person or an agent; force replaces them)']];
+  const part = (k) => (Array.isArray(r[k]) ? r[k] : []);
+  const words = [['created', 'Created'], ['updated', 'Updated'], ['unchanged', 'Unchanged'],
+    ['kept', forced ? 'Kept' : 'Kept (changed by a person or an agent; force replaces them)'], ['removed', 'Removed (their document is gone)']];
   const errs = part('errors');
   return h('div', { class: 'card reseed-card', role: 'status' }, h('h2', null, forced ? 'Forced reseed' : 'Reseed'),
     h('dl', { class: 'kv' }, words.map(([k, label]) => [h('dt', null, label), h('dd', { 'data-part': k }, part(k).length ? part(k).join(', ') : h('span', { class: 'muted' }, 'none'))])),
