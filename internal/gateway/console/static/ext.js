@@ -338,6 +338,9 @@ function rowScreen(app, el, type, name) {
     return r;
   };
   editor.addEventListener('input', () => { fill(server); recheck(); });
+  editor.addEventListener('keydown', (e) => {
+    if ((e.ctrlKey || e.metaKey) && e.key === 's') { e.preventDefault(); save.click(); }
+  });
   fmt.addEventListener('click', () => { const r = parseSpec(editor.value); if (r.spec) editor.value = JSON.stringify(r.spec, null, 2); recheck(); });
   save.addEventListener('click', async () => {
     const r = recheck();
@@ -433,7 +436,7 @@ function rowScreen(app, el, type, name) {
     if (!alive) return;
     fill(box, head,
       h('section', { class: 'card ext-edit' }, h('div', { class: 'card-head' }, h('h2', null, 'Spec'), h('div', { class: 'page-actions' }, fmt, save)),
-        h('label', { class: 'field-label', for: 'ext-spec' }, 'JSON, checked against the ' + type + ' schema as you type'),
+        h('label', { class: 'field-label', for: 'ext-spec' }, 'JSON, checked against the ' + type + ' schema as you type; Ctrl+S saves'),
         editor, local, server),
       h('section', { class: 'ext-hist' }, h('h2', null, 'History'), hist));
     showRow();
