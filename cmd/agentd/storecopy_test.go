@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"agentd/internal/store"
 	"agentd/internal/store/postgres/pgtest"
+	"agentd/internal/store/sqlite"
 )
 
 // agentd store copy moves a SQLite deployment to PostgreSQL: every row,
@@ -44,6 +46,18 @@ say ok {{last_user}}
 			}
 		}
 	}
+	// An extension row, changed once, as the substrate writes it.
+	lite, err := sqlite.Open(t.Context(), filepath.Join(dir, "agentd.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, url := range []string{"https://a.example", "https://b.example"} {
+		e := store.Extension{Type: "action", Name: "weather", Spec: []byte(`{"url":"` + url + `"}`), Enabled: true, Provenance: store.ProvenanceUser}
+		if _, err := lite.PutExtension(t.Context(), e, store.ExtPut, int64(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lite.Close()
 	copied := func(t *testing.T) int {
 		t.Helper()
 		r := run(t, dir, "store", "copy", "--from", "sqlite://"+dir, "--to", dst)
@@ -53,10 +67,14 @@ say ok {{last_user}}
 		if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "every session's last sequence number is the same") {
 			t.Fatalf("store copy: %+v", r)
 		}
-		for _, table := range []string{"sessions", "events", "inbox", "usage", "agents", "entities", "observations", "insights"} {
+		for _, table := range []string{"sessions", "events", "inbox", "usage", "agents", "agentd_extensions", "agentd_extension_history", "entities", "observations", "insights"} {
 			if !regexp.MustCompile(`(?m)^\s*` + table + `\s+(\d+)\s+(\d+)\s*$`).MatchString(r.stdout) {
 				t.Errorf("the report has no equal counts of %s:\n%s", table, r.stdout)
 			}
+		}
+		if !regexp.MustCompile(`(?m)^\s*agentd_extensions\s+1\s+1\s*$`).MatchString(r.stdout) ||
+			!regexp.MustCompile(`(?m)^\s*agentd_extension_history\s+2\s+2\s*$`).MatchString(r.stdout) {
+			t.Errorf("the report does not count the extension and its two changes in both:\n%s", r.stdout)
 		}
 		m := regexp.MustCompile(`\((\d+) events copied by this run\)`).FindStringSubmatch(r.stdout)
 		if m == nil {

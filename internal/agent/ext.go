@@ -28,6 +28,7 @@ type agentRows struct{ r *Registry }
 func (h agentRows) Activate(_ context.Context, e *store.Extension) error {
 	if e.Provenance == store.ProvenanceFile {
 		h.r.RemoveRow(e.Name) // its file defines it
+		h.r.Hide(e.Name, false)
 		return nil
 	}
 	def, err := h.r.ParseRow(e.Name, e.Spec)
@@ -35,11 +36,15 @@ func (h agentRows) Activate(_ context.Context, e *store.Extension) error {
 		return err
 	}
 	h.r.SetRow(def)
+	h.r.Hide(e.Name, false)
 	return nil
 }
 
+// Deactivate removes the agent a row defined; a disabled row of an agent
+// file takes the file's agent away too, until it is enabled.
 func (h agentRows) Deactivate(_ context.Context, name string) error {
 	h.r.RemoveRow(name)
+	h.r.Hide(name, true)
 	return nil
 }
 

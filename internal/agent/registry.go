@@ -60,7 +60,9 @@ type Registry struct {
 	rows  map[string]*Definition
 	caps  map[string]*Capability
 	deny  map[string][]string // tools denied to every agent, by source
-	snap  atomic.Pointer[snapshot]
+	// hidden are agents of files whose rows are disabled.
+	hidden map[string]bool
+	snap   atomic.Pointer[snapshot]
 }
 
 // snapshot is the registry's state between two reloads.
@@ -167,6 +169,9 @@ func (r *Registry) load(logChanges bool) ([]string, error) {
 // returns the ids that changed. r.mu is held.
 func (r *Registry) publish(logChanges bool) []string {
 	res := loaded{defs: maps.Clone(r.files.defs), errs: maps.Clone(r.files.errs)}
+	for id := range r.hidden {
+		delete(res.defs, id)
+	}
 	for id, def := range r.rows {
 		res.defs[id] = def
 		delete(res.errs, id)

@@ -39,6 +39,31 @@ func (r *Registry) RemoveRow(id string) {
 	r.notify(changed)
 }
 
+// Hide takes away (or gives back) the agent of a file whose row is
+// disabled; it reports whether a file defines id (a row-only agent needs
+// no hiding: removing its row removes it).
+func (r *Registry) Hide(id string, hide bool) bool {
+	r.mu.Lock()
+	def, fromFile := r.files.defs[id]
+	fromFile = fromFile && def.File != ""
+	if hide && !fromFile || hide == r.hidden[id] {
+		r.mu.Unlock()
+		return fromFile
+	}
+	if r.hidden == nil {
+		r.hidden = map[string]bool{}
+	}
+	if hide {
+		r.hidden[id] = true
+	} else {
+		delete(r.hidden, id)
+	}
+	changed := r.publish(true)
+	r.mu.Unlock()
+	r.notify(changed)
+	return fromFile
+}
+
 // Row reports whether agent id is defined by a row.
 func (r *Registry) Row(id string) bool {
 	r.mu.Lock()

@@ -45,6 +45,7 @@ func (a *App) api(daemon bool) *gateway.Server {
 		Usage:      a.Store,
 		Nodes:      a.Store,
 		AgentFiles: a.Agents,
+		Extensions: a.Ext,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 	}
 	var st *stream.Handler

@@ -66,11 +66,7 @@ func (a *App) controlLayer() {
 // extensionLayer builds the extension manager, registers the types and
 // the agents' extensions tool.
 func (a *App) extensionLayer() error {
-	st, ok := a.Store.(store.ExtensionStore)
-	if !ok {
-		return errors.New("app: the store keeps no extension rows")
-	}
-	a.Ext = extension.New(st, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents}})
+	a.Ext = extension.New(a.Store, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents}})
 	for _, t := range a.extensionTypes() {
 		if err := a.Ext.Register(t); err != nil {
 			return fmt.Errorf("app: %w", err)

@@ -25,6 +25,7 @@ type Store interface {
 	store.HistoryStore
 	store.OpsStore
 	store.ClusterStore
+	store.ExtensionStore
 	// SetTitle sets a session's title (see sqlite.Store.SetTitle).
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
 	// Writable reports whether the store can take writes; store.ErrFull

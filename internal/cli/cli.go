@@ -168,7 +168,7 @@ func apiHint(err error) string {
 	switch {
 	case ae.Status == 401:
 		return "the gateway refused the token: pass --token or set " + gateway.TokenEnv + " to what `agentd token` prints on the gateway's host (after `agentd token rotate`, the new one)"
-	case ae.Status == 403 && ae.Code == "forbidden":
+	case ae.Status == 403 && ae.Code == "forbidden" && !strings.Contains(ae.Msg, "remote_admin"):
 		return "the gateway refused the request's Host or Origin: add the name you reach it by to gateway.allowed_hosts in its agentd.yaml"
 	case ae.Status == 429:
 		return "too many failed attempts from this address: wait a few seconds"
@@ -200,7 +200,7 @@ func (e *env) root() *cobra.Command {
 		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withLifecycle(e.sendCmd()))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.reopenCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
-		e.statusCmd(), e.doctorCmd(), e.serviceCmd(), e.storeCmd(), e.nodesCmd(), e.secretCmd(),
+		e.statusCmd(), e.doctorCmd(), e.serviceCmd(), e.storeCmd(), e.nodesCmd(), e.secretCmd(), e.extCmd(),
 	)
 	return root
 }

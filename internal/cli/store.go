@@ -31,14 +31,15 @@ func (e *env) storeCopyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "copy --from sqlite://DIR --to postgres://…",
 		Short: "Copy a SQLite store into PostgreSQL, resumably, and verify the copy",
-		Long: "Copy every session, event, inbox item, usage row, working memory entry, title and agent of\n" +
-			"the SQLite store in data directory DIR (its agentd.db) into a PostgreSQL database, keeping\n" +
-			"their ids, then compare the row counts and every session's last sequence number and print\n" +
-			"them. Run it again to continue a copy that stopped, or to catch up with what was written\n" +
-			"since: it copies each session's events after the last one PostgreSQL has. Stop agentd (or\n" +
-			"run the copy again after stopping it) so that the copy ends with everything. The target is\n" +
-			"an empty database or one an earlier copy of the same store wrote. Long-term memory (the data\n" +
-			"directory's memory.db) is copied too, with its vectors.\n\n" +
+		Long: "Copy every session, event, inbox item, usage row, working memory entry, title, agent and\n" +
+			"extension (with its history) of the SQLite store in data directory DIR (its agentd.db) into a\n" +
+			"PostgreSQL database, keeping their ids and versions, then compare the row counts, every\n" +
+			"session's last sequence number and every extension's version and print them. Run it again\n" +
+			"to continue a copy that stopped, or to catch up with what was written since: it copies each\n" +
+			"session's events after the last one PostgreSQL has, and the extensions changed since. Stop\n" +
+			"agentd (or run the copy again after stopping it) so that the copy ends with everything. The\n" +
+			"target is an empty database or one an earlier copy of the same store wrote. Long-term memory\n" +
+			"(the data directory's memory.db) is copied too, with its vectors.\n\n" +
 			"The password is best in PGPASSWORD or a passfile (~/.pgpass); the output never shows it.\n" +
 			"Then point agentd at the database: store: postgres://… in agentd.yaml, --store or $" + app.StoreEnv + ".",
 		Example: "  agentd store copy --from sqlite://./agentd-data --to postgres://agentd@db.example.com/agentd",
@@ -181,6 +182,9 @@ func printCopy(e *env, rep postgres.CopyReport) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", c.Table, c.Source, c.Target, mark)
 	}
 	w.Flush()
+	if len(rep.DifferExt) > 0 {
+		fmt.Fprintf(e.stdout, "%d extensions' versions differ: %s\n", len(rep.DifferExt), strings.Join(rep.DifferExt[:min(len(rep.DifferExt), 20)], ", "))
+	}
 	if len(rep.Differ) == 0 {
 		fmt.Fprintln(e.stdout, "every session's last sequence number is the same in both")
 		return

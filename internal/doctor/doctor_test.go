@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -170,6 +171,16 @@ func TestDoctor(t *testing.T) {
 			db.Close()
 			return dir, nil
 		}, []Check{{Area: "data", Name: "schema", Status: Fail, Detail: "newer agentd"}}, true},
+		{"older schema", func(t *testing.T) (string, *Options) {
+			dir := files(t, map[string]string{"agentd.yaml": quiet})
+			db, err := sql.Open("sqlite", filepath.Join(dir, "agentd.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Exec(fmt.Sprintf("PRAGMA user_version = %d", sqlite.SchemaVersion()-1))
+			db.Close()
+			return dir, nil
+		}, []Check{{Area: "data", Name: "schema", Status: OK, Detail: fmt.Sprintf("version %d: this agentd upgrades it to %d at its next start", sqlite.SchemaVersion()-1, sqlite.SchemaVersion())}}, false},
 		{"current schema", func(t *testing.T) (string, *Options) {
 			dir := files(t, map[string]string{"agentd.yaml": quiet})
 			s, err := sqlite.Open(t.Context(), filepath.Join(dir, "agentd.db"), nil)

@@ -75,8 +75,10 @@ type compiled struct {
 
 // seedMark is what the last reseed saw of a row's seed document.
 type seedMark struct {
-	prov string
-	hash string
+	prov    string
+	hash    string
+	spec    []byte // canonical
+	enabled bool
 }
 
 // New returns a Manager over st; Register the types, then Start.

@@ -255,6 +255,17 @@ func TestReseed(t *testing.T) {
 	if !cmp.Equal([]string{"note/b"}, rep.Updated) || s.Drift || f.rec.get("b") != `{"text":"from file"}` {
 		t.Fatalf("forced: %+v, %+v", rep, s)
 	}
+	// Removing a person's row over a seed document gives the row back to
+	// the document.
+	if _, err := f.m.Put(ctx, doc("note", "c", `{"text":"mine"}`), person); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.m.Delete(ctx, "note", "c", person); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.m.Get(ctx, "note", "c"); err != nil || s.Provenance != store.ProvenanceBuiltin || s.Drift || f.rec.get("c") != `{"text":"c"}` {
+		t.Fatalf("c after removing the person's row: %+v %v, active %q", s, err, f.rec.get("c"))
+	}
 	// A seeded row whose document is gone is removed.
 	if err := os.Remove(filepath.Join(f.dir, "extensions", "note", "b.yaml")); err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func (m *Manager) Reseed(ctx context.Context, force bool) (Report, error) {
 			rep.Errors = append(rep.Errors, s.Source+": "+strings.TrimPrefix(err.Error(), "extension: "))
 			continue
 		}
-		marks[k] = seedMark{prov: s.Provenance, hash: specHash(spec)}
+		marks[k] = seedMark{prov: s.Provenance, hash: specHash(spec), spec: spec, enabled: s.Enabled == nil || *s.Enabled}
 		m.sync(ctx, &rep, s, spec, byKey[k], force)
 	}
 	for _, k := range slices.Sorted(maps.Keys(byKey)) {

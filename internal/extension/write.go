@@ -99,7 +99,9 @@ func (m *Manager) SetEnabled(ctx context.Context, typ, name string, on bool, w W
 	return m.write(ctx, e, op, old.Version)
 }
 
-// Delete removes a row (its history stays) and deactivates it.
+// Delete removes a row (its history stays) and deactivates it. A row a
+// person or an agent wrote over a seed document (a built-in, a file) goes
+// back to that document instead: delete the file to remove it.
 func (m *Manager) Delete(ctx context.Context, typ, name string, w Who) error {
 	if _, ok := m.typ(typ); !ok {
 		return fmt.Errorf("extension: %w: %q", ErrUnknownType, typ)
@@ -109,6 +111,17 @@ func (m *Manager) Delete(ctx context.Context, typ, name string, w Who) error {
 		return fmt.Errorf("extension: %s: %w", key(typ, name), err)
 	}
 	if err := allowed(&old, w); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	seed, seeded := m.seeds[key(typ, name)]
+	m.mu.Unlock()
+	if seeded && old.Provenance != seed.prov {
+		// A person's or an agent's row over a seed document: removing it
+		// gives the row back to the document, as a reseed would.
+		e := store.Extension{Type: typ, Name: name, Spec: seed.spec, Enabled: seed.enabled, Provenance: seed.prov,
+			SeedHash: seed.hash, UpdatedBy: w.by()}
+		_, err := m.write(ctx, e, store.ExtPut, old.Version)
 		return err
 	}
 	if err := m.st.DeleteExtension(ctx, typ, name, w.by(), old.Version); err != nil {

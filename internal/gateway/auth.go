@@ -22,6 +22,7 @@ package gateway
 // Where the token comes from is tokens.go's.
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
@@ -125,7 +126,8 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok || !a.preflight(w, r, cors) || !a.limitBody(w, r) || !a.public(w, r) {
 		return
 	}
-	if !a.authenticate(w, r) || !a.adminAllowed(w, r) {
+	r, ok = a.authenticate(w, r)
+	if !ok || !a.adminAllowed(w, r) {
 		return
 	}
 	// Authenticated: uploads and streams take as long as they take.
@@ -166,27 +168,31 @@ func (a *auth) public(w http.ResponseWriter, r *http.Request) bool {
 // does not. The right credential is never refused, even from an address
 // that is being limited (everyone behind one proxy shares an address);
 // wrong ones from it are answered 429 without being told apart. A cookie
-// counts only in a request from the same site.
-func (a *auth) authenticate(w http.ResponseWriter, r *http.Request) bool {
+// counts only in a request from the same site. It returns r marked with
+// the credential it carried (CallerOf).
+func (a *auth) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	ok, presented, viaCookie := a.check(r)
 	if !ok {
 		ip := clientKey(r.RemoteAddr)
 		if retry, allowed := a.limit.allow(ip, time.Now()); !allowed {
 			a.tooMany(w, r, retry)
-			return false
+			return r, false
 		}
 		if presented {
 			a.failed(ip)
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
 		a.refuse(w, r, say(errUnauthorized, "missing or invalid token: send the header Authorization: Bearer followed by the token (agentd token prints it)"))
-		return false
+		return r, false
 	}
 	if viaCookie && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		a.refuse(w, r, say(ErrForbidden, "cross-site request refused"))
-		return false
+		return r, false
 	}
-	return true
+	if viaCookie {
+		return withCaller(r, CallerConsole), true
+	}
+	return withCaller(r, CallerToken), true
 }
 
 // adminAllowed reports whether r may be served as far as remote_admin is
@@ -261,4 +267,30 @@ func stripCredentials(r *http.Request) *http.Request {
 		}
 	}
 	return r2
+}
+
+// How a request reached the API, as CallerOf says it: who changed an
+// extension is recorded as "user:" and one of these.
+const (
+	CallerSocket  = "socket"  // the unix socket, or a command run in process: no credential
+	CallerToken   = "token"   // TCP, with the token in Authorization
+	CallerConsole = "console" // TCP, with the console's login cookie
+)
+
+// callerKey is the context key of the caller Protect found.
+type callerKey struct{}
+
+// withCaller returns r marked as having come with the credential c.
+func withCaller(r *http.Request, c string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+}
+
+// CallerOf says how r reached the API: CallerToken or CallerConsole
+// through Protect, CallerSocket otherwise (the socket's file mode is its
+// access control; nothing a client sends can set the mark).
+func CallerOf(r *http.Request) string {
+	if c, ok := r.Context().Value(callerKey{}).(string); ok {
+		return c
+	}
+	return CallerSocket
 }

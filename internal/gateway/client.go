@@ -32,6 +32,9 @@ type APIError struct {
 	// RetryAfter, when not 0, is how long to wait before sending the
 	// request again (agentd refused it for now).
 	RetryAfter time.Duration
+	// Errors are the problems of an invalid extension document,
+	// "pointer: message" each (InvalidError).
+	Errors []string
 }
 
 func (e *APIError) Error() string { return e.Msg }
@@ -87,7 +90,12 @@ func (c *Client) Ping(ctx context.Context) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	resp, err := c.send(ctx, method, path, body)
+	return c.doWith(ctx, method, path, nil, body, out)
+}
+
+// doWith is do, sending the headers h as well.
+func (c *Client) doWith(ctx context.Context, method, path string, h http.Header, body, out any) error {
+	resp, err := c.sendWith(ctx, method, path, h, body)
 	if err != nil {
 		return err
 	}
@@ -103,6 +111,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 }
 
 func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	return c.sendWith(ctx, method, path, nil, body)
+}
+
+// sendWith is send, sending the headers h as well.
+func (c *Client) sendWith(ctx context.Context, method, path string, h http.Header, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -118,6 +131,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -136,13 +152,14 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
-		var e Error
-		json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
-		if e.Error == "" {
-			e.Error = resp.Status
+		var e InvalidError
+		json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e)
+		if e.Error.Error == "" {
+			e.Error.Error = resp.Status
 		}
 		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		return nil, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error, RetryAfter: time.Duration(max(secs, 0)) * time.Second}
+		return nil, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error.Error, RetryAfter: time.Duration(max(secs, 0)) * time.Second,
+			Errors: e.Errors}
 	}
 	return resp, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/extension"
 	"agentd/internal/mcp"
 	"agentd/internal/memory"
 	"agentd/internal/permit"
@@ -68,21 +69,21 @@ var (
 var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
 		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
-		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs},
+		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed},
 		status: http.StatusBadRequest, code: "bad_request"},
 	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
-	{errs: []error{ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
+	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
-	{errs: []error{errMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
+	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
-		skill.ErrNotFound, memory.ErrNotFound}, status: http.StatusNotFound, code: "not_found"},
+		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
 	{errs: []error{ErrMethodNotAllowed}, status: http.StatusMethodNotAllowed, code: "method_not_allowed"},
 	{errs: []error{runtime.ErrInvalidAgent}, status: http.StatusConflict, code: "agent_invalid"},
 	{errs: []error{runtime.ErrNoTurn}, status: http.StatusConflict, code: "no_turn"},
 	{errs: []error{runtime.ErrSessionClosed}, status: http.StatusConflict, code: "session_closed"},
 	{errs: []error{runtime.ErrBusy}, status: http.StatusConflict, code: "busy"},
-	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, errConflict},
+	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, store.ErrConflict, errConflict},
 		status: http.StatusConflict, code: "conflict"},
 	{errs: []error{errRateLimited}, status: http.StatusTooManyRequests, code: "rate_limited"},
 	{errs: []error{errNotAvailable, memory.ErrUnavailable}, status: http.StatusNotImplemented, code: "not_available"},
@@ -135,13 +136,45 @@ func Describe(err error) (f Failure, known bool) {
 	return Failure{Status: http.StatusInternalServerError, Body: Error{Error: "internal error", Code: "internal"}}, false
 }
 
+// InvalidError is the body of a 400 for an invalid extension document:
+// the error, and every problem of the document.
+type InvalidError struct {
+	Error
+	// Errors are the problems: "pointer: message" each, the pointer into
+	// the document ("/spec/url: must be a string"), or, for a text that
+	// is not a document, "line 3: spec.url: must be a string".
+	Errors []string `json:"errors"`
+}
+
+// errorBody is the body answering err as f: f.Body, with the problems of
+// an invalid extension document when err holds any.
+func errorBody(f Failure, err error) any {
+	var ps []string
+	var ve *extension.ValidationError
+	var de *extension.DecodeError
+	switch {
+	case errors.As(err, &ve):
+		for _, x := range ve.Errors {
+			ps = append(ps, x.String())
+		}
+	case errors.As(err, &de):
+		for _, x := range de.Problems {
+			ps = append(ps, x.String())
+		}
+	}
+	if ps == nil || f.Status != http.StatusBadRequest {
+		return f.Body
+	}
+	return InvalidError{Error: f.Body, Errors: ps}
+}
+
 // WriteError answers a request with err as Describe says it, for the
 // handlers mounted on the API; it reports whether err was known: the
 // details of one that was not belong in the caller's log.
 func WriteError(w http.ResponseWriter, err error) (known bool) {
 	f, known := Describe(err)
 	SetRetryAfter(w.Header(), f.RetryAfter)
-	writeJSON(w, f.Status, f.Body)
+	writeJSON(w, f.Status, errorBody(f, err))
 	return known
 }
 
@@ -164,7 +197,7 @@ func retrySeconds(d time.Duration) int {
 func (s *Server) fail(w http.ResponseWriter, err error) {
 	f := s.describe(err)
 	SetRetryAfter(w.Header(), f.RetryAfter)
-	writeJSON(w, f.Status, f.Body)
+	writeJSON(w, f.Status, errorBody(f, err))
 }
 
 // describe is Describe, logging the errors it does not know.

@@ -78,6 +78,7 @@ type Options struct {
 	Usage      Usage      // GET /v1/usage
 	Nodes      Nodes      // GET /v1/nodes
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
+	Extensions Extensions // /v1/extensions…
 
 	// BodyBytesInFlight bounds the bytes of large request bodies received
 	// at once (default DefaultBodyBytesInFlight), and BodyWait how long a

@@ -16,6 +16,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/openaiapi"
 	"agentd/internal/identity"
@@ -64,6 +65,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
+		Extensions: (*extension.Manager)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
 	// escape the check.

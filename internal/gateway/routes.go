@@ -25,7 +25,8 @@ const (
 	// admin: the token and AuthOptions.RemoteAdmin (gateway.remote_admin).
 	// The route changes what runs on this machine: it writes agent
 	// definitions (which name the commands of MCP servers), adds or
-	// removes MCP servers, or makes or replaces an agent's key.
+	// removes MCP servers, makes or replaces an agent's key, or changes
+	// extension rows.
 	admin
 )
 
@@ -95,6 +96,25 @@ var routeTable = []route{
 	{pattern: "GET /v1/mcp/servers/{name}/tools", serve: (*Server).mcpTools},
 	{pattern: "GET /v1/skills", serve: (*Server).skillList},
 	{pattern: "GET /v1/skills/{name}", serve: (*Server).skillShow},
+
+	// The extension substrate (extensions.go). Reading is the token's;
+	// every change is admin, whatever the row's type: rows of most types
+	// change what runs here (an agent names MCP servers' commands, an
+	// action reaches the network, an integration starts servers, an app
+	// serves script, a command or a job spends an agent's budget), a row
+	// of any type may name one that does, and the route alone cannot tell
+	// the types apart before the request is authenticated.
+	{pattern: "GET /v1/extensions", serve: (*Server).extList},
+	{pattern: "GET /v1/extensions/schemas", serve: (*Server).extTypes},
+	{pattern: "GET /v1/extensions/schemas/{type}", serve: (*Server).extSchema},
+	{pattern: "GET /v1/extensions/{type}/{name}", serve: (*Server).extGet},
+	{pattern: "PUT /v1/extensions/{type}/{name}", access: admin, serve: (*Server).extPut},
+	{pattern: "DELETE /v1/extensions/{type}/{name}", access: admin, serve: (*Server).extDelete},
+	{pattern: "POST /v1/extensions/{type}/{name}/enable", access: admin, serve: (*Server).extEnable},
+	{pattern: "POST /v1/extensions/{type}/{name}/disable", access: admin, serve: (*Server).extDisable},
+	{pattern: "POST /v1/extensions/{type}/{name}/revert", access: admin, serve: (*Server).extRevert},
+	{pattern: "GET /v1/extensions/{type}/{name}/history", serve: (*Server).extHistory},
+	{pattern: "POST /v1/extensions/reseed", access: admin, serve: (*Server).extReseed},
 
 	// Conversation history and working memory (history.go), long-term
 	// memory (memory.go).

@@ -21,6 +21,12 @@ func ExampleServer_Routes() {
 	// PUT /v1/agents/{id}/key
 	// POST /v1/mcp/servers
 	// DELETE /v1/mcp/servers/{name}
+	// PUT /v1/extensions/{type}/{name}
+	// DELETE /v1/extensions/{type}/{name}
+	// POST /v1/extensions/{type}/{name}/enable
+	// POST /v1/extensions/{type}/{name}/disable
+	// POST /v1/extensions/{type}/{name}/revert
+	// POST /v1/extensions/reseed
 }
 
 // How the API answers a runtime's refusal, wherever it meets it: the

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 	"unicode/utf8"
 
 	"agentd/internal/event"
@@ -120,4 +122,98 @@ func WorkingValue(value json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("value longer than %d bytes", MaxWorkingValue)
 	}
 	return buf.Bytes(), nil
+}
+
+// MaxExtensionKey is the longest type or name an extension row may have,
+// in bytes; the extension substrate holds names to a shorter rule.
+const MaxExtensionKey = 255
+
+// CheckExtensionKey reports what is wrong with an extension row's type
+// and name: each must hold something, be valid UTF-8 of at most
+// MaxExtensionKey bytes, and hold no '/' (a row's address is
+// "type/name") and no control character.
+func CheckExtensionKey(typ, name string) error {
+	for _, f := range [2]struct{ what, s string }{{"type", typ}, {"name", name}} {
+		switch {
+		case f.s == "":
+			return fmt.Errorf("empty %s", f.what)
+		case len(f.s) > MaxExtensionKey:
+			return fmt.Errorf("%s longer than %d bytes", f.what, MaxExtensionKey)
+		case !utf8.ValidString(f.s):
+			return fmt.Errorf("%s is not valid UTF-8", f.what)
+		}
+		for _, r := range f.s {
+			if r < 0x20 || r == 0x7f || r == '/' {
+				return fmt.Errorf("%s %q contains %q", f.what, f.s, r)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckProvenance reports what is wrong with an extension row's
+// provenance: it is ProvenanceBuiltin, ProvenanceFile, ProvenanceUser or
+// ProvenanceAgent followed by the agent's id.
+func CheckProvenance(p string) error {
+	switch p {
+	case ProvenanceBuiltin, ProvenanceFile, ProvenanceUser:
+		return nil
+	}
+	if id, ok := strings.CutPrefix(p, ProvenanceAgent); ok && id != "" && utf8.ValidString(id) {
+		return nil
+	}
+	return fmt.Errorf("unknown provenance %q", p)
+}
+
+// ExtensionWrite checks a row PutExtension is given and returns it ready
+// to write: its spec compacted, UpdatedBy defaulting to its provenance.
+// The row's own Version, CreatedAt, CreatedBy and UpdatedAt are ignored.
+func ExtensionWrite(e Extension, op string, ifVersion int64) (Extension, error) {
+	if err := CheckExtensionKey(e.Type, e.Name); err != nil {
+		return e, err
+	}
+	switch op {
+	case ExtPut, ExtEnable, ExtDisable, ExtRevert:
+	default:
+		return e, fmt.Errorf("%s/%s: op %q is not a write (put, enable, disable, revert)", e.Type, e.Name, op)
+	}
+	if ifVersion < AnyVersion {
+		return e, fmt.Errorf("%s/%s: expected version %d", e.Type, e.Name, ifVersion)
+	}
+	if err := CheckProvenance(e.Provenance); err != nil {
+		return e, fmt.Errorf("%s/%s: %v", e.Type, e.Name, err)
+	}
+	if !json.Valid(e.Spec) {
+		return e, fmt.Errorf("%s/%s: spec is not valid JSON", e.Type, e.Name)
+	}
+	if !utf8.Valid(e.Spec) {
+		return e, fmt.Errorf("%s/%s: spec is not valid UTF-8", e.Type, e.Name)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, e.Spec); err != nil {
+		return e, fmt.Errorf("%s/%s: spec: %v", e.Type, e.Name, err)
+	}
+	e.Spec = buf.Bytes()
+	if e.UpdatedBy == "" {
+		e.UpdatedBy = e.Provenance
+	}
+	e.Version, e.CreatedAt, e.CreatedBy, e.UpdatedAt = 0, time.Time{}, "", time.Time{}
+	return e, nil
+}
+
+// ExtensionVersion is the version a write of a row gives it, or
+// ErrConflict: current is the row's version now (0: there is none), last
+// the last version in its history (a deleted row's goes on from there),
+// ifVersion what the caller expects (AnyVersion, NoVersion or a version).
+func ExtensionVersion(current, last, ifVersion int64) (int64, error) {
+	if ifVersion != AnyVersion && ifVersion != current {
+		switch {
+		case current == 0:
+			return 0, fmt.Errorf("%w: the row does not exist, expected at version %d", ErrConflict, ifVersion)
+		case ifVersion == NoVersion:
+			return 0, fmt.Errorf("%w: the row exists (version %d), expected none", ErrConflict, current)
+		}
+		return 0, fmt.Errorf("%w: the row is at version %d, expected %d", ErrConflict, current, ifVersion)
+	}
+	return max(current, last) + 1, nil
 }

@@ -24,8 +24,10 @@ import (
 // the session's last_seq, so a copy that stopped (or a deployment that
 // went on writing after a first copy) continues where it was; inbox items
 // are upserted (a pending item may be done since), usage rows, agents and
-// working memory inserted or replaced by key. It then compares row counts
-// and every session's last sequence number (CopyReport).
+// working memory inserted or replaced by key, extension rows and their
+// history as copyExtensions says. It then compares row counts, every
+// session's last sequence number and every extension row's version
+// (CopyReport).
 //
 // The copy knows both schemas: a migration of either store changes it,
 // and its test, which copies every table and reads the result through the
@@ -53,6 +55,10 @@ type CopyReport struct {
 	// Differ lists the sessions (by address) whose last sequence number
 	// differs between the stores; empty when the copy verifies.
 	Differ []string
+	// DifferExt lists the extension rows ("type/name") whose version
+	// differs between the stores, or that only one of them has; empty
+	// when the copy verifies.
+	DifferExt []string
 }
 
 // OK reports whether the copy verified.
@@ -62,7 +68,7 @@ func (r CopyReport) OK() bool {
 			return false
 		}
 	}
-	return len(r.Differ) == 0
+	return len(r.Differ) == 0 && len(r.DifferExt) == 0
 }
 
 // CopyFromSQLite copies the agentd SQLite database src into the store and
@@ -81,6 +87,7 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"usage", s.copyUsage},
 		{"working memory", s.copyWorking},
 		{"claims", s.copyClaims},
+		{"extensions", s.copyExtensions},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -382,7 +389,8 @@ func (s *Store) resetSequences(ctx context.Context) error {
 }
 
 // copyTables are the tables a copy compares, by name in both stores.
-var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims"}
+var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims",
+	"agentd_extensions", "agentd_extension_history"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.
@@ -445,5 +453,5 @@ func (s *Store) verifyCopy(ctx context.Context, src *sql.DB, rep *CopyReport) er
 		}
 	}
 	slices.Sort(rep.Differ)
-	return nil
+	return s.verifyExtensions(ctx, src, rep)
 }

@@ -79,6 +79,10 @@ const (
 // published again (the runtime published them): a notification from one
 // of the store's own connections only moves the position.
 //
+// It also tells the functions WatchExtensions registered of every
+// extension row any node changes (ExtensionsChannel), and, each time it
+// connects, of a change of every row ("", "").
+//
 // When the connection is lost, Listen connects again (waiting up to
 // Options.Retry between attempts), then reads every session it follows
 // from its position, so that what was committed meanwhile is published
@@ -131,12 +135,15 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 		return fmt.Errorf("postgres: listen: %w", classify(err))
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel, ControlChannel} {
+	for _, ch := range []string{EventsChannel, InboxChannel, LiveChannel, ControlChannel, ExtensionsChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+ch); err != nil {
 			return fmt.Errorf("postgres: listen: %w", classify(err))
 		}
 	}
 	s.fan.connected.Store(true)
+	// Extension changes made before LISTEN took effect were not heard:
+	// every row is to be read again.
+	s.extWatch.changed("", "")
 	if again {
 		if err := s.catchUp(ctx, pub); err != nil {
 			return err
@@ -175,6 +182,13 @@ func (s *Store) listen(ctx context.Context, pub Publisher, o *ListenOptions, aga
 			if len(evs) > 0 {
 				pub.PublishRemote(evs...)
 			}
+		case ExtensionsChannel:
+			typ, name, err := parseExtensionPayload(n.Payload)
+			if err != nil {
+				s.log.Warn("store listener: a notification it cannot read", "err", err)
+				continue
+			}
+			s.extWatch.changed(typ, name)
 		case EventsChannel:
 			session, last, err := parseEventsPayload(n.Payload)
 			if err != nil {

@@ -4,14 +4,17 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"agentd/internal/store"
 )
 
 // FuzzNotifyPayloads feeds arbitrary text to the readers of the
 // notification payloads: what they accept is two positive integers that
-// strconv reads the same from the text's halves, and what the payloads'
-// writers make of them they read back.
+// strconv reads the same from the text's halves (an extension's: the text
+// cut at its first '/', both halves holding something), and what the
+// payloads' writers make of them they read back.
 func FuzzNotifyPayloads(f *testing.F) {
-	for _, s := range []string{"1:2", "cancel 7:9", "0:1", "-1:2", "1:", ":", "9223372036854775807:1", "9223372036854775808:1", "+1:2", "1:2:3", "cancel  1:2", "release 5", "release 0", "release 5:1"} {
+	for _, s := range []string{"1:2", "cancel 7:9", "0:1", "-1:2", "1:", ":", "9223372036854775807:1", "9223372036854775808:1", "+1:2", "1:2:3", "cancel  1:2", "release 5", "release 0", "release 5:1", "action/weather", "a/b/c", "/x", "x/", "action:weather"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
@@ -35,6 +38,19 @@ func FuzzNotifyPayloads(f *testing.F) {
 			}
 		} else if a, b, err := parseEventsPayload(strings.TrimPrefix(p, "cancel ")); err == nil && strings.HasPrefix(p, "cancel ") {
 			t.Errorf("%q refused, but its ids %d:%d read", p, a, b)
+		}
+		typ, name, err := parseExtensionPayload(p)
+		switch {
+		case err == nil && (typ+"/"+name != p || typ == "" || name == "" || strings.Contains(typ, "/")):
+			t.Errorf("%q read as extension %q / %q", p, typ, name)
+		case err != nil && strings.Contains(p, "/") && !strings.HasPrefix(p, "/") && !strings.HasSuffix(p, "/"):
+			t.Errorf("%q refused as an extension's: %v", p, err)
+		}
+		// What a change sends of a row the store accepts reads back as it.
+		if x, y, ok := strings.Cut(p, ":"); ok && store.CheckExtensionKey(x, y) == nil {
+			if typ, name, err := parseExtensionPayload(x + "/" + y); err != nil || typ != x || name != y {
+				t.Errorf("%s/%s read back as %q / %q, %v", x, y, typ, name, err)
+			}
 		}
 	})
 }

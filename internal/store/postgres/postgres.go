@@ -31,6 +31,10 @@
 // a commit with a lease epoch is fenced in its own transaction
 // (store.ErrFenced). Close gives the node's leases up.
 //
+// Extension rows (extension.go) are changed outside the writers, each
+// change in a transaction of its own under the row's advisory lock, and
+// announced to every node on ExtensionsChannel.
+//
 // The schema is versioned (table agentd_schema) and migrated on Open under
 // an advisory lock. History search uses PostgreSQL's full-text search: see
 // SearchHistory.
@@ -148,9 +152,10 @@ type Store struct {
 	beatOnce sync.Once
 	beats    sync.WaitGroup
 
-	connCfg *pgx.ConnConfig // for connections of its own (the listener)
-	own     *pids           // the pool's connections, to tell this node's notifications
-	fan     *fanout         // what the listener follows (listen.go)
+	connCfg  *pgx.ConnConfig // for connections of its own (the listener)
+	own      *pids           // the pool's connections, to tell this node's notifications
+	fan      *fanout         // what the listener follows (listen.go)
+	extWatch extWatchers     // told of extension changes by the listener
 
 	leads       leads         // TryLead's, released at Close
 	retryFor    time.Duration // Options.RetryFor

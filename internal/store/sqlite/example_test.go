@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -60,4 +61,53 @@ func Example() {
 	// assigned seqs: 1 2 3
 	// 2 text {"text":"Hi Alice."}
 	// 3 turn_end {"status":"done","reply":"Hi Alice.","steps":0,"input_tokens":0,"output_tokens":0,"cost_usd":0,"duration_ms":0}
+}
+
+func ExampleStore_PutExtension() {
+	dir, err := os.MkdirTemp("", "agentd-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	// A person makes an action; it must not exist yet (NoVersion).
+	e := store.Extension{Type: "action", Name: "weather", Spec: []byte(`{ "url": "https://a.example" }`),
+		Enabled: true, Provenance: store.ProvenanceUser, UpdatedBy: "user:cli"}
+	e, err = s.PutExtension(ctx, e, store.ExtPut, store.NoVersion)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(e.Version, string(e.Spec))
+
+	// An agent disables it, expecting the version it read.
+	e.Enabled, e.Provenance, e.UpdatedBy = false, store.ProvenanceAgent+"researcher", ""
+	if _, err := s.PutExtension(ctx, e, store.ExtDisable, e.Version); err != nil {
+		log.Fatal(err)
+	}
+	// A write that expects the version before is refused.
+	_, err = s.PutExtension(ctx, e, store.ExtEnable, 1)
+	fmt.Println(errors.Is(err, store.ErrConflict))
+
+	if err := s.DeleteExtension(ctx, "action", "weather", "user:cli", store.AnyVersion); err != nil {
+		log.Fatal(err)
+	}
+	history, err := s.ExtensionHistory(ctx, "action", "weather")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range history {
+		fmt.Println(c.Version, c.Op, c.Enabled, c.By)
+	}
+	// Output:
+	// 1 {"url":"https://a.example"}
+	// true
+	// 1 put true user:cli
+	// 2 disable false agent:researcher
+	// 3 delete false user:cli
 }

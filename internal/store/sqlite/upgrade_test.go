@@ -118,3 +118,42 @@ func TestUpgradeTitlesSessions(t *testing.T) {
 		}
 	}
 }
+
+// A database written before the extension tables is upgraded on open: its
+// sessions stay, and extension rows can be written and read.
+func TestUpgradeAddsExtensions(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, migrations()[:9], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, agent, key, state, last_seq, created_at, updated_at) VALUES (1, 'a', 'chat', 'idle', 0, 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	db.Close()
+
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.SessionByAddress(ctx, "a", "chat"); err != nil {
+		t.Errorf("the session after the upgrade: %v", err)
+	}
+	e := store.Extension{Type: "action", Name: "weather", Spec: []byte(`{"url":"https://a.example"}`), Enabled: true, Provenance: store.ProvenanceUser}
+	if _, err := s.PutExtension(ctx, e, store.ExtPut, store.NoVersion); err != nil {
+		t.Fatalf("PutExtension after the upgrade: %v", err)
+	}
+	if got, err := s.Extensions(ctx, ""); err != nil || len(got) != 1 {
+		t.Errorf("Extensions after the upgrade = %+v, %v", got, err)
+	}
+}

@@ -28,6 +28,8 @@ const (
 	opProbe
 	opTitle
 	opClaim
+	opExtPut
+	opExtDelete
 )
 
 func (o op) String() string {
@@ -48,6 +50,10 @@ func (o op) String() string {
 		return "title"
 	case opClaim:
 		return "claim"
+	case opExtPut:
+		return "put extension"
+	case opExtDelete:
+		return "delete extension"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -78,6 +84,10 @@ type request struct {
 	title, titleBy string
 	// opClaim (with key)
 	node string
+	// opExtPut (also its result) and opExtDelete (Type, Name, UpdatedBy)
+	ext       store.Extension
+	extOp     string
+	ifVersion int64
 
 	// results
 	sess      store.Session
@@ -192,6 +202,8 @@ type writer struct {
 	ftsAgents, ftsDoneSet, probe      *sql.Stmt
 	wmSet, wmDelete                   *sql.Stmt
 	setTitle, titleInput, claim       *sql.Stmt
+	extHeadQ, extUpsert, extDelete    *sql.Stmt
+	extHistIns                        *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
 
 	// tails: the last sequence number of sessions written to (tails.go).
@@ -267,6 +279,10 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.setTitle, qSetTitle},
 		{&w.titleInput, qTitleInput},
 		{&w.claim, qClaim},
+		{&w.extHeadQ, qExtHead},
+		{&w.extUpsert, qExtUpsert},
+		{&w.extDelete, qExtDelete},
+		{&w.extHistIns, qExtHistIns},
 		{&w.syncNormal, "PRAGMA synchronous = NORMAL"},
 		{&w.syncFull, "PRAGMA synchronous = FULL"},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -614,6 +630,10 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyProbe()
 	case opClaim:
 		return w.applyClaim(r, now)
+	case opExtPut:
+		return w.applyExtPut(r, now)
+	case opExtDelete:
+		return w.applyExtDelete(r, now)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }

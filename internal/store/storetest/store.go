@@ -675,6 +675,14 @@ func testClosed(t *testing.T, x *suite) {
 		"SaveAgent":        func() error { return s.SaveAgent(ctx, store.AgentRecord{ID: "a"}) },
 		"Agents":           func() error { _, err := s.Agents(ctx); return err },
 		"UsageSince":       func() error { _, err := s.UsageSince(ctx, "", time.Time{}); return err },
+		"Extensions":       func() error { _, err := s.Extensions(ctx, ""); return err },
+		"Extension":        func() error { _, err := s.Extension(ctx, "action", "a"); return err },
+		"ExtensionHistory": func() error { _, err := s.ExtensionHistory(ctx, "action", "a"); return err },
+		"PutExtension": func() error {
+			_, err := s.PutExtension(ctx, ext("a", "x", true, store.ProvenanceUser, ""), store.ExtPut, store.AnyVersion)
+			return err
+		},
+		"DeleteExtension": func() error { return s.DeleteExtension(ctx, "action", "a", "user", store.AnyVersion) },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, store.ErrClosed) {

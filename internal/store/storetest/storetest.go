@@ -28,6 +28,7 @@ type Store interface {
 	store.OpsStore
 	store.OnceStore
 	store.ClusterStore
+	store.ExtensionStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -113,6 +114,13 @@ func tests() []struct {
 		{"Lead", testLead},
 		{"Leases", testLeases},
 		{"Nodes", testNodes},
+		{"ExtensionPut", testExtensionPut},
+		{"ExtensionConflict", testExtensionConflict},
+		{"ExtensionHistory", testExtensionHistory},
+		{"ExtensionList", testExtensionList},
+		{"ExtensionNotFound", testExtensionNotFound},
+		{"ExtensionInvalid", testExtensionInvalid},
+		{"ExtensionConcurrent", testExtensionConcurrent},
 	}
 }
 

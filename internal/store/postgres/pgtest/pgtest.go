@@ -38,6 +38,18 @@ func URL(t testing.TB) string {
 // ends, and returns its connection string.
 func NewDB(t testing.TB) string {
 	t.Helper()
+	return newDB(t, "")
+}
+
+// NewDBCollated is NewDB with the ICU collation locale (e.g. "en-US") as
+// the database's default, for tests of what must not depend on it.
+func NewDBCollated(t testing.TB, locale string) string {
+	t.Helper()
+	return newDB(t, " TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '"+locale+"' LOCALE 'C.UTF-8'")
+}
+
+func newDB(t testing.TB, with string) string {
+	t.Helper()
 	admin := URL(t)
 	u, err := url.Parse(admin)
 	if err != nil {
@@ -46,7 +58,7 @@ func NewDB(t testing.TB) string {
 	b := make([]byte, 6)
 	rand.Read(b)
 	name := "agentd_t_" + hex.EncodeToString(b)
-	exec(t, admin, "CREATE DATABASE "+name)
+	exec(t, admin, "CREATE DATABASE "+name+with)
 	t.Cleanup(func() { exec(t, admin, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	u.Path = "/" + name
 	return u.String()

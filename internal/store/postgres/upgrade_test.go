@@ -1,0 +1,48 @@
+package postgres
+
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"agentd/internal/store"
+	"agentd/internal/store/postgres/pgtest"
+)
+
+// A database written before the extension tables is upgraded on open:
+// its sessions stay, and extension rows can be written and read.
+func TestUpgradeAddsExtensions(t *testing.T) {
+	ctx := t.Context()
+	db := pgtest.NewDB(t)
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, pool, migrations()[:3], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO sessions (agent, key, state, created_at, updated_at) VALUES ('a', 'chat', 'idle', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+
+	s, err := Open(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := DatabaseSchemaVersion(ctx, db, nil); err != nil || v != SchemaVersion() {
+		t.Errorf("schema version after the upgrade = %d, %v; want %d", v, err, SchemaVersion())
+	}
+	if _, err := s.SessionByAddress(ctx, "a", "chat"); err != nil {
+		t.Errorf("the session after the upgrade: %v", err)
+	}
+	e := store.Extension{Type: "action", Name: "weather", Spec: []byte(`{"url":"https://a.example"}`), Enabled: true, Provenance: store.ProvenanceUser}
+	if _, err := s.PutExtension(ctx, e, store.ExtPut, store.NoVersion); err != nil {
+		t.Fatalf("PutExtension after the upgrade: %v", err)
+	}
+	if got, err := s.Extensions(ctx, ""); err != nil || len(got) != 1 {
+		t.Errorf("Extensions after the upgrade = %+v, %v", got, err)
+	}
+}
