@@ -155,7 +155,7 @@ func TestOfferedTools(t *testing.T) {
 		{dir, "assistant", sorted(defaults, demoModel)},
 		{builtinDir, "assistant", sorted(defaults, demoModel)},
 		{dir, "allowlisted", []string{"clock", "demo__echo"}},
-		{dir, "denier", sorted([]string{"calculator", "clock", "find_relevant", "forget", "get_thread", "list_threads",
+		{dir, "denier", sorted([]string{"artifact", "calculator", "clock", "find_relevant", "forget", "get_thread", "list_threads",
 			"mcp_get_prompt", "mcp_list_prompts", "mcp_list_resources", "mcp_read_resource", "recall", "relate",
 			"remember", "search_history"}, without(demoModel, "demo__counter"))},
 		{dir, "searcher", sorted([]string{"clock", "search_all"}, demoModel)},

@@ -334,7 +334,7 @@ func TestMCPAndLifecycleCommands(t *testing.T) {
 	if !strings.HasPrefix(out, fmt.Sprintf("demo2: connected, %d tools (stdio", st.Tools)) {
 		t.Errorf("mcp add printed %q", out)
 	}
-	if row := tableRow(t, okRun(t, dir, "mcp", "list"), "demo2"); row[2] != "connected" || row[5] != "runtime" {
+	if row := tableRow(t, okRun(t, dir, "mcp", "list"), "demo2"); row[2] != "connected" || row[5] != "integration" {
 		t.Errorf("mcp list row %v", row)
 	}
 	tableRow(t, okRun(t, dir, "mcp", "tools", "demo2"), "demo2__echo")

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/schema"
@@ -61,7 +62,7 @@ type Extract struct {
 const noInput = `{"type":"object","properties":{},"additionalProperties":false}`
 
 // headerName is what a header's name may be (an HTTP token).
-var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
+var headerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$") })
 
 // reservedHeader reports whether a header is the HTTP client's to set:
 // the connection's and the message's framing, which a document must not
@@ -166,7 +167,7 @@ func (c *compiled) compileHeaders(add func(ptr, format string, args ...any)) {
 		v := c.spec.Headers[name]
 		ptr := "/headers/" + schema.Escape(name)
 		switch {
-		case !headerName.MatchString(name):
+		case !headerName().MatchString(name):
 			add(ptr, "%q is not a header name", name)
 		case reservedHeader(name):
 			add(ptr, "%s is set by agentd's HTTP client, not by an action", http.CanonicalHeaderKey(name))

@@ -16,6 +16,7 @@ import (
 	"agentd/internal/mcpserver"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
+	"agentd/internal/webext"
 )
 
 // API returns the local API with every part of this node behind it,
@@ -48,6 +49,11 @@ func (a *App) api(daemon bool) *gateway.Server {
 		Extensions: a.Ext,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 	}
+	wo := &webext.WidgetOptions{Usage: a.Store, Sessions: a.Store, Tools: a.Tools, Logger: a.Logger}
+	if a.Memory != nil {
+		wo.Memory = a.Memory
+	}
+	o.Widgets, o.Artifacts, o.Apps = webext.NewWidgets(a.Ext, wo), webext.NewArtifacts(a.Ext, a.Ext), a.apps
 	var st *stream.Handler
 	if daemon {
 		// Upgraded WebSocket connections outlive http.Server.Shutdown; the

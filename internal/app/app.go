@@ -36,6 +36,7 @@ import (
 	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
+	"agentd/internal/webext"
 )
 
 // ErrLocked means another agentd process holds the data directory.
@@ -88,6 +89,7 @@ type App struct {
 	Controls *control.Controls
 
 	integrations *mcp.Integrations // MCP servers defined by integration rows
+	apps         *webext.Apps      // the enabled app rows' files, served under /apps/
 	extChanges   *changeQueue      // rows other nodes changed (a shared store)
 	mcpLive      atomic.Bool       // Start has handed the servers to MCP
 

@@ -17,6 +17,8 @@ import (
 	"agentd/internal/mcp"
 	"agentd/internal/secret"
 	"agentd/internal/store"
+	"agentd/internal/tool"
+	"agentd/internal/webext"
 )
 
 // extensionTypes are the extension types this node knows, each built by
@@ -29,6 +31,11 @@ func (a *App) extensionTypes() []extension.Type {
 		a.Controls.Type(),
 		action.Type(a.Tools, &action.Options{AllowNetworks: prefixes(a.Config.Actions.AllowNetworks),
 			Secrets: secret.NewResolver(a.Dir, nil), Logger: a.Logger}),
+		webext.ThemeType(),
+		webext.RendererType(),
+		webext.WidgetType(a.Ext),
+		webext.ArtifactType(),
+		webext.AppType(a.apps),
 	}
 }
 
@@ -66,6 +73,7 @@ func (a *App) controlLayer() {
 // extensionLayer builds the extension manager, registers the types and
 // the agents' extensions tool.
 func (a *App) extensionLayer() error {
+	a.apps = webext.NewApps()
 	a.Ext = extension.New(a.Store, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents}})
 	for _, t := range a.extensionTypes() {
 		if err := a.Ext.Register(t); err != nil {
@@ -76,12 +84,14 @@ func (a *App) extensionLayer() error {
 		a.Bus.Publish(event.New(0, 0, event.Extension, event.ExtensionData{Type: s.Type, Name: s.Name,
 			Version: s.Version, Enabled: s.Enabled, Active: s.Active, Error: s.Error}))
 	})
-	t := extension.Tool(a.Ext, func(id string) bool {
+	ext := extension.Tool(a.Ext, func(id string) bool {
 		d, ok := a.Agents.Get(id)
 		return ok && d.Extensions.Any
 	})
-	if err := a.Tools.Register(t); err != nil {
-		return fmt.Errorf("app: register tool: %w", err)
+	for _, t := range []tool.Tool{ext, webext.ArtifactTool(a.Ext, a.Ext)} {
+		if err := a.Tools.Register(t); err != nil {
+			return fmt.Errorf("app: register tool: %w", err)
+		}
 	}
 	if w, ok := a.Store.(store.ExtensionWatcher); ok {
 		a.extChanges = newChangeQueue()

@@ -9,15 +9,18 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
 
 var (
 	// yamlLineRE splits the YAML library's "yaml: line 3: …" messages.
-	yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+	yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`) })
 	// jsonNumberRE is a number as JSON writes it.
-	jsonNumberRE = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+	jsonNumberRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+	})
 )
 
 // decodeYAML reads documents from data as YAML: documents separated by
@@ -83,7 +86,7 @@ func yamlProblem(err error, ps *problems) {
 	for _, m := range msgs {
 		line := 0
 		m = strings.TrimPrefix(m, "yaml: ")
-		if sm := yamlLineRE.FindStringSubmatch(m); sm != nil {
+		if sm := yamlLineRE().FindStringSubmatch(m); sm != nil {
 			line, _ = strconv.Atoi(sm[1])
 			m = sm[2]
 		}
@@ -252,7 +255,7 @@ func (c *converter) scalar(n *yaml.Node, path string, b *bytes.Buffer) {
 		}
 		b.WriteString(strconv.FormatBool(v))
 	case "!!int", "!!float":
-		if jsonNumberRE.MatchString(n.Value) {
+		if jsonNumberRE().MatchString(n.Value) {
 			if f, err := strconv.ParseFloat(n.Value, 64); err != nil || math.IsInf(f, 0) {
 				c.ps.add(n.Line, path, "must be a finite number, not %s", describeNode(n))
 				return

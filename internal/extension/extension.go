@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"agentd/internal/schema"
 	"agentd/internal/store"
@@ -162,10 +163,10 @@ func (e *ValidationError) Unwrap() error { return ErrInvalid }
 // nameRE is what a row's name may be: letters, digits, '-', '_' and
 // inner dots, so that it is a file name under extensions/<type>/ and a
 // path segment of the API, never a path.
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$`) })
 
 // MaxName is the longest name a row may have.
 const MaxName = 64
 
 // ValidName reports whether name may name a row.
-func ValidName(name string) bool { return len(name) <= MaxName && nameRE.MatchString(name) }
+func ValidName(name string) bool { return len(name) <= MaxName && nameRE().MatchString(name) }

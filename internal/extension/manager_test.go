@@ -214,6 +214,10 @@ func TestAgentsChangeOnlyTheirRows(t *testing.T) {
 	if s, err := f.m.SetEnabled(ctx, "app", "site", true, person); err != nil || !s.Enabled || s.Active == 0 {
 		t.Fatalf("a person enables it: %+v %v", s, err)
 	}
+	// An agent's change of the enabled app waits for a person too.
+	if s, err := f.m.Put(ctx, doc("app", "site", `{"text":"b"}`), alice); err != nil || s.Enabled || s.Active != 0 {
+		t.Fatalf("an agent changes an enabled app: %+v %v", s, err)
+	}
 }
 
 func TestReseed(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 // Put validates a document, writes it as its row's next version and
 // activates it. A document equal to the row (spec and enabled state)
 // writes nothing. A row an agent writes of a PersonEnables type is stored
-// disabled; an agent changes only rows it created unless Who.Any.
+// disabled, a change of an enabled one too; an agent changes only rows it created unless Who.Any.
 func (m *Manager) Put(ctx context.Context, d Doc, w Who) (Status, error) {
 	c, spec, err := m.check(ctx, &d)
 	if err != nil {
@@ -33,8 +33,8 @@ func (m *Manager) Put(ctx context.Context, d Doc, w Who) (Status, error) {
 	if d.Enabled != nil {
 		enabled = *d.Enabled
 	}
-	if _, isAgent := w.Agent(); isAgent && c.PersonEnables && (!exists || !old.Enabled) {
-		enabled = false
+	if _, isAgent := w.Agent(); isAgent && c.PersonEnables {
+		enabled = false // what an agent writes waits for a person, a change too
 	}
 	if exists && bytes.Equal(old.Spec, spec) && old.Enabled == enabled && (d.IfVersion == 0 || d.IfVersion == old.Version) {
 		return m.status(&old), nil
@@ -162,7 +162,7 @@ func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w
 		}
 	}
 	enabled := !exists || old.Enabled
-	if _, isAgent := w.Agent(); isAgent && c.PersonEnables && (!exists || !old.Enabled) {
+	if _, isAgent := w.Agent(); isAgent && c.PersonEnables {
 		enabled = false
 	}
 	e := store.Extension{Type: typ, Name: name, Spec: spec, Enabled: enabled, Provenance: w.Provenance,

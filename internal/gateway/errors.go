@@ -16,6 +16,7 @@ import (
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
 	"agentd/internal/store"
+	"agentd/internal/webext"
 )
 
 // Retry-After of the failures a client should send again later.
@@ -69,14 +70,15 @@ var (
 var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
 		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
-		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed},
+		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed,
+		webext.ErrInvalid},
 		status: http.StatusBadRequest, code: "bad_request"},
 	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
 	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
-		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType}, status: http.StatusNotFound, code: "not_found"},
+		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
 	{errs: []error{ErrMethodNotAllowed}, status: http.StatusMethodNotAllowed, code: "method_not_allowed"},
 	{errs: []error{runtime.ErrInvalidAgent}, status: http.StatusConflict, code: "agent_invalid"},

@@ -226,6 +226,13 @@ func rowErr(err error, typ, name string) error {
 	return err
 }
 
+// extPutControl is extPut for a control row (a route of its own, the
+// token's: see the route table).
+func (s *Server) extPutControl(w http.ResponseWriter, r *http.Request) {
+	r.SetPathValue("type", "control")
+	s.extPut(w, r)
+}
+
 func (s *Server) extPut(w http.ResponseWriter, r *http.Request) {
 	x, typ, name := s.extRow(w, r)
 	if x == nil {

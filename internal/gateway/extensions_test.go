@@ -453,6 +453,9 @@ func TestExtensionUnknownType(t *testing.T) {
 // is recorded as by the credential it came with.
 func TestExtensionsOverTCP(t *testing.T) {
 	m := newExtManager(t)
+	if err := m.Register(extension.Type{Name: "control", Schema: json.RawMessage(`{"type":"object"}`), Handler: noteHandler{}}); err != nil {
+		t.Fatal(err)
+	}
 	srv := gateway.New(&gateway.Options{Extensions: m})
 	tk, tok := authTokens(t)
 	off := httptest.NewServer(srv.Protect(&gateway.AuthOptions{Tokens: tk, Listen: "127.0.0.1:7420"}))
@@ -478,6 +481,17 @@ func TestExtensionsOverTCP(t *testing.T) {
 	}
 	if _, err := m.Get(t.Context(), "note", "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after refused writes: %v, want no row", err)
+	}
+	// A control is flipped with the token alone; its route writes no other
+	// type, whatever the body says.
+	if status, _, b := extDo(t, off.URL, "PUT", "/v1/extensions/control/hold", body, "Authorization", bearer); status != 200 {
+		t.Errorf("PUT a control without remote_admin: %d %s, want 200", status, b)
+	}
+	if status, _, b := extDo(t, off.URL, "PUT", "/v1/extensions/control/x", `{"type":"note","name":"x","spec":{}}`, "Authorization", bearer); status != 400 {
+		t.Errorf("a note through the control route: %d %s, want 400", status, b)
+	}
+	if _, err := m.Get(t.Context(), "note", "x"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the control route wrote a note: %v", err)
 	}
 
 	status, _, b := extDo(t, on.URL, "PUT", "/v1/extensions/note/x", body, "Authorization", bearer)

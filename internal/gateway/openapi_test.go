@@ -27,6 +27,7 @@ import (
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/webext"
 )
 
 // openAPIFile is the API's description, kept in step with the routes by
@@ -66,6 +67,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
 		Extensions: (*extension.Manager)(nil),
+		Widgets:    (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
 	// escape the check.
@@ -321,6 +323,11 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"UsageRow":             reflect.TypeFor[gateway.UsageRow](),
 		"UsagePage":            reflect.TypeFor[gateway.UsagePage](),
 		"LoginRequest":         reflect.TypeFor[gateway.LoginRequest](),
+		"WidgetView":           reflect.TypeFor[webext.WidgetView](),
+		"WidgetsPage":          reflect.TypeFor[gateway.WidgetsPage](),
+		"ArtifactInfo":         reflect.TypeFor[webext.ArtifactInfo](),
+		"ArtifactView":         reflect.TypeFor[webext.ArtifactView](),
+		"ArtifactsPage":        reflect.TypeFor[gateway.ArtifactsPage](),
 		"OpenAIModel":          reflect.TypeFor[openaiapi.Model](),
 		"OpenAIModelList":      reflect.TypeFor[openaiapi.ModelList](),
 		"OpenAIUsage":          reflect.TypeFor[openaiapi.Usage](),

@@ -109,6 +109,10 @@ var routeTable = []route{
 	{pattern: "GET /v1/extensions/schemas/{type}", serve: (*Server).extSchema},
 	{pattern: "GET /v1/extensions/{type}/{name}", serve: (*Server).extGet},
 	{pattern: "PUT /v1/extensions/{type}/{name}", access: admin, serve: (*Server).extPut},
+	// A control is a switch people flip from the console over TCP: it
+	// pauses an agent or switches tools off, starts nothing, so writing
+	// one is the token's.
+	{pattern: "PUT /v1/extensions/control/{name}", serve: (*Server).extPutControl},
 	{pattern: "DELETE /v1/extensions/{type}/{name}", access: admin, serve: (*Server).extDelete},
 	{pattern: "POST /v1/extensions/{type}/{name}/enable", access: admin, serve: (*Server).extEnable},
 	{pattern: "POST /v1/extensions/{type}/{name}/disable", access: admin, serve: (*Server).extDisable},
@@ -125,6 +129,17 @@ var routeTable = []route{
 	{pattern: "GET /v1/memory", serve: (*Server).memorySearch},
 	{pattern: "GET /v1/memory/entities/{name}", serve: (*Server).memoryEntity},
 	{pattern: "POST /v1/memory/forget", serve: (*Server).memoryForget},
+
+	// The console's extension data (webext.go): widgets, artifacts, and
+	// apps, which need the token or the console's login as the API does
+	// (an app's page calls it with that login).
+	{pattern: "GET /v1/widgets", serve: (*Server).widgets},
+	{pattern: "GET /v1/widgets/{name}", serve: (*Server).widget},
+	{pattern: "GET /v1/artifacts", serve: (*Server).artifacts},
+	{pattern: "GET /v1/artifacts/{name}", serve: (*Server).artifact},
+	{pattern: "GET /v1/artifacts/{name}/download", serve: (*Server).artifactDownload},
+	{pattern: "GET /apps/{name}", serve: (*Server).appRoot},
+	{pattern: "GET /apps/{name}/{path...}", serve: (*Server).appFile},
 
 	// Handlers of other packages: the WebSocket event stream, the
 	// OpenAI-compatible API (shape.go), agentd as an MCP server
