@@ -81,6 +81,11 @@ test('a theme sets only custom properties with values that load nothing', () => 
   assert.deepEqual(themeVars(spec, 'light').refused, ['bad: not a value a theme may set']);
   assert.deepEqual(themeVars(spec, 'dark').vars, [['--bg', '#000'], ['--text', '#111']], 'dark changes what light sets');
   assert.deepEqual(themeVars(null, 'dark'), { vars: [], refused: [] });
+  // Every property of the built-in theme is one the console sets.
+  const seed = readFileSync(new URL('../../../extension/builtin/theme/default.yaml', import.meta.url), 'utf8');
+  const values = [...seed.matchAll(/^\s+(--[a-z0-9-]+): (.*)$/gm)].map((m) => [m[1], m[2].replace(/^'(.*)'$/, '$1').replace(/''/g, "'")]);
+  assert.ok(values.length > 20, 'the seed has its values: ' + values.length);
+  for (const [k, v] of values) assert.ok(varName(k) && validValue(v), k + ': ' + v);
 });
 
 test('an artifact downloads from its own path', () => {
