@@ -38,7 +38,7 @@ func TestConsoleExtensions(t *testing.T) {
 	dir := dataDir(t, nil)
 	d, token := serveConsole(t, dir, map[string]string{
 		// Changing extension rows over TCP is an admin route.
-		"agentd.yaml":           "gateway:\n  remote_admin: true\n",
+		"agentd.yaml":           "gateway:\n  remote_admin: true\nprices:\n  fake:\n    input: 3\n    output: 15\n",
 		"agents/assistant.yaml": "name: Assistant\n" + strings.TrimPrefix(openaiAgent(addr, "budgets:\n  max_steps: 5\n"), "name: Tester\n"),
 	})
 	for _, route := range []string{"/v1/extensions/schemas", "/v1/widgets", "/v1/artifacts"} {

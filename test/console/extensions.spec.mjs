@@ -173,27 +173,11 @@ try {
     await missing('control', 'quiet-hours');
   });
 
-  await step('a widget is a tile on the home page, shown by its renderer', async () => {
-    await api('PUT', '/v1/extensions/widget/recent', { type: 'widget', name: 'recent', spec: { title: 'Recent sessions', query: { kind: 'sessions', limit: 5 }, size: 'wide' } });
-    await api('PUT', '/v1/extensions/widget/broken', { type: 'widget', name: 'broken', spec: { title: 'Nightly memory', query: { kind: 'memory_search', agent: 'nobody', text: 'x' }, size: 'small' } });
-    await page.click('nav a[data-route=home]');
-    const tile = page.locator('.tile[data-name=recent]');
-    await tile.locator('h2', { hasText: 'Recent sessions' }).waitFor();
-    // Shown by the renderer that matches its content type: the sessions table.
-    await tile.locator('.tile-body table th', { hasText: 'Session' }).waitFor();
-    assert.equal(await tile.locator('.tile-error').count(), 0, await tile.innerText());
-    // A widget whose query fails says why in its tile.
-    const bad = page.locator('.tile[data-name=broken]');
-    await bad.locator('.tile-error').waitFor();
-    assert.ok((await bad.locator('.tile-error').innerText()).length > 0);
-    await shot('home');
-  });
-
   await step('a theme picked on the home page colours the console, light and dark, and is remembered', async () => {
     await api('PUT', '/v1/extensions/theme/dusk', { type: 'theme', name: 'dusk', spec: { title: 'Dusk', light: { '--accent': '#b4235a' }, dark: { '--accent': '#f472b6' } } });
     const accent = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim());
     const before = await accent();
-    await page.reload();
+    await page.goto(URL_ + '/#/home');
     await page.locator('#theme-pick option[value=dusk]').waitFor({ state: 'attached' });
     await page.selectOption('#theme-pick', 'dusk');
     await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
@@ -238,6 +222,29 @@ try {
     await panel.locator('.art-versions').selectOption('1');
     await panel.locator('.art-body .md li', { hasText: 'the console shows artifacts' }).waitFor();
     assert.match(await panel.locator('a.art-download').getAttribute('href'), /version=1$/);
+  });
+
+  await step('a widget is a tile on the home page, shown by its renderer; one whose query fails says why in its tile', async () => {
+    await api('PUT', '/v1/extensions/widget/recent', { type: 'widget', name: 'recent', spec: { title: 'Recent sessions', query: { kind: 'sessions', limit: 5 }, size: 'wide' } });
+    // An action that may change something: a widget never calls it.
+    await api('PUT', '/v1/extensions/action/post-note', { type: 'action', name: 'post-note', spec: {
+      description: 'Posts a note', method: 'POST', url: 'https://api.example.com/notes', allow_hosts: ['api.example.com'] } });
+    await api('PUT', '/v1/extensions/widget/notes', { type: 'widget', name: 'notes', spec: { title: 'Notes', query: { kind: 'action', action: 'post-note' }, size: 'small' } });
+    await api('PUT', '/v1/extensions/widget/spend', { type: 'widget', name: 'spend', spec: { title: 'Spend this week', query: { kind: 'usage', group: 'day', since: '168h' }, renderer: 'usage-chart', size: 'medium', order: -1 } });
+    await api('PUT', '/v1/extensions/control/model-tier', { type: 'control', name: 'model-tier', spec: { kind: 'enum', value: 'standard', options: ['cheap', 'standard', 'best'], description: 'Which models the agents use' } });
+    await page.click('nav a[data-route=home]');
+    const tile = page.locator('.tile[data-name=recent]');
+    await tile.locator('h2', { hasText: 'Recent sessions' }).waitFor();
+    // Shown by the renderer that matches its content type: the sessions table.
+    await tile.locator('.tile-body table th', { hasText: 'Session' }).waitFor();
+    await tile.locator('.tile-body table td', { hasText: 'assistant/arts' }).waitFor();
+    assert.equal(await tile.locator('.tile-error').count(), 0, await tile.innerText());
+    // The usage figures by the usage-chart renderer: a bar chart.
+    await page.locator('.tile[data-name=spend] svg.r-chart').waitFor();
+    await page.locator('.controls select#ctl-model-tier').waitFor();
+    const bad = page.locator('.tile[data-name=notes]');
+    await bad.locator('.tile-error', { hasText: 'not read-only' }).waitFor();
+    await shot('home');
   });
 
   await step('every control has a name', async () => {

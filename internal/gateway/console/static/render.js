@@ -63,6 +63,7 @@ export function view(spec, data) {
   const kind = kindOf(spec);
   const raw = kind === 'markdown' || kind === 'code' || kind === 'diff' || kind === 'image';
   const v = pick(raw ? data : parseMaybeJSON(data), o.path);
+  if ((Array.isArray(v) && v.length === 0) || v === undefined || v === null) return { t: 'p', a: { class: 'muted small r-empty' }, c: ['Nothing to show.'] };
   switch (kind) {
     case 'table': return tableView(v, o);
     case 'code': return codeView(v, o.language);
@@ -329,7 +330,8 @@ function chartView(v, o, title) {
     { t: 'text', a: { class: 'tick', x: padL - 6, y: y(max) + 4, 'text-anchor': 'end' }, c: [fmt(max)] },
     { t: 'text', a: { class: 'tick', x: padL - 6, y: y(min) + 4, 'text-anchor': 'end' }, c: [fmt(min)] }];
   const line = o.chart === 'line';
-  const bw = (band * 0.7) / values.length;
+  const bw = Math.min((band * 0.7) / values.length, 48);
+  const inset = (band - bw * values.length) / 2;
   values.forEach((vs, si) => {
     if (line) kids.push({ t: 'polyline', a: { class: 'r-line r-s' + si, points: vs.map((n, i) => round(padL + band * i + band / 2) + ',' + y(n)).join(' ') } });
     vs.forEach((n, i) => {
@@ -337,7 +339,7 @@ function chartView(v, o, title) {
       const label = labels[i] + (values.length > 1 ? ' · ' + names[si] : '') + ': ' + n;
       kids.push({ t: 'g', a: { class: 'r-bar', role: 'img', 'aria-label': label }, c: [{ t: 'title', c: [label] },
         line ? { t: 'circle', a: { class: 'r-dot r-s' + si, cx: round(x + band / 2), cy: y(n), r: 3 } }
-          : { t: 'rect', a: { class: 'r-rect r-s' + si, x: round(x + band * 0.15 + bw * si), y: Math.min(y(n), y(0)), width: round(bw), height: round(Math.abs(y(0) - y(n))) } }] });
+          : { t: 'rect', a: { class: 'r-rect r-s' + si, x: round(x + inset + bw * si), y: Math.min(y(n), y(0)), width: round(bw), height: round(Math.abs(y(0) - y(n))) } }] });
     });
   });
   labels.forEach((l, i) => {
@@ -349,7 +351,14 @@ function chartView(v, o, title) {
 }
 
 function round(n) { return Math.round(n * 10) / 10; }
-function fmt(n) { return Math.abs(n) >= 1e4 ? (n / 1e3).toFixed(0) + 'k' : String(round(n)); }
+// fmt writes an axis's number short, with the digits that tell small ones apart.
+export function fmt(n) {
+  const a = Math.abs(n);
+  if (a >= 1e6) return +(n / 1e6).toPrecision(3) + 'M';
+  if (a >= 1e4) return +(n / 1e3).toPrecision(3) + 'k';
+  if (a >= 10 || n === 0) return String(Math.round(n));
+  return String(+n.toPrecision(2));
+}
 
 // toDOM builds a tree from view(). Tags and attributes outside the lists
 // are dropped (their text kept); an image's source is checked again.

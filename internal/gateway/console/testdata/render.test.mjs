@@ -4,7 +4,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { view, kindOf, pick, series, diffLines, lineDiff, safeImage, forTool, forWidget, choose, matches, globMatch, columnsOf, parseCSV, text, KINDS, MAX_ROWS } from '../static/render.js';
+import { view, kindOf, pick, series, fmt, diffLines, lineDiff, safeImage, forTool, forWidget, choose, matches, globMatch, columnsOf, parseCSV, text, KINDS, MAX_ROWS } from '../static/render.js';
 
 // flat lists the tags and the text of a tree.
 function tags(n, out = []) {
@@ -57,6 +57,16 @@ test('cells in their column\'s format', () => {
   assert.equal(text(null), '');
 });
 
+test('nothing is said in words, whatever the view', () => {
+  for (const kind of KINDS) {
+    for (const data of [[], null, undefined, '[]']) {
+      if ((kind === 'code' || kind === 'markdown' || kind === 'diff' || kind === 'image') && data === '[]') continue;
+      assert.deepEqual(view({ view: kind }, data), { t: 'p', a: { class: 'muted small r-empty' }, c: ['Nothing to show.'] }, kind + ' ' + JSON.stringify(data));
+    }
+  }
+  assert.equal(view({ view: 'table', options: { path: '/missing' } }, { rows: [1] }).c[0], 'Nothing to show.');
+});
+
 test('a long table is cut and says how much is left out', () => {
   const many = Array.from({ length: MAX_ROWS + 7 }, (_, i) => ({ i }));
   const v = view({ view: 'table' }, many);
@@ -107,6 +117,7 @@ test('a chart is SVG built from numbers, whatever shape they come in', () => {
   assert.deepEqual(lines.map((l) => l.a.class), ['r-line r-s0', 'r-line r-s1']);
   for (const l of lines) assert.match(l.a.points, /^[\d., ]+$/);
   assert.equal(view({ view: 'chart' }, 'not numbers').t, 'p');
+  assert.deepEqual([0, 0.0213, 1.25, 12.6, 12345, 2500000, -0.5].map(fmt), ['0', '0.021', '1.3', '13', '12.3k', '2.5M', '-0.5']);
 });
 
 test('an image only from a data: URL of an image or agentd\'s own path', () => {
