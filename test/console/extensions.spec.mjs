@@ -47,10 +47,23 @@ try {
 
   const spec1 = { kind: 'bool', value: false, description: 'Agents stay quiet at night' };
   await step('a new extension with an invalid spec: every problem with its pointer, in the browser and from agentd, and nothing saved', async () => {
+    // The first type's schema comes late, after another type was picked:
+    // the type picked is the one the editor checks against.
+    let release;
+    const gate = new Promise((resolve) => { release = resolve; });
+    const first = (await api('GET', '/v1/extensions/schemas')).types[0].name;
+    assert.notEqual(first, 'control');
+    await page.route('**/v1/extensions/schemas/' + first, async (route) => { await gate; await route.continue(); });
     await page.getByRole('link', { name: 'New extension' }).click();
     await page.locator('#new-type option[value=control]').waitFor({ state: 'attached' });
     await page.selectOption('#new-type', 'control');
     // The editor starts from an example of the type that fits its schema.
+    await page.locator('.ext-new .ext-check .ok').waitFor();
+    const late = page.waitForResponse('**/v1/extensions/schemas/' + first);
+    release();
+    await late;
+    await page.unroute('**/v1/extensions/schemas/' + first);
+    await page.fill('#ext-spec', JSON.stringify(spec1));
     await page.locator('.ext-new .ext-check .ok').waitFor();
     JSON.parse(await page.inputValue('#ext-spec'));
     await page.fill('#new-name', 'quiet/../hours');

@@ -491,8 +491,11 @@ function newScreen(app, el, preset) {
   const pickType = async () => {
     const t = typeSel.value;
     schema = null;
-    try { schema = await schemaOf(t); } catch (e) { fill(local, errorBox(e)); return; }
+    let got;
+    try { got = await schemaOf(t); } catch (e) { if (t === typeSel.value) fill(local, errorBox(e)); return; }
+    // Another type may have been picked while this one's schema came.
     if (!alive || t !== typeSel.value) return;
+    schema = got;
     const seed = JSON.stringify(example(schema), null, 2);
     if (!editor.value.trim() || editor.value === seeded) {
       editor.value = seed;
