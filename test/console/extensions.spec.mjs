@@ -11,6 +11,11 @@
 import assert from 'node:assert/strict';
 import { URL_, TOKEN, api, page, problems, step, shot, finish } from './harness.mjs';
 
+// snap takes a screenshot without the toasts of earlier steps.
+const snap = async (name) => {
+  await page.evaluate(() => { for (const t of document.querySelectorAll('.toast')) t.remove(); });
+  await shot(name);
+};
 const row = (type, name) => api('GET', '/v1/extensions/' + type + '/' + encodeURIComponent(name));
 const missing = async (type, name) => {
   await assert.rejects(row(type, name), /: 404 /, type + '/' + name + ' exists');
@@ -40,7 +45,7 @@ try {
     const shownTypes = await page.locator('.ext-group').evaluateAll((gs) => gs.map((g) => g.dataset.type));
     assert.deepEqual(shownTypes, [...new Set(all.map((r) => r.type))].sort());
     assert.equal(await page.locator('.ext-table tbody tr').count(), all.length);
-    await shot('extensions');
+    await snap('extensions');
     await page.selectOption('#ext-type', 'control');
     await page.waitForFunction(() => [...document.querySelectorAll('.ext-group')].every((g) => g.dataset.type === 'control'));
   });
@@ -78,7 +83,7 @@ try {
     await server.filter({ hasText: '/spec/kind' }).waitFor();
     assert.match(await server.filter({ hasText: '/spec/kind' }).innerText(), /^\/spec\/kind\s+\S/);
     assert.ok((await page.locator('.ext-new .ext-server').innerText()).includes('nothing was saved'));
-    await shot('extension-errors');
+    await snap('extension-errors');
     await missing('control', 'quiet-hours');
   });
 
@@ -119,7 +124,7 @@ try {
     const ops = await page.locator('.hist-table tbody tr td:nth-child(2)').allInnerTexts();
     assert.deepEqual(ops, ['put', 'enable', 'disable', 'put'], 'newest first');
     assert.match(await page.locator('.hist-table tbody tr').first().locator('td:nth-child(3)').innerText(), /user/);
-    await shot('extension');
+    await snap('extension');
     page.once('dialog', (d) => d.accept());
     await page.getByRole('button', { name: 'Revert to version 1' }).click();
     await page.locator('.hist-table tbody tr td:nth-child(2)', { hasText: 'revert' }).waitFor();
@@ -186,25 +191,6 @@ try {
     await missing('control', 'quiet-hours');
   });
 
-  await step('a theme picked on the home page colours the console, light and dark, and is remembered', async () => {
-    await api('PUT', '/v1/extensions/theme/dusk', { type: 'theme', name: 'dusk', spec: { title: 'Dusk', light: { '--accent': '#b4235a' }, dark: { '--accent': '#f472b6' } } });
-    const accent = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim());
-    const before = await accent();
-    await page.goto(URL_ + '/#/home');
-    await page.locator('#theme-pick option[value=dusk]').waitFor({ state: 'attached' });
-    await page.selectOption('#theme-pick', 'dusk');
-    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
-    assert.equal(await page.evaluate(() => document.documentElement.getAttribute('style')), '--accent: #b4235a;', 'only the validated property');
-    await page.emulateMedia({ colorScheme: 'dark' });
-    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#f472b6');
-    await shot('home-dark');
-    await page.emulateMedia({ colorScheme: 'light' });
-    await page.reload();
-    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
-    await page.selectOption('#theme-pick', '');
-    await page.waitForFunction((b) => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === b, before);
-  });
-
   await step('an artifact the agent makes shows beside the chat, with its versions and a download; the tool\'s result by its renderer', async () => {
     await api('PUT', '/v1/extensions/renderer/artifact-result', { type: 'renderer', name: 'artifact-result', spec: {
       title: 'Artifact', match: { tool: 'artifact' }, view: 'kv', options: { columns: [{ field: 'name', title: 'Name' }, { field: 'version', title: 'Version' }] } } });
@@ -231,7 +217,7 @@ try {
     await page.keyboard.press('Enter');
     await panel.locator('.art-body .md li', { hasText: 'version two' }).waitFor();
     assert.deepEqual(await panel.locator('.art-versions option').allInnerTexts(), ['version 2', 'version 1']);
-    await shot('chat-artifacts');
+    await snap('chat-artifacts');
     await panel.locator('.art-versions').selectOption('1');
     await panel.locator('.art-body .md li', { hasText: 'the console shows artifacts' }).waitFor();
     assert.match(await panel.locator('a.art-download').getAttribute('href'), /version=1$/);
@@ -257,7 +243,27 @@ try {
     await page.locator('.controls select#ctl-model-tier').waitFor();
     const bad = page.locator('.tile[data-name=notes]');
     await bad.locator('.tile-error', { hasText: 'not read-only' }).waitFor();
-    await shot('home');
+    await snap('home');
+  });
+
+  await step('a theme picked on the home page colours the console, light and dark, and is remembered', async () => {
+    await api('PUT', '/v1/extensions/theme/dusk', { type: 'theme', name: 'dusk', spec: { title: 'Dusk', light: { '--accent': '#b4235a' }, dark: { '--accent': '#f472b6' } } });
+    const accent = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim());
+    const before = await accent();
+    await page.goto(URL_ + '/#/home');
+    await page.reload();
+    await page.locator('#theme-pick option[value=dusk]').waitFor({ state: 'attached' });
+    await page.selectOption('#theme-pick', 'dusk');
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
+    assert.equal(await page.evaluate(() => document.documentElement.getAttribute('style')), '--accent: #b4235a;', 'only the validated property');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#f472b6');
+    await snap('home-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.reload();
+    await page.waitForFunction(() => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === '#b4235a');
+    await page.selectOption('#theme-pick', '');
+    await page.waitForFunction((b) => getComputedStyle(document.documentElement).getPropertyValue('--accent').trim() === b, before);
   });
 
   await step('every control has a name', async () => {
@@ -282,7 +288,7 @@ try {
       await page.waitForTimeout(400);
       const wide = await page.evaluate(() => document.documentElement.scrollWidth);
       assert.ok(wide <= 390, hash + ' is ' + wide + ' px wide');
-      await shot(name);
+      await snap(name);
     }
     await page.goto(URL_ + '/#/chat/assistant/arts');
     await page.locator('.art-toggle .n', { hasText: '1' }).waitFor();
