@@ -58,3 +58,13 @@ func TestConsoleExtensions(t *testing.T) {
 	}
 	runSpec(t, d, token, chromium, node, "extensions.spec.mjs")
 }
+
+// TestConsoleControls runs test/console/controls.spec.mjs against agentd
+// as it is set up by default (no gateway.remote_admin): a control is
+// flipped in the console with its login alone, and a change only an admin
+// route makes is refused there with its reason.
+func TestConsoleControls(t *testing.T) {
+	chromium, node := consoleDeps(t)
+	d, token := serveConsole(t, dataDir(t, nil), map[string]string{"agents/assistant.yaml": "name: Assistant\nmodel:\n  provider: echo\n"})
+	runSpec(t, d, token, chromium, node, "controls.spec.mjs")
+}

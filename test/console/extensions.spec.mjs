@@ -22,12 +22,6 @@ const missing = async (type, name) => {
 };
 const problemsShown = (where) => page.locator(where + ' .ext-problems li');
 
-// Every refusal of the page's Content-Security-Policy, on every page it loads.
-await page.exposeFunction('cspViolation', (what) => problems.push('CSP refused ' + what));
-await page.addInitScript(() => {
-  document.addEventListener('securitypolicyviolation', (e) => window.cspViolation(e.violatedDirective + ' ' + (e.blockedURI || 'inline')));
-});
-
 try {
   await step('log in', async () => {
     await page.goto(URL_ + '/#/extensions');

@@ -87,6 +87,11 @@ page.on('request', (r) => {
   if (u.protocol === 'data:') return;
   if (u.host !== base.host || !['http:', 'ws:', 'https:', 'wss:'].includes(u.protocol)) problems.push('request elsewhere: ' + r.url());
 });
+// Every refusal of the page's Content-Security-Policy, on every page it loads.
+await page.exposeFunction('cspViolation', (what) => problems.push('CSP refused ' + what));
+await page.addInitScript(() => {
+  document.addEventListener('securitypolicyviolation', (e) => window.cspViolation(e.violatedDirective + ' ' + (e.blockedURI || 'inline')));
+});
 page.on('websocket', (ws) => {
   ws.on('framereceived', (f) => { if (typeof f.payload === 'string') frames.push(f.payload); });
 });
