@@ -72,9 +72,12 @@ say ok {{last_user}}
 				t.Errorf("the report has no equal counts of %s:\n%s", table, r.stdout)
 			}
 		}
-		if !regexp.MustCompile(`(?m)^\s*agentd_extensions\s+1\s+1\s*$`).MatchString(r.stdout) ||
-			!regexp.MustCompile(`(?m)^\s*agentd_extension_history\s+2\s+2\s*$`).MatchString(r.stdout) {
-			t.Errorf("the report does not count the extension and its two changes in both:\n%s", r.stdout)
+		// The rows a reseed wrote (built-in documents, the agent file) have
+		// one change each; the test's extension has two.
+		rows := regexp.MustCompile(`(?m)^\s*agentd_extensions\s+(\d+)\s+\d+\s*$`).FindStringSubmatch(r.stdout)
+		hist := regexp.MustCompile(`(?m)^\s*agentd_extension_history\s+(\d+)\s+\d+\s*$`).FindStringSubmatch(r.stdout)
+		if rows == nil || hist == nil || atoi(rows[1]) < 2 || atoi(hist[1]) != atoi(rows[1])+1 {
+			t.Errorf("the report does not count the extensions and their changes in both:\n%s", r.stdout)
 		}
 		m := regexp.MustCompile(`\((\d+) events copied by this run\)`).FindStringSubmatch(r.stdout)
 		if m == nil {
@@ -145,3 +148,5 @@ func password(u string) string {
 	pw, _ := p.User.Password()
 	return pw
 }
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }

@@ -172,13 +172,14 @@ func (t *actionTool) response(resp *http.Response) (tool.Result, error) {
 }
 
 // isJSON reports whether a response is JSON: by its Content-Type, or, with
-// none, by its first character.
+// none or a plain-text one (servers often label JSON so), by its first
+// character.
 func isJSON(contentType string, data []byte) bool {
-	if contentType == "" {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt == "" || mt == "text/plain" {
 		d := bytes.TrimSpace(data)
 		return len(d) > 0 && (d[0] == '{' || d[0] == '[')
 	}
-	mt, _, _ := mime.ParseMediaType(contentType)
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
 }
 

@@ -144,6 +144,11 @@ func TestExtract(t *testing.T) {
 			jsonAnswer(`[{"name": "first"}]`)(w, r)
 			return
 		}
+		if r.URL.Path == "/mislabelled" {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte(body))
+			return
+		}
 		jsonAnswer(body)(w, r)
 	})
 	hs := newHarness(t, local)
@@ -154,6 +159,7 @@ func TestExtract(t *testing.T) {
 		{`{"template": "{{data.items[0].name}} has {{ data.items[0].stars }} stars{{nope}}"}`, "", "agentd has 42 stars"},
 		{`{"path": "data.items[0].name"}`, "/text", "plain text"},
 		{`{"template": "{{[0].name}}"}`, "/list", "first"},
+		{`{"path": "data.total"}`, "/mislabelled", "1"},
 	} {
 		hs.mustActivate("get", `{"description": "d", "url": "$URL`+tc.path+`", "extract": `+tc.extract+`, "allow_hosts": ["$HOST"]}`, srv)
 		if res := hs.call("get", `{}`); res.IsError || res.Output != tc.want {

@@ -60,8 +60,7 @@ func (a *App) controlLayer() {
 				a.Runtime.Resume(agent)
 			}
 		},
-		Deny:   a.Agents.SetDeny,
-		Record: a.recordControl,
+		Deny: a.Agents.SetDeny,
 	})
 	a.integrations = mcp.NewIntegrations(func(ctx context.Context) {
 		if a.mcpLive.Load() {
@@ -74,7 +73,8 @@ func (a *App) controlLayer() {
 // the agents' extensions tool.
 func (a *App) extensionLayer() error {
 	a.apps = webext.NewApps()
-	a.Ext = extension.New(a.Store, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents}})
+	a.Ext = extension.New(a.Store, &extension.Options{Logger: a.Logger, Dir: a.Dir, Seeders: []extension.Seeder{a.Agents},
+		Written: a.written})
 	for _, t := range a.extensionTypes() {
 		if err := a.Ext.Register(t); err != nil {
 			return fmt.Errorf("app: %w", err)
@@ -157,18 +157,16 @@ func (a *App) migrateMCPState(ctx context.Context) {
 	a.Logger.Info("mcp servers added at run time are now integration rows", "servers", len(defs), "file", MCPStateFile+".migrated")
 }
 
-// recordControl logs a control's change of value in the session
-// <agent>/controls of the agent it applies to.
-func (a *App) recordControl(ctx context.Context, name string, s, prev *control.Spec, e *store.Extension) {
-	if s.Agent == "" || a.Runtime == nil {
+// written logs, on the node that wrote it, a control's change of value in
+// the session <agent>/controls of the agent it applies to: once per
+// change, whichever nodes activate it.
+func (a *App) written(ctx context.Context, old, cur *store.Extension) {
+	agentID, d, ok := control.Change(old, cur)
+	if !ok || a.Runtime == nil {
 		return
 	}
-	d := event.ControlData{Name: name, Value: s.Value, Effect: s.Effect, Version: e.Version, By: e.UpdatedBy}
-	if prev != nil {
-		d.Previous = prev.Value
-	}
-	if err := a.Runtime.Record(ctx, s.Agent+"/controls", event.New(0, 0, event.Control, d)); err != nil {
-		a.Logger.Warn("control change not logged", "control", name, "agent", s.Agent, "err", err)
+	if err := a.Runtime.Record(ctx, agentID+"/controls", event.New(0, 0, event.Control, d)); err != nil {
+		a.Logger.Warn("control change not logged", "control", cur.Name, "agent", agentID, "err", err)
 	}
 }
 

@@ -58,6 +58,9 @@ type config struct {
 	// them add up to 10,000 in a full run: rss_10k_turns_mb), one-shot
 	// sends; fsyncs of the floor.
 	apiTurns, apiWarm, api1, api16, api100, oneshots, fsyncs int
+	// The extension figures (ext.go): rows of the data directory whose
+	// start is measured, starts, action calls.
+	extRows, extStarts, actionCalls int
 	// settle is how long memory is left to settle before it is read.
 	settle               time.Duration
 	quick, inProcessOnly bool
@@ -70,11 +73,13 @@ func newConfig(o *Options) (config, error) {
 	}
 	c := config{turns: 2000, concurrency: 100, throughputTurns: 20000, sessions: 10000, growthTurns: 50000, rtts: 2000,
 		subscribers: 1000, fanoutEvents: 400, idleConns: 10000,
-		apiTurns: 1000, apiWarm: 10, api1: 480, api16: 500, api100: 5000, oneshots: 11, fsyncs: 200, settle: time.Second}
+		apiTurns: 1000, apiWarm: 10, api1: 480, api16: 500, api100: 5000, oneshots: 11, fsyncs: 200, settle: time.Second,
+		extRows: 10000, extStarts: 5, actionCalls: 2000}
 	if o.Quick {
 		c = config{turns: 300, concurrency: 100, throughputTurns: 3000, sessions: 1000, growthTurns: 3000, rtts: 300, quick: true,
 			subscribers: 100, fanoutEvents: 100, idleConns: 500,
-			apiTurns: 100, apiWarm: 5, api1: 100, api16: 300, api100: 600, oneshots: 5, fsyncs: 50, settle: 250 * time.Millisecond}
+			apiTurns: 100, apiWarm: 5, api1: 100, api16: 300, api100: 600, oneshots: 5, fsyncs: 50, settle: 250 * time.Millisecond,
+			extRows: 1000, extStarts: 3, actionCalls: 300}
 	}
 	c.inProcessOnly, c.sync, c.exe, c.version = o.InProcessOnly, o.Synchronous, o.Executable, o.Version
 	if c.sync == "" {
@@ -172,10 +177,16 @@ func Run(ctx context.Context, o *Options) (*Result, error) {
 	if err := runMemory(ctx, dir, res, c); err != nil {
 		return nil, err
 	}
+	if err := runActionOverhead(ctx, filepath.Join(dir, "action"), res, c); err != nil {
+		return nil, err
+	}
 	if c.inProcessOnly {
 		return res, nil
 	}
 	if err := runServe(ctx, filepath.Join(dir, "proc"), res, c); err != nil {
+		return nil, err
+	}
+	if err := runExtStart(ctx, filepath.Join(dir, "ext"), res, c); err != nil {
 		return nil, err
 	}
 	if err := runAPI(ctx, filepath.Join(dir, "api"), base, fs, res, c); err != nil {
@@ -185,7 +196,7 @@ func Run(ctx context.Context, o *Options) (*Result, error) {
 }
 
 func writeAgents(root, base, sync string) error {
-	for _, d := range []string{"inproc", "proc"} {
+	for _, d := range []string{"inproc", "proc", "ext"} { // ext: proc's agents, and extension rows
 		if err := os.MkdirAll(filepath.Join(root, d, "agents"), 0o700); err != nil {
 			return err
 		}

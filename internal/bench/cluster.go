@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"agentd/internal/app"
 	"agentd/internal/event"
+	"agentd/internal/extension"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/postgres"
@@ -56,6 +58,13 @@ type ClusterResult struct {
 	// table).
 	DeliveryP50ms float64 `json:"delivery_p50_ms"`
 	DeliveryP99ms float64 `json:"delivery_p99_ms"`
+	// An extension row's change reaching another node: from a PUT of a
+	// control row on node A (Ext.Put) to node B's manager reporting that
+	// version active (through NOTIFY, B's read of the row, its
+	// activation).
+	ExtPutToActiveP50ms float64 `json:"ext_put_to_active_p50_ms"`
+	ExtPutToActiveP99ms float64 `json:"ext_put_to_active_p99_ms"`
+	ExtPuts             int     `json:"ext_puts"`
 	// Failover (a node's death to its sessions' next turn) is the
 	// multi-node kill test's figure; this bench does not kill nodes.
 	FailoverP50ms float64 `json:"failover_p50_ms,omitempty"`
@@ -66,7 +75,7 @@ type ClusterResult struct {
 
 // clusterConfig is one Cluster run's counts.
 type clusterConfig struct {
-	seqTurns, tpTurns, sessions, deliveries int
+	seqTurns, tpTurns, sessions, deliveries, extPuts int
 }
 
 // Cluster measures agentd on PostgreSQL: durable turns a second with 1, 2
@@ -76,9 +85,9 @@ func Cluster(ctx context.Context, o *ClusterOptions) (*ClusterResult, error) {
 	if o == nil || o.Store == "" {
 		return nil, errors.New("bench: cluster: no store: give --store postgres://…")
 	}
-	c := clusterConfig{seqTurns: 1000, tpTurns: 10000, sessions: 50, deliveries: 2000}
+	c := clusterConfig{seqTurns: 1000, tpTurns: 10000, sessions: 50, deliveries: 2000, extPuts: 50}
 	if o.Quick {
-		c = clusterConfig{seqTurns: 100, tpTurns: 1000, sessions: 50, deliveries: 200}
+		c = clusterConfig{seqTurns: 100, tpTurns: 1000, sessions: 50, deliveries: 200, extPuts: 10}
 	}
 	nodes := o.Nodes
 	if len(nodes) == 0 {
@@ -114,6 +123,10 @@ func Cluster(ctx context.Context, o *ClusterOptions) (*ClusterResult, error) {
 		return nil, fmt.Errorf("bench: cluster: delivery: %w", err)
 	}
 	res.DeliveryP50ms, res.DeliveryP99ms = pct(d, 50), pct(d, 99)
+	if d, err = extPutToActive(ctx, filepath.Join(dir, "ext"), o.Store, c.extPuts); err != nil {
+		return nil, fmt.Errorf("bench: cluster: extension put to active: %w", err)
+	}
+	res.ExtPutToActiveP50ms, res.ExtPutToActiveP99ms, res.ExtPuts = pct(d, 50), pct(d, 99), c.extPuts
 	res.Skipped = append(res.Skipped, "failover: measured by the multi-node kill test, which kills nodes")
 	return res, nil
 }
@@ -274,6 +287,63 @@ func delivery(ctx context.Context, storeURL string, n int) ([]time.Duration, err
 	return out, nil
 }
 
+// extPutToActive opens two nodes on store and puts a control row n times
+// on node A (Ext.Put, a new value each time), timing each from the put's
+// start to node B's manager reporting that version active.
+func extPutToActive(ctx context.Context, dir, storeURL string, n int) ([]time.Duration, error) {
+	a, err := openNode(ctx, filepath.Join(dir, "a"), storeURL)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close(context.Background())
+	b, err := openNode(ctx, filepath.Join(dir, "b"), storeURL)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close(context.Background())
+	name := fmt.Sprintf("bench-%d", time.Now().UnixNano()) // a row of its own on a database used before
+	active := make(chan int64, n+1)                        // B's activations may come before A's Put returns
+	b.Ext.Subscribe(func(s extension.Status) {
+		if s.Type == "control" && s.Name == name && s.Active > 0 {
+			select {
+			case active <- s.Active:
+			default:
+			}
+		}
+	})
+	if l, ok := b.Store.(interface{ Listening() bool }); ok {
+		for !l.Listening() { // B hears of A's first change
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	defer a.Ext.Delete(context.Background(), "control", name, benchWho)
+	var out []time.Duration
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for i := range n {
+		doc := extension.Doc{Type: "control", Name: name, Spec: json.RawMessage(fmt.Sprintf(`{"kind": "number", "value": %d}`, i))}
+		t0 := time.Now()
+		st, err := a.Ext.Put(ctx, doc, benchWho)
+		if err != nil {
+			return nil, err
+		}
+		for v := int64(0); v < st.Version; {
+			select {
+			case v = <-active:
+			case <-timeout.C:
+				return nil, fmt.Errorf("version %d not active on the other node within a minute", st.Version)
+			}
+		}
+		out = append(out, time.Since(t0))
+		timeout.Reset(time.Minute)
+	}
+	return out, nil
+}
+
 // WriteTable writes the result for people.
 func (r *ClusterResult) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -286,6 +356,8 @@ func (r *ClusterResult) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "turn p50 / p99, SQLite\t%.2f / %.2f ms\t\tsequential turns, echo model: agentd's overhead\n", r.SQLiteTurnP50ms, r.SQLiteTurnP99ms)
 	fmt.Fprintf(tw, "turn p50 / p99, PostgreSQL\t%.2f / %.2f ms\t\tthe same turns on PostgreSQL\n", r.PostgresTurnP50ms, r.PostgresTurnP99ms)
 	fmt.Fprintf(tw, "cross-node delivery p50 / p99\t%.2f / %.2f ms\t≤ 50 ms (p99)\tcommit on node B → event on node A's bus\n", r.DeliveryP50ms, r.DeliveryP99ms)
+	fmt.Fprintf(tw, "extension put → active on another node p50 / p99\t%.2f / %.2f ms\tp50 reported; bound: a write + a NOTIFY round trip (delivery p50)\t"+
+		"%d puts of a control row on node A until node B's manager reports the version active\n", r.ExtPutToActiveP50ms, r.ExtPutToActiveP99ms, r.ExtPuts)
 	if r.FailoverP50ms > 0 {
 		fmt.Fprintf(tw, "failover p50 / max\t%.0f / %.0f ms\t≤ 15 s\tnode death → its sessions' next turn\n", r.FailoverP50ms, r.FailoverMaxms)
 	}

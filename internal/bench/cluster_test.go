@@ -18,7 +18,7 @@ func TestCluster(t *testing.T) {
 	}
 	for name, v := range map[string]float64{
 		"turns/s": res.TurnsPerS[1], "sqlite p50": res.SQLiteTurnP50ms, "postgres p50": res.PostgresTurnP50ms,
-		"postgres p99": res.PostgresTurnP99ms,
+		"postgres p99": res.PostgresTurnP99ms, "extension put to active p50": res.ExtPutToActiveP50ms,
 	} {
 		if v <= 0 {
 			t.Errorf("%s not measured: %+v", name, res)
@@ -27,11 +27,14 @@ func TestCluster(t *testing.T) {
 	if res.DeliveryP99ms < res.DeliveryP50ms {
 		t.Errorf("delivery p99 %v below p50 %v", res.DeliveryP99ms, res.DeliveryP50ms)
 	}
+	if res.ExtPutToActiveP99ms < res.ExtPutToActiveP50ms || res.ExtPuts != 10 {
+		t.Errorf("extension put to active: %d puts, p99 %v, p50 %v", res.ExtPuts, res.ExtPutToActiveP99ms, res.ExtPutToActiveP50ms)
+	}
 	var b strings.Builder
 	if err := res.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"durable turns/s, 1 node(s)", "cross-node delivery", "not measured: failover"} {
+	for _, want := range []string{"durable turns/s, 1 node(s)", "cross-node delivery", "extension put → active on another node", "not measured: failover"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

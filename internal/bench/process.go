@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -33,36 +34,9 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	}
 	res.VersionMS = pct(vs, 50)
 
-	sock := filepath.Join(dir, app.SocketFile)
-	port, err := freeTCPPort()
+	readies, cmd, err := startReady(ctx, exe, dir, 5, nil)
 	if err != nil {
 		return err
-	}
-	listen := "127.0.0.1:" + strconv.Itoa(port)
-	var readies []time.Duration
-	var cmd *exec.Cmd
-	for i := 0; i < 5; i++ {
-		if cmd != nil {
-			stopChild(cmd)
-		}
-		cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", "error", "--listen", listen)
-		t0 := time.Now()
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		for {
-			conn, err := net.Dial("unix", sock)
-			if err == nil {
-				conn.Close()
-				break
-			}
-			if time.Since(t0) > 10*time.Second {
-				stopChild(cmd)
-				return errors.New("bench: agentd serve did not open its socket within 10s")
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
-		readies = append(readies, time.Since(t0))
 	}
 	defer func() {
 		if cmd != nil {
@@ -73,7 +47,7 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	time.Sleep(c.settle)
 	res.IdleRSSMB, res.IdleAnonMB = rssMB(cmd.Process.Pid), statusMB(cmd.Process.Pid, "RssAnon")
 
-	cl := gateway.NewUnixClient(sock)
+	cl := gateway.NewUnixClient(filepath.Join(dir, app.SocketFile))
 	drive := func(n, sessions int, prefix string) error {
 		var next atomic.Int64
 		var wg sync.WaitGroup
@@ -127,6 +101,49 @@ func runServe(ctx context.Context, dir string, res *Result, c config) error {
 	cmd = srv.cmd
 	time.Sleep(c.settle)
 	return runGateway(ctx, dir, srv.base(), srv.pid(), res, c)
+}
+
+// startReady starts agentd serve on dir n times, each after the one
+// before stopped, and returns each start's time to accepting on its
+// socket and the last child, running. Its log (warnings and errors) goes
+// to logs; nil: only errors are logged, and discarded.
+func startReady(ctx context.Context, exe, dir string, n int, logs io.Writer) ([]time.Duration, *exec.Cmd, error) {
+	sock := filepath.Join(dir, app.SocketFile)
+	port, err := freeTCPPort()
+	if err != nil {
+		return nil, nil, err
+	}
+	level := "error"
+	if logs != nil {
+		level = "warn"
+	}
+	var readies []time.Duration
+	var cmd *exec.Cmd
+	for range n {
+		if cmd != nil {
+			stopChild(cmd)
+		}
+		cmd = exec.CommandContext(ctx, exe, "serve", "--data", dir, "--log-level", level, "--listen", "127.0.0.1:"+strconv.Itoa(port))
+		cmd.Stderr = logs
+		t0 := time.Now()
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		for {
+			conn, err := net.Dial("unix", sock)
+			if err == nil {
+				conn.Close()
+				break
+			}
+			if time.Since(t0) > 60*time.Second {
+				stopChild(cmd)
+				return nil, nil, errors.New("bench: agentd serve did not open its socket within 60s")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		readies = append(readies, time.Since(t0))
+	}
+	return readies, cmd, nil
 }
 
 // freeTCPPort returns a loopback port nothing listens on (for a child to bind).

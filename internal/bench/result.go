@@ -43,6 +43,17 @@ type Result struct {
 	WSIdleRSSMB        float64 `json:"ws_idle_rss_mb"`
 	WSIdleBaseRSSMB    float64 `json:"ws_idle_base_rss_mb"`
 
+	// Extensions (ext.go): agentd serve's start and memory over a data
+	// directory of ExtRows rows, and an action tool call against the bare
+	// HTTP round trip of its request.
+	ExtRows             int     `json:"ext_rows"`
+	ExtStartMS          float64 `json:"ext_start_ms"`
+	ExtRSSMB            float64 `json:"ext_rss_mb"`
+	ExtAnonMB           float64 `json:"ext_anon_mb"`
+	ActionCallP50ms     float64 `json:"action_call_p50_ms"`
+	ActionBareP50ms     float64 `json:"action_bare_p50_ms"`
+	ActionOverheadP50ms float64 `json:"action_overhead_p50_ms"`
+
 	// Floors: bare Go programs doing the least each figure's work needs,
 	// measured in the same run (floor.go, floorserver.go).
 	FloorRTTms       float64 `json:"floor_rtt_ms"`

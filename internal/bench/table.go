@@ -105,6 +105,18 @@ func (r *Result) sections() []section {
 			{"rss_growth_pct", r.RSSGrowthPct, "%", 0, "≤ 5", fmt.Sprintf("over a further %d turns", r.GrowthTurns)},
 			{"version_ms", r.VersionMS, "ms", 0, "≤ 20", "agentd version"},
 		}},
+		{title: "Extensions: agentd serve over extension rows", shown: r.ExtRows > 0, figs: []figure{
+			{"ext_start_ms", r.ExtStartMS, "ms", r.ReadyMS, "none set", fmt.Sprintf("agentd serve start to accepting on its socket over %d extension rows "+
+				"(⅓ actions, ⅓ controls, ⅓ capabilities), p50; floor: ready_ms, without them; %s a row", r.ExtRows, perRow(r.ExtStartMS-r.ReadyMS, 1000, "µs", r.ExtRows))},
+			{"ext_rss_mb", r.ExtRSSMB, "MB", r.IdleRSSMB, "none set", fmt.Sprintf("its RSS with them active, settled; floor: idle_rss_mb; %s a row", perRow(r.ExtRSSMB-r.IdleRSSMB, 1024, "KB", r.ExtRows))},
+			{"ext_anon_mb", r.ExtAnonMB, "MB", r.IdleAnonMB, "", fmt.Sprintf("of which anonymous (RssAnon); floor: idle_anon_mb; %s a row", perRow(r.ExtAnonMB-r.IdleAnonMB, 1024, "KB", r.ExtRows))},
+		}},
+		{title: "Extensions: an action tool call", shown: r.ActionCallP50ms > 0, figs: []figure{
+			{"action_call_p50_ms", r.ActionCallP50ms, "ms", r.ActionBareP50ms, "", "an action tool call through the tool registry, as a turn's (arguments checked, URL filled, " +
+				"a ${secret:…} header, the SSRF guard, extract by path), to a JSON server on loopback; floor: action_bare_p50"},
+			{"action_bare_p50_ms", r.ActionBareP50ms, "ms", 0, "", "the same request with a plain http.Client, in turn with the calls"},
+			{"action_overhead_p50_ms", r.ActionOverheadP50ms, "ms", 0, "≤ 0.5", "action_call_p50 − action_bare_p50"},
+		}},
 		{title: "The gateway (two-step turns, WebSocket)", shown: r.WSSubscribers > 0, figs: []figure{
 			{"http_wait_p50_ms", r.HTTPWaitP50ms, "ms", apiTwoStep, "", "the same two-step turn as turn_p50, as POST …/messages?wait=true over TCP with the token, same process; floor: relay + rtt + fsync"},
 			{"http_wait_overhead_p50_ms", r.HTTPWaitOverheadMS, "ms", 0, "≤ 1", "http_wait_p50 − turn_p50: the gateway's cost"},
@@ -164,6 +176,15 @@ func value(v float64, unit string) string {
 		s += " " + unit
 	}
 	return s
+}
+
+// perRow formats what each of rows costs of total, a difference scaled
+// by scale into unit; "?" when no rows were measured.
+func perRow(total, scale float64, unit string, rows int) string {
+	if rows <= 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(total*scale/float64(rows), 'f', 2, 64) + " " + unit
 }
 
 // times formats a ratio to a floor with two significant digits or so.

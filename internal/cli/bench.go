@@ -22,12 +22,14 @@ func (e *env) benchCmd() *cobra.Command {
 			"through the API of agentd serve (turn latency and overhead, turns a second, CPU per turn,\n" +
 			"memory, a one-shot agentd send, WebSocket fan-out), each beside its floor (a bare Go\n" +
 			"program doing the least that figure's work needs, measured in the same run) and its ratio\n" +
-			"to it, then the breakdown in process. --quick runs smaller counts (for CI); the figures in\n" +
+			"to it, then the breakdown in process, and extensions: agentd serve's start over 10,000 extension\n" +
+			"rows, an action tool call against its bare HTTP round trip. --quick runs smaller counts (for CI); the figures in\n" +
 			"docs/performance.md come from a full run. --soak DURATION instead runs agentd serve under\n" +
 			"--rate turns a second and prints its RSS, Go heap and SQLite's memory as it goes.\n" +
 			"With --store postgres://… it measures agentd on that PostgreSQL database instead (writing\n" +
 			"agentd's tables there): durable turns a second with 1, 2 and 3 nodes, turn overhead against\n" +
-			"SQLite in the same run, and cross-node event delivery.",
+			"SQLite in the same run, cross-node event delivery, and an extension row's change on one node\n" +
+			"until another has it active.",
 		Example: "  agentd bench\n" +
 			"  agentd bench --quick --json\n" +
 			"  agentd bench --soak 1h --rate 200\n" +

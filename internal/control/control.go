@@ -2,9 +2,9 @@
 // enum, number, text) people flip in the console and agents and policies
 // read — pause an agent, quiet hours, a model tier, a kill switch for a
 // tool. A control's value is its row's spec; what agentd itself does with
-// one is its effect (pause_agent, disable_tools); every change is logged
-// as a control event in the session <agent>/controls of the agent it
-// applies to.
+// one is its effect (pause_agent, disable_tools); the node that writes a
+// change logs it as a control event (Change) in the session
+// <agent>/controls of the agent it applies to.
 package control
 
 import (
@@ -16,6 +16,7 @@ import (
 	"path"
 	"sync"
 
+	"agentd/internal/event"
 	"agentd/internal/extension"
 	"agentd/internal/schema"
 	"agentd/internal/store"
@@ -61,8 +62,6 @@ type Options struct {
 	// Deny denies tools to every agent under a control's name (nil globs:
 	// lifted).
 	Deny func(source string, globs []string)
-	// Record logs a change of value (the app writes a control event).
-	Record func(ctx context.Context, name string, s *Spec, prev *Spec, e *store.Extension)
 }
 
 // Controls are the active controls.
@@ -161,7 +160,7 @@ func (c *Controls) Check(_ context.Context, d *extension.Doc) []schema.Error {
 }
 
 // Activate makes the control's value take effect.
-func (c *Controls) Activate(ctx context.Context, e *store.Extension) error {
+func (c *Controls) Activate(_ context.Context, e *store.Extension) error {
 	s, err := decode(e.Spec)
 	if err != nil {
 		return err
@@ -171,10 +170,31 @@ func (c *Controls) Activate(ctx context.Context, e *store.Extension) error {
 	c.rows[e.Name] = s
 	c.mu.Unlock()
 	c.apply(e.Name, prev, s)
-	if c.o.Record != nil && (prev == nil || !bytes.Equal(prev.Value, s.Value)) {
-		c.o.Record(ctx, e.Name, s, prev, e)
-	}
 	return nil
+}
+
+// Change says what a write of a control row changed, for its control
+// event: the control's agent and the event's data; ok is false when no
+// event is due (its value did not change, it names no agent, or either
+// row is not a control's).
+func Change(old, cur *store.Extension) (agent string, d event.ControlData, ok bool) {
+	if cur.Type != "control" {
+		return "", d, false
+	}
+	s, err := decode(cur.Spec)
+	if err != nil || s.Agent == "" {
+		return "", d, false
+	}
+	d = event.ControlData{Name: cur.Name, Value: s.Value, Effect: s.Effect, Version: cur.Version, By: cur.UpdatedBy}
+	if old != nil {
+		if p, err := decode(old.Spec); err == nil {
+			if bytes.Equal(p.Value, s.Value) && old.Enabled == cur.Enabled {
+				return "", d, false
+			}
+			d.Previous = p.Value
+		}
+	}
+	return s.Agent, d, true
 }
 
 // Deactivate lifts the control's effect.

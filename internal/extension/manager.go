@@ -31,6 +31,10 @@ type Options struct {
 	// Seeders give more seed documents of provenance file (the agent
 	// files, as rows of type agent).
 	Seeders []Seeder
+	// Written, if set, is called after this node wrote a row (not for
+	// rows other nodes wrote), with the row it replaced (nil: none): what
+	// is recorded once per change, cluster-wide, hooks here.
+	Written func(ctx context.Context, old, cur *store.Extension)
 }
 
 // Seeder gives seed documents that live elsewhere than under
@@ -57,6 +61,7 @@ type Manager struct {
 	dir      string
 	builtins fs.FS
 	seeders  []Seeder
+	written  func(ctx context.Context, old, cur *store.Extension)
 
 	amu sync.Mutex // serializes activations and reseeds
 
@@ -94,7 +99,7 @@ func New(st store.ExtensionStore, opts *Options) *Manager {
 	if b == nil {
 		b = Builtins()
 	}
-	return &Manager{st: st, log: log, dir: opts.Dir, builtins: b, seeders: opts.Seeders,
+	return &Manager{st: st, log: log, dir: opts.Dir, builtins: b, seeders: opts.Seeders, written: opts.Written,
 		types: map[string]*compiled{}, active: map[string]int64{}, errs: map[string]string{}, seeds: map[string]seedMark{}}
 }
 

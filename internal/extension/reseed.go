@@ -105,7 +105,7 @@ func (m *Manager) sync(ctx context.Context, rep *Report, s Seed, spec []byte, ro
 		}
 		e.Enabled, ifv, list = row.Enabled, row.Version, &rep.Updated
 	}
-	if _, err := m.write(ctx, e, store.ExtPut, ifv); err != nil {
+	if _, err := m.write(ctx, e, store.ExtPut, ifv, row); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return // another node's reseed wrote it meanwhile
 		}

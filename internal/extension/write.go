@@ -44,7 +44,7 @@ func (m *Manager) Put(ctx context.Context, d Doc, w Who) (Status, error) {
 	if exists {
 		e.SeedHash = old.SeedHash
 	}
-	return m.write(ctx, e, store.ExtPut, ifVersion(d.IfVersion, exists, old.Version))
+	return m.write(ctx, e, store.ExtPut, ifVersion(d.IfVersion, exists, old.Version), before(exists, &old))
 }
 
 // ifVersion is the version a write expects: the caller's, else the one
@@ -59,14 +59,26 @@ func ifVersion(asked int64, exists bool, read int64) int64 {
 	return store.NoVersion
 }
 
-// write stores e and activates what it became.
-func (m *Manager) write(ctx context.Context, e store.Extension, op string, ifv int64) (Status, error) {
+// write stores e and activates what it became; old is the row it
+// replaces (nil: none), for Options.Written.
+func (m *Manager) write(ctx context.Context, e store.Extension, op string, ifv int64, old *store.Extension) (Status, error) {
 	got, err := m.st.PutExtension(ctx, e, op, ifv)
 	if err != nil {
 		return Status{}, fmt.Errorf("extension: %s: %w", key(e.Type, e.Name), err)
 	}
+	if m.written != nil {
+		m.written(ctx, old, &got)
+	}
 	m.activate(ctx, &got)
 	return m.status(&got), nil
+}
+
+// before is the row read before a write, nil when there was none.
+func before(exists bool, old *store.Extension) *store.Extension {
+	if !exists {
+		return nil
+	}
+	return old
 }
 
 // SetEnabled enables or disables a row.
@@ -96,7 +108,7 @@ func (m *Manager) SetEnabled(ctx context.Context, typ, name string, on bool, w W
 	// Enabling or disabling a seeded row is a person's choice a reseed
 	// keeps, like a change of its spec: the provenance is the changer's.
 	e.Enabled, e.Provenance, e.UpdatedBy = on, w.Provenance, w.by()
-	return m.write(ctx, e, op, old.Version)
+	return m.write(ctx, e, op, old.Version, &old)
 }
 
 // Delete removes a row (its history stays) and deactivates it. A row a
@@ -121,7 +133,7 @@ func (m *Manager) Delete(ctx context.Context, typ, name string, w Who) error {
 		// gives the row back to the document, as a reseed would.
 		e := store.Extension{Type: typ, Name: name, Spec: seed.spec, Enabled: seed.enabled, Provenance: seed.prov,
 			SeedHash: seed.hash, UpdatedBy: w.by()}
-		_, err := m.write(ctx, e, store.ExtPut, old.Version)
+		_, err := m.write(ctx, e, store.ExtPut, old.Version, &old)
 		return err
 	}
 	if err := m.st.DeleteExtension(ctx, typ, name, w.by(), old.Version); err != nil {
@@ -167,7 +179,7 @@ func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w
 	}
 	e := store.Extension{Type: typ, Name: name, Spec: spec, Enabled: enabled, Provenance: w.Provenance,
 		CreatedBy: w.by(), UpdatedBy: w.by()}
-	return m.write(ctx, e, store.ExtRevert, ifVersion(0, exists, old.Version))
+	return m.write(ctx, e, store.ExtRevert, ifVersion(0, exists, old.Version), before(exists, &old))
 }
 
 // allowed says whether w may change row e: people may change any row;

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -54,9 +55,16 @@ type Registry struct {
 // snapshot is one immutable version of the registry's contents.
 type snapshot struct {
 	byName  map[string]*entry
-	specs   []Spec // sorted by name
 	version uint64 // one more than the snapshot before
+
+	// sorted is every spec, by name, made when first asked for: a node
+	// registering thousands of tools (action rows at start) sorts once,
+	// not once per tool.
+	sorted func() []Spec
 }
+
+// specs returns every spec, sorted by name; the slice is shared.
+func (s *snapshot) specs() []Spec { return s.sorted() }
 
 // entry is a registered tool with its spec and schema, both taken once at
 // registration. The general validator's compiled schema is made then, or,
@@ -103,7 +111,7 @@ func NewRegistry(opts *RegistryOptions) *Registry {
 	if r.defaults.MaxOutputBytes <= 0 {
 		r.defaults.MaxOutputBytes = DefaultMaxOutputBytes
 	}
-	r.snap.Store(&snapshot{byName: map[string]*entry{}})
+	r.snap.Store(newSnapshot(map[string]*entry{}, 0))
 	return r
 }
 
@@ -141,9 +149,9 @@ func (r *Registry) Replace(old, t Tool) error {
 	case old != nil && (!ok || cur.tool != old):
 		return fmt.Errorf("tool: replace %q: %w: it is not the tool to replace", e.spec.Name, ErrDuplicate)
 	}
-	byName := make(map[string]*entry, len(snap.byName)+1)
-	for k, v := range snap.byName {
-		byName[k] = v
+	byName := maps.Clone(snap.byName)
+	if byName == nil {
+		byName = map[string]*entry{}
 	}
 	byName[e.spec.Name] = e
 	r.snap.Store(newSnapshot(byName, snap.version+1))
@@ -206,12 +214,14 @@ func (r *Registry) Unregister(name string) bool {
 }
 
 func newSnapshot(byName map[string]*entry, version uint64) *snapshot {
-	specs := make([]Spec, 0, len(byName))
-	for _, e := range byName {
-		specs = append(specs, e.spec)
-	}
-	slices.SortFunc(specs, func(a, b Spec) int { return strings.Compare(a.Name, b.Name) })
-	return &snapshot{byName: byName, specs: specs, version: version}
+	return &snapshot{byName: byName, version: version, sorted: sync.OnceValue(func() []Spec {
+		specs := make([]Spec, 0, len(byName))
+		for _, e := range byName {
+			specs = append(specs, e.spec)
+		}
+		slices.SortFunc(specs, func(a, b Spec) int { return strings.Compare(a.Name, b.Name) })
+		return specs
+	})}
 }
 
 // Version tells the registry's contents apart: it changes with every
@@ -232,14 +242,14 @@ func (r *Registry) Get(name string) (Tool, bool) {
 // slice is the caller's; the InputSchema bytes are shared and must not be
 // modified.
 func (r *Registry) Specs() []Spec {
-	return slices.Clone(r.snap.Load().specs)
+	return slices.Clone(r.snap.Load().specs())
 }
 
 // Visible returns the specs of the tools policy p allows or asks about,
 // sorted by name: what an agent with that policy may be offered. The
 // InputSchema bytes are shared and must not be modified.
 func (r *Registry) Visible(p Policy) []Spec {
-	specs := r.snap.Load().specs
+	specs := r.snap.Load().specs()
 	out := make([]Spec, 0, len(specs))
 	for i := range specs {
 		if p.Decide(specs[i]).Verdict != Deny {
@@ -251,12 +261,13 @@ func (r *Registry) Visible(p Policy) []Spec {
 
 // names returns up to max registered names and how many were left out.
 func (s *snapshot) names(max int) ([]string, int) {
-	n := min(len(s.specs), max)
+	specs := s.specs()
+	n := min(len(specs), max)
 	out := make([]string, n)
 	for i := range n {
-		out[i] = s.specs[i].Name
+		out[i] = specs[i].Name
 	}
-	return out, len(s.specs) - n
+	return out, len(specs) - n
 }
 
 // compileSchema parses and resolves an input schema. Empty or null means
