@@ -7,7 +7,7 @@
 // Routes: #/extensions, #/extensions/new[/TYPE], #/extensions/TYPE/NAME.
 
 import { h, icon, fill } from './dom.js';
-import { get, post, put, del, path, query, APIError } from './api.js';
+import { get, post, put, del, path, APIError } from './api.js';
 import { compile } from './schema.js';
 import { fmtDateTime, relTime, pretty, badge, toast, empty, errorBox, spinner, routeHash } from './util.js';
 
