@@ -210,10 +210,11 @@ func TestExtReseed(t *testing.T) {
 	}
 }
 
-// Over TCP (--remote), the token reads the rows; a change needs
-// gateway.remote_admin, and is then recorded as by the token.
+// Over TCP (--remote), the token reads the rows and flips controls; any
+// other change needs gateway.remote_admin, and is then recorded as by the
+// token.
 func TestExtRemote(t *testing.T) {
-	doc := "type: control\nname: quiet\nspec: {kind: bool, value: true}\n"
+	doc := "type: capability\nname: quiet\nspec: {prompt: Be brief.}\n"
 	for _, admin := range []bool{false, true} {
 		files := map[string]string{}
 		if admin {
@@ -226,6 +227,10 @@ func TestExtRemote(t *testing.T) {
 		if r := runInput(t, other, env, "", "ext", "list", "--remote", base); r.code != 0 || tableRow(t, r.stdout, "agent")[1] != "helper" {
 			t.Errorf("ext list --remote: %+v", r)
 		}
+		control := "type: control\nname: hush\nspec: {kind: bool, value: true}\n"
+		if r := runInput(t, other, env, control, "ext", "put", "-", "--remote", base); r.code != 0 {
+			t.Errorf("a control flipped with the token alone: %+v", r)
+		}
 		r := runInput(t, other, env, doc, "ext", "put", "-", "--remote", base)
 		if !admin {
 			if r.code != 1 || !strings.Contains(r.stderr, "remote_admin") || strings.Contains(r.stderr, "allowed_hosts") {
@@ -233,11 +238,11 @@ func TestExtRemote(t *testing.T) {
 			}
 			continue
 		}
-		if r.code != 0 || r.stdout != "control/quiet: version 1, enabled, active\n" {
+		if r.code != 0 || r.stdout != "capability/quiet: version 1, enabled, active\n" {
 			t.Errorf("ext put --remote with remote_admin: %+v", r)
 		}
 		var st extension.Status
-		decodeOut(t, okRun(t, dir, "ext", "show", "--json", "control/quiet"), &st)
+		decodeOut(t, okRun(t, dir, "ext", "show", "--json", "capability/quiet"), &st)
 		if st.UpdatedBy != "user:token" {
 			t.Errorf("a change over TCP: updated by %q, want user:token", st.UpdatedBy)
 		}

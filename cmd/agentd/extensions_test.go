@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func TestAgentMakesAnActionMidConversation(t *testing.T) {
 				`"allow_hosts":["%s"],"input":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},`+
 				`"extract":{"path":"temp"},"read_only":true}`, host, host)
 			script := "match ^make\ncall extensions {\"op\":\"put\",\"type\":\"action\",\"name\":\"weather\",\"spec\":" + spec +
-				"}\n---\nsay made: {{tool_result}}\n\nmatch ^weather\ncall weather {\"city\": \"Paris\"}\n---\nsay it is {{tool_result}}\n\nmatch *\nsay ok\n"
+				"}\n---\nsay made: {{tool_result}}\n\nmatch ^steal\ncall extensions {\"op\":\"disable\",\"type\":\"action\",\"name\":\"theirs\"}\n---\nsay tried: {{tool_result}}\n\nmatch ^weather\ncall weather {\"city\": \"Paris\"}\n---\nsay it is {{tool_result}}\n\nmatch *\nsay ok\n"
 			rec := fakeRec(t, script)
 			dir := dataDir(t, map[string]string{
 				"agentd.yaml":           "actions:\n  allow_networks: [127.0.0.1/32]\n",
@@ -62,6 +63,13 @@ func TestAgentMakesAnActionMidConversation(t *testing.T) {
 			}
 			if tools := rec.lastTools(t); !slices.Contains(tools, "weather") {
 				t.Fatalf("the action is not offered: %q", tools)
+			}
+			// A row a person made is not the agent's to change.
+			putDoc(t, dir, `{"type":"action","name":"theirs","spec":{"description":"d","url":"http://`+host+`/t","allow_hosts":["`+host+`"]}}`)
+			out = okRun(t, dir, "send", "assistant", "steal the other action")
+			mustContain(t, out, "not allowed to change this extension")
+			if r := okRun(t, dir, "ext", "show", "action/theirs", "--json"); !strings.Contains(strings.ReplaceAll(r, " ", ""), `"enabled":true`) {
+				t.Fatalf("the agent disabled a person's row: %s", r)
 			}
 			okRun(t, dir, "ext", "disable", "action/weather")
 			okRun(t, dir, "send", "assistant", "anything else")
@@ -260,5 +268,23 @@ func TestExtensionsAcrossNodes(t *testing.T) {
 	}
 	if tools := rec.lastTools(t); slices.Contains(tools, "weather") {
 		t.Fatalf("node A offers an action node B disabled: %q", tools)
+	}
+}
+
+// The agent file agentd init writes is a valid agent row: a reseed
+// reports no problem and the row is there.
+func TestInitAgentIsARow(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	okRun(t, dir, "init")
+	out := okRun(t, dir, "ext", "reseed")
+	if strings.Contains(out, "error") || strings.Contains(out, "invalid") {
+		t.Fatalf("reseed of a fresh data directory: %s", out)
+	}
+	var st struct {
+		Provenance string `json:"provenance"`
+	}
+	r := run(t, dir, "ext", "show", "agent/assistant", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || st.Provenance != "file" {
+		t.Fatalf("agent/assistant after init: %+v", r)
 	}
 }

@@ -67,10 +67,26 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 	return map[string]any{}
 }
 
+// structSchema describes a struct by its YAML fields. Every field may be
+// null, as in a file (`skills: null` is a field left out).
 func structSchema(t reflect.Type, defs map[string]any) map[string]any {
 	props := map[string]any{}
 	for name, f := range yamlFields(t) {
-		props[name] = schemaOf(f.Type, defs)
+		props[name] = nullable(schemaOf(f.Type, defs))
 	}
 	return map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+}
+
+// nullable lets s be null too.
+func nullable(s map[string]any) map[string]any {
+	switch typ := s["type"].(type) {
+	case string:
+		s["type"] = []string{typ, "null"}
+		return s
+	case nil:
+		if _, ok := s["$ref"]; ok {
+			return map[string]any{"anyOf": []any{s, map[string]any{"type": "null"}}}
+		}
+	}
+	return s // no type: anything, null included
 }

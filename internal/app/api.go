@@ -48,6 +48,8 @@ func (a *App) api(daemon bool) *gateway.Server {
 		AgentFiles: a.Agents,
 		Extensions: a.Ext,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
+		Commands:   a.Commands,
+		Jobs:       a.Jobs,
 	}
 	wo := &webext.WidgetOptions{Usage: a.Store, Sessions: a.Store, Tools: a.Tools, Logger: a.Logger}
 	if a.Memory != nil {

@@ -20,15 +20,18 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/command"
 	"agentd/internal/control"
 	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/identity"
+	"agentd/internal/job"
 	"agentd/internal/mcp"
 	"agentd/internal/mcpserver"
 	"agentd/internal/memory"
+	"agentd/internal/netguard"
 	"agentd/internal/permit"
 	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
@@ -87,6 +90,10 @@ type App struct {
 	// active controls.
 	Ext      *extension.Manager
 	Controls *control.Controls
+	// Commands route a chat line that starts with "/" to a command row;
+	// Jobs run job rows.
+	Commands *command.Router
+	Jobs     *job.Runner
 
 	integrations *mcp.Integrations // MCP servers defined by integration rows
 	apps         *webext.Apps      // the enabled app rows' files, served under /apps/
@@ -220,6 +227,8 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		ro.ClaimEvery = claimEvery // other nodes may share the store
 	}
 	a.Runtime = runtime.New(ro)
+	a.Commands = command.NewRouter()
+	a.Jobs = job.New(a.Runtime, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow})})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}
@@ -331,6 +340,9 @@ func (a *App) ReclaimMemory() {
 // a shutting-down error. Readiness says "shutting down" from the start.
 func (a *App) Drain(ctx context.Context) {
 	a.stopping.Store(true)
+	if a.Jobs != nil {
+		a.Jobs.Close()
+	}
 	if a.Runtime != nil {
 		a.Runtime.Close(ctx)
 	}

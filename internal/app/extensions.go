@@ -11,6 +11,7 @@ import (
 
 	"agentd/internal/action"
 	"agentd/internal/agent"
+	"agentd/internal/command"
 	"agentd/internal/control"
 	"agentd/internal/event"
 	"agentd/internal/extension"
@@ -36,6 +37,8 @@ func (a *App) extensionTypes() []extension.Type {
 		webext.WidgetType(a.Ext),
 		webext.ArtifactType(),
 		webext.AppType(a.apps),
+		command.Type(a.Commands, a.Agents),
+		a.Jobs.Type(),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"agentd/internal/command"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
 	"agentd/internal/runtime"
@@ -112,6 +113,16 @@ func chatCommands() []chatCommand {
 		}},
 		{"/help", "", "list the commands", func(ctx context.Context, c *chat, _ string) (bool, error) {
 			fmt.Fprint(c.out, chatHelp())
+			ext, err := c.extCommands(ctx)
+			if err != nil {
+				return false, err
+			}
+			if len(ext) > 0 {
+				fmt.Fprintln(c.out, "slash commands (command extensions; agentd ext list --type command):")
+				for _, x := range ext {
+					fmt.Fprintf(c.out, "  %-18s %s\n", x.Usage, x.Description)
+				}
+			}
 			return false, nil
 		}},
 		{"/quit", "", "leave (also /exit, Ctrl-D)", func(context.Context, *chat, string) (bool, error) { return true, nil }},
@@ -131,6 +142,16 @@ func (c *chat) noSessionYet(err error) error {
 	return err
 }
 
+// extCommands lists the active command extensions; none from an agentd
+// that does not have them.
+func (c *chat) extCommands(ctx context.Context) ([]command.Info, error) {
+	ext, err := c.b.Commands(ctx)
+	if apiStatus(err) == http.StatusNotFound {
+		return nil, nil
+	}
+	return ext, err
+}
+
 // chatHelp lists the commands, one a line.
 func chatHelp() string {
 	var b strings.Builder
@@ -139,12 +160,16 @@ func chatHelp() string {
 			fmt.Fprintf(&b, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 		}
 	}
+	b.WriteString("  /name [args]       an active slash command (a command extension); /help lists them\n")
 	b.WriteString("  //text             send a message that starts with /\n")
 	return b.String()
 }
 
-// command runs a line that starts with /, or says the command is unknown
-// (it is not sent to the model).
+// command runs a line that starts with /: one of the chat's own
+// commands, or an active command extension, which the line is sent as a
+// message for (agentd runs it where the message is submitted, so it
+// answers like any turn); or it says the command is unknown (it is not
+// sent to the model).
 func (c *chat) command(ctx context.Context, line string) (quit bool, err error) {
 	name, arg, _ := strings.Cut(line, " ")
 	var names []string
@@ -153,6 +178,16 @@ func (c *chat) command(ctx context.Context, line string) (quit bool, err error) 
 			return cc.run(ctx, c, strings.TrimSpace(arg))
 		}
 		names = append(names, cc.name)
+	}
+	ext, err := c.extCommands(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, x := range ext {
+		if "/"+x.Name == name {
+			return !c.turn(ctx, line, false), nil
+		}
+		names = append(names, "/"+x.Name)
 	}
 	fmt.Fprintf(c.out, "unknown command %s: the commands are %s (a message that starts with / is sent as //…)\n", name, strings.Join(names, ", "))
 	return false, nil
@@ -193,11 +228,12 @@ func (c *chat) run(ctx context.Context, stdin io.Reader) error {
 		}
 		interrupts = 0
 		line = strings.TrimSpace(line)
+		literal := false
 		switch {
 		case line == "":
 			continue
 		case strings.HasPrefix(line, "//"):
-			line = line[1:]
+			line, literal = line[1:], true
 		case strings.HasPrefix(line, "/"):
 			quit, err := c.command(ctx, line)
 			if quit || err != nil {
@@ -205,7 +241,7 @@ func (c *chat) run(ctx context.Context, stdin io.Reader) error {
 			}
 			continue
 		}
-		if !c.turn(ctx, line) {
+		if !c.turn(ctx, line, literal) {
 			return nil // asked to stop
 		}
 	}
@@ -226,14 +262,15 @@ func (c *chat) plainLines(stdin io.Reader) func() (string, error) {
 	}
 }
 
-// turn sends a line and shows the reply as it streams. In a terminal,
+// turn sends a line (as written, when literal: never as a command) and
+// shows the reply as it streams. In a terminal,
 // Ctrl-C cancels the turn through the API (it ends cancelled in the log)
 // and a second one stops waiting for it. It returns false when ctx is
 // done: the chat ends.
-func (c *chat) turn(ctx context.Context, line string) bool {
+func (c *chat) turn(ctx context.Context, line string, literal bool) bool {
 	fmt.Fprint(c.out, "agent> ")
 	p := &chatPrinter{w: c.out, inText: true} // after the "agent> " prompt
-	m := gateway.MessageRequest{Text: line, Source: "cli", Reopen: c.reopen}
+	m := gateway.MessageRequest{Text: line, Source: "cli", Reopen: c.reopen, Literal: literal}
 	var end event.TurnEndData
 	var err error
 	if c.tty == nil {

@@ -21,7 +21,7 @@ import (
 
 func (e *env) extCmd() *cobra.Command {
 	subs := []*cobra.Command{e.extListCmd(), e.extShowCmd(), e.extPutCmd(), e.extEnableCmd(true), e.extEnableCmd(false),
-		e.extRmCmd(), e.extHistoryCmd(), e.extRevertCmd(), e.extReseedCmd()}
+		e.extRmCmd(), e.extHistoryCmd(), e.extRevertCmd(), e.extReseedCmd(), e.extRunCmd()}
 	for _, c := range subs {
 		e.remoteFlags(c)
 	}

@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"agentd/internal/command"
 )
 
 // commands returns every command under root that a user may run or see in
@@ -91,5 +94,15 @@ func checkExample(t *testing.T, c *cobra.Command, line string, args []string) {
 	}
 	if err := cmd.ValidateArgs(cmd.Flags().Args()); err != nil {
 		t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)
+	}
+}
+
+// The chat's own commands are reserved: no command extension may take
+// their names.
+func TestChatCommandsAreReserved(t *testing.T) {
+	for _, c := range chatCommands() {
+		if !slices.Contains(command.Reserved, strings.TrimPrefix(c.name, "/")) {
+			t.Errorf("%s is not in command.Reserved", c.name)
+		}
 	}
 }

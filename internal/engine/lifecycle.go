@@ -85,6 +85,38 @@ type LifecycleOptions struct {
 	// ToolArgs are extra arguments per tool, keyed "<server>-<tool>" (the
 	// server's name or URL and the server's own tool name).
 	ToolArgs map[string]json.RawMessage `json:"toolArgs,omitempty"`
+	// Budgets tighten the agent's budgets for this input's turn (a
+	// command's or a job's budget): each limit set here applies where it
+	// is lower than the agent's or the agent has none. They never loosen
+	// the agent's; max_usd_per_day stays the agent's.
+	Budgets *agent.Budgets `json:"budgets,omitempty"`
+}
+
+// Tighter returns b with each limit of t that is stricter put in its
+// place (a zero limit is none, but for MaxSteps, whose zero is the
+// default, agent.DefaultMaxSteps).
+func Tighter(b agent.Budgets, t *agent.Budgets) agent.Budgets {
+	if t == nil {
+		return b
+	}
+	lower := func(cur, lim float64) bool { return lim > 0 && (cur <= 0 || lim < cur) }
+	steps := b.MaxSteps
+	if steps <= 0 {
+		steps = agent.DefaultMaxSteps
+	}
+	if lower(float64(steps), float64(t.MaxSteps)) {
+		b.MaxSteps = t.MaxSteps
+	}
+	if lower(float64(b.MaxOutputTokens), float64(t.MaxOutputTokens)) {
+		b.MaxOutputTokens = t.MaxOutputTokens
+	}
+	if lower(b.MaxUSDPerTurn, t.MaxUSDPerTurn) {
+		b.MaxUSDPerTurn = t.MaxUSDPerTurn
+	}
+	if lower(float64(b.MaxWallTime), float64(t.MaxWallTime)) {
+		b.MaxWallTime = t.MaxWallTime
+	}
+	return b
 }
 
 // ParseLifecycleOptions decodes and checks options given with a message.
@@ -103,6 +135,9 @@ func ParseLifecycleOptions(raw json.RawMessage) (*LifecycleOptions, error) {
 		if json.Unmarshal(v, &m) != nil || m == nil {
 			return nil, fmt.Errorf("lifecycle options: toolArgs[%q] must be a JSON object", k)
 		}
+	}
+	if b := o.Budgets; b != nil && (b.MaxSteps < 0 || b.MaxOutputTokens < 0 || b.MaxUSDPerTurn < 0 || b.MaxUSDPerDay != 0 || b.MaxWallTime < 0) {
+		return nil, fmt.Errorf("lifecycle options: budgets: limits may not be negative, and max_usd_per_day is the agent's")
 	}
 	return &o, nil
 }
@@ -142,6 +177,11 @@ func (r *run) initLifecycle() {
 		o = &LifecycleOptions{}
 	}
 	r.lc.opts = *o
+	if o.Budgets != nil {
+		d := *r.def
+		d.Budgets = Tighter(d.Budgets, o.Budgets)
+		r.def = &d
+	}
 	r.lc.channel = o.ChannelID
 	if r.lc.channel == "" {
 		r.lc.channel = r.t.Session.Address()

@@ -16,8 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"agentd/internal/command"
 	"agentd/internal/event"
 	"agentd/internal/identity"
+	"agentd/internal/job"
 	"agentd/internal/permit"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
@@ -489,4 +491,26 @@ func (c *Client) Skill(ctx context.Context, name string) (SkillDetail, error) {
 		return out, err
 	}
 	return out, c.do(ctx, "GET", "/v1/skills/"+p, nil, &out)
+}
+
+// Commands lists the active slash commands (`command` extensions).
+func (c *Client) Commands(ctx context.Context) ([]command.Info, error) {
+	var out CommandList
+	return out.Commands, c.do(ctx, "GET", "/v1/commands", nil, &out)
+}
+
+// RunJob runs a job now with vars as its payload: with wait, it returns
+// the run as it ended (its output, or why it failed); without, once its
+// input is accepted.
+func (c *Client) RunJob(ctx context.Context, name string, vars map[string]string, wait bool) (job.Result, error) {
+	var out job.Result
+	n, err := seg(name)
+	if err != nil {
+		return out, err
+	}
+	p := "/v1/jobs/" + n + "/run"
+	if wait {
+		p += "?wait=true"
+	}
+	return out, c.do(ctx, "POST", p, JobRunRequest{Vars: vars}, &out)
 }

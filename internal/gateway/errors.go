@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/command"
 	"agentd/internal/extension"
+	"agentd/internal/job"
 	"agentd/internal/mcp"
 	"agentd/internal/memory"
 	"agentd/internal/permit"
@@ -71,20 +73,21 @@ var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
 		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
 		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed,
-		webext.ErrInvalid},
+		webext.ErrInvalid, command.ErrUsage},
 		status: http.StatusBadRequest, code: "bad_request"},
 	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
 	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
-		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound}, status: http.StatusNotFound, code: "not_found"},
+		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound, job.ErrNotFound}, status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
 	{errs: []error{ErrMethodNotAllowed}, status: http.StatusMethodNotAllowed, code: "method_not_allowed"},
 	{errs: []error{runtime.ErrInvalidAgent}, status: http.StatusConflict, code: "agent_invalid"},
 	{errs: []error{runtime.ErrNoTurn}, status: http.StatusConflict, code: "no_turn"},
 	{errs: []error{runtime.ErrSessionClosed}, status: http.StatusConflict, code: "session_closed"},
 	{errs: []error{runtime.ErrBusy}, status: http.StatusConflict, code: "busy"},
+	{errs: []error{job.ErrRunning}, status: http.StatusConflict, code: "job_running"},
 	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, store.ErrConflict, errConflict},
 		status: http.StatusConflict, code: "conflict"},
 	{errs: []error{errRateLimited}, status: http.StatusTooManyRequests, code: "rate_limited"},

@@ -65,6 +65,10 @@ type Options struct {
 	History    History      // conversation search and working memory
 	Memory     Memory       // agents' long-term memory
 
+	// The extensions' parts; each may be nil.
+	Commands Commands // slash commands in messages, GET /v1/commands
+	Jobs     Jobs     // POST /v1/jobs/{name}/run
+
 	// Handlers built by the gateway's sub-packages, each served at the
 	// routes of the table that name it (OpenAIRoutes for OpenAI); each may
 	// be nil, and its routes are then not served.

@@ -14,12 +14,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"agentd/internal/agent"
+	"agentd/internal/command"
 	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/openaiapi"
 	"agentd/internal/identity"
+	"agentd/internal/job"
 	"agentd/internal/mcp"
 	"agentd/internal/memory"
 	"agentd/internal/metrics"
@@ -66,6 +68,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
+		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil),
 		Extensions: (*extension.Manager)(nil),
 		Widgets:    (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
 	}
@@ -296,6 +299,10 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"CompactRequest":       reflect.TypeFor[gateway.CompactRequest](),
 		"LifecycleOptions":     reflect.TypeFor[engine.LifecycleOptions](),
 		"LifecycleRequest":     reflect.TypeFor[gateway.LifecycleRequest](),
+		"CommandList":          reflect.TypeFor[gateway.CommandList](),
+		"CommandInfo":          reflect.TypeFor[command.Info](),
+		"JobRunRequest":        reflect.TypeFor[gateway.JobRunRequest](),
+		"JobRun":               reflect.TypeFor[job.Result](),
 		"LifecycleLogEntry":    reflect.TypeFor[engine.LogEntry](),
 		"LifecycleObject":      reflect.TypeFor[engine.Object](),
 		"LifecycleApproval":    reflect.TypeFor[engine.ApprovalView](),

@@ -74,6 +74,11 @@ var routeTable = []route{
 	{pattern: "POST /v1/sessions/{agent}/{key}/compact", serve: (*Server).compact},
 	{pattern: "GET /v1/turns/{id}", serve: (*Server).turn},
 
+	// Slash commands and jobs, extensions of the types command and job
+	// (commands.go, jobs.go).
+	{pattern: "GET /v1/commands", serve: (*Server).commandList},
+	{pattern: "POST /v1/jobs/{name}/run", serve: (*Server).jobRun},
+
 	// Agents: definitions (agents.go), the message lifecycle and keys
 	// (tools.go).
 	{pattern: "GET /v1/agents", serve: (*Server).agents},

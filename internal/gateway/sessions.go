@@ -167,6 +167,9 @@ type MessageRequest struct {
 	Images []MessageImage `json:"images,omitempty"`
 	// Reopen reopens the session first if it is closed.
 	Reopen bool `json:"reopen,omitempty"`
+	// Literal sends the text as it is written: a text that starts with a
+	// command's name ("/standup …") is not run as the command.
+	Literal bool `json:"literal,omitempty"`
 }
 
 // MessageImage is an image of a MessageRequest.
@@ -194,6 +197,10 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		System: req.System, Silent: req.Silent, Origin: req.Origin, Options: req.Options, Reopen: req.Reopen}
 	for _, img := range req.Images {
 		in.Images = append(in.Images, model.Image{MIMEType: img.MIMEType, Data: img.Data})
+	}
+	if err := s.routeCommand(&in, req.Literal); err != nil {
+		s.fail(w, err)
+		return
 	}
 	q := r.URL.Query()
 	stream, err := boolParam(q, "stream")

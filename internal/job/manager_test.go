@@ -1,0 +1,44 @@
+package job_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"agentd/internal/command"
+	"agentd/internal/extension"
+	"agentd/internal/job"
+	"agentd/internal/testkit"
+)
+
+// TestManagerRefusesUnknownAgents: the manager, asked to take a job or a
+// command whose agent does not exist, refuses it (the API's 400) naming
+// /spec/agent, and a valid one passes.
+func TestManagerRefusesUnknownAgents(t *testing.T) {
+	agents := testkit.Agents{"assistant": testkit.Agent("assistant")}
+	r := job.New(nil, agents, nil)
+	defer r.Close()
+	m := extension.New(nil, &extension.Options{Builtins: fstest.MapFS{}})
+	for _, ty := range []extension.Type{r.Type(), command.Type(command.NewRouter(), agents)} {
+		if err := m.Register(ty); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	for _, d := range []extension.Doc{
+		{Type: "job", Name: "x", Spec: json.RawMessage(`{"agent":"nobody","prompt":"p"}`)},
+		{Type: "command", Name: "x", Spec: json.RawMessage(`{"agent":"nobody","prompt":"p"}`)},
+	} {
+		err := m.Check(ctx, d)
+		if !errors.Is(err, extension.ErrInvalid) || !strings.Contains(err.Error(), `/spec/agent: no agent "nobody"`) {
+			t.Errorf("%s: %v", d.Key(), err)
+		}
+		d.Spec = json.RawMessage(`{"agent":"assistant","prompt":"p"}`)
+		if err := m.Check(ctx, d); err != nil {
+			t.Errorf("%s: %v", d.Key(), err)
+		}
+	}
+}
