@@ -183,6 +183,16 @@ func TestConsole(t *testing.T) {
 		// The built-in echo model: the console says how to configure a real one.
 		"agents/offline.yaml": "name: Offline\nmodel:\n  provider: echo\n",
 	}
+	d, token := serveConsole(t, dir, files)
+	runSpec(t, d, token, chromium, node, "console.spec.mjs")
+}
+
+// serveConsole writes files into the data directory dir and starts
+// `agentd serve --listen` on it; it returns the daemon and the gateway's
+// token, or skips when this agentd cannot serve the console (fails under
+// AGENTD_INTEROP=1).
+func serveConsole(t *testing.T, dir string, files map[string]string) (*tcpDaemon, string) {
+	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -219,11 +229,17 @@ func TestConsole(t *testing.T) {
 		}
 		t.Skip("skipping: this agentd does not serve the console at / yet")
 	}
+	return d, token
+}
 
+// runSpec runs a spec of test/console against the daemon d in Chromium,
+// restarting d when the spec asks, and fails t unless every step passed.
+func runSpec(t *testing.T, d *tcpDaemon, token, chromium, node, name string) {
+	t.Helper()
 	shots, failures := screenshotDirs(t)
 	docShots := filepath.Join("..", "..", "docs", "screenshots")
 	tracked := dirDigest(t, docShots)
-	spec, _ := filepath.Abs(filepath.Join("..", "..", "test", "console", "console.spec.mjs"))
+	spec, _ := filepath.Abs(filepath.Join("..", "..", "test", "console", name))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

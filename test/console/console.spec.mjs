@@ -1,111 +1,13 @@
 // End-to-end test of the web console in headless Chromium, driven with
-// playwright-core (installed by `npm ci --prefix test/npm`).
-//
-// cmd/agentd/console_test.go starts `agentd serve --listen` against a scripted
-// model and runs this file with:
-//
-//   URL             the console's address (http://127.0.0.1:PORT)
-//   TOKEN           the gateway token (`agentd token`)
-//   SCREENSHOT_DIR  where the screenshots go (PNG); empty: none are taken
-//   FAILURE_DIR     where a failing step's screenshot goes (default
-//                   SCREENSHOT_DIR, else the system's temporary folder)
-//   CHROMIUM        the browser (default /usr/bin/chromium)
-//
-// The Go test also restarts agentd when this script asks: it prints
-// "@@restart" and waits for a line "restarted" on its standard input.
+// playwright-core (installed by `npm ci --prefix test/npm`); harness.mjs
+// says how cmd/agentd/console_test.go runs it.
 //
 // Each step prints "ok - name" or "not ok - name"; the last line is
 // "N passed, N failed".
 
-import { createRequire } from 'node:module';
-import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { URL_, TOKEN, api, restart, context, page, problems, frames, step, shot, finish } from './harness.mjs';
 
-const require = createRequire(new URL('../npm/package.json', import.meta.url));
-const { chromium } = require('playwright-core');
-
-const URL_ = process.env.URL;
-const TOKEN = process.env.TOKEN;
-const SHOTS = process.env.SCREENSHOT_DIR || '';
-const FAILURES = process.env.FAILURE_DIR || SHOTS || join(tmpdir(), 'agentd-console-failures');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-if (!URL_ || !TOKEN) {
-  console.error('console.spec.mjs: set URL and TOKEN');
-  process.exit(2);
-}
-if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-const base = new URL(URL_);
-
-const lines = createInterface({ input: process.stdin });
-const waiting = [];
-lines.on('line', (l) => { const w = waiting.shift(); if (w) w(l.trim()); });
-const nextLine = () => new Promise((resolve) => waiting.push(resolve));
-
-// restart asks the Go test to restart agentd (same port, same data).
-async function restart() {
-  console.log('@@restart');
-  const got = await nextLine();
-  assert.equal(got, 'restarted');
-}
-
-// api calls agentd directly with the token, as another client would.
-async function api(method, path, body) {
-  const res = await fetch(new URL(path, base), {
-    method,
-    headers: { Authorization: 'Bearer ' + TOKEN, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
-
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--no-first-run', '--disable-quic'],
-});
-const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: 'light', deviceScaleFactor: 1 });
-const page = await context.newPage();
-page.setDefaultTimeout(15000);
-
-// What the page does that it must not: script errors, CSP refusals,
-// requests to another origin.
-const problems = [];
-const frames = [];
-page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-page.on('console', (m) => {
-  if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push('console error: ' + m.text());
-});
-page.on('request', (r) => {
-  const u = new URL(r.url());
-  if (u.protocol === 'data:') return;
-  if (u.host !== base.host || !['http:', 'ws:', 'https:', 'wss:'].includes(u.protocol)) problems.push('request elsewhere: ' + r.url());
-});
-page.on('websocket', (ws) => {
-  ws.on('framereceived', (f) => { if (typeof f.payload === 'string') frames.push(f.payload); });
-});
-
-let passed = 0;
-let failed = 0;
-async function step(name, fn) {
-  try {
-    await fn();
-    passed++;
-    console.log('ok - ' + name);
-  } catch (e) {
-    failed++;
-    console.log('not ok - ' + name + '\n  ' + String(e && e.stack || e).split('\n').join('\n  '));
-    mkdirSync(FAILURES, { recursive: true });
-    await page.screenshot({ path: join(FAILURES, 'failure-' + name.replace(/\W+/g, '-') + '.png') }).catch(() => {});
-    throw e;
-  }
-}
-// shot writes a screenshot of the page, when screenshots were asked for.
-const shot = async (name, opts = {}) => { if (SHOTS) await page.screenshot({ path: join(SHOTS, name + '.png'), ...opts }); };
 const conn = () => page.locator('.conn');
 const userBubbles = (text) => page.locator('.timeline .bubble.user', { hasText: text });
 
@@ -472,8 +374,5 @@ try {
 } catch {
   // reported by step
 } finally {
-  await browser.close();
-  lines.close();
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exitCode = failed ? 1 : 0;
+  await finish();
 }

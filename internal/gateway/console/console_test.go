@@ -300,7 +300,7 @@ func TestNoServerAddressFromThePage(t *testing.T) {
 		"postMessage", "importScripts", "import(",
 	}
 	// Where the hash may be read: the router, and the login's return.
-	hashReaders := map[string]bool{"app.js": true, "chat.js": true, "screens.js": true}
+	hashReaders := map[string]bool{"app.js": true, "chat.js": true, "screens.js": true, "ext.js": true}
 	for _, name := range jsFiles(t) {
 		src := staticFile(t, name)
 		if name == "dom.js" {
@@ -368,7 +368,11 @@ func TestMarkdownAndHelpers(t *testing.T) {
 		}
 		t.Skip("skipping: no node")
 	}
-	cmd := exec.Command(node, "--test", "testdata/md.test.mjs", "testdata/helpers.test.mjs")
+	tests, err := filepath.Glob(filepath.Join("testdata", "*.test.mjs"))
+	if err != nil || len(tests) < 2 {
+		t.Fatalf("testdata holds the tests %v (%v)", tests, err)
+	}
+	cmd := exec.Command(node, append([]string{"--test"}, tests...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)

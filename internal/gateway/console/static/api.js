@@ -3,10 +3,12 @@
 // console's requests, or its login cookie, anywhere else.
 
 export class APIError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, errors) {
     super(message || code || 'HTTP ' + status);
     this.status = status;
     this.code = code || '';
+    // errors lists every problem of an invalid document ("pointer: message").
+    this.errors = Array.isArray(errors) ? errors : [];
   }
 }
 
@@ -36,11 +38,12 @@ export function query(obj) {
 }
 
 // request sends one API request. p is a path on this origin under /v1/.
-export async function request(method, p, body, { signal, quiet401 } = {}) {
+// headers are more request headers (If-Match).
+export async function request(method, p, body, { signal, quiet401, headers } = {}) {
   if (typeof p !== 'string' || !p.startsWith('/v1/') || p.includes('\\') || /\/\.{1,2}(\/|\?|$)/.test(p.split('?')[0])) {
     throw new Error('api: not an API path: ' + p);
   }
-  const init = { method, credentials: 'same-origin', cache: 'no-store', redirect: 'error', signal, headers: { Accept: 'application/json' } };
+  const init = { method, credentials: 'same-origin', cache: 'no-store', redirect: 'error', signal, headers: { ...headers, Accept: 'application/json' } };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -58,7 +61,7 @@ export async function request(method, p, body, { signal, quiet401 } = {}) {
     try { data = JSON.parse(text); } catch { data = null; }
   }
   if (!res.ok) {
-    const err = new APIError(res.status, data && data.code, (data && data.error) || res.statusText);
+    const err = new APIError(res.status, data && data.code, (data && data.error) || res.statusText, data && data.errors);
     if (res.status === 401 && !quiet401) for (const fn of listeners) fn(err);
     throw err;
   }
@@ -88,6 +91,8 @@ export async function readiness() {
 }
 export const post = (p, body, opts) => request('POST', p, body ?? {}, opts);
 export const patch = (p, body, opts) => request('PATCH', p, body ?? {}, opts);
+export const put = (p, body, opts) => request('PUT', p, body ?? {}, opts);
+export const del = (p, opts) => request('DELETE', p, undefined, opts);
 
 // newKey returns a random idempotency key (works outside secure contexts too).
 export function newKey(prefix = 'console') {

@@ -1,7 +1,8 @@
 // The agentd console: the shell, the router and the login.
 //
-// Routes live in the hash (#/chat/agent/key, #/sessions, #/log/agent/key,
-// #/agents, #/mcp, #/usage, #/approvals, #/login). A route names what to
+// Routes live in the hash (#/chat/agent/key, #/home, #/sessions,
+// #/log/agent/key, #/agents, #/mcp, #/usage, #/extensions/type/name,
+// #/approvals, #/login). A route names what to
 // show; it is never a server address: every request goes to this page's
 // own origin (api.js).
 
@@ -12,16 +13,22 @@ import { toast, parseRoute, routeHash } from './util.js';
 import { chatScreen } from './chat.js';
 import { sessionsScreen, logScreen, agentsScreen, mcpScreen, approvalsScreen } from './screens.js';
 import { usageScreen } from './usage.js';
+import { homeScreen } from './home.js';
+import { extensionsScreen } from './ext.js';
+import { Themer } from './theme.js';
 
 const NAV = [
+  { route: 'home', label: 'Home', icon: 'home' },
   { route: 'chat', label: 'Chat', icon: 'chat' },
   { route: 'sessions', label: 'Sessions', icon: 'list' },
   { route: 'agents', label: 'Agents', icon: 'bot' },
   { route: 'mcp', label: 'MCP servers', icon: 'plug' },
   { route: 'usage', label: 'Usage', icon: 'chart' },
+  { route: 'extensions', label: 'Extensions', icon: 'blocks' },
 ];
 
 const SCREENS = {
+  home: homeScreen,
   chat: chatScreen,
   sessions: sessionsScreen,
   log: logScreen,
@@ -29,6 +36,7 @@ const SCREENS = {
   mcp: mcpScreen,
   usage: usageScreen,
   approvals: approvalsScreen,
+  extensions: extensionsScreen,
 };
 
 class App {
@@ -40,6 +48,7 @@ class App {
     this.nextSub = 1;
     this.approvals = [];
     this.agents = null;
+    this.themer = new Themer();
     this.stream = new Stream({
       onEvent: (ev, sub) => this.dispatch(ev, sub),
       onState: (s, mode) => this.showConn(s, mode),
@@ -72,6 +81,7 @@ class App {
     this.stream.start();
     this.refreshReady();
     this.refreshApprovals();
+    this.themer.load().catch(() => {});
     clearInterval(this.approvalTimer);
     this.approvalTimer = setInterval(() => { if (document.visibilityState === 'visible') this.refreshApprovals(); }, 15000);
     this.route();

@@ -6,6 +6,8 @@
 import { h, icon, fill, append } from './dom.js';
 import { get, post, patch, path, query, newKey, APIError } from './api.js';
 import { render } from './md.js';
+import { show, forTool, loadRenderers } from './render.js';
+import { ArtifactsPanel } from './artifacts.js';
 import { fmtDuration, fmtNum, fmtUSD, fmtTime, relTime, pretty, prefs, setPref, toast, badge, copyButton, empty, errorBox, spinner, routeHash, problemsBox, failureSentence } from './util.js';
 
 const OUTBOX = 'agentd.console.outbox'; // sessionStorage: messages not yet accepted
@@ -113,6 +115,7 @@ class ChatView {
     this.lastRenderCost = 0;
     this.outbox = loadOutbox().filter((m) => m.addr === this.addr);
     this.retryTimer = null;
+    this.renderers = [];
     this.build();
   }
 
@@ -139,6 +142,16 @@ class ChatView {
     const resetBtn = h('button', { class: 'btn btn-sm', type: 'button', title: 'Start the context afresh (the log keeps everything)' }, icon('reset'), h('span', { class: 'lbl' }, 'Reset'));
     resetBtn.addEventListener('click', () => this.reset());
     const logLink = h('a', { class: 'btn btn-sm', href: routeHash('log', this.agent, this.key), title: 'Every event of this session' }, icon('log'), h('span', { class: 'lbl' }, 'Log'));
+    // The session's artifacts, beside the chat: shown when there are some,
+    // until the person closes them.
+    this.artCount = h('span', { class: 'n' });
+    this.artBtn = h('button', { class: 'btn btn-sm art-toggle', type: 'button', 'aria-controls': 'artifacts', 'aria-expanded': 'false', title: 'Documents the agent made' }, icon('file'), h('span', { class: 'lbl' }, 'Artifacts'), this.artCount);
+    this.artBtn.addEventListener('click', () => { this.artClosed = this.root.classList.contains('art-open'); this.showArtifacts(!this.artClosed); });
+    this.art = new ArtifactsPanel(this.addr, (n) => {
+      this.artCount.textContent = n ? String(n) : '';
+      // On a phone the panel would cover the chat: it opens when asked.
+      if (n && !this.artClosed && !matchMedia('(max-width: 760px)').matches) this.showArtifacts(true);
+    }, () => { this.artClosed = true; this.showArtifacts(false); this.artBtn.focus(); });
     const sideBtn = h('button', { class: 'icon-btn side-toggle', type: 'button', 'aria-label': 'Chats', 'aria-expanded': 'false' }, icon('list'));
     sideBtn.addEventListener('click', () => {
       const on = !this.root.classList.contains('side-open');
@@ -151,7 +164,7 @@ class ChatView {
       h('div', { class: 'chat-title' },
         h('div', { class: 'chat-agent' }, this.nameEl, agentInfo.model ? h('span', { class: 'muted model' }, agentInfo.model) : null),
         this.addrEl),
-      this.stateBadge, h('div', { class: 'head-actions' }, this.stopBtn, resetBtn, logLink));
+      this.stateBadge, h('div', { class: 'head-actions' }, this.stopBtn, resetBtn, logLink, this.artBtn));
     // An agent on the built-in echo model: say how to configure a real one.
     const banner = agentInfo.model_hint ? h('div', { class: 'banner banner-info echo-banner', role: 'note' }, icon('info'), h('span', { class: 'banner-text' }, agentInfo.model_hint)) : null;
 
@@ -175,7 +188,8 @@ class ChatView {
     this.hint = h('div', { class: 'composer-hint muted' }, 'Enter sends · Shift+Enter adds a line · / jumps here');
 
     this.root = h('div', { class: 'chat' }, this.side,
-      h('section', { class: 'chat-main', 'aria-label': 'Chat' }, head, banner, this.scroller, this.jump, h('div', { class: 'composer-wrap' }, form, this.hint)));
+      h('section', { class: 'chat-main', 'aria-label': 'Chat' }, head, banner, this.scroller, this.jump, h('div', { class: 'composer-wrap' }, form, this.hint)),
+      this.art.el);
     fill(this.el, this.root);
     const closeSide = () => { this.root.classList.remove('side-open'); sideBtn.setAttribute('aria-expanded', 'false'); };
     this.side.addEventListener('click', (e) => { if (e.target.closest('a')) closeSide(); });
@@ -185,9 +199,30 @@ class ChatView {
     this.side.addEventListener('keydown', (e) => { if (e.key === 'Escape') { closeSide(); sideBtn.focus(); } });
   }
 
+  showArtifacts(on) {
+    this.root.classList.toggle('art-open', on);
+    this.artBtn.setAttribute('aria-expanded', String(on));
+  }
+
+  // refreshArtifacts reads the session's artifacts again, once for a burst
+  // of artifact tool calls.
+  refreshArtifacts() {
+    clearTimeout(this.artTimer);
+    this.artTimer = setTimeout(() => this.art.refresh(), 150);
+  }
+
   async start() {
     this.timeline.append(spinner('Loading the conversation'));
     this.loadSessions();
+    this.art.refresh();
+    // Tool results a renderer row names are shown by it once the rows are here.
+    loadRenderers().then((rows) => {
+      this.renderers = rows;
+      this.art.renderers = rows;
+      if (!rows.length) return;
+      for (const it of this.items.values()) if (it.kind === 'tool' && it.result !== undefined) this.touch(it);
+      this.flush();
+    });
     let hist;
     try {
       hist = freshKeys.has(this.key) ? { session: null, events: [] } : await loadEvents(this.agent, this.key, 0, this.signal);
@@ -219,6 +254,7 @@ class ChatView {
   destroy() {
     clearTimeout(this.retryTimer);
     clearTimeout(this.titleTimer);
+    clearTimeout(this.artTimer);
     cancelAnimationFrame(this.raf);
   }
 
@@ -438,6 +474,7 @@ class ChatView {
         it.duration = d.duration_ms;
         it.truncated = d.truncated;
         it.status = d.interrupted ? 'interrupted' : d.is_error ? (it.approval && it.approval.state === 'denied' ? 'denied' : 'error') : 'ok';
+        if (!historic && it.name === 'artifact') this.refreshArtifacts();
         this.touch(it);
         break;
       }
@@ -678,10 +715,23 @@ class ChatView {
         h('div', { class: 'kv-head' }, h('span', null, 'Arguments'), copyButton(() => args, 'Copy arguments')),
         h('pre', { class: 'code' }, args || '{}'),
         res !== null ? [h('div', { class: 'kv-head' }, h('span', null, it.status === 'error' || it.status === 'denied' ? 'Error' : 'Result'), copyButton(() => res, 'Copy result')),
-          h('pre', { class: ['code', it.status === 'error' || it.status === 'denied' ? 'code-error' : null] }, res || '(empty)'),
+          this.rendered(it) || h('pre', { class: ['code', it.status === 'error' || it.status === 'denied' ? 'code-error' : null] }, res || '(empty)'),
           it.truncated ? h('p', { class: 'muted small' }, 'The output was cut to the agent\'s limit.') : null]
           : h('p', { class: 'muted small' }, it.status === 'running' ? 'Running…' : 'No result yet.')));
     return [details, it.approval ? approvalPanel(this.app, { ...it.approval, tool: it.name }, () => this.touchAndFlush(it)) : null];
+  }
+
+  // rendered shows a tool's result by the renderer row that names the
+  // tool (Copy result still copies it as it came); null when none does.
+  rendered(it) {
+    if (it.status !== 'ok') return null;
+    const spec = forTool(this.renderers, it.name);
+    if (!spec) return null;
+    try {
+      return h('div', { class: 'tool-render' }, show(spec, it.result));
+    } catch {
+      return null;
+    }
   }
 
   touchAndFlush(it) { this.touch(it); this.flush(); }

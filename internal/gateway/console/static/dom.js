@@ -79,6 +79,12 @@ const ICONS = {
   retry: 'M20 11a8 8 0 10-2 6M20 5v6h-6',
   info: 'M12 21a9 9 0 110-18 9 9 0 010 18zM12 11v5M12 8h.01',
   warn: 'M12 4l9 16H3zM12 10v4M12 17h.01',
+  home: 'M4 11l8-7 8 7v9h-5v-6H9v6H4z',
+  blocks: 'M4 4h7v7H4zM13 4h7v7h-7zM4 13h7v7H4zM13 13h7v7h-7z',
+  file: 'M6 3h9l4 4v14H6zM15 3v4h4',
+  download: 'M12 4v11M7 10l5 5 5-5M5 20h14',
+  trash: 'M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13',
+  history: 'M3 12a9 9 0 109-9 9 9 0 00-7 3.3M3 4v4h4M12 8v4l3 2',
 };
 
 export function icon(name, cls) {
