@@ -114,9 +114,8 @@ func (b *broadcaster) accept(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ws.CloseNow()
 	ctx := ws.CloseRead(context.Background())
-	if ws.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribed","sub":"url"}`)) != nil {
-		return
-	}
+	// Registered before "subscribed" is sent: a client told it is
+	// subscribed gets every broadcast from then on.
 	ch := make(chan []byte, 1024)
 	b.mu.Lock()
 	b.conns[ch] = struct{}{}
@@ -126,6 +125,9 @@ func (b *broadcaster) accept(w http.ResponseWriter, r *http.Request) {
 		delete(b.conns, ch)
 		b.mu.Unlock()
 	}()
+	if ws.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribed","sub":"url"}`)) != nil {
+		return
+	}
 	for {
 		select {
 		case f := <-ch:
