@@ -31,9 +31,6 @@ func RunStatuses() []string {
 	return []string{RunQueued, RunRunning, RunDone, RunError, RunSkipped, RunCancelled}
 }
 
-// runOpen reports whether a run in status s may still change.
-func runOpen(s string) bool { return s == RunQueued || s == RunRunning }
-
 // Job run triggers: what fired a run.
 const (
 	TriggerCron      = "cron"
@@ -243,6 +240,14 @@ func RunTransition(from, to string) error {
 	return fmt.Errorf("%w: the run is %s, it cannot become %s", ErrConflict, from, to)
 }
 
+// CheckPrune reports what is wrong with a PruneRuns of job keeping keep.
+func CheckPrune(job string, keep int) error {
+	if keep < 1 {
+		return fmt.Errorf("keep %d: at least the last run is kept", keep)
+	}
+	return CheckExtensionKey("job", job)
+}
+
 // RunLimit returns the number of runs JobRuns returns for limit, or what
 // is wrong with it.
 func RunLimit(limit int) (int, error) {
@@ -270,16 +275,16 @@ func RunTriggerSet(triggers []string) (string, error) {
 }
 
 // RunText returns s as a run keeps it: valid UTF-8 without NUL (which
-// PostgreSQL's text refuses), cut at a character boundary to at most max
-// bytes, a cut marked at its end.
-func RunText(s string, max int) string {
+// PostgreSQL's text refuses), cut at a character boundary to at most
+// limit bytes, a cut marked at its end.
+func RunText(s string, limit int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	if len(s) <= max {
+	if len(s) <= limit {
 		return s
 	}
 	mark := "\n[… cut: " + strconv.Itoa(len(s)) + " bytes in all]"
-	cut := max - len(mark)
+	cut := max(0, limit-len(mark)) // the limits are kilobytes, the mark about 30 bytes
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

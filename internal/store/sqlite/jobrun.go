@@ -100,8 +100,8 @@ func (s *Store) FinishRun(ctx context.Context, end store.JobRun) (store.JobRun, 
 
 // PruneRuns removes the ended runs of job older than its newest keep.
 func (s *Store) PruneRuns(ctx context.Context, job string, keep int) (int64, error) {
-	if err := store.CheckExtensionKey("job", job); err != nil || keep < 1 {
-		return 0, fmt.Errorf("sqlite: prune runs of %q keeping %d: %w (%v)", job, keep, ErrInvalid, err)
+	if err := store.CheckPrune(job, keep); err != nil {
+		return 0, fmt.Errorf("sqlite: prune runs: %w: %v", ErrInvalid, err)
 	}
 	req := s.getRequest(ctx, opRunPrune)
 	req.jobRun, req.keep = store.JobRun{Job: job}, keep
