@@ -10,6 +10,16 @@ import (
 
 // Copying the runs of jobs (see CopyFromSQLite).
 
+// qRunCopy writes a run of the source: see copyJobRuns.
+const qRunCopy = `INSERT INTO agentd_job_runs (` + runCols + `)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	ON CONFLICT (job, run) DO UPDATE SET status = excluded.status, started_at = excluded.started_at,
+		ended_at = excluded.ended_at, steps = excluded.steps, tokens_in = excluded.tokens_in,
+		tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd, output = excluded.output,
+		error = excluded.error
+	WHERE agentd_job_runs.status IN (` + sqlQueued + `, ` + sqlRunning + `)
+		OR excluded.status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)`
+
 // copyJobRuns copies the runs in chunks of copyChunk in the order of
 // their key, each chunk in one transaction. A run PostgreSQL has already
 // takes the source's status, times, figures and texts, unless it has
@@ -34,13 +44,7 @@ func (s *Store) copyJobRuns(ctx context.Context, src *sql.DB) error {
 				rows.Close()
 				return err
 			}
-			b.Queue(`INSERT INTO agentd_job_runs (`+runCols+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-				ON CONFLICT (job, run) DO UPDATE SET status = excluded.status, started_at = excluded.started_at,
-					ended_at = excluded.ended_at, steps = excluded.steps, tokens_in = excluded.tokens_in,
-					tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd, output = excluded.output,
-					error = excluded.error
-				WHERE agentd_job_runs.status IN ('queued', 'running') OR excluded.status NOT IN ('queued', 'running')`,
+			b.Queue(qRunCopy,
 				job, run, sched, trigger, session, status, started, ended, steps, in, out, cost, output, errText, payload, node)
 		}
 		rows.Close()

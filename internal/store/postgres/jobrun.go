@@ -43,6 +43,12 @@ CREATE TABLE agentd_job_runs (
 );
 `
 
+// The open statuses as the queries' literals.
+const (
+	sqlQueued  = "'" + store.RunQueued + "'"
+	sqlRunning = "'" + store.RunRunning + "'"
+)
+
 const (
 	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node`
 	qRunIns = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, 0, 0, '', $9, $10, $11)
@@ -57,13 +63,13 @@ const (
 	// same rule; a run that does not move is told apart by reading it).
 	// The row's lock orders racing finishes: the second sees the first's
 	// status and does not match.
-	qRunFinish = `UPDATE agentd_job_runs SET status = $3, started_at = CASE WHEN $3 = 'running' THEN $4 ELSE started_at END,
+	qRunFinish = `UPDATE agentd_job_runs SET status = $3, started_at = CASE WHEN $3 = ` + sqlRunning + ` THEN $4 ELSE started_at END,
 		ended_at = $5, steps = $6, tokens_in = $7, tokens_out = $8, cost_usd = $9, output = $10, error = $11
-	WHERE job = $1 AND run = $2 AND (status = 'queued' OR (status = 'running' AND $3 <> 'running'))
+	WHERE job = $1 AND run = $2 AND (status = ` + sqlQueued + ` OR (status = ` + sqlRunning + ` AND $3 <> ` + sqlRunning + `))
 	RETURNING ` + runCols
 	// qRunPrune removes the ended runs older than the job's $2+1-th
 	// newest (none if it has no more runs than that).
-	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = $1 AND status NOT IN ('queued', 'running')
+	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = $1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
 		AND run < (SELECT run FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT 1 OFFSET $2)`
 )
 

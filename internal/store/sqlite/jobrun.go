@@ -41,6 +41,12 @@ CREATE TABLE agentd_job_runs (
 	PRIMARY KEY (job, run)
 );`
 
+// The open statuses as the queries' literals.
+const (
+	sqlQueued  = "'" + store.RunQueued + "'"
+	sqlRunning = "'" + store.RunRunning + "'"
+)
+
 const (
 	runCols   = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node`
 	qRunIns   = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, '', ?, ?, ?) ON CONFLICT (job, run) DO NOTHING`
@@ -52,13 +58,13 @@ const (
 		AND (?2 = '' OR instr(?2, ',' || trigger_kind || ',') > 0) ORDER BY run DESC LIMIT 1`
 	// qRunFinish moves an open run as store.RunTransition allows (the
 	// same rule; a run that does not move is told apart by reading it).
-	qRunFinish = `UPDATE agentd_job_runs SET status = ?3, started_at = iif(?3 = 'running', ?4, started_at), ended_at = ?5,
+	qRunFinish = `UPDATE agentd_job_runs SET status = ?3, started_at = iif(?3 = ` + sqlRunning + `, ?4, started_at), ended_at = ?5,
 		steps = ?6, tokens_in = ?7, tokens_out = ?8, cost_usd = ?9, output = ?10, error = ?11
-	WHERE job = ?1 AND run = ?2 AND (status = 'queued' OR (status = 'running' AND ?3 <> 'running'))
+	WHERE job = ?1 AND run = ?2 AND (status = ` + sqlQueued + ` OR (status = ` + sqlRunning + ` AND ?3 <> ` + sqlRunning + `))
 	RETURNING ` + runCols
 	// qRunPrune removes the ended runs older than the job's ?2+1-th
 	// newest (none if it has no more runs than that).
-	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = ?1 AND status NOT IN ('queued', 'running')
+	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = ?1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
 		AND run < (SELECT run FROM agentd_job_runs WHERE job = ?1 ORDER BY run DESC LIMIT 1 OFFSET ?2)`
 )
 
