@@ -433,3 +433,35 @@ func testJobRunClosed(t *testing.T, x *suite) {
 		}
 	}
 }
+
+// Of callers racing to end one run (a node's end and a person's cancel),
+// exactly one ends it, and the run is as that one ended it.
+func testJobRunConcurrentFinish(t *testing.T, x *suite) {
+	s := x.newStore(t)
+	ctx := t.Context()
+	r := mustStartRun(t, s, fire("j", 0, store.TriggerCron))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var won []string
+	for i := range 8 {
+		wg.Go(func() {
+			out := fmt.Sprintf("end %d", i)
+			_, err := s.FinishRun(ctx, store.JobRun{Job: "j", Run: r.Run, Status: store.RunDone, Output: out})
+			switch {
+			case err == nil:
+				mu.Lock()
+				won = append(won, out)
+				mu.Unlock()
+			case !errors.Is(err, store.ErrConflict):
+				t.Errorf("FinishRun %d = %v, want nil or ErrConflict", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if len(won) != 1 {
+		t.Fatalf("the racing FinishRuns: %v ended the run, want exactly one", won)
+	}
+	if got, err := s.JobRun(ctx, "j", r.Run); err != nil || got.Output != won[0] {
+		t.Errorf("the run after the race: output %q, %v; want %q", got.Output, err, won[0])
+	}
+}

@@ -125,6 +125,7 @@ func tests() []struct {
 		{"JobRunStart", testJobRunStart},
 		{"JobRunConcurrentStart", testJobRunConcurrentStart},
 		{"JobRunFinish", testJobRunFinish},
+		{"JobRunConcurrentFinish", testJobRunConcurrentFinish},
 		{"JobRunsOrder", testJobRunsOrder},
 		{"JobRunLast", testJobRunLast},
 		{"JobRunPrune", testJobRunPrune},
