@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"agentd/internal/store"
 	"agentd/internal/store/postgres/pgtest"
@@ -57,6 +58,15 @@ say ok {{last_user}}
 			t.Fatal(err)
 		}
 	}
+	// Two runs of a job, one still running.
+	runAt := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	for i, status := range []string{store.RunSkipped, store.RunRunning} {
+		at := runAt.Add(time.Duration(i) * time.Minute)
+		r := store.JobRun{Job: "digest", Run: store.RunID(at, ""), ScheduledAt: at, Trigger: store.TriggerCron, Status: status}
+		if _, _, err := lite.StartRun(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	lite.Close()
 	copied := func(t *testing.T) int {
 		t.Helper()
@@ -67,7 +77,7 @@ say ok {{last_user}}
 		if r.code != 0 || !strings.Contains(r.stdout, "verified") || !strings.Contains(r.stdout, "every session's last sequence number is the same") {
 			t.Fatalf("store copy: %+v", r)
 		}
-		for _, table := range []string{"sessions", "events", "inbox", "usage", "agents", "agentd_extensions", "agentd_extension_history", "entities", "observations", "insights"} {
+		for _, table := range []string{"sessions", "events", "inbox", "usage", "agents", "agentd_extensions", "agentd_extension_history", "agentd_job_runs", "entities", "observations", "insights"} {
 			if !regexp.MustCompile(`(?m)^\s*` + table + `\s+(\d+)\s+(\d+)\s*$`).MatchString(r.stdout) {
 				t.Errorf("the report has no equal counts of %s:\n%s", table, r.stdout)
 			}
@@ -96,6 +106,16 @@ say ok {{last_user}}
 	if r := run(t, dir, "send", "assistant", "--session", "a", "one more"); r.code != 0 {
 		t.Fatalf("send: %+v", r)
 	}
+	// The running run ends: the next copy carries its end (the copy
+	// verifies every run's status).
+	lite, err = sqlite.Open(t.Context(), filepath.Join(dir, "agentd.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lite.FinishRun(t.Context(), store.JobRun{Job: "digest", Run: store.RunID(runAt.Add(time.Minute), ""), Status: store.RunDone}); err != nil {
+		t.Fatal(err)
+	}
+	lite.Close()
 	if n := copied(t); n == 0 || n >= first {
 		t.Errorf("the copy after one more message copied %d events (the first copied %d): want only the new ones", n, first)
 	}

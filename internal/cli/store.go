@@ -185,6 +185,9 @@ func printCopy(e *env, rep postgres.CopyReport) {
 	if len(rep.DifferExt) > 0 {
 		fmt.Fprintf(e.stdout, "%d extensions' versions differ: %s\n", len(rep.DifferExt), strings.Join(rep.DifferExt[:min(len(rep.DifferExt), 20)], ", "))
 	}
+	if len(rep.DifferRuns) > 0 {
+		fmt.Fprintf(e.stdout, "%d job runs differ: %s\n", len(rep.DifferRuns), strings.Join(rep.DifferRuns[:min(len(rep.DifferRuns), 20)], ", "))
+	}
 	if len(rep.Differ) == 0 {
 		fmt.Fprintln(e.stdout, "every session's last sequence number is the same in both")
 		return

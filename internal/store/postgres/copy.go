@@ -25,8 +25,9 @@ import (
 // went on writing after a first copy) continues where it was; inbox items
 // are upserted (a pending item may be done since), usage rows, agents and
 // working memory inserted or replaced by key, extension rows and their
-// history as copyExtensions says. It then compares row counts, every
-// session's last sequence number and every extension row's version
+// history as copyExtensions says, job runs as copyJobRuns says. It then
+// compares row counts, every session's last sequence number, every
+// extension row's version and every job run's status and end
 // (CopyReport).
 //
 // The copy knows both schemas: a migration of either store changes it,
@@ -59,6 +60,10 @@ type CopyReport struct {
 	// differs between the stores, or that only one of them has; empty
 	// when the copy verifies.
 	DifferExt []string
+	// DifferRuns lists the job runs ("job/run status") whose status or
+	// end differs between the stores, or that only one of them has;
+	// empty when the copy verifies.
+	DifferRuns []string
 }
 
 // OK reports whether the copy verified.
@@ -68,7 +73,7 @@ func (r CopyReport) OK() bool {
 			return false
 		}
 	}
-	return len(r.Differ) == 0 && len(r.DifferExt) == 0
+	return len(r.Differ) == 0 && len(r.DifferExt) == 0 && len(r.DifferRuns) == 0
 }
 
 // CopyFromSQLite copies the agentd SQLite database src into the store and
@@ -88,6 +93,7 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"working memory", s.copyWorking},
 		{"claims", s.copyClaims},
 		{"extensions", s.copyExtensions},
+		{"job runs", s.copyJobRuns},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -390,7 +396,7 @@ func (s *Store) resetSequences(ctx context.Context) error {
 
 // copyTables are the tables a copy compares, by name in both stores.
 var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims",
-	"agentd_extensions", "agentd_extension_history"}
+	"agentd_extensions", "agentd_extension_history", "agentd_job_runs"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.
@@ -453,5 +459,8 @@ func (s *Store) verifyCopy(ctx context.Context, src *sql.DB, rep *CopyReport) er
 		}
 	}
 	slices.Sort(rep.Differ)
-	return s.verifyExtensions(ctx, src, rep)
+	if err := s.verifyExtensions(ctx, src, rep); err != nil {
+		return err
+	}
+	return s.verifyJobRuns(ctx, src, rep)
 }

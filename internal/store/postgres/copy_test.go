@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -125,5 +126,77 @@ func TestCopyExtensions(t *testing.T) {
 	e, err := pg.PutExtension(ctx, store.Extension{Type: "action", Name: "c", Spec: []byte(`{}`), Provenance: store.ProvenanceUser}, store.ExtPut, 3)
 	if err != nil || e.Version != 4 {
 		t.Errorf("PutExtension on the copy = version %d, %v; want 4", e.Version, err)
+	}
+}
+
+// TestCopyJobRuns: the runs of jobs come along as they are in SQLite; a
+// copy run again after a run ended and another was taken there brings
+// PostgreSQL to the same; a fire taken on SQLite stays taken.
+func TestCopyJobRuns(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	lite, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	at := func(i int) time.Time { return time.Date(2026, 11, 26, 8, i, 0, 0, time.UTC) }
+	start := func(job string, i int, status string) store.JobRun {
+		t.Helper()
+		r := store.JobRun{Job: job, Run: store.RunID(at(i), ""), ScheduledAt: at(i), Trigger: store.TriggerEvery, Status: status,
+			Session: "a/job:" + job, Payload: []byte(`{"n":1}`), Node: "old", Error: "busy"}
+		got, created, err := lite.StartRun(ctx, r)
+		if err != nil || !created {
+			t.Fatalf("StartRun(%s, %d) = %v, %v", job, i, created, err)
+		}
+		return got
+	}
+	start("digest", 0, store.RunRunning)
+	open := start("digest", 1, store.RunRunning)
+	start("digest", 2, store.RunSkipped)
+	start("watch", 0, store.RunQueued)
+	if _, err := lite.FinishRun(ctx, store.JobRun{Job: "digest", Run: store.RunID(at(0), ""), Status: store.RunDone,
+		Steps: 2, TokensIn: 10, TokensOut: 20, CostUSD: 0.5, Output: "all quiet"}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	same := func(what string) {
+		t.Helper()
+		rep, err := pg.CopyFromSQLite(ctx, src, nil)
+		if err != nil || !rep.OK() {
+			t.Fatalf("%s: CopyFromSQLite: %v (%+v)", what, err, rep)
+		}
+		for _, job := range []string{"digest", "watch"} {
+			want, err := lite.JobRuns(ctx, job, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pg.JobRuns(ctx, job, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("%s: the runs of %s (-sqlite +postgres):\n%s", what, job, d)
+			}
+		}
+	}
+	same("the first copy")
+	if _, err := lite.FinishRun(ctx, store.JobRun{Job: "digest", Run: open.Run, Status: store.RunError, Error: "budget"}); err != nil {
+		t.Fatal(err)
+	}
+	start("digest", 3, store.RunRunning)
+	same("the copy after changes")
+	if r, created, err := pg.StartRun(ctx, store.JobRun{Job: "digest", Run: open.Run, ScheduledAt: at(1), Trigger: store.TriggerEvery,
+		Status: store.RunRunning, Node: "new"}); err != nil || created || r.Node != "old" {
+		t.Errorf("StartRun on the copy of a run taken on SQLite = node %q, created %v, %v; want the copied run", r.Node, created, err)
 	}
 }

@@ -149,7 +149,9 @@ CREATE INDEX agentd_leases_node ON agentd_leases (node_id);
 // migrations returns the schema steps in order; step i (from 0) brings the
 // database to version i+1, recorded in agentd_schema. Steps are only ever
 // appended.
-func migrations() []string { return []string{schemaV1, schemaV2, schemaClaims, schemaExtensions} }
+func migrations() []string {
+	return []string{schemaV1, schemaV2, schemaClaims, schemaExtensions, schemaJobRuns}
+}
 
 // SchemaVersion is the schema version this build writes.
 func SchemaVersion() int { return len(migrations()) }

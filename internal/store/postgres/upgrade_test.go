@@ -3,6 +3,7 @@ package postgres
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -44,5 +45,44 @@ func TestUpgradeAddsExtensions(t *testing.T) {
 	}
 	if got, err := s.Extensions(ctx, ""); err != nil || len(got) != 1 {
 		t.Errorf("Extensions after the upgrade = %+v, %v", got, err)
+	}
+}
+
+// A database written before the job runs table is upgraded on open: its
+// extension rows stay, and runs can be taken and read.
+func TestUpgradeAddsJobRuns(t *testing.T) {
+	ctx := t.Context()
+	db := pgtest.NewDB(t)
+	pool, err := pgxpool.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, pool, migrations()[:4], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO agentd_extensions (type, name, spec, enabled, version, provenance, created_at, created_by, updated_at, updated_by)
+		VALUES ('job', 'digest', '{}', true, 1, 'user', 0, 'user', 0, 'user')`); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+
+	s, err := Open(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := DatabaseSchemaVersion(ctx, db, nil); err != nil || v != SchemaVersion() {
+		t.Errorf("schema version after the upgrade = %d, %v; want %d", v, err, SchemaVersion())
+	}
+	if _, err := s.Extension(ctx, "job", "digest"); err != nil {
+		t.Errorf("the extension row after the upgrade: %v", err)
+	}
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	r := store.JobRun{Job: "digest", Run: store.RunID(at, ""), ScheduledAt: at, Trigger: store.TriggerCron, Status: store.RunRunning}
+	if _, created, err := s.StartRun(ctx, r); err != nil || !created {
+		t.Fatalf("StartRun after the upgrade = created %v, %v", created, err)
+	}
+	if last, err := s.LastRun(ctx, "digest"); err != nil || last.Run != r.Run {
+		t.Errorf("LastRun after the upgrade = %+v, %v", last, err)
 	}
 }

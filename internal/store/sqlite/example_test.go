@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -110,4 +111,39 @@ func ExampleStore_PutExtension() {
 	// 1 put true user:cli
 	// 2 disable false agent:researcher
 	// 3 delete false user:cli
+}
+
+// A fire of a job is taken once: the second StartRun of the same run id
+// (another node, or this one after a restart) is told the run taken.
+func ExampleStore_StartRun() {
+	dir, err := os.MkdirTemp("", "agentd-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "agentd.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	at := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	fire := store.JobRun{Job: "briefing", Run: store.RunID(at, ""), ScheduledAt: at, Trigger: store.TriggerCron,
+		Session: "assistant/job:briefing:" + store.RunID(at, ""), Status: store.RunRunning, Node: "n1"}
+	_, created, err := s.StartRun(ctx, fire)
+	fmt.Println("taken:", created, err)
+	fire.Node = "n2"
+	run, created, err := s.StartRun(ctx, fire)
+	fmt.Println("taken again:", created, "by", run.Node, err)
+
+	run, err = s.FinishRun(ctx, store.JobRun{Job: "briefing", Run: run.Run, Status: store.RunDone, Steps: 2, Output: "Nothing urgent today."})
+	fmt.Println(run.Run, run.Status, run.Output, err)
+	last, err := s.LastRun(ctx, "briefing", store.TriggerCron)
+	fmt.Println("catch up from:", last.ScheduledAt, err)
+	// Output:
+	// taken: true <nil>
+	// taken again: false by n1 <nil>
+	// 20261201T080000.000Z done Nothing urgent today. <nil>
+	// catch up from: 2026-12-01 08:00:00 +0000 UTC <nil>
 }

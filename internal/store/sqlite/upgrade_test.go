@@ -157,3 +157,44 @@ func TestUpgradeAddsExtensions(t *testing.T) {
 		t.Errorf("Extensions after the upgrade = %+v, %v", got, err)
 	}
 }
+
+// A database written before the job runs table is upgraded on open: its
+// extension rows stay, and runs can be taken and read.
+func TestUpgradeAddsJobRuns(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, migrations()[:10], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO agentd_extensions (type, name, spec, enabled, version, provenance, created_at, created_by, updated_at, updated_by)
+		VALUES ('job', 'digest', '{}', 1, 1, 'user', 0, 'user', 0, 'user')`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	db.Close()
+
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Extension(ctx, "job", "digest"); err != nil {
+		t.Errorf("the extension row after the upgrade: %v", err)
+	}
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	r := store.JobRun{Job: "digest", Run: store.RunID(at, ""), ScheduledAt: at, Trigger: store.TriggerCron, Status: store.RunRunning}
+	if _, created, err := s.StartRun(ctx, r); err != nil || !created {
+		t.Fatalf("StartRun after the upgrade = created %v, %v", created, err)
+	}
+	if last, err := s.LastRun(ctx, "digest"); err != nil || last.Run != r.Run {
+		t.Errorf("LastRun after the upgrade = %+v, %v", last, err)
+	}
+}

@@ -30,6 +30,9 @@ const (
 	opClaim
 	opExtPut
 	opExtDelete
+	opRunStart
+	opRunFinish
+	opRunPrune
 )
 
 func (o op) String() string {
@@ -54,6 +57,12 @@ func (o op) String() string {
 		return "put extension"
 	case opExtDelete:
 		return "delete extension"
+	case opRunStart:
+		return "start run"
+	case opRunFinish:
+		return "finish run"
+	case opRunPrune:
+		return "prune runs"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -88,11 +97,16 @@ type request struct {
 	ext       store.Extension
 	extOp     string
 	ifVersion int64
+	// opRunStart and opRunFinish (also their result), opRunPrune (Job,
+	// with keep)
+	jobRun store.JobRun
+	keep   int
 
 	// results
 	sess      store.Session
 	created   bool // opSession: the session is new; opTitle: the title was set
 	duplicate bool
+	pruned    int64 // opRunPrune: the runs removed
 	err       error
 
 	reply chan struct{} // capacity 1
@@ -203,7 +217,8 @@ type writer struct {
 	wmSet, wmDelete                   *sql.Stmt
 	setTitle, titleInput, claim       *sql.Stmt
 	extHeadQ, extUpsert, extDelete    *sql.Stmt
-	extHistIns                        *sql.Stmt
+	extHistIns, runIns, runGet        *sql.Stmt
+	runFinish, runPrune               *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
 
 	// tails: the last sequence number of sessions written to (tails.go).
@@ -283,6 +298,10 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.extUpsert, qExtUpsert},
 		{&w.extDelete, qExtDelete},
 		{&w.extHistIns, qExtHistIns},
+		{&w.runIns, qRunIns},
+		{&w.runGet, qRun},
+		{&w.runFinish, qRunFinish},
+		{&w.runPrune, qRunPrune},
 		{&w.syncNormal, "PRAGMA synchronous = NORMAL"},
 		{&w.syncFull, "PRAGMA synchronous = FULL"},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -634,6 +653,12 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyExtPut(r, now)
 	case opExtDelete:
 		return w.applyExtDelete(r, now)
+	case opRunStart:
+		return w.applyRunStart(r)
+	case opRunFinish:
+		return w.applyRunFinish(r)
+	case opRunPrune:
+		return w.applyRunPrune(r)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }

@@ -29,6 +29,7 @@ type Store interface {
 	store.OnceStore
 	store.ClusterStore
 	store.ExtensionStore
+	store.JobRunStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -121,6 +122,16 @@ func tests() []struct {
 		{"ExtensionNotFound", testExtensionNotFound},
 		{"ExtensionInvalid", testExtensionInvalid},
 		{"ExtensionConcurrent", testExtensionConcurrent},
+		{"JobRunStart", testJobRunStart},
+		{"JobRunConcurrentStart", testJobRunConcurrentStart},
+		{"JobRunFinish", testJobRunFinish},
+		{"JobRunConcurrentFinish", testJobRunConcurrentFinish},
+		{"JobRunsOrder", testJobRunsOrder},
+		{"JobRunLast", testJobRunLast},
+		{"JobRunPrune", testJobRunPrune},
+		{"JobRunCaps", testJobRunCaps},
+		{"JobRunInvalid", testJobRunInvalid},
+		{"JobRunClosed", testJobRunClosed},
 	}
 }
 

@@ -1,0 +1,229 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"agentd/internal/store"
+)
+
+var _ store.JobRunStore = (*Store)(nil)
+
+// schemaJobRuns holds the runs of jobs, as in SQLite: a row per (job,
+// run), taken by StartRun's INSERT … ON CONFLICT DO NOTHING, which is
+// what makes a fire happen once whichever nodes race for it. Jobs and run
+// ids are ordered byte by byte (COLLATE "C"), as SQLite orders them; run
+// ids start with their scheduled time (store.RunID), so the primary key's
+// index serves a job's runs newest first, its last run and a prune. Times
+// are unix nanoseconds, 0 for none; payload is compact JSON text, empty
+// for none.
+const schemaJobRuns = `
+CREATE TABLE agentd_job_runs (
+	job          text COLLATE "C" NOT NULL,
+	run          text COLLATE "C" NOT NULL,
+	scheduled_at bigint NOT NULL,
+	trigger_kind text NOT NULL,
+	session      text NOT NULL DEFAULT '',
+	status       text NOT NULL,
+	started_at   bigint NOT NULL,
+	ended_at     bigint NOT NULL DEFAULT 0,
+	steps        bigint NOT NULL DEFAULT 0,
+	tokens_in    bigint NOT NULL DEFAULT 0,
+	tokens_out   bigint NOT NULL DEFAULT 0,
+	cost_usd     double precision NOT NULL DEFAULT 0,
+	output       text NOT NULL DEFAULT '',
+	error        text NOT NULL DEFAULT '',
+	payload      text NOT NULL DEFAULT '',
+	node         text NOT NULL DEFAULT '',
+	PRIMARY KEY (job, run)
+);
+`
+
+// The open statuses as the queries' literals.
+const (
+	sqlQueued  = "'" + store.RunQueued + "'"
+	sqlRunning = "'" + store.RunRunning + "'"
+)
+
+const (
+	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node`
+	qRunIns = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, 0, 0, '', $9, $10, $11)
+	ON CONFLICT (job, run) DO NOTHING RETURNING ` + runCols
+	qRun      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run = $2`
+	qRuns     = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT $2`
+	qRunsFrom = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run < $2 ORDER BY run DESC LIMIT $3`
+	// qRunLast: $2 is store.RunTriggerSet's ",cron,every," or '' for any.
+	qRunLast = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1
+		AND ($2 = '' OR strpos($2, ',' || trigger_kind || ',') > 0) ORDER BY run DESC LIMIT 1`
+	// qRunFinish moves an open run as store.RunTransition allows (the
+	// same rule; a run that does not move is told apart by reading it).
+	// The row's lock orders racing finishes: the second sees the first's
+	// status and does not match.
+	qRunFinish = `UPDATE agentd_job_runs SET status = $3, started_at = CASE WHEN $3 = ` + sqlRunning + ` THEN $4 ELSE started_at END,
+		ended_at = $5, steps = $6, tokens_in = $7, tokens_out = $8, cost_usd = $9, output = $10, error = $11
+	WHERE job = $1 AND run = $2 AND (status = ` + sqlQueued + ` OR (status = ` + sqlRunning + ` AND $3 <> ` + sqlRunning + `))
+	RETURNING ` + runCols
+	// qRunPrune removes the ended runs older than the job's $2+1-th
+	// newest (none if it has no more runs than that).
+	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = $1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
+		AND run < (SELECT run FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT 1 OFFSET $2)`
+)
+
+// StartRun records a run taken, or returns the run its job has of that
+// id already with created false (see store.JobRunStore). Of racing
+// inserts of one run (any nodes), PostgreSQL lets one in; the others wait
+// for it to commit, insert nothing, and read it in a statement of their
+// own.
+func (s *Store) StartRun(ctx context.Context, r store.JobRun) (store.JobRun, bool, error) {
+	r, err := store.RunStart(r, time.Now())
+	if err != nil {
+		return store.JobRun{}, false, fmt.Errorf("postgres: start run: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return store.JobRun{}, false, store.ErrClosed
+	}
+	what := "start run " + r.Job + "/" + r.Run
+	got, err := scanJobRun(s.pool.QueryRow(ctx, qRunIns, r.Job, r.Run, r.ScheduledAt.UnixNano(), r.Trigger, r.Session, r.Status,
+		r.StartedAt.UnixNano(), store.RunNanos(r.EndedAt), r.Error, string(r.Payload), r.Node))
+	if err == nil {
+		return got, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return store.JobRun{}, false, s.readErr(what, err)
+	}
+	got, err = s.oneRun(ctx, what+": the run taken before", qRun, r.Job, r.Run)
+	return got, false, err
+}
+
+// FinishRun records the end of an open run, or its move from queued to
+// running (see store.JobRunStore).
+func (s *Store) FinishRun(ctx context.Context, end store.JobRun) (store.JobRun, error) {
+	end, err := store.RunEnd(end, time.Now())
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("postgres: finish run: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return store.JobRun{}, store.ErrClosed
+	}
+	what := "finish run " + end.Job + "/" + end.Run
+	got, err := scanJobRun(s.pool.QueryRow(ctx, qRunFinish, end.Job, end.Run, end.Status, store.RunNanos(end.StartedAt),
+		store.RunNanos(end.EndedAt), end.Steps, end.TokensIn, end.TokensOut, end.CostUSD, end.Output, end.Error))
+	if err == nil {
+		return got, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return store.JobRun{}, s.readErr(what, err)
+	}
+	now, err := s.oneRun(ctx, what, qRun, end.Job, end.Run)
+	if err != nil {
+		return store.JobRun{}, err
+	}
+	return store.JobRun{}, fmt.Errorf("postgres: %s: %w", what, store.RunTransition(now.Status, end.Status))
+}
+
+// PruneRuns removes the ended runs of job older than its newest keep.
+func (s *Store) PruneRuns(ctx context.Context, job string, keep int) (int64, error) {
+	if err := store.CheckPrune(job, keep); err != nil {
+		return 0, fmt.Errorf("postgres: prune runs: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return 0, store.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, qRunPrune, job, keep-1)
+	if err != nil {
+		return 0, s.readErr("prune runs of "+job, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// JobRuns returns a job's runs newest first, before a run id.
+func (s *Store) JobRuns(ctx context.Context, job, before string, limit int) ([]store.JobRun, error) {
+	n, err := store.RunLimit(limit)
+	if err == nil {
+		err = store.CheckExtensionKey("job", job)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: job runs: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return nil, store.ErrClosed
+	}
+	var rows pgx.Rows
+	if before == "" {
+		rows, err = s.pool.Query(ctx, qRuns, job, n)
+	} else {
+		rows, err = s.pool.Query(ctx, qRunsFrom, job, before, n)
+	}
+	if err != nil {
+		return nil, s.readErr("job runs", err)
+	}
+	defer rows.Close()
+	out := []store.JobRun{}
+	for rows.Next() {
+		r, err := scanJobRun(rows)
+		if err != nil {
+			return nil, s.readErr("job runs", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("job runs", err)
+	}
+	return out, nil
+}
+
+// JobRun returns one run, or store.ErrNotFound.
+func (s *Store) JobRun(ctx context.Context, job, run string) (store.JobRun, error) {
+	if err := store.CheckRunKey(job, run); err != nil {
+		return store.JobRun{}, fmt.Errorf("postgres: job run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "job run "+job+"/"+run, qRun, job, run)
+}
+
+// LastRun returns the newest run of job one of triggers took (any if
+// none given), or store.ErrNotFound.
+func (s *Store) LastRun(ctx context.Context, job string, triggers ...string) (store.JobRun, error) {
+	set, err := store.RunTriggerSet(triggers)
+	if err == nil {
+		err = store.CheckExtensionKey("job", job)
+	}
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("postgres: last run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "last run of "+job, qRunLast, job, set)
+}
+
+func (s *Store) oneRun(ctx context.Context, what, q string, args ...any) (store.JobRun, error) {
+	if s.isDown.Load() {
+		return store.JobRun{}, store.ErrClosed
+	}
+	r, err := scanJobRun(s.pool.QueryRow(ctx, q, args...))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, s.readErr(what, err)
+	}
+	return r, nil
+}
+
+func scanJobRun(row pgx.Row) (store.JobRun, error) {
+	var r store.JobRun
+	var sched, started, ended, steps int64
+	var payload string
+	err := row.Scan(&r.Job, &r.Run, &sched, &r.Trigger, &r.Session, &r.Status, &started, &ended, &steps,
+		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node)
+	if err != nil {
+		return store.JobRun{}, err
+	}
+	r.Steps = int(steps)
+	r.ScheduledAt, r.StartedAt, r.EndedAt = store.RunTime(sched), store.RunTime(started), store.RunTime(ended)
+	if payload != "" {
+		r.Payload = []byte(payload)
+	}
+	return r, nil
+}

@@ -1,0 +1,263 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"agentd/internal/store"
+)
+
+var _ store.JobRunStore = (*Store)(nil)
+
+// schemaJobRuns holds the runs of jobs: a row per (job, run), taken by
+// StartRun's INSERT … ON CONFLICT DO NOTHING, which is what makes a fire
+// happen once. Run ids start with their scheduled time (store.RunID), so
+// the primary key's index serves a job's runs newest first, its last run
+// and a prune. Times are unix nanoseconds, 0 for none (ended_at of an
+// open run); payload is compact JSON text, empty for none. The rows hold up
+// to 64 KiB of output, so the table keeps its row ids (a WITHOUT ROWID
+// table suits small rows).
+const schemaJobRuns = `
+CREATE TABLE agentd_job_runs (
+	job          TEXT NOT NULL,
+	run          TEXT NOT NULL,
+	scheduled_at INTEGER NOT NULL,
+	trigger_kind TEXT NOT NULL,
+	session      TEXT NOT NULL DEFAULT '',
+	status       TEXT NOT NULL,
+	started_at   INTEGER NOT NULL,
+	ended_at     INTEGER NOT NULL DEFAULT 0,
+	steps        INTEGER NOT NULL DEFAULT 0,
+	tokens_in    INTEGER NOT NULL DEFAULT 0,
+	tokens_out   INTEGER NOT NULL DEFAULT 0,
+	cost_usd     REAL NOT NULL DEFAULT 0,
+	output       TEXT NOT NULL DEFAULT '',
+	error        TEXT NOT NULL DEFAULT '',
+	payload      TEXT NOT NULL DEFAULT '',
+	node         TEXT NOT NULL DEFAULT '',
+	PRIMARY KEY (job, run)
+);`
+
+// The open statuses as the queries' literals.
+const (
+	sqlQueued  = "'" + store.RunQueued + "'"
+	sqlRunning = "'" + store.RunRunning + "'"
+)
+
+const (
+	runCols   = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node`
+	qRunIns   = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, '', ?, ?, ?) ON CONFLICT (job, run) DO NOTHING`
+	qRun      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run = ?`
+	qRuns     = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? ORDER BY run DESC LIMIT ?`
+	qRunsFrom = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run < ? ORDER BY run DESC LIMIT ?`
+	// qRunLast: ?2 is store.RunTriggerSet's ",cron,every," or '' for any.
+	qRunLast = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ?1
+		AND (?2 = '' OR instr(?2, ',' || trigger_kind || ',') > 0) ORDER BY run DESC LIMIT 1`
+	// qRunFinish moves an open run as store.RunTransition allows (the
+	// same rule; a run that does not move is told apart by reading it).
+	qRunFinish = `UPDATE agentd_job_runs SET status = ?3, started_at = iif(?3 = ` + sqlRunning + `, ?4, started_at), ended_at = ?5,
+		steps = ?6, tokens_in = ?7, tokens_out = ?8, cost_usd = ?9, output = ?10, error = ?11
+	WHERE job = ?1 AND run = ?2 AND (status = ` + sqlQueued + ` OR (status = ` + sqlRunning + ` AND ?3 <> ` + sqlRunning + `))
+	RETURNING ` + runCols
+	// qRunPrune removes the ended runs older than the job's ?2+1-th
+	// newest (none if it has no more runs than that).
+	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = ?1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
+		AND run < (SELECT run FROM agentd_job_runs WHERE job = ?1 ORDER BY run DESC LIMIT 1 OFFSET ?2)`
+)
+
+// StartRun records a run taken, or returns the run its job has of that
+// id already with created false (see store.JobRunStore). The writer
+// applies one write at a time, so of two racing calls the second finds
+// the first's row.
+func (s *Store) StartRun(ctx context.Context, r store.JobRun) (store.JobRun, bool, error) {
+	r, err := store.RunStart(r, time.Now())
+	if err != nil {
+		return store.JobRun{}, false, fmt.Errorf("sqlite: start run: %w: %v", ErrInvalid, err)
+	}
+	req := s.getRequest(ctx, opRunStart)
+	req.jobRun = r
+	if err := s.send(ctx, req); err != nil {
+		return store.JobRun{}, false, err
+	}
+	out, created, err := req.jobRun, req.created, req.err
+	s.putRequest(req)
+	return out, created, err
+}
+
+// FinishRun records the end of an open run, or its move from queued to
+// running (see store.JobRunStore).
+func (s *Store) FinishRun(ctx context.Context, end store.JobRun) (store.JobRun, error) {
+	end, err := store.RunEnd(end, time.Now())
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("sqlite: finish run: %w: %v", ErrInvalid, err)
+	}
+	req := s.getRequest(ctx, opRunFinish)
+	req.jobRun = end
+	if err := s.send(ctx, req); err != nil {
+		return store.JobRun{}, err
+	}
+	out, err := req.jobRun, req.err
+	s.putRequest(req)
+	return out, err
+}
+
+// PruneRuns removes the ended runs of job older than its newest keep.
+func (s *Store) PruneRuns(ctx context.Context, job string, keep int) (int64, error) {
+	if err := store.CheckPrune(job, keep); err != nil {
+		return 0, fmt.Errorf("sqlite: prune runs: %w: %v", ErrInvalid, err)
+	}
+	req := s.getRequest(ctx, opRunPrune)
+	req.jobRun, req.keep = store.JobRun{Job: job}, keep
+	if err := s.send(ctx, req); err != nil {
+		return 0, err
+	}
+	n, err := req.pruned, req.err
+	s.putRequest(req)
+	return n, err
+}
+
+// JobRuns returns a job's runs newest first, before a run id.
+func (s *Store) JobRuns(ctx context.Context, job, before string, limit int) ([]store.JobRun, error) {
+	n, err := store.RunLimit(limit)
+	if err == nil {
+		err = store.CheckExtensionKey("job", job)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: job runs: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return nil, store.ErrClosed
+	}
+	var rows *sql.Rows
+	if before == "" {
+		rows, err = s.rdb.QueryContext(ctx, qRuns, job, n)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, qRunsFrom, job, before, n)
+	}
+	if err != nil {
+		return nil, s.readErr("job runs", err)
+	}
+	defer rows.Close()
+	out := []store.JobRun{}
+	for rows.Next() {
+		r, err := scanJobRun(rows)
+		if err != nil {
+			return nil, s.readErr("job runs", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("job runs", err)
+	}
+	return out, nil
+}
+
+// JobRun returns one run, or store.ErrNotFound.
+func (s *Store) JobRun(ctx context.Context, job, run string) (store.JobRun, error) {
+	if err := store.CheckRunKey(job, run); err != nil {
+		return store.JobRun{}, fmt.Errorf("sqlite: job run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "job run "+job+"/"+run, qRun, job, run)
+}
+
+// LastRun returns the newest run of job one of triggers took (any if
+// none given), or store.ErrNotFound.
+func (s *Store) LastRun(ctx context.Context, job string, triggers ...string) (store.JobRun, error) {
+	set, err := store.RunTriggerSet(triggers)
+	if err == nil {
+		err = store.CheckExtensionKey("job", job)
+	}
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("sqlite: last run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "last run of "+job, qRunLast, job, set)
+}
+
+func (s *Store) oneRun(ctx context.Context, what, q string, args ...any) (store.JobRun, error) {
+	if s.isDown.Load() {
+		return store.JobRun{}, store.ErrClosed
+	}
+	r, err := scanJobRun(s.rdb.QueryRowContext(ctx, q, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("sqlite: %s: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return r, s.readErr(what, err)
+	}
+	return r, nil
+}
+
+func (w *writer) applyRunStart(r *request) error {
+	j := &r.jobRun
+	res, err := w.runIns.Exec(j.Job, j.Run, j.ScheduledAt.UnixNano(), j.Trigger, j.Session, j.Status,
+		j.StartedAt.UnixNano(), store.RunNanos(j.EndedAt), j.Error, string(j.Payload), j.Node)
+	if err != nil {
+		return fmt.Errorf("sqlite: start run %s/%s: %w", j.Job, j.Run, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: start run %s/%s: %w", j.Job, j.Run, err)
+	}
+	r.created = n == 1
+	if r.created {
+		return nil
+	}
+	got, err := scanJobRun(w.runGet.QueryRow(j.Job, j.Run))
+	if err != nil {
+		return fmt.Errorf("sqlite: start run %s/%s: the run taken before: %w", j.Job, j.Run, err)
+	}
+	*j = got
+	return nil
+}
+
+func (w *writer) applyRunFinish(r *request) error {
+	e := &r.jobRun
+	got, err := scanJobRun(w.runFinish.QueryRow(e.Job, e.Run, e.Status, store.RunNanos(e.StartedAt), store.RunNanos(e.EndedAt),
+		e.Steps, e.TokensIn, e.TokensOut, e.CostUSD, e.Output, e.Error))
+	if errors.Is(err, sql.ErrNoRows) {
+		now, gerr := scanJobRun(w.runGet.QueryRow(e.Job, e.Run))
+		switch {
+		case errors.Is(gerr, sql.ErrNoRows):
+			err = store.ErrNotFound
+		case gerr != nil:
+			err = gerr
+		default:
+			err = store.RunTransition(now.Status, e.Status)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: finish run %s/%s: %w", e.Job, e.Run, err)
+	}
+	*e = got
+	return nil
+}
+
+func (w *writer) applyRunPrune(r *request) error {
+	res, err := w.runPrune.Exec(r.jobRun.Job, r.keep-1)
+	if err == nil {
+		r.pruned, err = res.RowsAffected()
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: prune runs of %s: %w", r.jobRun.Job, err)
+	}
+	return nil
+}
+
+func scanJobRun(row scanner) (store.JobRun, error) {
+	var r store.JobRun
+	var sched, started, ended int64
+	var payload string
+	err := row.Scan(&r.Job, &r.Run, &sched, &r.Trigger, &r.Session, &r.Status, &started, &ended, &r.Steps,
+		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node)
+	if err != nil {
+		return store.JobRun{}, err
+	}
+	r.ScheduledAt, r.StartedAt, r.EndedAt = store.RunTime(sched), store.RunTime(started), store.RunTime(ended)
+	if payload != "" {
+		r.Payload = []byte(payload)
+	}
+	return r, nil
+}
