@@ -268,23 +268,44 @@ const maxOffset = 26 * 60 * 60
 
 // resolve returns the instant the wall time w (held in a UTC time) is
 // in loc: its first occurrence if a fall-back repeats it, the end of the
-// gap if a spring-forward skips it. It walks loc's periods of constant
-// offset from before the earliest instant that could show w; the first
-// period whose wall times reach w either holds it or starts after it,
-// in which case w is in the gap before that period.
+// gap if a spring-forward skips it.
+//
+// Any instant that shows w is w's seconds minus the offset in effect
+// then, so it is one of the two candidates the offsets a little before
+// and a little after give (zones change offset at most once in two
+// days); a candidate is real if its own offset is the one it assumed.
+// With neither real, w is in a gap, whose end is found by bisection.
+// It asks loc only for offsets: Time.ZoneBounds is wrong in some years
+// (golang/go#81583).
 func resolve(w time.Time, loc *time.Location) time.Time {
 	u := w.Unix()
-	t := time.Unix(u-maxOffset, 0).In(loc)
-	for {
-		_, off := t.Zone()
-		start, end := t.ZoneBounds()
-		c := u - int64(off)
-		if !start.IsZero() && c < start.Unix() {
-			return start.In(loc)
+	early, late := offsetAt(u-maxOffset, loc), offsetAt(u+maxOffset, loc)
+	var first int64
+	found := false
+	for _, off := range [2]int64{early, late} {
+		if c := u - off; offsetAt(c, loc) == off && (!found || c < first) {
+			first, found = c, true
 		}
-		if end.IsZero() || c < end.Unix() {
-			return time.Unix(c, 0).In(loc)
-		}
-		t = end.In(loc)
 	}
+	if found {
+		return time.Unix(first, 0).In(loc)
+	}
+	// A gap: the offset is early at lo and late from some instant in
+	// (lo, hi], the gap's end.
+	lo, hi := u-late, u-early
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if offsetAt(mid, loc) == early {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return time.Unix(hi, 0).In(loc)
+}
+
+// offsetAt returns loc's offset from UTC, in seconds, at Unix time s.
+func offsetAt(s int64, loc *time.Location) int64 {
+	_, off := time.Unix(s, 0).In(loc).Zone()
+	return int64(off)
 }
