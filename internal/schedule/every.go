@@ -40,10 +40,13 @@ func ParseEvery(s string) (*Every, error) {
 	return &Every{Interval: d}, nil
 }
 
-// Next returns the first fire time strictly after after; it always
-// has one.
+// Next returns the first fire time strictly after after; it has one
+// unless Interval is under a second (an Every ParseEvery did not make).
 func (e *Every) Next(after time.Time) (time.Time, bool) {
 	d := int64(e.Interval / time.Second)
+	if d < 1 {
+		return time.Time{}, false
+	}
 	off := int64(e.Offset/time.Second) % d
 	s := after.Unix() - off // whole seconds, so a fire after a fraction is the next one
 	r := s % d

@@ -65,6 +65,12 @@ func TestEveryNext(t *testing.T) {
 	}
 }
 
+func TestEveryZeroNeverFires(t *testing.T) {
+	if next, ok := (&schedule.Every{}).Next(time.Unix(0, 0)); ok {
+		t.Errorf("a zero Every fires at %s", next)
+	}
+}
+
 func TestAt(t *testing.T) {
 	a, err := schedule.ParseAt("2026-12-01T09:00:00.75+01:00")
 	if err != nil {
