@@ -16,10 +16,10 @@ const (
 const Grace = time.Minute
 
 // Due returns, in order, the fire times of s after last and up to now
-// that are due per policy (Skip, Once or All; "" or any other is Once), given last,
-// the last scheduled time that fired. A zero last is a new job: nothing
-// before now is due, only a fire on time (within Grace of now), as with
-// Skip. max caps All (less than 1 is 1).
+// that are due per policy (Skip, Once or All; "" or any other is Once),
+// given last, the last scheduled time that fired. A zero last is a new
+// job: nothing before now is due, only a fire on time (within Grace of
+// now), as with Skip. max caps All (less than 1 is 1).
 //
 // Its work is in the number of fire times between last and now, but for
 // an Every schedule, where only the latest ones are looked at.
