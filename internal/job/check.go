@@ -13,11 +13,13 @@ import (
 	"agentd/internal/netguard"
 	"agentd/internal/prompt"
 	"agentd/internal/runtime"
+	"agentd/internal/schedule"
 	"agentd/internal/schema"
 )
 
-// MinEvery is the shortest interval of an every trigger.
-const MinEvery = time.Second
+// MinEvery is the shortest interval of an every trigger, a heartbeat or
+// a watch's debounce.
+const MinEvery = schedule.MinEvery
 
 // Check checks what the schema cannot: the agents named exist, the
 // prompt refers only to known variables, the budget is positive, every
@@ -81,24 +83,10 @@ func (c *checker) trigger(ptr string, t *Trigger) {
 	if len(kinds) != 1 {
 		c.add(ptr, "a trigger has exactly one of cron, at, every, watch, webhook, chain, heartbeat (this one has %d: %s)", len(kinds), strings.Join(kinds, ", "))
 	}
-	if t.Cron != "" {
-		if err := checkCron(t.Cron); err != nil {
-			c.add(ptr+"/cron", "%v", err)
-		}
+	if t.Cron != "" || t.TZ != "" || t.Every != "" || t.At != "" {
+		_, err := schedule.FromTrigger(t.Cron, t.TZ, t.Every, t.At)
+		c.scheduleErrs(ptr, err)
 	}
-	if t.TZ != "" {
-		if t.Cron == "" {
-			c.add(ptr+"/tz", "a time zone goes with a cron expression")
-		} else if _, err := time.LoadLocation(t.TZ); err != nil || strings.EqualFold(t.TZ, "local") {
-			c.add(ptr+"/tz", "unknown time zone %q (an IANA name such as Europe/Berlin)", t.TZ)
-		}
-	}
-	if t.At != "" {
-		if _, err := time.Parse(time.RFC3339, t.At); err != nil {
-			c.add(ptr+"/at", "want an RFC 3339 time such as 2026-12-01T08:00:00Z, not %q", t.At)
-		}
-	}
-	c.interval(ptr+"/every", t.Every)
 	if w := t.Watch; w != nil && w.Debounce != "" {
 		c.interval(ptr+"/watch/debounce", w.Debounce)
 	}
@@ -111,9 +99,26 @@ func (c *checker) trigger(ptr string, t *Trigger) {
 		}
 	}
 	if h := t.Heartbeat; h != nil {
-		c.interval(ptr+"/heartbeat/every", h.Every)
+		if _, err := schedule.ParseEvery(h.Every); err != nil {
+			c.add(ptr+"/heartbeat/every", "%v", err)
+		}
 		if h.Prompt != "" && h.PromptFile != "" {
 			c.add(ptr+"/heartbeat", "prompt or prompt_file, not both")
+		}
+	}
+}
+
+// scheduleErrs adds the field errors of schedule.FromTrigger under the
+// trigger at ptr; its error for the trigger as a whole (none or several
+// of cron, every, at) is the one trigger reports already.
+func (c *checker) scheduleErrs(ptr string, err error) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		if fe, ok := e.(*schedule.FieldError); ok && fe.Pointer != "" {
+			c.add(ptr+fe.Pointer, "%v", fe.Err)
 		}
 	}
 }
@@ -178,80 +183,4 @@ func (r *Runner) checkURL(raw string) error {
 		return r.guard.Check(ip)
 	}
 	return nil
-}
-
-// cronFields are the fields of a cron expression: name, range and the
-// names allowed for its values.
-var cronFields = []struct {
-	name     string
-	min, max int
-	names    []string
-}{
-	{"minute", 0, 59, nil},
-	{"hour", 0, 23, nil},
-	{"day of month", 1, 31, nil},
-	{"month", 1, 12, []string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}},
-	{"day of week", 0, 7, []string{"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"}},
-}
-
-// checkCron checks a 5-field cron expression: each field a list of *,
-// a value or a range, each with an optional /step.
-func checkCron(expr string) error {
-	fields := strings.Fields(expr)
-	if len(fields) != len(cronFields) {
-		return fmt.Errorf("want 5 fields (minute hour day-of-month month day-of-week), not %d", len(fields))
-	}
-	for i, f := range fields {
-		cf := cronFields[i]
-		for item := range strings.SplitSeq(f, ",") {
-			if err := cronItem(item, cf.min, cf.max, cf.names); err != nil {
-				return fmt.Errorf("%s %q: %w", cf.name, f, err)
-			}
-		}
-	}
-	return nil
-}
-
-func cronItem(item string, lo, hi int, names []string) error {
-	rng, step, hasStep := strings.Cut(item, "/")
-	if hasStep {
-		if n, err := strconv.Atoi(step); err != nil || n < 1 || n > hi {
-			return fmt.Errorf("bad step %q", step)
-		}
-	}
-	if rng == "*" {
-		return nil
-	}
-	a, b, isRange := strings.Cut(rng, "-")
-	x, err := cronValue(a, lo, hi, names)
-	if err != nil {
-		return err
-	}
-	if !isRange {
-		return nil
-	}
-	y, err := cronValue(b, lo, hi, names)
-	if err != nil {
-		return err
-	}
-	if y < x {
-		return fmt.Errorf("range %s runs backwards", rng)
-	}
-	return nil
-}
-
-func cronValue(s string, lo, hi int, names []string) (int, error) {
-	for i, n := range names {
-		if strings.EqualFold(s, n) {
-			if lo == 1 {
-				return i + 1, nil
-			}
-			return i, nil
-		}
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("%q is not a value from %d to %d", s, lo, hi)
-	}
-	return n, nil
 }

@@ -209,12 +209,17 @@ func TestCheck(t *testing.T) {
 			`/spec/agent: no agent "nobody"`,
 			"/spec/prompt: {{team}} is not a variable of a job (they are job, run, fired_at, payload, previous_output, parent_output, payload.KEY)"}},
 		{`{"agent":"assistant","prompt":"x","triggers":[{"cron":"61 * * * *","tz":"Mars/Olympus"},{"every":"10ms"},{"at":"tomorrow","every":"1h"},{"chain":{"after":"x"}}]}`, []string{
-			`/spec/triggers/0/cron: minute "61": "61" is not a value from 0 to 59`,
+			`/spec/triggers/0/cron: field minute: 61 is out of range 0-59`,
 			`/spec/triggers/0/tz: unknown time zone "Mars/Olympus" (an IANA name such as Europe/Berlin)`,
 			`/spec/triggers/1/every: want an interval of at least 1s such as 30s or 2h, not "10ms"`,
 			"/spec/triggers/2: a trigger has exactly one of cron, at, every, watch, webhook, chain, heartbeat (this one has 2: at, every)",
 			`/spec/triggers/2/at: want an RFC 3339 time such as 2026-12-01T08:00:00Z, not "tomorrow"`,
 			"/spec/triggers/3/chain/after: a job cannot follow itself"}},
+		{`{"agent":"assistant","prompt":"x","triggers":[{"cron":"0 8 * * 8"},{"heartbeat":{"every":"1.5s"}},{"every":"5m","tz":"Europe/Berlin"},{"cron":"@daily","tz":"Local"}]}`, []string{
+			"/spec/triggers/0/cron: field day-of-week: 8 is out of range 0-7",
+			`/spec/triggers/1/heartbeat/every: want an interval of whole seconds, not "1.5s"`,
+			"/spec/triggers/2/tz: a time zone goes with a cron expression",
+			`/spec/triggers/3/tz: unknown time zone "Local" (an IANA name such as Europe/Berlin)`}},
 		{`{"agent":"assistant","prompt":"x","budget":{"max_wall_time":"-1s"},"deliver":{"session":"nobody/main","webhook":"http://169.254.169.254/latest"},"on_failure":{"webhook":"ftp://x/y"}}`, []string{
 			`/spec/budget/max_wall_time: max_wall_time: want a positive duration such as 90s or 5m, not "-1s"`,
 			"/spec/deliver: a delivery is one of session, webhook or none",
