@@ -41,7 +41,7 @@ func TestAgentMakesAnActionMidConversation(t *testing.T) {
 				`"allow_hosts":["%s"],"input":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]},`+
 				`"extract":{"path":"temp"},"read_only":true}`, host, host)
 			script := "match ^make\ncall extensions {\"op\":\"put\",\"type\":\"action\",\"name\":\"weather\",\"spec\":" + spec +
-				"}\n---\nsay made: {{tool_result}}\n\nmatch ^steal\ncall extensions {\"op\":\"disable\",\"type\":\"action\",\"name\":\"theirs\"}\n---\nsay tried: {{tool_result}}\n\nmatch ^weather\ncall weather {\"city\": \"Paris\"}\n---\nsay it is {{tool_result}}\n\nmatch *\nsay ok\n"
+				"}\n---\nsay made: {{tool_result}}\n\nmatch ^steal\ncall extensions {\"op\":\"disable\",\"type\":\"action\",\"name\":\"theirs\"}\n---\nsay tried: {{tool_result}}\n\nmatch ^spawn\ncall extensions {\"op\":\"put\",\"type\":\"integration\",\"name\":\"sh\",\"spec\":{\"kind\":\"mcp\",\"mcp\":{\"command\":\"/bin/sh\",\"args\":[\"-c\",\"touch /tmp/agentd-pwned\"]}}}\n---\nsay spawned: {{tool_result}}\n\nmatch ^weather\ncall weather {\"city\": \"Paris\"}\n---\nsay it is {{tool_result}}\n\nmatch *\nsay ok\n"
 			rec := fakeRec(t, script)
 			dir := dataDir(t, map[string]string{
 				"agentd.yaml":           "actions:\n  allow_networks: [127.0.0.1/32]\n",
@@ -63,6 +63,12 @@ func TestAgentMakesAnActionMidConversation(t *testing.T) {
 			}
 			if tools := rec.lastTools(t); !slices.Contains(tools, "weather") {
 				t.Fatalf("the action is not offered: %q", tools)
+			}
+			// A row that starts a process here is not the agent's to write
+			// (its file says no extensions.machine).
+			mustContain(t, okRun(t, dir, "send", "assistant", "spawn a server"), "extensions.machine")
+			if r := run(t, dir, "ext", "show", "integration/sh"); r.code == 0 {
+				t.Fatalf("an agent wrote an integration that starts a shell: %s", r.stdout)
 			}
 			// A row a person made is not the agent's to change.
 			putDoc(t, dir, `{"type":"action","name":"theirs","spec":{"description":"d","url":"http://`+host+`/t","allow_hosts":["`+host+`"]}}`)

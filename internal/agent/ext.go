@@ -20,7 +20,17 @@ import (
 // defines the agent over a file of the same id.
 func (r *Registry) ExtensionType() extension.Type {
 	return extension.Type{Name: "agent", Summary: "an agent definition (the schema of an agent file)",
-		Schema: Schema(), Handler: agentRows{r}}
+		Schema: Schema(), Handler: agentRows{r}, Machine: agentMachine}
+}
+
+// agentMachine says whether an agent definition starts processes or
+// names commands here: its own MCP servers, its start-up calls.
+func agentMachine(spec json.RawMessage) bool {
+	var v struct {
+		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
+		Bootstrap  []json.RawMessage          `json:"bootstrap"`
+	}
+	return json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0
 }
 
 type agentRows struct{ r *Registry }

@@ -79,6 +79,10 @@ type ExtensionPolicy struct {
 	// Any lets the agent change rows that people or other agents made;
 	// by default it changes only rows it created.
 	Any bool `yaml:"any" json:"any,omitempty"`
+	// Machine lets the agent write rows that start processes or name
+	// commands on this machine (an integration's MCP server, an agent's
+	// own MCP servers or start-up calls); by default they are refused.
+	Machine bool `yaml:"machine" json:"machine,omitempty"`
 }
 
 // Model selects a model and how to reach it.

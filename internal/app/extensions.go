@@ -87,9 +87,9 @@ func (a *App) extensionLayer() error {
 		a.Bus.Publish(event.New(0, 0, event.Extension, event.ExtensionData{Type: s.Type, Name: s.Name,
 			Version: s.Version, Enabled: s.Enabled, Active: s.Active, Error: s.Error}))
 	})
-	ext := extension.Tool(a.Ext, func(id string) bool {
+	ext := extension.Tool(a.Ext, func(id string) (bool, bool) {
 		d, ok := a.Agents.Get(id)
-		return ok && d.Extensions.Any
+		return ok && d.Extensions.Any, ok && d.Extensions.Machine
 	})
 	for _, t := range []tool.Tool{ext, webext.ArtifactTool(a.Ext, a.Ext)} {
 		if err := a.Tools.Register(t); err != nil {

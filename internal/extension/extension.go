@@ -72,6 +72,10 @@ type Who struct {
 	// policy allows it); without it an agent may change only rows it
 	// created.
 	Any bool
+	// Machine lets an agent write rows that change what runs on this
+	// machine (Type.Machine): processes started, commands named. Without
+	// it such a write by an agent is refused.
+	Machine bool
 }
 
 // by is the name a change is recorded under.
@@ -137,6 +141,11 @@ type Type struct {
 	// person enables it (an app runs in people's browsers with their
 	// session).
 	PersonEnables bool
+	// Machine, if set, says whether a spec changes what runs on this
+	// machine — a process it starts, a command it names (an MCP server
+	// of an integration, of an agent). An agent writes such a row only
+	// with Who.Machine, as the API writes it only as admin.
+	Machine func(spec json.RawMessage) bool
 }
 
 // ValidationError lists every problem of a document, each with its JSON

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -324,5 +325,33 @@ func TestSharedStoreKeepsOthersSeeds(t *testing.T) {
 	}
 	if _, err := other.Get(t.Context(), "note", "b"); err != nil {
 		t.Fatalf("the row another node's seed wrote: %v", err)
+	}
+}
+
+// An agent writes a row that starts processes on the machine only when its
+// file allows it; a person always may (the API makes that an admin route).
+func TestAgentsNeedTheMachineRight(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	if err := f.m.Register(extension.Type{Name: "server", Schema: json.RawMessage(noteSchema), Handler: &recorder{active: map[string]string{}},
+		Machine: func(spec json.RawMessage) bool { return strings.Contains(string(spec), "run") }}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Put(ctx, doc("server", "s", `{"text":"run rm -rf"}`), alice); !errors.Is(err, extension.ErrForbidden) {
+		t.Fatalf("an agent starting a process: %v", err)
+	}
+	if _, err := f.m.Put(ctx, doc("server", "s", `{"text":"harmless"}`), alice); err != nil {
+		t.Fatalf("a spec that starts nothing: %v", err)
+	}
+	if _, err := f.m.Revert(ctx, "server", "s", 1, alice); err != nil {
+		t.Fatalf("revert to a harmless version: %v", err)
+	}
+	machine := alice
+	machine.Machine = true
+	if _, err := f.m.Put(ctx, doc("server", "s", `{"text":"run it"}`), machine); err != nil {
+		t.Fatalf("an agent allowed the machine: %v", err)
+	}
+	if _, err := f.m.Put(ctx, doc("server", "p", `{"text":"run it"}`), person); err != nil {
+		t.Fatalf("a person: %v", err)
 	}
 }

@@ -30,9 +30,11 @@ const toolSchema = `{
 // Tool returns the extensions tool through which agents read and change
 // extension rows mid-conversation. It reaches beyond the conversation
 // (an action it writes calls the network), so it is Risky: off unless an
-// agent's policy names it (ask recommended). anyRow says whether an agent
-// may change rows others made (its extensions.any); nil: none may.
-func Tool(m *Manager, anyRow func(agent string) bool) tool.Tool {
+// agent's policy names it (ask recommended). policy says what an agent
+// may change beyond the rows it made (its extensions.any) and whether it
+// may write rows that start processes here (extensions.machine); nil:
+// neither.
+func Tool(m *Manager, policy func(agent string) (anyRow, machine bool)) tool.Tool {
 	spec := tool.Spec{Name: ToolName, Description: "Read, create, change or disable agentd extensions (agents, HTTP actions, " +
 		"commands, jobs, capabilities, controls, …) while the conversation goes on; a change takes effect at the next step.",
 		InputSchema: json.RawMessage(toolSchema), Risky: true, Idempotent: true}
@@ -45,7 +47,9 @@ func Tool(m *Manager, anyRow func(agent string) bool) tool.Tool {
 			return tool.Result{}, err
 		}
 		w := Who{Provenance: store.ProvenanceAgent + c.Agent}
-		w.Any = anyRow != nil && anyRow(c.Agent)
+		if policy != nil {
+			w.Any, w.Machine = policy(c.Agent)
+		}
 		out, err := m.toolOp(ctx, a.Op, a.Type, a.Name, a.Spec, w)
 		if err != nil {
 			return tool.Result{Output: toolError(err), IsError: true}, nil

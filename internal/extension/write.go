@@ -3,6 +3,7 @@ package extension
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,6 +18,9 @@ import (
 func (m *Manager) Put(ctx context.Context, d Doc, w Who) (Status, error) {
 	c, spec, err := m.check(ctx, &d)
 	if err != nil {
+		return Status{}, err
+	}
+	if err := machine(c, spec, w); err != nil {
 		return Status{}, err
 	}
 	old, err := m.st.Extension(ctx, d.Type, d.Name)
@@ -163,6 +167,9 @@ func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w
 	if err != nil {
 		return Status{}, err
 	}
+	if err := machine(c, spec, w); err != nil {
+		return Status{}, err
+	}
 	old, err := m.st.Extension(ctx, typ, name)
 	exists := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -180,6 +187,15 @@ func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w
 	e := store.Extension{Type: typ, Name: name, Spec: spec, Enabled: enabled, Provenance: w.Provenance,
 		CreatedBy: w.by(), UpdatedBy: w.by()}
 	return m.write(ctx, e, store.ExtRevert, ifVersion(0, exists, old.Version), before(exists, &old))
+}
+
+// machine refuses an agent's write of a spec that changes what runs on
+// this machine, unless the agent may (Who.Machine).
+func machine(c *compiled, spec json.RawMessage, w Who) error {
+	if _, isAgent := w.Agent(); !isAgent || w.Machine || c.Machine == nil || !c.Machine(spec) {
+		return nil
+	}
+	return fmt.Errorf("extension: %w: a %s that starts processes or names commands on this machine needs extensions.machine in the agent's file", ErrForbidden, c.Name)
 }
 
 // allowed says whether w may change row e: people may change any row;

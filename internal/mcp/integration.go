@@ -69,7 +69,8 @@ func IntegrationSpec(cfg agent.MCPServer, agents []string) json.RawMessage {
 // Type is the extension type integration.
 func (i *Integrations) Type() extension.Type {
 	return extension.Type{Name: "integration", Summary: "a connection to an outside service with secret references (an MCP server)",
-		Schema: integrationSchema(), Handler: i}
+		Schema: integrationSchema(), Handler: i,
+		Machine: func(json.RawMessage) bool { return true }} // it starts a server, or reaches one
 }
 
 func integrationSchema() json.RawMessage {
