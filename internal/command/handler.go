@@ -34,7 +34,7 @@ func NewHandler(router *Router, agents Agents) *Handler {
 // Type is the command extension type, with its handler.
 func Type(router *Router, agents Agents) extension.Type {
 	return extension.Type{Name: TypeName, Summary: "a slash command (/standup [team]): typed arguments fill a prompt an agent answers",
-		Schema: Schema(), Handler: NewHandler(router, agents)}
+		Schema: Schema(), Handler: NewHandler(router, agents), Actor: extension.AgentOf}
 }
 
 // Activate makes the row's command active, in place of its previous

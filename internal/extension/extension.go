@@ -146,6 +146,10 @@ type Type struct {
 	// of an integration, of an agent). An agent writes such a row only
 	// with Who.Machine, as the API writes it only as admin.
 	Machine func(spec json.RawMessage) bool
+	// Actor, if set, returns the agent a spec makes act (a job's agent,
+	// a command's): an agent writes such a row only for itself, unless
+	// Who.Any — a job must not make a better-equipped agent work for it.
+	Actor func(spec json.RawMessage) string
 }
 
 // ValidationError lists every problem of a document, each with its JSON

@@ -355,3 +355,25 @@ func TestAgentsNeedTheMachineRight(t *testing.T) {
 		t.Fatalf("a person: %v", err)
 	}
 }
+
+// An agent writes a row that makes an agent act (a job) only for itself,
+// unless it may change any row.
+func TestAgentsMakeOnlyThemselvesAct(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx := t.Context()
+	if err := f.m.Register(extension.Type{Name: "task", Schema: json.RawMessage(`{"type":"object"}`), Handler: &recorder{active: map[string]string{}},
+		Actor: extension.AgentOf}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Put(ctx, doc("task", "t", `{"agent":"root-agent"}`), alice); !errors.Is(err, extension.ErrForbidden) {
+		t.Fatalf("a job of another agent: %v", err)
+	}
+	if _, err := f.m.Put(ctx, doc("task", "t", `{"agent":"alice"}`), alice); err != nil {
+		t.Fatalf("a job of its own: %v", err)
+	}
+	anyRow := alice
+	anyRow.Any = true
+	if _, err := f.m.Put(ctx, doc("task", "u", `{"agent":"root-agent"}`), anyRow); err != nil {
+		t.Fatalf("an agent allowed any row: %v", err)
+	}
+}

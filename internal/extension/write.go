@@ -190,12 +190,22 @@ func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w
 }
 
 // machine refuses an agent's write of a spec that changes what runs on
-// this machine, unless the agent may (Who.Machine).
+// this machine, unless the agent may (Who.Machine), and of a spec that
+// makes another agent act, unless it may change any row (Who.Any).
 func machine(c *compiled, spec json.RawMessage, w Who) error {
-	if _, isAgent := w.Agent(); !isAgent || w.Machine || c.Machine == nil || !c.Machine(spec) {
+	self, isAgent := w.Agent()
+	if !isAgent {
 		return nil
 	}
-	return fmt.Errorf("extension: %w: a %s that starts processes or names commands on this machine needs extensions.machine in the agent's file", ErrForbidden, c.Name)
+	if !w.Machine && c.Machine != nil && c.Machine(spec) {
+		return fmt.Errorf("extension: %w: a %s that starts processes or names commands on this machine needs extensions.machine in the agent's file", ErrForbidden, c.Name)
+	}
+	if !w.Any && c.Actor != nil {
+		if a := c.Actor(spec); a != "" && a != self {
+			return fmt.Errorf("extension: %w: a %s of agent %q: an agent makes only itself act, unless its file says extensions.any", ErrForbidden, c.Name, a)
+		}
+	}
+	return nil
 }
 
 // allowed says whether w may change row e: people may change any row;
@@ -205,4 +215,14 @@ func allowed(e *store.Extension, w Who) error {
 		return nil
 	}
 	return fmt.Errorf("extension: %w: %s was made by %s", ErrForbidden, key(e.Type, e.Name), e.CreatedBy)
+}
+
+// AgentOf is the agent a spec names in its "agent" field ("" for none):
+// the Actor of the types whose rows make an agent act.
+func AgentOf(spec json.RawMessage) string {
+	var v struct {
+		Agent string `json:"agent"`
+	}
+	_ = json.Unmarshal(spec, &v)
+	return v.Agent
 }
