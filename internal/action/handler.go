@@ -1,7 +1,9 @@
 package action
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,6 +86,10 @@ func Type(reg *tool.Registry, opts *Options) extension.Type {
 		Summary: "a declarative HTTP tool: a request made from the arguments, its answer returned to the model",
 		Schema:  Schema,
 		Handler: New(reg, opts),
+		// An action that sends a secret or an environment variable
+		// reaches wherever its writer says: only a person, or an agent
+		// trusted with the machine, writes one.
+		Machine: func(spec json.RawMessage) bool { return bytes.Contains(spec, []byte("${")) },
 	}
 }
 
@@ -174,8 +180,13 @@ func (h *Handler) Check(_ context.Context, d *extension.Doc) []schema.Error {
 // SSRF guard.
 func (h *Handler) compile(name string, raw []byte) (*compiled, []schema.Error) {
 	c, errs := compile(raw)
-	if err := tool.CheckSpec(tool.Spec{Name: name}); err != nil {
+	switch {
+	case tool.CheckSpec(tool.Spec{Name: name}) != nil:
 		errs = append(errs, schema.Error{Pointer: "/name", Message: "must be a tool's name: 1 to 64 letters, digits, '_' or '-'"})
+	case strings.Contains(name, "__"):
+		// <server>__<tool> is an MCP server's namespace: an action there
+		// would match the patterns that allow that server's tools.
+		errs = append(errs, schema.Error{Pointer: "/name", Message: "must not hold \"__\", which names an MCP server's tools"})
 	}
 	if c != nil {
 		if err := h.checkHost(c.url.host); err != nil {

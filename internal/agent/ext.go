@@ -23,14 +23,31 @@ func (r *Registry) ExtensionType() extension.Type {
 		Schema: Schema(), Handler: agentRows{r}, Machine: agentMachine}
 }
 
-// agentMachine says whether an agent definition starts processes or
-// names commands here: its own MCP servers, its start-up calls.
+// agentMachine says whether an agent definition reaches past what its
+// writer may give: MCP servers or start-up calls of its own, secrets from
+// the environment (a model's api_key_env, a server's headers_env, a model
+// at a base_url of its own), or an extensions policy (an agent must not
+// make an agent with more rights).
 func agentMachine(spec json.RawMessage) bool {
 	var v struct {
 		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
 		Bootstrap  []json.RawMessage          `json:"bootstrap"`
+		Extensions json.RawMessage            `json:"extensions"`
 	}
-	return json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0
+	if json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0 {
+		return true
+	}
+	if e := bytes.TrimSpace(v.Extensions); len(e) > 0 && !bytes.Equal(e, []byte("null")) && !bytes.Equal(e, []byte("{}")) {
+		return true
+	}
+	// A model at another base_url gets the provider's key from the
+	// environment (ANTHROPIC_API_KEY when api_key_env is left out).
+	for _, k := range []string{`"api_key_env"`, `"headers_env"`, `"base_url"`} {
+		if bytes.Contains(spec, []byte(k)) {
+			return true
+		}
+	}
+	return false
 }
 
 type agentRows struct{ r *Registry }
@@ -145,7 +162,7 @@ func (r *Registry) Seeds() ([]extension.Seed, error) {
 // CapabilityType is the extension type capability.
 func (r *Registry) CapabilityType() extension.Type {
 	return extension.Type{Name: "capability", Summary: "a named bundle of tools, skills, MCP servers and a prompt fragment agents include",
-		Schema: capabilitySchema, Handler: capabilityRows{r}}
+		Schema: capabilitySchema, Handler: capabilityRows{r}, Shared: true}
 }
 
 //go:embed capability.schema.json

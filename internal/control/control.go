@@ -83,7 +83,7 @@ func New(o *Options) *Controls {
 // Type is the extension type control.
 func (c *Controls) Type() extension.Type {
 	return extension.Type{Name: "control", Summary: "a typed switch (bool, enum, number, text) people flip and agents and policies read",
-		Schema: specSchema, Handler: c}
+		Schema: specSchema, Handler: c, Shared: true}
 }
 
 // Get returns a control's spec, if it is active.

@@ -146,10 +146,15 @@ type Type struct {
 	// of an integration, of an agent). An agent writes such a row only
 	// with Who.Machine, as the API writes it only as admin.
 	Machine func(spec json.RawMessage) bool
-	// Actor, if set, returns the agent a spec makes act (a job's agent,
-	// a command's): an agent writes such a row only for itself, unless
+	// Actor, if set, returns the agents a spec makes act or writes to (a
+	// job's agent and the sessions it delivers to, a command's agent, an
+	// artifact's): an agent writes such a row only for itself, unless
 	// Who.Any — a job must not make a better-equipped agent work for it.
-	Actor func(spec json.RawMessage) string
+	Actor func(spec json.RawMessage) []string
+	// Shared: a row changes what every agent has (a capability others
+	// include, a control that pauses agents or switches tools off); an
+	// agent writes one only with Who.Any.
+	Shared bool
 }
 
 // ValidationError lists every problem of a document, each with its JSON

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"agentd/internal/store"
 )
@@ -200,9 +201,17 @@ func machine(c *compiled, spec json.RawMessage, w Who) error {
 	if !w.Machine && c.Machine != nil && c.Machine(spec) {
 		return fmt.Errorf("extension: %w: a %s that starts processes or names commands on this machine needs extensions.machine in the agent's file", ErrForbidden, c.Name)
 	}
-	if !w.Any && c.Actor != nil {
-		if a := c.Actor(spec); a != "" && a != self {
-			return fmt.Errorf("extension: %w: a %s of agent %q: an agent makes only itself act, unless its file says extensions.any", ErrForbidden, c.Name, a)
+	if w.Any {
+		return nil
+	}
+	if c.Shared {
+		return fmt.Errorf("extension: %w: a %s changes what every agent has; an agent writes one only if its file says extensions.any", ErrForbidden, c.Name)
+	}
+	if c.Actor != nil {
+		for _, a := range c.Actor(spec) {
+			if a != "" && a != self {
+				return fmt.Errorf("extension: %w: a %s for agent %q: an agent writes these only for itself, unless its file says extensions.any", ErrForbidden, c.Name, a)
+			}
 		}
 	}
 	return nil
@@ -217,12 +226,40 @@ func allowed(e *store.Extension, w Who) error {
 	return fmt.Errorf("extension: %w: %s was made by %s", ErrForbidden, key(e.Type, e.Name), e.CreatedBy)
 }
 
-// AgentOf is the agent a spec names in its "agent" field ("" for none):
-// the Actor of the types whose rows make an agent act.
-func AgentOf(spec json.RawMessage) string {
+// AgentOf is the agent a spec names in its "agent" field, and those of
+// the sessions it names in "session" and in its deliveries ("deliver",
+// "on_failure": {"session": "agent/key"}): the Actor of the types whose
+// rows make an agent act or write to its sessions.
+func AgentOf(spec json.RawMessage) []string {
+	type target struct {
+		Session string `json:"session"`
+	}
 	var v struct {
-		Agent string `json:"agent"`
+		Agent     string          `json:"agent"`
+		Session   json.RawMessage `json:"session"`
+		Deliver   *target         `json:"deliver"`
+		OnFailure *target         `json:"on_failure"`
 	}
 	_ = json.Unmarshal(spec, &v)
-	return v.Agent
+	out := []string{v.Agent}
+	var session string
+	if json.Unmarshal(v.Session, &session) == nil {
+		out = append(out, agentOfAddress(session))
+	}
+	for _, t := range []*target{v.Deliver, v.OnFailure} {
+		if t != nil {
+			out = append(out, agentOfAddress(t.Session))
+		}
+	}
+	return out
+}
+
+// agentOfAddress is the agent of a session address "agent/key" ("" for
+// a bare key, which is the row's own agent's).
+func agentOfAddress(addr string) string {
+	a, _, ok := strings.Cut(addr, "/")
+	if !ok {
+		return ""
+	}
+	return a
 }

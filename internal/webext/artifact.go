@@ -27,7 +27,7 @@ const MaxArtifactBytes = 1 << 20
 // the row's history.
 func ArtifactType() extension.Type {
 	return extension.Type{Name: "artifact", Summary: "a versioned document an agent produces: markdown, code, CSV, HTML, an image or text",
-		Schema: artifactSchema, Handler: checker(checkArtifact)}
+		Schema: artifactSchema, Handler: checker(checkArtifact), Actor: extension.AgentOf}
 }
 
 // Artifact kinds.

@@ -155,6 +155,16 @@ func TestWidgetsEvaluate(t *testing.T) {
 		if _, err := w.m.SetEnabled(ctx, "widget", "g-off", false, person); err != nil {
 			t.Fatal(err)
 		}
+		// An action an agent wrote (its URL, its read_only claim) is not
+		// run by a widget on a person's page load.
+		reg.Register(tool.Func(tool.Spec{Name: "agents_own", ReadOnly: true, InputSchema: json.RawMessage(`{"type": "object"}`)},
+			func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: "{}"}, nil }))
+		if _, err := w.m.Put(ctx, doc("action", "agents_own", `{}`), extension.Who{Provenance: "agent:builder"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.m.Put(ctx, doc("widget", "h-agent", `{"title": "A", "query": {"kind": "action", "action": "agents_own"}}`), person); err != nil {
+			t.Fatal(err)
+		}
 		ws := webext.NewWidgets(w.m, &webext.WidgetOptions{Usage: sources{}, Sessions: sources{block: true}, Memory: sources{}, Tools: reg})
 		got, err := ws.Widgets(ctx)
 		if err != nil {
@@ -173,6 +183,7 @@ func TestWidgetsEvaluate(t *testing.T) {
 			{"d-weather", "small", "application/json", `{"called":"weather","args":{"city":"Paris"}}`, ""},
 			{"e-mail", "medium", "", "null", "the action send_mail is not read-only: a widget calls only read-only actions"},
 			{"f-slow", "medium", "", "null", "no answer within 5s"},
+			{"h-agent", "medium", "", "null", "the action agents_own was written by an agent (agent:builder); a widget calls only actions people wrote"},
 		}
 		if diff := cmp.Diff(want, views); diff != "" {
 			t.Errorf("widgets (-want +got):\n%s", diff)

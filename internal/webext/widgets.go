@@ -352,6 +352,10 @@ func (w *Widgets) action(ctx context.Context, q Query) (any, string, error) {
 		return nil, "", err
 	case err != nil || !st.Enabled:
 		return nil, "", fmt.Errorf("there is no enabled action named %s", q.Action)
+	case strings.HasPrefix(st.Provenance, store.ProvenanceAgent):
+		// Nobody approves a widget's call: what an agent wrote (its URL,
+		// its read_only claim) is not run on a person's page load.
+		return nil, "", fmt.Errorf("the action %s was written by an agent (%s); a widget calls only actions people wrote", q.Action, st.Provenance)
 	}
 	t, ok := w.o.Tools.Get(q.Action)
 	if !ok {
