@@ -160,3 +160,23 @@ func strs(errs []schema.Error) []string {
 	}
 	return out
 }
+
+// A redirect to another host of allow_hosts does not carry the action's
+// headers, which may hold its secrets.
+func TestRedirectDropsSecretHeaders(t *testing.T) {
+	other, seenOther := recorder(t, func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("moved")) })
+	srv, _ := recorder(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/landing", http.StatusFound)
+	})
+	hs := newHarness(t, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
+	hs.env["KEY"] = "s3cret-value"
+	otherHost := strings.TrimPrefix(other.URL, "http://")
+	hs.mustActivate("go", `{"description": "d", "url": "$URL/start", "headers": {"X-Api-Key": "${env:KEY}"},
+		"allow_hosts": ["$HOST", "`+otherHost+`"]}`, srv)
+	if res := hs.call("go", `{}`); res.IsError || res.Output != "moved" {
+		t.Fatalf("the redirect: %+v", res)
+	}
+	if got := (<-seenOther).header.Get("X-Api-Key"); got != "" {
+		t.Fatalf("the other host was sent the secret header %q", got)
+	}
+}

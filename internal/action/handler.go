@@ -114,6 +114,19 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	if !allows(hosts, host, port) {
 		return fmt.Errorf("redirect: %w: %s is not in the action's allow_hosts", netguard.ErrBlocked, hostAndPort(host, port))
 	}
+	// The client sends the action's headers, secrets included, again:
+	// never over plain HTTP after HTTPS, nor to another host.
+	first := via[0].URL
+	if first.Scheme == "https" && req.URL.Scheme != "https" {
+		return fmt.Errorf("redirect: %w: from https to %s", netguard.ErrBlocked, req.URL.Scheme)
+	}
+	if !strings.EqualFold(first.Host, req.URL.Host) {
+		for name := range req.Header {
+			if name != "Accept" && name != "Content-Type" && name != "User-Agent" {
+				req.Header.Del(name) // the headers a row set may hold its secrets
+			}
+		}
+	}
 	return nil
 }
 
