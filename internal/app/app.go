@@ -231,7 +231,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouter()
-	a.Jobs = job.New(a.Runtime, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow})})
+	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow})})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}
