@@ -273,6 +273,11 @@ func (a *App) Start(ctx context.Context) error {
 	if n > 0 {
 		a.Logger.Info("resumed unfinished work", "sessions", n)
 	}
+	if n, err := a.Jobs.Recover(ctx); err != nil {
+		a.Logger.Error("job runs not recovered", "err", err)
+	} else if n > 0 {
+		a.Logger.Info("resumed job runs", "runs", n)
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.started.Store(true)

@@ -46,9 +46,10 @@ type Options struct {
 	// Node is the node recorded on the runs this Runner takes (default "").
 	Node string
 	// BeforeSubmit, if set, is called with each run after it is recorded
-	// and before its input is submitted: tests stop agentd there to show
-	// that recovery runs it once.
-	BeforeSubmit func(store.JobRun)
+	// and before its input is submitted; an error leaves the run as a
+	// crash there would (open, not submitted): tests show with it that
+	// Recover runs it once.
+	BeforeSubmit func(store.JobRun) error
 }
 
 // Runner keeps the active jobs (it is their extension Handler and
@@ -70,7 +71,7 @@ type Runner struct {
 	guard  *netguard.Guard
 	client *http.Client
 	node   string
-	before func(store.JobRun)
+	before func(store.JobRun) error
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -542,17 +543,23 @@ func (r *Runner) submit(ru *run, res *Result) (int64, error) {
 		return 0, err
 	}
 	if r.before != nil {
-		r.before(store.JobRun{Job: ru.name, Run: res.Run, ScheduledAt: res.Scheduled, Trigger: res.Trigger, Session: res.Session, Status: res.Status})
+		jr := store.JobRun{Job: ru.name, Run: res.Run, ScheduledAt: res.Scheduled, Trigger: res.Trigger, Session: res.Session, Status: res.Status}
+		if err := r.before(jr); err != nil {
+			return 0, fmt.Errorf("%w: %w", errCrash, err)
+		}
 	}
 	rc, err := r.rt.Submit(r.ctx, runtime.Input{Session: res.Session, Text: prompt.Fill(ru.spec.Prompt, ru.fire.vars(ru.name, res.Run)),
 		Source: "job", Origin: "job:" + ru.name, IdempotencyKey: ru.key, Options: opts, Reopen: true})
 	return rc.Turn, err
 }
 
+// errCrash is BeforeSubmit's refusal: the run stays as a crash leaves it.
+var errCrash = errors.New("job: stopped before submitting")
+
 // stopping reports whether err is agentd stopping rather than the run
 // failing.
 func (r *Runner) stopping(err error) bool {
-	return r.ctx.Err() != nil || errors.Is(err, runtime.ErrClosed)
+	return r.ctx.Err() != nil || errors.Is(err, runtime.ErrClosed) || errors.Is(err, errCrash)
 }
 
 // finish records a run's end (out's status, figures, output, error) and
