@@ -94,6 +94,9 @@ type App struct {
 	// Jobs run job rows.
 	Commands *command.Router
 	Jobs     *job.Runner
+	// Scheduler fires the jobs' time triggers while this node leads
+	// "jobs" (the daemon runs it: ScheduleJobs).
+	Scheduler *job.Scheduler
 
 	integrations *mcp.Integrations // MCP servers defined by integration rows
 	apps         *webext.Apps      // the enabled app rows' files, served under /apps/
@@ -232,6 +235,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouter()
 	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow})})
+	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}
@@ -272,11 +276,6 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	if n > 0 {
 		a.Logger.Info("resumed unfinished work", "sessions", n)
-	}
-	if n, err := a.Jobs.Recover(ctx); err != nil {
-		a.Logger.Error("job runs not recovered", "err", err)
-	} else if n > 0 {
-		a.Logger.Info("resumed job runs", "runs", n)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
@@ -330,6 +329,16 @@ func (a *App) TitleSessions() {
 			a.Logger.Error("session titles stopped", "err", err)
 		}
 	})
+}
+
+// ScheduleJobs starts, in the background, the job scheduler: while this
+// node leads "jobs" it resumes the runs left open and fires the jobs'
+// time triggers (the daemon does this; a command run in process does
+// not, as it would end first and fire jobs the daemon fires).
+func (a *App) ScheduleJobs() {
+	if a.bctx != nil {
+		a.wg.Go(func() { a.Scheduler.Run(a.bctx) })
+	}
 }
 
 // ReclaimMemory starts, in the background, giving the memory a burst of
