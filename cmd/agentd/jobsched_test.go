@@ -154,7 +154,9 @@ func TestJobsFireThroughTheDaemon(t *testing.T) {
 	if r := run(t, dir, "jobs", "resume", "tick"); r.code != 0 {
 		t.Fatalf("resume: %+v", r)
 	}
-	waitRuns(t, dir, "tick", "runs after resume", func(rs []job.Result) bool { return countStatus(rs, store.RunDone) >= countStatus(paused, store.RunDone)+2 })
+	waitRuns(t, dir, "tick", "runs after resume", func(rs []job.Result) bool {
+		return countStatus(rs, store.RunDone) >= countStatus(paused, store.RunDone)+2
+	})
 
 	// SIGKILL, start again: the fires go on, none twice.
 	d.kill()

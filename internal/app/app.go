@@ -31,6 +31,7 @@ import (
 	"agentd/internal/mcp"
 	"agentd/internal/mcpserver"
 	"agentd/internal/memory"
+	"agentd/internal/metrics"
 	"agentd/internal/netguard"
 	"agentd/internal/permit"
 	"agentd/internal/reclaim"
@@ -98,11 +99,12 @@ type App struct {
 	// "jobs" (the daemon runs it: ScheduleJobs).
 	Scheduler *job.Scheduler
 
-	integrations *mcp.Integrations // MCP servers defined by integration rows
-	apps         *webext.Apps      // the enabled app rows' files, served under /apps/
-	extChanges   *changeQueue      // rows other nodes changed (a shared store)
-	agentFiles   *changeQueue      // agents whose files changed, for their rows
-	mcpLive      atomic.Bool       // Start has handed the servers to MCP
+	integrations *mcp.Integrations                 // MCP servers defined by integration rows
+	apps         *webext.Apps                      // the enabled app rows' files, served under /apps/
+	extChanges   *changeQueue                      // rows other nodes changed (a shared store)
+	agentFiles   *changeQueue                      // agents whose files changed, for their rows
+	mcpLive      atomic.Bool                       // Start has handed the servers to MCP
+	metrics      atomic.Pointer[metrics.Collector] // once the API has started it
 
 	dmu       sync.Mutex
 	degraded  []gateway.Degraded // optional parts that are off
@@ -234,8 +236,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouter()
-	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow})})
-	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store})
+	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
+		Ended: a.jobEnded})
+	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}

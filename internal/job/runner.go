@@ -50,6 +50,9 @@ type Options struct {
 	// crash there would (open, not submitted): tests show with it that
 	// Recover runs it once.
 	BeforeSubmit func(store.JobRun) error
+	// Ended, if set, is told of every run that ends or is skipped (for
+	// metrics); it must not block.
+	Ended func(Result)
 }
 
 // Runner keeps the active jobs (it is their extension Handler and
@@ -72,6 +75,7 @@ type Runner struct {
 	client *http.Client
 	node   string
 	before func(store.JobRun) error
+	ended  func(Result)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -95,7 +99,7 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 	if o == nil {
 		o = &Options{}
 	}
-	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, node: o.Node, before: o.BeforeSubmit,
+	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, node: o.Node, before: o.BeforeSubmit, ended: o.Ended,
 		jobs: map[string]*Spec{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -392,6 +396,9 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		r.mu.Unlock()
 	} else {
 		r.log.Info("job fire skipped", "job", name, "run", got.Run, "reason", got.Error)
+		if r.ended != nil {
+			r.ended(ru.res)
+		}
 	}
 	return ru, nil
 }
@@ -579,6 +586,9 @@ func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
 		res.Session = ru.res.Session
 	}
 	r.log.Info("job run ended", "job", ru.name, "run", res.Run, "session", res.Session, "status", res.Status)
+	if r.ended != nil {
+		r.ended(*res)
+	}
 	d := ru.spec.Deliver
 	if res.Failed() {
 		d = ru.spec.OnFailure
