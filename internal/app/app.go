@@ -37,6 +37,7 @@ import (
 	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
+	"agentd/internal/store"
 	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
@@ -65,6 +66,9 @@ type Options struct {
 	// did, rather than watch them for changes: for a short command run in
 	// process, which would end before a change mattered. Default false.
 	ReadOnce bool
+	// JobBeforeSubmit is the job Runner's BeforeSubmit (job.Options): a
+	// test stops agentd with it between a run's record and its input.
+	JobBeforeSubmit func(store.JobRun) error
 	// Config is the data directory's agentd.yaml as the caller already
 	// loaded it (agent.LoadConfig), so that it is not parsed twice; nil:
 	// Open loads it.
@@ -237,7 +241,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouter()
 	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
-		Ended: a.jobEnded})
+		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit})
 	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
