@@ -7,18 +7,24 @@ import (
 	"agentd/internal/store"
 )
 
-// Recover resumes the active jobs' runs left open in the store (queued
-// or running, by a node that stopped or lost its lead): each is
-// submitted again with its idempotency key, so that an input accepted
-// before is not accepted twice (the runtime returns its turn), then
-// waited for, finished and delivered like any run. A job's open runs are
-// resumed in order, one after the other, in a goroutine the Runner owns.
-// Runs this Runner is executing already are left to it; the runs of a
-// job that is not active stay open until it is. It returns how many
-// runs it resumed.
-func (r *Runner) Recover(ctx context.Context) (int, error) {
+// Recover resumes the runs left open in the store (queued or running,
+// by a node that stopped or lost its lead) of the jobs named, or of
+// every active job if none is: each is submitted again with its
+// idempotency key, so that an input accepted before is not accepted
+// twice (the runtime returns its turn), then waited for, finished and
+// delivered like any run. A job's open runs are resumed in order, one
+// after the other, in a goroutine the Runner owns. Runs this Runner is
+// executing already are left to it; the runs of a job that is not active
+// stay open until it is (the Scheduler recovers a job it activates). It
+// returns how many runs it resumed.
+func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
+	if len(jobs) == 0 {
+		for name := range r.Jobs() {
+			jobs = append(jobs, name)
+		}
+	}
 	n := 0
-	for name := range r.Jobs() {
+	for _, name := range jobs {
 		open, _, err := r.scan(ctx, name)
 		if err != nil {
 			return n, err

@@ -574,6 +574,12 @@ func (r *Runner) stopping(err error) bool {
 func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
 	out.Job, out.Run = ru.name, res.Run
 	got, err := r.runs.FinishRun(r.ctx, out)
+	if errors.Is(err, store.ErrConflict) {
+		// Another node finished it (it took over as the scheduler while
+		// this one waited): its end and its delivery are that node's.
+		r.log.Info("job run finished elsewhere", "job", ru.name, "run", res.Run)
+		return
+	}
 	if err != nil {
 		r.log.Error("job run end not recorded", "job", ru.name, "run", res.Run, "err", err)
 		got = out

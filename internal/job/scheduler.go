@@ -18,8 +18,9 @@ type Firer interface {
 	// Fire fires the job name's trigger for its scheduled time at; a
 	// fire taken before is no error.
 	Fire(ctx context.Context, name, trigger string, at time.Time) error
-	// Recover resumes the runs left open.
-	Recover(ctx context.Context) (int, error)
+	// Recover resumes the runs left open of the jobs named (none: of
+	// every active job).
+	Recover(ctx context.Context, jobs ...string) (int, error)
 }
 
 // LastRuns tells when a job last fired by one of triggers
@@ -233,9 +234,16 @@ func (s *Scheduler) update(ctx context.Context) {
 	clear(s.dirty)
 	s.mu.Unlock()
 	for _, n := range names {
-		if spec, ok := s.r.Job(n); ok {
-			s.add(ctx, n, &spec, time.Now())
+		spec, ok := s.r.Job(n)
+		if !ok {
+			continue
 		}
+		// Its runs left open while it was not active (paused, say) would
+		// otherwise stay open, and a skip job skip every fire.
+		if _, err := s.fire.Recover(ctx, n); err != nil {
+			s.log.Error("job runs not recovered", "job", n, "err", err)
+		}
+		s.add(ctx, n, &spec, time.Now())
 	}
 }
 

@@ -3,6 +3,7 @@ package job_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -21,6 +22,8 @@ type fires struct {
 	got  map[string][]time.Time // by job
 	late []time.Duration
 	last map[string]time.Time // LastRun's answer, by job
+	// recovered are the Recover calls: the jobs named, "" for all.
+	recovered []string
 }
 
 func newFires() *fires {
@@ -34,7 +37,12 @@ func (f *fires) Fire(_ context.Context, name, trigger string, at time.Time) erro
 	return nil
 }
 
-func (f *fires) Recover(context.Context) (int, error) { return 0, nil }
+func (f *fires) Recover(_ context.Context, jobs ...string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recovered = append(f.recovered, strings.Join(jobs, ","))
+	return 0, nil
+}
 
 func (f *fires) LastRun(_ context.Context, name string, _ ...string) (store.JobRun, error) {
 	f.mu.Lock()
@@ -173,6 +181,11 @@ func TestSchedulerCatchUpAndChanges(t *testing.T) {
 		if got := f.of("new"); len(got) != 7 || !got[0].Equal(start) || !got[6].Equal(start.Add(time.Minute)) {
 			t.Errorf("a new job fired %v", got)
 		}
+		f.mu.Lock()
+		if want := []string{"", "new", "all"}; !cmp.Equal(f.recovered, want) && !cmp.Equal(f.recovered, []string{"", "all", "new"}) {
+			t.Errorf("Recover calls %q, want %q: all at the start, then each job activated", f.recovered, want)
+		}
+		f.mu.Unlock()
 		if got := f.of("all")[10:]; !cmp.Equal(got, []time.Time{start, start.Add(30 * time.Second), start.Add(60 * time.Second)}) {
 			t.Errorf("a changed job fired %v", got)
 		}
