@@ -114,7 +114,8 @@ func allEnded(runs []job.Result) bool {
 	return true
 }
 
-// A job `every: 1s` fires on its own while agentd serve runs, its output
+// A job `every: 1s` fires on its own while agentd serve runs (and not in
+// a command run in process), its output
 // delivered to a session; `agentd jobs runs --json` lists its runs;
 // pause stops the fires, resume starts them again; after a SIGKILL and a
 // new start, no scheduled time ran twice: each run's scheduled time is
@@ -126,6 +127,13 @@ func TestJobsFireThroughTheDaemon(t *testing.T) {
 		"extensions/job/tick.yaml": "type: job\nname: tick\nspec:\n  agent: assistant\n  prompt: \"tick {{fired_at}}\"\n" +
 			"  triggers: [{every: 1s}]\n  deliver: {session: assistant/inbox}\n",
 	})
+	// In process, nothing fires; a job that does not exist is not found.
+	if rs := jobRuns(t, dir, "tick"); len(rs) != 0 {
+		t.Fatalf("runs before the daemon: %+v", rs)
+	}
+	if r := run(t, dir, "jobs", "runs", "nope"); r.code != 3 || !strings.Contains(r.stderr, "no job nope") {
+		t.Fatalf("an unknown job: %+v", r)
+	}
 	d := serve(t, dir)
 	waitRuns(t, dir, "tick", "3 runs done", func(rs []job.Result) bool { return countStatus(rs, store.RunDone) >= 3 })
 
