@@ -25,7 +25,7 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	}
 	n := 0
 	for _, name := range jobs {
-		open, _, err := r.scan(ctx, name)
+		open, _, err := r.scan(ctx, name, false)
 		if err != nil {
 			return n, err
 		}

@@ -347,7 +347,7 @@ func (r *Runner) start(ctx context.Context, name string, fire Fire) (*run, error
 func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*run, error) {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
-	open, _, err := r.scan(ctx, name)
+	open, _, err := r.scan(ctx, name, false)
 	if err != nil {
 		return nil, err
 	}
@@ -415,10 +415,11 @@ func (r *Runner) newRun(s *Spec, jr store.JobRun, fire Fire) *run {
 const scanMax = 1000
 
 // scan returns the job's open runs (queued or running), oldest first,
-// and its last done run (nil if none), from its newest runs.
-func (r *Runner) scan(ctx context.Context, name string) (open []store.JobRun, done *store.JobRun, err error) {
+// and its last done run (nil if none), from its newest runs; with
+// doneOnly it stops at the last done run, its open runs unread.
+func (r *Runner) scan(ctx context.Context, name string, doneOnly bool) (open []store.JobRun, done *store.JobRun, err error) {
 	before := ""
-	for n := 0; n < scanMax; {
+	for n := 0; n < scanMax && !(doneOnly && done != nil); {
 		page, err := r.runs.JobRuns(ctx, name, before, store.DefaultRunLimit)
 		if err != nil {
 			return nil, nil, fmt.Errorf("job %s: runs: %w", name, err)
@@ -538,7 +539,7 @@ func (r *Runner) execute(ru *run) {
 // submit submits a run's input, its prompt filled with the job's last
 // done run's output; it returns the turn.
 func (r *Runner) submit(ru *run, res *Result) (int64, error) {
-	_, last, err := r.scan(r.ctx, ru.name)
+	_, last, err := r.scan(r.ctx, ru.name, true)
 	if err != nil {
 		return 0, err
 	}
