@@ -9,6 +9,7 @@ import (
 
 	"agentd/internal/gateway"
 	"agentd/internal/job"
+	"agentd/internal/store"
 )
 
 // cmdJobDir is a data directory with the agent assistant on an echoing
@@ -78,7 +79,8 @@ func TestSlashCommandThroughTheAPI(t *testing.T) {
 
 // agentd ext run job/NAME prints the run's answer, in process and through
 // the daemon; the prompt has the --var values and the previous run's
-// output; a run a budget stops exits 4; an inactive job exits 3.
+// output, read from the run history (so the daemon has the in-process
+// run's); a run a budget stops exits 4; an inactive job exits 3.
 func TestJobRun(t *testing.T) {
 	dir := cmdJobDir(t)
 	r := run(t, dir, "ext", "run", "job/brief", "--var", "topic=rust")
@@ -88,12 +90,12 @@ func TestJobRun(t *testing.T) {
 	serve(t, dir)
 	r = run(t, dir, "ext", "run", "job/brief", "--var", "topic=go", "--json")
 	var res job.Result
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Status != job.StatusDone ||
-		res.Output != "got: brief on go after []" || !strings.HasPrefix(res.Session, "assistant/job:brief:") {
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != 0 || res.Status != store.RunDone ||
+		res.Output != "got: brief on go after [got: brief on rust after []]" || !strings.HasPrefix(res.Session, "assistant/job:brief:") {
 		t.Fatalf("through the daemon: %+v (%v)", r, err)
 	}
 	r = run(t, dir, "ext", "run", "job/brief", "--var", "topic=c")
-	if want := "got: brief on c after [got: brief on go after []]"; r.code != 0 || strings.TrimSpace(r.stdout) != want {
+	if want := "got: brief on c after [got: brief on go after [got: brief on rust after []]]"; r.code != 0 || strings.TrimSpace(r.stdout) != want {
 		t.Fatalf("second run through the daemon: %+v, want %q", r, want)
 	}
 	if r := run(t, dir, "log", res.Session); r.code != 0 || !strings.Contains(r.stdout, "brief on go") {

@@ -50,6 +50,8 @@ func (a *App) api(daemon bool) *gateway.Server {
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 		Commands:   a.Commands,
 		Jobs:       a.Jobs,
+		JobRuns:    a.Store,
+		JobTimes:   a.Scheduler,
 	}
 	wo := &webext.WidgetOptions{Usage: a.Store, Sessions: a.Store, Tools: a.Tools, Logger: a.Logger}
 	if a.Memory != nil {

@@ -31,11 +31,13 @@ import (
 	"agentd/internal/mcp"
 	"agentd/internal/mcpserver"
 	"agentd/internal/memory"
+	"agentd/internal/metrics"
 	"agentd/internal/netguard"
 	"agentd/internal/permit"
 	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
+	"agentd/internal/store"
 	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
@@ -64,6 +66,9 @@ type Options struct {
 	// did, rather than watch them for changes: for a short command run in
 	// process, which would end before a change mattered. Default false.
 	ReadOnce bool
+	// JobBeforeSubmit is the job Runner's BeforeSubmit (job.Options): a
+	// test stops agentd with it between a run's record and its input.
+	JobBeforeSubmit func(store.JobRun) error
 	// Config is the data directory's agentd.yaml as the caller already
 	// loaded it (agent.LoadConfig), so that it is not parsed twice; nil:
 	// Open loads it.
@@ -94,12 +99,16 @@ type App struct {
 	// Jobs run job rows.
 	Commands *command.Router
 	Jobs     *job.Runner
+	// Scheduler fires the jobs' time triggers while this node leads
+	// "jobs" (the daemon runs it: ScheduleJobs).
+	Scheduler *job.Scheduler
 
-	integrations *mcp.Integrations // MCP servers defined by integration rows
-	apps         *webext.Apps      // the enabled app rows' files, served under /apps/
-	extChanges   *changeQueue      // rows other nodes changed (a shared store)
-	agentFiles   *changeQueue      // agents whose files changed, for their rows
-	mcpLive      atomic.Bool       // Start has handed the servers to MCP
+	integrations *mcp.Integrations                 // MCP servers defined by integration rows
+	apps         *webext.Apps                      // the enabled app rows' files, served under /apps/
+	extChanges   *changeQueue                      // rows other nodes changed (a shared store)
+	agentFiles   *changeQueue                      // agents whose files changed, for their rows
+	mcpLive      atomic.Bool                       // Start has handed the servers to MCP
+	metrics      atomic.Pointer[metrics.Collector] // once the API has started it
 
 	dmu       sync.Mutex
 	degraded  []gateway.Degraded // optional parts that are off
@@ -231,7 +240,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouter()
-	a.Jobs = job.New(a.Runtime, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow})})
+	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
+		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit})
+	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}
@@ -325,6 +336,16 @@ func (a *App) TitleSessions() {
 			a.Logger.Error("session titles stopped", "err", err)
 		}
 	})
+}
+
+// ScheduleJobs starts, in the background, the job scheduler: while this
+// node leads "jobs" it resumes the runs left open and fires the jobs'
+// time triggers (the daemon does this; a command run in process does
+// not, as it would end first and fire jobs the daemon fires).
+func (a *App) ScheduleJobs() {
+	if a.bctx != nil {
+		a.wg.Go(func() { a.Scheduler.Run(a.bctx) })
+	}
 }
 
 // ReclaimMemory starts, in the background, giving the memory a burst of

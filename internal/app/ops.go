@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"agentd/internal/gateway"
+	"agentd/internal/job"
 	"agentd/internal/metrics"
 	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
@@ -80,6 +81,7 @@ func (a *App) startMetrics() *metrics.Collector {
 	}
 	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger,
 		Degraded: degraded, SQLiteMemory: func() int64 { n, _ := sqlite.MemoryUsed(); return n }})
+	a.metrics.Store(c)
 	a.wg.Go(func() {
 		if err := c.Run(context.Background()); err != nil {
 			a.Logger.Error("metrics stopped", "err", err)
@@ -90,4 +92,18 @@ func (a *App) startMetrics() *metrics.Collector {
 		c.Close()
 	})
 	return c
+}
+
+// jobFired counts a scheduler's fire in the metrics, once they run.
+func (a *App) jobFired(name, trigger string, due, fired time.Time, err error) {
+	if c := a.metrics.Load(); c != nil {
+		c.JobFired(name, trigger, fired.Sub(due), err)
+	}
+}
+
+// jobEnded counts a job run's end in the metrics, once they run.
+func (a *App) jobEnded(res job.Result) {
+	if c := a.metrics.Load(); c != nil {
+		c.JobRunEnded(res.Job, res.Status)
+	}
 }

@@ -26,6 +26,8 @@ type Store interface {
 	store.OpsStore
 	store.ClusterStore
 	store.ExtensionStore
+	store.JobRunStore
+	store.OnceStore
 	// SetTitle sets a session's title (see sqlite.Store.SetTitle).
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
 	// Writable reports whether the store can take writes; store.ErrFull

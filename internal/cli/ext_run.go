@@ -12,12 +12,24 @@ import (
 // extRunCmd is `agentd ext run job/NAME`: a job's run, now (a
 // subcommand of extCmd, which adds --remote and --token).
 func (e *env) extRunCmd() *cobra.Command {
+	return e.jobRunCmd("run job/<name>", func(arg string) (string, error) {
+		typ, n, ok := strings.Cut(arg, "/")
+		if !ok || typ != "job" || n == "" {
+			return "", usage("usage: agentd ext run job/<name>: only jobs run, not %q", arg)
+		}
+		return n, nil
+	})
+}
+
+// jobRunCmd is a job's run now, the job named by its argument as name
+// reads it: `agentd ext run job/NAME`, `agentd jobs run NAME`.
+func (e *env) jobRunCmd(use string, nameOf func(arg string) (string, error)) *cobra.Command {
 	var vars []string
 	var payload map[string]string
 	var name string
 	var asJSON, noWait bool
 	cmd := &cobra.Command{
-		Use:   "run job/<name>",
+		Use:   use,
 		Short: "Run a job now and print its answer",
 		Long: "Run a job extension now: its prompt, filled with the --var values ({{payload.KEY}}), the time\n" +
 			"({{fired_at}}) and the job's previous output ({{previous_output}}), goes to its agent in a fresh\n" +
@@ -29,9 +41,9 @@ func (e *env) extRunCmd() *cobra.Command {
 			"  agentd ext run job/nightly --no-wait",
 		Args: cobra.ExactArgs(1),
 		PreRunE: func(_ *cobra.Command, args []string) error {
-			typ, n, ok := strings.Cut(args[0], "/")
-			if !ok || typ != "job" || n == "" {
-				return usage("usage: agentd ext run job/<name>: only jobs run, not %q", args[0])
+			n, err := nameOf(args[0])
+			if err != nil {
+				return err
 			}
 			name = n
 			for _, v := range vars {
@@ -69,7 +81,7 @@ func (e *env) extRunCmd() *cobra.Command {
 		}),
 	}
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "a payload value KEY=VALUE, the prompt's {{payload.KEY}} (repeatable)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON: job, run, session, turn, status, started, ended, output, error")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON: job, run, trigger, session, turn, status, scheduled, started, ended, figures, output, error")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "return once the run has started")
 	return cmd
 }

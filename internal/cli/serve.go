@@ -89,6 +89,7 @@ func (e *env) serveCmd() *cobra.Command {
 			}
 			a.Bootstrap()
 			a.TitleSessions()
+			a.ScheduleJobs()
 			a.ReclaimMemory()
 			abs, _ := filepath.Abs(dir)
 			out := e.stdout

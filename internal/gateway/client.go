@@ -514,3 +514,56 @@ func (c *Client) RunJob(ctx context.Context, name string, vars map[string]string
 	}
 	return out, c.do(ctx, "POST", p, JobRunRequest{Vars: vars}, &out)
 }
+
+// Jobs lists the jobs, with their next fire times and last runs.
+func (c *Client) Jobs(ctx context.Context) ([]JobInfo, error) {
+	var out JobList
+	err := c.do(ctx, "GET", "/v1/jobs", nil, &out)
+	return out.Jobs, err
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, name string) (JobInfo, error) {
+	var out JobInfo
+	n, err := seg(name)
+	if err != nil {
+		return out, err
+	}
+	return out, c.do(ctx, "GET", "/v1/jobs/"+n, nil, &out)
+}
+
+// JobRuns returns a page of a job's runs, newest first, before the run
+// before ("" from the newest), up to limit (0: the server's default).
+func (c *Client) JobRuns(ctx context.Context, name, before string, limit int) (JobRunsPage, error) {
+	var out JobRunsPage
+	n, err := seg(name)
+	if err != nil {
+		return out, err
+	}
+	q := url.Values{}
+	if before != "" {
+		q.Set("before", before)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	p := "/v1/jobs/" + n + "/runs"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	return out, c.do(ctx, "GET", p, nil, &out)
+}
+
+// PauseJob pauses (on false: resumes) a job: its row's enabled state.
+func (c *Client) PauseJob(ctx context.Context, name string, pause bool) (JobInfo, error) {
+	var out JobInfo
+	n, err := seg(name)
+	if err != nil {
+		return out, err
+	}
+	verb := "resume"
+	if pause {
+		verb = "pause"
+	}
+	return out, c.do(ctx, "POST", "/v1/jobs/"+n+"/"+verb, nil, &out)
+}

@@ -12,6 +12,7 @@ import (
 	"agentd/internal/gateway"
 	"agentd/internal/job"
 	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
 )
 
 // extEnv is the API with the command standup (answered by the session's
@@ -30,7 +31,7 @@ func extEnv(t *testing.T) *env {
 	}
 	return newEnv(t, setup{options: func(o *gateway.Options) {
 		o.Commands = router
-		r := job.New(o.Runtime, testAgents(), nil)
+		r := job.New(o.Runtime, o.Sessions.(*sqlite.Store), testAgents(), nil)
 		t.Cleanup(r.Close)
 		if err := r.Activate(context.Background(), &store.Extension{Type: "job", Name: "brief",
 			Spec: json.RawMessage(`{"agent":"a","prompt":"brief on {{payload.topic}}"}`)}); err != nil {
@@ -112,13 +113,13 @@ func TestJobRun(t *testing.T) {
 	e := extEnv(t)
 	status, _, body := e.do("POST", "/v1/jobs/brief/run?wait=true", `{"vars":{"topic":"rust"}}`)
 	var res job.Result
-	if err := json.Unmarshal(body, &res); err != nil || status != 200 || res.Status != job.StatusDone || res.Output != "re: brief on rust" ||
+	if err := json.Unmarshal(body, &res); err != nil || status != 200 || res.Status != store.RunDone || res.Output != "re: brief on rust" ||
 		!strings.HasPrefix(res.Session, "a/job:brief:") {
 		t.Fatalf("%d %s", status, body)
 	}
 	status, _, body = e.do("POST", "/v1/jobs/brief/run", "")
 	res = job.Result{}
-	if err := json.Unmarshal(body, &res); err != nil || status != 202 || res.Status != job.StatusRunning || res.Turn == 0 {
+	if err := json.Unmarshal(body, &res); err != nil || status != 202 || res.Status != store.RunRunning || res.Turn == 0 {
 		t.Fatalf("%d %s", status, body)
 	}
 	if end := e.wait(res.Turn); end.Reply != "re: brief on " {

@@ -68,6 +68,8 @@ type Options struct {
 	// The extensions' parts; each may be nil.
 	Commands Commands // slash commands in messages, GET /v1/commands
 	Jobs     Jobs     // POST /v1/jobs/{name}/run
+	JobRuns  JobRuns  // the jobs' run history, GET /v1/jobs…
+	JobTimes JobTimes // the jobs' next fire times
 
 	// Handlers built by the gateway's sub-packages, each served at the
 	// routes of the table that name it (OpenAIRoutes for OpenAI); each may

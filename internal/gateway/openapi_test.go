@@ -68,7 +68,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
-		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil),
+		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil), JobRuns: (*sqlite.Store)(nil), JobTimes: (*job.Scheduler)(nil),
 		Extensions: (*extension.Manager)(nil),
 		Widgets:    (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
 	}
@@ -303,6 +303,9 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"CommandInfo":          reflect.TypeFor[command.Info](),
 		"JobRunRequest":        reflect.TypeFor[gateway.JobRunRequest](),
 		"JobRun":               reflect.TypeFor[job.Result](),
+		"JobList":              reflect.TypeFor[gateway.JobList](),
+		"JobInfo":              reflect.TypeFor[gateway.JobInfo](),
+		"JobRunsPage":          reflect.TypeFor[gateway.JobRunsPage](),
 		"LifecycleLogEntry":    reflect.TypeFor[engine.LogEntry](),
 		"LifecycleObject":      reflect.TypeFor[engine.Object](),
 		"LifecycleApproval":    reflect.TypeFor[engine.ApprovalView](),

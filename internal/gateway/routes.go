@@ -78,6 +78,11 @@ var routeTable = []route{
 	// (commands.go, jobs.go).
 	{pattern: "GET /v1/commands", serve: (*Server).commandList},
 	{pattern: "POST /v1/jobs/{name}/run", serve: (*Server).jobRun},
+	{pattern: "GET /v1/jobs", serve: (*Server).jobList},
+	{pattern: "GET /v1/jobs/{name}", serve: (*Server).jobGet},
+	{pattern: "GET /v1/jobs/{name}/runs", serve: (*Server).jobRuns},
+	{pattern: "POST /v1/jobs/{name}/pause", serve: (*Server).jobPause},
+	{pattern: "POST /v1/jobs/{name}/resume", serve: (*Server).jobResume},
 
 	// Agents: definitions (agents.go), the message lifecycle and keys
 	// (tools.go).

@@ -21,7 +21,7 @@ func ExampleRunner_Run() {
 		return
 	}
 	defer k.Close()
-	r := job.New(k.Runtime, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
+	r := job.New(k.Runtime, k.Store, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
 	defer r.Close()
 	r.Activate(ctx, &store.Extension{Type: "job", Name: "brief",
 		Spec: json.RawMessage(`{"agent":"assistant","prompt":"Brief me on {{payload.topic}}."}`)})

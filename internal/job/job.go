@@ -2,16 +2,21 @@
 // prompt template, triggers, a budget (stricter than chat's by default),
 // a session policy, a concurrency policy and where the output goes. The
 // Runner keeps the active jobs and runs one on demand (`agentd ext run
-// job/NAME`, POST /v1/jobs/{name}/run); the triggers (cron, at, every,
-// watch, webhook, chain, heartbeat) are stored and checked now, and a
-// scheduler fires them through the same Runner.
+// job/NAME`, `agentd jobs run`, POST /v1/jobs/{name}/run); the
+// Scheduler fires the time triggers (cron, every, at) through the same
+// Runner; the other triggers (watch, webhook, chain, heartbeat) are
+// stored and checked.
 //
-// A run is an input to the job's agent in its own session
-// ("<agent>/job:<name>:<run>") or the job's named one; its turn is the
-// runtime's like any other, so a run that a crash interrupts is resumed
-// by the runtime. What a crash loses is the delivery of a run whose turn
-// ended while agentd stopped, and the previous run's output, which the
-// Runner keeps in memory.
+// Every run is recorded in the store's job runs (store.JobRunStore)
+// before its input is submitted. A run is an input to the job's agent in
+// its own session ("<agent>/job:<name>:<run>") or the job's named one,
+// with an idempotency key; its turn is the runtime's like any other, so
+// a run that a crash interrupts is resumed by the runtime, and Recover
+// resubmits (a no-op for an input accepted before) and finishes every
+// run left open. A scheduled fire's run id and key come from its
+// scheduled time, so it is taken once however often it is fired. What a
+// crash can still lose is the delivery of a run whose end was recorded
+// just before it.
 package job
 
 import (
@@ -35,6 +40,9 @@ var (
 	// ErrRunning: the job's concurrency is skip and a run of it is still
 	// running.
 	ErrRunning = errors.New("job already running")
+	// ErrTaken: a scheduled fire was taken before (by this node before a
+	// restart, or by another node): it runs once, and not again.
+	ErrTaken = errors.New("job fire already taken")
 	// ErrInvalid: a job row's spec does not decode.
 	ErrInvalid = errors.New("invalid job")
 )
@@ -194,7 +202,10 @@ func knownVar(name string) bool {
 // run's output and a chain parent's.
 type Fire struct {
 	Payload map[string]string
+	// At is the scheduled time (zero: now); Trigger what fired it
+	// (store.TriggerCron, …; "" is store.TriggerManual).
 	At      time.Time
+	Trigger string
 	// Previous is filled by the Runner.
 	Previous string
 	Parent   string

@@ -36,7 +36,7 @@ func newEnv(t *testing.T, o *job.Options) *env {
 	t.Helper()
 	m := testkit.NewModel()
 	k := testkit.New(t, &testkit.Options{Model: m, Agents: testkit.Agents{"assistant": testkit.Agent("assistant"), "ops": testkit.Agent("ops")}})
-	r := job.New(k.Runtime, testkit.Agents{"assistant": testkit.Agent("assistant"), "ops": testkit.Agent("ops")}, o)
+	r := job.New(k.Runtime, k.Store, testkit.Agents{"assistant": testkit.Agent("assistant"), "ops": testkit.Agent("ops")}, o)
 	t.Cleanup(r.Close)
 	return &env{k: k, m: m, r: r}
 }
@@ -59,7 +59,7 @@ func TestRunFillsThePromptAndKeepsTheOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != job.StatusDone || res.Output != "re: brief rust after [] as brief" || res.Session != "assistant/job:brief:"+res.Run {
+	if res.Status != store.RunDone || res.Output != "re: brief rust after [] as brief" || res.Session != "assistant/job:brief:"+res.Run {
 		t.Fatalf("first run %+v", res)
 	}
 	res2, err := e.r.Run(ctx, "brief", job.Fire{Payload: map[string]string{"topic": "go"}}, true)
@@ -95,7 +95,7 @@ func TestNamedSessionAndBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Session != "ops/daily" || res.Status != job.StatusError || !strings.HasPrefix(res.Error, "budget") || calls != 2 {
+	if res.Session != "ops/daily" || res.Status != store.RunError || !strings.HasPrefix(res.Error, "budget") || calls != 2 {
 		t.Fatalf("run %+v after %d calls; want a budget stop after 2 in ops/daily", res, calls)
 	}
 	// The failure alert is in assistant/main, logged without a turn
@@ -125,8 +125,8 @@ func TestConcurrency(t *testing.T) {
 		second string // the second run's status, or its error
 	}{
 		{"skip", "job already running"},
-		{"queue", job.StatusQueued},
-		{"allow", job.StatusRunning},
+		{"queue", store.RunQueued},
+		{"allow", store.RunRunning},
 	} {
 		t.Run(tc.policy, func(t *testing.T) {
 			e := newEnv(t, nil)
@@ -134,7 +134,7 @@ func TestConcurrency(t *testing.T) {
 			g := e.m.Gate("hold")
 			ctx := context.Background()
 			first, err := e.r.Run(ctx, "j", job.Fire{}, false)
-			if err != nil || first.Status != job.StatusRunning {
+			if err != nil || first.Status != store.RunRunning {
 				t.Fatalf("first %+v %v", first, err)
 			}
 			<-g.Entered
@@ -152,7 +152,7 @@ func TestConcurrency(t *testing.T) {
 			}
 			// Both runs end: wait for the second by running a third.
 			third, err := e.r.Run(ctx, "j", job.Fire{}, true)
-			if err != nil || third.Status != job.StatusDone {
+			if err != nil || third.Status != store.RunDone {
 				t.Fatalf("third %+v %v", third, err)
 			}
 		})
@@ -190,13 +190,13 @@ func TestWebhookDelivery(t *testing.T) {
 	if err != nil || res.DeliveryError != "" {
 		t.Fatalf("delivery: %+v %v", res, err)
 	}
-	if d := <-got; d.Output != "re: hook" || d.Run != res.Run || d.Status != job.StatusDone {
+	if d := <-got; d.Output != "re: hook" || d.Run != res.Run || d.Status != store.RunDone {
 		t.Fatalf("delivered %+v", d)
 	}
 }
 
 func TestCheck(t *testing.T) {
-	r := job.New(nil, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
+	r := job.New(nil, nil, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
 	defer r.Close()
 	for _, tt := range []struct {
 		spec string

@@ -19,7 +19,7 @@ import (
 // /spec/agent, and a valid one passes.
 func TestManagerRefusesUnknownAgents(t *testing.T) {
 	agents := testkit.Agents{"assistant": testkit.Agent("assistant")}
-	r := job.New(nil, agents, nil)
+	r := job.New(nil, nil, agents, nil)
 	defer r.Close()
 	m := extension.New(nil, &extension.Options{Builtins: fstest.MapFS{}})
 	for _, ty := range []extension.Type{r.Type(), command.Type(command.NewRouter(), agents)} {

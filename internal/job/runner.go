@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,40 +43,64 @@ type Options struct {
 	Guard *netguard.Guard
 	// DeliverTimeout bounds a webhook delivery (default 30 s).
 	DeliverTimeout time.Duration
+	// Node is the node recorded on the runs this Runner takes (default "").
+	Node string
+	// BeforeSubmit, if set, is called with each run after it is recorded
+	// and before its input is submitted; an error leaves the run as a
+	// crash there would (open, not submitted): tests show with it that
+	// Recover runs it once.
+	BeforeSubmit func(store.JobRun) error
+	// Ended, if set, is told of every run that ends or is skipped (for
+	// metrics); it must not block.
+	Ended func(Result)
 }
 
 // Runner keeps the active jobs (it is their extension Handler and
-// Checker) and runs them. Each run's waiting for its turn and its
-// delivery is a goroutine the Runner owns: Close cancels them and waits.
+// Checker) and runs them, recording every run in the run store: the
+// store, not memory, says which runs are open (for the concurrency
+// policy and recovery) and what the last run's output was. Each run's
+// waiting for its turn and its delivery is a goroutine the Runner owns:
+// Close cancels them and waits; a run Close interrupts stays open in the
+// store, and Recover finishes it at the next start.
 //
-// Lock order: Runner.mu only; never held across a call out. r.wg counts
-// runs from start (under mu, unless closed) to the end of execute.
+// Lock order: startMu, then mu; mu is never held across a call out.
+// r.wg counts runs from start (under mu, unless closed) to the end of
+// execute.
 type Runner struct {
 	rt     Runtime
+	runs   store.JobRunStore
 	agents Agents
 	log    *slog.Logger
 	guard  *netguard.Guard
 	client *http.Client
+	node   string
+	before func(store.JobRun) error
+	ended  func(Result)
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool // Close was called: no run starts
-	jobs    map[string]*Spec
-	running map[string]int           // runs of a job not ended, by name
-	queues  map[string]chan struct{} // a queue job's one slot, by name
-	last    map[string]string        // the output of a job's last run that ended
+	// startMu makes a job's concurrency decision and its StartRun one
+	// step within the node.
+	startMu sync.Mutex
+
+	mu       sync.Mutex
+	closed   bool // Close was called: no run starts
+	jobs     map[string]*Spec
+	queues   map[string]chan struct{} // a queue job's one slot, by name
+	inFlight map[string]bool          // "<job>/<run>" of the runs this Runner executes
+	watchers []func(name string)      // told of every job activated or removed
 }
 
-// New returns a Runner of the jobs its Handler activates.
-func New(rt Runtime, agents Agents, o *Options) *Runner {
+// New returns a Runner of the jobs its Handler activates, recording
+// their runs in runs.
+func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner {
 	if o == nil {
 		o = &Options{}
 	}
-	r := &Runner{rt: rt, agents: agents, log: o.Logger, guard: o.Guard,
-		jobs: map[string]*Spec{}, running: map[string]int{}, queues: map[string]chan struct{}{}, last: map[string]string{}}
+	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, node: o.Node, before: o.BeforeSubmit, ended: o.Ended,
+		jobs: map[string]*Spec{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -107,7 +133,11 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 	}
 	r.mu.Lock()
 	r.jobs[e.Name] = s
+	w := r.watchers
 	r.mu.Unlock()
+	for _, f := range w {
+		f(e.Name)
+	}
 	return nil
 }
 
@@ -115,8 +145,20 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 func (r *Runner) Deactivate(_ context.Context, name string) error {
 	r.mu.Lock()
 	delete(r.jobs, name)
+	w := r.watchers
 	r.mu.Unlock()
+	for _, f := range w {
+		f(name)
+	}
 	return nil
+}
+
+// watch has f called (without a lock held; f must not block) with the
+// name of every job activated, changed or removed from now on.
+func (r *Runner) watch(f func(name string)) {
+	r.mu.Lock()
+	r.watchers = append(r.watchers, f)
+	r.mu.Unlock()
 }
 
 // Jobs returns the active jobs by name (the scheduler's set).
@@ -130,42 +172,64 @@ func (r *Runner) Jobs() map[string]Spec {
 	return out
 }
 
-// Run statuses.
-const (
-	StatusQueued  = "queued"  // waiting for the job's run before it (concurrency queue)
-	StatusRunning = "running" // its turn is under way
-	StatusDone    = "done"    // its turn completed
-	StatusError   = "error"   // its turn ended otherwise (a budget, an error, a cancel)
-)
+// Job returns the active job name.
+func (r *Runner) Job(name string) (Spec, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.jobs[name]
+	if !ok {
+		return Spec{}, false
+	}
+	return *s, true
+}
 
-// Result is what a run did, or is doing.
+// Result is what a run did, or is doing: a run as the store keeps it,
+// with the turn of a run this node started. Its Status is one of
+// store.RunStatuses.
 type Result struct {
-	Job     string    `json:"job"`
-	Run     string    `json:"run"`
-	Session string    `json:"session"`
-	Turn    int64     `json:"turn,omitempty"`
-	Status  string    `json:"status"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended,omitzero"`
-	Output  string    `json:"output,omitempty"`
-	// Error says why a run failed: the turn's end status and reason.
+	Job     string `json:"job"`
+	Run     string `json:"run"`
+	Trigger string `json:"trigger"`
+	Session string `json:"session"`
+	Turn    int64  `json:"turn,omitempty"`
+	Status  string `json:"status"`
+	// Scheduled is the fire's scheduled time; Started when the run was
+	// taken (or, queued, began running); Ended zero while it is open.
+	Scheduled time.Time `json:"scheduled"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended,omitzero"`
+	Steps     int       `json:"steps,omitempty"`
+	TokensIn  int64     `json:"tokens_in,omitempty"`
+	TokensOut int64     `json:"tokens_out,omitempty"`
+	CostUSD   float64   `json:"cost_usd,omitempty"`
+	Output    string    `json:"output,omitempty"`
+	// Error says why a run failed (the turn's end status and reason) or
+	// was skipped.
 	Error string `json:"error,omitempty"`
 	// DeliveryError says why its output (or failure alert) was not
 	// delivered.
 	DeliveryError string `json:"delivery_error,omitempty"`
 }
 
+// ResultOf returns a stored run as a Result.
+func ResultOf(jr store.JobRun) Result {
+	return Result{Job: jr.Job, Run: jr.Run, Trigger: jr.Trigger, Session: jr.Session, Status: jr.Status,
+		Scheduled: jr.ScheduledAt, Started: jr.StartedAt, Ended: jr.EndedAt, Steps: jr.Steps, TokensIn: jr.TokensIn,
+		TokensOut: jr.TokensOut, CostUSD: jr.CostUSD, Output: jr.Output, Error: jr.Error}
+}
+
 // Failed reports whether the run ended without completing.
-func (res *Result) Failed() bool { return res.Status == StatusError }
+func (res *Result) Failed() bool { return res.Status == store.RunError }
 
 // a run under way.
 type run struct {
 	name    string
 	spec    *Spec
 	fire    Fire
+	key     string // its input's idempotency key
 	res     Result
-	slot    chan struct{} // the queue's slot to take, or nil (taken, or no queue)
-	started chan started  // its input's acceptance
+	held    bool         // it holds its queue job's slot
+	started chan started // its input's acceptance
 	done    chan Result
 }
 
@@ -175,35 +239,51 @@ type started struct {
 	err  error
 }
 
-// Run runs the job name now with fire's payload (fire.At zero: now).
-// Without wait it returns once the run's input is accepted (or, for a
-// queued run, once it is queued); with wait, once the run has ended and
-// its output was delivered. A job that is not active is ErrNotFound; a
-// skip job still running ErrRunning.
+// Run runs the job name with fire's payload: fire.Trigger "" (or
+// manual) is a run now (fire.At zero: now) with an id of its own;
+// a scheduled one (cron, every, at) has the id and idempotency key of
+// its scheduled time fire.At, so that however often it is fired it runs
+// once: a fire taken before is ErrTaken. Without wait Run returns once
+// the run's input is accepted (or, for a queued run, once it is queued);
+// with wait, once the run has ended and its output was delivered. A job
+// that is not active is ErrNotFound; a skip job with a run open is
+// recorded as a skipped run and returned with ErrRunning.
 func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Result, error) {
 	if fire.At.IsZero() {
 		fire.At = time.Now()
 	}
-	ru, err := r.start(name, fire)
+	if fire.Trigger == "" {
+		fire.Trigger = store.TriggerManual
+	}
+	ru, err := r.start(ctx, name, fire)
 	if err != nil {
 		return Result{}, err
 	}
-	go r.execute(ru)
-	if ru.slot != nil && !wait {
-		return ru.res, nil // queued
-	}
-	select {
-	case st := <-ru.started:
-		if st.err != nil {
-			return Result{}, st.err
-		}
+	switch ru.res.Status {
+	case store.RunSkipped:
+		return ru.res, fmt.Errorf("%w: %q has a run under way (its concurrency is skip)", ErrRunning, name)
+	case store.RunQueued:
+		go r.execute(ru)
 		if !wait {
-			res := ru.res
-			res.Status, res.Turn = StatusRunning, st.turn
-			return res, nil
+			return ru.res, nil
 		}
-	case <-ctx.Done():
-		return Result{}, ctx.Err()
+	default:
+		go r.execute(ru)
+	}
+	if ru.res.Status == store.RunRunning {
+		select {
+		case st := <-ru.started:
+			if st.err != nil {
+				return Result{}, st.err
+			}
+			if !wait {
+				res := ru.res
+				res.Turn = st.turn
+				return res, nil
+			}
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
 	}
 	select {
 	case res := <-ru.done:
@@ -213,41 +293,177 @@ func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Re
 	}
 }
 
-// start makes a run of the job name, counted as running and in r.wg.
-func (r *Runner) start(name string, fire Fire) (*run, error) {
-	id := runID(fire.At)
+// Fire fires the job name's trigger (store.TriggerCron, …) for its
+// scheduled time at: a run taken before (by this node before a restart,
+// or by another) or skipped by the job's concurrency is no error.
+func (r *Runner) Fire(ctx context.Context, name, trigger string, at time.Time) error {
+	_, err := r.Run(ctx, name, Fire{At: at, Trigger: trigger}, false)
+	if errors.Is(err, ErrTaken) || errors.Is(err, ErrRunning) {
+		return nil
+	}
+	return err
+}
+
+// scheduled reports whether a trigger is a schedule's, whose fires are
+// identified by their scheduled times.
+func scheduled(trigger string) bool {
+	return trigger == store.TriggerCron || trigger == store.TriggerEvery || trigger == store.TriggerAt
+}
+
+// runKey returns the idempotency key of a run's input: a scheduled
+// fire's is "job:<name>:<scheduled time RFC 3339>", any other run's
+// "job:<name>:<run>".
+func runKey(jr store.JobRun) string {
+	if scheduled(jr.Trigger) {
+		return "job:" + jr.Job + ":" + jr.ScheduledAt.UTC().Format(time.RFC3339)
+	}
+	return "job:" + jr.Job + ":" + jr.Run
+}
+
+// start takes a run of the job name, counted in r.wg: it decides the
+// run's status from the job's open runs in the store and its
+// concurrency, and records it (StartRun).
+func (r *Runner) start(ctx context.Context, name string, fire Fire) (*run, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return nil, runtime.ErrClosed
 	}
 	s, ok := r.jobs[name]
 	if !ok {
+		r.mu.Unlock()
 		return nil, fmt.Errorf("%w %q", ErrNotFound, name)
 	}
-	ru := &run{name: name, spec: s, fire: fire, started: make(chan started, 1), done: make(chan Result, 1),
-		res: Result{Job: name, Run: id, Session: s.Agent + "/" + sessionKey(name, id, s), Status: StatusRunning, Started: fire.At}}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	ru, err := r.take(ctx, name, s, fire)
+	if err != nil || ru.res.Status == store.RunSkipped {
+		r.wg.Done()
+	}
+	return ru, err
+}
+
+// take decides and records a run (see start).
+func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*run, error) {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	open, _, err := r.scan(ctx, name, false)
+	if err != nil {
+		return nil, err
+	}
+	tag := ""
+	if !scheduled(fire.Trigger) {
+		var b [2]byte
+		rand.Read(b[:])
+		tag = hex.EncodeToString(b[:])
+	}
+	id := store.RunID(fire.At, tag)
+	jr := store.JobRun{Job: name, Run: id, ScheduledAt: fire.At, Trigger: fire.Trigger,
+		Session: s.Agent + "/" + sessionKey(name, id, s), Status: store.RunRunning, Node: r.node}
+	if len(fire.Payload) > 0 {
+		jr.Payload, _ = json.Marshal(fire.Payload)
+	}
+	held := false
 	switch s.Concurrency {
 	case Allow:
 	case Queue:
-		q := r.queues[name]
-		if q == nil {
-			q = make(chan struct{}, 1)
-			r.queues[name] = q
+		if len(open) == 0 {
+			held = r.trySlot(name)
 		}
-		select {
-		case q <- struct{}{}:
-		default:
-			ru.slot, ru.res.Status = q, StatusQueued
+		if !held {
+			jr.Status = store.RunQueued
 		}
 	default:
-		if r.running[name] > 0 {
-			return nil, fmt.Errorf("%w: %q has a run under way (its concurrency is skip)", ErrRunning, name)
+		if len(open) > 0 {
+			jr.Status, jr.Error = store.RunSkipped, "run "+open[0].Run+" was still "+open[0].Status
 		}
 	}
-	r.running[name]++
-	r.wg.Add(1)
+	got, created, err := r.runs.StartRun(ctx, jr)
+	if err != nil || !created {
+		if held {
+			r.releaseSlot(name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job %s: %w", name, err)
+		}
+		return nil, fmt.Errorf("%w: %s run %s (%s)", ErrTaken, name, got.Run, got.Status)
+	}
+	ru := r.newRun(s, got, fire)
+	ru.held = held
+	if got.Status != store.RunSkipped {
+		r.mu.Lock()
+		r.inFlight[name+"/"+got.Run] = true
+		r.mu.Unlock()
+	} else {
+		r.log.Info("job fire skipped", "job", name, "run", got.Run, "reason", got.Error)
+		if r.ended != nil {
+			r.ended(ru.res)
+		}
+	}
 	return ru, nil
+}
+
+// newRun returns the run of a stored one.
+func (r *Runner) newRun(s *Spec, jr store.JobRun, fire Fire) *run {
+	return &run{name: jr.Job, spec: s, fire: fire, key: runKey(jr), res: ResultOf(jr),
+		started: make(chan started, 1), done: make(chan Result, 1)}
+}
+
+// scanMax is how many of a job's newest runs scan reads: open runs and
+// the last done one are among them but for a job with that many runs
+// newer than a run still open.
+const scanMax = 1000
+
+// scan returns the job's open runs (queued or running), oldest first,
+// and its last done run (nil if none), from its newest runs; with
+// doneOnly it stops at the last done run, its open runs unread.
+func (r *Runner) scan(ctx context.Context, name string, doneOnly bool) (open []store.JobRun, done *store.JobRun, err error) {
+	before := ""
+	for n := 0; n < scanMax && !(doneOnly && done != nil); {
+		page, err := r.runs.JobRuns(ctx, name, before, store.DefaultRunLimit)
+		if err != nil {
+			return nil, nil, fmt.Errorf("job %s: runs: %w", name, err)
+		}
+		for _, jr := range page {
+			switch {
+			case jr.Status == store.RunQueued || jr.Status == store.RunRunning:
+				open = append(open, jr)
+			case jr.Status == store.RunDone && done == nil:
+				done = &jr
+			}
+		}
+		n += len(page)
+		if len(page) < store.DefaultRunLimit {
+			break
+		}
+		before = page[len(page)-1].Run
+	}
+	slices.Reverse(open)
+	return open, done, nil
+}
+
+// trySlot takes the queue job's slot if it is free.
+func (r *Runner) trySlot(name string) bool {
+	select {
+	case r.slot(name) <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (r *Runner) releaseSlot(name string) { <-r.slot(name) }
+
+// slot returns the queue job's slot.
+func (r *Runner) slot(name string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q := r.queues[name]
+	if q == nil {
+		q = make(chan struct{}, 1)
+		r.queues[name] = q
+	}
+	return q
 }
 
 // sessionKey is a run's session key: the job's named one, or a fresh one.
@@ -258,89 +474,141 @@ func sessionKey(name, run string, s *Spec) string {
 	return "job:" + name + ":" + run
 }
 
-// runID is a run's id: its fire time (UTC, to the millisecond, so that
-// ids sort as runs fired) and 4 random hex digits.
-func runID(at time.Time) string {
-	var b [2]byte
-	rand.Read(b[:])
-	return at.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// execute runs ru: it takes the queue's slot, submits the input, waits
-// for the turn, keeps its output for the next run and delivers it.
+// execute runs ru: it takes the queue's slot (a queued run then records
+// that it runs), submits the input, waits for the turn, records its end
+// and delivers the output. Stopped by Close before the turn's end, it
+// leaves the run open for Recover.
 func (r *Runner) execute(ru *run) {
 	defer r.wg.Done()
 	res := ru.res
-	held := ru.spec.Concurrency == Queue && ru.slot == nil // taken by start
 	defer func() {
 		r.mu.Lock()
-		if r.running[ru.name]--; r.running[ru.name] == 0 {
-			delete(r.running, ru.name)
-		}
-		if held {
-			<-r.queues[ru.name]
-		}
+		delete(r.inFlight, ru.name+"/"+res.Run)
 		r.mu.Unlock()
+		if ru.held {
+			r.releaseSlot(ru.name)
+		}
 		ru.done <- res
 	}()
-	if ru.slot != nil {
+	if ru.spec.Concurrency == Queue && !ru.held {
 		select {
-		case ru.slot <- struct{}{}:
-			held, res.Status = true, StatusRunning
+		case r.slot(ru.name) <- struct{}{}:
+			ru.held = true
 		case <-r.ctx.Done():
 			ru.started <- started{err: r.ctx.Err()}
-			res.Status, res.Error = StatusError, "agentd stopped before the run started"
+			return // queued still: Recover runs it at the next start
+		}
+	}
+	if res.Status == store.RunQueued {
+		if _, err := r.runs.FinishRun(r.ctx, store.JobRun{Job: ru.name, Run: res.Run, Status: store.RunRunning}); err != nil {
+			ru.started <- started{err: err}
+			r.log.Warn("job run not started", "job", ru.name, "run", res.Run, "err", err)
 			return
 		}
+		res.Status = store.RunRunning
 	}
-	r.mu.Lock()
-	ru.fire.Previous = r.last[ru.name]
-	r.mu.Unlock()
-	opts, err := ru.spec.options()
-	if err == nil {
-		var rc runtime.Receipt
-		rc, err = r.rt.Submit(r.ctx, runtime.Input{Session: res.Session, Text: prompt.Fill(ru.spec.Prompt, ru.fire.vars(ru.name, res.Run)),
-			Source: "job", Origin: "job:" + ru.name, IdempotencyKey: "job:" + ru.name + ":" + res.Run, Options: opts, Reopen: true})
-		res.Turn = rc.Turn
-	}
-	ru.started <- started{res.Turn, err}
+	turn, err := r.submit(ru, &res)
+	ru.started <- started{turn, err}
 	if err != nil {
-		res.Status, res.Error, res.Ended = StatusError, err.Error(), time.Now()
+		if r.stopping(err) {
+			return // open: Recover submits it at the next start
+		}
 		r.log.Warn("job run not started", "job", ru.name, "run", res.Run, "err", err)
+		r.finish(ru, &res, store.JobRun{Status: store.RunError, Error: err.Error()})
 		return
 	}
-	end, err := r.rt.Wait(r.ctx, res.Turn)
-	res.Ended, res.Output = time.Now(), end.Reply
+	res.Turn = turn
+	end, err := r.rt.Wait(r.ctx, turn)
+	if err != nil && r.stopping(err) {
+		return // open: the runtime resumes the turn, Recover waits for it
+	}
+	out := store.JobRun{Status: store.RunDone, Steps: end.Steps, TokensIn: int64(end.InputTokens),
+		TokensOut: int64(end.OutputTokens), CostUSD: end.CostUSD, Output: end.Reply}
 	switch {
 	case err != nil:
-		res.Status, res.Error = StatusError, err.Error()
+		out.Status, out.Error = store.RunError, err.Error()
 	case end.Status != event.StatusDone:
-		res.Status, res.Error = StatusError, end.Status
+		out.Status, out.Error = store.RunError, end.Status
 		if end.Reason != "" {
-			res.Error += ": " + end.Reason
+			out.Error += ": " + end.Reason
 		}
-	default:
-		res.Status = StatusDone
-		r.mu.Lock()
-		r.last[ru.name] = end.Reply
-		r.mu.Unlock()
 	}
-	if errors.Is(err, context.Canceled) && r.ctx.Err() != nil {
-		return // agentd stops; the runtime resumes the turn, undelivered
+	r.finish(ru, &res, out)
+}
+
+// submit submits a run's input, its prompt filled with the job's last
+// done run's output; it returns the turn.
+func (r *Runner) submit(ru *run, res *Result) (int64, error) {
+	_, last, err := r.scan(r.ctx, ru.name, true)
+	if err != nil {
+		return 0, err
+	}
+	if last != nil {
+		ru.fire.Previous = last.Output
+	}
+	opts, err := ru.spec.options()
+	if err != nil {
+		return 0, err
+	}
+	if r.before != nil {
+		jr := store.JobRun{Job: ru.name, Run: res.Run, ScheduledAt: res.Scheduled, Trigger: res.Trigger, Session: res.Session, Status: res.Status}
+		if err := r.before(jr); err != nil {
+			return 0, fmt.Errorf("%w: %w", errCrash, err)
+		}
+	}
+	rc, err := r.rt.Submit(r.ctx, runtime.Input{Session: res.Session, Text: prompt.Fill(ru.spec.Prompt, ru.fire.vars(ru.name, res.Run)),
+		Source: "job", Origin: "job:" + ru.name, IdempotencyKey: ru.key, Options: opts, Reopen: true})
+	return rc.Turn, err
+}
+
+// errCrash is BeforeSubmit's refusal: the run stays as a crash leaves it.
+var errCrash = errors.New("job: stopped before submitting")
+
+// stopping reports whether err is agentd stopping rather than the run
+// failing.
+func (r *Runner) stopping(err error) bool {
+	return r.ctx.Err() != nil || errors.Is(err, runtime.ErrClosed) || errors.Is(err, errCrash)
+}
+
+// finish records a run's end (out's status, figures, output, error) and
+// delivers its output, or its failure alert.
+func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
+	out.Job, out.Run = ru.name, res.Run
+	got, err := r.runs.FinishRun(r.ctx, out)
+	if errors.Is(err, store.ErrConflict) {
+		// Another node finished it (it took over as the scheduler while
+		// this one waited): its end and its delivery are that node's.
+		r.log.Info("job run finished elsewhere", "job", ru.name, "run", res.Run)
+		return
+	}
+	if err != nil {
+		r.log.Error("job run end not recorded", "job", ru.name, "run", res.Run, "err", err)
+		got = out
+		got.EndedAt = time.Now()
+	}
+	turn := res.Turn
+	*res = ResultOf(got)
+	res.Turn = turn
+	if got.Session == "" {
+		res.Session = ru.res.Session
 	}
 	r.log.Info("job run ended", "job", ru.name, "run", res.Run, "session", res.Session, "status", res.Status)
+	if r.ended != nil {
+		r.ended(*res)
+	}
 	d := ru.spec.Deliver
 	if res.Failed() {
 		d = ru.spec.OnFailure
 	}
-	if err := r.deliver(r.ctx, ru.name, d, &res); err != nil {
+	if err := r.deliver(r.ctx, ru.name, d, res); err != nil {
 		res.DeliveryError = err.Error()
 		r.log.Warn("job delivery failed", "job", ru.name, "run", res.Run, "err", err)
 	}
 }
 
 // Close cancels the runs' waits and deliveries and waits for them to
-// end; the runs' turns are the runtime's and go on.
+// end; the runs' turns are the runtime's and go on, and the runs stay
+// open in the store for Recover.
 func (r *Runner) Close() {
 	r.mu.Lock()
 	r.closed = true

@@ -88,6 +88,7 @@ const unknownAgent = "unknown"
 var (
 	modelBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300}
 	toolBuckets  = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	lateBuckets  = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 60, 300}
 )
 
 // Collector counts the events of a bus. Run consumes them; WriteMetrics writes
@@ -101,8 +102,9 @@ type Collector struct {
 	families []*family  // in exposition order
 	turns, toolCalls, toolTime, modelTime,
 	tokens, cost, errs *family
-	drops  float64
-	agents map[int64]string // session id → agent
+	jobFires, jobLate, jobRuns, jobFailures *family
+	drops                                   float64
+	agents                                  map[int64]string // session id → agent
 
 	statesMu sync.Mutex // guards states and statesAt
 	states   map[string]int64
@@ -145,11 +147,40 @@ func New(bus *event.Bus, o *Options) *Collector {
 	c.tokens = newFamily("agentd_tokens_total", typeCounter, "Model tokens, by agent, model and direction (input, output).", n, nil, "agent", "model", "direction")
 	c.cost = newFamily("agentd_cost_usd_total", typeCounter, "Model cost in US dollars at the configured prices, by agent and model.", n, nil, "agent", "model")
 	c.errs = newFamily("agentd_errors_total", typeCounter, "Errors, by kind: a failed model call attempt by its error kind (rate_limited, overloaded, server_error, auth, context_overflow, bad_request, protocol, transport, other), a failed tool call (tool), a turn that ended in error (turn).", n, nil, "kind")
-	c.families = []*family{c.turns, c.toolCalls, c.toolTime, c.modelTime, c.tokens, c.cost, c.errs}
+	c.jobFires = newFamily("agentd_job_fires_total", typeCounter, "Fires of jobs' time triggers by the scheduler, by job, trigger (cron, every, at) and outcome (ok, error).", n, nil, "job", "trigger", "outcome")
+	c.jobLate = newFamily("agentd_job_fire_lateness_seconds", typeHistogram, "How late the scheduler fired a job's time trigger (fired − scheduled; a catch-up fire is late by the downtime), by trigger.", n, lateBuckets, "trigger")
+	c.jobRuns = newFamily("agentd_job_runs_total", typeCounter, "Job runs ended, by job and status (done, error, skipped).", n, nil, "job", "status")
+	c.jobFailures = newFamily("agentd_job_failures_total", typeCounter, "Job runs that failed (status error), by job.", n, nil, "job")
+	c.families = []*family{c.turns, c.toolCalls, c.toolTime, c.modelTime, c.tokens, c.cost, c.errs,
+		c.jobFires, c.jobLate, c.jobRuns, c.jobFailures}
 	if bus != nil {
 		c.sub = bus.SubscribeLocal(0, c.o.Buffer) // each turn counted by the node that ran it
 	}
 	return c
+}
+
+// JobFired counts a scheduler's fire of a job's trigger, late by
+// lateness; err is the fire's failure.
+func (c *Collector) JobFired(job, trigger string, lateness time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.jobFires.add(1, job, trigger, outcome)
+	c.jobLate.observe(max(0, lateness.Seconds()), trigger)
+}
+
+// JobRunEnded counts the end of a job's run, in status (store.RunDone,
+// …): a status of "error" is a failure too.
+func (c *Collector) JobRunEnded(job, status string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.jobRuns.add(1, job, status)
+	if status == "error" {
+		c.jobFailures.add(1, job)
+	}
 }
 
 // Run counts the bus's events until ctx is done or Close is called. If the

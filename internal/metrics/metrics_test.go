@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -103,6 +104,12 @@ func TestGoldenExposition(t *testing.T) {
 	for _, e := range turnEvents() {
 		c.Observe(t.Context(), e)
 	}
+	c.JobFired("brief", "cron", 3*time.Millisecond, nil)
+	c.JobFired("brief", "cron", 2*time.Hour, nil) // a catch-up after downtime
+	c.JobFired("tick", "every", 0, errors.New("store closed"))
+	c.JobRunEnded("brief", "done")
+	c.JobRunEnded("brief", "error")
+	c.JobRunEnded("tick", "skipped")
 	got := volatile.ReplaceAllString(scrape(t, c), "$1 X")
 	golden := filepath.Join("testdata", "golden.prom")
 	if *update {

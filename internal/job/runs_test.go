@@ -1,0 +1,109 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/job"
+	"agentd/internal/store"
+	"agentd/internal/testkit"
+)
+
+// TestRunsAreRecorded: every run is in the run store with its status,
+// figures and output; the previous output a prompt is given is the last
+// done run's from the store, so a new Runner (a restart) has it.
+func TestRunsAreRecorded(t *testing.T) {
+	e := newEnv(t, nil)
+	spec := `{"agent":"assistant","prompt":"n{{payload.n}} after [{{previous_output}}]"}`
+	e.put(t, "brief", spec)
+	ctx := context.Background()
+	first, err := e.r.Run(ctx, "brief", job.Fire{Payload: map[string]string{"n": "1"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second Runner over the same store, as after a restart.
+	r2 := job.New(e.k.Runtime, e.k.Store, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
+	defer r2.Close()
+	e2 := &env{k: e.k, m: e.m, r: r2}
+	e2.put(t, "brief", spec)
+	second, err := r2.Run(ctx, "brief", job.Fire{Payload: map[string]string{"n": "2"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "re: n2 after [re: n1 after []]"; second.Output != want {
+		t.Fatalf("second output %q, want %q", second.Output, want)
+	}
+	runs, err := e.k.Store.JobRuns(ctx, "brief", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []job.Result
+	for _, jr := range runs {
+		got = append(got, job.ResultOf(jr))
+	}
+	want := []job.Result{second, first}
+	for i := range want {
+		want[i].Turn = 0
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("runs (-returned +stored):\n%s", diff)
+	}
+	if first.Status != store.RunDone || first.Trigger != store.TriggerManual || first.Steps != 1 || first.TokensIn == 0 || first.Ended.IsZero() {
+		t.Fatalf("first run %+v", first)
+	}
+}
+
+// TestConcurrencyFromTheStore: a run left open in the store (by a node
+// that stopped) counts for the concurrency policy: a skip job's fire is
+// recorded as a skipped run, a queue job's waits as a queued run.
+func TestConcurrencyFromTheStore(t *testing.T) {
+	e := newEnv(t, nil)
+	e.put(t, "s", `{"agent":"assistant","prompt":"s"}`)
+	e.put(t, "q", `{"agent":"assistant","prompt":"q","concurrency":"queue"}`)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	for _, name := range []string{"s", "q"} {
+		if _, _, err := e.k.Store.StartRun(ctx, store.JobRun{Job: name, Run: store.RunID(at, ""), ScheduledAt: at,
+			Trigger: store.TriggerCron, Session: "assistant/x", Status: store.RunRunning}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.r.Run(ctx, "s", job.Fire{}, false)
+	if !errors.Is(err, job.ErrRunning) || res.Status != store.RunSkipped {
+		t.Fatalf("skip job: %+v %v", res, err)
+	}
+	if jr, err := e.k.Store.JobRun(ctx, "s", res.Run); err != nil || jr.Status != store.RunSkipped || jr.Error == "" {
+		t.Fatalf("skipped run stored as %+v %v", jr, err)
+	}
+	res, err = e.r.Run(ctx, "q", job.Fire{}, false)
+	if err != nil || res.Status != store.RunQueued {
+		t.Fatalf("queue job: %+v %v", res, err)
+	}
+}
+
+// TestScheduledFireOnce: a scheduled fire's run id and idempotency key
+// come from its scheduled time: fired again (a restart, another node),
+// it is taken once.
+func TestScheduledFireOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	e.put(t, "j", `{"agent":"assistant","prompt":"at {{fired_at}}","concurrency":"allow"}`)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	res, err := e.r.Run(ctx, "j", job.Fire{At: at, Trigger: store.TriggerCron}, true)
+	if err != nil || res.Run != "20261126T080000.000Z" || res.Output != "re: at 2026-11-26T08:00:00Z" {
+		t.Fatalf("fire: %+v %v", res, err)
+	}
+	if _, err := e.r.Run(ctx, "j", job.Fire{At: at, Trigger: store.TriggerCron}, true); !errors.Is(err, job.ErrTaken) {
+		t.Fatalf("second fire: %v, want ErrTaken", err)
+	}
+	if err := e.r.Fire(ctx, "j", store.TriggerCron, at); err != nil {
+		t.Fatalf("Fire of a taken time: %v", err)
+	}
+	if n := e.m.Calls(); n != 1 {
+		t.Fatalf("%d model requests, want 1", n)
+	}
+}
