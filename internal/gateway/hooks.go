@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
 	"time"
 
 	"agentd/internal/job"
@@ -75,9 +76,22 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 // secret), counts a failed authentication against the client, and
 // answers it.
 func (s *Server) hookRefused(w http.ResponseWriter, name, ip string, err error) {
-	s.log.Warn("job webhook refused", "job", name, "client", ip, "reason", err.Error())
+	s.logHookRefused(name, ip, err)
 	if errors.Is(err, job.ErrBadSignature) || errors.Is(err, job.ErrNotFound) {
 		s.hookLimit.fail(ip, time.Now())
 	}
 	s.fail(w, err)
+}
+
+func (s *Server) logHookRefused(name, ip string, err error) {
+	s.log.Warn("job webhook refused", "job", name, "client", ip, "reason", err.Error())
+}
+
+// refusedEarly logs a refusal of r by Protect before the mux (a body
+// declared too large) if r is a webhook's: every refusal of one is
+// logged.
+func (s *Server) refusedEarly(r *http.Request, err error) {
+	if rt := s.route(r); rt != nil && rt.logsRefusals {
+		s.logHookRefused(path.Base(r.URL.Path), clientKey(r.RemoteAddr), err)
+	}
 }

@@ -49,6 +49,9 @@ type route struct {
 	// message says the body is a message's, which may carry images: it
 	// may be MaxMessageBody rather than MaxBody.
 	message bool
+	// logsRefusals says every refusal of the route is logged, Protect's
+	// too (a webhook's: its caller is a third party).
+	logsRefusals bool
 }
 
 // routeTable is every route of the API.
@@ -85,7 +88,7 @@ var routeTable = []route{
 	{pattern: "POST /v1/jobs/{name}/pause", serve: (*Server).jobPause},
 	{pattern: "POST /v1/jobs/{name}/resume", serve: (*Server).jobResume},
 	// A job's webhook: no token, the job's own signature (hooks.go).
-	{pattern: "POST /hooks/{name}", access: public, serve: (*Server).hook},
+	{pattern: "POST /hooks/{name}", access: public, serve: (*Server).hook, logsRefusals: true},
 
 	// Agents: definitions (agents.go), the message lifecycle and keys
 	// (tools.go).
