@@ -4,8 +4,8 @@
 // Runner keeps the active jobs and runs one on demand (`agentd ext run
 // job/NAME`, `agentd jobs run`, POST /v1/jobs/{name}/run); the
 // Scheduler fires the time triggers (cron, every, at) through the same
-// Runner; the other triggers (watch, webhook, chain, heartbeat) are
-// stored and checked.
+// Runner; Hook fires a webhook trigger (webhook.go); the other triggers
+// (watch, chain, heartbeat) are stored and checked.
 //
 // Every run is recorded in the store's job runs (store.JobRunStore)
 // before its input is submitted. A run is an input to the job's agent in
