@@ -378,9 +378,7 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 			return &run{res: ResultOf(*first)}, fmt.Errorf("%w: %s run %s", ErrDelivered, name, first.Run)
 		}
 	case !scheduled(fire.Trigger):
-		var b [2]byte
-		rand.Read(b[:])
-		tag = hex.EncodeToString(b[:])
+		tag = randTag()
 	}
 	id := store.RunID(fire.At, tag)
 	jr := store.JobRun{Job: name, Run: id, ScheduledAt: fire.At, Trigger: fire.Trigger,
@@ -406,6 +404,12 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 			jr.Status, jr.Error = store.RunSkipped, "run "+open[0].Run+" was still "+open[0].Status
 		}
 	}
+	if jr.Status == store.RunSkipped && fire.Delivery != "" {
+		// A skipped delivery is not taken: its run's id is its own, so
+		// that the delivery may be sent again, even within the millisecond.
+		jr.Run = store.RunID(fire.At, tag+"-skipped-"+randTag())
+		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, s)
+	}
 	got, created, err := r.runs.StartRun(ctx, jr)
 	if err != nil || !created {
 		if held {
@@ -429,6 +433,13 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		}
 	}
 	return ru, nil
+}
+
+// randTag is the random tag of a run's id on demand.
+func randTag() string {
+	var b [2]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // newRun returns the run of a stored one.

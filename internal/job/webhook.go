@@ -181,7 +181,9 @@ func deliveryTag(delivery string) string {
 }
 
 // delivered returns the job's run of the delivery tag, if one is among
-// its newest scanMax runs.
+// its newest scanMax runs; a skipped run (whose id ends otherwise, see
+// take) does not count, so a delivery the job's concurrency skipped may
+// be sent again.
 func (r *Runner) delivered(ctx context.Context, name, tag string) (*store.JobRun, error) {
 	before := ""
 	for n := 0; n < scanMax; {
@@ -190,7 +192,7 @@ func (r *Runner) delivered(ctx context.Context, name, tag string) (*store.JobRun
 			return nil, fmt.Errorf("job %s: runs: %w", name, err)
 		}
 		for _, jr := range page {
-			if strings.HasSuffix(jr.Run, "-"+tag) {
+			if strings.HasSuffix(jr.Run, "-"+tag) && jr.Status != store.RunSkipped {
 				return &jr, nil
 			}
 		}

@@ -141,6 +141,29 @@ func TestHookRunsOncePerDelivery(t *testing.T) {
 	}
 }
 
+// TestHookSkippedDeliveryMaySendAgain: a delivery a skip job skipped (a
+// run of it open) is not taken: sent again once the job is free, it runs.
+func TestHookSkippedDeliveryMaySendAgain(t *testing.T) {
+	e := hookEnv(t)
+	ctx := context.Background()
+	e.put(t, "gh", `{"agent":"assistant","prompt":"p","triggers":[{"webhook":{"secret_env":"HOOK_SECRET"}}]}`)
+	if _, _, err := e.k.Store.StartRun(ctx, store.JobRun{Job: "gh", Run: store.RunID(time.Now().Add(-time.Hour), "open"),
+		ScheduledAt: time.Now().Add(-time.Hour), Trigger: store.TriggerManual, Session: "assistant/x", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	h := signed("s3cret", `{}`, "d1", time.Now())
+	if res, err := e.r.Hook(ctx, "gh", h); !errors.Is(err, job.ErrRunning) || res.Status != store.RunSkipped {
+		t.Fatalf("while a run is open: %+v, %v; want a skipped run and ErrRunning", res, err)
+	}
+	runs, _ := e.k.Store.JobRuns(ctx, "gh", "", 0)
+	if _, err := e.k.Store.FinishRun(ctx, store.JobRun{Job: "gh", Run: runs[len(runs)-1].Run, Status: store.RunDone}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.r.Hook(ctx, "gh", h); err != nil || res.Status != store.RunRunning {
+		t.Fatalf("sent again: %+v, %v; want it run", res, err)
+	}
+}
+
 // TestSignatureOfTheShape: Sign is HMAC-SHA256 of "<timestamp>.<body>",
 // as openssl computes it (docs/jobs.md).
 func TestSignatureOfTheShape(t *testing.T) {
