@@ -49,6 +49,9 @@ func TestJobWebhookThroughTheDaemon(t *testing.T) {
 		"agents/assistant.yaml": openaiAgent(fake(t, "match .\nsay got: {{last_user}}\n"), ""),
 		"extensions/job/gh.yaml": "type: job\nname: gh\nspec:\n  agent: assistant\n  prompt: \"push to {{payload.ref}}\"\n" +
 			"  concurrency: allow\n  triggers: [{webhook: {secret_env: HOOK_SECRET}}]\n",
+		"extensions/job/ref.yaml": "type: job\nname: ref\nspec:\n  agent: assistant\n  prompt: \"ref {{payload}}\"\n" +
+			"  triggers: [{webhook: {secret: \"${secret:REF_HOOK}\"}}]\n",
+		"secrets.env": "REF_HOOK=from-the-secrets-file\n",
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	d := serveArgs(t, dir, []string{"--listen", addr}, "HOOK_SECRET=s3cret-value")
@@ -90,12 +93,22 @@ func TestJobWebhookThroughTheDaemon(t *testing.T) {
 	if status, body := hookSend(t, tcp, base, "gh", "s3cret-value", `{}`, "delivery-1", now); status != http.StatusConflict || !strings.Contains(body, first.Run) {
 		t.Errorf("replay: %d %s, want 409 naming run %s", status, body, first.Run)
 	}
+	// A secret referenced as ${secret:NAME}, from secrets.env.
+	if status, body := hookSend(t, tcp, base, "ref", "from-the-secrets-file", `"hi"`, "r1", now); status != http.StatusAccepted {
+		t.Errorf("a job whose secret is in secrets.env: %d %s", status, body)
+	}
+	if status, body := hookSend(t, tcp, base, "ref", "s3cret-value", `"hi"`, "r2", now); status != http.StatusUnauthorized {
+		t.Errorf("another job's secret: %d %s, want 401", status, body)
+	}
+	waitRuns(t, dir, "ref", "the ref job's run to end", func(rs []job.Result) bool {
+		return len(rs) == 1 && rs[0].Output == `got: ref "hi"`
+	})
 	runs := waitRuns(t, dir, "gh", "the delivery's run to end", allEnded)
 	if len(runs) != 1 || runs[0].Status != store.RunDone || runs[0].Output != "got: push to main" || runs[0].Trigger != "webhook" {
 		t.Fatalf("runs %+v, want one done with the payload", runs)
 	}
 	log := d.out.String()
-	if strings.Contains(log, "s3cret-value") || strings.Contains(log, "xxxxxxxx") {
+	if strings.Contains(log, "s3cret-value") || strings.Contains(log, "from-the-secrets-file") || strings.Contains(log, "xxxxxxxx") {
 		t.Errorf("the daemon's log tells the secret or a body:\n%s", log)
 	}
 	for _, reason := range []string{"delivery taken before", "signature does not match", "timestamp is more than", "body larger than"} {

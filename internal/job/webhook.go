@@ -129,7 +129,9 @@ func (r *Runner) Hook(ctx context.Context, name string, h Hook) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	err = fmt.Errorf("%w: no secret of the job is set", ErrBadSignature)
+	// Without a secret set (logged by hookSecrets), nothing matches: the
+	// caller is told no more than of a wrong signature.
+	err = fmt.Errorf("%w: the signature does not match", ErrBadSignature)
 	for _, s := range secrets {
 		if err = h.Verify(s); err == nil {
 			break
@@ -213,6 +215,20 @@ func bodyPayload(body []byte) json.RawMessage {
 	}
 	b, _ := json.Marshal(string(body))
 	return b
+}
+
+// storedBody is a webhook body again from its run's payload, as the
+// history kept it (bodyPayload; compact, and replaced if over
+// store.MaxRunPayload): a recovered run's.
+func storedBody(p json.RawMessage) []byte {
+	var text string
+	if json.Unmarshal(p, &text) == nil {
+		return []byte(text)
+	}
+	if p == nil {
+		return []byte{}
+	}
+	return p
 }
 
 // bodyField is the top-level field k of a JSON object body (a string as

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"agentd/internal/job"
 	"agentd/internal/secret"
 	"agentd/internal/store"
@@ -199,4 +201,52 @@ func FuzzParseSignature(f *testing.F) {
 			t.Fatalf("ParseSignature(%q) = %x", h, mac)
 		}
 	})
+}
+
+// TestHookRunRecovered: a webhook run recorded but not submitted (agentd
+// stopped between) is submitted by the next Runner's Recover with its
+// body, as the history kept it, as the payload: JSON, and text.
+func TestHookRunRecovered(t *testing.T) {
+	e := hookEnv(t)
+	ctx := context.Background()
+	secrets := secret.NewResolver("", &secret.Options{LookupEnv: func(string) (string, bool) { return "s3cret", true }})
+	crash := job.New(e.k.Runtime, e.k.Store, nil, &job.Options{Secrets: secrets,
+		BeforeSubmit: func(store.JobRun) error { return errors.New("crash") }})
+	spec := json.RawMessage(`{"agent":"assistant","concurrency":"allow","prompt":"got {{payload}} ref={{payload.ref}}","triggers":[{"webhook":{"secret_env":"HOOK_SECRET"}}]}`)
+	if err := crash.Activate(ctx, &store.Extension{Type: "job", Name: "gh", Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{`{"ref":"main"}`, "plain text"} {
+		if _, err := crash.Hook(ctx, "gh", signed("s3cret", body, body, time.Now())); err == nil {
+			t.Fatal("the run went on past the crash")
+		}
+	}
+	crash.Close()
+	r2 := job.New(e.k.Runtime, e.k.Store, nil, &job.Options{Secrets: secrets})
+	t.Cleanup(r2.Close)
+	if err := r2.Activate(ctx, &store.Extension{Type: "job", Name: "gh", Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r2.Recover(ctx); err != nil || n != 2 {
+		t.Fatalf("Recover = %d, %v; want 2", n, err)
+	}
+	want := map[string]bool{`re: got {"ref":"main"} ref=main`: true, "re: got plain text ref=": true}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		runs, _ := e.k.Store.JobRuns(ctx, "gh", "", 0)
+		got := map[string]bool{}
+		for _, jr := range runs {
+			if jr.Status == store.RunDone {
+				got[jr.Output] = true
+			}
+		}
+		if len(got) == 2 {
+			if !cmp.Equal(got, want) {
+				t.Fatalf("outputs %v, want %v", got, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs %+v", runs)
+		}
+	}
 }
