@@ -140,7 +140,9 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *auth) limitBody(w http.ResponseWriter, r *http.Request) bool {
 	limit := a.srv.bodyLimit(r, a.maxBody)
 	if r.ContentLength > limit {
-		a.refuse(w, r, say(errTooLarge, "body larger than %d bytes", limit))
+		err := say(errTooLarge, "body larger than %d bytes", limit)
+		a.srv.refusedEarly(r, err)
+		a.refuse(w, r, err)
 		return false
 	}
 	if r.Body != nil && r.Body != http.NoBody {

@@ -75,7 +75,7 @@ var failures = []failure{
 		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed,
 		webext.ErrInvalid, command.ErrUsage},
 		status: http.StatusBadRequest, code: "bad_request"},
-	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
+	{errs: []error{errUnauthorized, job.ErrBadSignature}, status: http.StatusUnauthorized, code: "unauthorized"},
 	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},

@@ -111,12 +111,14 @@ type Server struct {
 	// openAIPaths matches the paths of OpenAIRoutes whatever the method;
 	// nil without Options.OpenAI.
 	openAIPaths *http.ServeMux
+	// hookLimit limits failed webhook requests per client (hooks.go).
+	hookLimit *limiter
 }
 
 // New returns the API handler.
 func New(o *Options) *Server {
 	s := &Server{o: *o, mux: http.NewServeMux(), log: o.Logger,
-		load: newAdmission(o.BodyBytesInFlight, o.BodyWait), started: time.Now()}
+		load: newAdmission(o.BodyBytesInFlight, o.BodyWait), started: time.Now(), hookLimit: newLimiter(0, 0)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

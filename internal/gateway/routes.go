@@ -19,8 +19,9 @@ type access int
 const (
 	// The zero access, a route that names none: the token.
 	_ access = iota
-	// public: anyone. A public route's path is literal (at most a subtree
-	// or {$}): Protect matches it before the mux does.
+	// public: anyone. A public route's path is literal (at most a subtree,
+	// {$} or a last segment {name}): Protect matches it before the mux
+	// does.
 	public
 	// admin: the token and AuthOptions.RemoteAdmin (gateway.remote_admin).
 	// The route changes what runs on this machine: it writes agent
@@ -48,6 +49,9 @@ type route struct {
 	// message says the body is a message's, which may carry images: it
 	// may be MaxMessageBody rather than MaxBody.
 	message bool
+	// logsRefusals says every refusal of the route is logged, Protect's
+	// too (a webhook's: its caller is a third party).
+	logsRefusals bool
 }
 
 // routeTable is every route of the API.
@@ -83,6 +87,8 @@ var routeTable = []route{
 	{pattern: "GET /v1/jobs/{name}/runs", serve: (*Server).jobRuns},
 	{pattern: "POST /v1/jobs/{name}/pause", serve: (*Server).jobPause},
 	{pattern: "POST /v1/jobs/{name}/resume", serve: (*Server).jobResume},
+	// A job's webhook: no token, the job's own signature (hooks.go).
+	{pattern: "POST /hooks/{name}", access: public, serve: (*Server).hook, logsRefusals: true},
 
 	// Agents: definitions (agents.go), the message lifecycle and keys
 	// (tools.go).
@@ -261,7 +267,7 @@ func publicRoute(r *http.Request) *route {
 // matches reports whether a request with method for the clean path p is
 // for rt, as http.ServeMux would match a literal pattern: GET takes HEAD
 // too, a subtree takes its path without the slash (which the mux
-// redirects), and {$} ends the path.
+// redirects), {$} ends the path, and a last {name} is one segment.
 func (rt *route) matches(method, p string) bool {
 	m, path, ok := strings.Cut(rt.pattern, " ")
 	if !ok {
@@ -272,6 +278,9 @@ func (rt *route) matches(method, p string) bool {
 	switch {
 	case strings.HasSuffix(path, "/{$}"):
 		return p == strings.TrimSuffix(path, "{$}")
+	case strings.HasSuffix(path, "/{name}"):
+		seg, ok := strings.CutPrefix(p, strings.TrimSuffix(path, "{name}"))
+		return ok && seg != "" && !strings.Contains(seg, "/")
 	case strings.HasSuffix(path, "/"):
 		return p == strings.TrimSuffix(path, "/") || strings.HasPrefix(p, path)
 	}

@@ -90,6 +90,9 @@ func (c *checker) trigger(ptr string, t *Trigger) {
 	if w := t.Watch; w != nil && w.Debounce != "" {
 		c.interval(ptr+"/watch/debounce", w.Debounce)
 	}
+	if wh := t.Webhook; wh != nil && (wh.SecretEnv == "") == (wh.Secret == "") {
+		c.add(ptr+"/webhook", "a webhook has one of secret_env or secret")
+	}
 	if ch := t.Chain; ch != nil {
 		switch {
 		case !extension.ValidName(ch.After):

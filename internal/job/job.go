@@ -4,8 +4,8 @@
 // Runner keeps the active jobs and runs one on demand (`agentd ext run
 // job/NAME`, `agentd jobs run`, POST /v1/jobs/{name}/run); the
 // Scheduler fires the time triggers (cron, every, at) through the same
-// Runner; the other triggers (watch, webhook, chain, heartbeat) are
-// stored and checked.
+// Runner; Hook fires a webhook trigger (webhook.go); the other triggers
+// (watch, chain, heartbeat) are stored and checked.
 //
 // Every run is recorded in the store's job runs (store.JobRunStore)
 // before its input is submitted. A run is an input to the job's agent in
@@ -106,10 +106,12 @@ type Watch struct {
 	Debounce string   `json:"debounce,omitempty"`
 }
 
-// Webhook fires on a signed POST /hooks/{name}; the secret is read from
-// the environment variable named, never stored in the row.
+// Webhook fires on a signed POST /hooks/{name} (webhook.go); its secret
+// is read from the environment variable SecretEnv or the reference Secret
+// (${secret:NAME}, ${env:NAME}), one of them, never stored in the row.
 type Webhook struct {
-	SecretEnv string `json:"secret_env"`
+	SecretEnv string `json:"secret_env,omitempty"`
+	Secret    string `json:"secret,omitempty"`
 }
 
 // Chain fires after another job's run ends.
@@ -202,6 +204,13 @@ func knownVar(name string) bool {
 // run's output and a chain parent's.
 type Fire struct {
 	Payload map[string]string
+	// Body is a webhook's request body, the payload instead of Payload:
+	// {{payload}} is it as sent, {{payload.KEY}} a top-level field of it
+	// if it is a JSON object.
+	Body []byte
+	// Delivery is a webhook delivery's id: a second run of the job with
+	// the same one is refused (ErrDelivered).
+	Delivery string
 	// At is the scheduled time (zero: now); Trigger what fired it
 	// (store.TriggerCron, …; "" is store.TriggerManual).
 	At      time.Time
@@ -215,6 +224,9 @@ type Fire struct {
 func (f *Fire) vars(job, run string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		if k, ok := strings.CutPrefix(name, "payload."); ok {
+			if f.Body != nil {
+				return bodyField(f.Body, k), true
+			}
 			return f.Payload[k], true
 		}
 		switch name {
@@ -225,6 +237,9 @@ func (f *Fire) vars(job, run string) func(string) (string, bool) {
 		case "fired_at":
 			return f.At.UTC().Format(time.RFC3339), true
 		case "payload":
+			if f.Body != nil {
+				return string(f.Body), true
+			}
 			if len(f.Payload) == 0 {
 				return "{}", true
 			}

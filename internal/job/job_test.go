@@ -220,6 +220,9 @@ func TestCheck(t *testing.T) {
 			`/spec/triggers/1/heartbeat/every: want an interval of whole seconds, not "1.5s"`,
 			"/spec/triggers/2/tz: a time zone goes with a cron expression",
 			`/spec/triggers/3/tz: unknown time zone "Local" (an IANA name such as Europe/Berlin)`}},
+		{`{"agent":"assistant","prompt":"{{payload}}","triggers":[{"webhook":{"secret":"${secret:GH_HOOK}"}},{"webhook":{"secret_env":"S","secret":"${env:S}"}},{"webhook":{}}]}`, []string{
+			"/spec/triggers/1/webhook: a webhook has one of secret_env or secret",
+			"/spec/triggers/2/webhook: a webhook has one of secret_env or secret"}},
 		{`{"agent":"assistant","prompt":"x","budget":{"max_wall_time":"-1s"},"deliver":{"session":"nobody/main","webhook":"http://169.254.169.254/latest"},"on_failure":{"webhook":"ftp://x/y"}}`, []string{
 			`/spec/budget/max_wall_time: max_wall_time: want a positive duration such as 90s or 5m, not "-1s"`,
 			"/spec/deliver: a delivery is one of session, webhook or none",

@@ -59,7 +59,11 @@ func (r *Runner) adopt(name string, open []store.JobRun) []*run {
 			continue
 		}
 		var f Fire
-		json.Unmarshal(jr.Payload, &f.Payload) // as it was written
+		if jr.Trigger == store.TriggerWebhook {
+			f.Body = storedBody(jr.Payload)
+		} else {
+			json.Unmarshal(jr.Payload, &f.Payload) // as it was written
+		}
 		f.At, f.Trigger = jr.ScheduledAt, jr.Trigger
 		r.inFlight[name+"/"+jr.Run] = true
 		r.wg.Add(1)

@@ -19,6 +19,7 @@ import (
 	"agentd/internal/netguard"
 	"agentd/internal/prompt"
 	"agentd/internal/runtime"
+	"agentd/internal/secret"
 	"agentd/internal/store"
 )
 
@@ -50,6 +51,9 @@ type Options struct {
 	// crash there would (open, not submitted): tests show with it that
 	// Recover runs it once.
 	BeforeSubmit func(store.JobRun) error
+	// Secrets reads a webhook trigger's secret (default: a resolver of
+	// ${env:NAME} only, secret.NewResolver("", nil)).
+	Secrets SecretResolver
 	// Ended, if set, is told of every run that ends or is skipped (for
 	// metrics); it must not block.
 	Ended func(Result)
@@ -67,15 +71,16 @@ type Options struct {
 // r.wg counts runs from start (under mu, unless closed) to the end of
 // execute.
 type Runner struct {
-	rt     Runtime
-	runs   store.JobRunStore
-	agents Agents
-	log    *slog.Logger
-	guard  *netguard.Guard
-	client *http.Client
-	node   string
-	before func(store.JobRun) error
-	ended  func(Result)
+	rt      Runtime
+	runs    store.JobRunStore
+	agents  Agents
+	log     *slog.Logger
+	guard   *netguard.Guard
+	client  *http.Client
+	secrets SecretResolver
+	node    string
+	before  func(store.JobRun) error
+	ended   func(Result)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -99,8 +104,11 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 	if o == nil {
 		o = &Options{}
 	}
-	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, node: o.Node, before: o.BeforeSubmit, ended: o.Ended,
+	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended,
 		jobs: map[string]*Spec{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
+	if r.secrets == nil {
+		r.secrets = secret.NewResolver("", nil)
+	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -247,7 +255,9 @@ type started struct {
 // the run's input is accepted (or, for a queued run, once it is queued);
 // with wait, once the run has ended and its output was delivered. A job
 // that is not active is ErrNotFound; a skip job with a run open is
-// recorded as a skipped run and returned with ErrRunning.
+// recorded as a skipped run and returned with ErrRunning. A webhook's
+// fire (fire.Delivery set) of a delivery the job took before is
+// ErrDelivered, returned with that first run.
 func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Result, error) {
 	if fire.At.IsZero() {
 		fire.At = time.Now()
@@ -256,6 +266,9 @@ func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Re
 		fire.Trigger = store.TriggerManual
 	}
 	ru, err := r.start(ctx, name, fire)
+	if errors.Is(err, ErrDelivered) {
+		return ru.res, err
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -352,15 +365,28 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		return nil, err
 	}
 	tag := ""
-	if !scheduled(fire.Trigger) {
-		var b [2]byte
-		rand.Read(b[:])
-		tag = hex.EncodeToString(b[:])
+	switch {
+	case fire.Delivery != "":
+		// A webhook delivery is taken once: its run's id ends with its
+		// tag, found again here however often it is sent.
+		tag = deliveryTag(fire.Delivery)
+		first, err := r.delivered(ctx, name, tag)
+		if err != nil {
+			return nil, err
+		}
+		if first != nil {
+			return &run{res: ResultOf(*first)}, fmt.Errorf("%w: %s run %s", ErrDelivered, name, first.Run)
+		}
+	case !scheduled(fire.Trigger):
+		tag = randTag()
 	}
 	id := store.RunID(fire.At, tag)
 	jr := store.JobRun{Job: name, Run: id, ScheduledAt: fire.At, Trigger: fire.Trigger,
 		Session: s.Agent + "/" + sessionKey(name, id, s), Status: store.RunRunning, Node: r.node}
-	if len(fire.Payload) > 0 {
+	switch {
+	case fire.Body != nil:
+		jr.Payload = bodyPayload(fire.Body)
+	case len(fire.Payload) > 0:
 		jr.Payload, _ = json.Marshal(fire.Payload)
 	}
 	held := false
@@ -377,6 +403,12 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		if len(open) > 0 {
 			jr.Status, jr.Error = store.RunSkipped, "run "+open[0].Run+" was still "+open[0].Status
 		}
+	}
+	if jr.Status == store.RunSkipped && fire.Delivery != "" {
+		// A skipped delivery is not taken: its run's id is its own, so
+		// that the delivery may be sent again, even within the millisecond.
+		jr.Run = store.RunID(fire.At, tag+"-skipped-"+randTag())
+		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, s)
 	}
 	got, created, err := r.runs.StartRun(ctx, jr)
 	if err != nil || !created {
@@ -401,6 +433,13 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		}
 	}
 	return ru, nil
+}
+
+// randTag is the random tag of a run's id on demand.
+func randTag() string {
+	var b [2]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // newRun returns the run of a stored one.

@@ -1,0 +1,97 @@
+package gateway
+
+// POST /hooks/{name}: a job's webhook. It needs no gateway token — a
+// third-party service calls it — but the job's own signature (package
+// job, webhook.go). An unknown job, a paused one and one without a
+// webhook trigger are the same 404, so that a caller without the secret
+// learns nothing of which jobs exist; its failures are limited per
+// client network as the token's are.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"path"
+	"time"
+
+	"agentd/internal/job"
+)
+
+// Hooks runs a job for a webhook request (job.Runner), an optional
+// ability of Options.Jobs.
+type Hooks interface {
+	Hook(ctx context.Context, name string, h job.Hook) (job.Result, error)
+}
+
+// HookDelivered is the 409 answer to a webhook delivery taken before.
+type HookDelivered struct {
+	Error
+	// Run is the id of the run the delivery was taken by first.
+	Run string `json:"run"`
+}
+
+func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
+	hooks, ok := s.o.Jobs.(Hooks)
+	if !ok {
+		s.unavailable(w, "jobs")
+		return
+	}
+	name, ip := r.PathValue("name"), clientKey(r.RemoteAddr)
+	if retry, allowed := s.hookLimit.allow(ip, time.Now()); !allowed {
+		s.log.Warn("job webhook refused", "job", name, "client", ip, "reason", "too many failed attempts")
+		SetRetryAfter(w.Header(), retry)
+		s.fail(w, say(errRateLimited, "too many failed attempts; try again later"))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			err = say(errTooLarge, "body larger than %d bytes", tooBig.Limit)
+		}
+		s.hookRefused(w, name, ip, err)
+		return
+	}
+	delivery := r.Header.Get("X-Agentd-Delivery")
+	if delivery == "" {
+		delivery = r.Header.Get("X-GitHub-Delivery")
+	}
+	res, err := hooks.Hook(r.Context(), name, job.Hook{Timestamp: r.Header.Get("X-Agentd-Timestamp"),
+		Signature: r.Header.Get("X-Agentd-Signature"), Delivery: delivery, Body: body})
+	switch {
+	case errors.Is(err, job.ErrDelivered):
+		s.log.Warn("job webhook refused", "job", name, "client", ip, "reason", "delivery taken before", "run", res.Run)
+		writeJSON(w, http.StatusConflict, HookDelivered{Error: Error{Error: "this delivery was taken before, by run " + res.Run,
+			Code: "delivered"}, Run: res.Run})
+	case err != nil:
+		s.hookRefused(w, name, ip, err)
+	default:
+		s.log.Info("job webhook accepted", "job", name, "client", ip, "run", res.Run, "bytes", len(body))
+		writeJSON(w, http.StatusAccepted, res)
+	}
+}
+
+// hookRefused logs a refused webhook request (never its body or a
+// secret), counts a failed authentication against the client, and
+// answers it.
+func (s *Server) hookRefused(w http.ResponseWriter, name, ip string, err error) {
+	s.logHookRefused(name, ip, err)
+	if errors.Is(err, job.ErrBadSignature) || errors.Is(err, job.ErrNotFound) {
+		s.hookLimit.fail(ip, time.Now())
+	}
+	s.fail(w, err)
+}
+
+func (s *Server) logHookRefused(name, ip string, err error) {
+	s.log.Warn("job webhook refused", "job", name, "client", ip, "reason", err.Error())
+}
+
+// refusedEarly logs a refusal of r by Protect before the mux (a body
+// declared too large) if r is a webhook's: every refusal of one is
+// logged.
+func (s *Server) refusedEarly(r *http.Request, err error) {
+	if rt := s.route(r); rt != nil && rt.logsRefusals {
+		s.logHookRefused(path.Base(r.URL.Path), clientKey(r.RemoteAddr), err)
+	}
+}
