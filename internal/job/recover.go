@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"agentd/internal/store"
 )
@@ -25,9 +26,9 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	}
 	n := 0
 	for _, name := range jobs {
-		open, _, err := r.scan(ctx, name, false)
+		open, err := r.runs.OpenRuns(ctx, name)
 		if err != nil {
-			return n, err
+			return n, fmt.Errorf("job %s: open runs: %w", name, err)
 		}
 		runs := r.adopt(name, open)
 		if len(runs) == 0 {

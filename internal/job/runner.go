@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -360,9 +359,9 @@ func (r *Runner) start(ctx context.Context, name string, fire Fire) (*run, error
 func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*run, error) {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
-	open, _, err := r.scan(ctx, name, false)
+	open, err := r.runs.OpenRuns(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("job %s: open runs: %w", name, err)
 	}
 	tag := ""
 	switch {
@@ -448,27 +447,22 @@ func (r *Runner) newRun(s *Spec, jr store.JobRun, fire Fire) *run {
 		started: make(chan started, 1), done: make(chan Result, 1)}
 }
 
-// scanMax is how many of a job's newest runs scan reads: open runs and
-// the last done one are among them but for a job with that many runs
-// newer than a run still open.
+// scanMax is how many of a job's newest runs lastDone reads: the
+// previous output of a job whose last done run is older is empty.
 const scanMax = 1000
 
-// scan returns the job's open runs (queued or running), oldest first,
-// and its last done run (nil if none), from its newest runs; with
-// doneOnly it stops at the last done run, its open runs unread.
-func (r *Runner) scan(ctx context.Context, name string, doneOnly bool) (open []store.JobRun, done *store.JobRun, err error) {
+// lastDone returns the job's last done run, nil if there is none among
+// its scanMax newest runs.
+func (r *Runner) lastDone(ctx context.Context, name string) (*store.JobRun, error) {
 	before := ""
-	for n := 0; n < scanMax && !(doneOnly && done != nil); {
+	for n := 0; n < scanMax; {
 		page, err := r.runs.JobRuns(ctx, name, before, store.DefaultRunLimit)
 		if err != nil {
-			return nil, nil, fmt.Errorf("job %s: runs: %w", name, err)
+			return nil, fmt.Errorf("job %s: runs: %w", name, err)
 		}
 		for _, jr := range page {
-			switch {
-			case jr.Status == store.RunQueued || jr.Status == store.RunRunning:
-				open = append(open, jr)
-			case jr.Status == store.RunDone && done == nil:
-				done = &jr
+			if jr.Status == store.RunDone {
+				return &jr, nil
 			}
 		}
 		n += len(page)
@@ -477,8 +471,7 @@ func (r *Runner) scan(ctx context.Context, name string, doneOnly bool) (open []s
 		}
 		before = page[len(page)-1].Run
 	}
-	slices.Reverse(open)
-	return open, done, nil
+	return nil, nil
 }
 
 // trySlot takes the queue job's slot if it is free.
@@ -578,7 +571,7 @@ func (r *Runner) execute(ru *run) {
 // submit submits a run's input, its prompt filled with the job's last
 // done run's output; it returns the turn.
 func (r *Runner) submit(ru *run, res *Result) (int64, error) {
-	_, last, err := r.scan(r.ctx, ru.name, true)
+	last, err := r.lastDone(r.ctx, ru.name)
 	if err != nil {
 		return 0, err
 	}

@@ -85,6 +85,36 @@ func TestConcurrencyFromTheStore(t *testing.T) {
 	}
 }
 
+// TestOpenRunBehindManyRuns: a run left open behind more ended runs than
+// a page of history holds (a skip job's fires, skipped while its run
+// hangs) still counts for the concurrency policy, and a restart's
+// Recover still resumes it: the open runs are read as such, not found
+// among the newest.
+func TestOpenRunBehindManyRuns(t *testing.T) {
+	e := newEnv(t, nil)
+	e.put(t, "s", `{"agent":"assistant","prompt":"s"}`)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	if _, _, err := e.k.Store.StartRun(ctx, store.JobRun{Job: "s", Run: store.RunID(at, ""), ScheduledAt: at,
+		Trigger: store.TriggerEvery, Session: "assistant/x", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= store.MaxRunLimit+1; i++ {
+		at := at.Add(time.Duration(i) * time.Second)
+		if _, _, err := e.k.Store.StartRun(ctx, store.JobRun{Job: "s", Run: store.RunID(at, ""), ScheduledAt: at,
+			Trigger: store.TriggerEvery, Session: "assistant/x", Status: store.RunSkipped, Error: "busy"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := e.r.Run(ctx, "s", job.Fire{}, false)
+	if !errors.Is(err, job.ErrRunning) || res.Status != store.RunSkipped {
+		t.Fatalf("a fire with a run open: %+v %v; want it skipped", res, err)
+	}
+	if n, err := e.r.Recover(ctx, "s"); err != nil || n != 1 {
+		t.Fatalf("Recover = %d, %v; want the open run resumed", n, err)
+	}
+}
+
 // TestScheduledFireOnce: a scheduled fire's run id and idempotency key
 // come from its scheduled time: fired again (a restart, another node),
 // it is taken once.

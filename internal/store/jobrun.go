@@ -125,6 +125,10 @@ type JobRunStore interface {
 	// newest first, with an id before before ("" from the newest): the
 	// last one's Run is the next page's before.
 	JobRuns(ctx context.Context, job, before string, limit int) ([]JobRun, error)
+	// OpenRuns returns all the open runs of job (queued or running),
+	// oldest first, however many runs have ended after them: a job's
+	// concurrency and the recovery of its runs read them.
+	OpenRuns(ctx context.Context, job string) ([]JobRun, error)
 	// JobRun returns one run, or ErrNotFound.
 	JobRun(ctx context.Context, job, run string) (JobRun, error)
 	// LastRun returns the newest run of job taken by one of triggers (by

@@ -53,6 +53,9 @@ const (
 	qRun      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run = ?`
 	qRuns     = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? ORDER BY run DESC LIMIT ?`
 	qRunsFrom = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run < ? ORDER BY run DESC LIMIT ?`
+	// qRunsOpen reads a job's open runs through its primary key's
+	// index: the job's rows, filtered.
+	qRunsOpen = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND status IN (` + sqlQueued + `, ` + sqlRunning + `) ORDER BY run`
 	// qRunLast: ?2 is store.RunTriggerSet's ",cron,every," or '' for any.
 	qRunLast = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ?1
 		AND (?2 = '' OR instr(?2, ',' || trigger_kind || ',') > 0) ORDER BY run DESC LIMIT 1`
@@ -128,29 +131,41 @@ func (s *Store) JobRuns(ctx context.Context, job, before string, limit int) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: job runs: %w: %v", ErrInvalid, err)
 	}
+	if before == "" {
+		return s.runList(ctx, "job runs", qRuns, job, n)
+	}
+	return s.runList(ctx, "job runs", qRunsFrom, job, before, n)
+}
+
+// OpenRuns returns a job's queued and running runs, oldest first.
+func (s *Store) OpenRuns(ctx context.Context, job string) ([]store.JobRun, error) {
+	if err := store.CheckExtensionKey("job", job); err != nil {
+		return nil, fmt.Errorf("sqlite: open runs: %w: %v", ErrInvalid, err)
+	}
+	return s.runList(ctx, "open runs", qRunsOpen, job)
+}
+
+// runList returns the runs query q with args reads (what names it in
+// errors), never nil.
+func (s *Store) runList(ctx context.Context, what, q string, args ...any) ([]store.JobRun, error) {
 	if s.isDown.Load() {
 		return nil, store.ErrClosed
 	}
-	var rows *sql.Rows
-	if before == "" {
-		rows, err = s.rdb.QueryContext(ctx, qRuns, job, n)
-	} else {
-		rows, err = s.rdb.QueryContext(ctx, qRunsFrom, job, before, n)
-	}
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, s.readErr("job runs", err)
+		return nil, s.readErr(what, err)
 	}
 	defer rows.Close()
 	out := []store.JobRun{}
 	for rows.Next() {
 		r, err := scanJobRun(rows)
 		if err != nil {
-			return nil, s.readErr("job runs", err)
+			return nil, s.readErr(what, err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.readErr("job runs", err)
+		return nil, s.readErr(what, err)
 	}
 	return out, nil
 }

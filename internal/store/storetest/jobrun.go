@@ -235,6 +235,47 @@ func testJobRunsOrder(t *testing.T, x *suite) {
 	}
 }
 
+// OpenRuns lists all of a job's queued and running runs, oldest first,
+// however many ended runs are newer (more than a page of JobRuns can
+// hold); ended runs and another job's open runs are not among them.
+func testJobRunsOpen(t *testing.T, x *suite) {
+	s := x.newStore(t)
+	ctx := t.Context()
+	queued := fire("j", 1, store.TriggerEvery)
+	queued.Status = store.RunQueued
+	mustStartRun(t, s, queued)
+	mustStartRun(t, s, fire("j", 0, store.TriggerEvery))
+	mustStartRun(t, s, fire("k", 0, store.TriggerEvery))
+	ended := mustStartRun(t, s, fire("j", 2, store.TriggerEvery))
+	ended.Status = store.RunDone
+	if _, err := s.FinishRun(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 3+store.MaxRunLimit+1; i++ {
+		r := fire("j", i, store.TriggerEvery)
+		r.Status, r.Error = store.RunSkipped, "busy"
+		mustStartRun(t, s, r)
+	}
+	open, err := s.OpenRuns(ctx, "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range open {
+		got = append(got, r.Run+" "+r.Status)
+	}
+	want := []string{store.RunID(runAt(0), "") + " running", store.RunID(runAt(1), "") + " queued"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the open runs (-want +got):\n%s", d)
+	}
+	if none, err := s.OpenRuns(ctx, "none"); err != nil || none == nil || len(none) != 0 {
+		t.Errorf("OpenRuns of a job without runs = %#v, %v; want empty", none, err)
+	}
+	if _, err := s.OpenRuns(ctx, "no/such"); err == nil {
+		t.Error("OpenRuns of an invalid job name: no error")
+	}
+}
+
 // LastRun is the newest run taken, of any trigger or of the ones asked
 // for: a schedule catches up from its own last fire.
 func testJobRunLast(t *testing.T, x *suite) {

@@ -127,6 +127,7 @@ func tests() []struct {
 		{"JobRunFinish", testJobRunFinish},
 		{"JobRunConcurrentFinish", testJobRunConcurrentFinish},
 		{"JobRunsOrder", testJobRunsOrder},
+		{"JobRunsOpen", testJobRunsOpen},
 		{"JobRunLast", testJobRunLast},
 		{"JobRunPrune", testJobRunPrune},
 		{"JobRunCaps", testJobRunCaps},
