@@ -109,15 +109,8 @@ func (s *Store) Extensions(ctx context.Context, typ string) ([]store.Extension, 
 		return nil, s.readErr("extensions", err)
 	}
 	defer rows.Close()
-	var out []store.Extension
-	for rows.Next() {
-		e, err := scanExtension(rows)
-		if err != nil {
-			return nil, s.readErr("extensions", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, func(r store.Rows) (store.Extension, error) { return scanExtension(r) })
+	if err != nil {
 		return nil, s.readErr("extensions", err)
 	}
 	return out, nil

@@ -156,15 +156,8 @@ func (s *Store) runList(ctx context.Context, what, q string, args ...any) ([]sto
 		return nil, s.readErr(what, err)
 	}
 	defer rows.Close()
-	out := []store.JobRun{}
-	for rows.Next() {
-		r, err := scanJobRun(rows)
-		if err != nil {
-			return nil, s.readErr(what, err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := store.Collect(rows, func(r store.Rows) (store.JobRun, error) { return scanJobRun(r) })
+	if err != nil {
 		return nil, s.readErr(what, err)
 	}
 	return out, nil
