@@ -132,3 +132,16 @@ func TestPrefixesPermissions(t *testing.T) {
 	putDoc(t, dir, control(false))
 	waitFor(t, func() bool { return !held() })
 }
+
+// In the web console (headless Chromium), "@researcher …" is answered by
+// researcher under the line, and an email address goes to the assistant
+// as written (test/console/prefixes.spec.mjs).
+func TestConsolePrefixes(t *testing.T) {
+	chromium, node := consoleDeps(t)
+	addr := fake(t, "match .\nsay got: {{last_user}}\n")
+	d, token := serveConsole(t, dataDir(t, nil), map[string]string{
+		"agents/assistant.yaml":  "name: Assistant\n" + strings.TrimPrefix(openaiAgent(addr, ""), "name: Tester\n"),
+		"agents/researcher.yaml": "name: Researcher\n" + strings.TrimPrefix(openaiAgent(addr, ""), "name: Tester\n"),
+	})
+	runSpec(t, d, token, chromium, node, "prefixes.spec.mjs")
+}
