@@ -301,3 +301,18 @@ func FuzzRoute(f *testing.F) {
 		}
 	})
 }
+
+// A line that starts with @ or # goes to the agent it names, in that
+// agent's own session keyed by the caller's; one that names no agent is
+// not routed.
+func ExampleRouter_Route_agent() {
+	r := command.NewRouter(testAgents)
+	for _, line := range []string{"@scribe find the notes", "#memory-keeper remember the milk", "@bob said hi"} {
+		rt, ok, _ := r.Route(context.Background(), line, "assistant/main")
+		fmt.Printf("%v %q %q\n", ok, rt.Session, rt.Text)
+	}
+	// Output:
+	// true "scribe/assistant:main" "find the notes"
+	// true "keeper/assistant:main" "remember the milk"
+	// false "" ""
+}
