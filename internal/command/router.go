@@ -61,8 +61,9 @@ type Route struct {
 	// Agent is the agent a line addressed with @ or #; "" for a command.
 	Agent string
 	// Session is the address the text goes to: the caller's session, or,
-	// for a command whose agent is not the session's, that agent's
-	// session keyed by the caller's ("<agent>/<caller agent>:<caller key>").
+	// for a command whose agent or a line addressed to an agent that is
+	// not the session's, that agent's session keyed by the caller's
+	// ("<agent>/<caller agent>:<caller key>").
 	Session string
 	// Text is the prompt, filled.
 	Text string
