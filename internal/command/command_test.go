@@ -55,7 +55,7 @@ var testAgents = disabling{agents{"assistant": nil, "scribe": {"notes"}, "keeper
 // router returns a router with the rows given as name → spec (JSON).
 func router(t testing.TB, rows map[string]string) *command.Router {
 	t.Helper()
-	r := command.NewRouter(testAgents)
+	r := command.NewRouterWith(testAgents)
 	h := command.NewHandler(r, testAgents)
 	for name, spec := range rows {
 		if err := h.Activate(context.Background(), &store.Extension{Type: "command", Name: name, Spec: json.RawMessage(spec)}); err != nil {
@@ -180,7 +180,7 @@ func TestListAndDeactivate(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	h := command.NewHandler(command.NewRouter(nil), agents{"assistant": nil})
+	h := command.NewHandler(command.NewRouter(), agents{"assistant": nil})
 	for _, tt := range []struct {
 		spec string
 		want []string
@@ -252,7 +252,7 @@ func FuzzArgs(f *testing.F) {
 }
 
 func ExampleRouter_Route() {
-	r := command.NewRouter(nil)
+	r := command.NewRouter()
 	h := command.NewHandler(r, nil)
 	h.Activate(context.Background(), &store.Extension{Type: "command", Name: "standup",
 		Spec: json.RawMessage(`{"arguments":[{"name":"team","required":true}],"prompt":"Write the standup for team {{team}}."}`)})
@@ -306,7 +306,7 @@ func FuzzRoute(f *testing.F) {
 // agent's own session keyed by the caller's; one that names no agent is
 // not routed.
 func ExampleRouter_Route_agent() {
-	r := command.NewRouter(testAgents)
+	r := command.NewRouterWith(testAgents)
 	for _, line := range []string{"@scribe find the notes", "#memory-keeper remember the milk", "@bob said hi"} {
 		rt, ok, _ := r.Route(context.Background(), line, "assistant/main")
 		fmt.Printf("%v %q %q\n", ok, rt.Session, rt.Text)

@@ -36,9 +36,13 @@ type Disabler interface {
 	Disabled(ctx context.Context, id string) bool
 }
 
-// NewRouter returns a Router with no commands, which addresses agents
+// NewRouter returns a Router with no commands that addresses no agents
+// (NewRouterWith addresses some).
+func NewRouter() *Router { return NewRouterWith(nil) }
+
+// NewRouterWith returns a Router with no commands, which addresses agents
 // (@id, #tag) among agents; nil addresses none.
-func NewRouter(agents Directory) *Router {
+func NewRouterWith(agents Directory) *Router {
 	return &Router{agents: agents, cmds: map[string]*Spec{}}
 }
 

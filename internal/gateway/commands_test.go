@@ -28,7 +28,7 @@ func extEnv(t *testing.T) *env {
 	t.Helper()
 	ags := testAgents()
 	ags["b"].Tags = []string{"helper"}
-	router := command.NewRouter(directory{ags})
+	router := command.NewRouterWith(directory{ags})
 	h := command.NewHandler(router, testAgents())
 	for name, spec := range map[string]string{
 		"standup": `{"description":"the standup","arguments":[{"name":"team","required":true}],"prompt":"Standup for {{team}}.","budget":{"max_steps":3}}`,
