@@ -38,10 +38,15 @@ const (
 
 // Definition is one agent, as defined in agents/<id>.yaml.
 type Definition struct {
-	ID           string     `yaml:"id" json:"id"`
-	Name         string     `yaml:"name" json:"name"`
-	Type         string     `yaml:"type" json:"type"`
-	Description  string     `yaml:"description" json:"description,omitempty"`
+	ID          string `yaml:"id" json:"id"`
+	Name        string `yaml:"name" json:"name"`
+	Type        string `yaml:"type" json:"type"`
+	Description string `yaml:"description" json:"description,omitempty"`
+	// Tags address the agent in a chat: "#memory-keeper remember …" goes
+	// to the one agent tagged memory-keeper (package command). Each is
+	// lowercase letters and digits in words joined by single hyphens
+	// (ValidTag).
+	Tags         []string   `yaml:"tags" json:"tags,omitempty"`
 	Model        Model      `yaml:"model" json:"model"`
 	SystemPrompt string     `yaml:"system_prompt" json:"system_prompt,omitempty"`
 	Tools        ToolPolicy `yaml:"tools" json:"tools"`

@@ -15,7 +15,9 @@ import (
 )
 
 var (
-	idRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
+	idRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`) })
+	// tagRE is what an agent's tag must look like (#memory-keeper).
+	tagRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`) })
 	envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// serverRE is what an MCP server name must look like: it prefixes its
 	// tools' names as <server>__<tool>.
@@ -25,6 +27,11 @@ var (
 // ValidServerName reports whether name can name an MCP server: 1 to 32
 // letters, digits, '-' and single '_', starting with a letter or digit.
 func ValidServerName(name string) bool { return len(name) <= 32 && serverRE().MatchString(name) }
+
+// ValidTag reports whether tag can address an agent (#tag): 1 to 64
+// lowercase letters, digits and single hyphens, starting with a letter
+// and not ending with a hyphen.
+func ValidTag(tag string) bool { return len(tag) <= 64 && tagRE().MatchString(tag) }
 
 // Accepted values of the enumerated fields.
 var (
@@ -117,6 +124,14 @@ func (c *checker) definition(d *Definition, id string) {
 		c.add("id", "must match the file name %q, got %q", id, d.ID)
 	}
 	c.oneOf("type", d.Type, agentTypes)
+	for i, tag := range d.Tags {
+		switch {
+		case !ValidTag(tag):
+			c.add(fmt.Sprintf("tags[%d]", i), "invalid tag %q: want lowercase letters and digits in words joined by single hyphens, such as memory-keeper", tag)
+		case slices.Contains(d.Tags[:i], tag):
+			c.add(fmt.Sprintf("tags[%d]", i), "%q is tagged twice", tag)
+		}
+	}
 	if !modelIsZero(&d.Model) {
 		c.model("model", &d.Model, true)
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -333,5 +334,28 @@ func TestErrorsCapped(t *testing.T) {
 	}
 	if last := ce.Errors[maxErrors].Error(); last != "agents/a.yaml: and 150 more problems" {
 		t.Errorf("last error = %q", last)
+	}
+}
+
+// Tags are lowercase words joined by single hyphens, each once; a bad one
+// names its file, line and field.
+func TestTags(t *testing.T) {
+	d, err := parseDefinition("agents/a.yaml", []byte("tags: [memory-keeper, notes2]\n"), "a", nil, nil)
+	if err != nil || !slices.Equal(d.Tags, []string{"memory-keeper", "notes2"}) {
+		t.Fatalf("tags %q: %v", d.Tags, err)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"tags: [Memory]\n", `agents/a.yaml:1: tags[0]: invalid tag "Memory"`},
+		{"tags:\n  - ok\n  - -x\n", `agents/a.yaml:3: tags[1]: invalid tag "-x"`},
+		{"tags: [a--b]\n", `tags[0]: invalid tag "a--b"`},
+		{"tags: [x-]\n", `tags[0]: invalid tag "x-"`},
+		{"tags: [1st]\n", `tags[0]: invalid tag "1st"`},
+		{"tags: [\"has space\"]\n", `tags[0]: invalid tag "has space"`},
+		{"tags: [" + strings.Repeat("a", 65) + "]\n", `tags[0]: invalid tag`},
+		{"tags: [x, x]\n", `tags[1]: "x" is tagged twice`},
+	} {
+		if _, err := parseDefinition("agents/a.yaml", []byte(tt.yaml), "a", nil, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want %q", tt.yaml, err, tt.want)
+		}
 	}
 }

@@ -55,3 +55,20 @@ func (a *App) recordAgents(ctx context.Context) {
 		}
 	}
 }
+
+// addressable are the agents a chat line may address (@id, #tag): the
+// registry's, and those whose row is disabled, so that "@id" names a
+// disabled agent too and the runtime refuses it as it does a direct post
+// (rather than the line going, as prose, to the caller's agent).
+type addressable struct {
+	*agent.Registry
+	rows interface {
+		Extension(ctx context.Context, typ, name string) (store.Extension, error)
+	}
+}
+
+// Disabled reports whether agent id's row is disabled.
+func (x addressable) Disabled(ctx context.Context, id string) bool {
+	e, err := x.rows.Extension(ctx, "agent", id)
+	return err == nil && !e.Enabled
+}

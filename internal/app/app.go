@@ -240,7 +240,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		ro.ClaimEvery = claimEvery // other nodes may share the store
 	}
 	a.Runtime = runtime.New(ro)
-	a.Commands = command.NewRouter()
+	a.Commands = command.NewRouterWith(addressable{a.Agents, a.Store})
 	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
 		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit, Secrets: secret.NewResolver(a.Dir, nil)})
 	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired})

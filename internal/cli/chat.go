@@ -117,10 +117,16 @@ func chatCommands() []chatCommand {
 			if err != nil {
 				return false, err
 			}
-			if len(ext) > 0 {
-				fmt.Fprintln(c.out, "slash commands (command extensions; agentd ext list --type command):")
-				for _, x := range ext {
+			if len(ext.Commands) > 0 {
+				fmt.Fprintln(c.out, "slash commands (command extensions; agentd ext list --type command; ! for / works too):")
+				for _, x := range ext.Commands {
 					fmt.Fprintf(c.out, "  %-18s %s\n", x.Usage, x.Description)
+				}
+			}
+			if len(ext.Tags) > 0 {
+				fmt.Fprintln(c.out, "agent tags (#tag text):")
+				for _, x := range ext.Tags {
+					fmt.Fprintf(c.out, "  %-18s %s\n", "#"+x.Tag, strings.Join(x.Agents, ", "))
 				}
 			}
 			return false, nil
@@ -142,12 +148,12 @@ func (c *chat) noSessionYet(err error) error {
 	return err
 }
 
-// extCommands lists the active command extensions; none from an agentd
-// that does not have them.
-func (c *chat) extCommands(ctx context.Context) ([]command.Info, error) {
+// extCommands lists the active command extensions and the agents' tags;
+// none from an agentd that does not have them.
+func (c *chat) extCommands(ctx context.Context) (gateway.CommandList, error) {
 	ext, err := c.b.Commands(ctx)
 	if apiStatus(err) == http.StatusNotFound {
-		return nil, nil
+		return gateway.CommandList{}, nil
 	}
 	return ext, err
 }
@@ -160,8 +166,10 @@ func chatHelp() string {
 			fmt.Fprintf(&b, "  %-18s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 		}
 	}
-	b.WriteString("  /name [args]       an active slash command (a command extension); /help lists them\n")
-	b.WriteString("  //text             send a message that starts with /\n")
+	for _, p := range command.Prefixes {
+		fmt.Fprintf(&b, "  %-18s %s\n", p.Usage, p.Description)
+	}
+	b.WriteString("  //text             send a message that starts with / as it is written (//@…, //!…, //#…: with @, ! or #)\n")
 	return b.String()
 }
 
@@ -183,7 +191,7 @@ func (c *chat) command(ctx context.Context, line string) (quit bool, err error) 
 	if err != nil {
 		return false, err
 	}
-	for _, x := range ext {
+	for _, x := range ext.Commands {
 		if "/"+x.Name == name {
 			return !c.turn(ctx, line, false), nil
 		}
@@ -233,7 +241,7 @@ func (c *chat) run(ctx context.Context, stdin io.Reader) error {
 		case line == "":
 			continue
 		case strings.HasPrefix(line, "//"):
-			line, literal = line[1:], true
+			line, literal = literalLine(line), true
 		case strings.HasPrefix(line, "/"):
 			quit, err := c.command(ctx, line)
 			if quit || err != nil {
@@ -245,6 +253,16 @@ func (c *chat) run(ctx context.Context, stdin io.Reader) error {
 			return nil // asked to stop
 		}
 	}
+}
+
+// literalLine is what "//text" sends, as it is written: "/text"; but
+// "//@…", "//!…" and "//#…" send "@…", "!…" and "#…", the lines those
+// prefixes would otherwise route.
+func literalLine(line string) string {
+	if len(line) > 2 && strings.ContainsRune("@!#", rune(line[2])) {
+		return line[2:]
+	}
+	return line[1:]
 }
 
 // plainLines reads lines from a pipe or a file.

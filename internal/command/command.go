@@ -168,9 +168,13 @@ func (a *Argument) check(value string) string {
 }
 
 // Usage is how the command is used: "/standup <team> [days]".
-func Usage(name string, s *Spec) string {
+func Usage(name string, s *Spec) string { return usage("/"+name, s) }
+
+// usage is how the command is used, typed as said ("/standup" or
+// "!standup").
+func usage(said string, s *Spec) string {
 	var b strings.Builder
-	b.WriteString("/" + name)
+	b.WriteString(said)
 	for _, a := range s.Arguments {
 		n := a.Name
 		if a.kind() == Enum {
@@ -194,6 +198,12 @@ func Usage(name string, s *Spec) string {
 // argument, a value of the wrong type or a word too many is an ErrUsage
 // naming it, with the command's usage.
 func Args(name string, s *Spec, text string) (map[string]string, error) {
+	return args("/"+name, s, text)
+}
+
+// args is Args for a command typed as said ("/standup" or "!standup"),
+// which its errors name.
+func args(said string, s *Spec, text string) (map[string]string, error) {
 	out := map[string]string{}
 	rest := strings.TrimFunc(text, unicode.IsSpace)
 	for i, a := range s.Arguments {
@@ -209,18 +219,18 @@ func Args(name string, s *Spec, text string) (map[string]string, error) {
 				continue
 			}
 			if a.Required {
-				return nil, usageErr(name, s, "missing argument "+a.Name)
+				return nil, usageErr(said, s, "missing argument "+a.Name)
 			}
 			out[a.Name] = ""
 			continue
 		}
 		if why := a.check(word); why != "" {
-			return nil, usageErr(name, s, why)
+			return nil, usageErr(said, s, why)
 		}
 		out[a.Name] = word
 	}
 	if rest != "" {
-		return nil, usageErr(name, s, fmt.Sprintf("unexpected %q", rest))
+		return nil, usageErr(said, s, fmt.Sprintf("unexpected %q", rest))
 	}
 	return out, nil
 }
@@ -234,6 +244,6 @@ func cutWord(s string) (word, rest string) {
 	return s[:i], strings.TrimLeftFunc(s[i:], unicode.IsSpace)
 }
 
-func usageErr(name string, s *Spec, why string) error {
-	return fmt.Errorf("%w: /%s: %s; usage: %s", ErrUsage, name, why, Usage(name, s))
+func usageErr(said string, s *Spec, why string) error {
+	return fmt.Errorf("%w: %s: %s; usage: %s", ErrUsage, said, why, usage(said, s))
 }

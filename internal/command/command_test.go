@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -17,20 +19,44 @@ import (
 	"agentd/internal/store"
 )
 
-type agents map[string]bool
+// agents are agents by id, each with its tags.
+type agents map[string][]string
 
 func (a agents) Get(id string) (*agent.Definition, bool) {
-	if a[id] {
-		return &agent.Definition{ID: id}, true
+	if tags, ok := a[id]; ok {
+		return &agent.Definition{ID: id, Tags: tags}, true
 	}
 	return nil, false
 }
 
+func (a agents) List() []*agent.Definition {
+	var out []*agent.Definition
+	for id := range a {
+		d, _ := a.Get(id)
+		out = append(out, d)
+	}
+	return out
+}
+
+// disabling are agents with the disabled ones besides.
+type disabling struct {
+	agents
+	disabled []string
+}
+
+func (d disabling) Disabled(_ context.Context, id string) bool {
+	return slices.Contains(d.disabled, id)
+}
+
+// testAgents are the agents of router's routers: a disabled one, and
+// tags one agent has (keeper) and two share (notes).
+var testAgents = disabling{agents{"assistant": nil, "scribe": {"notes"}, "keeper": {"memory-keeper", "notes"}}, []string{"retired"}}
+
 // router returns a router with the rows given as name → spec (JSON).
-func router(t *testing.T, rows map[string]string) *command.Router {
+func router(t testing.TB, rows map[string]string) *command.Router {
 	t.Helper()
-	r := command.NewRouter()
-	h := command.NewHandler(r, agents{"assistant": true, "scribe": true})
+	r := command.NewRouterWith(testAgents)
+	h := command.NewHandler(r, testAgents)
 	for name, spec := range rows {
 		if err := h.Activate(context.Background(), &store.Extension{Type: "command", Name: name, Spec: json.RawMessage(spec)}); err != nil {
 			t.Fatalf("activate %s: %v", name, err)
@@ -66,8 +92,41 @@ func TestRoute(t *testing.T) {
 			Budgets: &agent.Budgets{MaxSteps: 3, MaxWallTime: agent.Duration(120e9)}}},
 		{line: "/ask medium x", ok: true, err: `level must be one of low, high, not "medium"`},
 		{line: "/note remember the milk", ok: true, want: command.Route{Command: "note", Session: "assistant/main", Text: "Note: remember the milk", Silent: true}},
+		// ! is / for chats that keep / for themselves.
+		{line: "!standup platform", ok: true, want: command.Route{Command: "standup", Session: "assistant/main", Text: "Standup for platform over 1 days."}},
+		{line: "!ask low why", ok: true, want: command.Route{Command: "ask", Session: "scribe/assistant:main", Text: "[low] why",
+			Budgets: &agent.Budgets{MaxSteps: 3, MaxWallTime: agent.Duration(120e9)}}},
+		{line: "!standup", ok: true, err: "bad command: !standup: missing argument team; usage: !standup <team> [days]"},
+		{line: "!unknown x", ok: false},
+		{line: "!reset", ok: false},
+		{line: "! standup x", ok: false},
+		{line: "!", ok: false},
+		// @ addresses an agent by its id, in its own session keyed by the
+		// caller's; the session's own agent in its own session.
+		{line: "@scribe find the  notes ", ok: true, want: command.Route{Agent: "scribe", Session: "scribe/assistant:main", Text: "find the  notes "}},
+		{line: "@scribe\tfind", ok: true, want: command.Route{Agent: "scribe", Session: "scribe/assistant:main", Text: "find"}},
+		{line: "@assistant hello", ok: true, want: command.Route{Agent: "assistant", Session: "assistant/main", Text: "hello"}},
+		{line: "@retired are you there", ok: true, want: command.Route{Agent: "retired", Session: "retired/assistant:main", Text: "are you there"}},
+		{line: "@scribe", ok: true, err: "bad command: @scribe: nothing to say; usage: @scribe <text>"},
+		{line: "@scribe  \t ", ok: true, err: "@scribe: nothing to say"},
+		{line: "@bob said hi", ok: false},
+		{line: "@scribe: hi", ok: false},
+		{line: "@ scribe hi", ok: false},
+		{line: "@", ok: false},
+		{line: "@../x hi", ok: false},
+		{line: "mail scribe@example.com", ok: false},
+		{line: "scribe@example.com hi", ok: false},
+		{line: " @scribe hi", ok: false},
+		// # addresses the one agent with a tag.
+		{line: "#memory-keeper remember the milk", ok: true, want: command.Route{Agent: "keeper", Session: "keeper/assistant:main", Text: "remember the milk"}},
+		{line: "#memory-keeper", ok: true, err: "#memory-keeper: nothing to say"},
+		{line: "#notes where?", ok: true, err: "bad command: #notes: the agents keeper, scribe share the tag; address one with @keeper"},
+		{line: "#1 priority", ok: false},
+		{line: "#Memory-keeper x", ok: false},
+		{line: "#scribe x", ok: false},
+		{line: "# heading", ok: false},
 	} {
-		got, ok, err := r.Route(tt.line, "assistant/main")
+		got, ok, err := r.Route(t.Context(), tt.line, "assistant/main")
 		if ok != tt.ok {
 			t.Errorf("%q: ok %v, want %v", tt.line, ok, tt.ok)
 			continue
@@ -89,7 +148,7 @@ func TestRoute(t *testing.T) {
 }
 
 func TestRouteOptions(t *testing.T) {
-	rt, _, err := router(t, rows).Route("/ask high why", "assistant/main")
+	rt, _, err := router(t, rows).Route(t.Context(), "/ask high why", "assistant/main")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +174,13 @@ func TestListAndDeactivate(t *testing.T) {
 	if diff := cmp.Diff(want, r.List()); diff != "" {
 		t.Error(diff)
 	}
-	if _, ok, _ := r.Route("/note x", "assistant/main"); ok {
+	if _, ok, _ := r.Route(t.Context(), "/note x", "assistant/main"); ok {
 		t.Error("a deactivated command still routes")
 	}
 }
 
 func TestCheck(t *testing.T) {
-	h := command.NewHandler(command.NewRouter(), agents{"assistant": true})
+	h := command.NewHandler(command.NewRouter(), agents{"assistant": nil})
 	for _, tt := range []struct {
 		spec string
 		want []string
@@ -197,11 +256,63 @@ func ExampleRouter_Route() {
 	h := command.NewHandler(r, nil)
 	h.Activate(context.Background(), &store.Extension{Type: "command", Name: "standup",
 		Spec: json.RawMessage(`{"arguments":[{"name":"team","required":true}],"prompt":"Write the standup for team {{team}}."}`)})
-	rt, ok, err := r.Route("/standup platform", "assistant/main")
+	rt, ok, err := r.Route(context.Background(), "/standup platform", "assistant/main")
 	fmt.Println(ok, err, rt.Session, rt.Text)
-	_, _, err = r.Route("/standup", "assistant/main")
+	_, _, err = r.Route(context.Background(), "/standup", "assistant/main")
 	fmt.Println(err)
 	// Output:
 	// true <nil> assistant/main Write the standup for team platform.
 	// bad command: /standup: missing argument team; usage: /standup <team>
+}
+
+// FuzzRoute: a line never panics the router; a line it does not route
+// asks for nothing (the gateway then sends it byte for byte as written);
+// one it routes to an agent is held to strings.Fields: the first word
+// after the prefix names the agent or tag, and the text is the line after
+// that word and the spaces that follow it.
+func FuzzRoute(f *testing.F) {
+	for _, s := range []string{"@scribe hi", "#memory-keeper x", "!standup a", "/ask low why", "@", "#", "a@b.c", "@scribe\u2003\u00a0x", "#notes y", "@retired z", "\xff@x"} {
+		f.Add(s)
+	}
+	r := router(f, rows)
+	f.Fuzz(func(t *testing.T, line string) {
+		rt, ok, err := r.Route(context.Background(), line, "assistant/main")
+		if !ok {
+			if err != nil || !cmp.Equal(rt, command.Route{}) {
+				t.Fatalf("%q: not routed, yet %+v %v", line, rt, err)
+			}
+			return
+		}
+		if err != nil || rt.Agent == "" || !utf8.ValidString(line) {
+			return
+		}
+		if line[0] != '@' && line[0] != '#' {
+			t.Fatalf("%q routed to agent %s", line, rt.Agent)
+		}
+		words := strings.Fields(line[1:])
+		if len(words) < 2 || !strings.HasPrefix(line[1:], words[0]) {
+			t.Fatalf("%q routed with words %q", line, words)
+		}
+		if line[0] == '@' && words[0] != rt.Agent {
+			t.Fatalf("%q routed to %s", line, rt.Agent)
+		}
+		if want := strings.TrimLeftFunc(line[1+len(words[0]):], unicode.IsSpace); rt.Text != want {
+			t.Fatalf("%q: text %q, want %q", line, rt.Text, want)
+		}
+	})
+}
+
+// A line that starts with @ or # goes to the agent it names, in that
+// agent's own session keyed by the caller's; one that names no agent is
+// not routed.
+func ExampleRouter_Route_agent() {
+	r := command.NewRouterWith(testAgents)
+	for _, line := range []string{"@scribe find the notes", "#memory-keeper remember the milk", "@bob said hi"} {
+		rt, ok, _ := r.Route(context.Background(), line, "assistant/main")
+		fmt.Printf("%v %q %q\n", ok, rt.Session, rt.Text)
+	}
+	// Output:
+	// true "scribe/assistant:main" "find the notes"
+	// true "keeper/assistant:main" "remember the milk"
+	// false "" ""
 }

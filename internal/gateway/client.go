@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"agentd/internal/command"
 	"agentd/internal/event"
 	"agentd/internal/identity"
 	"agentd/internal/job"
@@ -493,10 +492,11 @@ func (c *Client) Skill(ctx context.Context, name string) (SkillDetail, error) {
 	return out, c.do(ctx, "GET", "/v1/skills/"+p, nil, &out)
 }
 
-// Commands lists the active slash commands (`command` extensions).
-func (c *Client) Commands(ctx context.Context) ([]command.Info, error) {
+// Commands lists the active slash commands (`command` extensions), the
+// chat prefixes that route and the agents' tags.
+func (c *Client) Commands(ctx context.Context) (CommandList, error) {
 	var out CommandList
-	return out.Commands, c.do(ctx, "GET", "/v1/commands", nil, &out)
+	return out, c.do(ctx, "GET", "/v1/commands", nil, &out)
 }
 
 // RunJob runs a job now with vars as its payload: with wait, it returns

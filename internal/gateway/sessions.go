@@ -168,7 +168,7 @@ type MessageRequest struct {
 	// Reopen reopens the session first if it is closed.
 	Reopen bool `json:"reopen,omitempty"`
 	// Literal sends the text as it is written: a text that starts with a
-	// command's name ("/standup …") is not run as the command.
+	// chat prefix ("/standup …", "@researcher …") is not routed.
 	Literal bool `json:"literal,omitempty"`
 }
 
@@ -198,7 +198,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	for _, img := range req.Images {
 		in.Images = append(in.Images, model.Image{MIMEType: img.MIMEType, Data: img.Data})
 	}
-	if err := s.routeCommand(&in, req.Literal); err != nil {
+	if err := s.routeCommand(r.Context(), &in, req.Literal); err != nil {
 		s.fail(w, err)
 		return
 	}

@@ -596,7 +596,7 @@ class ChatView {
       return;
     }
     const box = this.turnBox(it.turn);
-    if (it.kind === 'user' || it.kind === 'pending' || it.kind === 'system') box.head.appendChild(it.el);
+    if (it.kind === 'user' || it.kind === 'pending' || it.kind === 'routed' || it.kind === 'system') box.head.appendChild(it.el);
     else box.body.appendChild(it.el);
   }
 
@@ -667,6 +667,18 @@ class ChatView {
         const drop = it.status !== 'sending' ? h('button', { class: 'link-btn', type: 'button', onclick: () => { this.dropOutbox(it.msg.idem); this.items.delete(it.key); it.el.remove(); } }, 'Discard') : null;
         return h('div', { class: ['bubble', 'user', 'pending', 'p-' + it.status] }, h('div', { class: 'md' }, render(it.text || '')),
           h('div', { class: 'meta' }, h('span', { class: 'pending-status' }, status), retry, drop));
+      }
+      case 'routed': {
+        const [agent, key] = it.to.split(/\/(.*)/s);
+        return h('div', { class: 'bubble user' }, h('div', { class: 'md' }, render(it.text || '')),
+          h('div', { class: 'meta' }, 'to ', h('a', { href: '#/chat/' + encodeURIComponent(agent) + '/' + encodeURIComponent(key) }, it.to)));
+      }
+      case 'routed-end': {
+        const [agent] = it.to.split('/');
+        if (!it.end && !it.error) return h('div', { class: 'typing', 'aria-label': agent + ' is working' }, h('span'), h('span'), h('span'));
+        const text = it.error || it.end.reply || it.end.reason || '(' + it.end.status + ')';
+        return h('div', { class: 'bubble assistant routed-answer' }, h('div', { class: 'meta' }, agent),
+          h('div', { class: 'md' }, render(text)));
       }
       case 'assistant': {
         const body = h('div', { class: 'md' }, render(it.text || ''));
@@ -813,6 +825,7 @@ class ChatView {
       }
       // The log will show the input; until then the bubble stays as sent.
       this.dropOutbox(msg.idem, true);
+      if (it && rc && rc.session && rc.session !== this.addr && rc.turn && !rc.duplicate) this.routed(it, rc);
       if (this.fresh || this.needResub) {
         this.fresh = false;
         this.needResub = false;
@@ -834,6 +847,28 @@ class ChatView {
     } finally {
       msg.inflight = false;
     }
+  }
+
+  // routed shows a message agentd routed to another session (@agent,
+  // #tag, a command another agent answers): this session's log never holds
+  // it, so its bubble says where it went, and the other agent's answer is
+  // shown under it once that turn ends (GET /v1/turns/{id}?wait).
+  async routed(it, rc) {
+    Object.assign(it, { kind: 'routed', to: rc.session });
+    this.touchAndFlush(it);
+    const ans = this.add({ key: 'routed-end:' + rc.turn, kind: 'routed-end', to: rc.session, turn: rc.turn });
+    this.flush();
+    for (let tries = 0; tries < 60; tries++) {
+      try {
+        const r = await get(path('turns', rc.turn) + '?wait=60s');
+        if (r.done) { ans.end = r.end; break; }
+      } catch (e) {
+        if (e.status && e.status < 500) { ans.error = e.message; break; }
+        await new Promise((ok) => setTimeout(ok, 2000));
+      }
+    }
+    this.touchAndFlush(ans);
+    this.scrollDown(true);
   }
 
   sendOutbox() {
