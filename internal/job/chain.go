@@ -11,7 +11,9 @@ package job
 // that takes over, and Recover after a crash all fire the same child
 // run, and only the first does. A crash between the parent's end and the
 // child's start leaves no child run: Recover (recoverChains) fires the
-// children of the parent's newest runs that ended within ChainWindow.
+// children of the parent's newest runs that ended within ChainWindow and
+// after the child's row was last written (so that a job saved, changed
+// or resumed does not follow the runs that ended before).
 
 import (
 	"context"
@@ -110,12 +112,20 @@ func (r *Runner) fireChain(ctx context.Context, child string, parent store.JobRu
 
 // recoverChains fires the runs chained after the newest ChainScan runs
 // of each of job's parents that ended within ChainWindow of now and
-// whose chained run was never taken (a crash came between the parent's
-// end and the child's start), oldest first.
+// after job's row was last written, and whose chained run was never
+// taken (a crash came between the parent's end and the child's start),
+// oldest first.
 func (r *Runner) recoverChains(ctx context.Context, job string, now time.Time) error {
-	s, ok := r.Job(job)
+	r.mu.Lock()
+	sp, ok := r.jobs[job]
+	since := r.since[job]
+	r.mu.Unlock()
 	if !ok {
 		return nil
+	}
+	s := *sp
+	if from := now.Add(-ChainWindow); since.Before(from) {
+		since = from
 	}
 	for _, t := range s.Triggers {
 		if t.Chain == nil {
@@ -127,7 +137,7 @@ func (r *Runner) recoverChains(ctx context.Context, job string, now time.Time) e
 		}
 		slices.Reverse(page)
 		for _, p := range page {
-			if p.EndedAt.IsZero() || now.Sub(p.EndedAt) > ChainWindow || !chainMatches(t.Chain.On, p.Status) {
+			if p.EndedAt.IsZero() || p.EndedAt.Before(since) || !chainMatches(t.Chain.On, p.Status) {
 				continue
 			}
 			f := chainFire(p)

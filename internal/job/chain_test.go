@@ -82,14 +82,18 @@ func TestChainFiresOnceAfterItsParent(t *testing.T) {
 // TestChainRecoverStartsAMissedChild: a parent run whose end was recorded
 // but whose chained run was never started (a crash in between) has it
 // started by Recover, once however often Recover runs; a parent run
-// older than ChainWindow does not.
+// older than ChainWindow does not, nor one that ended before the chained
+// job's row was written.
 func TestChainRecoverStartsAMissedChild(t *testing.T) {
 	e := newEnv(t, nil)
 	e.put(t, "a", `{"agent":"assistant","prompt":"report"}`)
-	e.put(t, "b", `{"agent":"assistant","prompt":"after [{{parent_output}}]","triggers":[{"chain":{"after":"a","on":"either"}}]}`)
 	ctx := context.Background()
 	now := time.Now()
-	for _, at := range []time.Time{now.Add(-time.Minute), now.Add(-job.ChainWindow - time.Hour)} {
+	if err := e.r.Activate(ctx, &store.Extension{Type: "job", Name: "b", UpdatedAt: now.Add(-time.Hour),
+		Spec: json.RawMessage(`{"agent":"assistant","prompt":"after [{{parent_output}}]","triggers":[{"chain":{"after":"a","on":"either"}}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Hour), now.Add(-job.ChainWindow - time.Hour)} {
 		jr := store.JobRun{Job: "a", Run: store.RunID(at, "x"), ScheduledAt: at, Trigger: store.TriggerManual, Session: "assistant/x", Status: store.RunRunning}
 		if _, _, err := e.k.Store.StartRun(ctx, jr); err != nil {
 			t.Fatal(err)

@@ -98,6 +98,7 @@ type Runner struct {
 	mu       sync.Mutex
 	closed   bool // Close was called: no run starts
 	jobs     map[string]*Spec
+	since    map[string]time.Time // when each job's row was last written (recoverChains)
 	queues   map[string]chan struct{} // a queue job's one slot, by name
 	inFlight map[string]bool          // "<job>/<run>" of the runs this Runner executes
 	watchers []func(name string)      // told of every job activated or removed
@@ -110,7 +111,7 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 		o = &Options{}
 	}
 	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended, dir: o.Dir,
-		jobs: map[string]*Spec{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
+		jobs: map[string]*Spec{}, since: map[string]time.Time{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
 	if r.secrets == nil {
 		r.secrets = secret.NewResolver("", nil)
 	}
@@ -149,6 +150,7 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 	}
 	r.mu.Lock()
 	r.jobs[e.Name] = s
+	r.since[e.Name] = e.UpdatedAt
 	w := r.watchers
 	r.mu.Unlock()
 	for _, f := range w {
@@ -162,6 +164,7 @@ func (r *Runner) Deactivate(_ context.Context, name string) error {
 	r.warnOrphans(name)
 	r.mu.Lock()
 	delete(r.jobs, name)
+	delete(r.since, name)
 	w := r.watchers
 	r.mu.Unlock()
 	for _, f := range w {
