@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -279,14 +280,15 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 	if len(es) == 0 {
 		return
 	}
-	var last time.Time
-	if jr, err := s.runs.LastRun(ctx, name, timeTriggers...); err == nil {
-		last = jr.ScheduledAt
-	} else if !errors.Is(err, store.ErrNotFound) {
-		s.log.Warn("job: last run not read; catching up as a new job", "job", name, "err", err)
-	}
+	last := map[bool]time.Time{}
 	for _, e := range es {
-		e.last = last
+		// A heartbeat catches up from its own last run, the schedules
+		// from theirs.
+		hb := e.trigger == store.TriggerHeartbeat
+		if _, ok := last[hb]; !ok {
+			last[hb] = s.lastRun(ctx, name, hb)
+		}
+		e.last = last[hb]
 		s.fireEntry(ctx, e, now)
 	}
 	s.mu.Lock()
@@ -297,6 +299,20 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 		}
 	}
 	s.mu.Unlock()
+}
+
+// lastRun returns the scheduled time of the job's last heartbeat run
+// (hb) or last run of a schedule, zero if there is none.
+func (s *Scheduler) lastRun(ctx context.Context, name string, hb bool) time.Time {
+	triggers := timeTriggers
+	if hb {
+		triggers = []string{store.TriggerHeartbeat}
+	}
+	jr, err := s.runs.LastRun(ctx, name, triggers...)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("job: last run not read; catching up as a new job", "job", name, "err", err)
+	}
+	return jr.ScheduledAt
 }
 
 // fireDue fires the entries due at now and queues their next times.
@@ -334,11 +350,12 @@ func (s *Scheduler) fireEntry(ctx context.Context, e *entry, now time.Time) {
 }
 
 // triggerSchedule returns the schedule of a time trigger and its
-// catch-up policy: a heartbeat's is skip (a missed one is not made up).
+// catch-up policy: a heartbeat's is skip by default (a missed one is not
+// made up).
 func triggerSchedule(t Trigger) (schedule.Schedule, string, error) {
 	if t.Heartbeat != nil {
 		sch, err := heartbeatSchedule(t.Heartbeat)
-		return sch, schedule.Skip, err
+		return sch, cmp.Or(t.CatchUp, schedule.Skip), err
 	}
 	sch, err := schedule.FromTrigger(t.Cron, t.TZ, t.Every, t.At)
 	return sch, t.CatchUp, err
