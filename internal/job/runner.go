@@ -98,7 +98,7 @@ type Runner struct {
 	mu       sync.Mutex
 	closed   bool // Close was called: no run starts
 	jobs     map[string]*Spec
-	since    map[string]time.Time // when each job's row was last written (recoverChains)
+	since    map[string]time.Time     // when each job's row was last written (recoverChains)
 	queues   map[string]chan struct{} // a queue job's one slot, by name
 	inFlight map[string]bool          // "<job>/<run>" of the runs this Runner executes
 	watchers []func(name string)      // told of every job activated or removed
