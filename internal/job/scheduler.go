@@ -61,8 +61,9 @@ var timeTriggers = []string{store.TriggerCron, store.TriggerEvery, store.Trigger
 
 // Scheduler fires the active jobs' time triggers (cron with its time
 // zone, every, at, heartbeat) at their times, and their watch triggers
-// on file changes, through the Runner, while this node leads "jobs". When it becomes the leader it resumes the runs left
-// open (Recover), then catches each job up from its last scheduled run
+// on file changes, through the Runner, while this node leads "jobs".
+// When it becomes the leader it resumes the runs left open (Recover),
+// then catches each job up from its last scheduled run
 // per the trigger's catch_up policy; jobs activated, changed or removed
 // later are caught up or dropped at once. Each fire is taken once in
 // the run history (a scheduled run's id is its scheduled time), so a
