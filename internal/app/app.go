@@ -242,7 +242,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouterWith(addressable{a.Agents, a.Store})
 	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
-		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit, Secrets: secret.NewResolver(a.Dir, nil)})
+		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit, Secrets: secret.NewResolver(a.Dir, nil), Dir: a.Dir})
 	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err

@@ -27,8 +27,10 @@ func (e *env) jobsCmd() *cobra.Command {
 		Use:   "jobs",
 		Short: "Jobs: when they fire next, what each run did; run, pause, resume",
 		Long: "Jobs are `job` extension rows (agentd ext put): an agent, a prompt and triggers. agentd serve fires\n" +
-			"their cron, every and at triggers, each scheduled time once, and keeps every run's history. A paused\n" +
-			"job is a disabled row: nothing fires it; resumed, it catches up per its triggers' catch_up policy.",
+			"their cron, every, at and heartbeat triggers, each scheduled time once, their watch triggers on file\n" +
+			"changes, their webhooks on signed requests and their chains after another job's run, and keeps every\n" +
+			"run's history. A paused job is a disabled row: nothing fires it; resumed, it catches up per its\n" +
+			"triggers' catch_up policy.",
 		Example: "  agentd jobs list\n" +
 			"  agentd jobs runs morning-brief --json\n" +
 			"  agentd jobs pause morning-brief",

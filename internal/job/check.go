@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -51,8 +52,25 @@ func (r *Runner) Check(_ context.Context, d *extension.Doc) []schema.Error {
 	if b := s.Budget; b != nil && (b.MaxSteps < 0 || b.MaxOutputTokens < 0 || b.MaxUSD < 0) {
 		c.add("/budget", "limits must be positive")
 	}
+	if s.Prompt == "" && !heartbeatPrompted(s) {
+		c.add("/prompt", "a job has a prompt (only a job fired by a heartbeat alone may have the heartbeat's prompt or prompt_file stand for it)")
+	}
+	heartbeats := 0
 	for i, t := range s.Triggers {
 		c.trigger("/triggers/"+strconv.Itoa(i), &t)
+		if t.Heartbeat != nil {
+			if heartbeats++; heartbeats == 2 {
+				c.add("/triggers/"+strconv.Itoa(i)+"/heartbeat", "a job has at most one heartbeat")
+			}
+		}
+	}
+	if cycle := r.chainCycle(d.Name, s); len(cycle) > 2 { // a job after itself is refused above
+		for i, t := range s.Triggers {
+			if t.Chain != nil && t.Chain.After == cycle[1] {
+				c.add("/triggers/"+strconv.Itoa(i)+"/chain/after", "a chain cannot close a cycle: %s", cycleText(cycle))
+				break
+			}
+		}
 	}
 	c.delivery("/deliver", s.Deliver)
 	c.delivery("/on_failure", s.OnFailure)
@@ -87,8 +105,8 @@ func (c *checker) trigger(ptr string, t *Trigger) {
 		_, err := schedule.FromTrigger(t.Cron, t.TZ, t.Every, t.At)
 		c.scheduleErrs(ptr, err)
 	}
-	if w := t.Watch; w != nil && w.Debounce != "" {
-		c.interval(ptr+"/watch/debounce", w.Debounce)
+	if w := t.Watch; w != nil {
+		c.watch(ptr+"/watch", w)
 	}
 	if wh := t.Webhook; wh != nil && (wh.SecretEnv == "") == (wh.Secret == "") {
 		c.add(ptr+"/webhook", "a webhook has one of secret_env or secret")
@@ -108,7 +126,46 @@ func (c *checker) trigger(ptr string, t *Trigger) {
 		if h.Prompt != "" && h.PromptFile != "" {
 			c.add(ptr+"/heartbeat", "prompt or prompt_file, not both")
 		}
+		if h.PromptFile != "" {
+			if _, err := c.r.readPromptFile(h.PromptFile); err != nil {
+				c.add(ptr+"/heartbeat/prompt_file", "%v", err)
+			}
+		}
+		switch {
+		case h.QuietHours != "":
+			if _, err := ParseQuietHours(h.QuietHours, h.TZ); err != nil {
+				c.add(ptr+"/heartbeat/quiet_hours", "%v", err)
+			}
+		case h.TZ != "":
+			c.add(ptr+"/heartbeat/tz", "a time zone goes with quiet_hours")
+		}
 	}
+}
+
+// watch checks a watch trigger: a directory it may watch, a glob that
+// parses, a debounce.
+func (c *checker) watch(ptr string, w *Watch) {
+	if _, err := c.r.watchRoot(w.Path); err != nil {
+		c.add(ptr+"/path", "%v", err)
+	}
+	for _, e := range strings.Split(w.Glob, "/") {
+		if _, err := path.Match(e, ""); err != nil {
+			c.add(ptr+"/glob", "%q is not a glob: %v", w.Glob, err)
+			break
+		}
+	}
+	c.interval(ptr+"/debounce", w.Debounce)
+}
+
+// heartbeatPrompted reports whether every trigger of s is a heartbeat
+// with a prompt or prompt_file of its own (and there is one).
+func heartbeatPrompted(s *Spec) bool {
+	for _, t := range s.Triggers {
+		if h := t.Heartbeat; h == nil || (h.Prompt == "" && h.PromptFile == "") {
+			return false
+		}
+	}
+	return len(s.Triggers) > 0
 }
 
 // scheduleErrs adds the field errors of schedule.FromTrigger under the

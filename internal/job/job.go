@@ -3,9 +3,11 @@
 // a session policy, a concurrency policy and where the output goes. The
 // Runner keeps the active jobs and runs one on demand (`agentd ext run
 // job/NAME`, `agentd jobs run`, POST /v1/jobs/{name}/run); the
-// Scheduler fires the time triggers (cron, every, at) through the same
-// Runner; Hook fires a webhook trigger (webhook.go); the other triggers
-// (watch, chain, heartbeat) are stored and checked.
+// Scheduler fires the time triggers (cron, every, at) and heartbeats
+// (heartbeat.go) through the same Runner, and, while it leads, watches
+// the directories of watch triggers (watch.go); Hook fires a webhook
+// trigger (webhook.go); the end of a run fires the jobs chained after
+// its job (chain.go).
 //
 // Every run is recorded in the store's job runs (store.JobRunStore)
 // before its input is submitted. A run is an input to the job's agent in
@@ -98,7 +100,7 @@ type Trigger struct {
 	Heartbeat *Heartbeat `json:"heartbeat,omitempty"`
 }
 
-// Watch fires on file-system changes under Path.
+// Watch fires on file-system changes under Path (watch.go).
 type Watch struct {
 	Path     string   `json:"path"`
 	Glob     string   `json:"glob,omitempty"`
@@ -114,18 +116,21 @@ type Webhook struct {
 	Secret    string `json:"secret,omitempty"`
 }
 
-// Chain fires after another job's run ends.
+// Chain fires after another job's run ends (chain.go).
 type Chain struct {
 	After string `json:"after"`
 	On    string `json:"on,omitempty"` // success (default), failure, either
 }
 
-// Heartbeat is a periodic turn in the agent's session.
+// Heartbeat is a periodic turn in the agent's main session
+// (heartbeat.go): Prompt, or the file PromptFile read at each fire, or
+// else the job's prompt; none during QuietHours, read in TZ.
 type Heartbeat struct {
 	Every      string `json:"every"`
 	Prompt     string `json:"prompt,omitempty"`
 	PromptFile string `json:"prompt_file,omitempty"`
 	QuietHours string `json:"quiet_hours,omitempty"` // "22:00-07:00"
+	TZ         string `json:"tz,omitempty"`          // an IANA zone; default UTC
 }
 
 // Delivery is where a run's output (or its failure) goes: a session (as
@@ -217,7 +222,12 @@ type Fire struct {
 	Trigger string
 	// Previous is filled by the Runner.
 	Previous string
-	Parent   string
+	// Parent is a chain parent's output (its result is Body).
+	Parent string
+	// tag is the tag of the run's id when it is derived from something
+	// else than the time (a chain parent's run, a heartbeat): the same
+	// fire then has the same id on every node.
+	tag string
 }
 
 // vars returns the variables of a run.

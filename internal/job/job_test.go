@@ -220,6 +220,15 @@ func TestCheck(t *testing.T) {
 			`/spec/triggers/1/heartbeat/every: want an interval of whole seconds, not "1.5s"`,
 			"/spec/triggers/2/tz: a time zone goes with a cron expression",
 			`/spec/triggers/3/tz: unknown time zone "Local" (an IANA name such as Europe/Berlin)`}},
+		{`{"agent":"assistant","triggers":[{"heartbeat":{"every":"1h","prompt_file":"NOPE.md","quiet_hours":"07:00-07:00"}},{"heartbeat":{"every":"1h","tz":"Europe/Berlin"}},{"watch":{"path":"/nonexistent-agentd","glob":"a/[","debounce":"1ms"}}]}`, []string{
+			"/spec/prompt: a job has a prompt (only a job fired by a heartbeat alone may have the heartbeat's prompt or prompt_file stand for it)",
+			"/spec/triggers/0/heartbeat/prompt_file: heartbeat prompt_file: open NOPE.md: no such file or directory",
+			`/spec/triggers/0/heartbeat/quiet_hours: want quiet hours as HH:MM-HH:MM such as 22:00-07:00, two different times, not "07:00-07:00"`,
+			"/spec/triggers/1/heartbeat/tz: a time zone goes with quiet_hours",
+			"/spec/triggers/1/heartbeat: a job has at most one heartbeat",
+			"/spec/triggers/2/watch/path: watch path: stat /nonexistent-agentd: no such file or directory",
+			`/spec/triggers/2/watch/glob: "a/[" is not a glob: syntax error in pattern`,
+			`/spec/triggers/2/watch/debounce: want an interval of at least 1s such as 30s or 2h, not "1ms"`}},
 		{`{"agent":"assistant","prompt":"{{payload}}","triggers":[{"webhook":{"secret":"${secret:GH_HOOK}"}},{"webhook":{"secret_env":"S","secret":"${env:S}"}},{"webhook":{}}]}`, []string{
 			"/spec/triggers/1/webhook: a webhook has one of secret_env or secret",
 			"/spec/triggers/2/webhook: a webhook has one of secret_env or secret"}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"agentd/internal/store"
 )
@@ -16,8 +17,9 @@ import (
 // delivered like any run. A job's open runs are resumed in order, one
 // after the other, in a goroutine the Runner owns. Runs this Runner is
 // executing already are left to it; the runs of a job that is not active
-// stay open until it is (the Scheduler recovers a job it activates). It
-// returns how many runs it resumed.
+// stay open until it is (the Scheduler recovers a job it activates).
+// It also fires the chained runs a crash kept from starting
+// (recoverChains). It returns how many runs it resumed.
 func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	if len(jobs) == 0 {
 		for name := range r.Jobs() {
@@ -29,6 +31,9 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 		open, err := r.runs.OpenRuns(ctx, name)
 		if err != nil {
 			return n, fmt.Errorf("job %s: open runs: %w", name, err)
+		}
+		if err := r.recoverChains(ctx, name, time.Now()); err != nil {
+			return n, err
 		}
 		runs := r.adopt(name, open)
 		if len(runs) == 0 {
@@ -60,9 +65,13 @@ func (r *Runner) adopt(name string, open []store.JobRun) []*run {
 			continue
 		}
 		var f Fire
-		if jr.Trigger == store.TriggerWebhook {
+		switch jr.Trigger {
+		case store.TriggerWebhook, store.TriggerWatch:
 			f.Body = storedBody(jr.Payload)
-		} else {
+		case store.TriggerChain:
+			f.Body = storedBody(jr.Payload)
+			f.Parent = bodyField(f.Body, "output")
+		default:
 			json.Unmarshal(jr.Payload, &f.Payload) // as it was written
 		}
 		f.At, f.Trigger = jr.ScheduledAt, jr.Trigger

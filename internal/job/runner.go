@@ -56,6 +56,11 @@ type Options struct {
 	// Ended, if set, is told of every run that ends or is skipped (for
 	// metrics); it must not block.
 	Ended func(Result)
+	// Dir is the data directory: a watch's relative path and a
+	// heartbeat's prompt_file are read from it, and a watch of it (but
+	// of its workspace) is refused (default "": the working directory,
+	// nothing refused).
+	Dir string
 }
 
 // Runner keeps the active jobs (it is their extension Handler and
@@ -80,6 +85,7 @@ type Runner struct {
 	node    string
 	before  func(store.JobRun) error
 	ended   func(Result)
+	dir     string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -92,6 +98,7 @@ type Runner struct {
 	mu       sync.Mutex
 	closed   bool // Close was called: no run starts
 	jobs     map[string]*Spec
+	since    map[string]time.Time     // when each job's row was last written (recoverChains)
 	queues   map[string]chan struct{} // a queue job's one slot, by name
 	inFlight map[string]bool          // "<job>/<run>" of the runs this Runner executes
 	watchers []func(name string)      // told of every job activated or removed
@@ -103,8 +110,8 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 	if o == nil {
 		o = &Options{}
 	}
-	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended,
-		jobs: map[string]*Spec{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
+	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended, dir: o.Dir,
+		jobs: map[string]*Spec{}, since: map[string]time.Time{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
 	if r.secrets == nil {
 		r.secrets = secret.NewResolver("", nil)
 	}
@@ -138,8 +145,12 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 	if _, err := s.Budgets(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if err := r.activatable(e.Name, s); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	r.jobs[e.Name] = s
+	r.since[e.Name] = e.UpdatedAt
 	w := r.watchers
 	r.mu.Unlock()
 	for _, f := range w {
@@ -150,8 +161,10 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 
 // Deactivate removes the job; its runs under way go on.
 func (r *Runner) Deactivate(_ context.Context, name string) error {
+	r.warnOrphans(name)
 	r.mu.Lock()
 	delete(r.jobs, name)
+	delete(r.since, name)
 	w := r.watchers
 	r.mu.Unlock()
 	for _, f := range w {
@@ -216,13 +229,17 @@ type Result struct {
 	// DeliveryError says why its output (or failure alert) was not
 	// delivered.
 	DeliveryError string `json:"delivery_error,omitempty"`
+	// Quiet: a heartbeat's run whose answer was HeartbeatOK, delivered
+	// nowhere.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // ResultOf returns a stored run as a Result.
 func ResultOf(jr store.JobRun) Result {
 	return Result{Job: jr.Job, Run: jr.Run, Trigger: jr.Trigger, Session: jr.Session, Status: jr.Status,
 		Scheduled: jr.ScheduledAt, Started: jr.StartedAt, Ended: jr.EndedAt, Steps: jr.Steps, TokensIn: jr.TokensIn,
-		TokensOut: jr.TokensOut, CostUSD: jr.CostUSD, Output: jr.Output, Error: jr.Error}
+		TokensOut: jr.TokensOut, CostUSD: jr.CostUSD, Output: jr.Output, Error: jr.Error,
+		Quiet: quietRun(jr)}
 }
 
 // Failed reports whether the run ended without completing.
@@ -309,7 +326,7 @@ func (r *Runner) Run(ctx context.Context, name string, fire Fire, wait bool) (Re
 // scheduled time at: a run taken before (by this node before a restart,
 // or by another) or skipped by the job's concurrency is no error.
 func (r *Runner) Fire(ctx context.Context, name, trigger string, at time.Time) error {
-	_, err := r.Run(ctx, name, Fire{At: at, Trigger: trigger}, false)
+	_, err := r.Run(ctx, name, Fire{At: at, Trigger: trigger, tag: scheduledTag(trigger)}, false)
 	if errors.Is(err, ErrTaken) || errors.Is(err, ErrRunning) {
 		return nil
 	}
@@ -363,8 +380,9 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	if err != nil {
 		return nil, fmt.Errorf("job %s: open runs: %w", name, err)
 	}
-	tag := ""
+	tag := fire.tag
 	switch {
+	case tag != "":
 	case fire.Delivery != "":
 		// A webhook delivery is taken once: its run's id ends with its
 		// tag, found again here however often it is sent.
@@ -381,7 +399,7 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	}
 	id := store.RunID(fire.At, tag)
 	jr := store.JobRun{Job: name, Run: id, ScheduledAt: fire.At, Trigger: fire.Trigger,
-		Session: s.Agent + "/" + sessionKey(name, id, s), Status: store.RunRunning, Node: r.node}
+		Session: s.Agent + "/" + sessionKey(name, id, fire.Trigger, s), Status: store.RunRunning, Node: r.node}
 	switch {
 	case fire.Body != nil:
 		jr.Payload = bodyPayload(fire.Body)
@@ -407,7 +425,7 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		// A skipped delivery is not taken: its run's id is its own, so
 		// that the delivery may be sent again, even within the millisecond.
 		jr.Run = store.RunID(fire.At, tag+"-skipped-"+randTag())
-		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, s)
+		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, fire.Trigger, s)
 	}
 	got, created, err := r.runs.StartRun(ctx, jr)
 	if err != nil || !created {
@@ -498,8 +516,12 @@ func (r *Runner) slot(name string) chan struct{} {
 	return q
 }
 
-// sessionKey is a run's session key: the job's named one, or a fresh one.
-func sessionKey(name, run string, s *Spec) string {
+// sessionKey is a run's session key: a heartbeat's is the agent's main
+// session; any other's the job's named one, or a fresh one.
+func sessionKey(name, run, trigger string, s *Spec) string {
+	if trigger == store.TriggerHeartbeat {
+		return MainSession
+	}
 	if s.Session != "" {
 		return s.Session
 	}
@@ -582,13 +604,17 @@ func (r *Runner) submit(ru *run, res *Result) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	text, err := r.promptOf(ru)
+	if err != nil {
+		return 0, err
+	}
 	if r.before != nil {
 		jr := store.JobRun{Job: ru.name, Run: res.Run, ScheduledAt: res.Scheduled, Trigger: res.Trigger, Session: res.Session, Status: res.Status}
 		if err := r.before(jr); err != nil {
 			return 0, fmt.Errorf("%w: %w", errCrash, err)
 		}
 	}
-	rc, err := r.rt.Submit(r.ctx, runtime.Input{Session: res.Session, Text: prompt.Fill(ru.spec.Prompt, ru.fire.vars(ru.name, res.Run)),
+	rc, err := r.rt.Submit(r.ctx, runtime.Input{Session: res.Session, Text: prompt.Fill(text, ru.fire.vars(ru.name, res.Run)),
 		Source: "job", Origin: "job:" + ru.name, IdempotencyKey: ru.key, Options: opts, Reopen: true})
 	return rc.Turn, err
 }
@@ -632,9 +658,17 @@ func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
 	if res.Failed() {
 		d = ru.spec.OnFailure
 	}
+	if res.Quiet {
+		d = nil
+	}
 	if err := r.deliver(r.ctx, ru.name, d, res); err != nil {
 		res.DeliveryError = err.Error()
 		r.log.Warn("job delivery failed", "job", ru.name, "run", res.Run, "err", err)
+	}
+	if err == nil {
+		// Not recorded, the run stays open: its end, when Recover
+		// records it, fires them.
+		r.fireChains(r.ctx, got)
 	}
 }
 

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -46,6 +47,9 @@ type SchedulerOptions struct {
 	// Fired, if set, is told of every fire: its job, trigger, scheduled
 	// time, when it was fired (its lateness is fired − due) and its error.
 	Fired func(name, trigger string, due, fired time.Time, err error)
+	// MaxWatchDirs bounds the directories one watch trigger watches
+	// (default DefaultMaxWatchDirs).
+	MaxWatchDirs int
 }
 
 // LeadRole is the role the scheduling node leads.
@@ -56,16 +60,19 @@ const LeadRole = "jobs"
 var timeTriggers = []string{store.TriggerCron, store.TriggerEvery, store.TriggerAt}
 
 // Scheduler fires the active jobs' time triggers (cron with its time
-// zone, every, at) at their times, through the Runner, while this node
-// leads "jobs". When it becomes the leader it resumes the runs left
-// open (Recover), then catches each job up from its last scheduled run
+// zone, every, at, heartbeat) at their times, and their watch triggers
+// on file changes, through the Runner, while this node leads "jobs".
+// When it becomes the leader it resumes the runs left open (Recover),
+// then catches each job up from its last scheduled run
 // per the trigger's catch_up policy; jobs activated, changed or removed
 // later are caught up or dropped at once. Each fire is taken once in
 // the run history (a scheduled run's id is its scheduled time), so a
 // second node or a restart that fires the same time again runs nothing.
 //
 // Lock order: Scheduler.mu only, never held across a fire or a store
-// call. Its one goroutine is Run's caller's.
+// call (watches has its own, never held with it). Its own goroutine is
+// Run's caller's; the watchers' are watches' (watch.go), stopped when
+// the lead is lost or Run ends.
 type Scheduler struct {
 	r       *Runner
 	runs    LastRuns
@@ -76,6 +83,7 @@ type Scheduler struct {
 	max     int
 	fired   func(name, trigger string, due, fired time.Time, err error)
 	changed chan struct{} // a job was activated or removed (cap 1)
+	watches *watches      // the watch triggers' watchers, while leading
 
 	mu    sync.Mutex
 	dirty map[string]bool     // jobs changed since the loop last looked
@@ -103,6 +111,7 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 	if s.max <= 0 {
 		s.max = 100
 	}
+	s.watches = newWatches(r, s.log, o.MaxWatchDirs)
 	r.watch(s.touch)
 	return s
 }
@@ -168,11 +177,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// reset forgets the schedule (the lead is lost).
+// reset forgets the schedule and stops the watches (the lead is lost).
 func (s *Scheduler) reset() {
 	s.mu.Lock()
 	s.byJob, s.queue = map[string][]*entry{}, nil
 	s.mu.Unlock()
+	s.watches.stopAll()
 }
 
 // loop fires the jobs until ctx ends or lost is closed.
@@ -234,6 +244,9 @@ func (s *Scheduler) update(ctx context.Context) {
 	clear(s.dirty)
 	s.mu.Unlock()
 	for _, n := range names {
+		s.watches.stop(n)
+	}
+	for _, n := range names {
 		spec, ok := s.r.Job(n)
 		if !ok {
 			continue
@@ -251,30 +264,32 @@ func (s *Scheduler) update(ctx context.Context) {
 // catch-up policy says is due since the job's last scheduled run, then
 // queues the trigger's next fire time.
 func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.Time) {
+	s.watches.start(ctx, name, spec)
 	var es []*entry
 	for _, t := range spec.Triggers {
 		kind := triggerKind(t)
 		if kind == "" {
 			continue
 		}
-		sch, err := schedule.FromTrigger(t.Cron, t.TZ, t.Every, t.At)
+		sch, policy, err := triggerSchedule(t)
 		if err != nil {
 			s.log.Warn("job trigger not scheduled", "job", name, "err", err) // checked when saved
 			continue
 		}
-		es = append(es, &entry{job: name, trigger: kind, sched: sch, policy: t.CatchUp, index: -1})
+		es = append(es, &entry{job: name, trigger: kind, sched: sch, policy: policy, index: -1})
 	}
 	if len(es) == 0 {
 		return
 	}
-	var last time.Time
-	if jr, err := s.runs.LastRun(ctx, name, timeTriggers...); err == nil {
-		last = jr.ScheduledAt
-	} else if !errors.Is(err, store.ErrNotFound) {
-		s.log.Warn("job: last run not read; catching up as a new job", "job", name, "err", err)
-	}
+	last := map[bool]time.Time{}
 	for _, e := range es {
-		e.last = last
+		// A heartbeat catches up from its own last run, the schedules
+		// from theirs.
+		hb := e.trigger == store.TriggerHeartbeat
+		if _, ok := last[hb]; !ok {
+			last[hb] = s.lastRun(ctx, name, hb)
+		}
+		e.last = last[hb]
 		s.fireEntry(ctx, e, now)
 	}
 	s.mu.Lock()
@@ -285,6 +300,20 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 		}
 	}
 	s.mu.Unlock()
+}
+
+// lastRun returns the scheduled time of the job's last heartbeat run
+// (hb) or last run of a schedule, zero if there is none.
+func (s *Scheduler) lastRun(ctx context.Context, name string, hb bool) time.Time {
+	triggers := timeTriggers
+	if hb {
+		triggers = []string{store.TriggerHeartbeat}
+	}
+	jr, err := s.runs.LastRun(ctx, name, triggers...)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("job: last run not read; catching up as a new job", "job", name, "err", err)
+	}
+	return jr.ScheduledAt
 }
 
 // fireDue fires the entries due at now and queues their next times.
@@ -321,9 +350,24 @@ func (s *Scheduler) fireEntry(ctx context.Context, e *entry, now time.Time) {
 	e.last = now
 }
 
-// triggerKind returns the run trigger of a time trigger, "" for another.
+// triggerSchedule returns the schedule of a time trigger and its
+// catch-up policy: a heartbeat's is skip by default (a missed one is not
+// made up).
+func triggerSchedule(t Trigger) (schedule.Schedule, string, error) {
+	if t.Heartbeat != nil {
+		sch, err := heartbeatSchedule(t.Heartbeat)
+		return sch, cmp.Or(t.CatchUp, schedule.Skip), err
+	}
+	sch, err := schedule.FromTrigger(t.Cron, t.TZ, t.Every, t.At)
+	return sch, t.CatchUp, err
+}
+
+// triggerKind returns the run trigger of a time trigger (a heartbeat
+// too), "" for another.
 func triggerKind(t Trigger) string {
 	switch {
+	case t.Heartbeat != nil:
+		return store.TriggerHeartbeat
 	case t.Cron != "":
 		return store.TriggerCron
 	case t.Every != "":

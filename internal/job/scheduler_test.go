@@ -18,22 +18,25 @@ import (
 
 // fires records the Scheduler's fires in place of a Runner.
 type fires struct {
-	mu   sync.Mutex
-	got  map[string][]time.Time // by job
-	late []time.Duration
-	last map[string]time.Time // LastRun's answer, by job
+	mu  sync.Mutex
+	got map[string][]time.Time // by job
+	// triggers are the trigger of each job's last fire.
+	triggers map[string]string
+	late     []time.Duration
+	last     map[string]time.Time // LastRun's answer, by job
 	// recovered are the Recover calls: the jobs named, "" for all.
 	recovered []string
 }
 
 func newFires() *fires {
-	return &fires{got: map[string][]time.Time{}, last: map[string]time.Time{}}
+	return &fires{got: map[string][]time.Time{}, last: map[string]time.Time{}, triggers: map[string]string{}}
 }
 
 func (f *fires) Fire(_ context.Context, name, trigger string, at time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.got[name] = append(f.got[name], at)
+	f.triggers[name] = trigger
 	return nil
 }
 
