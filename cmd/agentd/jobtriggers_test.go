@@ -19,9 +19,9 @@ import (
 // when saved, naming the field and the cycle.
 func TestJobTriggersThroughTheDaemon(t *testing.T) {
 	dir := dataDir(t, map[string]string{
-		"agents/assistant.yaml": openaiAgent(fake(t, "match all quiet\nsay HEARTBEAT_OK\nmatch .\nsay got: {{last_user}}\n"), ""),
-		"workspace/notes/.keep": "",
-		"HEARTBEAT.md":          "all quiet?",
+		"agents/assistant.yaml":            openaiAgent(fake(t, "match all quiet\nsay HEARTBEAT_OK\nmatch .\nsay got: {{last_user}}\n"), ""),
+		"workspace/notes/.keep":            "",
+		"workspace/assistant/HEARTBEAT.md": "all quiet?",
 		"extensions/job/notes.yaml": "type: job\nname: notes\nspec:\n  agent: assistant\n  prompt: \"changed {{payload.paths}}\"\n" +
 			"  triggers: [{watch: {path: workspace/notes, glob: \"*.md\", debounce: 1s}}]\n",
 		"extensions/job/parent.yaml": "type: job\nname: parent\nspec:\n  agent: assistant\n  prompt: \"parent\"\n",
@@ -68,7 +68,7 @@ func TestJobTriggersThroughTheDaemon(t *testing.T) {
 		}
 		return false
 	})
-	if err := os.WriteFile(filepath.Join(dir, "HEARTBEAT.md"), []byte("look at the disk"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "workspace", "assistant", "HEARTBEAT.md"), []byte("look at the disk"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	waitRuns(t, dir, "hb", "a heartbeat with something to say", func(rs []job.Result) bool {

@@ -32,7 +32,7 @@ func (r *Runner) Check(_ context.Context, d *extension.Doc) []schema.Error {
 	if err != nil {
 		return []schema.Error{{Pointer: "/spec", Message: err.Error()}}
 	}
-	c := &checker{r: r, name: d.Name}
+	c := &checker{r: r, name: d.Name, agent: s.Agent}
 	if _, ok := r.agents.Get(s.Agent); !ok {
 		c.add("/agent", "no agent %q", s.Agent)
 	}
@@ -78,9 +78,10 @@ func (r *Runner) Check(_ context.Context, d *extension.Doc) []schema.Error {
 }
 
 type checker struct {
-	r    *Runner
-	name string
-	errs []schema.Error
+	r     *Runner
+	name  string
+	agent string
+	errs  []schema.Error
 }
 
 func (c *checker) add(ptr, format string, args ...any) {
@@ -127,7 +128,7 @@ func (c *checker) trigger(ptr string, t *Trigger) {
 			c.add(ptr+"/heartbeat", "prompt or prompt_file, not both")
 		}
 		if h.PromptFile != "" {
-			if _, err := c.r.readPromptFile(h.PromptFile); err != nil {
+			if _, err := c.r.readPromptFile(c.agent, h.PromptFile); err != nil {
 				c.add(ptr+"/heartbeat/prompt_file", "%v", err)
 			}
 		}

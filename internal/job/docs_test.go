@@ -31,7 +31,10 @@ func TestDocsExamples(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(data, "workspace", "notes"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(data, "HEARTBEAT.md"), []byte("anything?"), 0o600); err != nil {
+	if err := os.MkdirAll(filepath.Join(data, "workspace", "assistant"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "workspace", "assistant", "HEARTBEAT.md"), []byte("anything?"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := job.New(nil, nil, testkit.Agents{"assistant": testkit.Agent("assistant")}, &job.Options{Dir: data})

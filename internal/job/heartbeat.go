@@ -9,7 +9,10 @@ package job
 // and such a run is recorded done and quiet, and delivered nowhere.
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +76,7 @@ func (r *Runner) promptOf(ru *run) (string, error) {
 	case h.Prompt != "":
 		p = h.Prompt
 	case h.PromptFile != "":
-		b, err := r.readPromptFile(h.PromptFile)
+		b, err := r.readPromptFile(ru.spec.Agent, h.PromptFile)
 		if err != nil {
 			return "", err
 		}
@@ -85,18 +88,45 @@ func (r *Runner) promptOf(ru *run) (string, error) {
 	return p, nil
 }
 
-// readPromptFile reads a heartbeat's prompt_file (relative to the data
-// directory), at most MaxPromptFile bytes.
-func (r *Runner) readPromptFile(name string) ([]byte, error) {
-	path := r.path(name)
-	b, err := os.ReadFile(path)
+// readPromptFile reads a heartbeat's prompt_file, at most MaxPromptFile
+// bytes, from the agent's workspace (<data>/workspace/<agent>) and only
+// from there: an absolute path, "..", or a symbolic link out of it is
+// refused (os.Root), so a row cannot put the data directory's keys and
+// secrets, or any other file of the machine, into a model's prompt.
+func (r *Runner) readPromptFile(agent, name string) ([]byte, error) {
+	dir := filepath.Join(r.dir, Workspace, agent)
+	if filepath.IsAbs(name) {
+		return nil, fmt.Errorf("heartbeat prompt_file: %q is absolute; it is a path in the agent's workspace %s", name, dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, promptFileErr(name, dir, err)
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, promptFileErr(name, dir, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxPromptFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat prompt_file: %w", err)
 	}
 	if len(b) > MaxPromptFile {
-		return nil, fmt.Errorf("heartbeat prompt_file %s: over %d bytes", path, MaxPromptFile)
+		return nil, fmt.Errorf("heartbeat prompt_file %s: over %d bytes", name, MaxPromptFile)
 	}
 	return b, nil
+}
+
+// promptFileErr says why prompt_file name was not read from the
+// workspace dir: the reason alone ("no such file or directory", "path
+// escapes from parent"), not the path the system saw.
+func promptFileErr(name, dir string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("heartbeat prompt_file: %s in the agent's workspace %s: %w", name, dir, err)
 }
 
 // path returns a path of a row: absolute, or relative to the data

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"agentd/internal/event"
+	"agentd/internal/extension"
 	"agentd/internal/job"
 	"agentd/internal/store"
 	"agentd/internal/testkit"
@@ -101,7 +103,10 @@ func heartbeatEnv(t *testing.T, dir string) (*testkit.Kit, *job.Runner) {
 // quiet run, delivered nowhere; another answer is delivered.
 func TestHeartbeatRuns(t *testing.T) {
 	dir := t.TempDir()
-	file := filepath.Join(dir, "HEARTBEAT.md")
+	file := filepath.Join(dir, job.Workspace, "assistant", "HEARTBEAT.md")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(file, []byte("all quiet?"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -178,4 +183,42 @@ func countSystem(evs []event.Event) int {
 		}
 	}
 	return n
+}
+
+// TestPromptFileStaysInTheWorkspace: a heartbeat's prompt_file is read
+// from the agent's workspace only; a path out of it — absolute, "..", a
+// symbolic link — is refused when the row is saved, so no row puts the
+// data directory's keys or another file into a model's prompt.
+func TestPromptFileStaysInTheWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, job.Workspace, "assistant")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "identity.key")
+	for name, body := range map[string]string{secret: "PRIVATE", filepath.Join(ws, "HEARTBEAT.md"): "ok?"} {
+		if err := os.WriteFile(name, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(ws, "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	r := job.New(nil, nil, testkit.Agents{"assistant": testkit.Agent("assistant")}, &job.Options{Dir: dir})
+	defer r.Close()
+	for file, refused := range map[string]bool{
+		"HEARTBEAT.md": false, "../../identity.key": true, secret: true, "link.md": true, "../assistant/HEARTBEAT.md": true,
+	} {
+		spec, _ := json.Marshal(map[string]any{"agent": "assistant",
+			"triggers": []any{map[string]any{"heartbeat": map[string]any{"every": "30m", "prompt_file": file}}}})
+		errs := r.Check(context.Background(), &extension.Doc{Type: "job", Name: "hb", Spec: spec})
+		if (len(errs) > 0) != refused {
+			t.Errorf("prompt_file %s: refused %v, want %v (%v)", file, len(errs) > 0, refused, errs)
+		}
+		for _, e := range errs {
+			if e.Pointer != "/spec/triggers/0/heartbeat/prompt_file" || strings.Contains(e.Message, "PRIVATE") {
+				t.Errorf("prompt_file %s: %v", file, e)
+			}
+		}
+	}
 }

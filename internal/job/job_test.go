@@ -222,7 +222,7 @@ func TestCheck(t *testing.T) {
 			`/spec/triggers/3/tz: unknown time zone "Local" (an IANA name such as Europe/Berlin)`}},
 		{`{"agent":"assistant","triggers":[{"heartbeat":{"every":"1h","prompt_file":"NOPE.md","quiet_hours":"07:00-07:00"}},{"heartbeat":{"every":"1h","tz":"Europe/Berlin"}},{"watch":{"path":"/nonexistent-agentd","glob":"a/[","debounce":"1ms"}}]}`, []string{
 			"/spec/prompt: a job has a prompt (only a job fired by a heartbeat alone may have the heartbeat's prompt or prompt_file stand for it)",
-			"/spec/triggers/0/heartbeat/prompt_file: heartbeat prompt_file: open NOPE.md: no such file or directory",
+			"/spec/triggers/0/heartbeat/prompt_file: heartbeat prompt_file: NOPE.md in the agent's workspace workspace/assistant: no such file or directory",
 			`/spec/triggers/0/heartbeat/quiet_hours: want quiet hours as HH:MM-HH:MM such as 22:00-07:00, two different times, not "07:00-07:00"`,
 			"/spec/triggers/1/heartbeat/tz: a time zone goes with quiet_hours",
 			"/spec/triggers/1/heartbeat: a job has at most one heartbeat",

@@ -42,3 +42,23 @@ func TestManagerRefusesUnknownAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchNeedsTheMachineRight: a job that watches the file system is a
+// row that reads what happens on the machine, so an agent writes one only
+// with extensions.machine; other jobs are not.
+func TestWatchNeedsTheMachineRight(t *testing.T) {
+	r := job.New(nil, nil, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
+	defer r.Close()
+	machine := r.Type().Machine
+	for spec, want := range map[string]bool{
+		`{"agent":"assistant","prompt":"p","triggers":[{"watch":{"path":"/home"}}]}`:               true,
+		`{"agent":"assistant","prompt":"p","triggers":[{"every":"1m"},{"watch":{"path":"/etc"}}]}`: true,
+		`{"agent":"assistant","prompt":"p","triggers":[{"every":"1m"}]}`:                           false,
+		`{"agent":"assistant","prompt":"p"}`:                                                       false,
+		`{"agent":"assistant","prompt":"p","unknown":1}`:                                           true,
+	} {
+		if machine == nil || machine(json.RawMessage(spec)) != want {
+			t.Errorf("%s: machine %v", spec, !want)
+		}
+	}
+}

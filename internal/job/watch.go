@@ -426,3 +426,21 @@ func (w *watcher) fire(ctx context.Context, payload []byte) {
 		}
 	}
 }
+
+// watchesFiles reports whether a job's spec watches the file system: a row
+// that does reads what happens on this machine (the names of files
+// anywhere, as far as agentd may see them), so an agent writes one only
+// with the machine right (extension.Type.Machine). A spec that does not
+// decode is taken to watch: the save refuses it anyway.
+func watchesFiles(spec json.RawMessage) bool {
+	s, err := Decode(spec)
+	if err != nil {
+		return true
+	}
+	for _, t := range s.Triggers {
+		if t.Watch != nil {
+			return true
+		}
+	}
+	return false
+}
