@@ -95,7 +95,7 @@ class App {
     if (this.main) return;
     this.menuBtn = h('button', { class: 'icon-btn menu-btn', type: 'button', 'aria-label': 'Menu', 'aria-expanded': 'false', 'aria-controls': 'nav' }, icon('menu'));
     this.menuBtn.addEventListener('click', () => this.toggleMenu());
-    this.navLinks = NAV.map((n) => h('a', { href: routeHash(n.route), class: 'nav-link', 'data-route': n.route }, icon(n.icon), h('span', null, n.label)));
+    this.navLinks = NAV.map((n) => h('a', { href: routeHash(n.route), class: 'nav-link', 'data-route': n.route, title: n.label }, icon(n.icon), h('span', null, n.label)));
     this.nav = h('nav', { id: 'nav', class: 'nav', 'aria-label': 'Main' }, this.navLinks);
     this.nav.addEventListener('click', (e) => { if (e.target.closest('a')) this.toggleMenu(false); });
     this.conn = h('span', { class: 'conn conn-connecting', role: 'status', 'aria-live': 'polite' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), h('span', { class: 'conn-text' }, 'Connecting…'));
