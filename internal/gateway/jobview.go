@@ -33,8 +33,8 @@ type JobInfo struct {
 	Triggers    []job.Trigger `json:"triggers,omitempty"`
 	// Next is the job's next scheduled fire: the scheduler's, or on a
 	// node that does not schedule, the first of its triggers' fire times
-	// (absent for a paused job, one in error or one without a time
-	// trigger).
+	// (absent for a paused job or one without a time trigger; for one in
+	// error, the scheduler's alone).
 	Next time.Time `json:"next,omitzero"`
 	// NextFires are its next NextFires fire times over all its time
 	// triggers, from now, computed on any node (GET /v1/jobs/{name} and
@@ -123,9 +123,13 @@ func (s *Server) jobInfo(ctx context.Context, st extension.Status, next map[stri
 	if spec, err := job.Decode(st.Spec); err == nil {
 		info.Agent, info.Description, info.Triggers = spec.Agent, spec.Description, spec.Triggers
 	}
+	if st.Enabled {
+		info.Next = next[st.Name]
+	}
+	// A row in error runs its previous version, if any, whose triggers
+	// the row no longer says: only the scheduler knows its times.
 	if st.Enabled && st.Error == "" {
 		upcoming := schedule.Upcoming(jobSchedules(info.Triggers), time.Now(), fires)
-		info.Next = next[st.Name]
 		if info.Next.IsZero() && len(upcoming) > 0 {
 			info.Next = upcoming[0]
 		}

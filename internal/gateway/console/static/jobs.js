@@ -4,10 +4,11 @@
 // each run linked to its session) and the buttons Run now, Pause and
 // Resume.
 //
-// There is no job event on the stream, so the pages poll: a job's page
-// every few seconds while one of its runs is open, else slowly; the list
-// slowly; neither while the tab is hidden. The relative times ("in 4 s")
-// are redrawn from the times already read, without asking agentd.
+// There is no job event on the stream, so the pages poll: every few
+// seconds while a run is open, else when the next fire shown has come
+// (a little after, for its run to show), but at least every 15 s and at
+// most every 2 s; not while the tab is hidden. The relative times ("in
+// 4 s") are redrawn from the times already read, without asking agentd.
 //
 // Routes: #/jobs, #/jobs/NAME.
 
@@ -94,6 +95,17 @@ export function preview(s, n = 140) {
   return s.length > n ? s.slice(0, n - 1) + '…' : s;
 }
 
+// soon is how long (ms) to wait before reading again: FAST while a run is
+// open, else until a second after the earliest of times still ahead, but
+// no less than FAST and no more than SLOW.
+export function soon(open, times, now) {
+  if (open) return FAST;
+  const t = new Date(now).getTime();
+  const ahead = times.map((x) => new Date(x).getTime()).filter((x) => x > t);
+  if (!ahead.length) return SLOW;
+  return Math.min(SLOW, Math.max(FAST, Math.min(...ahead) - t + 1000));
+}
+
 // upcoming are the fire times still ahead of now, of next_fires (or next).
 export function upcoming(j, now) {
   const all = Array.isArray(j.next_fires) && j.next_fires.length ? j.next_fires : j.next ? [j.next] : [];
@@ -125,19 +137,19 @@ function zoneNote() {
   return h('p', { class: 'muted small zone-note' }, icon('clock'), ' Times in ', h('strong', { class: 'viewer-zone' }, viewerZone()), ', your browser\u2019s time zone.');
 }
 
-// poller calls fn every fast or slow ms (fn's answer: whether to hurry)
-// while the tab is visible, until stopped; every second it redraws the
-// relative times under el and calls onTick, both from what was read.
+// poller calls fn, then again after the ms fn answers, while the tab is
+// visible, until stopped; every second it redraws the relative times
+// under el and calls onTick, both from what was read.
 function poller(el, fn, onTick) {
   let timer = 0;
   let stopped = false;
   const ticker = setInterval(() => { if (onTick) onTick(); tick(el); }, 1000);
-  const again = (fast) => {
+  const again = (ms) => {
     clearTimeout(timer);
-    if (!stopped) timer = setTimeout(run, fast ? FAST : SLOW);
+    if (!stopped) timer = setTimeout(run, ms);
   };
   const run = async () => {
-    if (document.visibilityState !== 'visible') { again(false); return; }
+    if (document.visibilityState !== 'visible') { again(SLOW); return; }
     again(await fn());
   };
   const onVisible = () => { if (document.visibilityState === 'visible') run(); };
@@ -168,12 +180,12 @@ function listScreen(app, el) {
       list = ((await get('/v1/jobs')) || {}).jobs || [];
     } catch (e) {
       if (alive) fill(body, errorBox(e));
-      return false;
+      return SLOW;
     }
-    if (!alive) return false;
+    if (!alive) return SLOW;
     if (!list.length) {
       fill(body, empty('No jobs', 'A row of type job runs an agent on its own: agentd ext put, or New extension. docs/jobs.md has examples.'));
-      return false;
+      return SLOW;
     }
     const now = Date.now();
     fill(body, h('div', { class: 'table-scroll' }, h('table', { class: 'table jobs-table' },
@@ -185,11 +197,11 @@ function listScreen(app, el) {
             j.description ? h('div', { class: 'muted small' }, j.description) : null),
           h('td', { 'data-label': 'Agent' }, j.agent || ''),
           h('td', { 'data-label': 'Triggers', class: 'job-triggers' }, (j.triggers || []).map((t) => h('span', { class: 'chip' }, triggerWords(t)))),
-          h('td', { 'data-label': 'State' }, badge(jobState(j), j.error || null)),
+          h('td', { 'data-label': 'State' }, badge(jobState(j), j.error || null), j.enabled && j.error ? h('div', { class: 'small run-error' }, preview(j.error, 120)) : null),
           h('td', { 'data-label': 'Next fire', class: 'job-next' }, next ? when(next) : h('span', { class: 'muted' }, '—')),
           h('td', { 'data-label': 'Last run', class: 'job-last' }, j.last ? [badge(j.last.status), ' ', when(j.last.started, 'small')] : h('span', { class: 'muted' }, 'none yet')));
       })))));
-    return list.some((j) => j.last && OPEN.has(j.last.status));
+    return soon(list.some((j) => j.last && OPEN.has(j.last.status)), list.map((j) => upcoming(j, now)[0]).filter(Boolean), Date.now());
   };
   const p = poller(el, load);
   p.now();
@@ -235,7 +247,7 @@ function jobScreen(app, el, name) {
       if (run && run.run) first = [run, ...first.filter((r) => r.run !== run.run)];
       showRuns();
       toast('Started run ' + (run && run.run ? run.run : ''));
-      p.again(true);
+      p.again(FAST);
     } catch (e) {
       fail('Run now failed', e);
     } finally {
@@ -336,36 +348,32 @@ function jobScreen(app, el, name) {
     }
   });
 
-  // refresh reads the job and the newest page of runs; it answers whether
-  // a run is open, for the poller to look again soon.
+  // refresh reads the job and the newest page of runs; it answers when to
+  // read them again.
   const refresh = async () => {
-    if (busy) return true;
+    if (busy) return FAST;
     busy = true;
     try {
       const [j, pg] = await Promise.all([get(path('jobs', name)), get(path('jobs', name, 'runs') + query({ limit: PAGE }))]);
-      if (!alive) return false;
+      if (!alive) return SLOW;
       job = j;
       first = (pg && pg.runs) || [];
       if (!older.length) cursor = (pg && pg.next) || '';
       showJob();
       showRuns();
       fill(stale);
-      return first.some((r) => OPEN.has(r.status));
+      return soon(first.some((r) => OPEN.has(r.status)), upcoming(job, Date.now()), Date.now());
     } catch (e) {
-      if (!alive) return false;
+      if (!alive) return SLOW;
       if (!job) fill(head, e instanceof APIError && e.status === 404 ? empty('No such job', 'There is no job ' + name + '.') : errorBox(e));
       else fill(stale, h('div', { class: 'error-box small', role: 'alert' }, 'Not refreshed: ' + e.message));
-      return false;
+      return SLOW;
     } finally {
       busy = false;
     }
   };
   let shown = '';
-  const p = poller(el, async () => {
-    const open = await refresh();
-    // The fires read have passed: read the next ones soon.
-    return open || (job && job.enabled && !job.error && (job.next_fires || []).length > 0 && upcoming(job, Date.now()).length === 0);
-  }, () => {
+  const p = poller(el, refresh, () => {
     // A fire that passed leaves the list without asking agentd.
     if (!job) return;
     const now = upcoming(job, Date.now()).join();

@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { triggerWords, jobState, relativeTo, inZone, took, preview, upcoming } from '../static/jobs.js';
+import { triggerWords, jobState, relativeTo, inZone, took, preview, upcoming, soon } from '../static/jobs.js';
 
 test('triggers in words', () => {
   for (const [t, want] of [
@@ -65,4 +65,13 @@ test('a run\'s duration, its output in short, the fires still ahead', () => {
   assert.deepEqual(upcoming(job, '2026-11-26T08:00:01.600Z'), ['2026-11-26T08:00:02Z', '2026-11-26T08:00:03Z']);
   assert.deepEqual(upcoming({ next: '2026-11-26T08:00:01Z' }, '2026-11-26T08:00:00Z'), ['2026-11-26T08:00:01Z']);
   assert.deepEqual(upcoming({ enabled: false }, '2026-11-26T08:00:00Z'), []);
+});
+
+test('the pages read again soon while a run is open or a fire comes, else slowly', () => {
+  const now = '2026-11-26T08:00:00Z';
+  assert.equal(soon(true, [], now), 2000);
+  assert.equal(soon(false, [], now), 15000);
+  assert.equal(soon(false, ['2026-11-26T08:00:05Z', '2026-11-26T08:00:01Z'], now), 2000);
+  assert.equal(soon(false, ['2026-11-26T08:00:05Z', '2026-11-26T07:59:00Z'], now), 6000);
+  assert.equal(soon(false, ['2026-11-26T09:00:00Z'], now), 15000);
 });
