@@ -12,9 +12,10 @@ const NextFires = 5
 // its tz), every, at and a heartbeat's every. They are computed here from
 // the row, so every node shows when a job fires, not only the one whose
 // scheduler fires it; the times are the scheduler's, as both read the
-// triggers through package schedule. A trigger that does not parse
-// (checked when the row was saved) is left out, as the scheduler leaves
-// it.
+// triggers through package schedule. A heartbeat's every reads as an
+// every trigger (its quiet hours are not taken out). A trigger that does
+// not parse (checked when the row was saved) is left out, as the
+// scheduler leaves it.
 func jobSchedules(ts []job.Trigger) []schedule.Schedule {
 	var out []schedule.Schedule
 	for _, t := range ts {
