@@ -60,4 +60,9 @@ func TestJobNextFiresOnEveryNode(t *testing.T) {
 	if diff := cmp.Diff(led.NextFires, other.NextFires); diff != "" {
 		t.Errorf("next_fires differ between the nodes (-leader +other):\n%s", diff)
 	}
+	// In words: the next fire, then the four after it.
+	if r := runEnv(t, follower, env, "jobs", "show", "brief"); r.code != 0 || !strings.Contains(r.stdout, "\n  next    2") ||
+		strings.Count(r.stdout, "\n  then    2") != gateway.NextFires-1 {
+		t.Errorf("jobs show on the node that does not lead: %+v", r)
+	}
 }
