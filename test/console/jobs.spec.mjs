@@ -77,6 +77,13 @@ try {
     await snap('job');
   });
 
+  await step('a refresh keeps the focus where it was', async () => {
+    await page.focus('#job-toggle');
+    const newest = await page.locator('.runs-table tbody tr').first().getAttribute('data-run');
+    await page.waitForFunction((r) => document.querySelector('.runs-table tbody tr').dataset.run !== r, newest);
+    assert.equal(await page.evaluate(() => document.activeElement && document.activeElement.id), 'job-toggle');
+  });
+
   await step('the history pages with the API\'s cursor', async () => {
     // The job fires every second: wait for more runs than a page holds.
     for (let i = 0; (await runs(30)).length <= 25; i++) {

@@ -269,14 +269,27 @@ function jobScreen(app, el, name) {
     }
   });
 
+  // The head is built once and changed in place, so a refresh does not
+  // take the focus from its buttons.
+  const desc = h('p', { class: 'muted' });
+  const status = h('div', { class: 'job-status' });
+  const notActive = h('div');
   const showJob = () => {
     const st = jobState(job);
+    if (!head.contains(runNow)) fill(head, h('div', { class: 'page-head' }, h('div', null, h('h1', null, h('span', { class: 'mono' }, name)), desc), h('div', { class: 'page-actions' }, runNow, toggle)), status, notActive);
+    desc.textContent = job.description || '';
+    desc.hidden = !job.description;
     toggle.textContent = job.enabled ? 'Pause' : 'Resume';
     toggle.setAttribute('aria-label', (job.enabled ? 'Pause ' : 'Resume ') + name);
-    fill(head,
-      pageHead(h('span', { class: 'mono' }, name), job.description || null, runNow, toggle),
-      h('div', { class: 'job-status' }, badge(st, job.error || null), h('span', { class: 'muted small' }, ' agent ', h('strong', null, job.agent || '?'))),
-      job.error ? h('div', { class: 'error-box', role: 'alert' }, h('strong', null, 'Not active: '), job.error) : null);
+    fill(status, badge(st, job.error || null), h('span', { class: 'muted small' }, ' agent ', h('strong', null, job.agent || '?')));
+    fill(notActive, job.error ? h('div', { class: 'error-box', role: 'alert' }, h('strong', null, 'Not active: '), job.error) : null);
+    const key = JSON.stringify([job.agent, job.triggers, st, job.last]);
+    if (key !== specKey) drawSpec(st);
+    specKey = key;
+    showFires();
+  };
+  let specKey = '';
+  const drawSpec = (st) => {
     fill(spec, h('h2', { id: 'job-spec-h' }, 'Spec'),
       h('dl', { class: 'kv' },
         h('dt', null, 'Agent'), h('dd', null, job.agent || ''),
@@ -286,7 +299,6 @@ function jobScreen(app, el, name) {
         h('dt', null, 'State'), h('dd', null, st === 'paused' ? 'paused: nothing fires it until it is resumed' : st === 'error' ? 'not active on this node' : 'active'),
         h('dt', null, 'Last run'), h('dd', null, job.last ? [badge(job.last.status), ' ', when(job.last.started)] : 'none yet')),
       h('p', { class: 'small' }, h('a', { href: routeHash('extensions', 'job', name) }, 'The whole row in Extensions')));
-    showFires();
   };
 
   const showFires = () => {
@@ -299,10 +311,30 @@ function jobScreen(app, el, name) {
       zoneNote());
   };
 
+  // showRuns draws the history again, unless nothing in it changed; an
+  // output opened and the focus stay where they were.
+  let drawn = '';
   const showRuns = () => {
     const seen = new Set(first.map((r) => r.run));
     const runs = [...first, ...older.filter((r) => !seen.has(r.run))];
     more.hidden = !cursor;
+    const key = JSON.stringify(runs);
+    if (key === drawn && !runs.some((r) => OPEN.has(r.status))) return;
+    drawn = key;
+    const opened = new Set([...runsBox.querySelectorAll('details[open]')].map((d) => d.closest('tr').dataset.run));
+    const act = document.activeElement;
+    const focus = act && runsBox.contains(act) && act.closest('tr') ? [act.closest('tr').dataset.run, act.tagName] : null;
+    drawRuns(runs);
+    for (const tr of runsBox.querySelectorAll('tr[data-run]')) {
+      const d = tr.querySelector('details');
+      if (d && opened.has(tr.dataset.run)) d.open = true;
+      if (focus && tr.dataset.run === focus[0]) {
+        const el = tr.querySelector(focus[1] === 'SUMMARY' ? 'summary' : 'a');
+        if (el) el.focus();
+      }
+    }
+  };
+  const drawRuns = (runs) => {
     if (!runs.length) {
       fill(runsBox, empty('No runs yet', 'Runs appear here as the job fires, or when you run it now.'));
       return;
