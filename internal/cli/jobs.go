@@ -72,7 +72,7 @@ func (e *env) jobsShowCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "show NAME",
-		Short:   "Show a job: its triggers, next fire and last run",
+		Short:   "Show a job: its triggers, next fires and last run",
 		Example: "  agentd jobs show morning-brief",
 		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
@@ -91,7 +91,13 @@ func (e *env) jobsShowCmd() *cobra.Command {
 				b, _ := json.Marshal(t)
 				fmt.Fprintf(e.stdout, "  trigger %s\n", b)
 			}
-			fmt.Fprintf(e.stdout, "  next    %s\n  last    %s\n", when(j.Next), lastRun(j.Last))
+			fmt.Fprintf(e.stdout, "  next    %s\n", when(j.Next))
+			for _, t := range j.NextFires {
+				if t.After(j.Next) {
+					fmt.Fprintf(e.stdout, "  then    %s\n", when(t))
+				}
+			}
+			fmt.Fprintf(e.stdout, "  last    %s\n", lastRun(j.Last))
 			return nil
 		}),
 	}

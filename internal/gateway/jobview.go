@@ -8,6 +8,7 @@ import (
 
 	"agentd/internal/extension"
 	"agentd/internal/job"
+	"agentd/internal/schedule"
 	"agentd/internal/store"
 )
 
@@ -30,9 +31,16 @@ type JobInfo struct {
 	Description string        `json:"description,omitempty"`
 	Enabled     bool          `json:"enabled"` // false: paused
 	Triggers    []job.Trigger `json:"triggers,omitempty"`
-	// Next is the job's next scheduled fire (absent for a paused job or
-	// one without a time trigger, or when this node does not schedule).
+	// Next is the job's next scheduled fire: the scheduler's, or on a
+	// node that does not schedule, the first of its triggers' fire times
+	// (absent for a paused job or one without a time trigger; for one in
+	// error, the scheduler's alone).
 	Next time.Time `json:"next,omitzero"`
+	// NextFires are its next NextFires fire times over all its time
+	// triggers, from now, computed on any node (GET /v1/jobs/{name} and
+	// the pause and resume answers; none for a paused job, one in error
+	// or one without a time trigger).
+	NextFires []time.Time `json:"next_fires,omitempty"`
 	// Last is its newest run.
 	Last *job.Result `json:"last,omitempty"`
 	// Error says why the row is not active on this node.
@@ -72,7 +80,7 @@ func (s *Server) jobList(w http.ResponseWriter, r *http.Request) {
 	out := JobList{Jobs: []JobInfo{}}
 	next := s.nextFires()
 	for _, st := range rows {
-		out.Jobs = append(out.Jobs, s.jobInfo(r.Context(), st, next))
+		out.Jobs = append(out.Jobs, s.jobInfo(r.Context(), st, next, 1))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -83,7 +91,7 @@ func (s *Server) jobGet(w http.ResponseWriter, r *http.Request) {
 	}
 	st, ok := s.jobRow(w, r)
 	if ok {
-		writeJSON(w, http.StatusOK, s.jobInfo(r.Context(), st, s.nextFires()))
+		writeJSON(w, http.StatusOK, s.jobInfo(r.Context(), st, s.nextFires(), NextFires))
 	}
 }
 
@@ -108,14 +116,26 @@ func (s *Server) nextFires() map[string]time.Time {
 	return s.o.JobTimes.Next()
 }
 
-// jobInfo returns a job row as shown, with its next fire and last run.
-func (s *Server) jobInfo(ctx context.Context, st extension.Status, next map[string]time.Time) JobInfo {
+// jobInfo returns a job row as shown, with its next fire (and up to
+// fires more in NextFires when fires > 1) and its last run.
+func (s *Server) jobInfo(ctx context.Context, st extension.Status, next map[string]time.Time, fires int) JobInfo {
 	info := JobInfo{Name: st.Name, Enabled: st.Enabled, Error: st.Error}
 	if spec, err := job.Decode(st.Spec); err == nil {
 		info.Agent, info.Description, info.Triggers = spec.Agent, spec.Description, spec.Triggers
 	}
 	if st.Enabled {
 		info.Next = next[st.Name]
+	}
+	// A row in error runs its previous version, if any, whose triggers
+	// the row no longer says: only the scheduler knows its times.
+	if st.Enabled && st.Error == "" {
+		upcoming := schedule.Upcoming(jobSchedules(info.Triggers), time.Now(), fires)
+		if info.Next.IsZero() && len(upcoming) > 0 {
+			info.Next = upcoming[0]
+		}
+		if fires > 1 {
+			info.NextFires = upcoming
+		}
 	}
 	if jr, err := s.o.JobRuns.LastRun(ctx, st.Name); err == nil {
 		res := job.ResultOf(jr)
@@ -171,5 +191,5 @@ func (s *Server) jobSetEnabled(w http.ResponseWriter, r *http.Request, on bool) 
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.jobInfo(r.Context(), st, s.nextFires()))
+	writeJSON(w, http.StatusOK, s.jobInfo(r.Context(), st, s.nextFires(), NextFires))
 }

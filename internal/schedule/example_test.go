@@ -78,3 +78,19 @@ func ExampleDue() {
 	// once [20261126T080000Z]
 	// all [20261124T080000Z 20261125T080000Z 20261126T080000Z]
 }
+
+// A job's next fires over its triggers together: a weekday cron in
+// Berlin and a one-shot time.
+func ExampleUpcoming() {
+	cron, _ := schedule.FromTrigger("0 8 * * 1-5", "Europe/Berlin", "", "")
+	at, _ := schedule.FromTrigger("", "", "", "2026-11-30T12:00:00Z")
+	after := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) // a Friday
+	for _, t := range schedule.Upcoming([]schedule.Schedule{cron, at}, after, 4) {
+		fmt.Println(t.Format(time.RFC3339))
+	}
+	// Output:
+	// 2026-11-30T07:00:00Z
+	// 2026-11-30T12:00:00Z
+	// 2026-12-01T07:00:00Z
+	// 2026-12-02T07:00:00Z
+}

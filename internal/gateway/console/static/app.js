@@ -1,7 +1,7 @@
 // The agentd console: the shell, the router and the login.
 //
 // Routes live in the hash (#/chat/agent/key, #/home, #/sessions,
-// #/log/agent/key, #/agents, #/mcp, #/usage, #/extensions/type/name,
+// #/log/agent/key, #/agents, #/mcp, #/usage, #/jobs/name, #/extensions/type/name,
 // #/approvals, #/login). A route names what to
 // show; it is never a server address: every request goes to this page's
 // own origin (api.js).
@@ -15,6 +15,7 @@ import { sessionsScreen, logScreen, agentsScreen, mcpScreen, approvalsScreen } f
 import { usageScreen } from './usage.js';
 import { homeScreen } from './home.js';
 import { extensionsScreen } from './ext.js';
+import { jobsScreen } from './jobs.js';
 import { Themer } from './theme.js';
 
 const NAV = [
@@ -24,6 +25,7 @@ const NAV = [
   { route: 'agents', label: 'Agents', icon: 'bot' },
   { route: 'mcp', label: 'MCP servers', icon: 'plug' },
   { route: 'usage', label: 'Usage', icon: 'chart' },
+  { route: 'jobs', label: 'Jobs', icon: 'clock' },
   { route: 'extensions', label: 'Extensions', icon: 'blocks' },
 ];
 
@@ -36,6 +38,7 @@ const SCREENS = {
   mcp: mcpScreen,
   usage: usageScreen,
   approvals: approvalsScreen,
+  jobs: jobsScreen,
   extensions: extensionsScreen,
 };
 
@@ -92,7 +95,7 @@ class App {
     if (this.main) return;
     this.menuBtn = h('button', { class: 'icon-btn menu-btn', type: 'button', 'aria-label': 'Menu', 'aria-expanded': 'false', 'aria-controls': 'nav' }, icon('menu'));
     this.menuBtn.addEventListener('click', () => this.toggleMenu());
-    this.navLinks = NAV.map((n) => h('a', { href: routeHash(n.route), class: 'nav-link', 'data-route': n.route }, icon(n.icon), h('span', null, n.label)));
+    this.navLinks = NAV.map((n) => h('a', { href: routeHash(n.route), class: 'nav-link', 'data-route': n.route, title: n.label }, icon(n.icon), h('span', null, n.label)));
     this.nav = h('nav', { id: 'nav', class: 'nav', 'aria-label': 'Main' }, this.navLinks);
     this.nav.addEventListener('click', (e) => { if (e.target.closest('a')) this.toggleMenu(false); });
     this.conn = h('span', { class: 'conn conn-connecting', role: 'status', 'aria-live': 'polite' }, h('span', { class: 'dot', 'aria-hidden': 'true' }), h('span', { class: 'conn-text' }, 'Connecting…'));
