@@ -47,6 +47,9 @@ type JobInfo struct {
 	Error string `json:"error,omitempty"`
 }
 
+// NextFires is how many next fire times GET /v1/jobs/{name} shows.
+const NextFires = 5
+
 // JobList answers GET /v1/jobs.
 type JobList struct {
 	Jobs []JobInfo `json:"jobs"`
@@ -129,7 +132,7 @@ func (s *Server) jobInfo(ctx context.Context, st extension.Status, next map[stri
 	// A row in error runs its previous version, if any, whose triggers
 	// the row no longer says: only the scheduler knows its times.
 	if st.Enabled && st.Error == "" {
-		upcoming := schedule.Upcoming(jobSchedules(info.Triggers), time.Now(), fires)
+		upcoming := schedule.Upcoming(job.Schedules(info.Triggers), time.Now(), fires)
 		if info.Next.IsZero() && len(upcoming) > 0 {
 			info.Next = upcoming[0]
 		}

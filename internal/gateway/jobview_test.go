@@ -67,6 +67,7 @@ func TestJobNextFiresWithoutScheduler(t *testing.T) {
 		"brief": `{"agent":"a","prompt":"brief","triggers":[{"cron":"0 8 * * 1-5","tz":"Europe/Berlin"},{"chain":{"after":"tick"}}]}`,
 		"after": `{"agent":"a","prompt":"after","triggers":[{"chain":{"after":"tick"}}]}`,
 		"beat":  `{"agent":"a","prompt":"beat","triggers":[{"heartbeat":{"every":"30m","prompt":"anything?"}}]}`,
+		"night": `{"agent":"a","prompt":"night","triggers":[{"heartbeat":{"every":"30m","prompt":"anything?","quiet_hours":"00:00-23:00"}}]}`,
 	})
 	before := time.Now()
 	tick := e.jobInfo("GET", "/v1/jobs/tick")
@@ -93,6 +94,15 @@ func TestJobNextFiresWithoutScheduler(t *testing.T) {
 		}
 	}
 
+	night := e.jobInfo("GET", "/v1/jobs/night").NextFires
+	if len(night) != gateway.NextFires {
+		t.Fatalf("night: next_fires %v", night)
+	}
+	for _, f := range night {
+		if f.UTC().Hour() != 23 {
+			t.Errorf("a heartbeat quiet from 00:00 to 23:00 UTC shows a fire at %v", f)
+		}
+	}
 	for _, f := range e.jobInfo("GET", "/v1/jobs/beat").NextFires {
 		if f.Unix()%1800 != 0 {
 			t.Errorf("a heartbeat every 30m fires at %v", f)
@@ -104,7 +114,7 @@ func TestJobNextFiresWithoutScheduler(t *testing.T) {
 
 	var list gateway.JobList
 	status, _, body := e.do("GET", "/v1/jobs", "")
-	if err := json.Unmarshal(body, &list); err != nil || status != 200 || len(list.Jobs) != 4 {
+	if err := json.Unmarshal(body, &list); err != nil || status != 200 || len(list.Jobs) != 5 {
 		t.Fatalf("GET /v1/jobs: %d %s", status, body)
 	}
 	for _, j := range list.Jobs {

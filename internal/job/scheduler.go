@@ -362,6 +362,24 @@ func triggerSchedule(t Trigger) (schedule.Schedule, string, error) {
 	return sch, t.CatchUp, err
 }
 
+// Schedules returns the schedules of a job's time triggers as the
+// Scheduler fires them (cron in its tz, every, at, a heartbeat's every
+// with its quiet hours left out), for whoever shows when a job fires
+// next. A trigger that does not parse (checked when the row was saved) is
+// left out, as the Scheduler leaves it.
+func Schedules(ts []Trigger) []schedule.Schedule {
+	var out []schedule.Schedule
+	for _, t := range ts {
+		if triggerKind(t) == "" {
+			continue
+		}
+		if sch, _, err := triggerSchedule(t); err == nil {
+			out = append(out, sch)
+		}
+	}
+	return out
+}
+
 // triggerKind returns the run trigger of a time trigger (a heartbeat
 // too), "" for another.
 func triggerKind(t Trigger) string {
