@@ -46,6 +46,15 @@ type SchedulerOptions struct {
 	// Fired, if set, is told of every fire: its job, trigger, scheduled
 	// time, when it was fired (its lateness is fired − due) and its error.
 	Fired func(name, trigger string, due, fired time.Time, err error)
+	// KeepRuns, KeepRunsFor and PruneEvery are the run history's
+	// retention (prune.go): while it leads, the Scheduler prunes each
+	// active job's runs beyond its newest KeepRuns (default
+	// DefaultKeepRuns) and, if KeepRunsFor is set, scheduled longer ago
+	// than that (default 0: no age limit), every PruneEvery (default
+	// DefaultPruneEvery).
+	KeepRuns    int
+	KeepRunsFor time.Duration
+	PruneEvery  time.Duration
 }
 
 // LeadRole is the role the scheduling node leads.
@@ -64,8 +73,11 @@ var timeTriggers = []string{store.TriggerCron, store.TriggerEvery, store.Trigger
 // the run history (a scheduled run's id is its scheduled time), so a
 // second node or a restart that fires the same time again runs nothing.
 //
+// While it leads it also prunes the run history (prune.go).
+//
 // Lock order: Scheduler.mu only, never held across a fire or a store
-// call. Its one goroutine is Run's caller's.
+// call. Its goroutines are Run's caller's and, while it leads, the
+// pruning one loop starts and waits for.
 type Scheduler struct {
 	r       *Runner
 	runs    LastRuns
@@ -76,6 +88,10 @@ type Scheduler struct {
 	max     int
 	fired   func(name, trigger string, due, fired time.Time, err error)
 	changed chan struct{} // a job was activated or removed (cap 1)
+
+	keep       int
+	keepFor    time.Duration
+	pruneEvery time.Duration
 
 	mu    sync.Mutex
 	dirty map[string]bool     // jobs changed since the loop last looked
@@ -90,7 +106,14 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		o = &SchedulerOptions{}
 	}
 	s := &Scheduler{r: r, runs: runs, fire: o.Fire, lead: o.Lead, log: o.Logger, retry: o.LeadRetry, max: o.CatchUpMax,
-		fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{}}
+		fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{},
+		keep: o.KeepRuns, keepFor: o.KeepRunsFor, pruneEvery: o.PruneEvery}
+	if s.keep <= 0 {
+		s.keep = DefaultKeepRuns
+	}
+	if s.pruneEvery <= 0 {
+		s.pruneEvery = DefaultPruneEvery
+	}
 	if s.fire == nil {
 		s.fire = r
 	}
@@ -175,13 +198,21 @@ func (s *Scheduler) reset() {
 	s.mu.Unlock()
 }
 
-// loop fires the jobs until ctx ends or lost is closed.
+// loop fires the jobs, and prunes their runs, until ctx ends or lost is
+// closed.
 func (s *Scheduler) loop(ctx context.Context, lost <-chan struct{}) {
 	if n, err := s.fire.Recover(ctx); err != nil {
 		s.log.Error("job runs not recovered", "err", err)
 	} else if n > 0 {
 		s.log.Info("resumed job runs", "runs", n)
 	}
+	pctx, stopPrune := context.WithCancel(ctx)
+	var pruning sync.WaitGroup
+	pruning.Go(func() { s.prune(pctx) })
+	defer func() {
+		stopPrune()
+		pruning.Wait()
+	}()
 	s.mu.Lock()
 	clear(s.dirty)
 	s.mu.Unlock()
