@@ -55,9 +55,10 @@ func (r *Runner) settle(ctx context.Context, s *Spec, res *Result) {
 	case err == nil:
 		res.Delivered = got.DeliveredAt
 	case errors.Is(err, store.ErrConflict):
-		// Another node recovered and delivered it while this one did:
-		// the receiver has it twice, with the same id.
-		r.log.Info("job delivery recorded elsewhere", "job", res.Job, "run", res.Run)
+		// Another node recovered and delivered it while this one did
+		// (the receiver has it twice, with the same id), or its end was
+		// not recorded (the run is still open: Recover runs it again).
+		r.log.Info("job delivery not recorded here", "job", res.Job, "run", res.Run, "err", err)
 	default:
 		r.log.Error("job delivery not recorded", "job", res.Job, "run", res.Run, "err", err)
 	}
