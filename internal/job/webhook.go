@@ -122,8 +122,8 @@ func (h *Hook) Verify(secret []byte) error {
 // ErrDelivered, with the first run). It returns once the run's input is
 // accepted, as Run does.
 func (r *Runner) Hook(ctx context.Context, name string, h Hook) (Result, error) {
-	if len(h.Delivery) > MaxDeliveryID {
-		return Result{}, fmt.Errorf("%w: a delivery id is at most %d bytes", ErrBadSignature, MaxDeliveryID)
+	if store.CheckDelivery(h.Delivery) != nil {
+		return Result{}, fmt.Errorf("%w: a delivery id is text of at most %d bytes", ErrBadSignature, MaxDeliveryID)
 	}
 	secrets, err := r.hookSecrets(name)
 	if err != nil {
