@@ -251,16 +251,19 @@ func killCount(t *testing.T, def, div, short int) int {
 	return max(n/div, 1)
 }
 
-// counter counts side effects outside agentd: each POST body is one.
+// counter counts side effects outside agentd: each POST body is one,
+// and ids counts them by their X-Agentd-Delivery header (a job's
+// delivery id; "" for none).
 type counter struct {
 	ln   net.Listener
 	mu   sync.Mutex
 	hits map[string]int
+	ids  map[string]int
 }
 
 func newCounter(t *testing.T) *counter {
 	t.Helper()
-	c := &counter{hits: map[string]int{}}
+	c := &counter{hits: map[string]int{}, ids: map[string]int{}}
 	var err error
 	if c.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
@@ -269,6 +272,7 @@ func newCounter(t *testing.T) *counter {
 		b, _ := io.ReadAll(r.Body)
 		c.mu.Lock()
 		c.hits[string(b)]++
+		c.ids[r.Header.Get("X-Agentd-Delivery")]++
 		c.mu.Unlock()
 		io.WriteString(w, "recorded "+string(b))
 	})}

@@ -24,6 +24,7 @@ const (
 	DefaultStorePoolSize      = 10
 	DefaultStatementTimeout   = 30 * time.Second
 	DefaultLeaseTTL           = 10 * time.Second
+	DefaultKeepRuns           = 1000
 
 	// DefaultDataDir is the data directory when neither --data nor
 	// $AGENTD_HOME names one.
@@ -94,6 +95,9 @@ func applyConfigDefaults(c *Config) {
 	}
 	if c.Store.LeaseTTL == 0 {
 		c.Store.LeaseTTL = Duration(DefaultLeaseTTL)
+	}
+	if c.Jobs.KeepRuns == 0 {
+		c.Jobs.KeepRuns = DefaultKeepRuns
 	}
 	applyGatewayDefaults(&c.Gateway)
 }

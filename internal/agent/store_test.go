@@ -49,3 +49,34 @@ func TestStoreConfig(t *testing.T) {
 		}
 	}
 }
+
+// The jobs' run history retention: a count and an age, each checked,
+// naming the file, line and field.
+func TestJobsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		yaml    string
+		keep    int
+		keepFor string
+		err     string
+	}{
+		{"", DefaultKeepRuns, "0s", ""},
+		{"jobs:\n  keep_runs: 50\n  keep_runs_for: 720h\n", 50, "720h0m0s", ""},
+		{"jobs:\n  keep_runs: -1\n", 0, "", "agentd.yaml:2: jobs.keep_runs: must not be negative"},
+		{"jobs:\n  keep_runs_for: 10m\n", 0, "", "agentd.yaml:2: jobs.keep_runs_for: must be at least 1h"},
+		{"jobs:\n  keep_runs_for: soon\n", 0, "", "jobs.keep_runs_for"},
+		{"jobs:\n  keep: 3\n", 0, "", "jobs.keep: unknown field"},
+	} {
+		dir := t.TempDir()
+		writeTestFile(t, dir, ConfigFile, tc.yaml)
+		cfg, err := LoadConfig(dir)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v, want %q", tc.yaml, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || cfg.Jobs.KeepRuns != tc.keep || cfg.Jobs.KeepRunsFor.D().String() != tc.keepFor {
+			t.Errorf("%q: %+v, %v; want keep_runs %d, keep_runs_for %s", tc.yaml, cfg.Jobs, err, tc.keep, tc.keepFor)
+		}
+	}
+}

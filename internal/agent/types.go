@@ -333,6 +333,8 @@ type Config struct {
 	Embeddings Embeddings `yaml:"embeddings" json:"embeddings"`
 	// Gateway configures the HTTP API on TCP.
 	Gateway Gateway `yaml:"gateway" json:"gateway"`
+	// Jobs configures the jobs' run history.
+	Jobs JobsConfig `yaml:"jobs" json:"jobs"`
 
 	// File is the file the config was loaded from ("" if none).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -361,6 +363,17 @@ type FetchConfig struct {
 	// SSRF guard blocks them (loopback, private, link-local ...), e.g.
 	// "127.0.0.1/32" for a service on this machine. Empty: none.
 	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
+}
+
+// JobsConfig configures the jobs for the whole node (a cluster's
+// scheduling node applies its own).
+type JobsConfig struct {
+	// KeepRuns is how many of each job's newest runs its history keeps
+	// at least (default 1000); older ones are pruned every hour.
+	KeepRuns int `yaml:"keep_runs" json:"keep_runs,omitempty"`
+	// KeepRunsFor, if set, prunes the runs scheduled longer ago than it
+	// too, beyond the newest KeepRuns (default 0: no age limit).
+	KeepRunsFor Duration `yaml:"keep_runs_for" json:"keep_runs_for,omitempty"`
 }
 
 // ActionsConfig configures the action extensions for the whole node.

@@ -286,6 +286,10 @@ func (c *checker) config(cfg *Config) {
 	c.gateway(&cfg.Gateway)
 	c.cidrs("tools.http_fetch.allow_networks", cfg.Tools.HTTPFetch.AllowNetworks)
 	c.cidrs("actions.allow_networks", cfg.Actions.AllowNetworks)
+	c.nonNegative("jobs.keep_runs", cfg.Jobs.KeepRuns)
+	if cfg.Jobs.KeepRunsFor < 0 || (cfg.Jobs.KeepRunsFor > 0 && cfg.Jobs.KeepRunsFor.D() < time.Hour) {
+		c.add("jobs.keep_runs_for", "must be at least 1h")
+	}
 }
 
 // cidrs checks that each of list, at path p, is a CIDR range.

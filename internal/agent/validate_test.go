@@ -43,6 +43,7 @@ func TestLoadConfigMissing(t *testing.T) {
 		Store:              StoreConfig{URL: StoreSQLite, Synchronous: "full", PoolSize: DefaultStorePoolSize, StatementTimeout: Duration(DefaultStatementTimeout), LeaseTTL: Duration(DefaultLeaseTTL)},
 		Embeddings:         Embeddings{Provider: EmbedHashed, Dim: DefaultEmbedDim},
 		Gateway:            Gateway{Listen: DefaultGatewayListen, MaxBody: MaxGatewayBody},
+		Jobs:               JobsConfig{KeepRuns: DefaultKeepRuns},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

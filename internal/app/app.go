@@ -243,7 +243,8 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	a.Commands = command.NewRouterWith(addressable{a.Agents, a.Store})
 	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
 		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit, Secrets: secret.NewResolver(a.Dir, nil), Dir: a.Dir})
-	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired})
+	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired,
+		KeepRuns: a.Config.Jobs.KeepRuns, KeepRunsFor: a.Config.Jobs.KeepRunsFor.D()})
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}

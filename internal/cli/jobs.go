@@ -138,7 +138,7 @@ func (e *env) jobsRunsCmd() *cobra.Command {
 			return tw.Flush()
 		}),
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per run: run, trigger, status, scheduled, started, ended, steps, tokens_in, tokens_out, cost_usd, output, error")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per run: run, trigger, status, scheduled, started, ended, steps, tokens_in, tokens_out, cost_usd, output, error, delivered_at, delivery_error")
 	cmd.Flags().IntVar(&limit, "limit", 0, "how many runs (default 50, at most 1000)")
 	cmd.Flags().StringVar(&before, "before", "", "the runs before this run id (the next page)")
 	return cmd

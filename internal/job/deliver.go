@@ -4,18 +4,78 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"agentd/internal/runtime"
+	"agentd/internal/store"
 )
+
+// DeliveryHeader is the header of a webhook delivery that carries its
+// id, "<job>:<run>": the same on every try and after a restart, so that
+// a receiver drops the repeat a crash between its answer and the
+// delivery's record can cause.
+const DeliveryHeader = "X-Agentd-Delivery"
+
+// settle delivers a run's output, or its failure alert, where its job
+// says (deliver), trying up to r.tries times with a doubling backoff,
+// then records the delivery on the run (RecordDelivery): made, or given
+// up with its error, which res then says too. A run with nothing to
+// deliver is recorded at once, so that it is not found undelivered
+// again. Stopped (Close, a crash) before the record, the run stays
+// undelivered in the store and Recover delivers it.
+func (r *Runner) settle(ctx context.Context, s *Spec, res *Result) {
+	d := s.Deliver
+	if res.Failed() {
+		d = s.OnFailure
+	}
+	if res.Quiet {
+		d = nil // a heartbeat with nothing to say
+	}
+	err := r.deliver(ctx, res.Job, d, res)
+	for try := 1; err != nil && try < r.tries && !r.stopping(err) && !errors.Is(err, errRefused); try++ {
+		r.log.Info("job delivery failed; trying again", "job", res.Job, "run", res.Run, "try", try, "err", err)
+		select {
+		case <-time.After(r.backoff << (try - 1)):
+		case <-ctx.Done():
+		}
+		err = r.deliver(ctx, res.Job, d, res)
+	}
+	if err != nil && r.stopping(err) {
+		return // undelivered: Recover delivers it at the next start
+	}
+	failure := ""
+	if err != nil {
+		failure = err.Error()
+		r.log.Warn("job delivery failed", "job", res.Job, "run", res.Run, "tries", r.tries, "err", err)
+	}
+	res.DeliveryError = failure
+	got, err := r.runs.RecordDelivery(ctx, res.Job, res.Run, time.Time{}, failure)
+	switch {
+	case err == nil:
+		res.Delivered = got.DeliveredAt
+	case errors.Is(err, store.ErrConflict):
+		// Another node recovered and delivered it while this one did
+		// (the receiver has it twice, with the same id), or its end was
+		// not recorded (the run is still open: Recover runs it again).
+		r.log.Info("job delivery not recorded here", "job", res.Job, "run", res.Run, "err", err)
+	default:
+		r.log.Error("job delivery not recorded", "job", res.Job, "run", res.Run, "err", err)
+	}
+}
+
+// errRefused marks a delivery that no try can make: its URL is refused.
+var errRefused = errors.New("job: delivery refused")
 
 // deliver sends a run's output, or its failure, where d says: as a system
 // message to a session (once: its idempotency key is the run's; a
 // closed session refuses it, and stays closed), or
-// POSTed as JSON (the Result) to a webhook URL through the SSRF guard. A
-// nil d, or None, delivers nothing.
+// POSTed as JSON (the Result) to a webhook URL through the SSRF guard,
+// with the delivery's id in DeliveryHeader. A nil d, or None, delivers
+// nothing.
 func (r *Runner) deliver(ctx context.Context, name string, d *Delivery, res *Result) error {
 	switch {
 	case d == nil || d.None:
@@ -32,16 +92,17 @@ func (r *Runner) deliver(ctx context.Context, name string, d *Delivery, res *Res
 			Origin: "job:" + name, IdempotencyKey: "job:" + name + ":" + res.Run + ":deliver"})
 		return err
 	case d.Webhook != "":
-		return r.post(ctx, d.Webhook, res)
+		if err := r.checkURL(d.Webhook); err != nil {
+			return fmt.Errorf("%w: %w", errRefused, err)
+		}
+		return r.post(ctx, d.Webhook, name+":"+res.Run, res)
 	}
 	return nil
 }
 
-// post POSTs res as JSON to url; a status other than 2xx is an error.
-func (r *Runner) post(ctx context.Context, url string, res *Result) error {
-	if err := r.checkURL(url); err != nil {
-		return err
-	}
+// post POSTs res as JSON to url, id in DeliveryHeader; a status other
+// than 2xx is an error.
+func (r *Runner) post(ctx context.Context, url, id string, res *Result) error {
 	body, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -52,6 +113,7 @@ func (r *Runner) post(ctx context.Context, url string, res *Result) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentd-job")
+	req.Header.Set(DeliveryHeader, id)
 	resp, err := r.client.Do(req)
 	if err != nil {
 		return err

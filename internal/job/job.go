@@ -16,9 +16,13 @@
 // a run that a crash interrupts is resumed by the runtime, and Recover
 // resubmits (a no-op for an input accepted before) and finishes every
 // run left open. A scheduled fire's run id and key come from its
-// scheduled time, so it is taken once however often it is fired. What a
-// crash can still lose is the delivery of a run whose end was recorded
-// just before it.
+// scheduled time, so it is taken once however often it is fired. A run's
+// delivery (its output, or its failure alert) is recorded on the run
+// once made or given up (deliver.go); Recover delivers a run that ended
+// without that record, so a delivery is made at least once, a webhook's
+// with an id its receiver can drop a repeat by, and recorded once. A
+// webhook delivery's id is recorded on its run, unique per job in the
+// store, so that it is taken once however many nodes receive it.
 package job
 
 import (

@@ -14,12 +14,15 @@ import (
 // every active job if none is: each is submitted again with its
 // idempotency key, so that an input accepted before is not accepted
 // twice (the runtime returns its turn), then waited for, finished and
-// delivered like any run. A job's open runs are resumed in order, one
-// after the other, in a goroutine the Runner owns. Runs this Runner is
-// executing already are left to it; the runs of a job that is not active
-// stay open until it is (the Scheduler recovers a job it activates).
-// It also fires the chained runs a crash kept from starting
-// (recoverChains). It returns how many runs it resumed.
+// delivered like any run. It first delivers the runs that ended and
+// whose delivery was not recorded (a crash between the two; up to
+// store.MaxRunLimit of a job at a time, the rest at the next Recover).
+// A job's runs are delivered and resumed in order, one after the other,
+// in a goroutine the Runner owns. Runs this Runner is executing or
+// delivering already are left to it; the runs of a job that is not
+// active stay as they are until it is (the Scheduler recovers a job it
+// activates). It also fires the chained runs a crash kept from starting
+// (recoverChains). It returns how many runs it delivered and resumed.
 func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	if len(jobs) == 0 {
 		for name := range r.Jobs() {
@@ -28,6 +31,10 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	}
 	n := 0
 	for _, name := range jobs {
+		pending, err := r.runs.UndeliveredRuns(ctx, name, store.MaxRunLimit)
+		if err != nil {
+			return n, fmt.Errorf("job %s: undelivered runs: %w", name, err)
+		}
 		open, err := r.runs.OpenRuns(ctx, name)
 		if err != nil {
 			return n, fmt.Errorf("job %s: open runs: %w", name, err)
@@ -35,12 +42,16 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 		if err := r.recoverChains(ctx, name, time.Now()); err != nil {
 			return n, err
 		}
+		late := r.adopt(name, pending)
 		runs := r.adopt(name, open)
-		if len(runs) == 0 {
+		if len(runs)+len(late) == 0 {
 			continue
 		}
-		n += len(runs)
+		n += len(runs) + len(late)
 		go func() {
+			for _, ru := range late {
+				r.deliverLate(ru)
+			}
 			for _, ru := range runs {
 				r.log.Info("job run resumed", "job", ru.name, "run", ru.res.Run, "status", ru.res.Status)
 				r.execute(ru)
@@ -50,8 +61,27 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	return n, nil
 }
 
-// adopt returns the runs of open this Runner is not executing, marked
-// in flight and counted in r.wg (none once it is closed).
+// deliverLate delivers a run that ended undelivered, unless its delivery
+// was recorded since it was listed (by the node that ended it).
+func (r *Runner) deliverLate(ru *run) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.inFlight, ru.name+"/"+ru.res.Run)
+		r.mu.Unlock()
+		r.wg.Done()
+	}()
+	jr, err := r.runs.JobRun(r.ctx, ru.name, ru.res.Run)
+	if err != nil || !jr.Undelivered() {
+		return
+	}
+	r.log.Info("job run delivered late", "job", ru.name, "run", jr.Run, "status", jr.Status)
+	res := ResultOf(jr)
+	r.settle(r.ctx, ru.spec, &res)
+}
+
+// adopt returns the runs of open (or of undelivered runs) this Runner
+// is not executing, marked in flight and counted in r.wg (none once it
+// is closed).
 func (r *Runner) adopt(name string, open []store.JobRun) []*run {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -43,6 +43,12 @@ type Options struct {
 	Guard *netguard.Guard
 	// DeliverTimeout bounds a webhook delivery (default 30 s).
 	DeliverTimeout time.Duration
+	// DeliverTries is how many times a delivery is tried before it is
+	// given up and recorded as failed (default 3); DeliverBackoff the
+	// wait before the second try, doubled before each next (default
+	// 1 s).
+	DeliverTries   int
+	DeliverBackoff time.Duration
 	// Node is the node recorded on the runs this Runner takes (default "").
 	Node string
 	// BeforeSubmit, if set, is called with each run after it is recorded
@@ -86,6 +92,8 @@ type Runner struct {
 	before  func(store.JobRun) error
 	ended   func(Result)
 	dir     string
+	tries   int
+	backoff time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -111,7 +119,14 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 		o = &Options{}
 	}
 	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended, dir: o.Dir,
+		tries: o.DeliverTries, backoff: o.DeliverBackoff,
 		jobs: map[string]*Spec{}, since: map[string]time.Time{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
+	if o.DeliverTries <= 0 {
+		r.tries = 3
+	}
+	if r.backoff <= 0 {
+		r.backoff = time.Second
+	}
 	if r.secrets == nil {
 		r.secrets = secret.NewResolver("", nil)
 	}
@@ -226,9 +241,11 @@ type Result struct {
 	// Error says why a run failed (the turn's end status and reason) or
 	// was skipped.
 	Error string `json:"error,omitempty"`
-	// DeliveryError says why its output (or failure alert) was not
-	// delivered.
-	DeliveryError string `json:"delivery_error,omitempty"`
+	// Delivered is when its output (or failure alert) was delivered, or
+	// given up with DeliveryError saying why; zero while its delivery is
+	// pending (or it has none: open, skipped, cancelled).
+	Delivered     time.Time `json:"delivered_at,omitzero"`
+	DeliveryError string    `json:"delivery_error,omitempty"`
 	// Quiet: a heartbeat's run whose answer was HeartbeatOK, delivered
 	// nowhere.
 	Quiet bool `json:"quiet,omitempty"`
@@ -239,7 +256,7 @@ func ResultOf(jr store.JobRun) Result {
 	return Result{Job: jr.Job, Run: jr.Run, Trigger: jr.Trigger, Session: jr.Session, Status: jr.Status,
 		Scheduled: jr.ScheduledAt, Started: jr.StartedAt, Ended: jr.EndedAt, Steps: jr.Steps, TokensIn: jr.TokensIn,
 		TokensOut: jr.TokensOut, CostUSD: jr.CostUSD, Output: jr.Output, Error: jr.Error,
-		Quiet: quietRun(jr)}
+		Delivered: jr.DeliveredAt, DeliveryError: jr.DeliveryError, Quiet: quietRun(jr)}
 }
 
 // Failed reports whether the run ended without completing.
@@ -384,10 +401,11 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	switch {
 	case tag != "":
 	case fire.Delivery != "":
-		// A webhook delivery is taken once: its run's id ends with its
-		// tag, found again here however often it is sent.
+		// A webhook delivery is taken once: its run records it (unique
+		// per job in the store), found again here however often it is
+		// sent; StartRun settles a race of nodes given it at once.
 		tag = deliveryTag(fire.Delivery)
-		first, err := r.delivered(ctx, name, tag)
+		first, err := r.delivered(ctx, name, fire.Delivery)
 		if err != nil {
 			return nil, err
 		}
@@ -399,7 +417,7 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	}
 	id := store.RunID(fire.At, tag)
 	jr := store.JobRun{Job: name, Run: id, ScheduledAt: fire.At, Trigger: fire.Trigger,
-		Session: s.Agent + "/" + sessionKey(name, id, fire.Trigger, s), Status: store.RunRunning, Node: r.node}
+		Session: s.Agent + "/" + sessionKey(name, id, fire.Trigger, s), Status: store.RunRunning, Node: r.node, Delivery: fire.Delivery}
 	switch {
 	case fire.Body != nil:
 		jr.Payload = bodyPayload(fire.Body)
@@ -422,10 +440,12 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		}
 	}
 	if jr.Status == store.RunSkipped && fire.Delivery != "" {
-		// A skipped delivery is not taken: its run's id is its own, so
-		// that the delivery may be sent again, even within the millisecond.
+		// A skipped delivery is not taken: its run's id is its own, and
+		// it does not record the delivery, so that the delivery may be
+		// sent again, even within the millisecond.
 		jr.Run = store.RunID(fire.At, tag+"-skipped-"+randTag())
 		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, fire.Trigger, s)
+		jr.Delivery = ""
 	}
 	got, created, err := r.runs.StartRun(ctx, jr)
 	if err != nil || !created {
@@ -434,6 +454,9 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		}
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", name, err)
+		}
+		if jr.Delivery != "" && got.Delivery == jr.Delivery {
+			return &run{res: ResultOf(got)}, fmt.Errorf("%w: %s run %s", ErrDelivered, name, got.Run)
 		}
 		return nil, fmt.Errorf("%w: %s run %s (%s)", ErrTaken, name, got.Run, got.Status)
 	}
@@ -629,7 +652,7 @@ func (r *Runner) stopping(err error) bool {
 }
 
 // finish records a run's end (out's status, figures, output, error) and
-// delivers its output, or its failure alert.
+// delivers its output, or its failure alert (settle).
 func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
 	out.Job, out.Run = ru.name, res.Run
 	got, err := r.runs.FinishRun(r.ctx, out)
@@ -654,17 +677,7 @@ func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
 	if r.ended != nil {
 		r.ended(*res)
 	}
-	d := ru.spec.Deliver
-	if res.Failed() {
-		d = ru.spec.OnFailure
-	}
-	if res.Quiet {
-		d = nil
-	}
-	if err := r.deliver(r.ctx, ru.name, d, res); err != nil {
-		res.DeliveryError = err.Error()
-		r.log.Warn("job delivery failed", "job", ru.name, "run", res.Run, "err", err)
-	}
+	r.settle(r.ctx, ru.spec, res)
 	if err == nil {
 		// Not recorded, the run stays open: its end, when Recover
 		// records it, fires them.

@@ -50,6 +50,15 @@ type SchedulerOptions struct {
 	// MaxWatchDirs bounds the directories one watch trigger watches
 	// (default DefaultMaxWatchDirs).
 	MaxWatchDirs int
+	// KeepRuns, KeepRunsFor and PruneEvery are the run history's
+	// retention (prune.go): while it leads, the Scheduler prunes each
+	// active job's runs beyond its newest KeepRuns (default
+	// DefaultKeepRuns) and, if KeepRunsFor is set, scheduled longer ago
+	// than that (default 0: no age limit), every PruneEvery (default
+	// DefaultPruneEvery).
+	KeepRuns    int
+	KeepRunsFor time.Duration
+	PruneEvery  time.Duration
 }
 
 // LeadRole is the role the scheduling node leads.
@@ -69,10 +78,13 @@ var timeTriggers = []string{store.TriggerCron, store.TriggerEvery, store.Trigger
 // the run history (a scheduled run's id is its scheduled time), so a
 // second node or a restart that fires the same time again runs nothing.
 //
+// While it leads it also prunes the run history (prune.go).
+//
 // Lock order: Scheduler.mu only, never held across a fire or a store
 // call (watches has its own, never held with it). Its own goroutine is
 // Run's caller's; the watchers' are watches' (watch.go), stopped when
-// the lead is lost or Run ends.
+// the lead is lost or Run ends; while it leads, the pruning one loop
+// starts and waits for.
 type Scheduler struct {
 	r       *Runner
 	runs    LastRuns
@@ -84,6 +96,10 @@ type Scheduler struct {
 	fired   func(name, trigger string, due, fired time.Time, err error)
 	changed chan struct{} // a job was activated or removed (cap 1)
 	watches *watches      // the watch triggers' watchers, while leading
+
+	keep       int
+	keepFor    time.Duration
+	pruneEvery time.Duration
 
 	mu    sync.Mutex
 	dirty map[string]bool     // jobs changed since the loop last looked
@@ -98,7 +114,14 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		o = &SchedulerOptions{}
 	}
 	s := &Scheduler{r: r, runs: runs, fire: o.Fire, lead: o.Lead, log: o.Logger, retry: o.LeadRetry, max: o.CatchUpMax,
-		fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{}}
+		fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{},
+		keep: o.KeepRuns, keepFor: o.KeepRunsFor, pruneEvery: o.PruneEvery}
+	if s.keep <= 0 {
+		s.keep = DefaultKeepRuns
+	}
+	if s.pruneEvery <= 0 {
+		s.pruneEvery = DefaultPruneEvery
+	}
 	if s.fire == nil {
 		s.fire = r
 	}
@@ -185,13 +208,21 @@ func (s *Scheduler) reset() {
 	s.watches.stopAll()
 }
 
-// loop fires the jobs until ctx ends or lost is closed.
+// loop fires the jobs, and prunes their runs, until ctx ends or lost is
+// closed.
 func (s *Scheduler) loop(ctx context.Context, lost <-chan struct{}) {
 	if n, err := s.fire.Recover(ctx); err != nil {
 		s.log.Error("job runs not recovered", "err", err)
 	} else if n > 0 {
 		s.log.Info("resumed job runs", "runs", n)
 	}
+	pctx, stopPrune := context.WithCancel(ctx)
+	var pruning sync.WaitGroup
+	pruning.Go(func() { s.prune(pctx) })
+	defer func() {
+		stopPrune()
+		pruning.Wait()
+	}()
 	s.mu.Lock()
 	clear(s.dirty)
 	s.mu.Unlock()

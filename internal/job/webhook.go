@@ -42,7 +42,7 @@ var (
 const HookWindow = 5 * time.Minute
 
 // MaxDeliveryID bounds a webhook delivery id, in bytes.
-const MaxDeliveryID = 256
+const MaxDeliveryID = store.MaxRunDelivery
 
 // Hook is one webhook request, as the gateway read it.
 type Hook struct {
@@ -122,8 +122,8 @@ func (h *Hook) Verify(secret []byte) error {
 // ErrDelivered, with the first run). It returns once the run's input is
 // accepted, as Run does.
 func (r *Runner) Hook(ctx context.Context, name string, h Hook) (Result, error) {
-	if len(h.Delivery) > MaxDeliveryID {
-		return Result{}, fmt.Errorf("%w: a delivery id is at most %d bytes", ErrBadSignature, MaxDeliveryID)
+	if store.CheckDelivery(h.Delivery) != nil {
+		return Result{}, fmt.Errorf("%w: a delivery id is text of at most %d bytes", ErrBadSignature, MaxDeliveryID)
 	}
 	secrets, err := r.hookSecrets(name)
 	if err != nil {
@@ -182,29 +182,18 @@ func deliveryTag(delivery string) string {
 	return "hook-" + hex.EncodeToString(sum[:8])
 }
 
-// delivered returns the job's run of the delivery tag, if one is among
-// its newest scanMax runs; a skipped run (whose id ends otherwise, see
-// take) does not count, so a delivery the job's concurrency skipped may
-// be sent again.
-func (r *Runner) delivered(ctx context.Context, name, tag string) (*store.JobRun, error) {
-	before := ""
-	for n := 0; n < scanMax; {
-		page, err := r.runs.JobRuns(ctx, name, before, store.DefaultRunLimit)
-		if err != nil {
-			return nil, fmt.Errorf("job %s: runs: %w", name, err)
-		}
-		for _, jr := range page {
-			if strings.HasSuffix(jr.Run, "-"+tag) && jr.Status != store.RunSkipped {
-				return &jr, nil
-			}
-		}
-		n += len(page)
-		if len(page) < store.DefaultRunLimit {
-			break
-		}
-		before = page[len(page)-1].Run
+// delivered returns the job's run of the delivery, nil if it has none:
+// a skipped run (which does not record its delivery, see take) does not
+// count, so a delivery the job's concurrency skipped may be sent again.
+func (r *Runner) delivered(ctx context.Context, name, delivery string) (*store.JobRun, error) {
+	jr, err := r.runs.DeliveryRun(ctx, name, delivery)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
 	}
-	return nil, nil
+	if err != nil {
+		return nil, fmt.Errorf("job %s: run of delivery: %w", name, err)
+	}
+	return &jr, nil
 }
 
 // bodyPayload is a webhook body as a run's payload: the JSON as sent,

@@ -68,6 +68,7 @@ func TestHookRefusals(t *testing.T) {
 		{"no timestamp", "gh", job.Hook{Signature: signed("s3cret", body, "", now).Signature, Body: []byte(body)}, job.ErrBadSignature},
 		{"prefix in upper case", "gh", upper, job.ErrBadSignature},
 		{"long delivery id", "gh", signed("s3cret", body, strings.Repeat("x", job.MaxDeliveryID+1), now), job.ErrBadSignature},
+		{"delivery id not text", "gh", signed("s3cret", body, "d\xff1", now), job.ErrBadSignature},
 		{"unknown job", "nope", signed("s3cret", body, "d1", now), job.ErrNotFound},
 		{"job without a webhook", "plain", signed("s3cret", body, "d1", now), job.ErrNotFound},
 		{"paused job", "paused", signed("s3cret", body, "d1", now), job.ErrNotFound},

@@ -58,6 +58,8 @@ const (
 	MaxRunError   = 4 << 10  // bytes
 	MaxRunPayload = 64 << 10 // bytes of compact JSON
 	MaxRunID      = 128      // bytes
+	// MaxRunDelivery bounds a run's webhook delivery id, in bytes.
+	MaxRunDelivery = 256
 	// DefaultRunLimit is how many runs JobRuns returns for a limit of 0;
 	// MaxRunLimit the most it returns.
 	DefaultRunLimit = 50
@@ -103,14 +105,31 @@ type JobRun struct {
 	// Payload is the trigger's payload, compact JSON (nil if none).
 	Payload json.RawMessage
 	Node    string // the node that took it
+	// Delivery is the id of the webhook delivery the run was taken for
+	// ("" for none): a job takes each delivery once (StartRun).
+	Delivery string
+	// DeliveredAt is when the delivery of the run's output (or of its
+	// failure alert) was recorded (RecordDelivery): done, or given up
+	// with DeliveryError saying why. It is zero for a run whose delivery
+	// is pending, and for a run that has none to make (open, skipped,
+	// cancelled).
+	DeliveredAt   time.Time
+	DeliveryError string
+}
+
+// Undelivered reports whether r ended with a delivery to make (done or
+// error) that is not recorded yet.
+func (r *JobRun) Undelivered() bool {
+	return (r.Status == RunDone || r.Status == RunError) && r.DeliveredAt.IsZero()
 }
 
 // JobRunStore keeps the runs of jobs. Both stores implement it; taking a
 // run is how a fire happens once however many nodes (or restarts) try it.
 type JobRunStore interface {
 	// StartRun records a run taken, unless its job already has a run of
-	// that id: then it returns that run, and created false (another node,
-	// or this one before a restart, took the fire). r's status is
+	// that id, or, r.Delivery set, a run of that delivery: then it
+	// returns that run, and created false (another node, or this one
+	// before a restart, took the fire or the delivery). r's status is
 	// RunQueued, RunRunning or RunSkipped (a skipped run ends as it is
 	// taken); StartedAt defaults to now.
 	StartRun(ctx context.Context, r JobRun) (run JobRun, created bool, err error)
@@ -136,10 +155,26 @@ type JobRunStore interface {
 	// from its ScheduledAt, and runs of other triggers (a webhook, a
 	// person) do not move it.
 	LastRun(ctx context.Context, job string, triggers ...string) (JobRun, error)
+	// DeliveryRun returns the run job took for the webhook delivery, or
+	// ErrNotFound.
+	DeliveryRun(ctx context.Context, job, delivery string) (JobRun, error)
+	// RecordDelivery records that the delivery of an ended run was made
+	// at at (default now), or, failure set, given up for that reason. It
+	// is recorded once: a run whose delivery is recorded already, or that
+	// is still open, is ErrConflict, one that does not exist ErrNotFound.
+	// It returns the run as written.
+	RecordDelivery(ctx context.Context, job, run string, at time.Time, failure string) (JobRun, error)
+	// UndeliveredRuns returns up to limit (0: DefaultRunLimit) runs of
+	// job that ended done or error and whose delivery is not recorded
+	// (JobRun.Undelivered), oldest first: what a crash between a run's
+	// end and its delivery left, read through an index of those alone.
+	UndeliveredRuns(ctx context.Context, job string, limit int) ([]JobRun, error)
 	// PruneRuns removes the runs of job older than its newest keep (at
-	// least 1, so that LastRun still knows the last fire), open runs
-	// excepted, and returns how many it removed.
-	PruneRuns(ctx context.Context, job string, keep int) (int64, error)
+	// least 1), and, before not zero, those scheduled before before,
+	// and returns how many it removed. It never removes the job's newest
+	// run (LastRun still knows the last fire), an open run, or one whose
+	// delivery is pending.
+	PruneRuns(ctx context.Context, job string, keep int, before time.Time) (int64, error)
 }
 
 // CheckRunKey reports what is wrong with a job name or a run id: a job is
@@ -188,6 +223,9 @@ func RunStart(r JobRun, now time.Time) (JobRun, error) {
 	if !utf8.ValidString(r.Session) || !utf8.ValidString(r.Node) || strings.ContainsRune(r.Session+r.Node, 0) {
 		return r, fmt.Errorf("run %s/%s: session or node is not valid text", r.Job, r.Run)
 	}
+	if err := CheckDelivery(r.Delivery); err != nil {
+		return r, fmt.Errorf("run %s/%s: %v", r.Job, r.Run, err)
+	}
 	p, err := runPayload(r.Payload)
 	if err != nil {
 		return r, fmt.Errorf("run %s/%s: %v", r.Job, r.Run, err)
@@ -203,6 +241,7 @@ func RunStart(r JobRun, now time.Time) (JobRun, error) {
 	}
 	r.ScheduledAt, r.StartedAt, r.EndedAt = r.ScheduledAt.UTC(), r.StartedAt.UTC(), utc(r.EndedAt)
 	r.Payload, r.Steps, r.TokensIn, r.TokensOut, r.CostUSD, r.Output = p, 0, 0, 0, 0, ""
+	r.DeliveredAt, r.DeliveryError = time.Time{}, ""
 	r.Error = RunText(r.Error, MaxRunError)
 	return r, nil
 }
@@ -242,6 +281,49 @@ func RunTransition(from, to string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the run is %s, it cannot become %s", ErrConflict, from, to)
+}
+
+// CheckDelivery reports what is wrong with a run's webhook delivery id:
+// valid text without NUL, at most MaxRunDelivery bytes ("" is none).
+func CheckDelivery(d string) error {
+	if len(d) > MaxRunDelivery {
+		return fmt.Errorf("delivery id longer than %d bytes", MaxRunDelivery)
+	}
+	if !utf8.ValidString(d) || strings.ContainsRune(d, 0) {
+		return errors.New("delivery id is not valid text")
+	}
+	return nil
+}
+
+// DeliveryRecord checks a RecordDelivery and returns its time (default
+// now, in UTC) and its failure as a run keeps it (RunText, MaxRunError).
+func DeliveryRecord(job, run string, at time.Time, failure string, now time.Time) (time.Time, string, error) {
+	if err := CheckRunKey(job, run); err != nil {
+		return at, failure, err
+	}
+	if at.IsZero() {
+		at = now
+	}
+	return at.UTC(), RunText(failure, MaxRunError), nil
+}
+
+// DeliveryConflict is the ErrConflict of a RecordDelivery of a run that
+// is as r is: still open, or its delivery recorded already.
+func DeliveryConflict(r JobRun) error {
+	if r.Status == RunQueued || r.Status == RunRunning {
+		return fmt.Errorf("%w: the run is %s: it has no delivery yet", ErrConflict, r.Status)
+	}
+	return fmt.Errorf("%w: the run's delivery was recorded at %s", ErrConflict, r.DeliveredAt.Format(time.RFC3339Nano))
+}
+
+// PruneBefore returns the run id a PruneRuns's before becomes: runs
+// with a smaller id were scheduled before it ("" for a zero before,
+// which no id is smaller than).
+func PruneBefore(before time.Time) string {
+	if before.IsZero() {
+		return ""
+	}
+	return RunID(before, "")
 }
 
 // CheckPrune reports what is wrong with a PruneRuns of job keeping keep.

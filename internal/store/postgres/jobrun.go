@@ -43,22 +43,46 @@ CREATE TABLE agentd_job_runs (
 );
 `
 
-// The open statuses as the queries' literals.
+// schemaJobDelivery (schema v6) records each run's delivery and the
+// webhook delivery it was taken for, as in SQLite: delivery is unique per
+// job where it is set, so that of nodes racing to take one delivery one
+// inserts and the others' inserts do nothing (StartRun); delivered_at is
+// 0 while a done or error run's delivery is pending, and the partial
+// index agentd_job_runs_undelivered holds those runs alone. The runs that
+// ended before the column existed count as delivered.
+const schemaJobDelivery = `
+ALTER TABLE agentd_job_runs ADD COLUMN delivery text NOT NULL DEFAULT '',
+	ADD COLUMN delivered_at bigint NOT NULL DEFAULT 0,
+	ADD COLUMN delivery_error text NOT NULL DEFAULT '';
+UPDATE agentd_job_runs SET delivered_at = ended_at WHERE ` + sqlUndelivered + `;
+CREATE UNIQUE INDEX agentd_job_runs_delivery ON agentd_job_runs (job, delivery) WHERE delivery <> '';
+CREATE INDEX agentd_job_runs_undelivered ON agentd_job_runs (job, run) WHERE ` + sqlUndelivered + `;
+`
+
+// The open statuses as the queries' literals; sqlUndelivered is
+// store.JobRun.Undelivered as the queries and the index say it.
 const (
-	sqlQueued  = "'" + store.RunQueued + "'"
-	sqlRunning = "'" + store.RunRunning + "'"
+	sqlQueued      = "'" + store.RunQueued + "'"
+	sqlRunning     = "'" + store.RunRunning + "'"
+	sqlUndelivered = "delivered_at = 0 AND status IN ('" + store.RunDone + "', '" + store.RunError + "')"
 )
 
 const (
-	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node`
-	qRunIns = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, 0, 0, '', $9, $10, $11)
-	ON CONFLICT (job, run) DO NOTHING RETURNING ` + runCols
-	qRun      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run = $2`
-	qRuns     = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT $2`
-	qRunsFrom = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run < $2 ORDER BY run DESC LIMIT $3`
+	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node,
+	delivery, delivered_at, delivery_error`
+	// qRunIns does nothing on a conflict with the primary key (the fire
+	// is taken) or with the delivery's unique index (the delivery is).
+	qRunIns = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, 0, 0, '', $9, $10, $11, $12, 0, '')
+	ON CONFLICT DO NOTHING RETURNING ` + runCols
+	qRun           = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run = $2`
+	qRunOfDelivery = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND delivery = $2 AND delivery <> ''`
+	qRuns          = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT $2`
+	qRunsFrom      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run < $2 ORDER BY run DESC LIMIT $3`
 	// qRunsOpen reads a job's open runs through its primary key's
 	// index: the job's rows, filtered.
 	qRunsOpen = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND status IN (` + sqlQueued + `, ` + sqlRunning + `) ORDER BY run`
+	// qRunsUndelivered reads agentd_job_runs_undelivered.
+	qRunsUndelivered = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND ` + sqlUndelivered + ` ORDER BY run LIMIT $2`
 	// qRunLast: $2 is store.RunTriggerSet's ",cron,every," or '' for any.
 	qRunLast = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1
 		AND ($2 = '' OR strpos($2, ',' || trigger_kind || ',') > 0) ORDER BY run DESC LIMIT 1`
@@ -70,10 +94,18 @@ const (
 		ended_at = $5, steps = $6, tokens_in = $7, tokens_out = $8, cost_usd = $9, output = $10, error = $11
 	WHERE job = $1 AND run = $2 AND (status = ` + sqlQueued + ` OR (status = ` + sqlRunning + ` AND $3 <> ` + sqlRunning + `))
 	RETURNING ` + runCols
-	// qRunPrune removes the ended runs older than the job's $2+1-th
-	// newest (none if it has no more runs than that).
+	// qRunDeliver records an ended run's delivery once: the row's lock
+	// orders racing records, and the second does not match.
+	qRunDeliver = `UPDATE agentd_job_runs SET delivered_at = $3, delivery_error = $4
+	WHERE job = $1 AND run = $2 AND delivered_at = 0 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
+	RETURNING ` + runCols
+	// qRunPrune removes the ended runs, their delivery not pending,
+	// older than the job's $2+1-th newest (none if it has no more runs
+	// than that) or than the run id $3 ('' for none), never the newest.
 	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = $1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
-		AND run < (SELECT run FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT 1 OFFSET $2)`
+		AND NOT (` + sqlUndelivered + `)
+		AND run < (SELECT max(run) FROM agentd_job_runs WHERE job = $1)
+		AND (run < (SELECT run FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT 1 OFFSET $2) OR run < $3)`
 )
 
 // StartRun records a run taken, or returns the run its job has of that
@@ -91,7 +123,7 @@ func (s *Store) StartRun(ctx context.Context, r store.JobRun) (store.JobRun, boo
 	}
 	what := "start run " + r.Job + "/" + r.Run
 	got, err := scanJobRun(s.pool.QueryRow(ctx, qRunIns, r.Job, r.Run, r.ScheduledAt.UnixNano(), r.Trigger, r.Session, r.Status,
-		r.StartedAt.UnixNano(), store.RunNanos(r.EndedAt), r.Error, string(r.Payload), r.Node))
+		r.StartedAt.UnixNano(), store.RunNanos(r.EndedAt), r.Error, string(r.Payload), r.Node, r.Delivery))
 	if err == nil {
 		return got, true, nil
 	}
@@ -99,6 +131,9 @@ func (s *Store) StartRun(ctx context.Context, r store.JobRun) (store.JobRun, boo
 		return store.JobRun{}, false, s.readErr(what, err)
 	}
 	got, err = s.oneRun(ctx, what+": the run taken before", qRun, r.Job, r.Run)
+	if errors.Is(err, store.ErrNotFound) && r.Delivery != "" {
+		got, err = s.oneRun(ctx, what+": the run of its delivery", qRunOfDelivery, r.Job, r.Delivery)
+	}
 	return got, false, err
 }
 
@@ -128,15 +163,41 @@ func (s *Store) FinishRun(ctx context.Context, end store.JobRun) (store.JobRun, 
 	return store.JobRun{}, fmt.Errorf("postgres: %s: %w", what, store.RunTransition(now.Status, end.Status))
 }
 
-// PruneRuns removes the ended runs of job older than its newest keep.
-func (s *Store) PruneRuns(ctx context.Context, job string, keep int) (int64, error) {
+// RecordDelivery records an ended run's delivery, once (see
+// store.JobRunStore).
+func (s *Store) RecordDelivery(ctx context.Context, job, run string, at time.Time, failure string) (store.JobRun, error) {
+	at, failure, err := store.DeliveryRecord(job, run, at, failure, time.Now())
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("postgres: record delivery: %w: %v", ErrInvalid, err)
+	}
+	if s.isDown.Load() {
+		return store.JobRun{}, store.ErrClosed
+	}
+	what := "record delivery of " + job + "/" + run
+	got, err := scanJobRun(s.pool.QueryRow(ctx, qRunDeliver, job, run, at.UnixNano(), failure))
+	if err == nil {
+		return got, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return store.JobRun{}, s.readErr(what, err)
+	}
+	now, err := s.oneRun(ctx, what, qRun, job, run)
+	if err != nil {
+		return store.JobRun{}, err
+	}
+	return store.JobRun{}, fmt.Errorf("postgres: %s: %w", what, store.DeliveryConflict(now))
+}
+
+// PruneRuns removes the ended, delivered runs of job older than its
+// newest keep or scheduled before before (see store.JobRunStore).
+func (s *Store) PruneRuns(ctx context.Context, job string, keep int, before time.Time) (int64, error) {
 	if err := store.CheckPrune(job, keep); err != nil {
 		return 0, fmt.Errorf("postgres: prune runs: %w: %v", ErrInvalid, err)
 	}
 	if s.isDown.Load() {
 		return 0, store.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, qRunPrune, job, keep-1)
+	tag, err := s.pool.Exec(ctx, qRunPrune, job, keep-1, store.PruneBefore(before))
 	if err != nil {
 		return 0, s.readErr("prune runs of "+job, err)
 	}
@@ -164,6 +225,32 @@ func (s *Store) OpenRuns(ctx context.Context, job string) ([]store.JobRun, error
 		return nil, fmt.Errorf("postgres: open runs: %w: %v", ErrInvalid, err)
 	}
 	return s.runList(ctx, "open runs", qRunsOpen, job)
+}
+
+// UndeliveredRuns returns a job's done and error runs whose delivery is
+// pending, oldest first.
+func (s *Store) UndeliveredRuns(ctx context.Context, job string, limit int) ([]store.JobRun, error) {
+	n, err := store.RunLimit(limit)
+	if err == nil {
+		err = store.CheckExtensionKey("job", job)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: undelivered runs: %w: %v", ErrInvalid, err)
+	}
+	return s.runList(ctx, "undelivered runs", qRunsUndelivered, job, n)
+}
+
+// DeliveryRun returns the run job took for a webhook delivery, or
+// store.ErrNotFound.
+func (s *Store) DeliveryRun(ctx context.Context, job, delivery string) (store.JobRun, error) {
+	err := store.CheckExtensionKey("job", job)
+	if err == nil {
+		err = store.CheckDelivery(delivery)
+	}
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("postgres: delivery run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "run of delivery "+job+"/"+delivery, qRunOfDelivery, job, delivery)
 }
 
 // runList returns the runs query q with args reads (what names it in
@@ -221,15 +308,16 @@ func (s *Store) oneRun(ctx context.Context, what, q string, args ...any) (store.
 
 func scanJobRun(row pgx.Row) (store.JobRun, error) {
 	var r store.JobRun
-	var sched, started, ended, steps int64
+	var sched, started, ended, steps, delivered int64
 	var payload string
 	err := row.Scan(&r.Job, &r.Run, &sched, &r.Trigger, &r.Session, &r.Status, &started, &ended, &steps,
-		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node)
+		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node, &r.Delivery, &delivered, &r.DeliveryError)
 	if err != nil {
 		return store.JobRun{}, err
 	}
 	r.Steps = int(steps)
 	r.ScheduledAt, r.StartedAt, r.EndedAt = store.RunTime(sched), store.RunTime(started), store.RunTime(ended)
+	r.DeliveredAt = store.RunTime(delivered)
 	if payload != "" {
 		r.Payload = []byte(payload)
 	}

@@ -41,21 +41,46 @@ CREATE TABLE agentd_job_runs (
 	PRIMARY KEY (job, run)
 );`
 
-// The open statuses as the queries' literals.
+// schemaJobDelivery (schema v12) records each run's delivery and the
+// webhook delivery it was taken for. delivery is unique per job where it
+// is set: of two nodes taking one delivery, one inserts, and the other's
+// insert does nothing (StartRun). delivered_at (unix nanoseconds) is 0
+// while a done or error run's delivery is pending: the partial index
+// agentd_job_runs_undelivered holds those runs alone, so a recovery
+// finds them without reading the history. The runs that ended before the
+// column existed count as delivered (what a crash lost then is lost).
+const schemaJobDelivery = `
+ALTER TABLE agentd_job_runs ADD COLUMN delivery TEXT NOT NULL DEFAULT '';
+ALTER TABLE agentd_job_runs ADD COLUMN delivered_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE agentd_job_runs ADD COLUMN delivery_error TEXT NOT NULL DEFAULT '';
+UPDATE agentd_job_runs SET delivered_at = ended_at WHERE ` + sqlUndelivered + `;
+CREATE UNIQUE INDEX agentd_job_runs_delivery ON agentd_job_runs (job, delivery) WHERE delivery <> '';
+CREATE INDEX agentd_job_runs_undelivered ON agentd_job_runs (job, run) WHERE ` + sqlUndelivered + `;`
+
+// The open statuses as the queries' literals; sqlUndelivered is
+// store.JobRun.Undelivered as the queries and the index say it.
 const (
-	sqlQueued  = "'" + store.RunQueued + "'"
-	sqlRunning = "'" + store.RunRunning + "'"
+	sqlQueued      = "'" + store.RunQueued + "'"
+	sqlRunning     = "'" + store.RunRunning + "'"
+	sqlUndelivered = "delivered_at = 0 AND status IN ('" + store.RunDone + "', '" + store.RunError + "')"
 )
 
 const (
-	runCols   = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node`
-	qRunIns   = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, '', ?, ?, ?) ON CONFLICT (job, run) DO NOTHING`
-	qRun      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run = ?`
-	qRuns     = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? ORDER BY run DESC LIMIT ?`
-	qRunsFrom = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run < ? ORDER BY run DESC LIMIT ?`
+	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node,
+	delivery, delivered_at, delivery_error`
+	// qRunIns does nothing on a conflict with the primary key (the
+	// fire is taken) or with the delivery's unique index (the delivery
+	// is).
+	qRunIns        = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, '', ?, ?, ?, ?, 0, '') ON CONFLICT DO NOTHING`
+	qRun           = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run = ?`
+	qRunOfDelivery = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND delivery = ? AND delivery <> ''`
+	qRuns          = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? ORDER BY run DESC LIMIT ?`
+	qRunsFrom      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run < ? ORDER BY run DESC LIMIT ?`
 	// qRunsOpen reads a job's open runs through its primary key's
 	// index: the job's rows, filtered.
 	qRunsOpen = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND status IN (` + sqlQueued + `, ` + sqlRunning + `) ORDER BY run`
+	// qRunsUndelivered reads agentd_job_runs_undelivered.
+	qRunsUndelivered = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND ` + sqlUndelivered + ` ORDER BY run LIMIT ?`
 	// qRunLast: ?2 is store.RunTriggerSet's ",cron,every," or '' for any.
 	qRunLast = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ?1
 		AND (?2 = '' OR instr(?2, ',' || trigger_kind || ',') > 0) ORDER BY run DESC LIMIT 1`
@@ -65,10 +90,18 @@ const (
 		steps = ?6, tokens_in = ?7, tokens_out = ?8, cost_usd = ?9, output = ?10, error = ?11
 	WHERE job = ?1 AND run = ?2 AND (status = ` + sqlQueued + ` OR (status = ` + sqlRunning + ` AND ?3 <> ` + sqlRunning + `))
 	RETURNING ` + runCols
-	// qRunPrune removes the ended runs older than the job's ?2+1-th
-	// newest (none if it has no more runs than that).
+	// qRunDeliver records an ended run's delivery once (a run that does
+	// not match is told apart by reading it).
+	qRunDeliver = `UPDATE agentd_job_runs SET delivered_at = ?3, delivery_error = ?4
+	WHERE job = ?1 AND run = ?2 AND delivered_at = 0 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
+	RETURNING ` + runCols
+	// qRunPrune removes the ended runs, their delivery not pending,
+	// older than the job's ?2+1-th newest (none if it has no more runs
+	// than that) or than the run id ?3 ('' for none), never the newest.
 	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = ?1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
-		AND run < (SELECT run FROM agentd_job_runs WHERE job = ?1 ORDER BY run DESC LIMIT 1 OFFSET ?2)`
+		AND NOT (` + sqlUndelivered + `)
+		AND run < (SELECT max(run) FROM agentd_job_runs WHERE job = ?1)
+		AND (run < (SELECT run FROM agentd_job_runs WHERE job = ?1 ORDER BY run DESC LIMIT 1 OFFSET ?2) OR run < ?3)`
 )
 
 // StartRun records a run taken, or returns the run its job has of that
@@ -107,13 +140,31 @@ func (s *Store) FinishRun(ctx context.Context, end store.JobRun) (store.JobRun, 
 	return out, err
 }
 
-// PruneRuns removes the ended runs of job older than its newest keep.
-func (s *Store) PruneRuns(ctx context.Context, job string, keep int) (int64, error) {
+// RecordDelivery records an ended run's delivery, once (see
+// store.JobRunStore).
+func (s *Store) RecordDelivery(ctx context.Context, job, run string, at time.Time, failure string) (store.JobRun, error) {
+	at, failure, err := store.DeliveryRecord(job, run, at, failure, time.Now())
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("sqlite: record delivery: %w: %v", ErrInvalid, err)
+	}
+	req := s.getRequest(ctx, opRunDeliver)
+	req.jobRun = store.JobRun{Job: job, Run: run, DeliveredAt: at, DeliveryError: failure}
+	if err := s.send(ctx, req); err != nil {
+		return store.JobRun{}, err
+	}
+	out, err := req.jobRun, req.err
+	s.putRequest(req)
+	return out, err
+}
+
+// PruneRuns removes the ended, delivered runs of job older than its
+// newest keep or scheduled before before (see store.JobRunStore).
+func (s *Store) PruneRuns(ctx context.Context, job string, keep int, before time.Time) (int64, error) {
 	if err := store.CheckPrune(job, keep); err != nil {
 		return 0, fmt.Errorf("sqlite: prune runs: %w: %v", ErrInvalid, err)
 	}
 	req := s.getRequest(ctx, opRunPrune)
-	req.jobRun, req.keep = store.JobRun{Job: job}, keep
+	req.jobRun, req.keep = store.JobRun{Job: job, ScheduledAt: before}, keep
 	if err := s.send(ctx, req); err != nil {
 		return 0, err
 	}
@@ -143,6 +194,32 @@ func (s *Store) OpenRuns(ctx context.Context, job string) ([]store.JobRun, error
 		return nil, fmt.Errorf("sqlite: open runs: %w: %v", ErrInvalid, err)
 	}
 	return s.runList(ctx, "open runs", qRunsOpen, job)
+}
+
+// UndeliveredRuns returns a job's done and error runs whose delivery is
+// pending, oldest first.
+func (s *Store) UndeliveredRuns(ctx context.Context, job string, limit int) ([]store.JobRun, error) {
+	n, err := store.RunLimit(limit)
+	if err == nil {
+		err = store.CheckExtensionKey("job", job)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: undelivered runs: %w: %v", ErrInvalid, err)
+	}
+	return s.runList(ctx, "undelivered runs", qRunsUndelivered, job, n)
+}
+
+// DeliveryRun returns the run job took for a webhook delivery, or
+// store.ErrNotFound.
+func (s *Store) DeliveryRun(ctx context.Context, job, delivery string) (store.JobRun, error) {
+	err := store.CheckExtensionKey("job", job)
+	if err == nil {
+		err = store.CheckDelivery(delivery)
+	}
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("sqlite: delivery run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "run of delivery "+job+"/"+delivery, qRunOfDelivery, job, delivery)
 }
 
 // runList returns the runs query q with args reads (what names it in
@@ -201,7 +278,7 @@ func (s *Store) oneRun(ctx context.Context, what, q string, args ...any) (store.
 func (w *writer) applyRunStart(r *request) error {
 	j := &r.jobRun
 	res, err := w.runIns.Exec(j.Job, j.Run, j.ScheduledAt.UnixNano(), j.Trigger, j.Session, j.Status,
-		j.StartedAt.UnixNano(), store.RunNanos(j.EndedAt), j.Error, string(j.Payload), j.Node)
+		j.StartedAt.UnixNano(), store.RunNanos(j.EndedAt), j.Error, string(j.Payload), j.Node, j.Delivery)
 	if err != nil {
 		return fmt.Errorf("sqlite: start run %s/%s: %w", j.Job, j.Run, err)
 	}
@@ -214,6 +291,9 @@ func (w *writer) applyRunStart(r *request) error {
 		return nil
 	}
 	got, err := scanJobRun(w.runGet.QueryRow(j.Job, j.Run))
+	if errors.Is(err, sql.ErrNoRows) && j.Delivery != "" {
+		got, err = scanJobRun(w.runOfDelivery.QueryRow(j.Job, j.Delivery))
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: start run %s/%s: the run taken before: %w", j.Job, j.Run, err)
 	}
@@ -243,8 +323,29 @@ func (w *writer) applyRunFinish(r *request) error {
 	return nil
 }
 
+func (w *writer) applyRunDeliver(r *request) error {
+	d := &r.jobRun
+	got, err := scanJobRun(w.runDeliver.QueryRow(d.Job, d.Run, d.DeliveredAt.UnixNano(), d.DeliveryError))
+	if errors.Is(err, sql.ErrNoRows) {
+		now, gerr := scanJobRun(w.runGet.QueryRow(d.Job, d.Run))
+		switch {
+		case errors.Is(gerr, sql.ErrNoRows):
+			err = store.ErrNotFound
+		case gerr != nil:
+			err = gerr
+		default:
+			err = store.DeliveryConflict(now)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: record delivery of %s/%s: %w", d.Job, d.Run, err)
+	}
+	*d = got
+	return nil
+}
+
 func (w *writer) applyRunPrune(r *request) error {
-	res, err := w.runPrune.Exec(r.jobRun.Job, r.keep-1)
+	res, err := w.runPrune.Exec(r.jobRun.Job, r.keep-1, store.PruneBefore(r.jobRun.ScheduledAt))
 	if err == nil {
 		r.pruned, err = res.RowsAffected()
 	}
@@ -256,14 +357,15 @@ func (w *writer) applyRunPrune(r *request) error {
 
 func scanJobRun(row scanner) (store.JobRun, error) {
 	var r store.JobRun
-	var sched, started, ended int64
+	var sched, started, ended, delivered int64
 	var payload string
 	err := row.Scan(&r.Job, &r.Run, &sched, &r.Trigger, &r.Session, &r.Status, &started, &ended, &r.Steps,
-		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node)
+		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node, &r.Delivery, &delivered, &r.DeliveryError)
 	if err != nil {
 		return store.JobRun{}, err
 	}
 	r.ScheduledAt, r.StartedAt, r.EndedAt = store.RunTime(sched), store.RunTime(started), store.RunTime(ended)
+	r.DeliveredAt = store.RunTime(delivered)
 	if payload != "" {
 		r.Payload = []byte(payload)
 	}

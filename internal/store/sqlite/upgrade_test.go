@@ -198,3 +198,61 @@ func TestUpgradeAddsJobRuns(t *testing.T) {
 		t.Errorf("LastRun after the upgrade = %+v, %v", last, err)
 	}
 }
+
+// A database written before runs recorded their deliveries is upgraded on
+// open: the runs that had ended count as delivered (none is delivered
+// again), an open run's delivery is pending once it ends, and a webhook
+// delivery is taken once from then on.
+func TestUpgradeRecordsDeliveries(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, migrations()[:11], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	for i, st := range []string{store.RunDone, store.RunError, store.RunRunning} {
+		ended := 5
+		if st == store.RunRunning {
+			ended = 0
+		}
+		if _, err := conn.ExecContext(ctx, `INSERT INTO agentd_job_runs (job, run, scheduled_at, trigger_kind, status, started_at, ended_at)
+			VALUES ('digest', ?, 1, 'cron', ?, 1, ?)`, store.RunID(at.Add(time.Duration(i)*time.Minute), ""), st, ended); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	db.Close()
+
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if pending, err := s.UndeliveredRuns(ctx, "digest", 0); err != nil || len(pending) != 0 {
+		t.Errorf("undelivered runs after the upgrade: %+v, %v; want none", pending, err)
+	}
+	open := store.RunID(at.Add(2*time.Minute), "")
+	if _, err := s.FinishRun(ctx, store.JobRun{Job: "digest", Run: open, Status: store.RunDone}); err != nil {
+		t.Fatal(err)
+	}
+	if pending, err := s.UndeliveredRuns(ctx, "digest", 0); err != nil || len(pending) != 1 || pending[0].Run != open {
+		t.Errorf("undelivered runs once the open run ended: %+v, %v; want it", pending, err)
+	}
+	hook := store.JobRun{Job: "digest", Run: store.RunID(at, "hook-1"), ScheduledAt: at, Trigger: store.TriggerWebhook,
+		Status: store.RunRunning, Delivery: "d-1"}
+	if _, created, err := s.StartRun(ctx, hook); err != nil || !created {
+		t.Fatalf("StartRun of a delivery after the upgrade = created %v, %v", created, err)
+	}
+	hook.Run = store.RunID(at, "hook-2")
+	if _, created, err := s.StartRun(ctx, hook); err != nil || created {
+		t.Errorf("StartRun of the delivery again = created %v, %v; want the run taken before", created, err)
+	}
+}

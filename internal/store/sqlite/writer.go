@@ -33,6 +33,7 @@ const (
 	opRunStart
 	opRunFinish
 	opRunPrune
+	opRunDeliver
 )
 
 func (o op) String() string {
@@ -63,6 +64,8 @@ func (o op) String() string {
 		return "finish run"
 	case opRunPrune:
 		return "prune runs"
+	case opRunDeliver:
+		return "record delivery"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -97,8 +100,9 @@ type request struct {
 	ext       store.Extension
 	extOp     string
 	ifVersion int64
-	// opRunStart and opRunFinish (also their result), opRunPrune (Job,
-	// with keep)
+	// opRunStart, opRunFinish and opRunDeliver (Job, Run, DeliveredAt,
+	// DeliveryError) (also their result), opRunPrune (Job, ScheduledAt
+	// the before, with keep)
 	jobRun store.JobRun
 	keep   int
 
@@ -219,6 +223,7 @@ type writer struct {
 	extHeadQ, extUpsert, extDelete    *sql.Stmt
 	extHistIns, runIns, runGet        *sql.Stmt
 	runFinish, runPrune               *sql.Stmt
+	runOfDelivery, runDeliver         *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
 
 	// tails: the last sequence number of sessions written to (tails.go).
@@ -302,6 +307,8 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.runGet, qRun},
 		{&w.runFinish, qRunFinish},
 		{&w.runPrune, qRunPrune},
+		{&w.runOfDelivery, qRunOfDelivery},
+		{&w.runDeliver, qRunDeliver},
 		{&w.syncNormal, "PRAGMA synchronous = NORMAL"},
 		{&w.syncFull, "PRAGMA synchronous = FULL"},
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -659,6 +666,8 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyRunFinish(r)
 	case opRunPrune:
 		return w.applyRunPrune(r)
+	case opRunDeliver:
+		return w.applyRunDeliver(r)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }

@@ -316,13 +316,11 @@ func testJobRunPrune(t *testing.T, x *suite) {
 	for i := range 6 {
 		r := mustStartRun(t, s, fire("j", i, store.TriggerEvery))
 		if i != 1 { // the run at 1 is still running
-			if _, err := s.FinishRun(ctx, store.JobRun{Job: "j", Run: r.Run, Status: store.RunDone}); err != nil {
-				t.Fatal(err)
-			}
+			endDelivered(t, s, r)
 		}
 		mustStartRun(t, s, fire("k", i, store.TriggerEvery))
 	}
-	n, err := s.PruneRuns(ctx, "j", 2)
+	n, err := s.PruneRuns(ctx, "j", 2, time.Time{})
 	if err != nil || n != 3 {
 		t.Fatalf("PruneRuns(j, 2) = %d, %v; want 3 removed", n, err)
 	}
@@ -338,7 +336,7 @@ func testJobRunPrune(t *testing.T, x *suite) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("the runs kept (-want +got):\n%s", d)
 	}
-	if n, err := s.PruneRuns(ctx, "j", 10); err != nil || n != 0 {
+	if n, err := s.PruneRuns(ctx, "j", 10, time.Time{}); err != nil || n != 0 {
 		t.Errorf("PruneRuns(j, 10) = %d, %v; want nothing removed", n, err)
 	}
 	if k, err := s.JobRuns(ctx, "k", "", 0); err != nil || len(k) != 6 {
@@ -449,7 +447,7 @@ func testJobRunInvalid(t *testing.T, x *suite) {
 		t.Errorf("JobRun of no job = %v, want ErrInvalid", err)
 	}
 	for _, keep := range []int{0, -1} {
-		if _, err := s.PruneRuns(ctx, "j", keep); !errors.Is(err, store.ErrInvalid) {
+		if _, err := s.PruneRuns(ctx, "j", keep, time.Time{}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("PruneRuns(j, %d) = %v, want ErrInvalid", keep, err)
 		}
 	}
@@ -467,7 +465,10 @@ func testJobRunClosed(t *testing.T, x *suite) {
 	_, errs["JobRuns"] = s.JobRuns(ctx, "j", "", 0)
 	_, errs["JobRun"] = s.JobRun(ctx, "j", r.Run)
 	_, errs["LastRun"] = s.LastRun(ctx, "j")
-	_, errs["PruneRuns"] = s.PruneRuns(ctx, "j", 1)
+	_, errs["PruneRuns"] = s.PruneRuns(ctx, "j", 1, time.Time{})
+	_, errs["RecordDelivery"] = s.RecordDelivery(ctx, "j", r.Run, time.Time{}, "")
+	_, errs["UndeliveredRuns"] = s.UndeliveredRuns(ctx, "j", 0)
+	_, errs["DeliveryRun"] = s.DeliveryRun(ctx, "j", "d1")
 	for m, err := range errs {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", m, err)

@@ -133,6 +133,9 @@ func tests() []struct {
 		{"JobRunCaps", testJobRunCaps},
 		{"JobRunInvalid", testJobRunInvalid},
 		{"JobRunClosed", testJobRunClosed},
+		{"JobRunDelivery", testJobRunDelivery},
+		{"JobRunDeliveryUnique", testJobRunDeliveryUnique},
+		{"JobRunPruneAge", testJobRunPruneAge},
 	}
 }
 
