@@ -20,8 +20,8 @@ import (
 // delivery's record can cause.
 const DeliveryHeader = "X-Agentd-Delivery"
 
-// settle delivers a run's output, or its failure alert, where its job
-// says (deliver), trying up to r.tries times with a doubling backoff,
+// settle delivers a run's output where its job says (deliver), or the
+// failure alert of a run that failed or was skipped (on_failure), trying up to r.tries times with a doubling backoff,
 // then records the delivery on the run (RecordDelivery): made, or given
 // up with its error, which res then says too. A run with nothing to
 // deliver is recorded at once, so that it is not found undelivered
@@ -29,7 +29,7 @@ const DeliveryHeader = "X-Agentd-Delivery"
 // undelivered in the store and Recover delivers it.
 func (r *Runner) settle(ctx context.Context, s *Spec, res *Result) {
 	d := s.Deliver
-	if res.Failed() {
+	if res.Failed() || res.Status == store.RunSkipped {
 		d = s.OnFailure
 	}
 	if res.Quiet {
@@ -82,8 +82,11 @@ func (r *Runner) deliver(ctx context.Context, name string, d *Delivery, res *Res
 		return nil
 	case d.Session != "":
 		text := res.Output
-		if res.Failed() {
+		switch {
+		case res.Failed():
 			text = fmt.Sprintf("job %s run %s failed: %s", name, res.Run, res.Error)
+		case res.Status == store.RunSkipped:
+			text = fmt.Sprintf("job %s run %s was skipped: %s", name, res.Run, res.Error)
 		}
 		if text == "" {
 			text = fmt.Sprintf("job %s run %s ended with no output", name, res.Run)

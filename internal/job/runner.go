@@ -243,7 +243,7 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Delivered is when its output (or failure alert) was delivered, or
 	// given up with DeliveryError saying why; zero while its delivery is
-	// pending (or it has none: open, skipped, cancelled).
+	// pending (or it has none: open, cancelled).
 	Delivered     time.Time `json:"delivered_at,omitzero"`
 	DeliveryError string    `json:"delivery_error,omitempty"`
 	// Quiet: a heartbeat's run whose answer was HeartbeatOK, delivered
@@ -383,10 +383,33 @@ func (r *Runner) start(ctx context.Context, name string, fire Fire) (*run, error
 	r.wg.Add(1)
 	r.mu.Unlock()
 	ru, err := r.take(ctx, name, s, fire)
-	if err != nil || ru.res.Status == store.RunSkipped {
+	switch {
+	case err != nil:
 		r.wg.Done()
+	case ru.res.Status == store.RunSkipped:
+		r.alertSkipped(ru)
 	}
 	return ru, err
+}
+
+// alertSkipped sends a skipped run's failure alert (on_failure) and
+// records it, in a goroutine the Runner owns (counted in r.wg by start).
+// A crash before the record leaves it pending, for Recover.
+func (r *Runner) alertSkipped(ru *run) {
+	key := ru.name + "/" + ru.res.Run
+	r.mu.Lock()
+	r.inFlight[key] = true
+	r.mu.Unlock()
+	go func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.inFlight, key)
+			r.mu.Unlock()
+			r.wg.Done()
+		}()
+		res := ru.res
+		r.settle(r.ctx, ru.spec, &res)
+	}()
 }
 
 // take decides and records a run (see start).

@@ -3,11 +3,13 @@ package job_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/event"
 	"agentd/internal/job"
 	"agentd/internal/store"
 	"agentd/internal/testkit"
@@ -105,6 +107,9 @@ func TestOpenRunBehindManyRuns(t *testing.T) {
 			Trigger: store.TriggerEvery, Session: "assistant/x", Status: store.RunSkipped, Error: "busy"}); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := e.k.Store.RecordDelivery(ctx, "s", store.RunID(at, ""), time.Time{}, ""); err != nil { // its alert, none
+			t.Fatal(err)
+		}
 	}
 	res, err := e.r.Run(ctx, "s", job.Fire{}, false)
 	if !errors.Is(err, job.ErrRunning) || res.Status != store.RunSkipped {
@@ -135,5 +140,49 @@ func TestScheduledFireOnce(t *testing.T) {
 	}
 	if n := e.m.Calls(); n != 1 {
 		t.Fatalf("%d model requests, want 1", n)
+	}
+}
+
+// TestSkippedRunAlerts: a fire a skip job skips (its run before is still
+// running) is a failure the job's on_failure hears of, once, and the
+// skipped run records its alert delivered.
+func TestSkippedRunAlerts(t *testing.T) {
+	e := newEnv(t, nil)
+	e.put(t, "s", `{"agent":"assistant","prompt":"s","on_failure":{"session":"assistant/alerts"}}`)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	if _, _, err := e.k.Store.StartRun(ctx, store.JobRun{Job: "s", Run: store.RunID(at, ""), ScheduledAt: at,
+		Trigger: store.TriggerCron, Session: "assistant/x", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.r.Run(ctx, "s", job.Fire{}, false)
+	if !errors.Is(err, job.ErrRunning) || res.Status != store.RunSkipped {
+		t.Fatalf("skip job: %+v %v", res, err)
+	}
+	var jr store.JobRun
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if jr, err = e.k.Store.JobRun(ctx, "s", res.Run); err != nil {
+			t.Fatal(err)
+		}
+		if !jr.DeliveredAt.IsZero() || time.Now().After(deadline) {
+			break
+		}
+	}
+	if jr.DeliveredAt.IsZero() || jr.DeliveryError != "" {
+		t.Fatalf("the skipped run's alert: %+v", jr)
+	}
+	_, evs, err := e.k.Runtime.Events(ctx, "assistant/alerts", 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts []string
+	for _, ev := range evs {
+		var d event.InputData
+		if ev.Kind == event.SystemMessage && ev.Decode(&d) == nil {
+			alerts = append(alerts, d.Text)
+		}
+	}
+	if len(alerts) != 1 || !strings.Contains(alerts[0], "job s run "+res.Run+" was skipped: run "+store.RunID(at, "")+" was still running") {
+		t.Errorf("the alerts in assistant/alerts: %q", alerts)
 	}
 }

@@ -117,10 +117,16 @@ type JobRun struct {
 	DeliveryError string
 }
 
-// Undelivered reports whether r ended with a delivery to make (done or
-// error) that is not recorded yet.
+// DeliveryStatuses returns the statuses of the runs that have a delivery
+// to make once they are recorded: done (its output) and error and
+// skipped (its failure alert). The stores' undelivered queries list the
+// same; the contract suite holds them to it.
+func DeliveryStatuses() []string { return []string{RunDone, RunError, RunSkipped} }
+
+// Undelivered reports whether r has a delivery to make (DeliveryStatuses)
+// that is not recorded yet.
 func (r *JobRun) Undelivered() bool {
-	return (r.Status == RunDone || r.Status == RunError) && r.DeliveredAt.IsZero()
+	return slices.Contains(DeliveryStatuses(), r.Status) && r.DeliveredAt.IsZero()
 }
 
 // JobRunStore keeps the runs of jobs. Both stores implement it; taking a

@@ -47,7 +47,7 @@ CREATE TABLE agentd_job_runs (
 // webhook delivery it was taken for, as in SQLite: delivery is unique per
 // job where it is set, so that of nodes racing to take one delivery one
 // inserts and the others' inserts do nothing (StartRun); delivered_at is
-// 0 while a done or error run's delivery is pending, and the partial
+// 0 while a done, error or skipped run's delivery is pending, and the partial
 // index agentd_job_runs_undelivered holds those runs alone. The runs that
 // ended before the column existed count as delivered.
 const schemaJobDelivery = `
@@ -64,7 +64,7 @@ CREATE INDEX agentd_job_runs_undelivered ON agentd_job_runs (job, run) WHERE ` +
 const (
 	sqlQueued      = "'" + store.RunQueued + "'"
 	sqlRunning     = "'" + store.RunRunning + "'"
-	sqlUndelivered = "delivered_at = 0 AND status IN ('" + store.RunDone + "', '" + store.RunError + "')"
+	sqlUndelivered = "delivered_at = 0 AND status IN ('" + store.RunDone + "', '" + store.RunError + "', '" + store.RunSkipped + "')"
 )
 
 const (

@@ -45,7 +45,7 @@ CREATE TABLE agentd_job_runs (
 // webhook delivery it was taken for. delivery is unique per job where it
 // is set: of two nodes taking one delivery, one inserts, and the other's
 // insert does nothing (StartRun). delivered_at (unix nanoseconds) is 0
-// while a done or error run's delivery is pending: the partial index
+// while a done, error or skipped run's delivery is pending: the partial index
 // agentd_job_runs_undelivered holds those runs alone, so a recovery
 // finds them without reading the history. The runs that ended before the
 // column existed count as delivered (what a crash lost then is lost).
@@ -62,7 +62,7 @@ CREATE INDEX agentd_job_runs_undelivered ON agentd_job_runs (job, run) WHERE ` +
 const (
 	sqlQueued      = "'" + store.RunQueued + "'"
 	sqlRunning     = "'" + store.RunRunning + "'"
-	sqlUndelivered = "delivered_at = 0 AND status IN ('" + store.RunDone + "', '" + store.RunError + "')"
+	sqlUndelivered = "delivered_at = 0 AND status IN ('" + store.RunDone + "', '" + store.RunError + "', '" + store.RunSkipped + "')"
 )
 
 const (
