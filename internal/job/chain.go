@@ -16,6 +16,7 @@ package job
 // or resumed does not follow the runs that ended before).
 
 import (
+	"agentd/internal/extension"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -244,4 +245,28 @@ func (r *Runner) warnOrphans(name string) {
 		slices.Sort(orphans)
 		r.log.Warn("job removed or paused: the jobs chained after it do not fire until it is back", "job", name, "chained", orphans)
 	}
+}
+
+// actors is the job type's Actor: the agents a job makes act or writes
+// to (extension.AgentOf) and the agent of every job it is chained after,
+// whose output it reads — so an agent chains a job of its own only after
+// its own jobs, unless it may change any row. A parent that is not active
+// here has no agent to name and is refused the same way.
+func (r *Runner) actors(spec json.RawMessage) []string {
+	out := extension.AgentOf(spec)
+	s, err := Decode(spec)
+	if err != nil {
+		return out
+	}
+	for _, t := range s.Triggers {
+		if t.Chain == nil {
+			continue
+		}
+		if p, ok := r.Job(t.Chain.After); ok {
+			out = append(out, p.Agent)
+		} else {
+			out = append(out, "(the agent of job "+t.Chain.After+", not active)")
+		}
+	}
+	return out
 }

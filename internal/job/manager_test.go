@@ -8,9 +8,12 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/google/go-cmp/cmp"
+
 	"agentd/internal/command"
 	"agentd/internal/extension"
 	"agentd/internal/job"
+	"agentd/internal/store"
 	"agentd/internal/testkit"
 )
 
@@ -59,6 +62,29 @@ func TestWatchNeedsTheMachineRight(t *testing.T) {
 	} {
 		if machine == nil || machine(json.RawMessage(spec)) != want {
 			t.Errorf("%s: machine %v", spec, !want)
+		}
+	}
+}
+
+// TestChainReadsItsParentsAgent: a chained job reads its parent's output,
+// so its Actor names the parent's agent (an agent chains only after its
+// own jobs, unless it may change any row); a parent that is not active
+// names no agent an agent could be.
+func TestChainReadsItsParentsAgent(t *testing.T) {
+	agents := testkit.Agents{"assistant": testkit.Agent("assistant"), "ops": testkit.Agent("ops")}
+	r := job.New(nil, nil, agents, nil)
+	defer r.Close()
+	if err := r.Activate(context.Background(), &store.Extension{Type: "job", Name: "payroll", Spec: json.RawMessage(`{"agent":"ops","prompt":"p"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	actor := r.Type().Actor
+	for spec, want := range map[string][]string{
+		`{"agent":"assistant","prompt":"p","triggers":[{"chain":{"after":"payroll"}}]}`: {"assistant", "ops"},
+		`{"agent":"assistant","prompt":"p","triggers":[{"chain":{"after":"later"}}]}`:   {"assistant", "(the agent of job later, not active)"},
+		`{"agent":"assistant","prompt":"p","triggers":[{"every":"1m"}]}`:                {"assistant"},
+	} {
+		if d := cmp.Diff(want, actor(json.RawMessage(spec))); d != "" {
+			t.Errorf("%s (-want +got):\n%s", spec, d)
 		}
 	}
 }

@@ -115,6 +115,11 @@ func TestOpenRunBehindManyRuns(t *testing.T) {
 	if !errors.Is(err, job.ErrRunning) || res.Status != store.RunSkipped {
 		t.Fatalf("a fire with a run open: %+v %v; want it skipped", res, err)
 	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) { // its alert recorded
+		if jr, err := e.k.Store.JobRun(ctx, "s", res.Run); err != nil || !jr.DeliveredAt.IsZero() || time.Now().After(deadline) {
+			break
+		}
+	}
 	if n, err := e.r.Recover(ctx, "s"); err != nil || n != 1 {
 		t.Fatalf("Recover = %d, %v; want the open run resumed", n, err)
 	}
