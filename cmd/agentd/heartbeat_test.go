@@ -115,3 +115,23 @@ func (r *recorder) requestOf(t *testing.T, text string) string {
 	t.Fatalf("no model request of the turn %q", text)
 	return ""
 }
+
+// In the web console (headless Chromium), the main chat of an agent
+// whose heartbeats have nothing to do shows none of them, live or
+// reloaded, and a heartbeat with something to say shows as a message
+// (test/console/heartbeat.spec.mjs).
+func TestConsoleHeartbeats(t *testing.T) {
+	chromium, node := consoleDeps(t)
+	addr := fake(t, "match ^Conversation to name\nsay Main\nmatch all quiet\nsay HEARTBEAT_OK\nmatch check the disk\nsay the disk is full\nmatch .\nsay got: {{last_user}}\n")
+	hb := func(agent, prompt string) string {
+		return "type: job\nname: " + agent + "-hb\nspec:\n  agent: " + agent + "\n" +
+			"  triggers: [{heartbeat: {every: 1s, prompt: \"" + prompt + "\"}}]\n"
+	}
+	d, token := serveConsole(t, dataDir(t, nil), map[string]string{
+		"agents/assistant.yaml":            "name: Assistant\n" + strings.TrimPrefix(openaiAgent(addr, ""), "name: Tester\n"),
+		"agents/loud.yaml":                 "name: Loud\n" + strings.TrimPrefix(openaiAgent(addr, ""), "name: Tester\n"),
+		"extensions/job/assistant-hb.yaml": hb("assistant", "all quiet?"),
+		"extensions/job/loud-hb.yaml":      hb("loud", "check the disk"),
+	})
+	runSpec(t, d, token, chromium, node, "heartbeat.spec.mjs")
+}
