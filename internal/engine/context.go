@@ -178,8 +178,8 @@ func (b *builder) endBeat(e *event.Event) bool {
 	return true
 }
 
-// stranger reports whether e, an event of the heartbeat's turn under
-// way or not, adds another turn's message to the conversation.
+// stranger reports whether e adds to the conversation a message of
+// another turn than the heartbeat's under way.
 func (b *builder) stranger(e *event.Event) bool {
 	switch e.Kind {
 	case event.Input, event.SystemMessage, event.Text, event.ToolCall, event.ToolResult, event.Summary:
