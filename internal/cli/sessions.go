@@ -80,6 +80,7 @@ func (e *env) logCmd() *cobra.Command {
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := sessionArg(args[0])
 			enc, out := json.NewEncoder(e.stdout), shown(e.stdout)
+			var marks heartbeatMarks
 			for {
 				wait := time.Duration(0)
 				if follow {
@@ -96,7 +97,7 @@ func (e *env) logCmd() *cobra.Command {
 					if asJSON {
 						enc.Encode(ev)
 					} else {
-						fmt.Fprintln(out, FormatEvent(ev))
+						fmt.Fprintln(out, FormatEvent(ev)+marks.of(ev))
 					}
 				}
 				after = page.Next
@@ -110,6 +111,30 @@ func (e *env) logCmd() *cobra.Command {
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
 	cmd.Flags().Int64Var(&after, "after", 0, "start after this sequence number")
 	return cmd
+}
+
+// heartbeatMarks follows a log as it is printed, to mark the end of a
+// heartbeat's turn that had nothing to do: the log shows every turn,
+// and says which ones the model's context and the console's chat leave
+// out. A turn's events are contiguous, so the last heartbeat's turn is
+// all it keeps.
+type heartbeatMarks struct{ beat int64 }
+
+// of returns the mark of ev, "" if none.
+func (m *heartbeatMarks) of(ev event.Event) string {
+	switch ev.Kind {
+	case event.Input:
+		var d event.InputData
+		if ev.Decode(&d) == nil && d.Heartbeat() {
+			m.beat = ev.Turn
+		}
+	case event.TurnEnd:
+		var d event.TurnEndData
+		if m.beat != 0 && ev.Turn == m.beat && ev.Decode(&d) == nil && d.NothingToDo() {
+			return " (heartbeat: nothing to do; left out of the context and the chat)"
+		}
+	}
+	return ""
 }
 
 // FormatEvent renders one event on one line for a person.
@@ -126,6 +151,9 @@ func FormatEvent(ev event.Event) string {
 		}
 		if d.Silent {
 			body += " (silent)"
+		}
+		if d.Heartbeat() {
+			body += " (heartbeat)"
 		}
 	case event.Text, event.Thought:
 		var d event.TextData

@@ -17,7 +17,8 @@ import (
 // turn was cancelled, or agentd stopped) gets a synthetic result saying so,
 // and a message logged between a call and its result is moved after the
 // results. Events that are not part of the conversation (model calls,
-// thoughts, errors, markers) are skipped.
+// thoughts, errors, markers) are skipped, and so is a heartbeat's turn
+// that ended with nothing to do (see "Quiet heartbeats").
 func Messages(evs []event.Event) []model.Message {
 	var c Conversation
 	c.Add(evs...)
@@ -30,7 +31,6 @@ func Messages(evs []event.Event) []model.Message {
 // It is not safe for concurrent use.
 type Conversation struct {
 	b    builder
-	size int
 	toks []int // token estimates of b.msgs[:len(toks)]; the last may be stale
 }
 
@@ -62,7 +62,7 @@ type Mark struct {
 func (c *Conversation) Marks() []Mark { return c.b.marks[:len(c.b.marks):len(c.b.marks)] }
 
 // Size is roughly how many bytes the conversation holds.
-func (c *Conversation) Size() int { return c.size }
+func (c *Conversation) Size() int { return c.b.size }
 
 // Add folds logged events into the conversation.
 func (c *Conversation) Add(evs ...event.Event) {
@@ -71,14 +71,17 @@ func (c *Conversation) Add(evs ...event.Event) {
 	}
 	for i := range evs {
 		c.b.add(&evs[i])
-		c.size += len(evs[i].Data) + 64
+	}
+	// A quiet heartbeat left out takes its messages' estimates with it.
+	if len(c.toks) > len(c.b.msgs) {
+		c.toks = c.toks[:len(c.b.msgs)]
 	}
 }
 
 // Seed starts the conversation from messages derived earlier, with their
 // turn boundaries (nil if unknown).
 func (c *Conversation) Seed(msgs []model.Message, marks []Mark) {
-	c.b = builder{msgs: append([]model.Message(nil), msgs...), group: -1, marks: append([]Mark(nil), marks...)}
+	c.b = builder{msgs: append([]model.Message(nil), msgs...), group: -1, marks: append([]Mark(nil), marks...), size: c.b.size}
 	c.toks = nil
 }
 
@@ -118,14 +121,89 @@ type builder struct {
 	hasStep  bool
 	marks    []Mark
 	skills   loadedSkills
+	size     int        // roughly the bytes of the events added
+	beat     *heartbeat // the heartbeat turn under way, nil if none
 }
 
+// Quiet heartbeats.
+//
+// A heartbeat (a job's periodic turn in an agent's main session, its input
+// marked event.SourceHeartbeat) that ends done with the answer
+// event.HeartbeatOK had nothing to say: its whole turn — the prompt, any
+// tool calls and results, the answer — is left out of the conversation
+// when its turn_end is added, so that every later turn's context, and the
+// part compaction summarizes, holds no such no-op, and the model is not
+// taught to answer HEARTBEAT_OK by seeing it every half hour. The log keeps
+// the turn (the log is append-only); the turn under way, quiet or not,
+// is in its own context. A heartbeat that answered anything else stays,
+// as does a person's message that says HEARTBEAT_OK (not a heartbeat's
+// input). Should another turn's message be logged inside a heartbeat's
+// turn, the turn stays too: leaving it out would take that message along.
+
+// heartbeat is where a heartbeat's turn began in the conversation.
+type heartbeat struct {
+	turn   int64
+	n      int      // len(msgs) before its input
+	size   int      // the builder's size before its input
+	marks  int      // len(marks) before it
+	skills []string // the skills loaded before it (loadedSkills.list)
+}
+
+// startBeat notes a heartbeat's input, about to be added.
+func (b *builder) startBeat(e *event.Event) {
+	b.beat = nil
+	if len(b.open) > 0 {
+		return // a group still open defers the input: no clean start
+	}
+	b.beat = &heartbeat{turn: e.Turn, n: len(b.msgs), size: b.size - eventSize(e), marks: len(b.marks), skills: b.skills.list()}
+}
+
+// endBeat leaves out the heartbeat turn that e, its turn_end, ends if it
+// had nothing to do; it reports whether it did.
+func (b *builder) endBeat(e *event.Event) bool {
+	hb := b.beat
+	b.beat = nil
+	var d event.TurnEndData
+	if hb.turn != e.Turn || e.Decode(&d) != nil || !d.NothingToDo() {
+		return false
+	}
+	b.closeGroup()
+	b.hasStep = false
+	// Capped: the next message is appended to a copy, never over a
+	// message a caller of Messages holds.
+	b.msgs = b.msgs[:hb.n:hb.n]
+	b.marks = b.marks[:hb.marks:hb.marks]
+	b.skills.names = hb.skills
+	b.size = hb.size
+	return true
+}
+
+// stranger reports whether e adds to the conversation a message of
+// another turn than the heartbeat's under way.
+func (b *builder) stranger(e *event.Event) bool {
+	switch e.Kind {
+	case event.Input, event.SystemMessage, event.Text, event.ToolCall, event.ToolResult, event.Summary:
+		return e.Turn != b.beat.turn
+	}
+	return false
+}
+
+// eventSize is roughly the bytes an event takes in a conversation.
+func eventSize(e *event.Event) int { return len(e.Data) + 64 }
+
 func (b *builder) add(e *event.Event) {
+	b.size += eventSize(e)
+	if b.beat != nil && b.stranger(e) {
+		b.beat = nil
+	}
 	switch e.Kind {
 	case event.Input, event.SystemMessage:
 		var d event.InputData
 		if e.Decode(&d) != nil {
 			return
+		}
+		if e.Kind == event.Input && d.Heartbeat() {
+			b.startBeat(e)
 		}
 		b.other(InputMessage(e.Kind, &d))
 	case event.Text:
@@ -167,6 +245,9 @@ func (b *builder) add(e *event.Event) {
 			b.closeGroup()
 		}
 	case event.TurnEnd:
+		if b.beat != nil && b.endBeat(e) {
+			return
+		}
 		b.closeGroup()
 		b.hasStep = false
 		if len(b.marks) == 0 || b.marks[len(b.marks)-1].N < len(b.msgs) {

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -82,13 +83,32 @@ func New(session, turn int64, kind Kind, payload any) Event {
 // InputData is the payload of Input and SystemMessage events.
 type InputData struct {
 	Text           string `json:"text"`
-	Source         string `json:"source,omitempty"`          // cli, api, agent:<id>, ...
+	Source         string `json:"source,omitempty"`          // cli, api, agent:<id>, job, heartbeat (SourceHeartbeat), ...
 	Origin         string `json:"origin,omitempty"`          // for system messages: who sent it
 	IdempotencyKey string `json:"idempotency_key,omitempty"` // as given by the sender
 	Silent         bool   `json:"silent,omitempty"`
 	// Images are the message's attached images, checked when the input
 	// was accepted (model.CheckImages).
 	Images []ImageRef `json:"images,omitempty"`
+}
+
+// SourceHeartbeat is the Source of a heartbeat's input: the periodic turn
+// a job's heartbeat trigger starts in an agent's main session.
+const SourceHeartbeat = "heartbeat"
+
+// HeartbeatOK is an agent's whole answer to a heartbeat when nothing needs
+// attention.
+const HeartbeatOK = "HEARTBEAT_OK"
+
+// Heartbeat reports whether the input is a heartbeat's.
+func (d *InputData) Heartbeat() bool { return d.Source == SourceHeartbeat }
+
+// NothingToDo reports whether a turn ended done with a reply of exactly
+// HeartbeatOK (white space around it aside): of a heartbeat's turn, that
+// nothing needed attention. Such a turn is left out of the model's context
+// and of the console's chat; the log keeps it.
+func (d *TurnEndData) NothingToDo() bool {
+	return d.Status == StatusDone && strings.TrimSpace(d.Reply) == HeartbeatOK
 }
 
 // ImageRef is an image as the log stores it: whole, so that the context

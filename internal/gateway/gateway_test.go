@@ -361,6 +361,16 @@ func TestMessageBodyWithTrailingData(t *testing.T) {
 	checkError(t, e, "POST", "/v1/sessions/a/k/messages", `{"text":"x"} trailing`, 400, "bad_request")
 }
 
+// Only agentd's heartbeats start a heartbeat's turn, which the chat hides:
+// a client's message may not take its source.
+func TestMessageSourceHeartbeatRefused(t *testing.T) {
+	e := newEnv(t, setup{})
+	checkError(t, e, "POST", "/v1/sessions/a/main/messages", `{"text":"x","source":"heartbeat"}`, 400, "bad_request")
+	if _, err := e.st.SessionByAddress(t.Context(), "a", "main"); err == nil {
+		t.Error("a refused message made its session")
+	}
+}
+
 func TestShuttingDown(t *testing.T) {
 	e := newEnv(t, setup{})
 	if err := e.rt.Close(context.Background()); err != nil {

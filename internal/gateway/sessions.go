@@ -193,6 +193,12 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	if src == "" {
 		src = "api"
 	}
+	if src == event.SourceHeartbeat {
+		// A heartbeat's turn is hidden from the chat and, quiet, from the
+		// model: only agentd's heartbeats may start one.
+		s.fail(w, badRequest("source %q is agentd's own, for its heartbeats", src))
+		return
+	}
 	in := runtime.Input{Session: addr(r), Text: req.Text, Source: src, IdempotencyKey: req.IdempotencyKey,
 		System: req.System, Silent: req.Silent, Origin: req.Origin, Options: req.Options, Reopen: req.Reopen}
 	for _, img := range req.Images {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"agentd/internal/event"
 	"agentd/internal/schedule"
 	"agentd/internal/store"
 )
@@ -28,7 +29,7 @@ const MainSession = "main"
 
 // HeartbeatOK is the answer of an agent to a heartbeat when nothing
 // needs attention.
-const HeartbeatOK = "HEARTBEAT_OK"
+const HeartbeatOK = event.HeartbeatOK
 
 // heartbeatRule is added to a heartbeat's prompt that does not mention
 // HeartbeatOK.
@@ -41,6 +42,17 @@ const MaxPromptFile = 64 << 10
 // HeartbeatOK.
 func quietRun(jr store.JobRun) bool {
 	return jr.Trigger == store.TriggerHeartbeat && jr.Status == store.RunDone && strings.TrimSpace(jr.Output) == HeartbeatOK
+}
+
+// inputSource is the Source of a run's input: a heartbeat's is
+// event.SourceHeartbeat, which marks its turn in the log, so that the
+// model's context and the console's chat leave it out when it had
+// nothing to say; any other run's is "job".
+func inputSource(trigger string) string {
+	if trigger == store.TriggerHeartbeat {
+		return event.SourceHeartbeat
+	}
+	return "job"
 }
 
 // scheduledTag is the tag of the run id of a scheduled fire of trigger:

@@ -123,6 +123,22 @@ func TestHeartbeatRuns(t *testing.T) {
 	if !res.Quiet || res.Status != store.RunDone || res.Session != "assistant/main" || res.Run != store.RunID(at, "heartbeat") {
 		t.Fatalf("quiet heartbeat %+v", res)
 	}
+	// Its turn is in the main session's log, its input marked as a
+	// heartbeat's: the log keeps what the model's context leaves out.
+	main, err := k.Store.SessionByAddress(ctx, "assistant", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := k.Store.Events(ctx, main.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in event.InputData
+	var end event.TurnEndData
+	if len(evs) < 2 || evs[0].Kind != event.Input || evs[0].Decode(&in) != nil || evs[len(evs)-1].Decode(&end) != nil ||
+		!in.Heartbeat() || in.Origin != "job:hb" || !strings.HasPrefix(in.Text, "all quiet?") || end.Reply != job.HeartbeatOK {
+		t.Fatalf("the main session's log: %+v", evs)
+	}
 	if err := os.WriteFile(file, []byte("the disk is full"), 0o600); err != nil {
 		t.Fatal(err)
 	}

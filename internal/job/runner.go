@@ -661,7 +661,7 @@ func (r *Runner) submit(ru *run, res *Result) (int64, error) {
 		}
 	}
 	rc, err := r.rt.Submit(r.ctx, runtime.Input{Session: res.Session, Text: prompt.Fill(text, ru.fire.vars(ru.name, res.Run)),
-		Source: "job", Origin: "job:" + ru.name, IdempotencyKey: ru.key, Options: opts, Reopen: true})
+		Source: inputSource(res.Trigger), Origin: "job:" + ru.name, IdempotencyKey: ru.key, Options: opts, Reopen: true})
 	return rc.Turn, err
 }
 

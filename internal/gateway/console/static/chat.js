@@ -107,6 +107,7 @@ class ChatView {
     this.items = new Map(); // key → item
     this.failedCalls = new Map(); // turn → model calls that failed
     this.turns = new Map(); // turn → {el, head, body}
+    this.beats = new Set(); // heartbeats' turns that have not ended: hidden
     this.lastSeq = 0;
     this.running = null; // the turn running, if known
     this.state = '';
@@ -409,6 +410,10 @@ class ChatView {
     switch (ev.kind) {
       case 'input': {
         if (d.silent) break;
+        if (d.source === 'heartbeat') {
+          this.startBeat(ev, turn);
+          break;
+        }
         const pend = d.idempotency_key && this.items.get('pending:' + d.idempotency_key);
         const it = { key: 'in:' + ev.seq, kind: 'user', text: d.text, time: ev.time, source: d.source, turn };
         if (pend) {
@@ -497,6 +502,7 @@ class ChatView {
         break;
       }
       case 'turn_end': {
+        if (this.beats.has(turn) && this.endBeat(turn, d)) break;
         this.dropTyping(turn);
         for (const it of this.items.values()) {
           if (it.turn === turn && it.live) { it.live = false; this.touch(it); }
@@ -541,6 +547,41 @@ class ChatView {
       default:
         break;
     }
+  }
+
+  // Heartbeats. A heartbeat is a job's periodic turn in an agent's main
+  // session, the person's chat, to look around; mostly it has nothing to
+  // say and answers HEARTBEAT_OK. Such a turn is not shown at all: a muted
+  // line every half hour would bury the conversation, and the Jobs page
+  // and `agentd jobs runs` list every heartbeat for whoever checks that
+  // they run (`agentd log` shows their turns). A heartbeat's turn is
+  // hidden while it runs, then dropped if it had nothing to do, or shown
+  // — a failure too — under a collapsed "Heartbeat" line that holds its
+  // prompt, in place of a person's message.
+  startBeat(ev, turn) {
+    this.beats.add(turn);
+    this.add({ key: 'in:' + ev.seq, kind: 'heartbeat', text: ev.data.text, time: ev.time, turn });
+    const box = this.turnBox(turn);
+    box.el.hidden = true;
+    box.el.classList.add('turn-heartbeat');
+  }
+
+  // endBeat ends a heartbeat's turn; it reports whether the turn had
+  // nothing to do and was dropped from the timeline.
+  endBeat(turn, d) {
+    this.beats.delete(turn);
+    const box = this.turns.get(turn);
+    if (d.status !== 'done' || (d.reply || '').trim() !== 'HEARTBEAT_OK') {
+      if (box) box.el.hidden = false;
+      return false;
+    }
+    for (const [k, it] of this.items) if (it.turn === turn) { this.items.delete(k); this.pendingRender.delete(it); }
+    if (box) box.el.remove();
+    this.turns.delete(turn);
+    if (this.running === turn || this.running === null) this.running = null;
+    this.setState(this.state === 'active' ? 'idle' : this.state);
+    this.showEmpty();
+    return true;
   }
 
   hasTurnContent(turn) {
@@ -596,7 +637,7 @@ class ChatView {
       return;
     }
     const box = this.turnBox(it.turn);
-    if (it.kind === 'user' || it.kind === 'pending' || it.kind === 'routed' || it.kind === 'system') box.head.appendChild(it.el);
+    if (it.kind === 'user' || it.kind === 'pending' || it.kind === 'routed' || it.kind === 'system' || it.kind === 'heartbeat') box.head.appendChild(it.el);
     else box.body.appendChild(it.el);
   }
 
@@ -696,6 +737,8 @@ class ChatView {
         return this.renderTool(it);
       case 'end':
         return this.renderEnd(it);
+      case 'heartbeat':
+        return h('details', { class: 'system-msg heartbeat-msg' }, h('summary', null, 'Heartbeat · ' + fmtTime(it.time)), h('div', { class: 'md' }, render(it.text || '')));
       case 'system':
         return h('details', { class: 'system-msg' }, h('summary', null, 'System message' + (it.origin ? ' from ' + it.origin : '')), h('div', { class: 'md' }, render(it.text || '')));
       case 'notice':
