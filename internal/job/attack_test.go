@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -285,4 +286,67 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestAttackDeliveryToLoopbackByName (holds): a delivery URL whose name
+// is not "localhost" as written (a trailing dot, a redirect from a public
+// receiver) passes the check when the row is saved, and is refused where
+// it is dialled: the receiver on loopback gets nothing.
+func TestAttackDeliveryToLoopbackByName(t *testing.T) {
+	rc := newReceiver(t, func(int) int { return 0 })
+	_, port, _ := strings.Cut(strings.TrimPrefix(rc.srv.URL, "http://"), ":")
+	e := newEnv(t, &job.Options{DeliverTries: 1, DeliverBackoff: time.Millisecond})
+	ctx := context.Background()
+	for name, url := range map[string]string{"dot": "http://localhost.:" + port + "/in", "ip6": "http://[::ffff:127.0.0.1]:" + port + "/in",
+		"decimal": "http://2130706433:" + port + "/in"} {
+		spec := `{"agent":"assistant","prompt":"p","deliver":{"webhook":"` + url + `"}}`
+		if errs := e.r.Check(ctx, &extension.Doc{Type: "job", Name: name, Spec: json.RawMessage(spec)}); len(errs) > 0 {
+			continue // refused when saved
+		}
+		if err := e.r.Activate(ctx, &store.Extension{Type: "job", Name: name, Spec: json.RawMessage(spec)}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.r.Run(ctx, name, job.Fire{}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.DeliveryError == "" {
+			t.Errorf("%s: delivered to loopback: %+v", url, res)
+		}
+	}
+	if ids, _ := rc.got(); len(ids) != 0 {
+		t.Errorf("the loopback receiver got %d deliveries", len(ids))
+	}
+}
+
+// TestAttackDeliveryRedirectedInside (holds): a receiver the guard lets
+// through (here 127.0.0.1, allowed as an operator's allow_networks would)
+// redirects the delivery to an address it does not (127.0.0.2): the
+// redirect is dialled through the guard and refused.
+func TestAttackDeliveryRedirectedInside(t *testing.T) {
+	inner := newReceiver(t, func(int) int { return 0 })
+	inner.srv.Close()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skip("no 127.0.0.2 here:", err)
+	}
+	inner.srv = httptest.NewUnstartedServer(inner.srv.Config.Handler)
+	inner.srv.Listener.Close()
+	inner.srv.Listener = l
+	inner.srv.Start()
+	defer inner.srv.Close()
+	outer := httptest.NewServer(http.RedirectHandler(inner.srv.URL+"/in", http.StatusTemporaryRedirect))
+	defer outer.Close()
+	e := newEnv(t, loopback(&job.Options{DeliverTries: 1, DeliverBackoff: time.Millisecond}))
+	e.put(t, "r", `{"agent":"assistant","prompt":"p","deliver":{"webhook":"`+outer.URL+`/x"}}`)
+	res, err := e.r.Run(context.Background(), "r", job.Fire{}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.DeliveryError, "127.0.0.2") {
+		t.Errorf("the delivery did not fail at the redirect: %q", res.DeliveryError)
+	}
+	if ids, _ := inner.got(); len(ids) != 0 || res.DeliveryError == "" {
+		t.Errorf("redirected to %s: %d deliveries, run %+v", inner.srv.URL, len(ids), res)
+	}
 }
