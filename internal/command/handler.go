@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -34,7 +35,20 @@ func NewHandler(router *Router, agents Agents) *Handler {
 // Type is the command extension type, with its handler.
 func Type(router *Router, agents Agents) extension.Type {
 	return extension.Type{Name: TypeName, Summary: "a slash command (/standup [team]): typed arguments fill a prompt an agent answers",
-		Schema: Schema(), Handler: NewHandler(router, agents), Actor: extension.AgentOf}
+		Schema: Schema(), Handler: NewHandler(router, agents), Actor: actors}
+}
+
+// actors is the command type's Actor: the agents a command makes answer
+// (extension.AgentOf). A command without an agent is answered by the
+// agent of whatever session it is typed in, any agent: an agent writes
+// such a row only if it may change any row, and names itself otherwise,
+// so that its prompt never makes a better-equipped agent work for it.
+func actors(spec json.RawMessage) []string {
+	out := extension.AgentOf(spec)
+	if out[0] == "" {
+		out[0] = "(the agent of any session it is typed in)"
+	}
+	return out
 }
 
 // Activate makes the row's command active, in place of its previous

@@ -142,8 +142,9 @@ type Type struct {
 	// session).
 	PersonEnables bool
 	// Machine, if set, says whether a spec changes what runs on this
-	// machine — a process it starts, a command it names (an MCP server
-	// of an integration, of an agent). An agent writes such a row only
+	// machine or reaches past agentd — a process it starts, a command it
+	// names (an MCP server of an integration, of an agent), files it
+	// watches or a network address it sends to (a job's). An agent writes such a row only
 	// with Who.Machine, as the API writes it only as admin.
 	Machine func(spec json.RawMessage) bool
 	// Actor, if set, returns the agents a spec makes act or writes to (a

@@ -199,7 +199,7 @@ func machine(c *compiled, spec json.RawMessage, w Who) error {
 		return nil
 	}
 	if !w.Machine && c.Machine != nil && c.Machine(spec) {
-		return fmt.Errorf("extension: %w: a %s that starts processes, names commands or watches files on this machine needs extensions.machine in the agent's file", ErrForbidden, c.Name)
+		return fmt.Errorf("extension: %w: a %s that starts processes, names commands, watches files or reaches the network from this machine needs extensions.machine in the agent's file", ErrForbidden, c.Name)
 	}
 	if w.Any {
 		return nil

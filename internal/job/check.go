@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -244,4 +245,29 @@ func (r *Runner) checkURL(raw string) error {
 		return r.guard.Check(ip)
 	}
 	return nil
+}
+
+// touchesMachine is the job type's Machine: whether a job's spec reads or
+// reaches past agentd — a watch (the names of files anywhere agentd may
+// see), a webhook trigger (a route open without the gateway token, keyed
+// by a secret of the machine's) or a webhook delivery (the network, with
+// whatever the agent writes). An agent writes such a row only with the
+// machine right. A spec that does not decode is taken to: the save
+// refuses it anyway.
+func touchesMachine(spec json.RawMessage) bool {
+	s, err := Decode(spec)
+	if err != nil {
+		return true
+	}
+	for _, t := range s.Triggers {
+		if t.Watch != nil || t.Webhook != nil {
+			return true
+		}
+	}
+	for _, d := range []*Delivery{s.Deliver, s.OnFailure} {
+		if d != nil && d.Webhook != "" {
+			return true
+		}
+	}
+	return false
 }

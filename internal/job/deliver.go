@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"agentd/internal/runtime"
@@ -96,9 +98,9 @@ func (r *Runner) deliver(ctx context.Context, name string, d *Delivery, res *Res
 		return err
 	case d.Webhook != "":
 		if err := r.checkURL(d.Webhook); err != nil {
-			return fmt.Errorf("%w: %w", errRefused, err)
+			return fmt.Errorf("%w: %w", errRefused, hideURL(err, d.Webhook))
 		}
-		return r.post(ctx, d.Webhook, name+":"+res.Run, res)
+		return hideURL(r.post(ctx, d.Webhook, name+":"+res.Run, res), d.Webhook)
 	}
 	return nil
 }
@@ -127,4 +129,40 @@ func (r *Runner) post(ctx context.Context, url, id string, res *Result) error {
 		return fmt.Errorf("webhook answered %s", resp.Status)
 	}
 	return nil
+}
+
+// hideURL returns err with the delivery URL raw written as its scheme and
+// host alone: chat services' incoming webhooks (Slack, Discord, Teams)
+// carry their credential in the path or the query, and net/http's errors
+// quote the URL whole, while a delivery's error goes to the log and the
+// run history, read by people who never see the row.
+func hideURL(err error, raw string) error {
+	if err == nil || raw == "" || !strings.Contains(err.Error(), raw) {
+		return err
+	}
+	return &hiddenURL{err: err, text: strings.ReplaceAll(err.Error(), raw, shortURL(raw))}
+}
+
+// hiddenURL is an error whose text has a URL cut to its scheme and host;
+// it unwraps to the error it stands for.
+type hiddenURL struct {
+	err  error
+	text string
+}
+
+func (h *hiddenURL) Error() string { return h.text }
+func (h *hiddenURL) Unwrap() error { return h.err }
+
+// shortURL is raw's scheme and host, with "/…" where a path or a query
+// is left out.
+func shortURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(the delivery URL)"
+	}
+	short := u.Scheme + "://" + u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		short += "/…"
+	}
+	return short
 }

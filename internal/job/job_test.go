@@ -226,7 +226,7 @@ func TestCheck(t *testing.T) {
 			`/spec/triggers/0/heartbeat/quiet_hours: want quiet hours as HH:MM-HH:MM such as 22:00-07:00, two different times, not "07:00-07:00"`,
 			"/spec/triggers/1/heartbeat/tz: a time zone goes with quiet_hours",
 			"/spec/triggers/1/heartbeat: a job has at most one heartbeat",
-			"/spec/triggers/2/watch/path: watch path: stat /nonexistent-agentd: no such file or directory",
+			"/spec/triggers/2/watch/path: watch path: /nonexistent-agentd: no such file or directory",
 			`/spec/triggers/2/watch/glob: "a/[" is not a glob: syntax error in pattern`,
 			`/spec/triggers/2/watch/debounce: want an interval of at least 1s such as 30s or 2h, not "1ms"`}},
 		{`{"agent":"assistant","prompt":"{{payload}}","triggers":[{"webhook":{"secret":"${secret:GH_HOOK}"}},{"webhook":{"secret_env":"S","secret":"${env:S}"}},{"webhook":{}}]}`, []string{

@@ -46,9 +46,9 @@ func TestManagerRefusesUnknownAgents(t *testing.T) {
 	}
 }
 
-// TestWatchNeedsTheMachineRight: a job that watches the file system is a
-// row that reads what happens on the machine, so an agent writes one only
-// with extensions.machine; other jobs are not.
+// TestWatchNeedsTheMachineRight: a job that watches the file system, opens
+// a webhook route or delivers to a URL reads or reaches past agentd, so an
+// agent writes one only with extensions.machine; other jobs are not.
 func TestWatchNeedsTheMachineRight(t *testing.T) {
 	r := job.New(nil, nil, testkit.Agents{"assistant": testkit.Agent("assistant")}, nil)
 	defer r.Close()
@@ -59,6 +59,10 @@ func TestWatchNeedsTheMachineRight(t *testing.T) {
 		`{"agent":"assistant","prompt":"p","triggers":[{"every":"1m"}]}`:                           false,
 		`{"agent":"assistant","prompt":"p"}`:                                                       false,
 		`{"agent":"assistant","prompt":"p","unknown":1}`:                                           true,
+		`{"agent":"assistant","prompt":"p","deliver":{"webhook":"https://x.example/in"}}`:          true,
+		`{"agent":"assistant","prompt":"p","on_failure":{"webhook":"https://x.example/in"}}`:       true,
+		`{"agent":"assistant","prompt":"p","triggers":[{"webhook":{"secret_env":"S"}}]}`:           true,
+		`{"agent":"assistant","prompt":"p","deliver":{"session":"assistant/main"}}`:                false,
 	} {
 		if machine == nil || machine(json.RawMessage(spec)) != want {
 			t.Errorf("%s: machine %v", spec, !want)

@@ -148,7 +148,7 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 // Type is the job extension type, with r as its handler.
 func (r *Runner) Type() extension.Type {
 	return extension.Type{Name: TypeName, Summary: "work an agent does on its own: a prompt, triggers, a budget, where the output goes",
-		Schema: Schema(), Handler: r, Actor: r.actors, Machine: watchesFiles}
+		Schema: Schema(), Handler: r, Actor: r.actors, Machine: touchesMachine}
 }
 
 // Activate makes the row's job active, in place of its previous version.

@@ -73,6 +73,18 @@ func (r *Runner) watchRoot(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrWatchPath, err)
 	}
+	// The directory really watched is the one the links in the path lead
+	// to: checked as written, workspace/up/agents with up a link to the
+	// data directory would watch agentd's own files.
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "", fmt.Errorf("%w: %s: %v", ErrWatchPath, root, err)
+	}
+	root = real
 	if r.dataOwned(root) {
 		return "", fmt.Errorf("%w: %s is in agentd's data directory; watch a directory under %s instead",
 			ErrWatchPath, root, filepath.Join(r.dataDir(), Workspace))
@@ -87,7 +99,8 @@ func (r *Runner) watchRoot(p string) (string, error) {
 	return root, nil
 }
 
-// dataDir returns the absolute data directory, "" if there is none.
+// dataDir returns the absolute data directory, its links resolved (as a
+// watched path's are), "" if there is none.
 func (r *Runner) dataDir() string {
 	if r.dir == "" {
 		return ""
@@ -95,6 +108,9 @@ func (r *Runner) dataDir() string {
 	d, err := filepath.Abs(r.dir)
 	if err != nil {
 		return ""
+	}
+	if real, err := filepath.EvalSymlinks(d); err == nil {
+		return real
 	}
 	return d
 }
@@ -425,22 +441,4 @@ func (w *watcher) fire(ctx context.Context, payload []byte) {
 			w.ws.log.Warn("job watch fire failed", "job", w.job, "err", err)
 		}
 	}
-}
-
-// watchesFiles reports whether a job's spec watches the file system: a row
-// that does reads what happens on this machine (the names of files
-// anywhere, as far as agentd may see them), so an agent writes one only
-// with the machine right (extension.Type.Machine). A spec that does not
-// decode is taken to watch: the save refuses it anyway.
-func watchesFiles(spec json.RawMessage) bool {
-	s, err := Decode(spec)
-	if err != nil {
-		return true
-	}
-	for _, t := range s.Triggers {
-		if t.Watch != nil {
-			return true
-		}
-	}
-	return false
 }
