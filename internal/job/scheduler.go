@@ -45,7 +45,11 @@ type SchedulerOptions struct {
 	CatchUpMax int
 	// Fired, if set, is told of every fire: its job, trigger, scheduled
 	// time, when it was fired (its lateness is fired − due) and its error.
+	// Fires due at one time call it from several goroutines at once.
 	Fired func(name, trigger string, due, fired time.Time, err error)
+	// FireConcurrency is how many fires due at one time are made at once
+	// (default 32).
+	FireConcurrency int
 }
 
 // LeadRole is the role the scheduling node leads.
@@ -65,7 +69,8 @@ var timeTriggers = []string{store.TriggerCron, store.TriggerEvery, store.Trigger
 // second node or a restart that fires the same time again runs nothing.
 //
 // Lock order: Scheduler.mu only, never held across a fire or a store
-// call. Its one goroutine is Run's caller's.
+// call. Its goroutine is Run's caller's; fires due at one time are made
+// by goroutines it starts and waits for (fireDue).
 type Scheduler struct {
 	r       *Runner
 	runs    LastRuns
@@ -74,6 +79,7 @@ type Scheduler struct {
 	log     *slog.Logger
 	retry   time.Duration
 	max     int
+	par     int // fires made at once
 	fired   func(name, trigger string, due, fired time.Time, err error)
 	changed chan struct{} // a job was activated or removed (cap 1)
 
@@ -90,7 +96,7 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		o = &SchedulerOptions{}
 	}
 	s := &Scheduler{r: r, runs: runs, fire: o.Fire, lead: o.Lead, log: o.Logger, retry: o.LeadRetry, max: o.CatchUpMax,
-		fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{}}
+		par: o.FireConcurrency, fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{}}
 	if s.fire == nil {
 		s.fire = r
 	}
@@ -102,6 +108,9 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 	}
 	if s.max <= 0 {
 		s.max = 100
+	}
+	if s.par <= 0 {
+		s.par = 32
 	}
 	r.watch(s.touch)
 	return s
@@ -240,7 +249,7 @@ func (s *Scheduler) update(ctx context.Context) {
 		}
 		// Its runs left open while it was not active (paused, say) would
 		// otherwise stay open, and a skip job skip every fire.
-		if _, err := s.fire.Recover(ctx, n); err != nil {
+		if _, err := s.fire.Recover(ctx, n); err != nil && ctx.Err() == nil {
 			s.log.Error("job runs not recovered", "job", n, "err", err)
 		}
 		s.add(ctx, n, &spec, time.Now())
@@ -287,23 +296,35 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 	s.mu.Unlock()
 }
 
-// fireDue fires the entries due at now and queues their next times.
+// fireDue fires the entries due at now, up to s.par at once, and queues
+// their next times once all have fired. A burst of jobs due at one time
+// (many crons of one minute) is so accepted at the pace of the store's
+// group commits rather than of one fire's two writes each; the fires of
+// one job still take their runs one after the other (Runner.take).
 func (s *Scheduler) fireDue(ctx context.Context, now time.Time) {
-	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 || s.queue[0].next.After(now) {
-			s.mu.Unlock()
-			return
-		}
-		e := heap.Pop(&s.queue).(*entry)
-		s.mu.Unlock()
-		s.fireEntry(ctx, e, now)
-		s.mu.Lock()
+	s.mu.Lock()
+	var due []*entry
+	for len(s.queue) > 0 && !s.queue[0].next.After(now) {
+		due = append(due, heap.Pop(&s.queue).(*entry))
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, s.par)
+	for _, e := range due {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.fireEntry(ctx, e, now)
+		})
+	}
+	wg.Wait()
+	s.mu.Lock()
+	for _, e := range due {
 		if e.next, _ = e.sched.Next(now); !e.next.IsZero() && s.byJob[e.job] != nil {
 			heap.Push(&s.queue, e)
 		}
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 }
 
 // fireEntry fires the times of e after its last and up to now that its
