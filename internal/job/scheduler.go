@@ -83,6 +83,11 @@ type Scheduler struct {
 	fired   func(name, trigger string, due, fired time.Time, err error)
 	changed chan struct{} // a job was activated or removed (cap 1)
 
+	// zones are the time zones of the cron triggers scheduled, by name,
+	// shared (the loop's goroutine only): a zone loaded per trigger holds
+	// kilobytes of its own.
+	zones map[string]*time.Location
+
 	mu    sync.Mutex
 	dirty map[string]bool     // jobs changed since the loop last looked
 	byJob map[string][]*entry // the entries of the jobs scheduled
@@ -96,7 +101,8 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		o = &SchedulerOptions{}
 	}
 	s := &Scheduler{r: r, runs: runs, fire: o.Fire, lead: o.Lead, log: o.Logger, retry: o.LeadRetry, max: o.CatchUpMax,
-		par: o.FireConcurrency, fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{}}
+		par: o.FireConcurrency, fired: o.Fired, changed: make(chan struct{}, 1), zones: map[string]*time.Location{},
+		dirty: map[string]bool{}, byJob: map[string][]*entry{}}
 	if s.fire == nil {
 		s.fire = r
 	}
@@ -271,6 +277,9 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 			s.log.Warn("job trigger not scheduled", "job", name, "err", err) // checked when saved
 			continue
 		}
+		if z, ok := sch.(*schedule.Zoned); ok {
+			z.Loc = s.zone(z.Loc)
+		}
 		es = append(es, &entry{job: name, trigger: kind, sched: sch, policy: t.CatchUp, index: -1})
 	}
 	if len(es) == 0 {
@@ -294,6 +303,15 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 		}
 	}
 	s.mu.Unlock()
+}
+
+// zone returns the scheduler's one location of loc's zone.
+func (s *Scheduler) zone(loc *time.Location) *time.Location {
+	if z, ok := s.zones[loc.String()]; ok {
+		return z
+	}
+	s.zones[loc.String()] = loc
+	return loc
 }
 
 // fireDue fires the entries due at now, up to s.par at once, and queues
