@@ -48,7 +48,7 @@ type SchedulerOptions struct {
 	// Fires due at one time call it from several goroutines at once.
 	Fired func(name, trigger string, due, fired time.Time, err error)
 	// FireConcurrency is how many fires due at one time are made at once
-	// (default 32).
+	// (default 128).
 	FireConcurrency int
 }
 
@@ -116,7 +116,7 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		s.max = 100
 	}
 	if s.par <= 0 {
-		s.par = 32
+		s.par = 128
 	}
 	r.watch(s.touch)
 	return s
