@@ -41,9 +41,10 @@ type JobsOptions struct {
 	// Quick runs smaller counts, for CI. Default false: the full counts.
 	Quick bool
 	// Jobs is how many job rows the daemon holds (default 10,000; quick
-	// 1,000), Fires how many of them fire at one time in the window
-	// (default 500; quick 100), Hooks how many webhook requests each of
-	// TCP and the socket sends (default 1,000; quick 200).
+	// 1,000); Fires how many of them fire at one time (default 500; quick
+	// 100), and as many others once each spread over 20 s; Hooks how many
+	// webhook requests each of TCP and the socket sends (default 1,000;
+	// quick 200).
 	Jobs, Fires, Hooks int
 	// Idle is how long idle CPU is measured, with and without the jobs
 	// (default 30 s; quick 5 s).
@@ -80,7 +81,8 @@ type JobsResult struct {
 	// run recorded in the run history (its started time); metric: the
 	// share of the fires agentd_job_fire_lateness_seconds counts within
 	// 100 ms (fired = accepted). FireCPUms is the daemon's CPU from the
-	// scheduled time until every fire was accepted.
+	// scheduled time to the first look (every 100 ms) that found every
+	// fire accepted, with what their turns did meanwhile.
 	Fires            int     `json:"fires"`
 	FireTrigger      string  `json:"fire_trigger"`
 	FireLateP50ms    float64 `json:"fire_late_p50_ms"`
@@ -90,6 +92,14 @@ type JobsResult struct {
 	FireTakenP99ms   float64 `json:"fire_taken_p99_ms"`
 	FireMetric100Pct float64 `json:"fire_metric_within_100ms_pct"`
 	FireCPUms        float64 `json:"fire_cpu_ms"`
+	// As many jobs again fire once each over SpreadS seconds, at whole
+	// seconds spread evenly (every triggers of intervals of an hour or
+	// more): their lateness, and the share within 100 ms (metric).
+	SpreadS            float64 `json:"spread_s"`
+	SpreadLateP50ms    float64 `json:"spread_late_p50_ms"`
+	SpreadLateP99ms    float64 `json:"spread_late_p99_ms"`
+	SpreadLateMaxms    float64 `json:"spread_late_max_ms"`
+	SpreadMetric100Pct float64 `json:"spread_metric_within_100ms_pct"`
 	// Webhook requests, signed, each with a delivery id of its own, one
 	// after the other: POST /hooks/{name} to its 202 (the run's input
 	// accepted), over TCP and over the socket.
@@ -113,11 +123,14 @@ type jobsConfig struct {
 	// lead is how long after the daemon's restart the fires are due, at
 	// least; minute makes their time a minute boundary and their trigger
 	// a cron (else an at trigger, for tests that cannot wait a minute).
-	lead     time.Duration
-	minute   bool
-	sync     string
-	exe, ver string
-	quick    bool
+	lead   time.Duration
+	minute bool
+	// spreadAfter is how long after the burst the spread fires begin,
+	// spreadFor how long they go on.
+	spreadAfter, spreadFor time.Duration
+	sync                   string
+	exe, ver               string
+	quick                  bool
 }
 
 func newJobsConfig(o *JobsOptions) (jobsConfig, error) {
@@ -125,6 +138,7 @@ func newJobsConfig(o *JobsOptions) (jobsConfig, error) {
 		o = new(JobsOptions)
 	}
 	c := jobsConfig{jobs: 10000, fires: 500, hooks: 1000, idle: 30 * time.Second, settle: time.Second, minute: true,
+		spreadAfter: 30 * time.Second, spreadFor: 20 * time.Second,
 		sync: o.Synchronous, exe: o.Executable, ver: o.Version, quick: o.Quick}
 	if o.Quick {
 		c.jobs, c.fires, c.hooks, c.idle, c.settle = 1000, 100, 200, 5*time.Second, 250*time.Millisecond
@@ -140,10 +154,10 @@ func newJobsConfig(o *JobsOptions) (jobsConfig, error) {
 	if o.Idle > 0 {
 		c.idle = o.Idle
 	}
-	if c.fires+2 > c.jobs {
-		return c, fmt.Errorf("bench: jobs: %d jobs cannot hold %d fires and two webhooks", c.jobs, c.fires)
+	if 2*c.fires+2 > c.jobs {
+		return c, fmt.Errorf("bench: jobs: %d jobs cannot hold twice %d fires and two webhooks", c.jobs, c.fires)
 	}
-	c.lead = c.idle + c.settle + 20*time.Second
+	c.lead = c.idle + c.settle + 30*time.Second
 	if c.sync == "" {
 		c.sync = "full"
 	}
@@ -214,16 +228,20 @@ func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error)
 	cl := gateway.NewUnixClient(filepath.Join(dir, app.SocketFile))
 	now := time.Now()
 	t0 := now
-	if err := putJobs(ctx, cl, c.fires, c.jobs, func(i int) extension.Doc { return backgroundJob(i, now, c) }); err != nil {
+	if err := putJobs(ctx, cl, 2*c.fires, c.jobs, func(i int) extension.Doc { return backgroundJob(i, now, c) }); err != nil {
 		return nil, err
 	}
-	res.CreatePerS = float64(c.jobs-c.fires) / time.Since(t0).Seconds()
-	at := time.Now().Add(c.lead + time.Duration(float64(c.fires)/res.CreatePerS*float64(time.Second))*2)
+	res.CreatePerS = float64(c.jobs-2*c.fires) / time.Since(t0).Seconds()
+	at := time.Now().Add(c.lead + time.Duration(float64(2*c.fires)/res.CreatePerS*float64(time.Second))*2)
 	at = at.Truncate(time.Second) // a run's scheduled time is kept to the millisecond
 	if c.minute {
 		at = at.Truncate(time.Minute).Add(time.Minute)
 	}
+	spread := at.Add(c.spreadAfter)
 	if err := putJobs(ctx, cl, 0, c.fires, func(i int) extension.Doc { return firingJob(i, at, c) }); err != nil {
+		return nil, err
+	}
+	if err := putJobs(ctx, cl, 0, c.fires, func(i int) extension.Doc { return spreadJob(i, spread, c) }); err != nil {
 		return nil, err
 	}
 	res.FireTrigger = "at"
@@ -251,13 +269,28 @@ func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error)
 	if err := measureFires(ctx, srv, cl, tcp, tok, at, res, c); err != nil {
 		return nil, err
 	}
+	if !time.Now().Before(spread) {
+		return nil, fmt.Errorf("bench: jobs: the spread fires from %s were due before the burst's were read", spread.Format(time.TimeOnly))
+	}
+	if err := measureSpread(ctx, srv, cl, tcp, tok, spread, res, c); err != nil {
+		return nil, err
+	}
 	return res, measureHooks(ctx, dir, srv, tcp, res, c)
 }
 
-// idleFigures lets the daemon settle, then reads its memory and its CPU
-// over c.idle, in % of one core.
+// idleFigures lets the daemon settle (until a second passes in which it
+// uses less than 2 % of a core — its scheduler has read every job's last
+// run —, at most a minute), then reads its memory and its CPU over
+// c.idle, in % of one core.
 func idleFigures(ctx context.Context, pid int, c jobsConfig) (rss, anon, cpuPct float64) {
 	sleep(ctx, c.settle)
+	for end := time.Now().Add(time.Minute); time.Now().Before(end) && ctx.Err() == nil; {
+		cpu0 := cpuTime(pid)
+		sleep(ctx, time.Second)
+		if cpuTime(pid)-cpu0 < 20*time.Millisecond {
+			break
+		}
+	}
 	cpu0, t0 := cpuTime(pid), time.Now()
 	sleep(ctx, c.idle)
 	cpuPct = float64(cpuTime(pid)-cpu0) / float64(time.Since(t0)) * 100
@@ -305,12 +338,12 @@ func putJobs(ctx context.Context, cl *gateway.Client, from, to int, doc func(i i
 const quietFor = 2 * time.Hour
 
 // backgroundJob is the i-th job that does not fire in the bench (i ≥
-// c.fires): the first two are webhook jobs (hook-tcp, hook-unix); of the
+// 2 × c.fires): the first two are webhook jobs (hook-tcp, hook-unix); of the
 // others, by turns, a daily cron, a weekday cron in a time zone and an
 // every, their times spread over the day but none within quietFor of
 // now (nor in the minute before it, which a new job would catch up).
 func backgroundJob(i int, now time.Time, c jobsConfig) extension.Doc {
-	k := i - c.fires
+	k := i - 2*c.fires
 	if k < 2 {
 		name := [2]string{"hook-tcp", "hook-unix"}[k]
 		return jobDoc(name, `{"webhook": {"secret": "${secret:bench_hook}"}}`, job.Allow)
@@ -361,6 +394,21 @@ func firingJob(i int, at time.Time, c jobsConfig) extension.Doc {
 	return jobDoc(fmt.Sprintf("fire-%05d", i), trigger, "")
 }
 
+// spreadJob is the i-th job that fires once in the c.spreadFor after
+// from, at a whole second of its own place in it: an every trigger of an
+// interval of an hour or more (fire times are its multiples since the
+// epoch) that the second divides.
+func spreadJob(i int, from time.Time, c jobsConfig) extension.Doc {
+	ts := from.Unix() + int64(i)*int64(c.spreadFor/time.Second)/int64(c.fires)
+	for ; ; ts++ {
+		for iv := int64(3600); iv <= 86400; iv++ {
+			if ts%iv == 0 {
+				return jobDoc(fmt.Sprintf("spread-%05d", i), fmt.Sprintf(`{"every": "%ds"}`, iv), "")
+			}
+		}
+	}
+}
+
 func jobDoc(name, trigger, concurrency string) extension.Doc {
 	spec := fmt.Sprintf(`{"agent": %q, "prompt": "hello from {{job}} at {{fired_at}}", "triggers": [%s], "deliver": {"none": true}`,
 		jobsAgent, trigger)
@@ -370,57 +418,91 @@ func jobDoc(name, trigger, concurrency string) extension.Doc {
 	return extension.Doc{Type: job.TypeName, Name: name, Spec: json.RawMessage(spec + "}")}
 }
 
-// measureFires waits for the fires at at, reads each one's lateness from
-// the run history and its session, the share within 100 ms from the
-// metrics, and waits for their turns to end.
+// measureFires waits for the burst of fires at at, reads each one's
+// lateness from the run history and its session, the share within
+// 100 ms from the metrics, and waits for their turns to end.
 func measureFires(ctx context.Context, srv *serveChild, cl *gateway.Client, tcp *http.Client, tok string, at time.Time, res *JobsResult, c jobsConfig) error {
 	sleep(ctx, time.Until(at))
 	cpu0 := cpuTime(srv.pid())
-	deadline := time.Now().Add(2*time.Minute + time.Duration(c.fires)*100*time.Millisecond)
-	var le100, count float64
-	for {
-		var err error
-		if le100, count, err = lateness(ctx, tcp, srv.base(), tok); err != nil {
-			return err
-		}
-		if count >= float64(c.fires) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: jobs: %v of %d fires after %s", count, c.fires, time.Since(at).Round(time.Second))
-		}
-		sleep(ctx, 20*time.Millisecond)
+	le100, count, err := waitFired(ctx, srv, tcp, tok, c.fires, at)
+	if err != nil {
+		return err
 	}
 	res.FireCPUms = ms(cpuTime(srv.pid()) - cpu0)
 	res.FireMetric100Pct = le100 / count * 100
+	name := func(i int) string { return firingJob(i, at, c).Name }
+	late, taken, err := latenessOf(ctx, cl, c.fires, name)
+	if err != nil {
+		return err
+	}
+	res.FireLateP50ms, res.FireLateP99ms, res.FireLateMaxms = pct(late, 50), pct(late, 99), pct(late, 100)
+	res.FireTakenP50ms, res.FireTakenP99ms = pct(taken, 50), pct(taken, 99)
+	return waitRuns(ctx, cl, c.fires, name)
+}
 
-	var late, taken []time.Duration
-	for i := range c.fires {
-		name := firingJob(i, at, c).Name
-		page, err := cl.JobRuns(ctx, name, "", 1)
+// measureSpread waits for the spread fires from from, and reads their
+// lateness as measureFires does.
+func measureSpread(ctx context.Context, srv *serveChild, cl *gateway.Client, tcp *http.Client, tok string, from time.Time, res *JobsResult, c jobsConfig) error {
+	sleep(ctx, time.Until(from.Add(c.spreadFor)))
+	le100, count, err := waitFired(ctx, srv, tcp, tok, 2*c.fires, from)
+	if err != nil {
+		return err
+	}
+	// The histogram counts the burst's fires too.
+	res.SpreadMetric100Pct = (le100 - res.FireMetric100Pct/100*float64(c.fires)) / (count - float64(c.fires)) * 100
+	name := func(i int) string { return spreadJob(i, from, c).Name }
+	late, _, err := latenessOf(ctx, cl, c.fires, name)
+	if err != nil {
+		return err
+	}
+	res.SpreadS = c.spreadFor.Seconds()
+	res.SpreadLateP50ms, res.SpreadLateP99ms, res.SpreadLateMaxms = pct(late, 50), pct(late, 99), pct(late, 100)
+	return waitRuns(ctx, cl, c.fires, name)
+}
+
+// waitFired looks at /metrics every 100 ms (a look costs the daemon some
+// SQL, which would otherwise be part of the burst) until it has counted
+// n fires, and returns the fires within 100 ms and all of them.
+func waitFired(ctx context.Context, srv *serveChild, tcp *http.Client, tok string, n int, since time.Time) (le100, count float64, err error) {
+	deadline := time.Now().Add(2*time.Minute + time.Duration(n)*100*time.Millisecond)
+	for {
+		sleep(ctx, 100*time.Millisecond)
+		if le100, count, err = lateness(ctx, tcp, srv.base(), tok); err != nil {
+			return 0, 0, err
+		}
+		if count >= float64(n) {
+			return le100, count, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, 0, fmt.Errorf("bench: jobs: %v of %d fires after %s", count, n, time.Since(since).Round(time.Second))
+		}
+	}
+}
+
+// latenessOf reads the newest run of each of n jobs and its session's
+// first event: from its scheduled time to its input accepted (late) and
+// to its run recorded (taken).
+func latenessOf(ctx context.Context, cl *gateway.Client, n int, name func(i int) string) (late, taken []time.Duration, err error) {
+	for i := range n {
+		page, err := cl.JobRuns(ctx, name(i), "", 1)
 		if err != nil {
-			return fmt.Errorf("bench: jobs: runs of %s: %w", name, err)
+			return nil, nil, fmt.Errorf("bench: jobs: runs of %s: %w", name(i), err)
 		}
 		if len(page.Runs) != 1 {
-			return fmt.Errorf("bench: jobs: %s did not fire", name)
+			return nil, nil, fmt.Errorf("bench: jobs: %s did not fire", name(i))
 		}
 		r := page.Runs[0]
-		if !r.Scheduled.Equal(at) {
-			return fmt.Errorf("bench: jobs: %s ran for %s, not %s", name, r.Scheduled, at)
-		}
 		ev, err := cl.Events(ctx, r.Session, 0, 1, 0)
 		if err != nil {
-			return fmt.Errorf("bench: jobs: %s's session: %w", name, err)
+			return nil, nil, fmt.Errorf("bench: jobs: %s's session: %w", name(i), err)
 		}
 		if len(ev.Events) == 0 {
-			return fmt.Errorf("bench: jobs: %s's session %s has no event", name, r.Session)
+			return nil, nil, fmt.Errorf("bench: jobs: %s's session %s has no event", name(i), r.Session)
 		}
 		late = append(late, ev.Events[0].Time.Sub(r.Scheduled))
 		taken = append(taken, r.Started.Sub(r.Scheduled))
 	}
-	res.FireLateP50ms, res.FireLateP99ms, res.FireLateMaxms = pct(late, 50), pct(late, 99), pct(late, 100)
-	res.FireTakenP50ms, res.FireTakenP99ms = pct(taken, 50), pct(taken, 99)
-	return waitRuns(ctx, cl, c.fires, func(i int) string { return firingJob(i, at, c).Name })
+	return late, taken, nil
 }
 
 // waitRuns waits until the newest run of each of n jobs has ended, so that
@@ -547,7 +629,10 @@ func (r *JobsResult) WriteTable(w io.Writer) error {
 		r.FireLateP50ms, r.FireLateP99ms, r.FireLateMaxms, r.Fires, r.FireTrigger)
 	fmt.Fprintf(tw, "fire taken p50 / p99\t%.1f / %.1f ms\t\tscheduled → the run recorded (its started time)\n", r.FireTakenP50ms, r.FireTakenP99ms)
 	fmt.Fprintf(tw, "fires within 100 ms (metric)\t%.1f %%\t≥ 99 %%\tagentd_job_fire_lateness_seconds, le=0.1\n", r.FireMetric100Pct)
-	fmt.Fprintf(tw, "fire CPU\t%.0f ms\t\tthe daemon's CPU from the scheduled time until every fire was accepted\n", r.FireCPUms)
+	fmt.Fprintf(tw, "fire CPU\t%.0f ms\t\tthe daemon's CPU from the scheduled time until every fire was accepted (looked at every 100 ms), their turns' included as far as they ran\n", r.FireCPUms)
+	fmt.Fprintf(tw, "spread lateness p50 / p99 / max\t%.1f / %.1f / %.1f ms\t≤ 100 ms (p99)\t%d jobs more, each due once at a whole second over %.0f s (every)\n",
+		r.SpreadLateP50ms, r.SpreadLateP99ms, r.SpreadLateMaxms, r.Fires, r.SpreadS)
+	fmt.Fprintf(tw, "spread within 100 ms (metric)\t%.1f %%\t≥ 99 %%\tagentd_job_fire_lateness_seconds, le=0.1\n", r.SpreadMetric100Pct)
 	fmt.Fprintf(tw, "webhook p50 / p99, TCP\t%.2f / %.2f ms\t\t%d signed POST /hooks/{name} → 202, one after the other\n", r.HookTCPP50ms, r.HookTCPP99ms, r.Hooks)
 	fmt.Fprintf(tw, "webhook p50 / p99, socket\t%.2f / %.2f ms\t\tthe same over the local socket\n", r.HookSockP50, r.HookSockP99)
 	if err := tw.Flush(); err != nil {

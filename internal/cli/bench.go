@@ -82,7 +82,8 @@ func (e *env) benchJobsCmd() *cobra.Command {
 		Short: "Measure the job scheduler of agentd serve holding 10,000 jobs",
 		Long: "Put --jobs job rows (cron and every triggers spread over the day, two webhooks) into agentd serve\n" +
 			"through its API and measure: its memory and CPU at idle with them and with none, how late --fires\n" +
-			"jobs due at one minute are accepted (their scheduled time to their run's input accepted), and\n" +
+			"jobs due at one minute are accepted (their scheduled time to their run's input accepted) and as\n" +
+			"many others due once each over 20 s (every triggers, at whole seconds spread evenly), and\n" +
 			"a signed POST /hooks/{name} to its 202 over TCP and over the socket (--hooks each).",
 		Example: "  agentd bench jobs\n" +
 			"  agentd bench jobs --quick --json",
@@ -102,7 +103,7 @@ func (e *env) benchJobsCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
 	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, "job rows (default 10000; --quick 1000)")
-	cmd.Flags().IntVar(&o.Fires, "fires", 0, "jobs that fire at one minute (default 500; --quick 100)")
+	cmd.Flags().IntVar(&o.Fires, "fires", 0, "jobs that fire at one minute, and as many that fire spread over 20 s (default 500; --quick 100)")
 	cmd.Flags().IntVar(&o.Hooks, "hooks", 0, "webhook requests over TCP and over the socket each (default 1000; --quick 200)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 0, "how long idle CPU is measured (default 30s; --quick 5s)")
 	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
