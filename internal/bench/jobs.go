@@ -391,8 +391,13 @@ func firingJob(i int, at time.Time, c jobsConfig) extension.Doc {
 	if c.minute {
 		trigger = fmt.Sprintf(`{"cron": "%d %d %d %d *"}`, at.Minute(), at.Hour(), at.Day(), at.Month())
 	}
-	return jobDoc(fmt.Sprintf("fire-%05d", i), trigger, "")
+	return jobDoc(fireName(i), trigger, "")
 }
+
+// fireName and spreadName are the names of the i-th job of the burst and
+// of the spread fires.
+func fireName(i int) string   { return fmt.Sprintf("fire-%05d", i) }
+func spreadName(i int) string { return fmt.Sprintf("spread-%05d", i) }
 
 // spreadJob is the i-th job that fires once in the c.spreadFor after
 // from, at a whole second of its own place in it: an every trigger of an
@@ -403,7 +408,7 @@ func spreadJob(i int, from time.Time, c jobsConfig) extension.Doc {
 	for ; ; ts++ {
 		for iv := int64(3600); iv <= 86400; iv++ {
 			if ts%iv == 0 {
-				return jobDoc(fmt.Sprintf("spread-%05d", i), fmt.Sprintf(`{"every": "%ds"}`, iv), "")
+				return jobDoc(spreadName(i), fmt.Sprintf(`{"every": "%ds"}`, iv), "")
 			}
 		}
 	}
@@ -430,14 +435,13 @@ func measureFires(ctx context.Context, srv *serveChild, cl *gateway.Client, tcp 
 	}
 	res.FireCPUms = ms(cpuTime(srv.pid()) - cpu0)
 	res.FireMetric100Pct = le100 / count * 100
-	name := func(i int) string { return firingJob(i, at, c).Name }
-	late, taken, err := latenessOf(ctx, cl, c.fires, name)
+	late, taken, err := latenessOf(ctx, cl, c.fires, fireName)
 	if err != nil {
 		return err
 	}
 	res.FireLateP50ms, res.FireLateP99ms, res.FireLateMaxms = pct(late, 50), pct(late, 99), pct(late, 100)
 	res.FireTakenP50ms, res.FireTakenP99ms = pct(taken, 50), pct(taken, 99)
-	return waitRuns(ctx, cl, c.fires, name)
+	return waitRuns(ctx, cl, c.fires, fireName)
 }
 
 // measureSpread waits for the spread fires from from, and reads their
@@ -450,14 +454,13 @@ func measureSpread(ctx context.Context, srv *serveChild, cl *gateway.Client, tcp
 	}
 	// The histogram counts the burst's fires too.
 	res.SpreadMetric100Pct = (le100 - res.FireMetric100Pct/100*float64(c.fires)) / (count - float64(c.fires)) * 100
-	name := func(i int) string { return spreadJob(i, from, c).Name }
-	late, _, err := latenessOf(ctx, cl, c.fires, name)
+	late, _, err := latenessOf(ctx, cl, c.fires, spreadName)
 	if err != nil {
 		return err
 	}
 	res.SpreadS = c.spreadFor.Seconds()
 	res.SpreadLateP50ms, res.SpreadLateP99ms, res.SpreadLateMaxms = pct(late, 50), pct(late, 99), pct(late, 100)
-	return waitRuns(ctx, cl, c.fires, name)
+	return waitRuns(ctx, cl, c.fires, spreadName)
 }
 
 // waitFired looks at /metrics every 100 ms (a look costs the daemon some
