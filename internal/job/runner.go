@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -440,13 +441,12 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 // startLocks is how many locks the jobs' takes are spread over.
 const startLocks = 64
 
-// startLock returns the index of the job name's take lock (FNV-1a).
+// startLock returns the index of the job name's take lock: the same on
+// every run, so that which jobs share one does not change.
 func startLock(name string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint32(name[i])) * 16777619
-	}
-	return int(h % startLocks)
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32() % startLocks)
 }
 
 // randTag is the random tag of a run's id on demand.
