@@ -82,7 +82,7 @@ func (e *env) benchJobsCmd() *cobra.Command {
 		Short: "Measure the job scheduler of agentd serve holding 10,000 jobs",
 		Long: "Put --jobs job rows (cron and every triggers spread over the day, two webhooks) into agentd serve\n" +
 			"through its API and measure: its memory and CPU at idle with them and with none, how late --fires\n" +
-			"jobs due at one minute are accepted (their scheduled time to their run's input accepted) and as\n" +
+			"jobs due at one minute are taken up (their scheduled time to their run's input event) and as\n" +
 			"many others due once each over 20 s (every triggers, at whole seconds spread evenly), and\n" +
 			"a signed POST /hooks/{name} to its 202 over TCP and over the socket (--hooks each).",
 		Example: "  agentd bench jobs\n" +
