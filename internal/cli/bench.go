@@ -69,7 +69,44 @@ func (e *env) benchCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&soak.Rate, "rate", 10, "turns a second of --soak")
 	cmd.Flags().DurationVar(&soak.Every, "every", 0, "how often --soak reads memory (default: the duration ÷ 20, between 1s and 1m)")
 	cmd.Flags().DurationVar(&soak.Warmup, "warmup", 0, "the part of --soak after which memory should stay flat (default 5m, at most a fifth of the run)")
-	cmd.AddCommand(e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
+	cmd.AddCommand(e.benchJobsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
+	return cmd
+}
+
+// benchJobsCmd is `agentd bench jobs`: agentd serve holding many jobs.
+func (e *env) benchJobsCmd() *cobra.Command {
+	var asJSON bool
+	var o bench.JobsOptions
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Measure the job scheduler of agentd serve holding 10,000 jobs",
+		Long: "Put --jobs job rows (cron and every triggers spread over the day, two webhooks) into agentd serve\n" +
+			"through its API and measure: its memory and CPU at idle with them and with none, how late --fires\n" +
+			"jobs due at one minute are taken up (their scheduled time to their run's input event) and as\n" +
+			"many others due once each over 20 s (every triggers, at whole seconds spread evenly), and\n" +
+			"a signed POST /hooks/{name} to its 202 over TCP and over the socket (--hooks each).",
+		Example: "  agentd bench jobs\n" +
+			"  agentd bench jobs --quick --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Version = Version
+			res, err := bench.Jobs(cmd.Context(), &o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(e.stdout).Encode(res)
+			}
+			return res.WriteTable(e.stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
+	cmd.Flags().IntVar(&o.Jobs, "jobs", 0, "job rows (default 10000; --quick 1000)")
+	cmd.Flags().IntVar(&o.Fires, "fires", 0, "jobs that fire at one minute, and as many that fire spread over 20 s (default 500; --quick 100)")
+	cmd.Flags().IntVar(&o.Hooks, "hooks", 0, "webhook requests over TCP and over the socket each (default 1000; --quick 200)")
+	cmd.Flags().DurationVar(&o.Idle, "idle", 0, "how long idle CPU is measured (default 30s; --quick 5s)")
+	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
 	return cmd
 }
 

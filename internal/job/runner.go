@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,8 +102,9 @@ type Runner struct {
 	wg     sync.WaitGroup
 
 	// startMu makes a job's concurrency decision and its StartRun one
-	// step within the node.
-	startMu sync.Mutex
+	// step within the node: a job's runs are taken one after the other,
+	// different jobs' (hashed to different locks) at once.
+	startMu [startLocks]sync.Mutex
 
 	mu       sync.Mutex
 	closed   bool // Close was called: no run starts
@@ -414,8 +417,9 @@ func (r *Runner) alertSkipped(ru *run) {
 
 // take decides and records a run (see start).
 func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*run, error) {
-	r.startMu.Lock()
-	defer r.startMu.Unlock()
+	mu := &r.startMu[startLock(name)]
+	mu.Lock()
+	defer mu.Unlock()
 	open, err := r.runs.OpenRuns(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: open runs: %w", name, err)
@@ -496,6 +500,17 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		}
 	}
 	return ru, nil
+}
+
+// startLocks is how many locks the jobs' takes are spread over.
+const startLocks = 64
+
+// startLock returns the index of the job name's take lock: the same on
+// every run, so that which jobs share one does not change.
+func startLock(name string) int {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32() % startLocks)
 }
 
 // randTag is the random tag of a run's id on demand.
@@ -637,14 +652,17 @@ func (r *Runner) execute(ru *run) {
 }
 
 // submit submits a run's input, its prompt filled with the job's last
-// done run's output; it returns the turn.
+// done run's output (read only if the prompt refers to it: a page of runs
+// read on every fire otherwise); it returns the turn.
 func (r *Runner) submit(ru *run, res *Result) (int64, error) {
-	last, err := r.lastDone(r.ctx, ru.name)
-	if err != nil {
-		return 0, err
-	}
-	if last != nil {
-		ru.fire.Previous = last.Output
+	if slices.Contains(prompt.Refs(ru.spec.Prompt), "previous_output") {
+		last, err := r.lastDone(r.ctx, ru.name)
+		if err != nil {
+			return 0, err
+		}
+		if last != nil {
+			ru.fire.Previous = last.Output
+		}
 	}
 	opts, err := ru.spec.options()
 	if err != nil {

@@ -46,6 +46,7 @@ type SchedulerOptions struct {
 	CatchUpMax int
 	// Fired, if set, is told of every fire: its job, trigger, scheduled
 	// time, when it was fired (its lateness is fired − due) and its error.
+	// Fires due at one time call it from several goroutines at once.
 	Fired func(name, trigger string, due, fired time.Time, err error)
 	// MaxWatchDirs bounds the directories one watch trigger watches
 	// (default DefaultMaxWatchDirs).
@@ -59,6 +60,9 @@ type SchedulerOptions struct {
 	KeepRuns    int
 	KeepRunsFor time.Duration
 	PruneEvery  time.Duration
+	// FireConcurrency is how many fires due at one time are made at once
+	// (default 128).
+	FireConcurrency int
 }
 
 // LeadRole is the role the scheduling node leads.
@@ -84,7 +88,8 @@ var timeTriggers = []string{store.TriggerCron, store.TriggerEvery, store.Trigger
 // call (watches has its own, never held with it). Its own goroutine is
 // Run's caller's; the watchers' are watches' (watch.go), stopped when
 // the lead is lost or Run ends; while it leads, the pruning one loop
-// starts and waits for.
+// starts and waits for; fires due at one time are made by goroutines it
+// starts and waits for (fireDue).
 type Scheduler struct {
 	r       *Runner
 	runs    LastRuns
@@ -93,6 +98,7 @@ type Scheduler struct {
 	log     *slog.Logger
 	retry   time.Duration
 	max     int
+	par     int // fires made at once
 	fired   func(name, trigger string, due, fired time.Time, err error)
 	changed chan struct{} // a job was activated or removed (cap 1)
 	watches *watches      // the watch triggers' watchers, while leading
@@ -100,6 +106,11 @@ type Scheduler struct {
 	keep       int
 	keepFor    time.Duration
 	pruneEvery time.Duration
+
+	// zones are the time zones of the cron triggers scheduled, by name,
+	// shared (the loop's goroutine only): a zone loaded per trigger holds
+	// kilobytes of its own.
+	zones map[string]*time.Location
 
 	mu    sync.Mutex
 	dirty map[string]bool     // jobs changed since the loop last looked
@@ -114,7 +125,8 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		o = &SchedulerOptions{}
 	}
 	s := &Scheduler{r: r, runs: runs, fire: o.Fire, lead: o.Lead, log: o.Logger, retry: o.LeadRetry, max: o.CatchUpMax,
-		fired: o.Fired, changed: make(chan struct{}, 1), dirty: map[string]bool{}, byJob: map[string][]*entry{},
+		par: o.FireConcurrency, fired: o.Fired, changed: make(chan struct{}, 1), zones: map[string]*time.Location{},
+		dirty: map[string]bool{}, byJob: map[string][]*entry{},
 		keep: o.KeepRuns, keepFor: o.KeepRunsFor, pruneEvery: o.PruneEvery}
 	if s.keep <= 0 {
 		s.keep = DefaultKeepRuns
@@ -135,6 +147,9 @@ func NewScheduler(r *Runner, runs LastRuns, o *SchedulerOptions) *Scheduler {
 		s.max = 100
 	}
 	s.watches = newWatches(r, s.log, o.MaxWatchDirs)
+	if s.par <= 0 {
+		s.par = 128
+	}
 	r.watch(s.touch)
 	return s
 }
@@ -284,7 +299,7 @@ func (s *Scheduler) update(ctx context.Context) {
 		}
 		// Its runs left open while it was not active (paused, say) would
 		// otherwise stay open, and a skip job skip every fire.
-		if _, err := s.fire.Recover(ctx, n); err != nil {
+		if _, err := s.fire.Recover(ctx, n); err != nil && ctx.Err() == nil {
 			s.log.Error("job runs not recovered", "job", n, "err", err)
 		}
 		s.add(ctx, n, &spec, time.Now())
@@ -306,6 +321,9 @@ func (s *Scheduler) add(ctx context.Context, name string, spec *Spec, now time.T
 		if err != nil {
 			s.log.Warn("job trigger not scheduled", "job", name, "err", err) // checked when saved
 			continue
+		}
+		if z, ok := sch.(*schedule.Zoned); ok {
+			z.Loc = s.zone(z.Loc)
 		}
 		es = append(es, &entry{job: name, trigger: kind, sched: sch, policy: policy, index: -1})
 	}
@@ -347,23 +365,44 @@ func (s *Scheduler) lastRun(ctx context.Context, name string, hb bool) time.Time
 	return jr.ScheduledAt
 }
 
-// fireDue fires the entries due at now and queues their next times.
+// zone returns the scheduler's one location of loc's zone.
+func (s *Scheduler) zone(loc *time.Location) *time.Location {
+	if z, ok := s.zones[loc.String()]; ok {
+		return z
+	}
+	s.zones[loc.String()] = loc
+	return loc
+}
+
+// fireDue fires the entries due at now, up to s.par at once, and queues
+// their next times once all have fired. A burst of jobs due at one time
+// (many crons of one minute) is so accepted at the pace of the store's
+// group commits rather than of one fire's two writes each; the fires of
+// one job still take their runs one after the other (Runner.take).
 func (s *Scheduler) fireDue(ctx context.Context, now time.Time) {
-	for {
-		s.mu.Lock()
-		if len(s.queue) == 0 || s.queue[0].next.After(now) {
-			s.mu.Unlock()
-			return
-		}
-		e := heap.Pop(&s.queue).(*entry)
-		s.mu.Unlock()
-		s.fireEntry(ctx, e, now)
-		s.mu.Lock()
+	s.mu.Lock()
+	var due []*entry
+	for len(s.queue) > 0 && !s.queue[0].next.After(now) {
+		due = append(due, heap.Pop(&s.queue).(*entry))
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, s.par)
+	for _, e := range due {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			s.fireEntry(ctx, e, now)
+		})
+	}
+	wg.Wait()
+	s.mu.Lock()
+	for _, e := range due {
 		if e.next, _ = e.sched.Next(now); !e.next.IsZero() && s.byJob[e.job] != nil {
 			heap.Push(&s.queue, e)
 		}
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 }
 
 // fireEntry fires the times of e after its last and up to now that its
