@@ -41,9 +41,11 @@ func hookSend(t *testing.T, c *http.Client, base, name, key, body, delivery stri
 
 // A job's webhook through agentd serve, on TCP without the gateway's
 // token and on the socket: a signed delivery runs the job once with the
-// body as its payload, its replay is 409 (after a restart too), a bad
-// signature and an old timestamp 401, a body over 1 MiB 413; the daemon's
-// log says each refusal without the secret or the body.
+// body as its payload, its replay is 409 (after a restart too), and so
+// is the captured request sent again under a new delivery id; a bad
+// signature, an old timestamp and a job without a webhook 401 (the last
+// two alike, body and all), a body over 1 MiB 413; the daemon's log says
+// each refusal, and why, without the secret or the body.
 func TestJobWebhookThroughTheDaemon(t *testing.T) {
 	dir := dataDir(t, map[string]string{
 		"agents/assistant.yaml": openaiAgent(fake(t, "match .\nsay got: {{last_user}}\n"), ""),
@@ -93,6 +95,15 @@ func TestJobWebhookThroughTheDaemon(t *testing.T) {
 	if status, body := hookSend(t, tcp, base, "gh", "s3cret-value", `{}`, "delivery-1", now); status != http.StatusConflict || !strings.Contains(body, first.Run) {
 		t.Errorf("replay: %d %s, want 409 naming run %s", status, body, first.Run)
 	}
+	for _, d := range []string{"delivery-new", ""} {
+		if status, body := hookSend(t, tcp, base, "gh", "s3cret-value", `{"ref":"main"}`, d, now); status != http.StatusConflict || !strings.Contains(body, first.Run) {
+			t.Errorf("the captured request sent again with delivery id %q: %d %s, want 409 naming run %s", d, status, body, first.Run)
+		}
+	}
+	wrongStatus, wrong := hookSend(t, tcp, base, "gh", "guess", `{}`, "", now)
+	if status, body := hookSend(t, tcp, base, "payroll", "guess", `{}`, "", now); status != wrongStatus || body != wrong {
+		t.Errorf("no such job: %d %s; a wrong signature for gh: %d %s", status, body, wrongStatus, wrong)
+	}
 	// A secret referenced as ${secret:NAME}, from secrets.env.
 	if status, body := hookSend(t, tcp, base, "ref", "from-the-secrets-file", `"hi"`, "r1", now); status != http.StatusAccepted {
 		t.Errorf("a job whose secret is in secrets.env: %d %s", status, body)
@@ -111,9 +122,10 @@ func TestJobWebhookThroughTheDaemon(t *testing.T) {
 	if strings.Contains(log, "s3cret-value") || strings.Contains(log, "from-the-secrets-file") || strings.Contains(log, "xxxxxxxx") {
 		t.Errorf("the daemon's log tells the secret or a body:\n%s", log)
 	}
-	for _, reason := range []string{"delivery taken before", "signature does not match", "timestamp is more than", "body larger than"} {
-		if !regexp.MustCompile(`msg="job webhook refused" job=gh client=loopback reason="[^"\n]*` + reason).MatchString(log) {
-			t.Errorf("the daemon's log does not say %q:\n%s", reason, log)
+	for _, r := range []struct{ job, reason string }{{"gh", "delivery taken before"}, {"gh", "signature does not match"},
+		{"gh", "timestamp is more than"}, {"gh", "body larger than"}, {"payroll", "is not an active job"}} {
+		if !regexp.MustCompile(`msg="job webhook refused" job=` + r.job + ` client=loopback reason="[^"\n]*` + r.reason).MatchString(log) {
+			t.Errorf("the daemon's log does not say %q of %s:\n%s", r.reason, r.job, log)
 		}
 	}
 
@@ -124,6 +136,9 @@ func TestJobWebhookThroughTheDaemon(t *testing.T) {
 	sock := unixHTTP(dir)
 	if status, body := hookSend(t, sock, "http://agentd", "gh", "s3cret-value", `{"ref":"main"}`, "delivery-1", time.Now()); status != http.StatusConflict {
 		t.Errorf("replay after a restart: %d %s", status, body)
+	}
+	if status, body := hookSend(t, sock, "http://agentd", "gh", "s3cret-value", `{"ref":"main"}`, "delivery-6", now); status != http.StatusConflict || !strings.Contains(body, first.Run) {
+		t.Errorf("the captured request under a new delivery id after a restart: %d %s, want 409 naming run %s", status, body, first.Run)
 	}
 	if status, body := hookSend(t, sock, "http://agentd", "gh", "s3cret-value", `{"ref":"dev"}`, "delivery-5", time.Now()); status != http.StatusAccepted {
 		t.Errorf("a new delivery on the socket: %d %s", status, body)

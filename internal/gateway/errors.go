@@ -75,7 +75,12 @@ var failures = []failure{
 		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed,
 		webext.ErrInvalid, command.ErrUsage},
 		status: http.StatusBadRequest, code: "bad_request"},
-	{errs: []error{errUnauthorized, job.ErrBadSignature}, status: http.StatusUnauthorized, code: "unauthorized"},
+	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
+	// A webhook refused for its signature or its job: one body for every
+	// reason, so that it does not tell which jobs take webhooks (the log
+	// says why).
+	{errs: []error{job.ErrBadSignature}, status: http.StatusUnauthorized, code: "unauthorized",
+		msg: "bad webhook signature: the request is not signed for this webhook within its time window; agentd's log says why"},
 	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},

@@ -3,9 +3,11 @@ package gateway
 // POST /hooks/{name}: a job's webhook. It needs no gateway token — a
 // third-party service calls it — but the job's own signature (package
 // job, webhook.go). An unknown job, a paused one and one without a
-// webhook trigger are the same 404, so that a caller without the secret
-// learns nothing of which jobs exist; its failures are limited per
-// client network as the token's are.
+// webhook trigger are answered as a wrong signature is — the same 401,
+// the same body, after the same HMAC — so that a caller without the
+// secret learns nothing of which jobs exist; the log says why. Its
+// failures (a 401, a body over the limit) are limited per client network
+// as the token's are.
 
 import (
 	"context"
@@ -73,14 +75,20 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) {
 }
 
 // hookRefused logs a refused webhook request (never its body or a
-// secret), counts a failed authentication against the client, and
-// answers it.
+// secret), counts a failure against the client, and answers it.
 func (s *Server) hookRefused(w http.ResponseWriter, name, ip string, err error) {
 	s.logHookRefused(name, ip, err)
-	if errors.Is(err, job.ErrBadSignature) || errors.Is(err, job.ErrNotFound) {
+	s.hookFailed(ip, err)
+	s.fail(w, err)
+}
+
+// hookFailed counts a refusal against the client if it is a failure the
+// limiter counts: a wrong signature (or no such webhook), a body over
+// the limit.
+func (s *Server) hookFailed(ip string, err error) {
+	if errors.Is(err, job.ErrBadSignature) || errors.Is(err, job.ErrNotFound) || errors.Is(err, errTooLarge) {
 		s.hookLimit.fail(ip, time.Now())
 	}
-	s.fail(w, err)
 }
 
 func (s *Server) logHookRefused(name, ip string, err error) {
@@ -88,10 +96,12 @@ func (s *Server) logHookRefused(name, ip string, err error) {
 }
 
 // refusedEarly logs a refusal of r by Protect before the mux (a body
-// declared too large) if r is a webhook's: every refusal of one is
-// logged.
+// declared too large) if r is a webhook's, and counts it as hookRefused
+// does: every refusal of one is logged and limited alike.
 func (s *Server) refusedEarly(r *http.Request, err error) {
 	if rt := s.route(r); rt != nil && rt.logsRefusals {
-		s.logHookRefused(path.Base(r.URL.Path), clientKey(r.RemoteAddr), err)
+		ip := clientKey(r.RemoteAddr)
+		s.logHookRefused(path.Base(r.URL.Path), ip, err)
+		s.hookFailed(ip, err)
 	}
 }

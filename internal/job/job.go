@@ -21,8 +21,9 @@
 // once made or given up (deliver.go); Recover delivers a run that ended
 // without that record, so a delivery is made at least once, a webhook's
 // with an id its receiver can drop a repeat by, and recorded once. A
-// webhook delivery's id is recorded on its run, unique per job in the
-// store, so that it is taken once however many nodes receive it.
+// webhook delivery's id and its request's MAC are recorded on its run,
+// each unique per job in the store, so that it is taken once however
+// many nodes receive it and whatever delivery id a copy of it carries.
 package job
 
 import (
@@ -217,9 +218,11 @@ type Fire struct {
 	// {{payload}} is it as sent, {{payload.KEY}} a top-level field of it
 	// if it is a JSON object.
 	Body []byte
-	// Delivery is a webhook delivery's id: a second run of the job with
-	// the same one is refused (ErrDelivered).
+	// Delivery is a webhook delivery's id, MAC its request's MAC
+	// (lowercase hex): a second run of the job with the same one of
+	// either is refused (ErrDelivered).
 	Delivery string
+	MAC      string
 	// At is the scheduled time (zero: now); Trigger what fired it
 	// (store.TriggerCron, …; "" is store.TriggerManual).
 	At      time.Time

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -427,12 +428,13 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	tag := fire.tag
 	switch {
 	case tag != "":
-	case fire.Delivery != "":
-		// A webhook delivery is taken once: its run records it (unique
-		// per job in the store), found again here however often it is
-		// sent; StartRun settles a race of nodes given it at once.
-		tag = deliveryTag(fire.Delivery)
-		first, err := r.delivered(ctx, name, fire.Delivery)
+	case fire.Delivery != "" || fire.MAC != "":
+		// A webhook delivery id and a webhook request are each taken
+		// once: its run records both (each unique per job in the
+		// store), found again here however often either is sent;
+		// StartRun settles a race of nodes given them at once.
+		tag = deliveryTag(cmp.Or(fire.Delivery, fire.MAC))
+		first, err := r.delivered(ctx, name, fire.Delivery, fire.MAC)
 		if err != nil {
 			return nil, err
 		}
@@ -444,7 +446,8 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	}
 	id := store.RunID(fire.At, tag)
 	jr := store.JobRun{Job: name, Run: id, ScheduledAt: fire.At, Trigger: fire.Trigger,
-		Session: s.Agent + "/" + sessionKey(name, id, fire.Trigger, s), Status: store.RunRunning, Node: r.node, Delivery: fire.Delivery}
+		Session: s.Agent + "/" + sessionKey(name, id, fire.Trigger, s), Status: store.RunRunning, Node: r.node, Delivery: fire.Delivery,
+		MAC: fire.MAC}
 	switch {
 	case fire.Body != nil:
 		jr.Payload = bodyPayload(fire.Body)
@@ -466,13 +469,13 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 			jr.Status, jr.Error = store.RunSkipped, "run "+open[0].Run+" was still "+open[0].Status
 		}
 	}
-	if jr.Status == store.RunSkipped && fire.Delivery != "" {
+	if jr.Status == store.RunSkipped && (fire.Delivery != "" || fire.MAC != "") {
 		// A skipped delivery is not taken: its run's id is its own, and
-		// it does not record the delivery, so that the delivery may be
-		// sent again, even within the millisecond.
+		// it records neither its delivery id nor its MAC, so that the
+		// request may be sent again, even within the millisecond.
 		jr.Run = store.RunID(fire.At, tag+"-skipped-"+randTag())
 		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, fire.Trigger, s)
-		jr.Delivery = ""
+		jr.Delivery, jr.MAC = "", ""
 	}
 	got, created, err := r.runs.StartRun(ctx, jr)
 	if err != nil || !created {
@@ -482,7 +485,7 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", name, err)
 		}
-		if jr.Delivery != "" && got.Delivery == jr.Delivery {
+		if (jr.Delivery != "" && got.Delivery == jr.Delivery) || (jr.MAC != "" && got.MAC == jr.MAC) {
 			return &run{res: ResultOf(got)}, fmt.Errorf("%w: %s run %s", ErrDelivered, name, got.Run)
 		}
 		return nil, fmt.Errorf("%w: %s run %s (%s)", ErrTaken, name, got.Run, got.Status)

@@ -46,7 +46,8 @@ func signed(key, body, delivery string, now time.Time) job.Hook {
 }
 
 // TestHookRefusals: each way a webhook request is refused, by the
-// sentinel the gateway maps to its status; none of them records a run.
+// sentinel the gateway maps to its status (a job that takes no webhooks
+// as a wrong signature); none of them records a run.
 func TestHookRefusals(t *testing.T) {
 	e := hookEnv(t)
 	now := time.Now()
@@ -55,6 +56,8 @@ func TestHookRefusals(t *testing.T) {
 	tampered.Body = []byte(`{"action":"closed"}`)
 	upper := signed("s3cret", body, "", now)
 	upper.Signature = strings.ToUpper(upper.Signature)
+	hexUpper := signed("s3cret", body, "", now)
+	hexUpper.Signature = "sha256=" + strings.ToUpper(hexUpper.Signature[7:])
 	for _, tc := range []struct {
 		name, job string
 		h         job.Hook
@@ -69,9 +72,10 @@ func TestHookRefusals(t *testing.T) {
 		{"prefix in upper case", "gh", upper, job.ErrBadSignature},
 		{"long delivery id", "gh", signed("s3cret", body, strings.Repeat("x", job.MaxDeliveryID+1), now), job.ErrBadSignature},
 		{"delivery id not text", "gh", signed("s3cret", body, "d\xff1", now), job.ErrBadSignature},
-		{"unknown job", "nope", signed("s3cret", body, "d1", now), job.ErrNotFound},
-		{"job without a webhook", "plain", signed("s3cret", body, "d1", now), job.ErrNotFound},
-		{"paused job", "paused", signed("s3cret", body, "d1", now), job.ErrNotFound},
+		{"hex in upper case", "gh", hexUpper, job.ErrBadSignature},
+		{"unknown job", "nope", signed("s3cret", body, "d1", now), job.ErrBadSignature},
+		{"job without a webhook", "plain", signed("s3cret", body, "d1", now), job.ErrBadSignature},
+		{"paused job", "paused", signed("s3cret", body, "d1", now), job.ErrBadSignature},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.r.Hook(context.Background(), tc.job, tc.h)
@@ -93,7 +97,8 @@ func TestHookRefusals(t *testing.T) {
 // TestHookRunsOncePerDelivery: a signed request runs the job with its
 // body as the payload; the same delivery again — re-signed later, or by
 // a new Runner over the same store (a restart) — is ErrDelivered with
-// the first run; without a delivery id the signature stands for one.
+// the first run, and so is the same request (its MAC) under another
+// delivery id or none.
 func TestHookRunsOncePerDelivery(t *testing.T) {
 	e := hookEnv(t)
 	ctx := context.Background()
@@ -129,7 +134,10 @@ func TestHookRunsOncePerDelivery(t *testing.T) {
 	if res, err := r2.Hook(ctx, "gh", again); !errors.Is(err, job.ErrDelivered) || res.Run != first.Run {
 		t.Fatalf("replay after a restart: %+v, %v; want ErrDelivered with run %s", res, err, first.Run)
 	}
-	if _, err := e.r.Hook(ctx, "gh", signed("s3cret", body, "d2", time.Now())); err != nil {
+	if res, err := e.r.Hook(ctx, "gh", signed("s3cret", body, "d2", time.Now())); !errors.Is(err, job.ErrDelivered) || res.Run != first.Run {
+		t.Fatalf("the same request (the same second, the same MAC) as a new delivery: %+v, %v; want ErrDelivered with run %s", res, err, first.Run)
+	}
+	if _, err := e.r.Hook(ctx, "gh", signed("s3cret", `{"action":"closed","number":7}`, "d2", time.Now())); err != nil {
 		t.Fatalf("a new delivery: %v", err)
 	}
 	text := signed("s3cret", "plain text", "", time.Now())
@@ -178,17 +186,20 @@ func TestSignatureOfTheShape(t *testing.T) {
 }
 
 // FuzzParseSignature: ParseSignature takes exactly "sha256=" and 64 hex
-// digits, as encoding/hex decodes them, and nothing else.
+// digits, as encoding/hex decodes them and in lower case, as it encodes
+// them (one spelling per MAC), and nothing else.
 func FuzzParseSignature(f *testing.F) {
 	f.Add("sha256=97926816e98fbb41ccb1673225ff29a2f35369099990e1b1561651e7bd097ebf")
 	f.Add("sha256=")
 	f.Add("sha1=abc")
 	f.Add("SHA256=97926816E98FBB41CCB1673225FF29A2F35369099990E1B1561651E7BD097EBF")
+	f.Add("sha256=97926816E98FBB41CCB1673225FF29A2F35369099990E1B1561651E7BD097EBF")
+	f.Add("sha256=97926816e98fbb41ccb1673225ff29a2f35369099990e1b1561651e7bd097ebF")
 	f.Fuzz(func(t *testing.T, h string) {
 		mac, err := job.ParseSignature(h)
 		hexMAC, prefixed := strings.CutPrefix(h, "sha256=")
 		want, herr := hex.DecodeString(hexMAC)
-		ok := prefixed && herr == nil && len(want) == sha256.Size
+		ok := prefixed && herr == nil && len(want) == sha256.Size && hex.EncodeToString(want) == hexMAC
 		if (err == nil) != ok {
 			t.Fatalf("ParseSignature(%q): %v; encoding/hex says ok=%v", h, err, ok)
 		}
@@ -198,7 +209,7 @@ func FuzzParseSignature(f *testing.F) {
 			}
 			return
 		}
-		if !hmac.Equal(mac, want) || "sha256="+hex.EncodeToString(mac) != strings.ToLower(h) {
+		if !hmac.Equal(mac, want) || "sha256="+hex.EncodeToString(mac) != h {
 			t.Fatalf("ParseSignature(%q) = %x", h, mac)
 		}
 	})

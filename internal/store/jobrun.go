@@ -60,6 +60,8 @@ const (
 	MaxRunID      = 128      // bytes
 	// MaxRunDelivery bounds a run's webhook delivery id, in bytes.
 	MaxRunDelivery = 256
+	// MaxRunMAC bounds a run's webhook MAC, in hex digits (a SHA-512's).
+	MaxRunMAC = 128
 	// DefaultRunLimit is how many runs JobRuns returns for a limit of 0;
 	// MaxRunLimit the most it returns.
 	DefaultRunLimit = 50
@@ -108,6 +110,11 @@ type JobRun struct {
 	// Delivery is the id of the webhook delivery the run was taken for
 	// ("" for none): a job takes each delivery once (StartRun).
 	Delivery string
+	// MAC is the webhook request's MAC the run was taken for, lowercase
+	// hex ("" for none): a job takes each MAC once (StartRun), whatever
+	// delivery id the request carries, so that a captured request sent
+	// again is not run again.
+	MAC string
 	// DeliveredAt is when the delivery of the run's output (or of its
 	// failure alert) was recorded (RecordDelivery): done, or given up
 	// with DeliveryError saying why. It is zero for a run whose delivery
@@ -133,9 +140,10 @@ func (r *JobRun) Undelivered() bool {
 // run is how a fire happens once however many nodes (or restarts) try it.
 type JobRunStore interface {
 	// StartRun records a run taken, unless its job already has a run of
-	// that id, or, r.Delivery set, a run of that delivery: then it
-	// returns that run, and created false (another node, or this one
-	// before a restart, took the fire or the delivery). r's status is
+	// that id, or, r.Delivery set, a run of that delivery, or, r.MAC
+	// set, a run of that MAC: then it returns that run, and created
+	// false (another node, or this one before a restart, took the fire,
+	// the delivery or the request). r's status is
 	// RunQueued, RunRunning or RunSkipped (a skipped run ends as it is
 	// taken); StartedAt defaults to now.
 	StartRun(ctx context.Context, r JobRun) (run JobRun, created bool, err error)
@@ -164,6 +172,9 @@ type JobRunStore interface {
 	// DeliveryRun returns the run job took for the webhook delivery, or
 	// ErrNotFound.
 	DeliveryRun(ctx context.Context, job, delivery string) (JobRun, error)
+	// MACRun returns the run job took for the webhook request of that
+	// MAC (lowercase hex), or ErrNotFound.
+	MACRun(ctx context.Context, job, mac string) (JobRun, error)
 	// RecordDelivery records that the delivery of an ended run was made
 	// at at (default now), or, failure set, given up for that reason. It
 	// is recorded once: a run whose delivery is recorded already, or that
@@ -232,6 +243,9 @@ func RunStart(r JobRun, now time.Time) (JobRun, error) {
 	if err := CheckDelivery(r.Delivery); err != nil {
 		return r, fmt.Errorf("run %s/%s: %v", r.Job, r.Run, err)
 	}
+	if err := CheckMAC(r.MAC); err != nil {
+		return r, fmt.Errorf("run %s/%s: %v", r.Job, r.Run, err)
+	}
 	p, err := runPayload(r.Payload)
 	if err != nil {
 		return r, fmt.Errorf("run %s/%s: %v", r.Job, r.Run, err)
@@ -297,6 +311,21 @@ func CheckDelivery(d string) error {
 	}
 	if !utf8.ValidString(d) || strings.ContainsRune(d, 0) {
 		return errors.New("delivery id is not valid text")
+	}
+	return nil
+}
+
+// CheckMAC reports what is wrong with a run's webhook MAC: lowercase
+// hex digits, an even number of them, at most MaxRunMAC ("" is none).
+// One MAC has one spelling, so that its unique index holds.
+func CheckMAC(m string) error {
+	if len(m) > MaxRunMAC || len(m)%2 != 0 {
+		return fmt.Errorf("MAC: want an even number of hex digits, at most %d", MaxRunMAC)
+	}
+	for i := 0; i < len(m); i++ {
+		if c := m[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return errors.New("MAC: want lowercase hex digits")
+		}
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"database/sql"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,7 +146,8 @@ func TestCopyJobRuns(t *testing.T) {
 	start := func(job string, i int, status string) store.JobRun {
 		t.Helper()
 		r := store.JobRun{Job: job, Run: store.RunID(at(i), ""), ScheduledAt: at(i), Trigger: store.TriggerEvery, Status: status,
-			Session: "a/job:" + job, Payload: []byte(`{"n":1}`), Node: "old", Error: "busy"}
+			Session: "a/job:" + job, Payload: []byte(`{"n":1}`), Node: "old", Error: "busy",
+			MAC: strings.Repeat(strconv.Itoa(i), 64)}
 		got, created, err := lite.StartRun(ctx, r)
 		if err != nil || !created {
 			t.Fatalf("StartRun(%s, %d) = %v, %v", job, i, created, err)

@@ -12,7 +12,7 @@ import (
 
 // qRunCopy writes a run of the source: see copyJobRuns.
 const qRunCopy = `INSERT INTO agentd_job_runs (` + runCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 	ON CONFLICT (job, run) DO UPDATE SET status = excluded.status, started_at = excluded.started_at,
 		ended_at = excluded.ended_at, steps = excluded.steps, tokens_in = excluded.tokens_in,
 		tokens_out = excluded.tokens_out, cost_usd = excluded.cost_usd, output = excluded.output,
@@ -36,16 +36,16 @@ func (s *Store) copyJobRuns(ctx context.Context, src *sql.DB) error {
 		}
 		b := &pgx.Batch{}
 		for rows.Next() {
-			var trigger, session, status, output, errText, payload, node, delivery, deliveryErr string
+			var trigger, session, status, output, errText, payload, node, delivery, deliveryErr, mac string
 			var sched, started, ended, steps, in, out, delivered int64
 			var cost float64
 			if err := rows.Scan(&job, &run, &sched, &trigger, &session, &status, &started, &ended, &steps, &in, &out, &cost,
-				&output, &errText, &payload, &node, &delivery, &delivered, &deliveryErr); err != nil {
+				&output, &errText, &payload, &node, &delivery, &delivered, &deliveryErr, &mac); err != nil {
 				rows.Close()
 				return err
 			}
 			b.Queue(qRunCopy, job, run, sched, trigger, session, status, started, ended, steps, in, out, cost, output, errText,
-				payload, node, delivery, delivered, deliveryErr)
+				payload, node, delivery, delivered, deliveryErr, mac)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

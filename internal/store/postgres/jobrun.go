@@ -44,18 +44,21 @@ CREATE TABLE agentd_job_runs (
 `
 
 // schemaJobDelivery (schema v6) records each run's delivery and the
-// webhook delivery it was taken for, as in SQLite: delivery is unique per
-// job where it is set, so that of nodes racing to take one delivery one
-// inserts and the others' inserts do nothing (StartRun); delivered_at is
+// webhook delivery and MAC it was taken for, as in SQLite: delivery and
+// mac are each unique per job where they are set, so that of nodes
+// racing to take one delivery (or one request, sent again under another
+// delivery id) one inserts and the others' inserts do nothing (StartRun); delivered_at is
 // 0 while a done, error or skipped run's delivery is pending, and the partial
 // index agentd_job_runs_undelivered holds those runs alone. The runs that
 // ended before the column existed count as delivered.
 const schemaJobDelivery = `
 ALTER TABLE agentd_job_runs ADD COLUMN delivery text NOT NULL DEFAULT '',
 	ADD COLUMN delivered_at bigint NOT NULL DEFAULT 0,
-	ADD COLUMN delivery_error text NOT NULL DEFAULT '';
+	ADD COLUMN delivery_error text NOT NULL DEFAULT '',
+	ADD COLUMN mac text NOT NULL DEFAULT '';
 UPDATE agentd_job_runs SET delivered_at = ended_at WHERE ` + sqlUndelivered + `;
 CREATE UNIQUE INDEX agentd_job_runs_delivery ON agentd_job_runs (job, delivery) WHERE delivery <> '';
+CREATE UNIQUE INDEX agentd_job_runs_mac ON agentd_job_runs (job, mac) WHERE mac <> '';
 CREATE INDEX agentd_job_runs_undelivered ON agentd_job_runs (job, run) WHERE ` + sqlUndelivered + `;
 `
 
@@ -69,13 +72,15 @@ const (
 
 const (
 	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node,
-	delivery, delivered_at, delivery_error`
+	delivery, delivered_at, delivery_error, mac`
 	// qRunIns does nothing on a conflict with the primary key (the fire
-	// is taken) or with the delivery's unique index (the delivery is).
-	qRunIns = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, 0, 0, '', $9, $10, $11, $12, 0, '')
+	// is taken) or with the delivery's or the MAC's unique index (the
+	// delivery or the request is).
+	qRunIns = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, 0, 0, 0, '', $9, $10, $11, $12, 0, '', $13)
 	ON CONFLICT DO NOTHING RETURNING ` + runCols
 	qRun           = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run = $2`
 	qRunOfDelivery = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND delivery = $2 AND delivery <> ''`
+	qRunOfMAC      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND mac = $2 AND mac <> ''`
 	qRuns          = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT $2`
 	qRunsFrom      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = $1 AND run < $2 ORDER BY run DESC LIMIT $3`
 	// qRunsOpen reads a job's open runs through its primary key's
@@ -123,7 +128,7 @@ func (s *Store) StartRun(ctx context.Context, r store.JobRun) (store.JobRun, boo
 	}
 	what := "start run " + r.Job + "/" + r.Run
 	got, err := scanJobRun(s.pool.QueryRow(ctx, qRunIns, r.Job, r.Run, r.ScheduledAt.UnixNano(), r.Trigger, r.Session, r.Status,
-		r.StartedAt.UnixNano(), store.RunNanos(r.EndedAt), r.Error, string(r.Payload), r.Node, r.Delivery))
+		r.StartedAt.UnixNano(), store.RunNanos(r.EndedAt), r.Error, string(r.Payload), r.Node, r.Delivery, r.MAC))
 	if err == nil {
 		return got, true, nil
 	}
@@ -133,6 +138,9 @@ func (s *Store) StartRun(ctx context.Context, r store.JobRun) (store.JobRun, boo
 	got, err = s.oneRun(ctx, what+": the run taken before", qRun, r.Job, r.Run)
 	if errors.Is(err, store.ErrNotFound) && r.Delivery != "" {
 		got, err = s.oneRun(ctx, what+": the run of its delivery", qRunOfDelivery, r.Job, r.Delivery)
+	}
+	if errors.Is(err, store.ErrNotFound) && r.MAC != "" {
+		got, err = s.oneRun(ctx, what+": the run of its MAC", qRunOfMAC, r.Job, r.MAC)
 	}
 	return got, false, err
 }
@@ -253,6 +261,19 @@ func (s *Store) DeliveryRun(ctx context.Context, job, delivery string) (store.Jo
 	return s.oneRun(ctx, "run of delivery "+job+"/"+delivery, qRunOfDelivery, job, delivery)
 }
 
+// MACRun returns the run job took for a webhook request's MAC, or
+// store.ErrNotFound.
+func (s *Store) MACRun(ctx context.Context, job, mac string) (store.JobRun, error) {
+	err := store.CheckExtensionKey("job", job)
+	if err == nil {
+		err = store.CheckMAC(mac)
+	}
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("postgres: MAC run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "run of MAC "+job+"/"+mac, qRunOfMAC, job, mac)
+}
+
 // runList returns the runs query q with args reads (what names it in
 // errors), never nil.
 func (s *Store) runList(ctx context.Context, what, q string, args ...any) ([]store.JobRun, error) {
@@ -311,7 +332,7 @@ func scanJobRun(row pgx.Row) (store.JobRun, error) {
 	var sched, started, ended, steps, delivered int64
 	var payload string
 	err := row.Scan(&r.Job, &r.Run, &sched, &r.Trigger, &r.Session, &r.Status, &started, &ended, &steps,
-		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node, &r.Delivery, &delivered, &r.DeliveryError)
+		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node, &r.Delivery, &delivered, &r.DeliveryError, &r.MAC)
 	if err != nil {
 		return store.JobRun{}, err
 	}

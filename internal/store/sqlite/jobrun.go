@@ -42,9 +42,10 @@ CREATE TABLE agentd_job_runs (
 );`
 
 // schemaJobDelivery (schema v12) records each run's delivery and the
-// webhook delivery it was taken for. delivery is unique per job where it
-// is set: of two nodes taking one delivery, one inserts, and the other's
-// insert does nothing (StartRun). delivered_at (unix nanoseconds) is 0
+// webhook delivery and MAC it was taken for. delivery and mac are each
+// unique per job where they are set: of two nodes taking one delivery
+// (or one request, sent again under another delivery id), one inserts,
+// and the other's insert does nothing (StartRun). delivered_at (unix nanoseconds) is 0
 // while a done, error or skipped run's delivery is pending: the partial index
 // agentd_job_runs_undelivered holds those runs alone, so a recovery
 // finds them without reading the history. The runs that ended before the
@@ -53,8 +54,10 @@ const schemaJobDelivery = `
 ALTER TABLE agentd_job_runs ADD COLUMN delivery TEXT NOT NULL DEFAULT '';
 ALTER TABLE agentd_job_runs ADD COLUMN delivered_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE agentd_job_runs ADD COLUMN delivery_error TEXT NOT NULL DEFAULT '';
+ALTER TABLE agentd_job_runs ADD COLUMN mac TEXT NOT NULL DEFAULT '';
 UPDATE agentd_job_runs SET delivered_at = ended_at WHERE ` + sqlUndelivered + `;
 CREATE UNIQUE INDEX agentd_job_runs_delivery ON agentd_job_runs (job, delivery) WHERE delivery <> '';
+CREATE UNIQUE INDEX agentd_job_runs_mac ON agentd_job_runs (job, mac) WHERE mac <> '';
 CREATE INDEX agentd_job_runs_undelivered ON agentd_job_runs (job, run) WHERE ` + sqlUndelivered + `;`
 
 // The open statuses as the queries' literals; sqlUndelivered is
@@ -67,13 +70,14 @@ const (
 
 const (
 	runCols = `job, run, scheduled_at, trigger_kind, session, status, started_at, ended_at, steps, tokens_in, tokens_out, cost_usd, output, error, payload, node,
-	delivery, delivered_at, delivery_error`
+	delivery, delivered_at, delivery_error, mac`
 	// qRunIns does nothing on a conflict with the primary key (the
-	// fire is taken) or with the delivery's unique index (the delivery
-	// is).
-	qRunIns        = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, '', ?, ?, ?, ?, 0, '') ON CONFLICT DO NOTHING`
+	// fire is taken) or with the delivery's or the MAC's unique index
+	// (the delivery or the request is).
+	qRunIns        = `INSERT INTO agentd_job_runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, '', ?, ?, ?, ?, 0, '', ?) ON CONFLICT DO NOTHING`
 	qRun           = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run = ?`
 	qRunOfDelivery = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND delivery = ? AND delivery <> ''`
+	qRunOfMAC      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND mac = ? AND mac <> ''`
 	qRuns          = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? ORDER BY run DESC LIMIT ?`
 	qRunsFrom      = `SELECT ` + runCols + ` FROM agentd_job_runs WHERE job = ? AND run < ? ORDER BY run DESC LIMIT ?`
 	// qRunsOpen reads a job's open runs through its primary key's
@@ -222,6 +226,19 @@ func (s *Store) DeliveryRun(ctx context.Context, job, delivery string) (store.Jo
 	return s.oneRun(ctx, "run of delivery "+job+"/"+delivery, qRunOfDelivery, job, delivery)
 }
 
+// MACRun returns the run job took for a webhook request's MAC, or
+// store.ErrNotFound.
+func (s *Store) MACRun(ctx context.Context, job, mac string) (store.JobRun, error) {
+	err := store.CheckExtensionKey("job", job)
+	if err == nil {
+		err = store.CheckMAC(mac)
+	}
+	if err != nil {
+		return store.JobRun{}, fmt.Errorf("sqlite: MAC run: %w: %v", ErrInvalid, err)
+	}
+	return s.oneRun(ctx, "run of MAC "+job+"/"+mac, qRunOfMAC, job, mac)
+}
+
 // runList returns the runs query q with args reads (what names it in
 // errors), never nil.
 func (s *Store) runList(ctx context.Context, what, q string, args ...any) ([]store.JobRun, error) {
@@ -278,7 +295,7 @@ func (s *Store) oneRun(ctx context.Context, what, q string, args ...any) (store.
 func (w *writer) applyRunStart(r *request) error {
 	j := &r.jobRun
 	res, err := w.runIns.Exec(j.Job, j.Run, j.ScheduledAt.UnixNano(), j.Trigger, j.Session, j.Status,
-		j.StartedAt.UnixNano(), store.RunNanos(j.EndedAt), j.Error, string(j.Payload), j.Node, j.Delivery)
+		j.StartedAt.UnixNano(), store.RunNanos(j.EndedAt), j.Error, string(j.Payload), j.Node, j.Delivery, j.MAC)
 	if err != nil {
 		return fmt.Errorf("sqlite: start run %s/%s: %w", j.Job, j.Run, err)
 	}
@@ -290,9 +307,13 @@ func (w *writer) applyRunStart(r *request) error {
 	if r.created {
 		return nil
 	}
+	// The row the insert met: of its id, its delivery or its MAC.
 	got, err := scanJobRun(w.runGet.QueryRow(j.Job, j.Run))
 	if errors.Is(err, sql.ErrNoRows) && j.Delivery != "" {
 		got, err = scanJobRun(w.runOfDelivery.QueryRow(j.Job, j.Delivery))
+	}
+	if errors.Is(err, sql.ErrNoRows) && j.MAC != "" {
+		got, err = scanJobRun(w.runOfMAC.QueryRow(j.Job, j.MAC))
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: start run %s/%s: the run taken before: %w", j.Job, j.Run, err)
@@ -360,7 +381,7 @@ func scanJobRun(row scanner) (store.JobRun, error) {
 	var sched, started, ended, delivered int64
 	var payload string
 	err := row.Scan(&r.Job, &r.Run, &sched, &r.Trigger, &r.Session, &r.Status, &started, &ended, &r.Steps,
-		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node, &r.Delivery, &delivered, &r.DeliveryError)
+		&r.TokensIn, &r.TokensOut, &r.CostUSD, &r.Output, &r.Error, &payload, &r.Node, &r.Delivery, &delivered, &r.DeliveryError, &r.MAC)
 	if err != nil {
 		return store.JobRun{}, err
 	}

@@ -224,6 +224,7 @@ type writer struct {
 	extHistIns, runIns, runGet        *sql.Stmt
 	runFinish, runPrune               *sql.Stmt
 	runOfDelivery, runDeliver         *sql.Stmt
+	runOfMAC                          *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
 
 	// tails: the last sequence number of sessions written to (tails.go).
@@ -308,6 +309,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.runFinish, qRunFinish},
 		{&w.runPrune, qRunPrune},
 		{&w.runOfDelivery, qRunOfDelivery},
+		{&w.runOfMAC, qRunOfMAC},
 		{&w.runDeliver, qRunDeliver},
 		{&w.syncNormal, "PRAGMA synchronous = NORMAL"},
 		{&w.syncFull, "PRAGMA synchronous = FULL"},

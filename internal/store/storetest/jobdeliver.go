@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -241,5 +242,92 @@ func testJobRunPruneAge(t *testing.T, x *suite) {
 	}
 	if last, err := s.LastRun(ctx, "j"); err != nil || last.Run != want[0] {
 		t.Errorf("LastRun after the prunes = %q, %v; want %q", last.Run, err, want[0])
+	}
+}
+
+// A job takes a webhook request once: a StartRun of a MAC the job has a
+// run of, whatever its delivery id (another, or none) and run id,
+// returns that run as not created, also to callers racing; the MAC is
+// kept across a reopen, another job's run of the same MAC is a run of
+// its own, and a MAC that is not lowercase hex is ErrInvalid.
+func testJobRunMACUnique(t *testing.T, x *suite) {
+	name := x.name()
+	s := x.open(t, name)
+	ctx := t.Context()
+	mac := func(b byte) string { return strings.Repeat(fmt.Sprintf("%02x", b), 32) }
+	hook := func(i int, node, delivery, m string) store.JobRun {
+		r := fire("j", i, store.TriggerWebhook)
+		r.Run = store.RunID(runAt(i), node)
+		r.Node, r.Delivery, r.MAC = node, delivery, m
+		return r
+	}
+	first := mustStartRun(t, s, hook(0, "n1", "d-1", mac(1)))
+	if first.MAC != mac(1) {
+		t.Errorf("the run taken has MAC %q, want %q", first.MAC, mac(1))
+	}
+	s.Close()
+	s = x.open(t, name)
+	for _, d := range []string{"d-2", ""} {
+		again, created, err := s.StartRun(ctx, hook(1, "n2", d, mac(1)))
+		if err != nil || created {
+			t.Fatalf("StartRun of a MAC taken, delivery %q = created %v, %v; want the run taken before", d, created, err)
+		}
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Errorf("StartRun of a MAC taken, delivery %q, returned (-taken +returned):\n%s", d, diff)
+		}
+	}
+	if got, err := s.MACRun(ctx, "j", mac(1)); err != nil || got.Run != first.Run {
+		t.Errorf("MACRun(j, mac 1) = %q, %v; want %q", got.Run, err, first.Run)
+	}
+	for _, m := range []string{mac(2), ""} {
+		if _, err := s.MACRun(ctx, "j", m); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("MACRun of %q, never taken = %v, want ErrNotFound", m, err)
+		}
+	}
+	mustStartRun(t, s, hook(2, "n1", "", mac(2)))
+	mustStartRun(t, s, hook(3, "n1", "", ""))
+	mustStartRun(t, s, hook(4, "n1", "", ""))
+	other := hook(0, "n1", "", mac(1))
+	other.Job = "k"
+	mustStartRun(t, s, other)
+	for _, bad := range []string{strings.ToUpper(mac(0xab)), mac(0xab)[1:], "zz", strings.Repeat("a", store.MaxRunMAC+2)} {
+		if _, _, err := s.StartRun(ctx, hook(5, "n1", "", bad)); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("StartRun with MAC %q = %v, want ErrInvalid", bad, err)
+		}
+		if _, err := s.MACRun(ctx, "j", bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("MACRun of %q = %v, want ErrInvalid", bad, err)
+		}
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var won []string
+	told := map[string]int{}
+	for i := range 8 {
+		wg.Go(func() {
+			node := fmt.Sprintf("n%d", i)
+			got, created, err := s.StartRun(ctx, hook(10+i, node, "d-race-"+node, mac(9)))
+			if err != nil {
+				t.Errorf("StartRun by %s: %v", node, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if created {
+				won = append(won, got.Run)
+			}
+			told[got.Run]++
+		})
+	}
+	wg.Wait()
+	if len(won) != 1 {
+		t.Fatalf("the racing StartRuns of one MAC under 8 delivery ids: %v took it, want exactly one", won)
+	}
+	if told[won[0]] != 8 {
+		t.Errorf("the runs the racing callers were told: %v; want all 8 told %s", told, won[0])
+	}
+	runs, err := s.JobRuns(ctx, "j", "", 0)
+	if err != nil || len(runs) != 5 {
+		t.Errorf("the job's runs after the race: %v, %v; want 5", runIDs(runs), err)
 	}
 }

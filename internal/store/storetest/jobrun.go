@@ -469,6 +469,7 @@ func testJobRunClosed(t *testing.T, x *suite) {
 	_, errs["RecordDelivery"] = s.RecordDelivery(ctx, "j", r.Run, time.Time{}, "")
 	_, errs["UndeliveredRuns"] = s.UndeliveredRuns(ctx, "j", 0)
 	_, errs["DeliveryRun"] = s.DeliveryRun(ctx, "j", "d1")
+	_, errs["MACRun"] = s.MACRun(ctx, "j", "ab")
 	for m, err := range errs {
 		if !errors.Is(err, store.ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", m, err)

@@ -135,6 +135,7 @@ func tests() []struct {
 		{"JobRunClosed", testJobRunClosed},
 		{"JobRunDelivery", testJobRunDelivery},
 		{"JobRunDeliveryUnique", testJobRunDeliveryUnique},
+		{"JobRunMACUnique", testJobRunMACUnique},
 		{"JobRunPruneAge", testJobRunPruneAge},
 	}
 }
