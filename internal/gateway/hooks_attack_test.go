@@ -12,8 +12,8 @@ import (
 
 // TestAttackHookOverTCP: a third party without the gateway's token or
 // the job's secret, on TCP. It must not tell the webhook job gh from a
-// job that does not exist (the docs promise one 404 "so a caller without
-// the secret learns nothing of which jobs exist"); and, having seen one
+// job that does not exist (one 401 for both, so a caller without the
+// secret learns nothing of which jobs exist); and, having seen one
 // signed request, it must not run the job again by sending that request
 // with another delivery id.
 func TestAttackHookOverTCP(t *testing.T) {

@@ -88,9 +88,9 @@ func TestAttackHookReplayInUpperCaseHex(t *testing.T) {
 }
 
 // TestAttackHookNamesWebhookJobs: a caller without the secret must not
-// tell a job with a webhook from no job at all (the docs: the same 404
-// "so a caller without the secret learns nothing of which jobs exist").
-// The gateway answers ErrNotFound with 404 and ErrBadSignature with 401.
+// tell a job with a webhook from no job at all: both are one error
+// (ErrBadSignature, one 401 at the gateway), so a caller without the
+// secret learns nothing of which jobs exist.
 func TestAttackHookNamesWebhookJobs(t *testing.T) {
 	e := hookEnv(t)
 	ctx := context.Background()
