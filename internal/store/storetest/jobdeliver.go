@@ -168,33 +168,7 @@ func testJobRunDeliveryUnique(t *testing.T, x *suite) {
 		t.Errorf("StartRun with a delivery id over %d bytes = %v, want ErrInvalid", store.MaxRunDelivery, err)
 	}
 
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var won []string
-	told := map[string]int{}
-	for i := range 8 {
-		wg.Go(func() {
-			node := fmt.Sprintf("n%d", i)
-			got, created, err := s.StartRun(ctx, hook(10+i, node, "d-race"))
-			if err != nil {
-				t.Errorf("StartRun by %s: %v", node, err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if created {
-				won = append(won, got.Run)
-			}
-			told[got.Run]++
-		})
-	}
-	wg.Wait()
-	if len(won) != 1 {
-		t.Fatalf("the racing StartRuns of one delivery: %v took it, want exactly one", won)
-	}
-	if told[won[0]] != 8 {
-		t.Errorf("the runs the racing callers were told: %v; want all 8 told %s", told, won[0])
-	}
+	raceStartRun(t, s, "one delivery", func(i int, node string) store.JobRun { return hook(10+i, node, "d-race") })
 	runs, err := s.JobRuns(ctx, "j", "", 0)
 	if err != nil || len(runs) != 4 {
 		t.Errorf("the job's runs after the race: %v, %v; want 4", runIDs(runs), err)
@@ -299,6 +273,20 @@ func testJobRunMACUnique(t *testing.T, x *suite) {
 		}
 	}
 
+	raceStartRun(t, s, "one MAC under 8 delivery ids", func(i int, node string) store.JobRun {
+		return hook(10+i, node, "d-race-"+node, mac(9))
+	})
+	runs, err := s.JobRuns(ctx, "j", "", 0)
+	if err != nil || len(runs) != 5 {
+		t.Errorf("the job's runs after the race: %v, %v; want 5", runIDs(runs), err)
+	}
+}
+
+// raceStartRun has 8 callers ("nodes") take the runs run(i, node) gives
+// at once, runs that are one fire (what says so is what: a delivery id,
+// a MAC): exactly one must take it, and all 8 be told that run.
+func raceStartRun(t *testing.T, s store.JobRunStore, what string, run func(i int, node string) store.JobRun) {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var won []string
@@ -306,7 +294,7 @@ func testJobRunMACUnique(t *testing.T, x *suite) {
 	for i := range 8 {
 		wg.Go(func() {
 			node := fmt.Sprintf("n%d", i)
-			got, created, err := s.StartRun(ctx, hook(10+i, node, "d-race-"+node, mac(9)))
+			got, created, err := s.StartRun(t.Context(), run(i, node))
 			if err != nil {
 				t.Errorf("StartRun by %s: %v", node, err)
 				return
@@ -321,13 +309,9 @@ func testJobRunMACUnique(t *testing.T, x *suite) {
 	}
 	wg.Wait()
 	if len(won) != 1 {
-		t.Fatalf("the racing StartRuns of one MAC under 8 delivery ids: %v took it, want exactly one", won)
+		t.Fatalf("the racing StartRuns of %s: %v took it, want exactly one", what, won)
 	}
 	if told[won[0]] != 8 {
 		t.Errorf("the runs the racing callers were told: %v; want all 8 told %s", told, won[0])
-	}
-	runs, err := s.JobRuns(ctx, "j", "", 0)
-	if err != nil || len(runs) != 5 {
-		t.Errorf("the job's runs after the race: %v, %v; want 5", runIDs(runs), err)
 	}
 }
