@@ -147,7 +147,7 @@ func New(bus *event.Bus, o *Options) *Collector {
 	c.tokens = newFamily("agentd_tokens_total", typeCounter, "Model tokens, by agent, model and direction (input, output).", n, nil, "agent", "model", "direction")
 	c.cost = newFamily("agentd_cost_usd_total", typeCounter, "Model cost in US dollars at the configured prices, by agent and model.", n, nil, "agent", "model")
 	c.errs = newFamily("agentd_errors_total", typeCounter, "Errors, by kind: a failed model call attempt by its error kind (rate_limited, overloaded, server_error, auth, context_overflow, bad_request, protocol, transport, other), a failed tool call (tool), a turn that ended in error (turn).", n, nil, "kind")
-	c.jobFires = newFamily("agentd_job_fires_total", typeCounter, "Fires of jobs' time triggers by the scheduler, by job, trigger (cron, every, at) and outcome (ok, error).", n, nil, "job", "trigger", "outcome")
+	c.jobFires = newFamily("agentd_job_fires_total", typeCounter, "Fires of jobs' time triggers by the scheduler, by job, trigger (cron, every, at, heartbeat) and outcome (ok, error); a watch, webhook or chain run is counted by agentd_job_runs_total.", n, nil, "job", "trigger", "outcome")
 	c.jobLate = newFamily("agentd_job_fire_lateness_seconds", typeHistogram, "How late the scheduler fired a job's time trigger (fired − scheduled; a catch-up fire is late by the downtime), by trigger.", n, lateBuckets, "trigger")
 	c.jobRuns = newFamily("agentd_job_runs_total", typeCounter, "Job runs ended, by job and status (done, error, skipped).", n, nil, "job", "status")
 	c.jobFailures = newFamily("agentd_job_failures_total", typeCounter, "Job runs that failed (status error), by job.", n, nil, "job")
