@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,10 @@ func TestJobDeliveryFailureRecorded(t *testing.T) {
 		!strings.Contains(runs[0].DeliveryError, "502") {
 		t.Fatalf("the run history: %+v; want the run done, its delivery given up with its reason", runs)
 	}
+	if table := run(t, dir, "jobs", "runs", "report"); !strings.Contains(table.stdout, "DELIVERED") ||
+		!regexp.MustCompile(runs[0].Run+`\s+manual\s+done\s.*\sfailed\s+done`).MatchString(table.stdout) {
+		t.Errorf("agentd jobs runs: %+v; want the run shown done, its delivery failed", table)
+	}
 	ids := rc.got()
 	if len(ids) != 3 || ids[0] != "report:"+runs[0].Run || ids[2] != ids[0] {
 		t.Errorf("the tries' delivery ids %q, want 3 of report:%s", ids, runs[0].Run)
@@ -99,12 +104,18 @@ func TestJobDeliveredAfterRestart(t *testing.T) {
 	if len(runs) != 1 || runs[0].Status != store.RunDone || !runs[0].Delivered.IsZero() {
 		t.Fatalf("the run after the kill: %+v; want it done, its delivery pending", runs)
 	}
+	if table := run(t, dir, "jobs", "runs", "report"); !regexp.MustCompile(runs[0].Run + `\s.*\spending\s+done`).MatchString(table.stdout) {
+		t.Errorf("agentd jobs runs after the kill: %+v; want the run shown pending", table)
+	}
 	serve(t, dir)
 	runs = waitRuns(t, dir, "report", "the run delivered", func(rs []job.Result) bool {
 		return len(rs) == 1 && !rs[0].Delivered.IsZero()
 	})
 	if runs[0].DeliveryError != "" {
 		t.Errorf("the run delivered after the restart: %+v", runs[0])
+	}
+	if table := run(t, dir, "jobs", "runs", "report"); !regexp.MustCompile(runs[0].Run + `\s.*\syes\s+done`).MatchString(table.stdout) {
+		t.Errorf("agentd jobs runs: %+v; want the run shown delivered", table)
 	}
 	want := "report:" + runs[0].Run
 	if ids := rc.got(); len(ids) != 2 || ids[0] != want || ids[1] != want {

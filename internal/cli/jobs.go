@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"agentd/internal/store"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -127,10 +129,10 @@ func (e *env) jobsRunsCmd() *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(shown(e.stdout), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tCOST\tOUTPUT")
+			fmt.Fprintln(tw, "RUN\tTRIGGER\tSTATUS\tSTARTED\tTOOK\tCOST\tDELIVERED\tOUTPUT")
 			for _, r := range page.Runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t$%.4f\t%s\n", r.Run, r.Trigger, r.Status, when(r.Started), took(r),
-					r.CostUSD, oneLine(firstOf(r.Error, r.Output), 60))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t$%.4f\t%s\t%s\n", r.Run, r.Trigger, r.Status, when(r.Started), took(r),
+					r.CostUSD, delivered(r), oneLine(firstOf(r.Error, r.Output), 60))
 			}
 			if page.Next != "" {
 				fmt.Fprintf(tw, "(more: --before %s)\n", page.Next)
@@ -220,4 +222,22 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// delivered says in a word where a run's delivery stands: "quiet" (a
+// heartbeat with nothing to say), "yes", "failed" (given up; --json says
+// why), "pending" (to be made, after a crash at the next start), "-" (an
+// open or cancelled run has none).
+func delivered(r job.Result) string {
+	switch {
+	case r.Quiet:
+		return "quiet"
+	case !r.Delivered.IsZero() && r.DeliveryError != "":
+		return "failed"
+	case !r.Delivered.IsZero():
+		return "yes"
+	case slices.Contains(store.DeliveryStatuses(), r.Status):
+		return "pending"
+	}
+	return "-"
 }
