@@ -223,7 +223,11 @@ func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { srv.stop() }()
+	defer func() {
+		if srv != nil { // nil if the second start failed
+			srv.stop()
+		}
+	}()
 	res.Idle0RSSMB, res.Idle0AnonMB, res.Idle0CPUPct = idleFigures(ctx, srv.pid(), c)
 
 	// The jobs, but those that fire, through the API; then their time.
