@@ -31,9 +31,7 @@ func (r *Runtime) Hold(max time.Duration) (release func()) {
 	}
 	h.n++
 	h.mu.Unlock()
-	var t *time.Timer
 	release = sync.OnceFunc(func() {
-		t.Stop()
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.n--; h.n == 0 {
@@ -41,7 +39,7 @@ func (r *Runtime) Hold(max time.Duration) (release func()) {
 			h.ch = nil
 		}
 	})
-	t = time.AfterFunc(max, release)
+	time.AfterFunc(max, release) // a no-op once let go
 	return release
 }
 
