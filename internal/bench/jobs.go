@@ -223,7 +223,11 @@ func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { srv.stop() }()
+	defer func() {
+		if srv != nil { // nil if the second start failed
+			srv.stop()
+		}
+	}()
 	res.Idle0RSSMB, res.Idle0AnonMB, res.Idle0CPUPct = idleFigures(ctx, srv.pid(), c)
 
 	// The jobs, but those that fire, through the API; then their time.
@@ -497,17 +501,28 @@ func latenessOf(ctx context.Context, cl *gateway.Client, n int, name func(i int)
 			return nil, nil, fmt.Errorf("bench: jobs: %s did not fire", name(i))
 		}
 		r := page.Runs[0]
-		ev, err := cl.Events(ctx, r.Session, 0, 1, 0)
+		in, err := inputOf(ctx, cl, r.Session)
 		if err != nil {
-			return nil, nil, fmt.Errorf("bench: jobs: %s's session: %w", name(i), err)
+			return nil, nil, fmt.Errorf("bench: jobs: %s: %w", name(i), err)
 		}
-		if len(ev.Events) == 0 || ev.Events[0].Kind != event.Input {
-			return nil, nil, fmt.Errorf("bench: jobs: %s's session %s does not begin with its input: %v", name(i), r.Session, ev.Events)
-		}
-		late = append(late, ev.Events[0].Time.Sub(r.Scheduled))
+		late = append(late, in.Time.Sub(r.Scheduled))
 		taken = append(taken, r.Started.Sub(r.Scheduled))
 	}
 	return late, taken, nil
+}
+
+// inputOf returns the first event of a run's session, its input, waiting
+// for its turn to take it up: the turns of a burst start once the burst is
+// accepted, so the last ones may not have yet.
+func inputOf(ctx context.Context, cl *gateway.Client, session string) (event.Event, error) {
+	ev, err := cl.Events(ctx, session, 0, 1, time.Minute)
+	if err != nil {
+		return event.Event{}, fmt.Errorf("session %s: %w", session, err)
+	}
+	if len(ev.Events) == 0 || ev.Events[0].Kind != event.Input {
+		return event.Event{}, fmt.Errorf("session %s does not begin with its input: %v", session, ev.Events)
+	}
+	return ev.Events[0], nil
 }
 
 // waitRuns waits until the newest run of each of n jobs has ended, so that

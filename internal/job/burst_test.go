@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"agentd/internal/job"
+	"agentd/internal/model"
 	"agentd/internal/store"
 	"agentd/internal/testkit"
 )
@@ -178,5 +180,62 @@ func TestPreviousOutputReadOnlyIfReferred(t *testing.T) {
 		if pages != want.pages {
 			t.Fatalf("after a run of %s: %d pages of runs read, want %d", want.job, pages, want.pages)
 		}
+	}
+}
+
+// The turns of a burst start once every fire of it is accepted: its first
+// turns do not take the CPU its later fires need. The fires are made one
+// at a time, so that without the hold the first turns would start long
+// before the last fire.
+func TestBurstTurnsStartOnceAccepted(t *testing.T) {
+	const n = 100
+	var fired, early atomic.Int32
+	m := testkit.NewModel()
+	m.Respond = func(context.Context, *model.Request, func(model.Delta)) (*model.Response, error) {
+		if fired.Load() < n {
+			early.Add(1)
+		}
+		return &model.Response{Text: "ok", StopReason: "stop"}, nil
+	}
+	agents := testkit.Agents{"assistant": testkit.Agent("assistant")}
+	k := testkit.New(t, &testkit.Options{Model: m, Agents: agents})
+	ended := make(chan job.Result, n)
+	r := job.New(k.Runtime, k.Store, agents, &job.Options{Ended: func(res job.Result) { ended <- res }})
+	t.Cleanup(r.Close)
+	s := job.NewScheduler(r, k.Store, &job.SchedulerOptions{FireConcurrency: 1,
+		Fired: func(_, _ string, _, _ time.Time, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			fired.Add(1)
+		}})
+	// A whole second (an at trigger's), far enough ahead that the burst
+	// is fired when due, not caught up when scheduled.
+	at := time.Now().Add(2 * time.Second).Truncate(time.Second).UTC().Format(time.RFC3339)
+	for i := range n {
+		activate(t, r, fmt.Sprintf("j%d", i), fmt.Sprintf(`{"agent":"assistant","prompt":"p","triggers":[{"at":%q}]}`, at))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		s.Run(ctx)
+		close(done)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for range n {
+		select {
+		case res := <-ended:
+			if res.Status != store.RunDone {
+				t.Errorf("run %s/%s ended %s (%s)", res.Job, res.Run, res.Status, res.Error)
+			}
+		case <-time.After(time.Minute): // a guard, not a timing
+			t.Fatalf("%d of %d fires accepted, %d model calls", fired.Load(), n, m.Calls())
+		}
+	}
+	if e := early.Load(); e != 0 {
+		t.Errorf("%d of the burst's turns called the model before its %d fires were accepted", e, n)
 	}
 }

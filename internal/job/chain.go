@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -76,16 +77,41 @@ func chainFire(parent store.JobRun) Fire {
 // that an end in status fires, sorted.
 func (r *Runner) children(parent, status string) []string {
 	var out []string
-	for name, s := range r.Jobs() {
-		for _, t := range s.Triggers {
+	r.mu.Lock()
+	for name := range r.chained[parent] {
+		for _, t := range r.jobs[name].Triggers {
 			if t.Chain != nil && t.Chain.After == parent && chainMatches(t.Chain.On, status) {
 				out = append(out, name)
 				break
 			}
 		}
 	}
+	r.mu.Unlock()
 	slices.Sort(out)
 	return out
+}
+
+// link adds the active job name to the chained sets of the jobs it is
+// chained after (on), or removes it (a job not active has none); r.mu
+// is held.
+func (r *Runner) link(name string, on bool) {
+	s, ok := r.jobs[name]
+	if !ok {
+		return
+	}
+	for _, p := range parents(s) {
+		switch {
+		case on && r.chained[p] == nil:
+			r.chained[p] = map[string]bool{name: true}
+		case on:
+			r.chained[p][name] = true
+		default:
+			delete(r.chained[p], name)
+			if len(r.chained[p]) == 0 {
+				delete(r.chained, p)
+			}
+		}
+	}
 }
 
 // fireChains fires the jobs chained after the ended run parent. A child
@@ -160,20 +186,26 @@ func (r *Runner) recoverChains(ctx context.Context, job string, now time.Time) e
 // nil if there is none. The job's active version, if any, is replaced by
 // s.
 func (r *Runner) chainCycle(name string, s *Spec) []string {
-	after := map[string][]string{}
-	for n, js := range r.Jobs() {
-		if n != name {
-			after[n] = parents(&js)
+	// The walk reads the active jobs under r.mu: it goes only where
+	// name's parents lead, which for most jobs is nowhere.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	after := func(n string) []string {
+		if n == name {
+			return parents(s)
 		}
+		if js, ok := r.jobs[n]; ok {
+			return parents(js)
+		}
+		return nil
 	}
-	after[name] = parents(s)
 	// Depth first from name along "follows" edges, back to name.
 	var path []string
 	seen := map[string]bool{}
 	var walk func(n string) bool
 	walk = func(n string) bool {
 		path = append(path, n)
-		for _, p := range after[n] {
+		for _, p := range after(n) {
 			if p == name {
 				path = append(path, p)
 				return true
@@ -235,12 +267,10 @@ func (r *Runner) activatable(name string, s *Spec) error {
 // warnOrphans logs the active jobs chained after the job name, which is
 // being removed or paused: they do not fire until it is back.
 func (r *Runner) warnOrphans(name string) {
-	var orphans []string
-	for n, s := range r.Jobs() {
-		if n != name && slices.Contains(parents(&s), name) {
-			orphans = append(orphans, n)
-		}
-	}
+	r.mu.Lock()
+	orphans := slices.Collect(maps.Keys(r.chained[name]))
+	r.mu.Unlock()
+	orphans = slices.DeleteFunc(orphans, func(n string) bool { return n == name })
 	if len(orphans) > 0 {
 		slices.Sort(orphans)
 		r.log.Warn("job removed or paused: the jobs chained after it do not fire until it is back", "job", name, "chained", orphans)

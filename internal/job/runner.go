@@ -107,9 +107,13 @@ type Runner struct {
 	// different jobs' (hashed to different locks) at once.
 	startMu [startLocks]sync.Mutex
 
-	mu       sync.Mutex
-	closed   bool // Close was called: no run starts
-	jobs     map[string]*Spec
+	mu     sync.Mutex
+	closed bool // Close was called: no run starts
+	jobs   map[string]*Spec
+	// chained holds, by job name, the active jobs chained after it
+	// (derived from jobs by link): a run's end finds the jobs it fires
+	// without going over every job.
+	chained  map[string]map[string]bool
 	since    map[string]time.Time     // when each job's row was last written (recoverChains)
 	queues   map[string]chan struct{} // a queue job's one slot, by name
 	inFlight map[string]bool          // "<job>/<run>" of the runs this Runner executes
@@ -124,7 +128,7 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 	}
 	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended, dir: o.Dir,
 		tries: o.DeliverTries, backoff: o.DeliverBackoff,
-		jobs: map[string]*Spec{}, since: map[string]time.Time{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
+		jobs: map[string]*Spec{}, chained: map[string]map[string]bool{}, since: map[string]time.Time{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
 	if o.DeliverTries <= 0 {
 		r.tries = 3
 	}
@@ -168,7 +172,9 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 		return err
 	}
 	r.mu.Lock()
+	r.link(e.Name, false)
 	r.jobs[e.Name] = s
+	r.link(e.Name, true)
 	r.since[e.Name] = e.UpdatedAt
 	w := r.watchers
 	r.mu.Unlock()
@@ -182,6 +188,7 @@ func (r *Runner) Activate(_ context.Context, e *store.Extension) error {
 func (r *Runner) Deactivate(_ context.Context, name string) error {
 	r.warnOrphans(name)
 	r.mu.Lock()
+	r.link(name, false)
 	delete(r.jobs, name)
 	delete(r.since, name)
 	w := r.watchers

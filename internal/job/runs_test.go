@@ -176,15 +176,19 @@ func TestSkippedRunAlerts(t *testing.T) {
 	if jr.DeliveredAt.IsZero() || jr.DeliveryError != "" {
 		t.Fatalf("the skipped run's alert: %+v", jr)
 	}
-	_, evs, err := e.k.Runtime.Events(ctx, "assistant/alerts", 0, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The alert is accepted when its delivery is recorded, and logged
+	// when its turn takes it up.
 	var alerts []string
-	for _, ev := range evs {
-		var d event.InputData
-		if ev.Kind == event.SystemMessage && ev.Decode(&d) == nil {
-			alerts = append(alerts, d.Text)
+	for deadline := time.Now().Add(30 * time.Second); len(alerts) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		_, evs, err := e.k.Runtime.Events(ctx, "assistant/alerts", 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			var d event.InputData
+			if ev.Kind == event.SystemMessage && ev.Decode(&d) == nil {
+				alerts = append(alerts, d.Text)
+			}
 		}
 	}
 	if len(alerts) != 1 || !strings.Contains(alerts[0], "job s run "+res.Run+" was skipped: run "+store.RunID(at, "")+" was still running") {

@@ -378,7 +378,10 @@ func (s *Scheduler) zone(loc *time.Location) *time.Location {
 // their next times once all have fired. A burst of jobs due at one time
 // (many crons of one minute) is so accepted at the pace of the store's
 // group commits rather than of one fire's two writes each; the fires of
-// one job still take their runs one after the other (Runner.take).
+// one job still take their runs one after the other (Runner.take). The
+// turns of a burst of burstHoldMin or more start once all its inputs are
+// accepted (or after burstHold, whichever comes first), so that its first
+// turns do not take the CPU its later fires need.
 func (s *Scheduler) fireDue(ctx context.Context, now time.Time) {
 	s.mu.Lock()
 	var due []*entry
@@ -386,6 +389,9 @@ func (s *Scheduler) fireDue(ctx context.Context, now time.Time) {
 		due = append(due, heap.Pop(&s.queue).(*entry))
 	}
 	s.mu.Unlock()
+	if h, ok := s.r.rt.(turnHolder); ok && len(due) >= burstHoldMin {
+		defer h.Hold(burstHold)()
+	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, s.par)
 	for _, e := range due {
@@ -404,6 +410,23 @@ func (s *Scheduler) fireDue(ctx context.Context, now time.Time) {
 	}
 	s.mu.Unlock()
 }
+
+// turnHolder is a Runtime that can hold the turns not started yet while
+// a burst is accepted (runtime.Runtime.Hold).
+type turnHolder interface {
+	Hold(max time.Duration) (release func())
+}
+
+// burstHold bounds how long the turns wait for a burst's acceptance: a
+// fire that waits on something else does not keep every turn waiting.
+// burstHoldMin is the smallest burst whose turns wait: a smaller one is
+// accepted soon enough while its turns run (100 fires at once within
+// 40 ms, in process), and its turns start sooner unheld (25 fires a
+// second: 40 ms to their turns unheld, 90 held).
+const (
+	burstHold    = time.Second
+	burstHoldMin = 100
+)
 
 // fireEntry fires the times of e after its last and up to now that its
 // catch-up policy says are due; everything up to now is then behind it.

@@ -178,6 +178,8 @@ type Runtime struct {
 	waiters  map[int64][]chan event.TurnEndData
 
 	cached atomic.Int64 // bytes held by sessions' cached conversations
+
+	gate turnGate // keeps the turns not started from starting (Hold)
 }
 
 // New returns a runtime. Call Start to resume unfinished work and Close to stop.

@@ -102,6 +102,9 @@ func (r *Runtime) work(sess *session) {
 		if !ok {
 			return
 		}
+		if !r.gate.wait(r.ctx) {
+			continue
+		}
 		select {
 		case r.sem <- struct{}{}:
 		case <-r.ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -159,6 +160,44 @@ func BenchmarkTurnWrites(b *testing.B) {
 		end := turnBatch(sess.ID)
 		end.Done, end.State = []int64{it.ID}, store.StateIdle
 		if err := s.Commit(ctx, end); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJobRunReads: what a scheduler's start reads of each job (its
+// undelivered runs, its open runs, its last scheduled run) and a fire of
+// its open runs, over 100 jobs of 3 runs each. An op is one job's four
+// reads.
+func BenchmarkJobRunReads(b *testing.B) {
+	ctx := context.Background()
+	s, _ := benchStore(b, 0)
+	const jobs = 100
+	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
+	for j := range jobs {
+		for k := range 3 {
+			jr := store.JobRun{Job: "j" + strconv.Itoa(j), Run: store.RunID(at.Add(time.Duration(k)*time.Hour), ""),
+				ScheduledAt: at.Add(time.Duration(k) * time.Hour), Trigger: store.TriggerCron, Status: store.RunRunning}
+			if _, _, err := s.StartRun(ctx, jr); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		job := "j" + strconv.Itoa(i%jobs)
+		i++
+		if _, err := s.UndeliveredRuns(ctx, job, store.MaxRunLimit); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.OpenRuns(ctx, job); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.LastRun(ctx, job, store.TriggerCron, store.TriggerEvery, store.TriggerAt); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.OpenRuns(ctx, job); err != nil {
 			b.Fatal(err)
 		}
 	}

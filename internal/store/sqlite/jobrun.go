@@ -187,9 +187,9 @@ func (s *Store) JobRuns(ctx context.Context, job, before string, limit int) ([]s
 		return nil, fmt.Errorf("sqlite: job runs: %w: %v", ErrInvalid, err)
 	}
 	if before == "" {
-		return s.runList(ctx, "job runs", qRuns, job, n)
+		return s.runList(ctx, "job runs", s.r.runs, job, n)
 	}
-	return s.runList(ctx, "job runs", qRunsFrom, job, before, n)
+	return s.runList(ctx, "job runs", s.r.runsFrom, job, before, n)
 }
 
 // OpenRuns returns a job's queued and running runs, oldest first.
@@ -197,7 +197,7 @@ func (s *Store) OpenRuns(ctx context.Context, job string) ([]store.JobRun, error
 	if err := store.CheckExtensionKey("job", job); err != nil {
 		return nil, fmt.Errorf("sqlite: open runs: %w: %v", ErrInvalid, err)
 	}
-	return s.runList(ctx, "open runs", qRunsOpen, job)
+	return s.runList(ctx, "open runs", s.r.runsOpen, job)
 }
 
 // UndeliveredRuns returns a job's done and error runs whose delivery is
@@ -210,7 +210,7 @@ func (s *Store) UndeliveredRuns(ctx context.Context, job string, limit int) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: undelivered runs: %w: %v", ErrInvalid, err)
 	}
-	return s.runList(ctx, "undelivered runs", qRunsUndelivered, job, n)
+	return s.runList(ctx, "undelivered runs", s.r.runsUndelivered, job, n)
 }
 
 // DeliveryRun returns the run job took for a webhook delivery, or
@@ -223,7 +223,7 @@ func (s *Store) DeliveryRun(ctx context.Context, job, delivery string) (store.Jo
 	if err != nil {
 		return store.JobRun{}, fmt.Errorf("sqlite: delivery run: %w: %v", ErrInvalid, err)
 	}
-	return s.oneRun(ctx, "run of delivery "+job+"/"+delivery, qRunOfDelivery, job, delivery)
+	return s.oneRun(ctx, "run of delivery "+job+"/"+delivery, s.r.runOfDelivery, job, delivery)
 }
 
 // MACRun returns the run job took for a webhook request's MAC, or
@@ -236,16 +236,16 @@ func (s *Store) MACRun(ctx context.Context, job, mac string) (store.JobRun, erro
 	if err != nil {
 		return store.JobRun{}, fmt.Errorf("sqlite: MAC run: %w: %v", ErrInvalid, err)
 	}
-	return s.oneRun(ctx, "run of MAC "+job+"/"+mac, qRunOfMAC, job, mac)
+	return s.oneRun(ctx, "run of MAC "+job+"/"+mac, s.r.runOfMAC, job, mac)
 }
 
-// runList returns the runs query q with args reads (what names it in
-// errors), never nil.
-func (s *Store) runList(ctx context.Context, what, q string, args ...any) ([]store.JobRun, error) {
+// runList returns the runs the read statement q with args reads (what
+// names it in errors), never nil.
+func (s *Store) runList(ctx context.Context, what string, q *stmt, args ...any) ([]store.JobRun, error) {
 	if s.isDown.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	rows, err := q.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, s.readErr(what, err)
 	}
@@ -262,7 +262,7 @@ func (s *Store) JobRun(ctx context.Context, job, run string) (store.JobRun, erro
 	if err := store.CheckRunKey(job, run); err != nil {
 		return store.JobRun{}, fmt.Errorf("sqlite: job run: %w: %v", ErrInvalid, err)
 	}
-	return s.oneRun(ctx, "job run "+job+"/"+run, qRun, job, run)
+	return s.oneRun(ctx, "job run "+job+"/"+run, s.r.run, job, run)
 }
 
 // LastRun returns the newest run of job one of triggers took (any if
@@ -275,14 +275,16 @@ func (s *Store) LastRun(ctx context.Context, job string, triggers ...string) (st
 	if err != nil {
 		return store.JobRun{}, fmt.Errorf("sqlite: last run: %w: %v", ErrInvalid, err)
 	}
-	return s.oneRun(ctx, "last run of "+job, qRunLast, job, set)
+	return s.oneRun(ctx, "last run of "+job, s.r.runLast, job, set)
 }
 
-func (s *Store) oneRun(ctx context.Context, what, q string, args ...any) (store.JobRun, error) {
+// oneRun returns the run the read statement q with args reads, or
+// store.ErrNotFound.
+func (s *Store) oneRun(ctx context.Context, what string, q *stmt, args ...any) (store.JobRun, error) {
 	if s.isDown.Load() {
 		return store.JobRun{}, store.ErrClosed
 	}
-	r, err := scanJobRun(s.rdb.QueryRowContext(ctx, q, args...))
+	r, err := scanJobRun(q.QueryRowContext(ctx, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("sqlite: %s: %w", what, store.ErrNotFound)
 	}

@@ -74,6 +74,11 @@ type readStmts struct {
 	events, eventsLimit, contextStart   *stmt
 	turnEvents, search                  *stmt
 	agents, usageAgent, usageAll        *stmt
+	// The job runs' (jobrun.go): a fire reads its job's open runs, the
+	// scheduler every job's last run and open runs when it starts.
+	run, runs, runsFrom, runsOpen *stmt
+	runsUndelivered, runLast      *stmt
+	runOfDelivery, runOfMAC       *stmt
 }
 
 func (r *readStmts) prepare(db *sql.DB) {
@@ -96,6 +101,14 @@ func (r *readStmts) prepare(db *sql.DB) {
 		{&r.agents, qAgents},
 		{&r.usageAgent, qUsageAgent},
 		{&r.usageAll, qUsageAll},
+		{&r.run, qRun},
+		{&r.runs, qRuns},
+		{&r.runsFrom, qRunsFrom},
+		{&r.runsOpen, qRunsOpen},
+		{&r.runsUndelivered, qRunsUndelivered},
+		{&r.runLast, qRunLast},
+		{&r.runOfDelivery, qRunOfDelivery},
+		{&r.runOfMAC, qRunOfMAC},
 	} {
 		*p.dst = &stmt{db: db, q: p.sql}
 		r.all = append(r.all, *p.dst)
