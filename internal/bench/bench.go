@@ -82,17 +82,24 @@ func newConfig(o *Options) (config, error) {
 			extRows: 1000, extStarts: 3, actionCalls: 300}
 	}
 	c.inProcessOnly, c.sync, c.exe, c.version = o.InProcessOnly, o.Synchronous, o.Executable, o.Version
-	if c.sync == "" {
-		c.sync = "full"
+	err := daemonDefaults(&c.sync, &c.exe)
+	return c, err
+}
+
+// daemonDefaults fills in what a bench's daemons run with where its
+// options leave it: SQLite's synchronous=full, and this binary.
+func daemonDefaults(sync, exe *string) error {
+	if *sync == "" {
+		*sync = "full"
 	}
-	if c.exe == "" {
-		exe, err := os.Executable()
+	if *exe == "" {
+		self, err := os.Executable()
 		if err != nil {
-			return c, fmt.Errorf("bench: the agentd binary: %w", err)
+			return fmt.Errorf("bench: the agentd binary: %w", err)
 		}
-		c.exe = exe
+		*exe = self
 	}
-	return c, nil
+	return nil
 }
 
 // fakeScript: turns whose message starts with "tool" call the clock tool

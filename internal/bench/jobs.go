@@ -160,17 +160,8 @@ func newJobsConfig(o *JobsOptions) (jobsConfig, error) {
 		return c, fmt.Errorf("bench: jobs: %d jobs cannot hold twice %d fires and two webhooks", c.jobs, c.fires)
 	}
 	c.lead = c.idle + c.settle + 30*time.Second
-	if c.sync == "" {
-		c.sync = "full"
-	}
-	if c.exe == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return c, fmt.Errorf("bench: the agentd binary: %w", err)
-		}
-		c.exe = exe
-	}
-	return c, nil
+	err := daemonDefaults(&c.sync, &c.exe)
+	return c, err
 }
 
 // jobsAgent is the agent every bench job runs: the minimal one (no

@@ -81,17 +81,8 @@ func (o *SoakOptions) withDefaults() (SoakOptions, error) {
 	if d.Warmup <= 0 {
 		d.Warmup = min(5*time.Minute, d.Duration/5)
 	}
-	if d.Synchronous == "" {
-		d.Synchronous = "full"
-	}
-	if d.Executable == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return d, fmt.Errorf("bench: the agentd binary: %w", err)
-		}
-		d.Executable = exe
-	}
-	return d, nil
+	err := daemonDefaults(&d.Synchronous, &d.Executable)
+	return d, err
 }
 
 // Soak runs agentd serve (agentd init's agent, its model the fake, SQLite
