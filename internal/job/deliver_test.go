@@ -250,3 +250,31 @@ func TestSchedulerPrunes(t *testing.T) {
 		t.Errorf("the runs kept %v, want %v", got, want)
 	}
 }
+
+// TestDeliveryHoldsNoOneUp: a run's delivery, however long its tries
+// take, holds up neither the jobs chained after it nor its job's next
+// queued run: both start once its end is recorded.
+func TestDeliveryHoldsNoOneUp(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	rc := newReceiver(t, func(int) int { <-release; return 0 })
+	defer once.Do(func() { close(release) })
+	e := newEnv(t, loopback(&job.Options{}))
+	e.put(t, "a", `{"agent":"assistant","prompt":"a","concurrency":"queue","deliver":{"webhook":"`+rc.srv.URL+`/in"}}`)
+	e.put(t, "b", `{"agent":"assistant","prompt":"after [{{parent_output}}]","triggers":[{"chain":{"after":"a"}}]}`)
+	ctx := context.Background()
+	first, err := e.r.Run(ctx, "a", job.Fire{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := e.r.Run(ctx, "a", job.Fire{}, false)
+	if err != nil || second.Status != store.RunQueued {
+		t.Fatalf("a second run of a queue job: %+v, %v", second, err)
+	}
+	waitJobRun(t, e.k.Store, "b", ended)
+	waitJobRun(t, e.k.Store, "a", func(jr store.JobRun) bool { return jr.Run == second.Run && ended(jr) })
+	if jr, err := e.k.Store.JobRun(ctx, "a", first.Run); err != nil || !jr.DeliveredAt.IsZero() {
+		t.Errorf("the first run's delivery: %+v, %v; want it still under way", jr, err)
+	}
+}

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 // delivering already are left to it; the runs of a job that is not
 // active stay as they are until it is (the Scheduler recovers a job it
 // activates). It also fires the chained runs a crash kept from starting
-// (recoverChains). It returns how many runs it delivered and resumed.
+// (recoverChains). It returns how many runs it delivered and resumed, and the errors of
+// the jobs it could not read, having recovered the others.
 func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 	if len(jobs) == 0 {
 		for name := range r.Jobs() {
@@ -30,17 +32,20 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 		}
 	}
 	n := 0
+	var errs []error // one job's failure leaves the others recovered
 	for _, name := range jobs {
 		pending, err := r.runs.UndeliveredRuns(ctx, name, store.MaxRunLimit)
 		if err != nil {
-			return n, fmt.Errorf("job %s: undelivered runs: %w", name, err)
+			errs = append(errs, fmt.Errorf("job %s: undelivered runs: %w", name, err))
+			continue
 		}
 		open, err := r.runs.OpenRuns(ctx, name)
 		if err != nil {
-			return n, fmt.Errorf("job %s: open runs: %w", name, err)
+			errs = append(errs, fmt.Errorf("job %s: open runs: %w", name, err))
+			continue
 		}
 		if err := r.recoverChains(ctx, name, time.Now()); err != nil {
-			return n, err
+			errs = append(errs, err) // its own runs are still recovered
 		}
 		late := r.adopt(name, pending)
 		runs := r.adopt(name, open)
@@ -58,7 +63,7 @@ func (r *Runner) Recover(ctx context.Context, jobs ...string) (int, error) {
 			}
 		}()
 	}
-	return n, nil
+	return n, errors.Join(errs...)
 }
 
 // deliverLate delivers a run that ended undelivered, unless its delivery

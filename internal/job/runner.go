@@ -407,10 +407,7 @@ func (r *Runner) start(ctx context.Context, name string, fire Fire) (*run, error
 // records it, in a goroutine the Runner owns (counted in r.wg by start).
 // A crash before the record leaves it pending, for Recover.
 func (r *Runner) alertSkipped(ru *run) {
-	key := ru.name + "/" + ru.res.Run
-	r.mu.Lock()
-	r.inFlight[key] = true
-	r.mu.Unlock()
+	key := ru.name + "/" + ru.res.Run // in flight since take
 	go func() {
 		defer func() {
 			r.mu.Lock()
@@ -441,13 +438,6 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		// store), found again here however often either is sent;
 		// StartRun settles a race of nodes given them at once.
 		tag = deliveryTag(cmp.Or(fire.Delivery, fire.MAC))
-		first, err := r.delivered(ctx, name, fire.Delivery, fire.MAC)
-		if err != nil {
-			return nil, err
-		}
-		if first != nil {
-			return &run{res: ResultOf(*first)}, fmt.Errorf("%w: %s run %s", ErrDelivered, name, first.Run)
-		}
 	case !scheduled(fire.Trigger):
 		tag = randTag()
 	}
@@ -477,6 +467,15 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		}
 	}
 	if jr.Status == store.RunSkipped && (fire.Delivery != "" || fire.MAC != "") {
+		// A request taken before is refused as such, skipped or not (a
+		// run that records it is refused by StartRun below).
+		first, err := r.delivered(ctx, name, fire.Delivery, fire.MAC)
+		if err != nil {
+			return nil, err
+		}
+		if first != nil {
+			return &run{res: ResultOf(*first)}, fmt.Errorf("%w: %s run %s", ErrDelivered, name, first.Run)
+		}
 		// A skipped delivery is not taken: its run's id is its own, and
 		// it records neither its delivery id nor its MAC, so that the
 		// request may be sent again, even within the millisecond.
@@ -484,8 +483,21 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 		jr.Session = s.Agent + "/" + sessionKey(name, jr.Run, fire.Trigger, s)
 		jr.Delivery, jr.MAC = "", ""
 	}
+	// The run is in flight from before it is recorded, so that a
+	// Recover running meanwhile never takes it as left open (or, skipped,
+	// its alert as left undelivered).
+	key := name + "/" + jr.Run
+	r.mu.Lock()
+	mine := !r.inFlight[key]
+	r.inFlight[key] = true
+	r.mu.Unlock()
 	got, created, err := r.runs.StartRun(ctx, jr)
 	if err != nil || !created {
+		if mine {
+			r.mu.Lock()
+			delete(r.inFlight, key)
+			r.mu.Unlock()
+		}
 		if held {
 			r.releaseSlot(name)
 		}
@@ -499,11 +511,7 @@ func (r *Runner) take(ctx context.Context, name string, s *Spec, fire Fire) (*ru
 	}
 	ru := r.newRun(s, got, fire)
 	ru.held = held
-	if got.Status != store.RunSkipped {
-		r.mu.Lock()
-		r.inFlight[name+"/"+got.Run] = true
-		r.mu.Unlock()
-	} else {
+	if got.Status == store.RunSkipped {
 		r.log.Info("job fire skipped", "job", name, "run", got.Run, "reason", got.Error)
 		if r.ended != nil {
 			r.ended(ru.res)
@@ -728,12 +736,18 @@ func (r *Runner) finish(ru *run, res *Result, out store.JobRun) {
 	if r.ended != nil {
 		r.ended(*res)
 	}
-	r.settle(r.ctx, ru.spec, res)
 	if err == nil {
 		// Not recorded, the run stays open: its end, when Recover
 		// records it, fires them.
 		r.fireChains(r.ctx, got)
 	}
+	if ru.held {
+		// The next queued run need not wait for this one's delivery
+		// and its retries, nor its chained runs.
+		r.releaseSlot(ru.name)
+		ru.held = false
+	}
+	r.settle(r.ctx, ru.spec, res)
 }
 
 // Close cancels the runs' waits and deliveries and waits for them to

@@ -186,9 +186,9 @@ type JobRunStore interface {
 	// (JobRun.Undelivered), oldest first: what a crash between a run's
 	// end and its delivery left, read through an index of those alone.
 	UndeliveredRuns(ctx context.Context, job string, limit int) ([]JobRun, error)
-	// PruneRuns removes the runs of job older than its newest keep (at
-	// least 1), and, before not zero, those scheduled before before,
-	// and returns how many it removed. It never removes the job's newest
+	// PruneRuns removes the runs of job beyond its newest keep (at least
+	// 1) — of those, with before not zero, only the ones scheduled before
+	// before — and returns how many it removed. It never removes the job's newest
 	// run (LastRun still knows the last fire), an open run, or one whose
 	// delivery is pending.
 	PruneRuns(ctx context.Context, job string, keep int, before time.Time) (int64, error)

@@ -105,12 +105,13 @@ const (
 	WHERE job = $1 AND run = $2 AND delivered_at = 0 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
 	RETURNING ` + runCols
 	// qRunPrune removes the ended runs, their delivery not pending,
-	// older than the job's $2+1-th newest (none if it has no more runs
-	// than that) or than the run id $3 ('' for none), never the newest.
+	// beyond the job's newest $2 (none if it has no more runs than that)
+	// and, $3 not '', older than the run id $3; never the newest.
 	qRunPrune = `DELETE FROM agentd_job_runs WHERE job = $1 AND status NOT IN (` + sqlQueued + `, ` + sqlRunning + `)
 		AND NOT (` + sqlUndelivered + `)
 		AND run < (SELECT max(run) FROM agentd_job_runs WHERE job = $1)
-		AND (run < (SELECT run FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT 1 OFFSET $2) OR run < $3)`
+		AND run < (SELECT run FROM agentd_job_runs WHERE job = $1 ORDER BY run DESC LIMIT 1 OFFSET $2)
+		AND ($3 = '' OR run < $3)`
 )
 
 // StartRun records a run taken, or returns the run its job has of that

@@ -175,9 +175,10 @@ func testJobRunDeliveryUnique(t *testing.T, x *suite) {
 	}
 }
 
-// PruneRuns with a time also removes the runs scheduled before it,
-// beyond the newest keep; it never removes the newest run, an open run
-// or one whose delivery is pending, whatever their age.
+// PruneRuns with a time removes, of the runs beyond the newest keep, only
+// those scheduled before it: the newest keep stay whatever their age; it
+// never removes the newest run, an open run or one whose delivery is
+// pending, whatever their age.
 func testJobRunPruneAge(t *testing.T, x *suite) {
 	s := x.newStore(t)
 	ctx := t.Context()
@@ -199,20 +200,24 @@ func testJobRunPruneAge(t *testing.T, x *suite) {
 	if _, err := s.RecordDelivery(ctx, "j", sk.Run, time.Time{}, ""); err != nil { // its failure alert
 		t.Fatal(err)
 	}
-	n, err := s.PruneRuns(ctx, "j", 100, runAt(6))
-	if err != nil || n != 5 {
-		t.Errorf("PruneRuns(j, 100, the sixth fire) = %d, %v; want 5 removed", n, err)
+	if n, err := s.PruneRuns(ctx, "j", 100, runAt(6)); err != nil || n != 0 {
+		t.Errorf("PruneRuns(j, 100, the sixth fire) = %d, %v; want none removed: all are among the newest 100", n, err)
+	}
+	n, err := s.PruneRuns(ctx, "j", 2, runAt(4))
+	if err != nil || n != 3 {
+		t.Errorf("PruneRuns(j, 2, the fourth fire) = %d, %v; want 3 removed", n, err)
 	}
 	runs, err := s.JobRuns(ctx, "j", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{store.RunID(runAt(7), ""), store.RunID(runAt(6), ""), store.RunID(runAt(2), ""), store.RunID(runAt(1), "")}
+	want := []string{store.RunID(runAt(7), ""), store.RunID(runAt(6), ""), store.RunID(runAt(5), ""), store.RunID(runAt(4), ""),
+		store.RunID(runAt(2), ""), store.RunID(runAt(1), "")}
 	if d := cmp.Diff(want, runIDs(runs)); d != "" {
-		t.Errorf("the runs kept (-want +got):\n%s", d)
+		t.Errorf("the runs kept: the newest 2, those beyond them not older than the fourth fire, the pending and the open (-want +got):\n%s", d)
 	}
-	if n, err := s.PruneRuns(ctx, "j", 100, runAt(60)); err != nil || n != 1 {
-		t.Errorf("PruneRuns(j, 100, after every fire) = %d, %v; want 1 removed (all but the newest, open and pending)", n, err)
+	if n, err := s.PruneRuns(ctx, "j", 1, runAt(60)); err != nil || n != 3 {
+		t.Errorf("PruneRuns(j, 1, after every fire) = %d, %v; want 3 removed (all but the newest, open and pending)", n, err)
 	}
 	if last, err := s.LastRun(ctx, "j"); err != nil || last.Run != want[0] {
 		t.Errorf("LastRun after the prunes = %q, %v; want %q", last.Run, err, want[0])
