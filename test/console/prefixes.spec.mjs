@@ -34,8 +34,14 @@ try {
     await page.fill('#composer', 'ana@example.com has them');
     await page.keyboard.press('Enter');
     await page.locator('.timeline .bubble.assistant', { hasText: 'got: ana@example.com has them' }).waitFor();
-    const ev = await api('GET', '/v1/sessions/assistant/' + encodeURIComponent(key) + '/events');
-    const inputs = ev.events.filter((e) => e.kind === 'input').map((e) => e.data.text);
+    // The answer shows as it streams (text deltas are live), which can be
+    // before the turn's events are committed: read the log until its end is.
+    let events = [];
+    for (let i = 0; i < 100 && !events.some((e) => e.kind === 'turn_end'); i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      events = (await api('GET', '/v1/sessions/assistant/' + encodeURIComponent(key) + '/events')).events;
+    }
+    const inputs = events.filter((e) => e.kind === 'input').map((e) => e.data.text);
     assert.deepEqual(inputs, ['ana@example.com has them']);
   });
 
