@@ -131,7 +131,9 @@ func (s *Server) jobInfo(ctx context.Context, st extension.Status, next map[stri
 	}
 	// A row in error runs its previous version, if any, whose triggers
 	// the row no longer says: only the scheduler knows its times.
-	if st.Enabled && st.Error == "" {
+	// The list (fires 1) needs them only where this node does not
+	// schedule: the scheduler's next fire stands.
+	if st.Enabled && st.Error == "" && (fires > 1 || info.Next.IsZero()) {
 		upcoming := schedule.Upcoming(job.Schedules(info.Triggers), time.Now(), fires)
 		if info.Next.IsZero() && len(upcoming) > 0 {
 			info.Next = upcoming[0]

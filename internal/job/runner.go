@@ -95,6 +95,7 @@ type Runner struct {
 	before  func(store.JobRun) error
 	ended   func(Result)
 	dir     string
+	dataAbs string // dir, absolute and its links resolved (resolveDir)
 	tries   int
 	backoff time.Duration
 
@@ -129,6 +130,7 @@ func New(rt Runtime, runs store.JobRunStore, agents Agents, o *Options) *Runner 
 	r := &Runner{rt: rt, runs: runs, agents: agents, log: o.Logger, guard: o.Guard, secrets: o.Secrets, node: o.Node, before: o.BeforeSubmit, ended: o.Ended, dir: o.Dir,
 		tries: o.DeliverTries, backoff: o.DeliverBackoff,
 		jobs: map[string]*Spec{}, chained: map[string]map[string]bool{}, since: map[string]time.Time{}, queues: map[string]chan struct{}{}, inFlight: map[string]bool{}}
+	r.dataAbs = resolveDir(o.Dir)
 	if o.DeliverTries <= 0 {
 		r.tries = 3
 	}

@@ -100,12 +100,17 @@ func (r *Runner) watchRoot(p string) (string, error) {
 }
 
 // dataDir returns the absolute data directory, its links resolved (as a
-// watched path's are), "" if there is none.
-func (r *Runner) dataDir() string {
-	if r.dir == "" {
+// watched path's are), "" if there is none: resolved once, by New, as a
+// watch's walk asks it of every directory.
+func (r *Runner) dataDir() string { return r.dataAbs }
+
+// resolveDir returns dir absolute, its links resolved where it exists;
+// "" for "".
+func resolveDir(dir string) string {
+	if dir == "" {
 		return ""
 	}
-	d, err := filepath.Abs(r.dir)
+	d, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
 	}
