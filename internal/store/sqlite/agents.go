@@ -28,9 +28,9 @@ var _ store.AgentStore = (*Store)(nil)
 // (partial: the live limit counts it, the recovery reads the open ones).
 // Times are unix nanoseconds, 0 for none (ended_at, reported_at).
 //
-// usage.payer is ” in the rows written before it: UsageSince reads such
+// usage.payer is empty in the rows written before it: UsageSince reads such
 // a row as paid by its agent, so the upgrade rewrites no row, and a new
-// row's payer is never ” (its agent by default). usage_payer_ts holds
+// row's payer is never empty (its agent by default). usage_payer_ts holds
 // the rows with a payer alone, usage_account those with an account.
 var schemaAgents = `
 CREATE TABLE agentd_instances (

@@ -473,8 +473,8 @@ func (s *Store) Agents(ctx context.Context) ([]store.AgentRecord, error) {
 	return out, nil
 }
 
-// UsageSince sums the usage recorded at or after t, for one agent or, with
-// agent "", for all. The result's Agent is agent and its Time is t.
+// UsageSince sums the usage recorded at or after t, paid by one agent
+// or, with agent "", by all. The result's Agent is agent and its Time is t.
 func (s *Store) UsageSince(ctx context.Context, agent string, t time.Time) (store.Usage, error) {
 	if s.isDown.Load() {
 		return store.Usage{}, store.ErrClosed
