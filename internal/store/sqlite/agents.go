@@ -104,7 +104,9 @@ var (
 	qInstChildren   = `SELECT count(*) FROM agentd_instances WHERE parent = ? AND report_to = ? AND ` + sqlLive + ` AND type = '` + store.InstanceSubagent + `'`
 	qInstLiveTasks  = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlTasks
 	qInstUnreported = `SELECT ` + instCols + ` FROM agentd_instances WHERE ` + sqlUnreported + ` ORDER BY ended_at, id LIMIT ?`
-	qInstOpen       = `SELECT ` + instCols + ` FROM agentd_instances WHERE ` + sqlOpen + ` ORDER BY created_at, id`
+	// qInstOpen reads agentd_instances_live (the unary + keeps the
+	// planner off the created index, which would read every instance).
+	qInstOpen = `SELECT ` + instCols + ` FROM agentd_instances WHERE ` + sqlOpen + ` ORDER BY +created_at, id`
 	// qInstState moves an instance as store.InstanceTransition allows
 	// (the same rule: out of no end, to another state, never to
 	// starting); ?4 is 1 for an end.
