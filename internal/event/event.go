@@ -27,6 +27,7 @@ const (
 	ApprovalResolved  Kind = "approval_resolved"  // it was granted, denied or timed out (ApprovalResolvedData)
 	Lifecycle         Kind = "lifecycle"          // a step of the message lifecycle outside the model loop (LifecycleData)
 	WorkingMemory     Kind = "working_memory"     // a session's working memory key was set or deleted (WorkingMemoryData)
+	Agent             Kind = "agent"              // a dynamic agent was started, created or stopped, or a guard refused (AgentData)
 )
 
 // Live-only kinds are published on the bus but never stored.
@@ -90,6 +91,10 @@ type InputData struct {
 	// Images are the message's attached images, checked when the input
 	// was accepted (model.CheckImages).
 	Images []ImageRef `json:"images,omitempty"`
+	// Hops counts the agent messages of the chain this one ends: 0 for a
+	// message from a person or a job, the hops of the input the sending
+	// agent's turn served plus one for a message an agent sent.
+	Hops int `json:"hops,omitempty"`
 }
 
 // SourceHeartbeat is the Source of a heartbeat's input: the periodic turn

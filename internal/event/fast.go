@@ -57,6 +57,8 @@ func (d *InputData) decodeFlat(key string, val []byte) bool {
 		return flatString(val, &d.IdempotencyKey)
 	case "silent":
 		return flatBool(val, &d.Silent)
+	case "hops":
+		return flatInt(val, &d.Hops)
 	}
 	return false
 }

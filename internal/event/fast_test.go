@@ -41,6 +41,7 @@ var flatSeeds = []string{
 	`{"text":"tab	inside"}`, "{\"text\":\"bad utf8 \xff\"}", `{"text":"é"}`,
 	`{}`, ``, `null`, `[]`, `{"text":"unterminated`, `{"text":"x",}`, `{"text":"x"} trailing`, `{"silent":"yes"}`,
 	`{"text":"look","images":[{"mime_type":"image/png","size":4,"data":"iVBORw=="}]}`,
+	`{"text":"hop","source":"agent","origin":"ck3x","hops":3}`, `{"text":"hop","hops":-1}`, `{"hops":2.5}`,
 	`{"text":"look","images":null}`, `{"text":"look","images":[]}`, `{"images":[{"data":"not base64"}]}`,
 	`{"id":"c1","name":"shot","output":"[image]","duration_ms":3,"images":[{"mime_type":"image/gif","size":3,"data":"R0lG"}]}`,
 }
@@ -57,6 +58,7 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 func TestDecodeFastTakesOwnPayloads(t *testing.T) {
 	for _, v := range []any{
 		&InputData{Text: "hi there", Source: "api", IdempotencyKey: "k1"},
+		&InputData{Text: "hop 3", Source: "agent", Origin: "ck3x", Silent: true, Hops: 3},
 		&TextData{Text: "It is four o'clock.", Step: 3},
 		&ToolResultData{ID: "c1", Name: "clock", Output: "ok", DurationMS: 4},
 	} {
@@ -119,4 +121,20 @@ func FuzzDecodeFlat(f *testing.F) {
 		checkSame[TextData](t, data)
 		checkSame[ToolResultData](t, data)
 	})
+}
+
+// An agent event's payload reads back as it was written, each op.
+func TestAgentDataRoundTrip(t *testing.T) {
+	for _, op := range AgentOps() {
+		want := AgentData{Op: op, ID: "ck3xq0v1w2e3r4t5y6u7i8o9", Type: "subagent", Parent: "assistant",
+			Guard: "max_hops", Limit: 10, Value: 11, Target: "c043", Reason: "too many hops"}
+		e := New(1, 2, Agent, want)
+		var got AgentData
+		if err := e.Decode(&got); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", op, diff)
+		}
+	}
 }

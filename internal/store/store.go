@@ -143,7 +143,10 @@ type InboxItem struct {
 	// Options are the message lifecycle's options (JSON), nil if none.
 	Options json.RawMessage
 	// Images are the message's attached images, nil if none.
-	Images    []event.ImageRef
+	Images []event.ImageRef
+	// Hops counts the agent messages of the chain the item ends (0: none,
+	// a message from a person or a job); never negative.
+	Hops      int
 	State     string
 	CreatedAt time.Time
 }
@@ -157,6 +160,12 @@ type Usage struct {
 	OutputTokens int
 	CostUSD      float64
 	Time         time.Time
+	// Payer is whose max_usd_per_day the call counts against (UsageSince
+	// sums by it): "" is Agent. Account is the "<session id>:<turn id>"
+	// of the turn whose max_usd_per_turn bounds it ("" for none:
+	// UsageOfAccount sums by it).
+	Payer   string
+	Account string
 }
 
 // Batch is a set of writes committed together in one transaction.
@@ -238,7 +247,8 @@ type Store interface {
 	// Agents returns the recorded agents, by id.
 	Agents(ctx context.Context) ([]AgentRecord, error)
 
-	// UsageSince sums usage for an agent since t ("" agent: all agents).
+	// UsageSince sums usage paid by an agent (Usage.Payer) since t (""
+	// agent: all agents).
 	UsageSince(ctx context.Context, agent string, t time.Time) (Usage, error)
 
 	// Close flushes pending writes and closes the store.

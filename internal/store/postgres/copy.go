@@ -25,10 +25,11 @@ import (
 // went on writing after a first copy) continues where it was; inbox items
 // are upserted (a pending item may be done since), usage rows, agents and
 // working memory inserted or replaced by key, extension rows and their
-// history as copyExtensions says, job runs as copyJobRuns says. It then
-// compares row counts, every session's last sequence number, every
-// extension row's version and every job run's status and end
-// (CopyReport).
+// history as copyExtensions says, job runs as copyJobRuns says, the
+// dynamic agents' instances as copyInstances says. It then compares row
+// counts, every session's last sequence number, every extension row's
+// version, every job run's status and end and every instance's state,
+// end and report (CopyReport).
 //
 // The copy knows both schemas: a migration of either store changes it,
 // and its test, which copies every table and reads the result through the
@@ -64,6 +65,10 @@ type CopyReport struct {
 	// end differs between the stores, or that only one of them has;
 	// empty when the copy verifies.
 	DifferRuns []string
+	// DifferAgents lists the instances ("id state") whose state, end or
+	// report differs between the stores, or that only one of them has;
+	// empty when the copy verifies.
+	DifferAgents []string
 }
 
 // OK reports whether the copy verified.
@@ -73,7 +78,7 @@ func (r CopyReport) OK() bool {
 			return false
 		}
 	}
-	return len(r.Differ) == 0 && len(r.DifferExt) == 0 && len(r.DifferRuns) == 0
+	return len(r.Differ) == 0 && len(r.DifferExt) == 0 && len(r.DifferRuns) == 0 && len(r.DifferAgents) == 0
 }
 
 // CopyFromSQLite copies the agentd SQLite database src into the store and
@@ -94,6 +99,7 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"claims", s.copyClaims},
 		{"extensions", s.copyExtensions},
 		{"job runs", s.copyJobRuns},
+		{"agents' instances", s.copyInstances},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -256,18 +262,18 @@ func (s *Store) copyEvents(ctx context.Context, src *sql.DB, session, after int6
 func (s *Store) copyInbox(ctx context.Context, src *sql.DB) error {
 	for after := int64(0); ; {
 		rows, err := src.QueryContext(ctx, `SELECT id, session_id, kind, silent, text, source, origin, idem_key, state,
-			created_at, done_at, options, images FROM inbox WHERE id > ? ORDER BY id LIMIT ?`, after, copyChunk)
+			created_at, done_at, options, images, hops FROM inbox WHERE id > ? ORDER BY id LIMIT ?`, after, copyChunk)
 		if err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
 		for rows.Next() {
-			var id, session, created int64
+			var id, session, created, hops int64
 			var done *int64
 			var kind, text, source, origin, key, state, opts string
 			var silent bool
 			var images []byte
-			if err := rows.Scan(&id, &session, &kind, &silent, &text, &source, &origin, &key, &state, &created, &done, &opts, &images); err != nil {
+			if err := rows.Scan(&id, &session, &kind, &silent, &text, &source, &origin, &key, &state, &created, &done, &opts, &images, &hops); err != nil {
 				rows.Close()
 				return err
 			}
@@ -275,10 +281,10 @@ func (s *Store) copyInbox(ctx context.Context, src *sql.DB) error {
 			if opts != "" {
 				o = []byte(opts)
 			}
-			b.Queue(`INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, done_at, options, images)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			b.Queue(`INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, done_at, options, images, hops)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 				ON CONFLICT (id) DO UPDATE SET state = excluded.state, done_at = excluded.done_at`,
-				id, session, kind, silent, []byte(text), source, origin, key, state, created, done, o, images)
+				id, session, kind, silent, []byte(text), source, origin, key, state, created, done, o, images, hops)
 			after = id
 		}
 		rows.Close()
@@ -296,7 +302,7 @@ func (s *Store) copyInbox(ctx context.Context, src *sql.DB) error {
 
 func (s *Store) copyUsage(ctx context.Context, src *sql.DB) error {
 	for after := int64(0); ; {
-		rows, err := src.QueryContext(ctx, `SELECT id, session_id, agent, model, input_tokens, output_tokens, cost_usd, ts
+		rows, err := src.QueryContext(ctx, `SELECT id, session_id, agent, model, input_tokens, output_tokens, cost_usd, ts, payer, account
 			FROM usage WHERE id > ? ORDER BY id LIMIT ?`, after, copyChunk)
 		if err != nil {
 			return err
@@ -304,14 +310,15 @@ func (s *Store) copyUsage(ctx context.Context, src *sql.DB) error {
 		b := &pgx.Batch{}
 		for rows.Next() {
 			var id, session, in, out, ts int64
-			var agent, model string
+			var agent, model, payer, account string
 			var cost float64
-			if err := rows.Scan(&id, &session, &agent, &model, &in, &out, &cost, &ts); err != nil {
+			if err := rows.Scan(&id, &session, &agent, &model, &in, &out, &cost, &ts, &payer, &account); err != nil {
 				rows.Close()
 				return err
 			}
-			b.Queue(`INSERT INTO usage (id, session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`, id, session, agent, model, in, out, cost, ts)
+			b.Queue(`INSERT INTO usage (id, session_id, agent, model, input_tokens, output_tokens, cost_usd, ts, payer, account)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+				id, session, agent, model, in, out, cost, ts, payer, account)
 			after = id
 		}
 		rows.Close()
@@ -396,7 +403,7 @@ func (s *Store) resetSequences(ctx context.Context) error {
 
 // copyTables are the tables a copy compares, by name in both stores.
 var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims",
-	"agentd_extensions", "agentd_extension_history", "agentd_job_runs"}
+	"agentd_extensions", "agentd_extension_history", "agentd_job_runs", "agentd_instances"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.
@@ -462,5 +469,8 @@ func (s *Store) verifyCopy(ctx context.Context, src *sql.DB, rep *CopyReport) er
 	if err := s.verifyExtensions(ctx, src, rep); err != nil {
 		return err
 	}
-	return s.verifyJobRuns(ctx, src, rep)
+	if err := s.verifyJobRuns(ctx, src, rep); err != nil {
+		return err
+	}
+	return s.verifyInstances(ctx, src, rep)
 }

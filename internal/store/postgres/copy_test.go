@@ -203,3 +203,95 @@ func TestCopyJobRuns(t *testing.T) {
 		t.Errorf("StartRun on the copy of a run taken on SQLite = node %q, created %v, %v; want the copied run", r.Node, created, err)
 	}
 }
+
+// TestCopyAgents: the dynamic agents' instances, usage rows' payers and
+// accounts and inbox items' hops come along as they are in SQLite; a copy
+// run again after an instance ended and its report was recorded there
+// brings PostgreSQL to the same; a descriptor created on SQLite stays
+// taken.
+func TestCopyAgents(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	lite, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	id := func(i int) string { return "k" + strings.Repeat("0", 22) + strconv.Itoa(i) }
+	child := store.Instance{ID: id(1), Type: store.InstanceSubagent, Descriptor: "task:assistant/main:c1", Template: "researcher",
+		Parent: "assistant", Payer: "assistant", Account: "1:2", TurnLimit: 0.5, Report: store.ReportLoud, ReportTo: "assistant/main",
+		OriginTurn: 2, OriginCall: "c1", Task: "look", Hops: 1, State: store.AgentStarting}
+	if _, created, err := lite.CreateInstance(ctx, child, store.InstanceLimits{}); err != nil || !created {
+		t.Fatalf("CreateInstance = %v, %v", created, err)
+	}
+	if _, _, err := lite.CreateInstance(ctx, store.Instance{ID: id(2), Type: store.InstanceUser, Descriptor: "user:cli:t:ann",
+		Template: "assistant", State: store.AgentIdle}, store.InstanceLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	sess, _, err := lite.Session(ctx, id(1), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lite.Enqueue(ctx, store.InboxItem{Session: sess.ID, Kind: "input", Text: "look", Hops: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lite.Commit(ctx, &store.Batch{Session: sess.ID, Usage: []store.Usage{{Model: "m", CostUSD: 0.25, Payer: "assistant", Account: "1:2"},
+		{Model: "m", CostUSD: 0.5}}}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	same := func(what string) {
+		t.Helper()
+		rep, err := pg.CopyFromSQLite(ctx, src, nil)
+		if err != nil || !rep.OK() {
+			t.Fatalf("%s: CopyFromSQLite: %v (%+v)", what, err, rep)
+		}
+		want, _, err := lite.Instances(ctx, store.AgentFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := pg.Instances(ctx, store.AgentFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: the instances (-sqlite +postgres):\n%s", what, d)
+		}
+		for _, payer := range []string{"assistant", id(1)} {
+			w, _ := lite.UsageSince(ctx, payer, time.Time{})
+			g, err := pg.UsageSince(ctx, payer, time.Time{})
+			if err != nil || g.CostUSD != w.CostUSD {
+				t.Errorf("%s: UsageSince(%s) = $%v, %v; SQLite has $%v", what, payer, g.CostUSD, err, w.CostUSD)
+			}
+		}
+		if c, err := pg.UsageOfAccount(ctx, "1:2"); err != nil || c != 0.25 {
+			t.Errorf("%s: UsageOfAccount = %v, %v; want 0.25", what, c, err)
+		}
+		pending, err := pg.Pending(ctx, sess.ID)
+		if err != nil || len(pending) != 1 || pending[0].Hops != 1 {
+			t.Errorf("%s: the pending item = %+v, %v; want hops 1", what, pending, err)
+		}
+	}
+	same("the first copy")
+	if _, err := lite.SetInstanceState(ctx, id(1), store.AgentDone, "found", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lite.RecordReport(ctx, id(1), ""); err != nil {
+		t.Fatal(err)
+	}
+	same("the copy after changes")
+	again := child
+	again.ID = id(3)
+	if got, created, err := pg.CreateInstance(ctx, again, store.InstanceLimits{}); err != nil || created || got.ID != id(1) {
+		t.Errorf("CreateInstance on the copy of a descriptor taken on SQLite = %s, created %v, %v; want the copied instance", got.ID, created, err)
+	}
+}

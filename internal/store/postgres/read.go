@@ -18,7 +18,7 @@ import (
 
 const (
 	sessionCols = `id, agent, key, state, last_seq, created_at, updated_at, title, title_by`
-	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images`
+	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images, hops`
 	eventCols   = `session_id, seq, turn, kind, ts, data`
 )
 
@@ -42,7 +42,14 @@ const (
 	qTurnEvents      = `SELECT ` + eventCols + ` FROM events WHERE turn = $1 AND session_id = $2 ORDER BY seq`
 	qAgents          = `SELECT id, name, type, definition, updated_at FROM agents ORDER BY id`
 	qUsageSince      = `SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
-		coalesce(sum(cost_usd), 0) FROM usage WHERE ($1 = '' OR agent = $1) AND ts >= $2`
+		coalesce(sum(cost_usd), 0) FROM usage WHERE ts >= $1`
+	// A payer's: usage_payer_ts for the rows with a payer,
+	// usage_agent_ts for those written before usage had one (payer
+	// ''), which their agent paid.
+	qUsagePayer = `SELECT coalesce(sum(i), 0), coalesce(sum(o), 0), coalesce(sum(c), 0) FROM (
+		SELECT input_tokens i, output_tokens o, cost_usd c FROM usage WHERE payer = $1 AND payer <> '' AND ts >= $2
+		UNION ALL
+		SELECT input_tokens, output_tokens, cost_usd FROM usage WHERE agent = $1 AND payer = '' AND ts >= $2) u`
 	// Where a session's context starts: the last reset, the latest
 	// summary after it (whose payload says what it folds), the last
 	// sequence number.
@@ -75,7 +82,8 @@ func scanInbox(row pgx.Row) (store.InboxItem, error) {
 	var kind string
 	var created int64
 	var text, opts, images []byte
-	err := row.Scan(&it.ID, &it.Session, &kind, &it.Silent, &text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts, &images)
+	var hops int64
+	err := row.Scan(&it.ID, &it.Session, &kind, &it.Silent, &text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts, &images, &hops)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.InboxItem{}, store.ErrNotFound
 	}
@@ -90,7 +98,7 @@ func scanInbox(row pgx.Row) (store.InboxItem, error) {
 			return store.InboxItem{}, fmt.Errorf("inbox item %d: images: %w", it.ID, err)
 		}
 	}
-	it.Text, it.Kind, it.CreatedAt = string(text), event.Kind(kind), unixTime(created)
+	it.Text, it.Kind, it.CreatedAt, it.Hops = string(text), event.Kind(kind), unixTime(created), int(hops)
 	return it, nil
 }
 
@@ -364,8 +372,8 @@ func (s *Store) Agents(ctx context.Context) ([]store.AgentRecord, error) {
 	return out, nil
 }
 
-// UsageSince sums the usage recorded at or after t, for one agent or, with
-// agent "", for all. The result's Agent is agent and its Time is t.
+// UsageSince sums the usage recorded at or after t, paid by one agent
+// or, with agent "", by all. The result's Agent is agent and its Time is t.
 func (s *Store) UsageSince(ctx context.Context, agent string, t time.Time) (store.Usage, error) {
 	if s.isDown.Load() {
 		return store.Usage{}, store.ErrClosed
@@ -376,7 +384,12 @@ func (s *Store) UsageSince(ctx context.Context, agent string, t time.Time) (stor
 	}
 	u := store.Usage{Agent: agent, Time: t}
 	var in, out int64
-	if err := s.pool.QueryRow(ctx, qUsageSince, agent, since).Scan(&in, &out, &u.CostUSD); err != nil {
+	q, args := qUsageSince, []any{since}
+	if agent != "" {
+		q, args = qUsagePayer, []any{agent, since}
+	}
+	row := s.pool.QueryRow(ctx, q, args...)
+	if err := row.Scan(&in, &out, &u.CostUSD); err != nil {
 		return store.Usage{}, s.readErr("usage", err)
 	}
 	u.InputTokens, u.OutputTokens = int(in), int(out)

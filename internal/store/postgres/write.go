@@ -42,16 +42,18 @@ const (
 	qMarkDone      = `WITH u AS (UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, $1)
 		WHERE id = ANY($2) AND ($3 = 0 OR session_id = $3) RETURNING 1)
 	SELECT CASE WHEN (SELECT count(*) FROM u) = $4 THEN 0 ELSE agentd_refuse('no such inbox item') END`
-	qInsUsage = `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
-		SELECT u.sess, COALESCE(NULLIF(u.agent, ''), (SELECT agent FROM sessions WHERE id = u.sess), ''),
-			u.model, u.input, u.output, u.cost, u.ts
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[])
-			AS u(sess, agent, model, input, output, cost, ts)`
+	// A usage row's agent defaults to its session's, its payer to its
+	// agent.
+	qInsUsage = `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts, payer, account)
+		SELECT u.sess, a.agent, u.model, u.input, u.output, u.cost, u.ts, COALESCE(NULLIF(u.payer, ''), a.agent), u.account
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::float8[], $7::bigint[], $8::text[], $9::text[])
+			AS u(sess, agent, model, input, output, cost, ts, payer, account),
+		LATERAL (SELECT COALESCE(NULLIF(u.agent, ''), (SELECT agent FROM sessions WHERE id = u.sess), '') AS agent) a`
 	// An inbox item, or the one its idempotency key names already (read
 	// in the same statement when it was stored before this transaction).
 	qEnqueue = `WITH ins AS (
-		INSERT INTO inbox (session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10)
+		INSERT INTO inbox (session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images, hops)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $11)
 		ON CONFLICT (session_id, idem_key) WHERE idem_key <> '' DO NOTHING
 		RETURNING id)
 	SELECT id, false FROM ins
@@ -247,8 +249,10 @@ func commitSteps(r *request, node string, now int64) []step {
 		n := len(r.usage)
 		sess, agents, models := make([]int64, n), make([]string, n), make([]string, n)
 		in, out, cost, ts := make([]int64, n), make([]int64, n), make([]float64, n), make([]int64, n)
+		payers, accounts := make([]string, n), make([]string, n)
 		for i, u := range r.usage {
 			sess[i], agents[i], models[i] = u.Session, u.Agent, u.Model
+			payers[i], accounts[i] = u.Payer, u.Account
 			if sess[i] == 0 {
 				sess[i] = r.session
 			}
@@ -257,7 +261,7 @@ func commitSteps(r *request, node string, now int64) []step {
 				ts[i] = u.Time.UnixNano()
 			}
 		}
-		ss = append(ss, step{sql: qInsUsage, args: []any{sess, agents, models, in, out, cost, ts}, read: execRead("usage")})
+		ss = append(ss, step{sql: qInsUsage, args: []any{sess, agents, models, in, out, cost, ts, payers, accounts}, read: execRead("usage")})
 	}
 	return ss
 }
@@ -290,7 +294,7 @@ func enqueueSteps(r *request, now int64) []step {
 	return []step{{
 		sql: qEnqueue,
 		args: []any{it.Session, string(it.Kind), it.Silent, []byte(it.Text), it.Source, it.Origin, it.IdempotencyKey,
-			created, opts, images},
+			created, opts, images, int64(it.Hops)},
 		read: func(br pgx.BatchResults) error {
 			var id int64
 			var dup bool
@@ -330,6 +334,8 @@ func (s *Store) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxI
 	case item.Kind != event.Input && item.Kind != event.SystemMessage && item.Kind != event.Reset && item.Kind != event.CompactRequest:
 		return store.InboxItem{}, false, fmt.Errorf("postgres: enqueue: %w: kind %q, want %q, %q, %q or %q",
 			ErrInvalid, item.Kind, event.Input, event.SystemMessage, event.Reset, event.CompactRequest)
+	case item.Hops < 0:
+		return store.InboxItem{}, false, fmt.Errorf("postgres: enqueue: %w: hops %d", ErrInvalid, item.Hops)
 	}
 	if len(item.Images) > 0 {
 		if _, err := json.Marshal(item.Images); err != nil {

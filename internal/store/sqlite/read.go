@@ -16,7 +16,7 @@ import (
 
 const (
 	sessionCols = `id, agent, key, state, last_seq, created_at, updated_at, title, title_by`
-	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images`
+	inboxCols   = `id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images, hops`
 	eventCols   = `session_id, seq, turn, kind, ts, data`
 )
 
@@ -55,9 +55,13 @@ const (
 		FROM events_fts JOIN events e ON e.id = events_fts.rowid & 1099511627775
 		WHERE events_fts MATCH ? ORDER BY events_fts.rank LIMIT ?`
 	qAgents = `SELECT id, name, type, definition, updated_at FROM agents ORDER BY id`
-	// usage_agent_ts for one agent; all agents scan.
-	qUsageAgent = `SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
-		coalesce(sum(cost_usd), 0) FROM usage WHERE agent = ? AND ts >= ?`
+	// usage_payer_ts for one payer's rows, usage_agent_ts for the rows
+	// written before usage had a payer (payer ''), which its agent paid;
+	// all agents scan.
+	qUsageAgent = `SELECT coalesce(sum(i), 0), coalesce(sum(o), 0), coalesce(sum(c), 0) FROM (
+		SELECT input_tokens i, output_tokens o, cost_usd c FROM usage WHERE payer = ?1 AND payer <> '' AND ts >= ?2
+		UNION ALL
+		SELECT input_tokens, output_tokens, cost_usd FROM usage WHERE agent = ?1 AND payer = '' AND ts >= ?2)`
 	qUsageAll = `SELECT coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
 		coalesce(sum(cost_usd), 0) FROM usage WHERE ts >= ?`
 )
@@ -79,6 +83,10 @@ type readStmts struct {
 	run, runs, runsFrom, runsOpen *stmt
 	runsUndelivered, runLast      *stmt
 	runOfDelivery, runOfMAC       *stmt
+	// The instances' (agents.go).
+	inst, instByDesc, instByAgent *stmt
+	instUnreported, instOpen      *stmt
+	mostRecent, usageAccount      *stmt
 }
 
 func (r *readStmts) prepare(db *sql.DB) {
@@ -109,6 +117,13 @@ func (r *readStmts) prepare(db *sql.DB) {
 		{&r.runLast, qRunLast},
 		{&r.runOfDelivery, qRunOfDelivery},
 		{&r.runOfMAC, qRunOfMAC},
+		{&r.inst, qInst},
+		{&r.instByDesc, qInstByDesc},
+		{&r.instByAgent, qInstByAgent},
+		{&r.instUnreported, qInstUnreported},
+		{&r.instOpen, qInstOpen},
+		{&r.mostRecent, qMostRecent},
+		{&r.usageAccount, qUsageAccount},
 	} {
 		*p.dst = &stmt{db: db, q: p.sql}
 		r.all = append(r.all, *p.dst)
@@ -199,7 +214,7 @@ func scanInbox(sc scanner) (store.InboxItem, error) {
 	var created int64
 	var opts string
 	var images []byte
-	err := sc.Scan(&it.ID, &it.Session, &kind, &it.Silent, &it.Text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts, &images)
+	err := sc.Scan(&it.ID, &it.Session, &kind, &it.Silent, &it.Text, &it.Source, &it.Origin, &it.IdempotencyKey, &it.State, &created, &opts, &images, &it.Hops)
 	if opts != "" {
 		it.Options = json.RawMessage(opts)
 	}
@@ -458,8 +473,8 @@ func (s *Store) Agents(ctx context.Context) ([]store.AgentRecord, error) {
 	return out, nil
 }
 
-// UsageSince sums the usage recorded at or after t, for one agent or, with
-// agent "", for all. The result's Agent is agent and its Time is t.
+// UsageSince sums the usage recorded at or after t, paid by one agent
+// or, with agent "", by all. The result's Agent is agent and its Time is t.
 func (s *Store) UsageSince(ctx context.Context, agent string, t time.Time) (store.Usage, error) {
 	if s.isDown.Load() {
 		return store.Usage{}, store.ErrClosed

@@ -256,3 +256,49 @@ func TestUpgradeRecordsDeliveries(t *testing.T) {
 		t.Errorf("StartRun of the delivery again = created %v, %v; want the run taken before", created, err)
 	}
 }
+
+// A database written before usage had payers is upgraded on open without
+// rewriting a row: its usage is still paid by its agent, beside the new
+// rows' payers, and instances can be created.
+func TestUpgradeAddsAgents(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(ctx, conn, migrations()[:12], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
+		VALUES (1, 'assistant', 'm', 10, 1, 0.25, 5)`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	db.Close()
+
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, _, err := s.Session(ctx, "k00000000000000000000001", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, &store.Batch{Session: sess.ID, Usage: []store.Usage{{Model: "m", CostUSD: 0.5, Payer: "assistant"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.UsageSince(ctx, "assistant", time.Time{}); err != nil || u.CostUSD != 0.75 {
+		t.Errorf("UsageSince(assistant) after the upgrade = $%v, %v; want $0.75: its old row and the one it pays", u.CostUSD, err)
+	}
+	a := store.Instance{ID: "k00000000000000000000001", Type: store.InstanceBackground, Descriptor: "task:api:1", Template: "assistant",
+		State: store.AgentStarting}
+	if _, created, err := s.CreateInstance(ctx, a, store.InstanceLimits{MaxLive: 1}); err != nil || !created {
+		t.Errorf("CreateInstance after the upgrade = %v, %v", created, err)
+	}
+}

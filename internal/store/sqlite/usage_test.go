@@ -62,3 +62,38 @@ func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
 	}
 	return plan
 }
+
+// The instances' reads, and the usage they sum, each use the index made
+// for them.
+func TestAgentQueryPlans(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "agentd.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, tc := range []struct {
+		query   string
+		args    []any
+		indexes []string
+	}{
+		{qUsageAgent, []any{"ada", 0}, []string{"usage_payer_ts", "usage_agent_ts"}},
+		{qUsageAccount, []any{"1:2"}, []string{"usage_account"}},
+		{qInstByDesc, []any{"d"}, []string{"agentd_instances_descriptor"}},
+		{qInstByAgent, []any{"a"}, []string{"agentd_instances_agent"}},
+		{qInstChildren, []any{"a", "a/main"}, []string{"agentd_instances_parent"}},
+		{qInstLiveTasks, nil, []string{"agentd_instances_live"}},
+		{qInstOpen, nil, []string{"agentd_instances_live"}},
+		{qInstUnreported, []any{10}, []string{"agentd_instances_unreported"}},
+	} {
+		plan := queryPlan(t, s, tc.query, tc.args...)
+		for _, index := range tc.indexes {
+			if !strings.Contains(plan, index) {
+				t.Errorf("plan does not use %s:\n%s\n%s", index, tc.query, plan)
+			}
+		}
+	}
+	q, args := instancesSQL(store.AgentFilter{Type: store.InstanceUser}, 0, "")
+	if plan := queryPlan(t, s, q, append(args, 10)...); !strings.Contains(plan, "agentd_instances_type") {
+		t.Errorf("a listing by type does not use agentd_instances_type:\n%s", plan)
+	}
+}

@@ -123,6 +123,8 @@ func (s *Store) checkEnqueue(ctx context.Context, item store.InboxItem) (store.I
 	case item.Kind != event.Input && item.Kind != event.SystemMessage && item.Kind != event.Reset && item.Kind != event.CompactRequest:
 		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: kind %q, want %q, %q, %q or %q",
 			ErrInvalid, item.Kind, event.Input, event.SystemMessage, event.Reset, event.CompactRequest)
+	case item.Hops < 0:
+		return store.InboxItem{}, false, fmt.Errorf("sqlite: enqueue: %w: hops %d", ErrInvalid, item.Hops)
 	}
 	if item.IdempotencyKey != "" {
 		// Most duplicates are redeliveries of something stored long ago:

@@ -34,6 +34,9 @@ const (
 	opRunFinish
 	opRunPrune
 	opRunDeliver
+	opInstCreate
+	opInstState
+	opInstReport
 )
 
 func (o op) String() string {
@@ -66,6 +69,12 @@ func (o op) String() string {
 		return "prune runs"
 	case opRunDeliver:
 		return "record delivery"
+	case opInstCreate:
+		return "create instance"
+	case opInstState:
+		return "set instance state"
+	case opInstReport:
+		return "record report"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -105,12 +114,17 @@ type request struct {
 	// the before, with keep)
 	jobRun store.JobRun
 	keep   int
+	// opInstCreate (also its result), opInstState (ID, State, Result,
+	// Turn), opInstReport (ID, ReportError)
+	inst   store.Instance
+	limits store.InstanceLimits
 
 	// results
 	sess      store.Session
-	created   bool // opSession: the session is new; opTitle: the title was set
+	created   bool // opSession, opInstCreate: the row is new; opTitle, opInstState, opInstReport: it was set
 	duplicate bool
 	pruned    int64 // opRunPrune: the runs removed
+	refused   error // opInstCreate: the limit that refused it (nothing written)
 	err       error
 
 	reply chan struct{} // capacity 1
@@ -226,6 +240,7 @@ type writer struct {
 	runOfDelivery, runDeliver         *sql.Stmt
 	runOfMAC                          *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
+	agents                            agentStmts
 
 	// tails: the last sequence number of sessions written to (tails.go).
 	tails tails
@@ -245,6 +260,12 @@ type writer struct {
 	lastIndex time.Time
 }
 
+// qInsUsage records a model call's usage: its agent defaults to its
+// session's, its payer to its agent.
+const qInsUsage = `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts, payer, account)
+	SELECT ?1, a.agent, ?3, ?4, ?5, ?6, ?7, COALESCE(NULLIF(?8, ''), a.agent), ?9
+	FROM (SELECT COALESCE(NULLIF(?2, ''), (SELECT agent FROM sessions WHERE id = ?1), '') AS agent) a`
+
 // maxEventRows is the most events one INSERT writes: a commit's events go
 // in as few statements as that allows, since each statement run costs
 // SQLite more than each row it inserts (a turn commits 3 or 4 events).
@@ -262,6 +283,10 @@ const IndexDelay = 200 * time.Millisecond
 
 func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 	w := &writer{s: s}
+	var stmts []struct {
+		dst **sql.Stmt
+		sql string
+	}
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
@@ -281,11 +306,10 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.insEvents[3], insertEvents(4)},
 		{&w.markDone, `UPDATE inbox SET state = 'done', done_at = COALESCE(done_at, ?)
 			WHERE id = ? AND (? = 0 OR session_id = ?)`},
-		{&w.insUsage, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
-			VALUES (?, COALESCE(NULLIF(?, ''), (SELECT agent FROM sessions WHERE id = ?), ''), ?, ?, ?, ?, ?)`},
+		{&w.insUsage, qInsUsage},
 		{&w.sessExists, `SELECT 1 FROM sessions WHERE id = ?`},
-		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT DO NOTHING`},
+		{&w.insInbox, `INSERT INTO inbox (id, session_id, kind, silent, text, source, origin, idem_key, state, created_at, options, images, hops)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&w.inboxByKey, qInboxByKey},
 		{&w.insSession, `INSERT INTO sessions (agent, key, state, last_seq, created_at, updated_at)
 			VALUES (?, ?, 'created', 0, ?, ?) ON CONFLICT (agent, key) DO NOTHING RETURNING id`},
@@ -317,6 +341,9 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
 	} {
+		stmts = append(stmts, p)
+	}
+	for _, p := range append(stmts, w.agents.list()...) {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
 			_ = w.close()
@@ -670,6 +697,12 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyRunPrune(r)
 	case opRunDeliver:
 		return w.applyRunDeliver(r)
+	case opInstCreate:
+		return w.applyInstCreate(r)
+	case opInstState:
+		return w.applyInstState(r, now)
+	case opInstReport:
+		return w.applyInstReport(r, now)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }
@@ -729,7 +762,8 @@ func (w *writer) applyCommit(r *request, now int64) error {
 		if !u.Time.IsZero() {
 			ts = u.Time.UnixNano()
 		}
-		if _, err := w.insUsage.Exec(sess, u.Agent, sess, u.Model, int64(u.InputTokens), int64(u.OutputTokens), u.CostUSD, ts); err != nil {
+		if _, err := w.insUsage.Exec(sess, u.Agent, u.Model, int64(u.InputTokens), int64(u.OutputTokens), u.CostUSD, ts,
+			u.Payer, u.Account); err != nil {
 			return fmt.Errorf("sqlite: commit: usage: %w", err)
 		}
 	}
@@ -803,7 +837,7 @@ func (w *writer) applyEnqueue(r *request, now int64) error {
 	}
 	// The item's id is given (Store.nextInbox): the insert changes one row,
 	// or none if the idempotency key (or, by a bug, the id) is taken.
-	res, err := w.insInbox.Exec(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images)
+	res, err := w.insInbox.Exec(it.ID, it.Session, string(it.Kind), it.Silent, it.Text, it.Source, it.Origin, it.IdempotencyKey, created, string(it.Options), images, it.Hops)
 	if err == nil {
 		var n int64
 		if n, err = res.RowsAffected(); err == nil && n == 0 {

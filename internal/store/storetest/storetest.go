@@ -30,6 +30,7 @@ type Store interface {
 	store.ClusterStore
 	store.ExtensionStore
 	store.JobRunStore
+	store.AgentStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -137,6 +138,15 @@ func tests() []struct {
 		{"JobRunDeliveryUnique", testJobRunDeliveryUnique},
 		{"JobRunMACUnique", testJobRunMACUnique},
 		{"JobRunPruneAge", testJobRunPruneAge},
+		{"InstanceCreate", testInstanceCreate},
+		{"InstanceInvalid", testInstanceInvalid},
+		{"InstanceLimits", testInstanceLimits},
+		{"InstanceConcurrentLimits", testInstanceConcurrentLimits},
+		{"InstanceStates", testInstanceStates},
+		{"InstanceReport", testInstanceReport},
+		{"InstancesList", testInstancesList},
+		{"InstanceUsage", testInstanceUsage},
+		{"InboxHops", testInboxHops},
 	}
 }
 
