@@ -283,11 +283,7 @@ const IndexDelay = 200 * time.Millisecond
 
 func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 	w := &writer{s: s}
-	var stmts []struct {
-		dst **sql.Stmt
-		sql string
-	}
-	for _, p := range []struct {
+	stmts := []struct {
 		dst **sql.Stmt
 		sql string
 	}{
@@ -340,8 +336,6 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 		{&w.upsertAgent, `INSERT INTO agents (id, name, type, definition, updated_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
-	} {
-		stmts = append(stmts, p)
 	}
 	for _, p := range append(stmts, w.agents.list()...) {
 		st, err := conn.PrepareContext(ctx, p.sql)
