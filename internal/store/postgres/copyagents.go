@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -63,35 +62,7 @@ func (s *Store) copyInstances(ctx context.Context, src *sql.DB) error {
 // rep.DifferAgents.
 func (s *Store) verifyInstances(ctx context.Context, src *sql.DB, rep *CopyReport) error {
 	const q = `SELECT id || ' ' || state, ended_at + reported_at FROM agentd_instances`
-	rows, err := src.QueryContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	want, err := versions(rows)
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	prows, err := s.pool.Query(ctx, q)
-	if err != nil {
-		return err
-	}
-	got, err := versions(prows)
-	prows.Close()
-	if err != nil {
-		return err
-	}
-	rep.DifferAgents = nil
-	for key, v := range want {
-		if g, ok := got[key]; !ok || g != v {
-			rep.DifferAgents = append(rep.DifferAgents, key)
-		}
-	}
-	for key := range got {
-		if _, ok := want[key]; !ok {
-			rep.DifferAgents = append(rep.DifferAgents, key)
-		}
-	}
-	slices.Sort(rep.DifferAgents)
-	return nil
+	var err error
+	rep.DifferAgents, err = s.differ(ctx, src, q)
+	return err
 }

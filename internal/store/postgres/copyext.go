@@ -105,37 +105,9 @@ func (s *Store) copyExtRows(ctx context.Context, src *sql.DB) error {
 // between the stores, or that one of them lacks, in rep.DifferExt.
 func (s *Store) verifyExtensions(ctx context.Context, src *sql.DB, rep *CopyReport) error {
 	const q = `SELECT type || '/' || name, version FROM agentd_extensions`
-	rows, err := src.QueryContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	want, err := versions(rows)
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	prows, err := s.pool.Query(ctx, q)
-	if err != nil {
-		return err
-	}
-	got, err := versions(prows)
-	prows.Close()
-	if err != nil {
-		return err
-	}
-	rep.DifferExt = nil
-	for key, v := range want {
-		if g, ok := got[key]; !ok || g != v {
-			rep.DifferExt = append(rep.DifferExt, key)
-		}
-	}
-	for key := range got {
-		if _, ok := want[key]; !ok {
-			rep.DifferExt = append(rep.DifferExt, key)
-		}
-	}
-	slices.Sort(rep.DifferExt)
-	return nil
+	var err error
+	rep.DifferExt, err = s.differ(ctx, src, q)
+	return err
 }
 
 // versions reads rows of (key, version), from either store.
@@ -154,4 +126,41 @@ func versions(rows interface {
 		out[key] = v
 	}
 	return out, rows.Err()
+}
+
+// differ returns, sorted, the keys whose value the query q (key, value)
+// reads differently from the SQLite database src and from PostgreSQL,
+// or that one of them lacks: what a copy's check reports of a table.
+func (s *Store) differ(ctx context.Context, src *sql.DB, q string) ([]string, error) {
+	rows, err := src.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	want, err := versions(rows)
+	rows.Close()
+	if err != nil {
+		return nil, err
+	}
+	prows, err := s.pool.Query(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	got, err := versions(prows)
+	prows.Close()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for key, v := range want {
+		if g, ok := got[key]; !ok || g != v {
+			out = append(out, key)
+		}
+	}
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -64,35 +63,7 @@ func (s *Store) copyJobRuns(ctx context.Context, src *sql.DB) error {
 // between the stores, or that one of them lacks, in rep.DifferRuns.
 func (s *Store) verifyJobRuns(ctx context.Context, src *sql.DB, rep *CopyReport) error {
 	const q = `SELECT job || '/' || run || ' ' || status, ended_at FROM agentd_job_runs`
-	rows, err := src.QueryContext(ctx, q)
-	if err != nil {
-		return err
-	}
-	want, err := versions(rows)
-	rows.Close()
-	if err != nil {
-		return err
-	}
-	prows, err := s.pool.Query(ctx, q)
-	if err != nil {
-		return err
-	}
-	got, err := versions(prows)
-	prows.Close()
-	if err != nil {
-		return err
-	}
-	rep.DifferRuns = nil
-	for key, v := range want {
-		if g, ok := got[key]; !ok || g != v {
-			rep.DifferRuns = append(rep.DifferRuns, key)
-		}
-	}
-	for key := range got {
-		if _, ok := want[key]; !ok {
-			rep.DifferRuns = append(rep.DifferRuns, key)
-		}
-	}
-	slices.Sort(rep.DifferRuns)
-	return nil
+	var err error
+	rep.DifferRuns, err = s.differ(ctx, src, q)
+	return err
 }
