@@ -54,12 +54,14 @@ type Runtime interface {
 }
 
 // Store is what the System reads and writes: the instances, and the
-// sessions and inboxes of their conversations. Both stores implement it.
+// sessions, inboxes and logs of their conversations. Both stores
+// implement it.
 type Store interface {
 	store.AgentStore
 	SessionByAddress(ctx context.Context, agent, key string) (store.Session, error)
 	SessionByID(ctx context.Context, id int64) (store.Session, error)
 	Pending(ctx context.Context, session int64) ([]store.InboxItem, error)
+	Events(ctx context.Context, session, after int64, limit int) ([]event.Event, error)
 }
 
 // Definitions resolves agent ids to definitions (the agent registry).
@@ -71,7 +73,7 @@ type Definitions interface {
 // running, under the turn's epoch the ctx carries (a tool's ctx), as the
 // turn's own tools write working memory.
 type Recorder interface {
-	RecordAgent(ctx context.Context, session string, d event.AgentData) error
+	RecordAgent(ctx context.Context, session string, turn int64, d event.AgentData) error
 }
 
 // Tagged finds the agents a tag addresses (command.Router.Tagged).
@@ -87,6 +89,9 @@ type Jobs interface {
 
 // Options are the System's optional parts.
 type Options struct {
+	// Config holds the limits (agentd.yaml agents:); a zero field is its
+	// default (agent.DefaultMaxHops, …).
+	Config agent.AgentsConfig
 	// Agents resolves templates and callers (default: none resolves, so
 	// nothing can be started).
 	Agents Definitions
@@ -101,6 +106,13 @@ type Options struct {
 	Logger Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Shared says the store is shared by other nodes (PostgreSQL): the
+	// ledger re-reads an account's spending when its view is older than a
+	// second (default false).
+	Shared bool
+	// Sweep is how often the supervisor looks for work a turn's end did
+	// not bring it (default 30s).
+	Sweep time.Duration
 }
 
 // Logger is the log the System writes to (a *slog.Logger).
@@ -161,6 +173,7 @@ type SendRequest struct {
 type AskRequest struct {
 	Caller        string
 	CallerSession string
+	Turn          int64
 	CallID        string
 	Hops          int
 	Target        string
@@ -231,96 +244,4 @@ type Status struct {
 	CostTreeUSD  float64            `json:"cost_tree_usd,omitempty"`
 }
 
-// System is the agent system. Its methods are safe for concurrent use.
-type System struct {
-	st Store
-	rt Runtime
-	o  Options
-}
-
-// New returns the System over st and rt; Run starts its supervisor.
-func New(st Store, rt Runtime, o *Options) *System {
-	s := &System{st: st, rt: rt}
-	if o != nil {
-		s.o = *o
-	}
-	return s
-}
-
-var errNotYet = errors.New("not yet")
-
-// Start starts a background agent or sub-agent from req.Template and
-// returns its instance once its first input is durable (the agent runs in
-// the background). A request made again (same caller session and call,
-// or same Key) returns the same instance.
-func (s *System) Start(ctx context.Context, req StartRequest) (store.Instance, error) {
-	return store.Instance{}, errNotYet
-}
-
-// Contact submits c's text to the instance of c's person on c.Template,
-// made on first contact.
-func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtime.Receipt, error) {
-	return store.Instance{}, runtime.Receipt{}, errNotYet
-}
-
-// Send submits a system message to req.Target and returns the receipt and
-// the target's session address.
-func (s *System) Send(ctx context.Context, req SendRequest) (runtime.Receipt, string, error) {
-	return runtime.Receipt{}, "", errNotYet
-}
-
-// Ask sends req.Question to req.Target's session "ask:<caller>" and waits
-// for the answer.
-func (s *System) Ask(ctx context.Context, req AskRequest) (AskResult, error) {
-	return AskResult{}, errNotYet
-}
-
-// Stop stops the agent id and its sub-agents (deepest first), for reason,
-// by whom; it returns the ids it stopped.
-func (s *System) Stop(ctx context.Context, id, reason, by string) ([]string, error) {
-	return nil, errNotYet
-}
-
-// Status returns the state of the agent id.
-func (s *System) Status(ctx context.Context, id string) (Status, error) {
-	return Status{}, errNotYet
-}
-
-// List lists the instances f selects and, with no type or lineage filter,
-// the cron and system agents; it returns the next page's cursor.
-func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string, error) {
-	return nil, "", errNotYet
-}
-
-// Tree returns the tree of root ("" every tree with a live member), each
-// node with its subtree's cost.
-func (s *System) Tree(ctx context.Context, root string) ([]Node, error) {
-	return nil, errNotYet
-}
-
-// Definition is the agent registry's hook: the derived definition of an
-// instance id.
-func (s *System) Definition(id string) (*agent.Definition, bool) {
-	return nil, false
-}
-
-// Ended is the runtime's hook, called after a turn's end is durable. It
-// does not block.
-func (s *System) Ended(sess store.Session, it store.InboxItem, end event.TurnEndData) {}
-
-// Ledger returns the accounts the runtime asks for a turn's budget
-// lineage (runtime.Accounts).
-func (s *System) Ledger() *Ledger { return nil }
-
-// Ledger keeps the spending accounts shared by a turn and its sub-agents.
-type Ledger struct{}
-
-// Recover closes the windows a crash leaves open (started instances
-// without input, ended ones unreported, children of cancelled turns).
-func (s *System) Recover(ctx context.Context) error { return errNotYet }
-
-// Run runs the supervisor until ctx ends or Close.
-func (s *System) Run(ctx context.Context) error { return errNotYet }
-
-// Close stops the supervisor and waits for it.
-func (s *System) Close() error { return nil }
+var _ Runtime = (*runtime.Runtime)(nil)

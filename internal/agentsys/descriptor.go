@@ -64,8 +64,8 @@ func APIDescriptor(key string) Descriptor { return Descriptor{DescTask, []string
 // PermanentDescriptor, CronDescriptor and SystemDescriptor are those of a
 // permanent agent, a job's agent and a tagged system agent.
 func PermanentDescriptor(name string) Descriptor { return Descriptor{DescPermanent, []string{name}} }
-func CronDescriptor(job string) Descriptor        { return Descriptor{DescCron, []string{job}} }
-func SystemDescriptor(tag string) Descriptor      { return Descriptor{DescSystem, []string{tag}} }
+func CronDescriptor(job string) Descriptor       { return Descriptor{DescCron, []string{job}} }
+func SystemDescriptor(tag string) Descriptor     { return Descriptor{DescSystem, []string{tag}} }
 
 // String returns the canonical form.
 func (d Descriptor) String() string {

@@ -1,6 +1,8 @@
 package agentsys
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,6 +40,9 @@ func reportInput(in store.Instance, c Cost, limit int) runtime.Input {
 		System:         true,
 		Silent:         in.Report == store.ReportSilent,
 		Origin:         in.ID,
+		// A report must arrive, so no hop limit refuses it; it carries
+		// hops, so a parent it wakes cannot loop past its own limit.
+		Hops: in.Hops + 1,
 	}
 }
 
@@ -106,4 +111,69 @@ func plural(n int64, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// report submits an ended instance's report to its ReportTo and records
+// it, once: the parent's inbox takes the report's key once, and
+// reported_at is the bookmark that stops recovery from submitting it
+// again. A session that refuses it for good (closed, gone) has the report
+// recorded as refused; any other error leaves it for the sweep.
+func (s *System) report(ctx context.Context, in store.Instance) error {
+	if in.Report == "" || in.ReportTo == "" || !in.ReportedAt.IsZero() {
+		return nil
+	}
+	c, err := s.cost(ctx, in)
+	if err != nil {
+		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
+	}
+	failure := ""
+	if _, err := s.rt.Submit(ctx, reportInput(in, c, s.cfg.ReportBytes)); err != nil {
+		if !refusedForGood(err) {
+			return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
+		}
+		failure = "report refused: " + err.Error()
+	}
+	if _, err := s.st.RecordReport(ctx, in.ID, failure); err != nil {
+		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
+	}
+	return nil
+}
+
+// refusedForGood reports whether an input refused with err would be
+// refused again.
+func refusedForGood(err error) bool {
+	for _, e := range []error{runtime.ErrSessionClosed, runtime.ErrUnknownAgent, runtime.ErrInvalidAgent, runtime.ErrBadAddress,
+		runtime.ErrTooLarge, runtime.ErrEmptyInput, store.ErrNotFound, store.ErrInvalid} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// cost is what in cost: its own usage and its descendants' USD.
+func (s *System) cost(ctx context.Context, in store.Instance) (Cost, error) {
+	tree, err := s.descendants(ctx, in.Agent, false)
+	if err != nil {
+		return Cost{}, err
+	}
+	ids := []string{in.Agent}
+	for _, d := range tree {
+		ids = append(ids, d.Agent)
+	}
+	costs, err := s.st.InstanceCosts(ctx, ids)
+	if err != nil {
+		return Cost{}, err
+	}
+	c := Cost{Descendants: len(tree)}
+	for _, v := range costs {
+		c.USD += v
+	}
+	if ops, ok := s.st.(store.OpsStore); ok {
+		r, err := ops.UsageReport(ctx, store.UsageQuery{Group: store.UsageByAgent, Agent: in.Agent, Limit: 1})
+		if err == nil {
+			c.Calls, c.InputTokens, c.OutputTokens = r.Total.Calls, r.Total.InputTokens, r.Total.OutputTokens
+		}
+	}
+	return c, nil
 }
