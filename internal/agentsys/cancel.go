@@ -144,6 +144,13 @@ func (s *System) stopOne(ctx context.Context, in store.Instance, reason, by stri
 	if err != nil || !moved {
 		return false, err
 	}
+	if parentStopping && in.Report != "" {
+		// Before its turn is cancelled, so that the supervisor, seeing
+		// the cancelled end, finds nothing to report.
+		if _, err := s.st.RecordReport(ctx, in.ID, "not reported: its parent was stopped with it"); err != nil {
+			return true, err
+		}
+	}
 	addr := mainSession(in.Agent)
 	ev := event.New(0, 0, event.Agent, event.AgentData{Op: event.AgentStopped, ID: in.ID, Type: in.Type, Parent: in.Parent, Reason: stopText(reason, by)})
 	if err := s.rt.Record(ctx, addr, ev); err != nil {
@@ -152,12 +159,10 @@ func (s *System) stopOne(ctx context.Context, in store.Instance, reason, by stri
 	if err := s.rt.Stop(ctx, addr, stopText(reason, by)); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return true, fmt.Errorf("agentsys: stop %s: %w", in.ID, err)
 	}
-	in, err = s.st.Instance(ctx, in.ID)
-	if err != nil {
-		return true, err
+	if parentStopping {
+		return true, nil
 	}
-	if parentStopping && in.Report != "" {
-		_, err := s.st.RecordReport(ctx, in.ID, "not reported: its parent was stopped with it")
+	if in, err = s.st.Instance(ctx, in.ID); err != nil {
 		return true, err
 	}
 	return true, s.report(ctx, in)

@@ -3,6 +3,8 @@ package agentsys
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/testkit"
@@ -22,6 +25,7 @@ type harness struct {
 	k     *testkit.Kit
 	sys   *System
 	model *testkit.Model
+	mu    sync.RWMutex // guards defs
 	defs  testkit.Agents
 	rec   *recorder
 	now   *clock
@@ -32,7 +36,10 @@ type harness struct {
 type agents struct{ h *harness }
 
 func (a agents) Get(id string) (*agent.Definition, bool) {
-	if d, ok := a.h.defs[id]; ok {
+	a.h.mu.RLock()
+	d, ok := a.h.defs[id]
+	a.h.mu.RUnlock()
+	if ok {
 		return d, true
 	}
 	if a.h.sys == nil {
@@ -41,7 +48,18 @@ func (a agents) Get(id string) (*agent.Definition, bool) {
 	return a.h.sys.Definition(id)
 }
 
-func (a agents) List() []*agent.Definition { return a.h.defs.List() }
+func (a agents) List() []*agent.Definition {
+	a.h.mu.RLock()
+	defer a.h.mu.RUnlock()
+	return a.h.defs.List()
+}
+
+// setDef puts (or changes) a definition, as a file edit does.
+func (h *harness) setDef(d *agent.Definition) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.defs[d.ID] = d
+}
 
 // recorder keeps the guard events the System logs.
 type recorder struct {
@@ -267,4 +285,28 @@ func (h *harness) reports(addr, origin string) []event.InputData {
 		}
 	}
 	return out
+}
+
+func errorsf(format string, a ...any) error { return fmt.Errorf(format, a...) }
+
+// holdText makes every model call whose last user message is text wait
+// until the returned func is called (or its context ends); the others are
+// answered "re: <text>". Call it before the first call.
+func (h *harness) holdText(text string) (release func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	h.model.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		last := testkit.LastUser(req)
+		if strings.Contains(last, text) {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &model.Response{Text: "re: " + last, StopReason: "stop", Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
+	}
+	release = func() { once.Do(func() { close(ch) }) }
+	h.t.Cleanup(release)
+	return release
 }
