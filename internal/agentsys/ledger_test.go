@@ -24,7 +24,9 @@ func (u *usage) UsageOfAccount(ctx context.Context, account string) (float64, er
 	return u.spent[account], nil
 }
 
-func noInstance(ctx context.Context, id string) (store.Instance, error) { return store.Instance{}, store.ErrNotFound }
+func noInstance(ctx context.Context, id string) (store.Instance, error) {
+	return store.Instance{}, store.ErrNotFound
+}
 
 func TestAccountConcurrentChildrenCannotOverspend(t *testing.T) {
 	l := newLedger(&usage{}, noInstance, time.Now, false)

@@ -86,7 +86,7 @@ func (s *System) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
-	p.sweep(ctx)
+	p.sweep(ctx, true)
 	tick := time.NewTicker(s.o.Sweep)
 	defer tick.Stop()
 	var again <-chan time.Time
@@ -97,7 +97,7 @@ func (s *System) Run(ctx context.Context) error {
 		case e := <-p.ch:
 			p.handle(ctx, e)
 		case <-tick.C:
-			p.sweep(ctx)
+			p.sweep(ctx, false)
 		case <-again:
 			again = nil
 			retry := p.retry
@@ -140,9 +140,9 @@ func (p *supervisor) handle(ctx context.Context, e ended) {
 }
 
 // sweep looks for the work turn ends did not bring (a full channel, a
-// crash): it is Recover's.
-func (p *supervisor) sweep(ctx context.Context) {
-	if err := p.s.recoverOnce(ctx, false); err != nil && ctx.Err() == nil {
+// crash): it is Recover's, all of it at start.
+func (p *supervisor) sweep(ctx context.Context, all bool) {
+	if err := p.s.recoverOnce(ctx, all); err != nil && ctx.Err() == nil {
 		p.s.log.Warn("agent sweep", "err", err)
 	}
 	p.s.ledger.sweep()
