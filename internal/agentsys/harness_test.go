@@ -310,3 +310,10 @@ func (h *harness) holdText(text string) (release func()) {
 	h.t.Cleanup(release)
 	return release
 }
+
+// typedAgent returns a testkit agent of a type, with tags.
+func typedAgent(id, typ string, tags ...string) *agent.Definition {
+	d := testkit.Agent(id)
+	d.Type, d.Tags = typ, tags
+	return d
+}
