@@ -29,9 +29,11 @@ type supervisor struct {
 	s     *System
 	ch    chan ended
 	stop  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
-	retry map[string]ended // sessions to close again: they were busy
+	retry map[string]ended // sessions to close again: they were busy (Run's own)
+
+	mu     sync.Mutex // guards closed and wg's Add
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // Supervisor tuning.
@@ -70,13 +72,14 @@ func (s *System) Ended(sess store.Session, it store.InboxItem, end event.TurnEnd
 // then handles turn ends as they come and sweeps every Options.Sweep.
 func (s *System) Run(ctx context.Context) error {
 	p := s.sup
-	p.wg.Add(1)
-	defer p.wg.Done()
-	select {
-	case <-p.stop:
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return nil
-	default:
 	}
+	p.wg.Add(1)
+	p.mu.Unlock()
+	defer p.wg.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -114,8 +117,14 @@ func (s *System) Run(ctx context.Context) error {
 
 // Close stops the supervisor and waits for it.
 func (s *System) Close() error {
-	s.sup.once.Do(func() { close(s.sup.stop) })
-	s.sup.wg.Wait()
+	p := s.sup
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.stop)
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
 	return nil
 }
 
