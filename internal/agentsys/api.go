@@ -113,6 +113,18 @@ type Options struct {
 	// Sweep is how often the supervisor looks for work a turn's end did
 	// not bring it (default 30s).
 	Sweep time.Duration
+	// Lead, when set, makes only the node that leads LeadRole sweep (on a
+	// store several nodes share); every node still finishes the turns it
+	// ran. Default: this node sweeps.
+	Lead Leader
+}
+
+// LeadRole is the role whose leader sweeps for the dynamic agents.
+const LeadRole = "agents"
+
+// Leader grants a role's leadership (store.OnceStore).
+type Leader interface {
+	TryLead(ctx context.Context, role string) (store.Lead, error)
 }
 
 // Logger is the log the System writes to (a *slog.Logger).

@@ -132,3 +132,40 @@ func TestRecoverAfterARestart(t *testing.T) {
 		t.Errorf("after restart %+v", got)
 	}
 }
+
+// leader grants the lead when it is told to.
+type leader struct {
+	grant bool
+	lost  chan struct{}
+}
+
+func (l *leader) TryLead(ctx context.Context, role string) (store.Lead, error) {
+	if !l.grant || role != LeadRole {
+		return nil, nil
+	}
+	return lead{l.lost}, nil
+}
+
+type lead struct{ lost chan struct{} }
+
+func (l lead) Lost() <-chan struct{} { return l.lost }
+func (l lead) Release()              {}
+
+func TestOnlyTheLeaderSweeps(t *testing.T) {
+	h := newHarness(t, &harnessOptions{noHook: true, noRun: true})
+	l := &leader{lost: make(chan struct{})}
+	h.sys.o.Lead = l
+	in := h.startChild(StartRequest{Prompt: "task", Template: "worker"})
+	if _, err := h.k.Runtime.Wait(context.Background(), in.Turn); err != nil {
+		t.Fatal(err)
+	}
+	h.sys.sup.sweep(context.Background(), true)
+	if st := h.instance(in.ID).State; st != store.AgentRunning {
+		t.Fatalf("a node that does not lead swept: %s", st)
+	}
+	l.grant = true
+	h.sys.sup.sweep(context.Background(), false) // the lead just taken: a full pass
+	if st := h.instance(in.ID).State; st != store.AgentDone {
+		t.Errorf("the leader did not sweep: %s", st)
+	}
+}

@@ -30,6 +30,7 @@ type supervisor struct {
 	ch    chan ended
 	stop  chan struct{}
 	retry map[string]ended // sessions to close again: they were busy (Run's own)
+	lead  store.Lead       // held while this node sweeps (Run's own)
 
 	mu     sync.Mutex // guards closed and wg's Add
 	closed bool
@@ -80,6 +81,12 @@ func (s *System) Run(ctx context.Context) error {
 	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
+	defer func() {
+		if p.lead != nil {
+			p.lead.Release()
+			p.lead = nil
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -151,10 +158,38 @@ func (p *supervisor) handle(ctx context.Context, e ended) {
 // sweep looks for the work turn ends did not bring (a full channel, a
 // crash): it is Recover's, all of it at start.
 func (p *supervisor) sweep(ctx context.Context, all bool) {
+	p.s.ledger.sweep()
+	ok, fresh := p.leads(ctx)
+	if !ok {
+		return
+	}
+	all = all || fresh // a node that just took the lead makes a full pass
 	if err := p.s.recoverOnce(ctx, all); err != nil && ctx.Err() == nil {
 		p.s.log.Warn("agent sweep", "err", err)
 	}
-	p.s.ledger.sweep()
+}
+
+// leads reports whether this node sweeps: always without Options.Lead,
+// else while it holds the lead, which it tries to take; fresh reports
+// that it has just taken it.
+func (p *supervisor) leads(ctx context.Context) (ok, fresh bool) {
+	if p.s.o.Lead == nil {
+		return true, false
+	}
+	if p.lead != nil {
+		select {
+		case <-p.lead.Lost():
+			p.lead = nil
+		default:
+			return true, false
+		}
+	}
+	l, err := p.s.o.Lead.TryLead(ctx, LeadRole)
+	if err != nil && ctx.Err() == nil {
+		p.s.log.Warn("agent sweep: lead", "err", err)
+	}
+	p.lead = l
+	return l != nil, l != nil
 }
 
 // settle moves the instance of sess on after a turn of it ended with end:

@@ -33,6 +33,7 @@ func (a *App) agentSystem() {
 		Jobs:     jobAgents{a.Jobs},
 		Logger:   a.Logger,
 		Shared:   a.storeKind == StorePostgres,
+		Lead:     a.Store,
 	})
 	a.Agents.SetInstances(a.AgentSys.Definition)
 }
@@ -51,13 +52,17 @@ func (a *App) runtimeHooks(ro *runtime.Options) {
 }
 
 // startAgents closes what a crash left open, then runs the supervisor
-// until Close (after the runtime has started, before the API serves).
+// until Close (after the runtime has started, before the API serves). On
+// a store other nodes share, the node that leads "agents" recovers, in
+// its supervisor's first sweep.
 func (a *App) startAgents(ctx, wctx context.Context) {
 	if a.AgentSys == nil {
 		return
 	}
-	if err := a.AgentSys.Recover(ctx); err != nil {
-		a.Logger.Warn("recover dynamic agents", "err", err)
+	if a.storeKind != StorePostgres {
+		if err := a.AgentSys.Recover(ctx); err != nil {
+			a.Logger.Warn("recover dynamic agents", "err", err)
+		}
 	}
 	a.wg.Go(func() {
 		if err := a.AgentSys.Run(wctx); err != nil && wctx.Err() == nil {
