@@ -19,7 +19,7 @@ const startingFor = 10 * time.Second
 // whose last turn ended but that were not finished are finished; ended
 // instances whose report was not recorded report (the parent's inbox takes
 // a report once); live sub-agents of a turn that was cancelled are
-// stopped. Run it after the runtime starts; the supervisor's sweep does
+// stopped; permanent agents an agent wrote get their instance. Run it after the runtime starts; the supervisor's sweep does
 // the same but for the last, cheaply, every Options.Sweep.
 func (s *System) Recover(ctx context.Context) error { return s.recoverOnce(ctx, true) }
 
@@ -51,6 +51,11 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 			if err := s.stopIfTurnCancelled(ctx, in); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	if all {
+		if err := s.recoverPermanents(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	unreported, err := s.st.UnreportedInstances(ctx, 0)

@@ -169,3 +169,30 @@ func TestOnlyTheLeaderSweeps(t *testing.T) {
 		t.Errorf("the leader did not sweep: %s", st)
 	}
 }
+
+func TestRecoverMakesAPermanentAgentsInstance(t *testing.T) {
+	h := newHarness(t, &harnessOptions{noRun: true})
+	spec := []byte(`{"type":"permanent","name":"scribe","model":{"provider":"echo","name":"echo"}}`)
+	for _, e := range []store.Extension{
+		{Type: "agent", Name: "scribe", Spec: spec, Enabled: true, Provenance: store.ProvenanceAgent + "assistant", CreatedBy: store.ProvenanceAgent + "assistant"},
+		{Type: "agent", Name: "filed", Spec: spec, Enabled: true, Provenance: store.ProvenanceUser, CreatedBy: store.ProvenanceUser},
+	} {
+		if _, err := h.k.Store.PutExtension(context.Background(), e, "put", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.sys.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := h.k.Store.InstanceByAgent(context.Background(), "scribe")
+	if err != nil || in.Type != store.InstancePermanent || in.Parent != "assistant" || in.Descriptor != "permanent:scribe" {
+		t.Fatalf("scribe %+v, %v", in, err)
+	}
+	if _, err := h.k.Store.InstanceByAgent(context.Background(), "filed"); err == nil {
+		t.Error("a person's agent row got an instance")
+	}
+	again, err := h.sys.Permanent(context.Background(), "scribe", "assistant")
+	if err != nil || again.ID != in.ID {
+		t.Errorf("again %s, %v; want %s", again.ID, err, in.ID)
+	}
+}
