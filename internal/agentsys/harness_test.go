@@ -21,7 +21,7 @@ import (
 // harness is a System over a testkit runtime on SQLite, with the
 // templates defs, a model tests can gate, and the guard events it logs.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	k     *testkit.Kit
 	sys   *System
 	model *testkit.Model
@@ -130,7 +130,10 @@ type harnessOptions struct {
 
 // newHarness returns a harness whose definitions are assistant (a user
 // agent that may start worker and itself) and worker.
-func newHarness(t *testing.T, o *harnessOptions) *harness {
+func newHarness(t *testing.T, o *harnessOptions) *harness { return newHarnessTB(t, o) }
+
+// newHarnessTB is newHarness for a test or a benchmark.
+func newHarnessTB(t testing.TB, o *harnessOptions) *harness {
 	t.Helper()
 	if o == nil {
 		o = &harnessOptions{}
