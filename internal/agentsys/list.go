@@ -27,7 +27,7 @@ type Lister interface {
 // with no filter ends with them.
 func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string, error) {
 	if f.Type == agent.TypeCron || f.Type == agent.TypeSystem {
-		return s.computed(f.Type), "", nil
+		return s.computed(ctx, f.Type), "", nil
 	}
 	rows, next, err := s.st.Instances(ctx, f)
 	if err != nil {
@@ -38,8 +38,8 @@ func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string,
 		return nil, "", err
 	}
 	if f.Type == "" && f.Parent == "" && f.Root == "" && f.State == "" && !f.Live && f.Before == "" {
-		out = append(out, s.computed(agent.TypeCron)...)
-		out = append(out, s.computed(agent.TypeSystem)...)
+		out = append(out, s.computed(ctx, agent.TypeCron)...)
+		out = append(out, s.computed(ctx, agent.TypeSystem)...)
 	}
 	return out, next, nil
 }
@@ -110,9 +110,16 @@ func defInfo(d *agent.Definition) Info {
 	return Info{ID: d.ID, Name: d.Name, Type: d.Type, State: stateReady, Session: mainSession(d.ID), Model: d.Model.Name}
 }
 
+// openRuns is the optional ability of the Store to read a job's open runs
+// (store.JobRunStore).
+type openRuns interface {
+	OpenRuns(ctx context.Context, job string) ([]store.JobRun, error)
+}
+
 // computed lists the cron or system agents, whose descriptors are
-// computed: a job's agent per job, a system agent per tag.
-func (s *System) computed(typ string) []Info {
+// computed: a job's agent per job (running while a run of the job is
+// open), a system agent per tag.
+func (s *System) computed(ctx context.Context, typ string) []Info {
 	out := []Info{}
 	switch typ {
 	case agent.TypeCron:
@@ -130,6 +137,11 @@ func (s *System) computed(typ string) []Info {
 			if d, ok := s.definition(jobs[name]); ok {
 				i = defInfo(d)
 				i.Type, i.Descriptor = agent.TypeCron, CronDescriptor(name).String()
+			}
+			if r, ok := s.st.(openRuns); ok {
+				if runs, err := r.OpenRuns(ctx, name); err == nil && len(runs) > 0 {
+					i.State = store.AgentRunning
+				}
 			}
 			out = append(out, i)
 		}

@@ -33,7 +33,13 @@ func TestListTreeStatus(t *testing.T) {
 	h.holdText("slow")
 	keeper := typedAgent("keeper", agent.TypeSystem, "memory-keeper")
 	h.setDef(keeper)
-	h.sys.o.Jobs = jobs{"nightly": "assistant"}
+	h.sys.o.Jobs = jobs{"nightly": "assistant", "hourly": "assistant"}
+	at := time.Now()
+	run := store.JobRun{Job: "hourly", Run: store.RunID(at, ""), ScheduledAt: at, Trigger: store.TriggerManual, Session: "assistant/job",
+		Status: store.RunRunning}
+	if _, _, err := h.k.Store.StartRun(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
 	top := h.startChild(StartRequest{Prompt: "slow top", Template: "worker", CallID: "top"})
 	kid, err := h.sys.Start(context.Background(), StartRequest{Caller: top.ID, CallerSession: top.ID + "/main", Turn: top.Turn,
 		CallID: "kid", Prompt: "slow kid", Template: "worker", Name: "kid"})
@@ -59,6 +65,7 @@ func TestListTreeStatus(t *testing.T) {
 	want := []row{
 		{kid.ID, store.InstanceSubagent, top.ID, store.AgentRunning, kid.Descriptor, 0.5, 0},
 		{top.ID, store.InstanceSubagent, "assistant", store.AgentRunning, top.Descriptor, 0.25, 1},
+		{"assistant", agent.TypeCron, "", store.AgentRunning, "cron:hourly", 0, 0},
 		{"assistant", agent.TypeCron, "", stateReady, "cron:nightly", 0, 0},
 		{"keeper", agent.TypeSystem, "", stateReady, "system:memory-keeper", 0, 0},
 	}
