@@ -14,6 +14,7 @@ package agentsys
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"agentd/internal/agent"
@@ -59,7 +60,6 @@ type Runtime interface {
 type Store interface {
 	store.AgentStore
 	SessionByAddress(ctx context.Context, agent, key string) (store.Session, error)
-	SessionByID(ctx context.Context, id int64) (store.Session, error)
 	Pending(ctx context.Context, session int64) ([]store.InboxItem, error)
 	Events(ctx context.Context, session, after int64, limit int) ([]event.Event, error)
 }
@@ -103,7 +103,7 @@ type Options struct {
 	// Jobs lists cron agents (default: none are listed).
 	Jobs Jobs
 	// Logger (default: discard).
-	Logger Logger
+	Logger *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Shared says the store is shared by other nodes (PostgreSQL): the
@@ -125,12 +125,6 @@ const LeadRole = "agents"
 // Leader grants a role's leadership (store.OnceStore).
 type Leader interface {
 	TryLead(ctx context.Context, role string) (store.Lead, error)
-}
-
-// Logger is the log the System writes to (a *slog.Logger).
-type Logger interface {
-	Info(msg string, args ...any)
-	Warn(msg string, args ...any)
 }
 
 // StartRequest starts a background agent or a sub-agent.

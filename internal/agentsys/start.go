@@ -184,7 +184,7 @@ func (s *System) lineage(ctx context.Context, in *store.Instance, req StartReque
 func (s *System) launch(ctx context.Context, in store.Instance, budgets *agent.Budgets) (store.Instance, error) {
 	addr := mainSession(in.Agent)
 	sess, err := s.st.SessionByAddress(ctx, in.Agent, "main")
-	if errors.Is(err, store.ErrNotFound) || err == nil && sess.LastSeq == 0 {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sess.LastSeq == 0) {
 		ev := event.New(0, 0, event.Agent, event.AgentData{Op: event.AgentStarted, ID: in.ID, Type: in.Type, Parent: in.Parent,
 			Reason: in.Descriptor})
 		if err := s.rt.Record(ctx, addr, ev); err != nil {

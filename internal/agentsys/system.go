@@ -23,7 +23,7 @@ type System struct {
 	rt     Runtime
 	o      Options
 	cfg    agent.AgentsConfig
-	log    Logger
+	log    *slog.Logger
 	ids    *ids
 	ledger *Ledger
 
