@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"agentd/internal/event"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
@@ -194,5 +195,32 @@ func TestRecoverMakesAPermanentAgentsInstance(t *testing.T) {
 	again, err := h.sys.Permanent(context.Background(), "scribe", "assistant")
 	if err != nil || again.ID != in.ID {
 		t.Errorf("again %s, %v; want %s", again.ID, err, in.ID)
+	}
+}
+
+func TestRecoverFinishesATaskClosedButNotEnded(t *testing.T) {
+	h := newHarness(t, &harnessOptions{noHook: true})
+	in := h.startChild(StartRequest{Prompt: "task", Template: "worker"})
+	if _, err := h.k.Runtime.Wait(context.Background(), in.Turn); err != nil {
+		t.Fatal(err)
+	}
+	// The session was closed, the crash came before the row ended.
+	h.eventually("the session closed", func() bool {
+		return h.k.Runtime.CloseSession(context.Background(), in.ID+"/main") == nil
+	})
+	if err := h.sys.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.reported(in.ID); got.State != store.AgentDone {
+		t.Errorf("recovered %+v", got)
+	}
+	closed := 0
+	for _, ev := range h.log(in.ID + "/main") {
+		if ev.Kind == event.Marker {
+			closed++
+		}
+	}
+	if closed != 1 {
+		t.Errorf("%d markers, want one closed", closed)
 	}
 }

@@ -221,10 +221,12 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 		_, err := s.st.SetInstanceState(ctx, in.ID, store.AgentIdle, "", 0)
 		return false, err
 	}
-	if err := s.rt.CloseSession(ctx, mainSession(in.Agent)); errors.Is(err, runtime.ErrBusy) {
-		return true, nil
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return false, err
+	if sess.State != store.StateClosed { // closed already: a crash came before its row ended
+		if err := s.rt.CloseSession(ctx, mainSession(in.Agent)); errors.Is(err, runtime.ErrBusy) {
+			return true, nil
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return false, err
+		}
 	}
 	state, result := store.AgentDone, end.Reply
 	if end.Status != event.StatusDone {
