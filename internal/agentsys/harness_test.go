@@ -1,6 +1,7 @@
 package agentsys
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,9 +124,10 @@ func (s stopper) Stop(ctx context.Context, addr, reason string) error {
 
 type harnessOptions struct {
 	cfg    agent.AgentsConfig
-	noRun  bool   // do not run the supervisor
-	path   string // the database of an earlier harness (a restart)
-	noHook bool   // do not feed turn ends to Ended
+	noRun  bool          // do not run the supervisor
+	path   string        // the database of an earlier harness (a restart)
+	noHook bool          // do not feed turn ends to Ended
+	sweep  time.Duration // how often the supervisor sweeps (default an hour: never in a test)
 }
 
 // newHarness returns a harness whose definitions are assistant (a user
@@ -151,7 +153,7 @@ func newHarnessTB(t testing.TB, o *harnessOptions) *harness {
 		ro.Accounts = accounts{h}
 	}, Engine: func(eo *engine.Options) {}})
 	h.sys = New(h.k.Store, stopper{h.k.Runtime}, &Options{Agents: agents{h}, Recorder: h.rec, Config: o.cfg, Now: h.now.Now,
-		Sweep: time.Hour})
+		Sweep: cmp.Or(o.sweep, time.Hour)})
 	if !o.noHook {
 		h.hookEnded()
 	}
