@@ -2,6 +2,7 @@ package agentsys
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -41,5 +42,43 @@ func TestSweepFindsALostEnd(t *testing.T) {
 	h.now.add(time.Minute) // quiet for longer than a sweep
 	if got := h.reported(in.ID); got.State != store.AgentDone {
 		t.Errorf("swept %+v", got)
+	}
+}
+
+// Many agents ending at once are each finished and reported once.
+func TestManyAgentsReportOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	const n = 30
+	ids := make([]string, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			in, err := h.sys.Start(context.Background(), StartRequest{Template: "worker", Prompt: fmt.Sprint("task ", i),
+				Key: fmt.Sprint("k", i), ReportTo: "assistant/inbox"})
+			ids[i] = in.ID
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		if in := h.reported(id); in.State != store.AgentDone || in.ReportError != "" {
+			t.Errorf("%s: %+v", id, in)
+		}
+	}
+	h.eventually("every report logged", func() bool {
+		got := 0
+		for _, id := range ids {
+			got += len(h.reports("assistant/inbox", id))
+		}
+		return got >= n
+	})
+	for _, id := range ids {
+		if k := len(h.reports("assistant/inbox", id)); k != 1 {
+			t.Errorf("%s reported %d times", id, k)
+		}
 	}
 }
