@@ -35,7 +35,6 @@ func ValidTag(tag string) bool { return len(tag) <= 64 && tagRE().MatchString(ta
 
 // Accepted values of the enumerated fields.
 var (
-	agentTypes  = []string{TypeUser, TypePermanent, TypeBackground, TypeSubagent, TypeCron, TypeSystem}
 	providers   = []string{ProviderOpenAI, ProviderAnthropic, ProviderEcho}
 	inboxModes  = []string{ModeQueue, ModeInterrupt}
 	logLevels   = []string{"debug", "info", "warn", "error"}
@@ -123,7 +122,7 @@ func (c *checker) definition(d *Definition, id string) {
 	if d.ID != "" && d.ID != id {
 		c.add("id", "must match the file name %q, got %q", id, d.ID)
 	}
-	c.oneOf("type", d.Type, agentTypes)
+	c.oneOf("type", d.Type, Types())
 	for i, tag := range d.Tags {
 		switch {
 		case !ValidTag(tag):

@@ -194,6 +194,14 @@ type Turn struct {
 	Skills []string
 	// SpentToday is the agent's spending so far today, for the daily budget.
 	SpentToday float64
+	// Account, if not nil, is the spending this turn shares with the turn
+	// that pays for it and that turn's other sub-agents: its limit bounds
+	// them together. nil: the turn pays alone, bounded by its own
+	// max_usd_per_turn.
+	Account Account
+	// Payer is the agent whose day budget pays for the turn: its usage
+	// rows' payer. "": the session's agent.
+	Payer string
 	// Durable, if not nil, waits until the input is durable in the inbox.
 	// The turn may start before, but writes nothing until then, so none of
 	// its events can outlive an input that was never accepted.

@@ -69,6 +69,10 @@ type Input struct {
 	// Reopen reopens the session first if it is closed (see Reopen);
 	// without it, a closed session refuses the input with ErrSessionClosed.
 	Reopen bool
+	// Hops counts the agent messages that led to this input: 0 for a
+	// person's, the sender's input's hops + 1 for an agent's. It goes
+	// into the inbox item and the input event.
+	Hops int
 }
 
 // Receipt acknowledges an accepted input.
