@@ -3,12 +3,14 @@ package agentsys
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/agent"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/tool"
@@ -26,6 +28,7 @@ type fakeSystem struct {
 	infos    []Info
 	next     string
 	status   Status
+	statuses map[string]Status // by id, when set: an id not in it is ErrNotFound
 	stopped  []string
 	answer   AskResult
 	perm     PermanentResult
@@ -57,6 +60,13 @@ func (f *fakeSystem) List(_ context.Context, fl store.AgentFilter) ([]Info, stri
 
 func (f *fakeSystem) Status(_ context.Context, id string) (Status, error) {
 	f.got = append(f.got, statusCall{id})
+	if f.statuses != nil {
+		st, ok := f.statuses[id]
+		if !ok {
+			return Status{}, fmt.Errorf("agentsys: status: %w: %s", ErrNotFound, id)
+		}
+		return st, nil
+	}
 	return f.status, f.err
 }
 
@@ -155,3 +165,11 @@ func checkResult(t *testing.T, res tool.Result, out string, errs []string) {
 }
 
 func cmpDiff(want, got []any) string { return cmp.Diff(want, got) }
+
+// definitions are agent definitions by id.
+type definitions map[string]*agent.Definition
+
+func (d definitions) Get(id string) (*agent.Definition, bool) {
+	def, ok := d[id]
+	return def, ok
+}

@@ -32,6 +32,9 @@ type ToolOptions struct {
 	// (default: the System, if it can; else the tool refuses every
 	// call, saying so).
 	Permanents PermanentMaker
+	// Agents resolves a caller to its definition, for the agents.targets
+	// stop_agent reaches (default: the System's Options.Agents).
+	Agents Definitions
 }
 
 // Tools returns the agent tools over s, in the order the wiring
@@ -48,13 +51,16 @@ func Tools(s *System, o *ToolOptions) []tool.Tool {
 			opt.Permanents = p
 		}
 	}
+	if opt.Agents == nil && s != nil {
+		opt.Agents = s.o.Agents
+	}
 	return []tool.Tool{
 		startTool(s),
 		permanentTool(opt.Permanents),
 		sendTool(s),
 		listTool(s),
 		statusTool(s),
-		stopTool(s),
+		stopTool(s, opt.Agents),
 		askTool(s),
 	}
 }

@@ -66,12 +66,12 @@ func startTool(s starter) tool.Tool {
 		if err != nil {
 			return nil, err
 		}
-		return startResult{ID: in.ID, Session: mainSession(in), Type: in.Type, State: in.State}, nil
+		return startResult{ID: in.ID, Session: instanceSession(in), Type: in.Type, State: in.State}, nil
 	})
 }
 
-// mainSession is the address of an instance's main session.
-func mainSession(in store.Instance) string {
+// instanceSession is the address of an instance's main session.
+func instanceSession(in store.Instance) string {
 	agentID := in.Agent
 	if agentID == "" {
 		agentID = in.ID

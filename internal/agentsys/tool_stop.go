@@ -2,15 +2,19 @@ package agentsys
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"path"
 	"strings"
 
 	"agentd/internal/store"
 	"agentd/internal/tool"
 )
 
-// stopper stops agents (the System).
+// stopper stops agents and tells their lineage (the System).
 type stopper interface {
 	Stop(ctx context.Context, id, reason, by string) ([]string, error)
+	Status(ctx context.Context, id string) (Status, error)
 }
 
 type stopArgs struct {
@@ -21,14 +25,22 @@ type stopArgs struct {
 // stopResult lists the agents stopped: the one named and its sub-agents.
 type stopResult struct {
 	Stopped []string `json:"stopped"`
+	// Note says why none was: the agent had ended already (a call made
+	// again after a crash finds it so).
+	Note string `json:"note,omitempty"`
 }
 
 const stopDesc = `Stop an agent and its sub-agents: a running turn is cancelled, queued messages are refused, and it ends "stopped". ` +
 	`You may stop the agents you started (and theirs), and those your definition's agents.targets names. ` +
 	`An agent that has ended already is not stopped again.`
 
-// maxReason bounds a stop's reason.
-const maxReason = 1024
+// Limits of stop_agent.
+const (
+	maxReason = 1024
+	// maxLineage bounds the parents stop_agent walks up to find the
+	// caller: more than any max_depth, and an end to a cycle.
+	maxLineage = 64
+)
 
 func stopSpec() tool.Spec {
 	return tool.Spec{Name: ToolStop, Description: stopDesc, Risky: true, Idempotent: true,
@@ -39,14 +51,23 @@ func stopSpec() tool.Spec {
 		}, "id")}
 }
 
-// stopTool is stop_agent. It is idempotent: stopping a stopped agent
-// stops nothing more.
-func stopTool(s stopper) tool.Tool {
+// stopTool is stop_agent: it stops the caller's descendants and the
+// agents its definition's agents.targets names (defs resolves the
+// caller; nil: descendants only), nothing else. It is idempotent:
+// stopping an agent that has ended stops nothing more.
+func stopTool(s stopper, defs Definitions) tool.Tool {
 	return agentTool(stopSpec(), func(ctx context.Context, c *tool.Call, a stopArgs) (any, error) {
 		if err := nonBlank("id", a.ID); err != nil {
 			return nil, err
 		}
-		ids, err := s.Stop(ctx, strings.TrimSpace(a.ID), a.Reason, store.ProvenanceAgent+c.Agent)
+		id := strings.TrimSpace(a.ID)
+		if err := mayStop(ctx, s, defs, c.Agent, id); err != nil {
+			return nil, err
+		}
+		ids, err := s.Stop(ctx, id, a.Reason, store.ProvenanceAgent+c.Agent)
+		if errors.Is(err, ErrEnded) {
+			return stopResult{Stopped: []string{}, Note: strings.TrimPrefix(err.Error(), "agentsys: ")}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -55,4 +76,45 @@ func stopTool(s stopper) tool.Tool {
 		}
 		return stopResult{Stopped: ids}, nil
 	})
+}
+
+// mayStop reports, as ErrReach, that the caller may not stop the agent
+// id: it is neither the caller's descendant (its parent, or its parent's
+// parent …, is the caller) nor named by the caller's agents.targets.
+func mayStop(ctx context.Context, s stopper, defs Definitions, caller, id string) error {
+	st, err := s.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	in := st.Instance
+	if defs != nil {
+		if d, ok := defs.Get(caller); ok {
+			for _, n := range []string{in.Agent, in.ID, in.Name, in.Template, st.ID} {
+				if n != "" && matchAny(d.Agents.Targets, n) {
+					return nil
+				}
+			}
+		}
+	}
+	for p, i := in.Parent, 0; p != "" && i < maxLineage; i++ {
+		if p == caller {
+			return nil
+		}
+		ps, err := s.Status(ctx, p)
+		if err != nil {
+			break
+		}
+		p = ps.Instance.Parent
+	}
+	return fmt.Errorf("agentsys: stop %s: %w: %s did not start it, nor does its agents.targets name it", id, ErrReach, caller)
+}
+
+// matchAny reports whether one of the globs matches name.
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
 }
