@@ -8,8 +8,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// asker asks agents questions and waits for their answers (the System).
-type asker interface {
+// agentAsker asks agents questions and waits for their answers (the System).
+type agentAsker interface {
 	Ask(ctx context.Context, req AskRequest) (AskResult, error)
 }
 
@@ -29,15 +29,15 @@ func askSpec() tool.Spec {
 	return tool.Spec{Name: ToolAsk, Description: askDesc, Risky: true, Idempotent: true,
 		Reach: "acts on other agents: it asks them, and they run a turn",
 		InputSchema: objectSchema(map[string]any{
-			"name":     agentID("Whom to ask: an agent id, a dynamic agent's id, a name or #tag."),
-			"question": text("The question, with what it needs to answer.", 0),
-			"timeout":  text(`The longest wait, as a duration: "30s", "2m".`, 32),
+			"name":     agentProp("Whom to ask: an agent id, a dynamic agent's id, a name or #tag."),
+			"question": textProp("The question, with what it needs to answer.", 0),
+			"timeout":  textProp(`The longest wait, as a duration: "30s", "2m".`, 32),
 		}, "name", "question")}
 }
 
 // askTool is ask_agent. It is idempotent: the System keys the question on
 // the call id, so a call re-run after a crash waits for the same answer.
-func askTool(s asker) tool.Tool {
+func askTool(s agentAsker) tool.Tool {
 	return agentTool(askSpec(), func(ctx context.Context, c *tool.Call, a askArgs) (any, error) {
 		if err := nonBlank("name", a.Name); err != nil {
 			return nil, err

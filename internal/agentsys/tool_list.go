@@ -8,8 +8,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// lister lists agents (the System).
-type lister interface {
+// agentLister lists agents (the System).
+type agentLister interface {
 	List(ctx context.Context, f store.AgentFilter) ([]Info, string, error)
 }
 
@@ -41,16 +41,16 @@ func listSpec() tool.Spec {
 	return tool.Spec{Name: ToolList, Description: listDesc, Risky: true, ReadOnly: true,
 		Reach: "reads which agents run on this node, and what they cost",
 		InputSchema: objectSchema(map[string]any{
-			"type":   oneOf("Only agents of this type.", agent.Types()),
-			"parent": agentID(`Only the agents this one started; "me" for yours.`),
-			"state":  oneOf("Only agents in this state.", store.AgentStates()),
+			"type":   enumProp("Only agents of this type.", agent.Types()),
+			"parent": agentProp(`Only the agents this one started; "me" for yours.`),
+			"state":  enumProp("Only agents in this state.", store.AgentStates()),
 			"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": maxListed, "description": "The most agents to return (default 100)."},
-			"before": text("The next of the page before, for the page after it.", 128),
+			"before": textProp("The next of the page before, for the page after it.", 128),
 		})}
 }
 
 // listTool is list_agents.
-func listTool(s lister) tool.Tool {
+func listTool(s agentLister) tool.Tool {
 	return agentTool(listSpec(), func(ctx context.Context, c *tool.Call, a listArgs) (any, error) {
 		f := store.AgentFilter{Type: a.Type, Parent: a.Parent, State: a.State, Limit: a.Limit, Before: a.Before}
 		if f.Parent == parentMe {

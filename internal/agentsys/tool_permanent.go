@@ -76,10 +76,10 @@ func permanentSpec() tool.Spec {
 	return tool.Spec{Name: ToolPermanent, Description: permanentDesc, Risky: true, AskFirst: true,
 		Reach: "creates a lasting agent with tools and a prompt of its own",
 		InputSchema: objectSchema(map[string]any{
-			"name":          text("Its id: letters, digits, - and _, starting with a letter or digit, at most 64.", 64),
-			"description":   text("What it is for, in a line.", maxDescription),
-			"system_prompt": text("Its instructions.", maxSystemPrompt),
-			"tools": map[string]any{"type": "array", "maxItems": maxToolPatterns, "items": text("A tool name or glob.", 64),
+			"name":          textProp("Its id: letters, digits, - and _, starting with a letter or digit, at most 64.", 64),
+			"description":   textProp("What it is for, in a line.", maxDescription),
+			"system_prompt": textProp("Its instructions.", maxSystemPrompt),
+			"tools": map[string]any{"type": "array", "maxItems": maxToolPatterns, "items": textProp("A tool name or glob.", 64),
 				"description": "The tools it may use: names or globs over names; each must be a tool you may use."},
 		}, "name", "description", "system_prompt")}
 }

@@ -8,8 +8,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// sender delivers messages to agents (the System).
-type sender interface {
+// agentSender delivers messages to agents (the System).
+type agentSender interface {
 	Send(ctx context.Context, req SendRequest) (runtime.Receipt, string, error)
 }
 
@@ -37,8 +37,8 @@ func sendSpec() tool.Spec {
 	return tool.Spec{Name: ToolSend, Description: sendDesc, Risky: true, Idempotent: true,
 		Reach: "acts on other agents: it messages them and starts their turns",
 		InputSchema: objectSchema(map[string]any{
-			"target": agentID("Who gets it: an agent id, a dynamic agent's id, a name or #tag; left out, the most recent user agent."),
-			"text":   text("The message.", 0),
+			"target": agentProp("Who gets it: an agent id, a dynamic agent's id, a name or #tag; left out, the most recent user agent."),
+			"text":   textProp("The message.", 0),
 			"silent": map[string]any{"type": "boolean", "description": "true: log it for the target's next turn without starting one."},
 		}, "text")}
 }
@@ -46,7 +46,7 @@ func sendSpec() tool.Spec {
 // sendTool is send_agent_message. It is idempotent: the System keys the
 // message on the caller's session and call id, so a call re-run after a
 // crash cannot deliver it twice.
-func sendTool(s sender) tool.Tool {
+func sendTool(s agentSender) tool.Tool {
 	return agentTool(sendSpec(), func(ctx context.Context, c *tool.Call, a sendArgs) (any, error) {
 		if err := nonBlank("text", a.Text); err != nil {
 			return nil, err

@@ -151,9 +151,9 @@ func objectSchema(props map[string]any, required ...string) json.RawMessage {
 	return b
 }
 
-// text is the schema of a string property of 1 to max characters (0: no
+// textProp is the schema of a string property of 1 to max characters (0: no
 // bound).
-func text(desc string, max int) map[string]any {
+func textProp(desc string, max int) map[string]any {
 	m := map[string]any{"type": "string", "minLength": 1, "description": desc}
 	if max > 0 {
 		m["maxLength"] = max
@@ -161,14 +161,14 @@ func text(desc string, max int) map[string]any {
 	return m
 }
 
-// oneOf is the schema of a string property with one of values.
-func oneOf(desc string, values []string) map[string]any {
+// enumProp is the schema of a string property with one of values.
+func enumProp(desc string, values []string) map[string]any {
 	return map[string]any{"type": "string", "enum": values, "description": desc}
 }
 
-// agentID is a tool argument naming an agent: an instance id, an agent
-// id or name, or "#tag".
-func agentID(desc string) map[string]any { return text(desc, store.MaxInstanceText) }
+// agentProp is the schema of an argument naming an agent: an instance
+// id, an agent id or name, or "#tag".
+func agentProp(desc string) map[string]any { return textProp(desc, store.MaxInstanceText) }
 
 // nonBlank checks a required text argument holds more than white space.
 func nonBlank(field, s string) error {

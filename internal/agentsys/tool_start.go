@@ -7,8 +7,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// starter starts agents (the System).
-type starter interface {
+// agentStarter starts agents (the System).
+type agentStarter interface {
 	Start(ctx context.Context, req StartRequest) (store.Instance, error)
 }
 
@@ -42,18 +42,18 @@ func startSpec() tool.Spec {
 	return tool.Spec{Name: ToolStart, Description: startDesc, Risky: true, Idempotent: true,
 		Reach: "starts other agents, which run and spend on their own",
 		InputSchema: objectSchema(map[string]any{
-			"prompt":   text("The task: the new agent's first message. Say what to do and what to answer with.", 0),
-			"template": text("The agent definition to start from (its id); left out, your own. Your definition's agents.templates says which you may use.", 64),
-			"name":     text("A short label for the new agent, shown in lists.", maxLabel),
+			"prompt":   textProp("The task: the new agent's first message. Say what to do and what to answer with.", 0),
+			"template": textProp("The agent definition to start from (its id); left out, your own. Your definition's agents.templates says which you may use.", 64),
+			"name":     textProp("A short label for the new agent, shown in lists.", maxLabel),
 			"detached": map[string]any{"type": "boolean", "description": "true: a background agent with its own budget that is not stopped with your turn; false (default): your sub-agent."},
-			"report":   oneOf("How its end reaches you: loud (default) starts your next turn, silent enters it without starting one.", []string{store.ReportLoud, store.ReportSilent}),
+			"report":   enumProp("How its end reaches you: loud (default) starts your next turn, silent enters it without starting one.", []string{store.ReportLoud, store.ReportSilent}),
 		}, "prompt")}
 }
 
 // startTool is start_background_agent. It is idempotent: the System keys
 // the new agent on the caller's session and call id, so a call re-run
 // after a crash finds the agent it started rather than start another.
-func startTool(s starter) tool.Tool {
+func startTool(s agentStarter) tool.Tool {
 	return agentTool(startSpec(), func(ctx context.Context, c *tool.Call, a startArgs) (any, error) {
 		if err := nonBlank("prompt", a.Prompt); err != nil {
 			return nil, err

@@ -7,8 +7,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// statuser tells an agent's state (the System).
-type statuser interface {
+// agentStatuser tells an agent's state (the System).
+type agentStatuser interface {
 	Status(ctx context.Context, id string) (Status, error)
 }
 
@@ -23,12 +23,12 @@ func statusSpec() tool.Spec {
 	return tool.Spec{Name: ToolStatus, Description: statusDesc, Risky: true, ReadOnly: true,
 		Reach: "reads other agents' state and results",
 		InputSchema: objectSchema(map[string]any{
-			"id": agentID("The agent: the id start_background_agent returned, or an agent's id or name."),
+			"id": agentProp("The agent: the id start_background_agent returned, or an agent's id or name."),
 		}, "id")}
 }
 
 // statusTool is agent_status.
-func statusTool(s statuser) tool.Tool {
+func statusTool(s agentStatuser) tool.Tool {
 	return agentTool(statusSpec(), func(ctx context.Context, c *tool.Call, a statusArgs) (any, error) {
 		if err := nonBlank("id", a.ID); err != nil {
 			return nil, err

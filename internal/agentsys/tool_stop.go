@@ -11,8 +11,8 @@ import (
 	"agentd/internal/tool"
 )
 
-// stopper stops agents and tells their lineage (the System).
-type stopper interface {
+// agentStopper stops agents and tells their lineage (the System).
+type agentStopper interface {
 	Stop(ctx context.Context, id, reason, by string) ([]string, error)
 	Status(ctx context.Context, id string) (Status, error)
 }
@@ -46,8 +46,8 @@ func stopSpec() tool.Spec {
 	return tool.Spec{Name: ToolStop, Description: stopDesc, Risky: true, Idempotent: true,
 		Reach: "acts on other agents: it stops them",
 		InputSchema: objectSchema(map[string]any{
-			"id":     agentID("The agent to stop: the id start_background_agent returned, or an agent's id or name."),
-			"reason": text("Why, for its log and its report.", maxReason),
+			"id":     agentProp("The agent to stop: the id start_background_agent returned, or an agent's id or name."),
+			"reason": textProp("Why, for its log and its report.", maxReason),
 		}, "id")}
 }
 
@@ -55,7 +55,7 @@ func stopSpec() tool.Spec {
 // agents its definition's agents.targets names (defs resolves the
 // caller; nil: descendants only), nothing else. It is idempotent:
 // stopping an agent that has ended stops nothing more.
-func stopTool(s stopper, defs Definitions) tool.Tool {
+func stopTool(s agentStopper, defs Definitions) tool.Tool {
 	return agentTool(stopSpec(), func(ctx context.Context, c *tool.Call, a stopArgs) (any, error) {
 		if err := nonBlank("id", a.ID); err != nil {
 			return nil, err
@@ -81,7 +81,7 @@ func stopTool(s stopper, defs Definitions) tool.Tool {
 // mayStop reports, as ErrReach, that the caller may not stop the agent
 // id: it is neither the caller's descendant (its parent, or its parent's
 // parent …, is the caller) nor named by the caller's agents.targets.
-func mayStop(ctx context.Context, s stopper, defs Definitions, caller, id string) error {
+func mayStop(ctx context.Context, s agentStopper, defs Definitions, caller, id string) error {
 	st, err := s.Status(ctx, id)
 	if err != nil {
 		return err
