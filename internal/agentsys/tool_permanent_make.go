@@ -14,6 +14,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/extension"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/tool"
 )
@@ -42,6 +43,14 @@ type EventLog interface {
 	Record(ctx context.Context, addr string, evs ...event.Event) error
 }
 
+// What the wiring gives NewPermanents.
+var (
+	_ AgentRows   = (*extension.Manager)(nil)
+	_ Definitions = (*agent.Registry)(nil)
+	_ ToolSpecs   = (*tool.Registry)(nil)
+	_ EventLog    = (*runtime.Runtime)(nil)
+)
+
 // PermanentOptions are the optional parts of Permanents.
 type PermanentOptions struct {
 	// Log records "created" first in the new agent's main log (default:
@@ -53,9 +62,11 @@ type PermanentOptions struct {
 }
 
 // Permanents makes permanent agents: an agent row of provenance
-// agent:<creator>, and its instance (descriptor permanent:<name>, the
-// creator as parent). What a crash between the two leaves, a row
-// without an instance, a call made again completes.
+// agent:<creator>, then its instance (descriptor permanent:<name>, the
+// creator as parent), then a created event in its log. What a crash
+// between the row and the instance leaves, a row without an instance, a
+// call made again completes; a crash before the event leaves the agent
+// without it.
 type Permanents struct {
 	st    store.AgentStore
 	rows  AgentRows
