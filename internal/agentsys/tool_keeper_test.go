@@ -7,19 +7,30 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/command"
+	"agentd/internal/extension"
 	"agentd/internal/store"
 	"agentd/internal/tool"
 )
 
 // TestMemoryKeeper: the built-in system agent is seeded as a row of
-// provenance builtin, a "#memory-keeper" target names it (as a chat line
-// does), it has the default model and is offered the memory tools and
-// nothing else, no MCP server's tool either.
+// provenance builtin, off until a person turns it on; then a
+// "#memory-keeper" target names it (as a chat line does), it has the
+// default model and is offered the memory tools and nothing else, no MCP
+// server's tool either.
 func TestMemoryKeeper(t *testing.T) {
 	w := newPermWorld(t)
 	row, err := w.ext.Get(t.Context(), "agent", "memory-keeper")
-	if err != nil || row.Provenance != store.ProvenanceBuiltin || !row.Enabled {
-		t.Fatalf("row: provenance %q, enabled %v, %v", row.Provenance, row.Enabled, err)
+	if err != nil || row.Provenance != store.ProvenanceBuiltin || row.Enabled {
+		t.Fatalf("row: provenance %q, enabled %v, %v; want a built-in row, off", row.Provenance, row.Enabled, err)
+	}
+	if _, ok := w.agents.Get("memory-keeper"); ok {
+		t.Fatal("the memory keeper is an agent while its row is off")
+	}
+	if got := command.NewRouterWith(w.agents).Tagged("memory-keeper"); got != nil {
+		t.Errorf("#memory-keeper names %v while the row is off", got)
+	}
+	if _, err := w.ext.SetEnabled(t.Context(), "agent", "memory-keeper", true, extension.Who{Provenance: store.ProvenanceUser}); err != nil {
+		t.Fatal(err)
 	}
 	d, ok := w.agents.Get("memory-keeper")
 	if !ok {
