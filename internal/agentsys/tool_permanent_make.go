@@ -248,11 +248,12 @@ func sortedKeys(m map[string]bool) []string {
 // model then); and an allow list of exactly the granted tools (ask ones
 // ask first), offering no other built-in tool and no other MCP server.
 func permanentDefinition(creator *agent.Definition, req PermanentRequest, g granted) map[string]any {
-	tools := map[string]any{"allow": append(slices.Clone(g.allow), g.ask...), "builtin": g.builtin}
+	all := append(slices.Clone(g.allow), g.ask...)
+	slices.Sort(all)
+	tools := map[string]any{"allow": all, "builtin": g.builtin}
 	if len(g.ask) > 0 {
 		tools["ask"] = g.ask
 	}
-	slices.Sort(tools["allow"].([]string))
 	def := map[string]any{"type": agent.TypePermanent, "name": req.Name, "description": req.Description,
 		"system_prompt": req.SystemPrompt, "tools": tools, "servers": g.servers}
 	if m := creator.Model; m.BaseURL == "" && m.APIKeyEnv == "" && m.Provider != "" {
