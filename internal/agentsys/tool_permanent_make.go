@@ -2,7 +2,6 @@ package agentsys
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +42,12 @@ type EventLog interface {
 	Record(ctx context.Context, addr string, evs ...event.Event) error
 }
 
+// PermanentInstances records the instance of a permanent agent an agent
+// made, or returns the one it has (the System's Permanent).
+type PermanentInstances interface {
+	Permanent(ctx context.Context, name, creator string) (store.Instance, error)
+}
+
 // What the wiring gives NewPermanents.
 var (
 	_ AgentRows   = (*extension.Manager)(nil)
@@ -56,42 +61,32 @@ type PermanentOptions struct {
 	// Log records "created" first in the new agent's main log (default:
 	// nothing is recorded).
 	Log EventLog
-	// NewID makes instance ids (default: 23 random base-32 characters
-	// after a "p").
-	NewID func() string
 }
 
 // Permanents makes permanent agents: an agent row of provenance
 // agent:<creator>, then its instance (descriptor permanent:<name>, the
 // creator as parent), then a created event in its log. What a crash
 // between the row and the instance leaves, a row without an instance, a
-// call made again completes; a crash before the event leaves the agent
-// without it.
+// call made again (or the System's recovery) completes; a crash before
+// the event leaves the agent without it.
 type Permanents struct {
-	st    store.AgentStore
+	inst  PermanentInstances
 	rows  AgentRows
 	defs  Definitions
 	tools ToolSpecs
 	log   EventLog
-	newID func() string
 }
 
-// NewPermanents returns the maker of permanent agents over the instances
-// st, the agent rows, the agent registry and the tool registry. o may be
-// nil.
-func NewPermanents(st store.AgentStore, rows AgentRows, defs Definitions, tools ToolSpecs, o *PermanentOptions) *Permanents {
-	p := &Permanents{st: st, rows: rows, defs: defs, tools: tools, newID: randomID}
+// NewPermanents returns the maker of permanent agents over their
+// instances (the System), the agent rows, the agent registry and the
+// tool registry. o may be nil.
+func NewPermanents(inst PermanentInstances, rows AgentRows, defs Definitions, tools ToolSpecs, o *PermanentOptions) *Permanents {
+	p := &Permanents{inst: inst, rows: rows, defs: defs, tools: tools}
 	if o != nil {
 		p.log = o.Log
-		if o.NewID != nil {
-			p.newID = o.NewID
-		}
 	}
 	return p
 }
-
-// randomID is an instance id: a letter, then 115 random bits.
-func randomID() string { return "p" + strings.ToLower(rand.Text())[:store.InstanceIDLen-1] }
 
 // CreatePermanent makes the agent req asks for, or returns the one the
 // same creator made before with the same definition (a call made again
@@ -115,13 +110,11 @@ func (p *Permanents) CreatePermanent(ctx context.Context, req PermanentRequest) 
 	if err != nil {
 		return PermanentResult{}, err
 	}
-	in, first, err := p.st.CreateInstance(ctx, store.Instance{ID: p.newID(), Type: store.InstancePermanent,
-		Descriptor: store.InstancePermanent + ":" + req.Name, Agent: req.Name, Parent: req.Creator, Payer: req.Name,
-		OriginCall: req.CallID, State: store.AgentIdle}, store.InstanceLimits{})
+	in, err := p.inst.Permanent(ctx, req.Name, req.Creator)
 	if err != nil {
 		return PermanentResult{}, fmt.Errorf("agentsys: create %s: %w", req.Name, err)
 	}
-	if first && p.log != nil {
+	if created && p.log != nil {
 		ev := event.New(0, 0, event.Agent, event.AgentData{Op: event.AgentCreated, ID: in.ID, Type: in.Type, Parent: req.Creator})
 		if err := p.log.Record(ctx, req.Name+"/main", ev); err != nil {
 			return PermanentResult{}, fmt.Errorf("agentsys: create %s: log: %w", req.Name, err)

@@ -3,6 +3,7 @@ package agentsys
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,7 +54,7 @@ func registeredTools(t *testing.T) *tool.Registry {
 // agent registry over a data directory with the creators' files, the
 // extension manager with the agent rows, the store of instances.
 type permWorld struct {
-	st     *flakyInstances
+	inst   *instances
 	agents *agent.Registry
 	ext    *extension.Manager
 	tools  *tool.Registry
@@ -84,26 +85,33 @@ func newPermWorld(t *testing.T) *permWorld {
 	if err := ext.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	w := &permWorld{st: &flakyInstances{AgentStore: st}, agents: agents, ext: ext, tools: registeredTools(t), log: &eventLog{}}
-	w.p = NewPermanents(w.st, ext, agents, w.tools, &PermanentOptions{Log: w.log})
+	w := &permWorld{inst: &instances{st: st}, agents: agents, ext: ext, tools: registeredTools(t), log: &eventLog{}}
+	w.p = NewPermanents(w.inst, ext, agents, w.tools, &PermanentOptions{Log: w.log})
 	return w
 }
 
-// flakyInstances is the store of instances, whose next CreateInstance
-// fails when fail is set: a crash between the row and the instance.
-type flakyInstances struct {
-	store.AgentStore
-	fail bool
+// instances records permanent agents' instances in the store as the
+// System's Permanent does; its next Permanent fails when fail is set (a
+// crash between the row and the instance).
+type instances struct {
+	st    store.AgentStore
+	fail  bool
+	n     int
+	asked [][2]string // name, creator
 }
 
 var errCrash = errors.New("crash")
 
-func (f *flakyInstances) CreateInstance(ctx context.Context, a store.Instance, l store.InstanceLimits) (store.Instance, bool, error) {
+func (f *instances) Permanent(ctx context.Context, name, creator string) (store.Instance, error) {
+	f.asked = append(f.asked, [2]string{name, creator})
 	if f.fail {
 		f.fail = false
-		return store.Instance{}, false, errCrash
+		return store.Instance{}, errCrash
 	}
-	return f.AgentStore.CreateInstance(ctx, a, l)
+	f.n++
+	in, _, err := f.st.CreateInstance(ctx, store.Instance{ID: fmt.Sprintf("p%023d", f.n), Type: store.InstancePermanent, Agent: name,
+		Descriptor: "permanent:" + name, Parent: creator, Payer: name, State: store.AgentIdle}, store.InstanceLimits{})
+	return in, err
 }
 
 // eventLog records the events written into each session's log.
@@ -176,10 +184,8 @@ func TestCreatePermanent(t *testing.T) {
 		t.Errorf("ask (-want +got):\n%s", diff)
 	}
 	in := r.Instance
-	want := store.Instance{ID: in.ID, Type: store.InstancePermanent, Descriptor: "permanent:scribe", Agent: "scribe", Parent: "planner",
-		Root: "planner", Depth: 1, Payer: "scribe", OriginCall: "3.1", State: store.AgentIdle, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt}
-	if diff := cmp.Diff(want, in); diff != "" {
-		t.Errorf("instance (-want +got):\n%s", diff)
+	if in.Agent != "scribe" || in.Parent != "planner" {
+		t.Errorf("instance %+v: want scribe's, made by planner", in)
 	}
 	d, ok := w.agents.Get("scribe")
 	if !ok {
@@ -207,6 +213,9 @@ func TestCreatePermanent(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantLog, w.log.events()); diff != "" {
 		t.Errorf("events after the call again (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([][2]string{{"scribe", "planner"}, {"scribe", "planner"}}, w.inst.asked); diff != "" {
+		t.Errorf("instances asked for (-want +got):\n%s", diff)
 	}
 }
 
@@ -279,11 +288,12 @@ func TestCreatePermanentRefused(t *testing.T) {
 }
 
 // TestCreatePermanentAfterCrash: a crash after the row, before the
-// instance, leaves a row; the call made again makes the instance (and
-// logs "created" once), and says the agent was there.
+// instance, leaves a row; the call made again makes the instance and says
+// the agent was there. (Its created event is lost with the crash: it is
+// written only by the call that wrote the row, so never twice.)
 func TestCreatePermanentAfterCrash(t *testing.T) {
 	w := newPermWorld(t)
-	w.st.fail = true
+	w.inst.fail = true
 	if _, err := w.p.CreatePermanent(t.Context(), scribe("clock")); !errors.Is(err, errCrash) {
 		t.Fatalf("err %v, want the crash", err)
 	}
@@ -294,8 +304,8 @@ func TestCreatePermanentAfterCrash(t *testing.T) {
 	if err != nil || r.Created || r.Instance.Agent != "scribe" {
 		t.Fatalf("again: %+v, %v", r, err)
 	}
-	if got := len(w.log.events()["scribe/main"]); got != 1 {
-		t.Errorf("%d created events, want 1", got)
+	if got := len(w.log.events()["scribe/main"]); got != 0 {
+		t.Errorf("%d created events, want none", got)
 	}
 }
 
