@@ -29,13 +29,28 @@ func (a *App) agentSystem() {
 		Config:   a.Config.Agents,
 		Agents:   a.Agents,
 		Recorder: agentEvents{a.Store, a.Bus},
-		Tags:     agentTags{a.Agents},
+		Tags:     a.Commands,
 		Jobs:     jobAgents{a.Jobs},
 		Logger:   a.Logger,
 		Shared:   a.storeKind == StorePostgres,
 		Lead:     a.Store,
 	})
 	a.Agents.SetInstances(a.AgentSys.Definition)
+}
+
+// agentTools registers the agent tools (start_background_agent, …), off
+// unless an agent's policy allows them by name.
+func (a *App) agentTools() error {
+	if a.AgentSys == nil {
+		return nil
+	}
+	perm := agentsys.NewPermanents(a.AgentSys, a.Ext, a.Agents, a.Tools, &agentsys.PermanentOptions{Log: a.Runtime})
+	for _, t := range agentsys.Tools(a.AgentSys, &agentsys.ToolOptions{Permanents: perm}) {
+		if err := a.Tools.Register(t); err != nil {
+			return fmt.Errorf("app: register tool: %w", err)
+		}
+	}
+	return nil
 }
 
 // runtimeHooks sets the runtime's options that reach the agent system,
@@ -101,22 +116,6 @@ func (r agentEvents) RecordAgent(ctx context.Context, session string, turn int64
 	}
 	r.bus.Publish(b.Events...)
 	return nil
-}
-
-// agentTags finds the agents a tag addresses among the definitions.
-type agentTags struct{ r *agent.Registry }
-
-func (t agentTags) Tagged(tag string) []string {
-	var ids []string
-	for _, d := range t.r.List() {
-		for _, g := range d.Tags {
-			if g == tag {
-				ids = append(ids, d.ID)
-				break
-			}
-		}
-	}
-	return ids
 }
 
 // jobAgents names the agent each job runs on.

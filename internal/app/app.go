@@ -253,6 +253,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}
+	if err := a.agentTools(); err != nil {
+		return nil, err
+	}
 	ok = true
 	return a, nil
 }
