@@ -652,8 +652,7 @@ func (r *run) phase(ctx context.Context, phase string, specs []tool.Spec) ([]eve
 
 func (r *run) callPhaseTool(ctx context.Context, phase string, s *tool.Spec) event.LifecycleData {
 	args := r.lifecycleArgs(phase, s)
-	call := &tool.Call{ID: fmt.Sprintf("%d.%s.%s", r.t.ID, phase, s.Name), Name: s.Name, Args: args,
-		Agent: r.def.ID, Session: r.t.Session.Address()}
+	call := r.call(fmt.Sprintf("%d.%s.%s", r.t.ID, phase, s.Name), s.Name, args)
 	if s.Server != "" {
 		call.Approval = r.approver()
 	}
@@ -884,9 +883,9 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 			return fail("%s", a.denial)
 		}
 	}
-	out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Name: target, Args: b,
-		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approver()},
-		&tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
+	call := r.call(fmt.Sprintf("%d.hook.%s", r.t.ID, name), target, b)
+	call.Approval = r.approver()
+	out := r.e.o.Tools.Run(ctx, call, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
 	d.DurationMS = ms(out.Duration)
 	d.Output, d.IsError = out.Result.Output, out.Result.IsError
 	return d
