@@ -85,6 +85,9 @@ func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
 	if err := r.mark(ctx, sess, "reopened", store.StateIdle); err != nil {
 		return false, err
 	}
+	sess.mu.Lock()
+	sess.stopped = false
+	sess.mu.Unlock()
 	return true, nil
 }
 
