@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,5 +51,25 @@ func TestCallCarriesTurnHopsScope(t *testing.T) {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A swarm instance recalls from its own scope, not its template's.
+func TestRecallInScope(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){text("ok")}}
+	h := newHarness(t, models{"m": p})
+	h.eng.o.Recall = recaller{}
+	def := &agent.Definition{ID: "ck1", Template: "support", Scope: "ck1", Memory: agent.Memory{Recall: 3}}
+	if _, err := h.run(t.Context(), turn(def)); err != nil {
+		t.Fatal(err)
+	}
+	def = &agent.Definition{ID: "ck2", Template: "assistant", Scope: "assistant", Memory: agent.Memory{Recall: 3}}
+	if _, err := h.run(t.Context(), turn(def)); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"ck1 likes green tea", "assistant likes green tea"} {
+		if sys := p.reqs[i].System; !strings.Contains(sys, want) {
+			t.Errorf("turn %d's system prompt lacks %q:\n%s", i, want, sys)
+		}
 	}
 }

@@ -560,7 +560,7 @@ func (r *run) contextPhase(ctx context.Context) error {
 	specs := r.phaseTools(tool.KindContext)
 	if rc := r.e.o.Recall; rc != nil && r.def.Memory.Recall > 0 {
 		recall := func() {
-			items, deg, err := rc.Recall(ctx, r.def.ID, r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
+			items, deg, err := rc.Recall(ctx, r.def.ScopeID(), r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
 			if err != nil {
 				deg = "recall failed: " + err.Error()
 			}
