@@ -21,7 +21,8 @@ const StoppedReason = "the agent was stopped"
 // inputs are refused with ErrSessionClosed until it is reopened (Reopen,
 // or an input with Reopen). It returns once that is durable. Stopping a
 // closed session with nothing queued changes nothing, so Stop may be
-// called again after a crash. A session that does not exist is
+// called again after a crash, or after it failed (a session being
+// stopped refuses input meanwhile). A session that does not exist is
 // store.ErrNotFound.
 //
 // On a shared store, the inputs queued on another node that runs the
