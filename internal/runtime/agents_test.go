@@ -17,6 +17,7 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
+	"agentd/internal/store/postgres/pgtest"
 	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
@@ -307,5 +308,44 @@ func TestAccountsPayer(t *testing.T) {
 	rc = e.submit("a/k", "a:2")
 	if end := e.wait(rc.Turn); end.Status != event.StatusBudget || end.Budget != "max_usd_per_day" {
 		t.Errorf("turn paid by a payer past its day budget ended %+v", end)
+	}
+}
+
+// Stop asked of a node that does not run the session's turn cancels it
+// on the node that does, waits for its end, and closes the session: no
+// later input runs, on either node.
+func TestStopAcrossNodes(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, b := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	h := holdOn(t, "long", a, b)
+	rc, err := a.rt.Submit(ctx, runtime.Input{Session: "a/s", Text: "long", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := a
+	if h.entered(t) == a {
+		other = b
+	}
+	if err := other.rt.Stop(ctx, "a/s", "stopped by a person"); err != nil {
+		t.Fatalf("Stop through the node not running the turn: %v", err)
+	}
+	end, err := other.rt.Wait(ctx, rc.Turn)
+	if err != nil || end.Status != event.StatusCancelled {
+		t.Fatalf("turn ended %+v, %v; want cancelled", end, err)
+	}
+	// No input runs after: refused at once, or, by the node whose view
+	// of the session is older, when its turn would start.
+	for i, n := range []*node{a, b} {
+		rc, err := n.rt.Submit(ctx, runtime.Input{Session: "a/s", Text: "after", Source: "test"})
+		if errors.Is(err, runtime.ErrSessionClosed) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("node %d: Submit after Stop: %v", i, err)
+		}
+		if end, err := n.rt.Wait(ctx, rc.Turn); err != nil || end.Status != event.StatusError {
+			t.Errorf("node %d: an input accepted after Stop ended %+v, %v; want refused", i, end, err)
+		}
 	}
 }

@@ -25,10 +25,10 @@ const StoppedReason = "the agent was stopped"
 // stopped refuses input meanwhile). A session that does not exist is
 // store.ErrNotFound.
 //
-// On a shared store, the inputs queued on another node that runs the
-// session are not refused: that node runs them after the cancelled turn,
-// and Stop closes the session once it can take the lease (ErrBusy after
-// Options.OutsideWait).
+// On a shared store, a turn another node runs is cancelled there and
+// waited for; the inputs queued behind it on that node are not refused:
+// that node runs them, and Stop closes the session once it can take the
+// lease (ErrBusy after Options.OutsideWait while that node holds it).
 func (r *Runtime) Stop(ctx context.Context, addr, reason string) error {
 	sess, err := r.existing(ctx, addr)
 	if err != nil {
@@ -51,8 +51,14 @@ func (r *Runtime) Stop(ctx context.Context, addr, reason string) error {
 		cancel(engine.ErrCancelled)
 	case ok && r.shared():
 		agentID, key, _ := r.address(addr)
-		if err := r.cancelElsewhere(ctx, rc, addr, agentID, key); err != nil && !errors.Is(err, ErrNoTurn) {
+		turn, err := r.cancelElsewhere(ctx, rc, addr, agentID, key)
+		if err != nil && !errors.Is(err, ErrNoTurn) {
 			return err
+		}
+		if turn != 0 { // the session's lease is free for the marker once it ends
+			if _, err := r.Wait(ctx, turn); err != nil {
+				return fmt.Errorf("runtime: stop %s: %w", addr, err)
+			}
 		}
 	}
 	if last != 0 {
