@@ -18,6 +18,7 @@ import (
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 	"agentd/internal/store/postgres/pgtest"
+	"agentd/internal/store/sqlite"
 	"agentd/internal/testkit"
 	"agentd/internal/tool"
 )
@@ -347,5 +348,36 @@ func TestStopAcrossNodes(t *testing.T) {
 		if end, err := n.rt.Wait(ctx, rc.Turn); err != nil || end.Status != event.StatusError {
 			t.Errorf("node %d: an input accepted after Stop ended %+v, %v; want refused", i, end, err)
 		}
+	}
+}
+
+// An input refused when its turn would start (its session was closed
+// after it was accepted) has a turn_end: Ended hears of it.
+func TestEndedForInputRefusedAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	st, err := sqlite.Open(t.Context(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := st.Session(t.Context(), "a", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, _, err := st.Enqueue(t.Context(), store.InboxItem{Session: s.ID, Kind: event.Input, Text: "a:late", Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(t.Context(), &store.Batch{Session: s.ID, State: store.StateClosed}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	var rec endRecorder
+	e := newEnv(t, setup{path: path, opts: func(o *runtime.Options) { o.Ended = rec.ended }})
+	e.start()
+	if end := e.wait(it.ID); end.Status != event.StatusError {
+		t.Fatalf("the input to a closed session ended %+v", end)
+	}
+	if diff := cmp.Diff(map[int64][]string{it.ID: {event.StatusError}}, rec.statuses()); diff != "" {
+		t.Errorf("Ended calls by turn (-want +got):\n%s", diff)
 	}
 }
