@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"agentd/internal/agent"
 )
@@ -44,6 +45,28 @@ type AgentInfo struct {
 	// ModelHint, for an agent on the built-in echo model, says how to
 	// configure a real one.
 	ModelHint string `json:"model_hint,omitempty"`
+
+	// The fields of a dynamic agent (an instance of a definition, its
+	// template, made at run time); absent for a definition. Its State is
+	// one of store.AgentStates.
+	Dynamic    bool   `json:"dynamic,omitempty"`
+	Template   string `json:"template,omitempty"`
+	Descriptor string `json:"descriptor,omitempty"`
+	// Parent is the agent that started it ("" none), Root the top of its
+	// parent chain, Depth how far below it is.
+	Parent string `json:"parent,omitempty"`
+	Root   string `json:"root,omitempty"`
+	Depth  int    `json:"depth,omitempty"`
+	// Session is the address of its main session ("<id>/main").
+	Session string `json:"session,omitempty"`
+	// Children counts its live children.
+	Children int `json:"children,omitempty"`
+	// CostUSD is what it spent; CostTreeUSD what it and every agent below
+	// it spent.
+	CostUSD     float64   `json:"cost_usd,omitempty"`
+	CostTreeUSD float64   `json:"cost_tree_usd,omitempty"`
+	CreatedAt   time.Time `json:"created_at,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
 }
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
