@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"agentd/internal/agent"
+	"agentd/internal/agentsys"
 	"agentd/internal/command"
 	"agentd/internal/engine"
 	"agentd/internal/event"
@@ -69,8 +70,8 @@ func fullServer(t *testing.T) *gateway.Server {
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
 		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil), JobRuns: (*sqlite.Store)(nil), JobTimes: (*job.Scheduler)(nil),
-		Extensions: (*extension.Manager)(nil),
-		Widgets:    (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
+		Extensions: (*extension.Manager)(nil), DynamicAgents: (*agentsys.System)(nil),
+		Widgets: (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
 	// escape the check.
