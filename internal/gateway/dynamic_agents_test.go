@@ -38,6 +38,44 @@ type fakeAgents struct {
 	starts  []agentsys.StartRequest
 	stops   []string
 	next    string
+	ended   map[string]bool // the agents stopped
+	// spent, if set, adds to each agent's cost what the store holds of
+	// its usage.
+	spent func(ids []string) map[string]float64
+}
+
+// asked returns what the fake was asked, and forgets it.
+func (f *fakeAgents) asked() (filters []store.AgentFilter, starts []agentsys.StartRequest, stops []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	filters, starts, stops = f.filters, f.starts, f.stops
+	f.filters, f.starts, f.stops = nil, nil, nil
+	return filters, starts, stops
+}
+
+// setNext sets the cursor List returns.
+func (f *fakeAgents) setNext(c string) {
+	f.mu.Lock()
+	f.next = c
+	f.mu.Unlock()
+}
+
+// infos are the fake's agents, those stopped in state stopped.
+func (f *fakeAgents) infos() []agentsys.Info {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in := fakeInfos()
+	var spent map[string]float64
+	if f.spent != nil {
+		spent = f.spent([]string{parentID, child1ID, child2ID})
+	}
+	for i := range in {
+		if f.ended[in[i].ID] {
+			in[i].State = store.AgentStopped
+		}
+		in[i].CostUSD += spent[in[i].ID]
+	}
+	return in
 }
 
 func fakeInfos() []agentsys.Info {
@@ -71,22 +109,23 @@ func failing(name string) error {
 
 func (f *fakeAgents) List(_ context.Context, fl store.AgentFilter) ([]agentsys.Info, string, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.filters = append(f.filters, fl)
-	return slices.DeleteFunc(fakeInfos(), func(in agentsys.Info) bool { return fl.Type != "" && in.Type != fl.Type }), f.next, nil
+	next := f.next
+	f.mu.Unlock()
+	return slices.DeleteFunc(f.infos(), func(in agentsys.Info) bool { return fl.Type != "" && in.Type != fl.Type }), next, nil
 }
 
 func (f *fakeAgents) Tree(_ context.Context, root string) ([]agentsys.Node, error) {
 	if err := failing(root); err != nil {
 		return nil, err
 	}
-	in := fakeInfos()
-	return []agentsys.Node{{Info: in[2], CostTreeUSD: 0.875, Children: []agentsys.Node{
-		{Info: in[1], CostTreeUSD: 0.25}, {Info: in[0], CostTreeUSD: 0.125}}}}, nil
+	in := f.infos()
+	return []agentsys.Node{{Info: in[2], CostTreeUSD: in[0].CostUSD + in[1].CostUSD + in[2].CostUSD, Children: []agentsys.Node{
+		{Info: in[1], CostTreeUSD: in[1].CostUSD}, {Info: in[0], CostTreeUSD: in[0].CostUSD}}}}, nil
 }
 
 func (f *fakeAgents) Status(_ context.Context, id string) (agentsys.Status, error) {
-	for _, in := range fakeInfos() {
+	for _, in := range f.infos() {
 		if in.ID == id {
 			return agentsys.Status{Info: in, Result: "the answer", SessionState: store.StateIdle}, nil
 		}
@@ -117,8 +156,18 @@ func (f *fakeAgents) Stop(_ context.Context, id, reason, by string) ([]string, e
 	}
 	f.mu.Lock()
 	f.stops = append(f.stops, id+" "+reason+" "+by)
+	stopped := []string{id}
+	if id == parentID {
+		stopped = []string{child2ID, id}
+	}
+	if f.ended == nil {
+		f.ended = map[string]bool{}
+	}
+	for _, s := range stopped {
+		f.ended[s] = true
+	}
 	f.mu.Unlock()
-	return []string{child2ID, id}, nil
+	return stopped, nil
 }
 
 // dynamicEnv is the API of testAgents' definitions with fakeAgents.
@@ -166,7 +215,7 @@ func TestAgentsListFilters(t *testing.T) {
 		{"?limit=2&before=i1.x", dyn, &store.AgentFilter{Live: true, Limit: 2, Before: "i1.x"}},
 	}
 	for _, tt := range tests {
-		f.filters = nil
+		f.asked()
 		status, _, body := e.do("GET", "/v1/agents"+tt.query, "")
 		if status != 200 {
 			t.Errorf("GET /v1/agents%s: %d %s", tt.query, status, body)
@@ -179,7 +228,8 @@ func TestAgentsListFilters(t *testing.T) {
 		if tt.filter != nil {
 			want = []store.AgentFilter{*tt.filter}
 		}
-		if diff := cmp.Diff(want, f.filters); diff != "" {
+		if filters, _, _ := f.asked(); !cmp.Equal(want, filters) {
+			diff := cmp.Diff(want, filters)
 			t.Errorf("GET /v1/agents%s: filter (-want +got):\n%s", tt.query, diff)
 		}
 	}
@@ -197,7 +247,7 @@ func TestAgentsListFilters(t *testing.T) {
 	}
 
 	// The next page's cursor, the array kept.
-	f.next = "i1.next"
+	f.setNext("i1.next")
 	resp, err := e.http.Client().Get(e.http.URL + "/v1/agents?dynamic=true&limit=3")
 	if err != nil {
 		t.Fatal(err)
@@ -213,8 +263,9 @@ func TestAgentsListFilters(t *testing.T) {
 	if err != nil || next != "i1.next" || len(list) != 2 {
 		t.Errorf("ListAgents: %d agents, next %q, %v", len(list), next, err)
 	}
-	if want := (store.AgentFilter{Type: "subagent", Parent: parentID, Limit: 3}); f.filters[len(f.filters)-1] != want {
-		t.Errorf("ListAgents asked %+v, want %+v", f.filters[len(f.filters)-1], want)
+	filters, _, _ := f.asked()
+	if want := (store.AgentFilter{Type: "subagent", Parent: parentID, Limit: 3}); len(filters) == 0 || filters[len(filters)-1] != want {
+		t.Errorf("ListAgents asked %+v, want %+v last", filters, want)
 	}
 }
 
@@ -237,8 +288,8 @@ func TestAgentsListBadQuery(t *testing.T) {
 			t.Errorf("GET /v1/agents?%.40s: %d %+v, want 400 saying %s", tt.query, status, e, tt.says)
 		}
 	}
-	if len(f.filters) != 0 {
-		t.Errorf("a bad query reached the agent system: %+v", f.filters)
+	if filters, _, _ := f.asked(); len(filters) != 0 {
+		t.Errorf("a bad query reached the agent system: %+v", filters)
 	}
 }
 
@@ -317,7 +368,8 @@ func TestAgentStartContactStop(t *testing.T) {
 		t.Errorf("start: %+v, want %+v", res, want)
 	}
 	wantReq := agentsys.StartRequest{Template: "a", Prompt: "find out", Name: "research", Detached: true, Key: "req-1", ReportTo: "a/main"}
-	if diff := cmp.Diff([]agentsys.StartRequest{wantReq}, f.starts); diff != "" {
+	_, starts, _ := f.asked()
+	if diff := cmp.Diff([]agentsys.StartRequest{wantReq}, starts); diff != "" {
 		t.Errorf("the start asked (-want +got):\n%s", diff)
 	}
 	cr, err := c.Contact(ctx, "a", gateway.ContactRequest{Connector: "telegram", Channel: "42", User: "ann", Text: "hi"})
@@ -325,8 +377,9 @@ func TestAgentStartContactStop(t *testing.T) {
 		t.Errorf("contact: %+v, %v", cr, err)
 	}
 	stopped, err := c.StopAgent(ctx, parentID, "enough")
-	if err != nil || !slices.Equal(stopped, []string{child2ID, parentID}) || !slices.Equal(f.stops, []string{parentID + " enough api"}) {
-		t.Errorf("stop: %v, %v; asked %q", stopped, err, f.stops)
+	_, _, stops := f.asked()
+	if err != nil || !slices.Equal(stopped, []string{child2ID, parentID}) || !slices.Equal(stops, []string{parentID + " enough api"}) {
+		t.Errorf("stop: %v, %v; asked %q", stopped, err, stops)
 	}
 
 	for _, tt := range []struct {
@@ -438,8 +491,8 @@ func TestAgentRoutesRefuseWithoutToken(t *testing.T) {
 			}
 		}
 	}
-	if len(f.filters)+len(f.starts)+len(f.stops) != 0 {
-		t.Errorf("a refused request reached the agent system: %+v %+v %+v", f.filters, f.starts, f.stops)
+	if filters, starts, stops := f.asked(); len(filters)+len(starts)+len(stops) != 0 {
+		t.Errorf("a refused request reached the agent system: %+v %+v %+v", filters, starts, stops)
 	}
 	// With the token, each is served.
 	for _, r := range routes {
