@@ -29,7 +29,6 @@ export function agentsScreen(app, el, args) {
     let list;
     try { list = await app.getAgents(true); } catch (e) { fill(grid, errorBox(e)); return; }
     if (!alive) return;
-    list = list.filter((a) => !a.dynamic);
     if (!list.length) { fill(grid, empty('No agents', 'Add an agent file to the data directory.')); return; }
     fill(grid, list.map((a) => definitionCard(a, args[0] === a.id)));
   })();

@@ -30,6 +30,10 @@ const NAV = [
   { route: 'extensions', label: 'Extensions', icon: 'blocks' },
 ];
 
+// DEFINITIONS lists the agent definitions alone: the chat's and the
+// filters' choices (the Agents screen shows the dynamic agents' tree).
+const DEFINITIONS = '/v1/agents?dynamic=false';
+
 const SCREENS = {
   home: homeScreen,
   chat: chatScreen,
@@ -66,7 +70,7 @@ class App {
   async boot() {
     this.root.classList.remove('booting');
     try {
-      this.agents = await get('/v1/agents', { quiet401: true });
+      this.agents = await get(DEFINITIONS, { quiet401: true });
       this.authed = true;
     } catch (e) {
       if (!(e instanceof APIError && e.status === 401)) {
@@ -243,7 +247,7 @@ class App {
   setTitle(t) { document.title = t ? t + ' · agentd' : 'agentd'; }
 
   async getAgents(force) {
-    if (!this.agents || force) this.agents = await get('/v1/agents');
+    if (!this.agents || force) this.agents = await get(DEFINITIONS);
     return this.agents;
   }
 
