@@ -12,6 +12,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
+	"agentd/internal/event"
 	"agentd/internal/gateway"
 	"agentd/internal/gateway/console"
 	"agentd/internal/gateway/stream"
@@ -45,7 +46,9 @@ func TestAgentTreeInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := end.CostUSD // the fake's costs stand for the first child's log
+	// The fake's costs stand for these turns of the first child and the
+	// parent.
+	first, own := end.CostUSD, parentTurn(t, k)
 	st := stream.New(stream.Join(k.Runtime, k.Store), nil)
 	t.Cleanup(func() { st.Close() })
 	// The agents' costs: the fake's, and what their turns here spend.
@@ -56,6 +59,7 @@ func TestAgentTreeInChromium(t *testing.T) {
 			m = map[string]float64{}
 		}
 		m[child1ID] -= first
+		m[parentID] -= own
 		return m
 	}}
 	// Only the tree's agents: the definitions of testAgents are the cards'.
@@ -89,4 +93,32 @@ func TestAgentTreeInChromium(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), " passed, 0 failed") {
 		t.Fatalf("agents.spec.mjs: %v", err)
 	}
+}
+
+// parentTurn gives the parent's chat a turn that started the second child
+// with start_background_agent, and a guard's refusal of a third: the
+// events agentsys writes, recorded into the turn. It returns the turn's
+// cost.
+func parentTurn(t *testing.T, k *testkit.Kit) float64 {
+	t.Helper()
+	ctx := t.Context()
+	rc, err := k.Runtime.Submit(ctx, runtime.Input{Session: parentID + "/main", Text: "start the helpers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, waitLimit)
+	defer cancel()
+	end, err := k.Runtime.Wait(wctx, rc.Turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = k.Runtime.Record(ctx, parentID+"/main",
+		event.New(0, rc.Turn, event.ToolCall, event.ToolCallData{ID: "call-1", Name: "start_background_agent", Args: []byte(`{"prompt":"the second offer"}`)}),
+		event.New(0, rc.Turn, event.ToolResult, event.ToolResultData{ID: "call-1", Name: "start_background_agent",
+			Output: `{"id":"` + child2ID + `","session":"` + child2ID + `/main"}`, DurationMS: 3}),
+		event.New(0, rc.Turn, event.Agent, event.AgentData{Op: event.AgentGuard, Guard: "max_children", Limit: 2, Value: 3, Target: "a"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end.CostUSD
 }

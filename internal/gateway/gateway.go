@@ -84,11 +84,12 @@ type Options struct {
 	Usage      Usage      // GET /v1/usage
 	Nodes      Nodes      // GET /v1/nodes
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
+	Extensions Extensions // /v1/extensions…
+
 	// DynamicAgents are the agents made at run time: the list's
 	// instances, the tree, start, contact and stop (nil: the list holds
 	// the definitions alone and the other routes answer 501).
 	DynamicAgents DynamicAgents
-	Extensions    Extensions // /v1/extensions…
 
 	// The console's extension data; each may be nil.
 	Widgets   Widgets   // GET /v1/widgets…

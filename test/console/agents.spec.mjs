@@ -43,6 +43,7 @@ try {
       assert.equal(await r.locator('.agent-cost-tree').textContent(), tree, id);
       assert.equal(await r.locator('.agent-stop').isVisible(), state !== 'done', id + ': Stop for a live agent only');
     }
+    await page.locator('section.agent-tree').scrollIntoViewIfNeeded();
     await shot('agents-tree');
   });
 
@@ -108,6 +109,19 @@ try {
       failed: null,
       guard: 'Refused: a message passed on too many times (limit 10, reached 11) — for b',
     });
+  });
+
+  await step('in the parent\'s chat, the start_background_agent card opens the child\'s log; the guard is a warning line', async () => {
+    await page.goto(URL_ + '/#/chat/' + PARENT + '/main');
+    const card = page.locator('details.tool', { has: page.locator('.tool-name', { hasText: 'start_background_agent' }) });
+    await card.waitFor();
+    const warn = page.locator('.notice.tone-warn');
+    await warn.waitFor();
+    assert.equal(await warn.textContent(), 'Refused: too many live sub-agents (limit 2, reached 3) — for a');
+    await shot('agents-chat-card');
+    await card.locator('a.tool-link').click();
+    await page.waitForFunction((id) => location.hash === '#/log/' + id + '/main', SECOND);
+    await page.locator('.page-head .mono', { hasText: SECOND + '/main' }).waitFor();
   });
 
   await step('every control is named', async () => {

@@ -40,6 +40,18 @@ export function guardSentence(d) {
   return `Refused: ${what}${limit}${d.target ? ' — for ' + d.target : ''}${d.reason ? ': ' + d.reason : ''}`;
 }
 
+// dynamicAgent is the dynamic agent id as the agent list shows it, or
+// null if id is none.
+async function dynamicAgent(id) {
+  try {
+    const d = await get(path('agents', id));
+    const i = d.instance;
+    return i ? { id, name: i.name || i.template || id, type: i.type, model: i.model, state: i.state, dynamic: true } : null;
+  } catch {
+    return null;
+  }
+}
+
 export function newSessionKey() {
   const d = new Date();
   const p = (n) => String(n).padStart(2, '0');
@@ -85,6 +97,11 @@ export function chatScreen(app, el, args) {
       return;
     }
     if (!alive) return;
+    // A dynamic agent (not among the definitions the picker lists) is
+    // chatted with too: it joins the list.
+    const dyn = agent && !(agents || []).some((a) => a.id === agent) ? await dynamicAgent(agent) : null;
+    if (!alive) return;
+    if (dyn) agents = [...agents, dyn];
     const usable = (agents || []).filter((a) => a.state !== 'invalid');
     const broken = (agents || []).find((a) => a.id === agent && a.state === 'invalid');
     if (broken || !usable.length) {
