@@ -20,7 +20,7 @@ const sourceContact = "contact"
 func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtime.Receipt, error) {
 	tpl, ok := s.definition(c.Template)
 	if !ok {
-		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: template %w: %s", ErrNotFound, c.Template)
+		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %s (no definition of that id to make an instance of)", ErrNotFound, c.Template)
 	}
 	var d Descriptor
 	switch {

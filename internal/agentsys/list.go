@@ -166,13 +166,14 @@ func (s *System) computed(ctx context.Context, typ string) []Info {
 
 // Tree returns the tree of root (an instance, or a definition whose
 // sub-agents it holds), or with root "" every tree that has a live
-// member, each node with its children and the cost of its subtree.
-func (s *System) Tree(ctx context.Context, root string) ([]Node, error) {
+// member (all: any member, of the newest store.MaxInstanceLimit
+// instances), each node with its children and the cost of its subtree.
+func (s *System) Tree(ctx context.Context, root string, all bool) ([]Node, error) {
 	var roots []string
 	if root != "" {
 		roots = []string{root}
 	} else {
-		live, _, err := s.st.Instances(ctx, store.AgentFilter{Live: true, Limit: store.MaxInstanceLimit})
+		live, _, err := s.st.Instances(ctx, store.AgentFilter{Live: !all, Limit: store.MaxInstanceLimit})
 		if err != nil {
 			return nil, fmt.Errorf("agentsys: tree: %w", err)
 		}

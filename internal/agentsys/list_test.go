@@ -2,6 +2,7 @@ package agentsys
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func TestListTreeStatus(t *testing.T) {
 		t.Errorf("parent filter: %+v", only)
 	}
 
-	tree, err := h.sys.Tree(context.Background(), "")
+	tree, err := h.sys.Tree(context.Background(), "", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +101,30 @@ func TestListTreeStatus(t *testing.T) {
 	}
 	if st, err := h.sys.Status(context.Background(), "assistant"); err != nil || st.LiveChildren != 1 || st.State != stateReady {
 		t.Errorf("a definition's status %+v, %v", st, err)
+	}
+}
+
+// An agent that ended is in the forest only when all is asked for.
+func TestTreeAll(t *testing.T) {
+	h := newHarness(t, nil)
+	done := h.startChild(StartRequest{Prompt: "quick", Template: "worker", CallID: "quick"})
+	h.eventually("the task done", func() bool { return h.instance(done.ID).State == store.AgentDone })
+	for _, all := range []bool{false, true} {
+		tree, err := h.sys.Tree(context.Background(), "", all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		var walk func([]Node)
+		walk = func(ns []Node) {
+			for _, n := range ns {
+				ids = append(ids, n.ID)
+				walk(n.Children)
+			}
+		}
+		walk(tree)
+		if got := slices.Contains(ids, done.ID); got != all {
+			t.Errorf("all %v: the ended agent in the tree: %v (%v)", all, got, ids)
+		}
 	}
 }

@@ -85,7 +85,7 @@ func (s *System) template(id string, caller *agent.Definition) (*agent.Definitio
 	tpl, ok := s.definition(id)
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("template %w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s (no definition of that id to start from)", ErrNotFound, id)
 	case tpl.Template != "" || store.IsInstanceID(tpl.ID):
 		return nil, fmt.Errorf("%w: %s is a dynamic agent", ErrNotTemplate, id)
 	case caller != nil && !mayStart(caller, own, id):

@@ -26,7 +26,7 @@ func (e *env) agentsCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: e.withBackend(func(ctx context.Context, b *backend, _ []string) error {
 			if tree {
-				t, err := b.AgentTree(ctx, q.Parent)
+				t, err := b.AgentTree(ctx, q.Parent, q.All)
 				if err != nil {
 					return err
 				}

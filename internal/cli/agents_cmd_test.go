@@ -40,7 +40,7 @@ func (f *cmdAgents) List(_ context.Context, fl store.AgentFilter) ([]agentsys.In
 	return f.infos(), "", nil
 }
 
-func (f *cmdAgents) Tree(_ context.Context, root string) ([]agentsys.Node, error) {
+func (f *cmdAgents) Tree(_ context.Context, root string, _ bool) ([]agentsys.Node, error) {
 	f.asked = append(f.asked, "tree "+root)
 	in := f.infos()
 	return []agentsys.Node{{Info: in[2], CostTreeUSD: 0.875, Children: []agentsys.Node{

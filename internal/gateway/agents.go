@@ -80,7 +80,7 @@ type DynamicAgents interface {
 	// filter, the cron and system agents) and the next page's cursor.
 	List(ctx context.Context, f store.AgentFilter) ([]agentsys.Info, string, error)
 	// Tree returns the tree of root ("" every tree with a live member).
-	Tree(ctx context.Context, root string) ([]agentsys.Node, error)
+	Tree(ctx context.Context, root string, all bool) ([]agentsys.Node, error)
 	// Status returns an agent's state: agentsys.ErrNotFound for an id that
 	// is no dynamic agent.
 	Status(ctx context.Context, id string) (agentsys.Status, error)

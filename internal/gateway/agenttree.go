@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"net/http"
+	"strconv"
 
 	"agentd/internal/agentsys"
 	"agentd/internal/store"
@@ -33,7 +34,16 @@ func (s *Server) agentTree(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, badRequest("root: longer than %d bytes", store.MaxInstanceText))
 		return
 	}
-	nodes, err := s.o.DynamicAgents.Tree(r.Context(), root)
+	all := false
+	if a := r.URL.Query().Get("all"); a != "" {
+		b, err := strconv.ParseBool(a)
+		if err != nil {
+			s.fail(w, badRequest("all %q: want true or false", a))
+			return
+		}
+		all = b
+	}
+	nodes, err := s.o.DynamicAgents.Tree(r.Context(), root, all)
 	if err != nil {
 		s.fail(w, err)
 		return

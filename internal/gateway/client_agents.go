@@ -68,12 +68,19 @@ func (c *Client) ListAgents(ctx context.Context, q AgentQuery) ([]AgentInfo, str
 }
 
 // AgentTree returns the forest of dynamic agents under root ("" for every
-// tree with a live member, and the definitions).
-func (c *Client) AgentTree(ctx context.Context, root string) (AgentTree, error) {
+// tree with a live member; all: with any member).
+func (c *Client) AgentTree(ctx context.Context, root string, all bool) (AgentTree, error) {
 	var out AgentTree
 	p := "/v1/agents/tree"
+	v := url.Values{}
 	if root != "" {
-		p += "?" + url.Values{"root": {root}}.Encode()
+		v.Set("root", root)
+	}
+	if all {
+		v.Set("all", "1")
+	}
+	if len(v) > 0 {
+		p += "?" + v.Encode()
 	}
 	return out, c.do(ctx, "GET", p, nil, &out)
 }

@@ -38,6 +38,7 @@ type fakeAgents struct {
 	starts  []agentsys.StartRequest
 	stops   []string
 	next    string
+	treeAll []bool          // the all of each Tree call
 	ended   map[string]bool // the agents stopped
 	// spent, if set, adds to each agent's cost what the store holds of
 	// its usage.
@@ -115,10 +116,13 @@ func (f *fakeAgents) List(_ context.Context, fl store.AgentFilter) ([]agentsys.I
 	return slices.DeleteFunc(f.infos(), func(in agentsys.Info) bool { return fl.Type != "" && in.Type != fl.Type }), next, nil
 }
 
-func (f *fakeAgents) Tree(_ context.Context, root string) ([]agentsys.Node, error) {
+func (f *fakeAgents) Tree(_ context.Context, root string, all bool) ([]agentsys.Node, error) {
 	if err := failing(root); err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.treeAll = append(f.treeAll, all)
+	f.mu.Unlock()
 	in := f.infos()
 	return []agentsys.Node{{Info: in[2], CostTreeUSD: in[0].CostUSD + in[1].CostUSD + in[2].CostUSD, Children: []agentsys.Node{
 		{Info: in[1], CostTreeUSD: in[1].CostUSD}, {Info: in[0], CostTreeUSD: in[0].CostUSD}}}}, nil
@@ -295,7 +299,7 @@ func TestAgentsListBadQuery(t *testing.T) {
 
 // GET /v1/agents/tree is the forest, each node with its subtree's cost.
 func TestAgentTree(t *testing.T) {
-	e, _ := dynamicEnv(t)
+	e, f := dynamicEnv(t)
 	status, _, body := e.do("GET", "/v1/agents/tree", "")
 	if status != 200 {
 		t.Fatalf("tree: %d %s", status, body)
@@ -323,9 +327,17 @@ func TestAgentTree(t *testing.T) {
 	}
 	c, stop := gateway.Pipe(e.srv)
 	defer stop()
-	if got, err := c.AgentTree(t.Context(), parentID); err != nil || len(got.Nodes) != 1 || len(got.Nodes[0].Children) != 2 {
+	if got, err := c.AgentTree(t.Context(), parentID, true); err != nil || len(got.Nodes) != 1 || len(got.Nodes[0].Children) != 2 {
 		t.Errorf("AgentTree: %+v, %v", got, err)
 	}
+	if status, _, body := e.do("GET", "/v1/agents/tree?all=maybe", ""); status != 400 {
+		t.Errorf("tree with a bad all: %d %s", status, body)
+	}
+	f.mu.Lock()
+	if diff := cmp.Diff([]bool{false, true}, f.treeAll); diff != "" {
+		t.Errorf("all as the agent system got it (-want +got):\n%s", diff)
+	}
+	f.mu.Unlock()
 	if status, _, body := e.do("GET", "/v1/agents/tree?root=missing", ""); status != 404 {
 		t.Errorf("tree of a missing root: %d %s", status, body)
 	}
