@@ -366,7 +366,9 @@ func (s *Server) agentStatus(ctx context.Context, id string) (agentsys.Status, b
 	case err != nil:
 		return agentsys.Status{}, false, err
 	}
-	return st, true, nil
+	// The agent system also answers for a definition (its live
+	// sub-agents); only an instance is a dynamic agent.
+	return st, st.Dynamic, nil
 }
 
 // agentBodyTypes are the content types PUT /v1/agents/{id} reads as the
