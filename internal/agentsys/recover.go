@@ -19,12 +19,14 @@ const startingFor = 10 * time.Second
 // whose last turn ended but that were not finished are finished; ended
 // instances whose report was not recorded report (the parent's inbox takes
 // a report once); live sub-agents of a turn that was cancelled are
-// stopped; permanent agents an agent wrote get their instance. Run it after the runtime starts; the supervisor's sweep does
-// the same but for the last, cheaply, every Options.Sweep.
+// stopped; permanent agents an agent wrote get their instance. Run it
+// after the runtime starts; the supervisor's sweep does the same but for
+// the last, cheaply, every Options.Sweep (a turn end the hook could not
+// hand it is a crash's window too).
 func (s *System) Recover(ctx context.Context) error { return s.recoverOnce(ctx, true) }
 
-// recoverOnce is one pass of recovery; all adds the checks only a crash
-// makes needed (cancelled turns' children) and looks at every open
+// recoverOnce is one pass of recovery; all adds the check only a crash
+// makes needed (permanent agents' instances) and looks at every running
 // instance, not only those quiet for a sweep's time.
 func (s *System) recoverOnce(ctx context.Context, all bool) error {
 	var errs []error
@@ -33,6 +35,7 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 		return err
 	}
 	now := s.o.Now()
+	cancelled := map[int64]bool{} // origin turns read in this pass → ended cancelled
 	for _, in := range open {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -47,8 +50,8 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 				errs = append(errs, err)
 			}
 		}
-		if all && in.Type == store.InstanceSubagent && in.OriginTurn != 0 {
-			if err := s.stopIfTurnCancelled(ctx, in); err != nil {
+		if in.Type == store.InstanceSubagent && in.OriginTurn != 0 {
+			if err := s.stopIfTurnCancelled(ctx, in, cancelled); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -142,14 +145,23 @@ func (s *System) lastEndFrom(ctx context.Context, session int64) (event.TurnEndD
 }
 
 // stopIfTurnCancelled stops a live sub-agent whose starting turn ended
-// cancelled (a crash came between the cancel and the stop).
-func (s *System) stopIfTurnCancelled(ctx context.Context, in store.Instance) error {
-	done, cancel := context.WithCancel(ctx)
-	cancel() // read the end from the store; do not wait
-	end, err := s.rt.Wait(done, in.OriginTurn)
-	if err != nil || end.Status != event.StatusCancelled {
+// cancelled: a crash came between the cancel and the stop, or the turn's
+// end never reached the supervisor (its channel was full). cancelled
+// holds the ends this pass has read, by turn.
+func (s *System) stopIfTurnCancelled(ctx context.Context, in store.Instance, cancelled map[int64]bool) error {
+	is, known := cancelled[in.OriginTurn]
+	if !known {
+		done, cancel := context.WithCancel(ctx)
+		cancel() // read the end from the store; do not wait
+		end, err := s.rt.Wait(done, in.OriginTurn)
+		is = err == nil && end.Status == event.StatusCancelled
+		if err == nil { // a turn still running is read again next pass
+			cancelled[in.OriginTurn] = is
+		}
+	}
+	if !is {
 		return nil
 	}
-	_, err = s.stopTree(ctx, []store.Instance{in}, "the turn that started it was cancelled", in.Parent)
+	_, err := s.stopTree(ctx, []store.Instance{in}, "the turn that started it was cancelled", in.Parent)
 	return err
 }
