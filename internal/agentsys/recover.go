@@ -42,7 +42,7 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 		}
 		switch {
 		case in.State == store.AgentStarting && now.Sub(in.CreatedAt) >= startingFor:
-			if _, err := s.launch(ctx, in, nil); err != nil {
+			if err := s.relaunch(ctx, in); err != nil {
 				errs = append(errs, err)
 			}
 		case in.State == store.AgentRunning && (all || now.Sub(in.UpdatedAt) >= s.o.Sweep):
@@ -71,6 +71,17 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// relaunch submits the first input of an instance a crash left starting,
+// with the budgets its start tightened.
+func (s *System) relaunch(ctx context.Context, in store.Instance) error {
+	b, err := keptBudgets(in)
+	if err != nil {
+		return err
+	}
+	_, err = s.launch(ctx, in, b)
+	return err
 }
 
 // settleQuiet settles a running instance whose session has nothing
