@@ -73,6 +73,7 @@ func (h agentRows) Activate(_ context.Context, e *store.Extension) error {
 	if err != nil {
 		return err
 	}
+	def.Builtin = e.Provenance == store.ProvenanceBuiltin
 	h.r.SetRow(def)
 	h.r.Hide(e.Name, false)
 	return nil
