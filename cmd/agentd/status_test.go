@@ -34,7 +34,7 @@ func TestStatusCommand(t *testing.T) {
 	pid := d.cmd.Process.Pid
 	r = run(t, dir, "status")
 	for _, want := range []string{"agentd dev is running on " + dir, fmt.Sprintf("pid %d", pid), "unix:" + filepath.Join(dir, "agentd.sock"),
-		url, "1 idle (1 in all)", "assistant (echo)", "mcp servers none"} {
+		url, "1 idle (1 in all)", "assistant (echo)", "system agents memory-keeper (echo)", "mcp servers none"} {
 		if r.code != 0 || !strings.Contains(flat(r.stdout), want) {
 			t.Errorf("status does not say %q: %+v", want, r)
 		}

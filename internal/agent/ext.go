@@ -73,6 +73,9 @@ func (h agentRows) Activate(_ context.Context, e *store.Extension) error {
 	if err != nil {
 		return err
 	}
+	// Made by a reseed from a document in the binary: built in, whoever
+	// changed it since (Provenance is the last writer's).
+	def.Builtin = e.CreatedBy == store.ProvenanceBuiltin
 	h.r.SetRow(def)
 	h.r.Hide(e.Name, false)
 	return nil

@@ -88,6 +88,10 @@ type Definition struct {
 
 	// File is the file the definition was loaded from ("" if built in).
 	File string `yaml:"-" json:"file,omitempty"`
+	// Builtin marks an agent agentd ships (a built-in extension row, such
+	// as the memory keeper): an agent of a file or a person's that shares
+	// its tag is the one the tag addresses.
+	Builtin bool `yaml:"-" json:"-"`
 
 	// Set on the definitions derived for dynamic agents (instances of a
 	// template, see Registry.SetInstances) only, never in a file or row.
@@ -96,6 +100,11 @@ type Definition struct {
 	Scope    string `yaml:"-" json:"-"` // its memory scope ("" = ID)
 	KeyOwner string `yaml:"-" json:"-"` // whose ed25519 key signs for it ("" = ID)
 }
+
+// Pickable reports whether an agent of type typ may be picked when a
+// person names none (the only agent, the default one): a system agent
+// serves people and agents that address it by its tag.
+func Pickable(typ string) bool { return typ != TypeSystem }
 
 // ScopeID returns the memory scope the agent reads and writes: Scope, or
 // its ID when it has none.

@@ -3,10 +3,10 @@ package agentsys
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +30,9 @@ type harness struct {
 	defs  testkit.Agents
 	rec   *recorder
 	now   *clock
+	// hooked is sys for the runtime's hooks (Ended, Accounts), which may
+	// run before sys is set: a restarted runtime resumes its inbox.
+	hooked atomic.Pointer[System]
 }
 
 // agents resolves the harness's definitions, then the System's instances
@@ -99,35 +102,13 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// stopper gives the runtime's Stop as the tests need it: the running turn
-// cancelled, the session closed once its queue is empty.
-type stopper struct{ *runtime.Runtime }
-
-func (s stopper) Stop(ctx context.Context, addr, reason string) error {
-	err := s.Runtime.Stop(ctx, addr, reason)
-	if err == nil || errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	_ = s.Runtime.Cancel(ctx, addr)
-	for {
-		err := s.Runtime.CloseSession(ctx, addr)
-		if !errors.Is(err, runtime.ErrBusy) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 type harnessOptions struct {
 	cfg    agent.AgentsConfig
-	noRun  bool          // do not run the supervisor
-	path   string        // the database of an earlier harness (a restart)
-	noHook bool          // do not feed turn ends to Ended
-	sweep  time.Duration // how often the supervisor sweeps (default an hour: never in a test)
+	noRun  bool                   // do not run the supervisor
+	path   string                 // the database of an earlier harness (a restart)
+	noHook bool                   // the runtime's Ended hook is lost (as a full channel loses it)
+	sweep  time.Duration          // how often the supervisor sweeps (default an hour: never in a test)
+	prices map[string]agent.Price // the engine's prices by model name (default none: calls are free)
 }
 
 // newHarness returns a harness whose definitions are assistant (a user
@@ -151,23 +132,33 @@ func newHarnessTB(t testing.TB, o *harnessOptions) *harness {
 	h.defs = testkit.Agents{"assistant": assistant, "worker": worker, "desk": desk, "helper": testkit.Agent("helper")}
 	h.k = testkit.New(t, &testkit.Options{Path: o.path, Model: h.model, Agents: agents{h}, Runtime: func(ro *runtime.Options) {
 		ro.Accounts = accounts{h}
-	}, Engine: func(eo *engine.Options) {}})
-	h.sys = New(h.k.Store, stopper{h.k.Runtime}, &Options{Agents: agents{h}, Recorder: h.rec, Config: o.cfg, Now: h.now.Now,
+		if !o.noHook {
+			ro.Ended = func(s store.Session, it store.InboxItem, end event.TurnEndData) {
+				if sys := h.hooked.Load(); sys != nil {
+					sys.Ended(s, it, end)
+				}
+			}
+		}
+	}, Engine: func(eo *engine.Options) { eo.Prices = o.prices }})
+	h.sys = New(h.k.Store, h.k.Runtime, &Options{Agents: agents{h}, Recorder: h.rec, Config: o.cfg, Now: h.now.Now,
 		Sweep: cmp.Or(o.sweep, time.Hour)})
-	if !o.noHook {
-		h.hookEnded()
-	}
+	h.hooked.Store(h.sys)
 	if !o.noRun {
 		h.run()
 	}
 	return h
 }
 
-// accounts is the ledger, found late (the System is made after the runtime).
+// accounts is the ledger, found late (the System is made after the
+// runtime, as in the app's wiring).
 type accounts struct{ h *harness }
 
 func (a accounts) For(ctx context.Context, sess store.Session, turn int64, def *agent.Definition, b agent.Budgets) (engine.Account, string, error) {
-	return a.h.sys.Ledger().For(ctx, sess, turn, def, b)
+	sys := a.h.hooked.Load()
+	if sys == nil {
+		return nil, "", nil
+	}
+	return sys.Ledger().For(ctx, sess, turn, def, b)
 }
 
 // run runs the supervisor until the test ends.
@@ -181,40 +172,6 @@ func (h *harness) run() {
 	h.t.Cleanup(func() {
 		cancel()
 		h.sys.Close()
-		<-done
-	})
-}
-
-// hookEnded calls the System's Ended for every turn end the bus
-// publishes, as the runtime's Ended hook does once a turn's end is
-// durable.
-func (h *harness) hookEnded() {
-	sub := h.k.Bus.Subscribe(0, 4096)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range sub.C {
-			if ev.Kind != event.TurnEnd || ev.Turn == 0 {
-				continue
-			}
-			var end event.TurnEndData
-			if ev.Decode(&end) != nil {
-				continue
-			}
-			ctx := context.Background()
-			sess, err := h.k.Store.SessionByID(ctx, ev.Session)
-			if err != nil {
-				continue
-			}
-			it, err := h.k.Store.InboxItem(ctx, ev.Turn)
-			if err != nil {
-				continue
-			}
-			h.sys.Ended(sess, it, end)
-		}
-	}()
-	h.t.Cleanup(func() {
-		sub.Close()
 		<-done
 	})
 }

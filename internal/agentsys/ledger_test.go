@@ -2,12 +2,16 @@ package agentsys
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/model"
 	"agentd/internal/store"
+	"agentd/internal/testkit"
 )
 
 // usage is an accountStore whose accounts spent what it says.
@@ -135,5 +139,87 @@ func TestSubagentSharesItsParentsTurnAccount(t *testing.T) {
 	a, payer, err = h.sys.Ledger().For(context.Background(), bsess, bg.Turn, bd, agent.Budgets{})
 	if err != nil || a.Key() != accountKey(bsess.ID, bg.Turn) || payer != "worker" {
 		t.Errorf("background account %v payer %s %v", a, payer, err)
+	}
+}
+
+// A turn's max_usd_per_turn bounds the sub-agents it started together, on
+// the real kernel: four sub-agents running at once each try to spend the
+// whole budget (their model answers with all the output it is allowed);
+// what they spend together stays within it, and each one refused reports
+// a budget failure to its parent.
+func TestSubagentsRunningAtOnceShareOneTurnBudget(t *testing.T) {
+	const limit = 0.001 // X: $0.001, a thousand output tokens at $1 per million
+	h := newHarness(t, &harnessOptions{prices: map[string]agent.Price{"echo": {Output: 1}}})
+	parent := testkit.Agent("assistant")
+	parent.Agents.Templates = []string{"worker"}
+	parent.Budgets.MaxUSDPerTurn = limit
+	h.setDef(parent)
+	release := make(chan struct{})
+	h.model.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		last := testkit.LastUser(req)
+		out := 2
+		if strings.HasPrefix(last, "spend") {
+			select { // the calls made wait until every sub-agent has tried
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			out = 1000 // X's worth
+			if req.MaxTokens > 0 {
+				out = min(out, req.MaxTokens) // a model keeps to the bound it is sent
+			}
+		}
+		return &model.Response{Text: "re: " + last, StopReason: "stop", Usage: model.Usage{InputTokens: 3, OutputTokens: out}}, nil
+	}
+	rc, _ := h.send("assistant/main", "hello")
+	kids := make([]store.Instance, 4)
+	errs := make(chan error, len(kids))
+	for i := range kids {
+		go func() {
+			var err error
+			kids[i], err = h.sys.Start(context.Background(), StartRequest{Caller: "assistant", CallerSession: "assistant/main",
+				Turn: rc.Turn, CallID: fmt.Sprint("call_", i), Prompt: fmt.Sprint("spend ", i), Template: "worker"})
+			errs <- err
+		}()
+	}
+	for range kids {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.eventually("every sub-agent calling its model or ended", func() bool {
+		ended := 0
+		for _, k := range kids {
+			if store.AgentEnded(h.instance(k.ID).State) {
+				ended++
+			}
+		}
+		return ended+h.model.Active() == len(kids)
+	})
+	close(release)
+	refused := 0
+	for _, k := range kids {
+		in := h.reported(k.ID)
+		if in.State == store.AgentDone {
+			continue
+		}
+		refused++
+		if in.State != store.AgentFailed || !strings.Contains(in.Result, "max_usd_per_turn") {
+			t.Errorf("%s ended %s: %s", k.ID, in.State, in.Result)
+		}
+		h.eventually("the report of "+k.ID, func() bool { return len(h.reports("assistant/main", k.ID)) == 1 })
+		if r := h.reports("assistant/main", k.ID)[0]; !strings.Contains(r.Text, "max_usd_per_turn") {
+			t.Errorf("%s reported %q", k.ID, r.Text)
+		}
+	}
+	spent, err := h.k.Store.UsageOfAccount(context.Background(), kids[0].Account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent > limit*(1+1e-9) {
+		t.Errorf("the turn and its sub-agents spent $%.6f of $%.6f", spent, limit)
+	}
+	if refused == 0 {
+		t.Errorf("no sub-agent was refused: $%.6f spent", spent)
 	}
 }

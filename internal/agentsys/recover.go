@@ -19,12 +19,14 @@ const startingFor = 10 * time.Second
 // whose last turn ended but that were not finished are finished; ended
 // instances whose report was not recorded report (the parent's inbox takes
 // a report once); live sub-agents of a turn that was cancelled are
-// stopped; permanent agents an agent wrote get their instance. Run it after the runtime starts; the supervisor's sweep does
-// the same but for the last, cheaply, every Options.Sweep.
+// stopped; permanent agents an agent wrote get their instance. Run it
+// after the runtime starts; the supervisor's sweep does the same but for
+// the last, cheaply, every Options.Sweep (a turn end the hook could not
+// hand it is a crash's window too).
 func (s *System) Recover(ctx context.Context) error { return s.recoverOnce(ctx, true) }
 
-// recoverOnce is one pass of recovery; all adds the checks only a crash
-// makes needed (cancelled turns' children) and looks at every open
+// recoverOnce is one pass of recovery; all adds the check only a crash
+// makes needed (permanent agents' instances) and looks at every running
 // instance, not only those quiet for a sweep's time.
 func (s *System) recoverOnce(ctx context.Context, all bool) error {
 	var errs []error
@@ -33,13 +35,14 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 		return err
 	}
 	now := s.o.Now()
+	cancelled := map[int64]bool{} // origin turns read in this pass → ended cancelled
 	for _, in := range open {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		switch {
 		case in.State == store.AgentStarting && now.Sub(in.CreatedAt) >= startingFor:
-			if _, err := s.launch(ctx, in, nil); err != nil {
+			if err := s.relaunch(ctx, in); err != nil {
 				errs = append(errs, err)
 			}
 		case in.State == store.AgentRunning && (all || now.Sub(in.UpdatedAt) >= s.o.Sweep):
@@ -47,8 +50,8 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 				errs = append(errs, err)
 			}
 		}
-		if all && in.Type == store.InstanceSubagent && in.OriginTurn != 0 {
-			if err := s.stopIfTurnCancelled(ctx, in); err != nil {
+		if in.Type == store.InstanceSubagent && in.OriginTurn != 0 {
+			if err := s.stopIfTurnCancelled(ctx, in, cancelled); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -68,6 +71,17 @@ func (s *System) recoverOnce(ctx context.Context, all bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// relaunch submits the first input of an instance a crash left starting,
+// with the budgets its start tightened.
+func (s *System) relaunch(ctx context.Context, in store.Instance) error {
+	b, err := keptBudgets(in)
+	if err != nil {
+		return err
+	}
+	_, err = s.launch(ctx, in, b)
+	return err
 }
 
 // settleQuiet settles a running instance whose session has nothing
@@ -142,14 +156,23 @@ func (s *System) lastEndFrom(ctx context.Context, session int64) (event.TurnEndD
 }
 
 // stopIfTurnCancelled stops a live sub-agent whose starting turn ended
-// cancelled (a crash came between the cancel and the stop).
-func (s *System) stopIfTurnCancelled(ctx context.Context, in store.Instance) error {
-	done, cancel := context.WithCancel(ctx)
-	cancel() // read the end from the store; do not wait
-	end, err := s.rt.Wait(done, in.OriginTurn)
-	if err != nil || end.Status != event.StatusCancelled {
+// cancelled: a crash came between the cancel and the stop, or the turn's
+// end never reached the supervisor (its channel was full). cancelled
+// holds the ends this pass has read, by turn.
+func (s *System) stopIfTurnCancelled(ctx context.Context, in store.Instance, cancelled map[int64]bool) error {
+	is, known := cancelled[in.OriginTurn]
+	if !known {
+		done, cancel := context.WithCancel(ctx)
+		cancel() // read the end from the store; do not wait
+		end, err := s.rt.Wait(done, in.OriginTurn)
+		is = err == nil && end.Status == event.StatusCancelled
+		if err == nil { // a turn still running is read again next pass
+			cancelled[in.OriginTurn] = is
+		}
+	}
+	if !is {
 		return nil
 	}
-	_, err = s.stopTree(ctx, []store.Instance{in}, "the turn that started it was cancelled", in.Parent)
+	_, err := s.stopTree(ctx, []store.Instance{in}, "the turn that started it was cancelled", in.Parent)
 	return err
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"agentd/internal/agent"
+	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
@@ -36,6 +38,36 @@ func TestRecoverSubmitsAStartedInstancesInput(t *testing.T) {
 	got := h.reported(in.ID)
 	if got.State != store.AgentDone || got.Result != "re: late task" {
 		t.Errorf("recovered %+v", got)
+	}
+}
+
+// A person's start whose first input a crash lost is submitted by
+// recovery with the budgets the person tightened, kept on its row.
+func TestRecoverKeepsAPersonsBudgets(t *testing.T) {
+	h := newHarness(t, nil)
+	budgets := &agent.Budgets{MaxSteps: 3, MaxUSDPerTurn: 0.5}
+	tpl, _ := h.sys.definition("worker")
+	// The row is written as Start writes it; the crash comes before its input.
+	in, err := h.sys.newTask(context.Background(), StartRequest{Template: "worker", Prompt: "nightly digest", Key: "k1",
+		ReportTo: "assistant/inbox", Budgets: budgets}, nil, tpl, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.k.Store.CreateInstance(context.Background(), in, store.InstanceLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	h.now.add(startingFor + time.Minute)
+	if err := h.sys.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := h.reported(in.ID)
+	it, err := h.k.Store.InboxItem(context.Background(), got.Turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := engine.ParseLifecycleOptions(it.Options)
+	if err != nil || opts.Budgets == nil || *opts.Budgets != *budgets {
+		t.Errorf("recovered first input's options %s (%v), want budgets %+v", it.Options, err, *budgets)
 	}
 }
 

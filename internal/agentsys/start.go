@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -130,7 +131,7 @@ func (s *System) newTask(ctx context.Context, req StartRequest, caller *agent.De
 		if in.Report == "" && in.ReportTo != "" {
 			in.Report = store.ReportLoud
 		}
-		return in, nil
+		return in, keepBudgets(&in, req.Budgets)
 	}
 	call := req.CallID
 	if call == "" {
@@ -176,6 +177,38 @@ func (s *System) lineage(ctx context.Context, in *store.Instance, req StartReque
 		in.TurnLimit = l
 	}
 	return nil
+}
+
+// budgetsCall prefixes the budgets a person's start tightened, kept in
+// the row's OriginCall: a task no agent started has no call there, and
+// recovery, launching a row whose first input a crash lost, submits it
+// with them (the row is written before the input).
+const budgetsCall = "budgets:"
+
+// keepBudgets keeps b on a person's task row (no parent, so no call).
+func keepBudgets(in *store.Instance, b *agent.Budgets) error {
+	if b == nil {
+		return nil
+	}
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	in.OriginCall = budgetsCall + string(raw)
+	return nil
+}
+
+// keptBudgets returns the budgets keepBudgets kept on in (nil: none).
+func keptBudgets(in store.Instance) (*agent.Budgets, error) {
+	raw, ok := strings.CutPrefix(in.OriginCall, budgetsCall)
+	if in.Parent != "" || !ok {
+		return nil, nil
+	}
+	var b agent.Budgets
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		return nil, fmt.Errorf("agentsys: budgets of %s: %w", in.ID, err)
+	}
+	return &b, nil
 }
 
 // launch writes a started instance's first event and input, and marks it

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"agentd/internal/event"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -43,6 +44,24 @@ func TestSweepFindsALostEnd(t *testing.T) {
 	if got := h.reported(in.ID); got.State != store.AgentDone {
 		t.Errorf("swept %+v", got)
 	}
+}
+
+// A cancelled turn's end the supervisor never heard of (a full channel)
+// is found by the periodic sweep: the sub-agents it started are stopped
+// without waiting for a restart's Recover.
+func TestSweepStopsTheChildrenOfACancelledTurn(t *testing.T) {
+	h := newHarness(t, &harnessOptions{noHook: true, sweep: 5 * time.Millisecond})
+	h.holdText("slow")
+	rc, err := h.k.Runtime.Submit(context.Background(), runtime.Input{Session: "assistant/main", Text: "slow parent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
+	child := h.startChild(StartRequest{Turn: rc.Turn, Prompt: "slow child", Template: "worker"})
+	if err := h.k.Runtime.Cancel(context.Background(), "assistant/main"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the child stopped by the sweep", func() bool { return h.instance(child.ID).State == store.AgentStopped })
 }
 
 // Many agents ending at once are each finished and reported once.

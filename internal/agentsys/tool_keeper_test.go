@@ -13,15 +13,21 @@ import (
 )
 
 // TestMemoryKeeper: the built-in system agent is seeded as a row of
-// provenance builtin, off until a person turns it on; then a
-// "#memory-keeper" target names it (as a chat line does), it has the
-// default model and is offered the memory tools and nothing else, no MCP
-// server's tool either.
+// provenance builtin, on; a person may turn it off (it is no agent then)
+// and on again; on, a "#memory-keeper" target names it (as a chat line
+// does), it has the default model and is offered the memory tools and
+// nothing else, no MCP server's tool either.
 func TestMemoryKeeper(t *testing.T) {
 	w := newPermWorld(t)
 	row, err := w.ext.Get(t.Context(), "agent", "memory-keeper")
-	if err != nil || row.Provenance != store.ProvenanceBuiltin || row.Enabled {
-		t.Fatalf("row: provenance %q, enabled %v, %v; want a built-in row, off", row.Provenance, row.Enabled, err)
+	if err != nil || row.Provenance != store.ProvenanceBuiltin || !row.Enabled {
+		t.Fatalf("row: provenance %q, enabled %v, %v; want a built-in row, on", row.Provenance, row.Enabled, err)
+	}
+	if _, ok := w.agents.Get("memory-keeper"); !ok {
+		t.Fatal("the memory keeper is no agent while its row is on")
+	}
+	if _, err := w.ext.SetEnabled(t.Context(), "agent", "memory-keeper", false, extension.Who{Provenance: store.ProvenanceUser}); err != nil {
+		t.Fatal(err)
 	}
 	if _, ok := w.agents.Get("memory-keeper"); ok {
 		t.Fatal("the memory keeper is an agent while its row is off")
@@ -36,8 +42,9 @@ func TestMemoryKeeper(t *testing.T) {
 	if !ok {
 		t.Fatal("no agent memory-keeper")
 	}
-	if d.Type != agent.TypeSystem || d.SystemPrompt == "" || d.Model.Provider != agent.ProviderEcho {
-		t.Errorf("type %q, prompt %q, model %+v: want a system agent with a prompt and the default model", d.Type, d.SystemPrompt, d.Model)
+	if d.Type != agent.TypeSystem || d.SystemPrompt == "" || d.Model.Provider != agent.ProviderEcho || !d.Builtin {
+		t.Errorf("type %q, prompt %q, model %+v, built in %v: want a built-in system agent with a prompt and the default model",
+			d.Type, d.SystemPrompt, d.Model, d.Builtin)
 	}
 	if got := command.NewRouterWith(w.agents).Tagged("memory-keeper"); !cmp.Equal(got, []string{"memory-keeper"}) {
 		t.Errorf("#memory-keeper names %v", got)

@@ -152,7 +152,8 @@ func problemText(p gateway.Problem) string {
 	return agent.FieldError{File: p.File, Line: p.Line, Field: p.Field, Msg: p.Message}.Error()
 }
 
-// agentArg returns the agent a command names, or the only agent there is.
+// agentArg returns the agent a command names, or the only agent there is
+// (a system agent, such as the memory keeper, is named, never picked).
 func agentArg(ctx context.Context, b *backend, args []string) (string, error) {
 	list, err := b.Agents(ctx)
 	if err != nil {
@@ -168,8 +169,21 @@ func agentArg(ctx context.Context, b *backend, args []string) (string, error) {
 		}
 		return args[0], nil
 	}
-	if len(ids) == 1 {
-		return ids[0], nil
+	if own, _ := pickable(list); len(own) == 1 {
+		return own[0].ID, nil
 	}
 	return "", usage("usage: name the agent, one of: %s", strings.Join(ids, ", "))
+}
+
+// pickable splits agents into those a command may pick when none is named
+// (agent.Pickable) and the system agents, each in list's order.
+func pickable(list []gateway.AgentInfo) (own, system []gateway.AgentInfo) {
+	for _, a := range list {
+		if agent.Pickable(a.Type) {
+			own = append(own, a)
+		} else {
+			system = append(system, a)
+		}
+	}
+	return own, system
 }

@@ -24,8 +24,11 @@ type statusReport struct {
 	Remote  string `json:"remote,omitempty"` // --remote
 	Reason  string `json:"reason,omitempty"` // why agentd is not running
 	*gateway.StatusResponse
-	Agents     []gateway.AgentInfo  `json:"agents,omitempty"`
-	MCPServers []gateway.ServerInfo `json:"mcp_servers,omitempty"`
+	// Agents are the agents people use; SystemAgents those that serve
+	// them, addressed by their tags (the memory keeper).
+	Agents       []gateway.AgentInfo  `json:"agents,omitempty"`
+	SystemAgents []gateway.AgentInfo  `json:"system_agents,omitempty"`
+	MCPServers   []gateway.ServerInfo `json:"mcp_servers,omitempty"`
 }
 
 func (e *env) statusCmd() *cobra.Command {
@@ -103,9 +106,11 @@ func (r *statusReport) fill(ctx context.Context, c *gateway.Client) error {
 		return fmt.Errorf("agentd answers but not its status (an older agentd?): %w", err)
 	}
 	r.StatusResponse = &st
-	if r.Agents, err = c.Agents(ctx); err != nil {
+	agents, err := c.Agents(ctx)
+	if err != nil {
 		return err
 	}
+	r.Agents, r.SystemAgents = pickable(agents)
 	r.MCPServers, err = c.MCPServers(ctx)
 	return err
 }
@@ -139,15 +144,10 @@ func (r *statusReport) print(e *env) {
 	row("up", fmt.Sprintf("%s (since %s)", (time.Duration(st.UptimeSeconds)*time.Second).String(), st.Started.Local().Format(time.DateTime)))
 	row("listening", st.Listening...)
 	row("sessions", sessionCounts(st.Sessions))
-	var agents []string
-	for _, a := range r.Agents {
-		m := a.Provider
-		if a.Model != a.Provider {
-			m += " " + a.Model
-		}
-		agents = append(agents, fmt.Sprintf("%s (%s)", a.ID, strings.TrimSpace(m)))
+	row("agents", agentCells(r.Agents)...)
+	if len(r.SystemAgents) > 0 {
+		row("system agents", agentCells(r.SystemAgents)...)
 	}
-	row("agents", agents...)
 	var servers []string
 	for _, s := range r.MCPServers {
 		line := fmt.Sprintf("%s: %s, %d tools", s.Name, s.State, s.Tools)
@@ -158,6 +158,19 @@ func (r *statusReport) print(e *env) {
 	}
 	row("mcp servers", servers...)
 	tw.Flush()
+}
+
+// agentCells says each agent's id and model.
+func agentCells(list []gateway.AgentInfo) []string {
+	var out []string
+	for _, a := range list {
+		m := a.Provider
+		if a.Model != a.Provider {
+			m += " " + a.Model
+		}
+		out = append(out, fmt.Sprintf("%s (%s)", a.ID, strings.TrimSpace(m)))
+	}
+	return out
 }
 
 // sessionCounts says how many sessions are in each state, in the order

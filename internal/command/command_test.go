@@ -338,3 +338,55 @@ func TestTagged(t *testing.T) {
 		t.Errorf("a router with no agents: Tagged = %v, want none", got)
 	}
 }
+
+// defs are agents as the registry holds them, built-in ones marked.
+type defs []*agent.Definition
+
+func (d defs) Get(id string) (*agent.Definition, bool) {
+	for _, x := range d {
+		if x.ID == id {
+			return x, true
+		}
+	}
+	return nil, false
+}
+
+func (d defs) List() []*agent.Definition { return d }
+
+// An agent of a file or a person's wins a tag over a built-in agent that
+// has it too: #memory-keeper reaches the person's keeper, the built-in
+// memory keeper is still reached by its id, and alone it has its tag.
+func TestBuiltinYieldsItsTag(t *testing.T) {
+	builtin := &agent.Definition{ID: "memory-keeper", Type: agent.TypeSystem, Tags: []string{"memory-keeper", "tidy"}, Builtin: true}
+	own := &agent.Definition{ID: "keeper", Tags: []string{"memory-keeper"}}
+	other := &agent.Definition{ID: "sweeper", Tags: []string{"tidy"}, Builtin: true}
+	r := command.NewRouterWith(defs{builtin, own, other, {ID: "assistant"}})
+	for _, tt := range []struct {
+		line string
+		want command.Route
+		err  string
+	}{
+		{line: "#memory-keeper remember the milk", want: command.Route{Agent: "keeper", Session: "keeper/assistant:main", Text: "remember the milk"}},
+		{line: "@memory-keeper remember the milk", want: command.Route{Agent: "memory-keeper", Session: "memory-keeper/assistant:main", Text: "remember the milk"}},
+		{line: "#tidy up", err: "the agents memory-keeper, sweeper share the tag"}, // built-in ones alike clash
+	} {
+		got, ok, err := r.Route(t.Context(), tt.line, "assistant/main")
+		if tt.err != "" {
+			if !ok || err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: %v %v, want %q", tt.line, ok, err, tt.err)
+			}
+			continue
+		}
+		if !ok || err != nil || got != tt.want {
+			t.Errorf("%q: %+v %v %v, want %+v", tt.line, got, ok, err, tt.want)
+		}
+	}
+	want := []command.Tag{{Tag: "memory-keeper", Agents: []string{"keeper"}}, {Tag: "tidy", Agents: []string{"memory-keeper", "sweeper"}}}
+	if diff := cmp.Diff(want, r.Tags()); diff != "" {
+		t.Errorf("Tags (-want +got):\n%s", diff)
+	}
+	alone := command.NewRouterWith(defs{builtin, {ID: "assistant"}})
+	if got := alone.Tagged("memory-keeper"); !slices.Equal(got, []string{"memory-keeper"}) {
+		t.Errorf("the built-in alone: Tagged = %v", got)
+	}
+}

@@ -56,9 +56,11 @@ func (r *Router) known(ctx context.Context, id string) bool {
 	return ok && d.Disabled(ctx, id)
 }
 
-// tagged routes "#tag text" to the one agent tagged tag; a tag no agent
-// has is not routed, and one several agents share is an ErrUsage naming
-// them (an address must not depend on which agent was loaded first).
+// tagged routes "#tag text" to the one agent tagged tag (a built-in one
+// yields it to an agent of a file or a person's: ownFirst); a tag no
+// agent has is not routed, and one several agents share is an ErrUsage
+// naming them (an address must not depend on which agent was loaded
+// first).
 func (r *Router) tagged(tag, text, addr string) (Route, bool, error) {
 	ids := r.taggedWith(tag)
 	switch len(ids) {
@@ -81,9 +83,24 @@ func (r *Router) taggedWith(tag string) []string {
 	if r.agents == nil || !agent.ValidTag(tag) {
 		return nil
 	}
-	var ids []string
+	var defs []*agent.Definition
 	for _, d := range r.agents.List() {
 		if slices.Contains(d.Tags, tag) {
+			defs = append(defs, d)
+		}
+	}
+	return ownFirst(defs)
+}
+
+// ownFirst returns the ids of the agents that share a tag, sorted: those
+// of files and people only when there are any, so that a person's own
+// agent tagged like a built-in one (#memory-keeper) is the one the tag
+// reaches, and the built-in one is addressed by its id.
+func ownFirst(defs []*agent.Definition) []string {
+	own := slices.ContainsFunc(defs, func(d *agent.Definition) bool { return !d.Builtin })
+	var ids []string
+	for _, d := range defs {
+		if !own || !d.Builtin {
 			ids = append(ids, d.ID)
 		}
 	}
@@ -103,7 +120,7 @@ func address(id, said, text, addr string) (Route, bool, error) {
 // Tag is an agent tag as /help lists it.
 type Tag struct {
 	Tag    string   `json:"tag"`
-	Agents []string `json:"agents"` // more than one: #tag is refused until one is left
+	Agents []string `json:"agents"` // the agents #tag reaches; more than one: #tag is refused until one is left
 }
 
 // Tags returns the tags of the current agents, by tag.
@@ -111,16 +128,15 @@ func (r *Router) Tags() []Tag {
 	if r.agents == nil {
 		return []Tag{}
 	}
-	by := map[string][]string{}
+	by := map[string][]*agent.Definition{}
 	for _, d := range r.agents.List() {
 		for _, t := range d.Tags {
-			by[t] = append(by[t], d.ID)
+			by[t] = append(by[t], d)
 		}
 	}
 	out := make([]Tag, 0, len(by))
-	for t, ids := range by {
-		slices.Sort(ids)
-		out = append(out, Tag{Tag: t, Agents: ids})
+	for t, defs := range by {
+		out = append(out, Tag{Tag: t, Agents: ownFirst(defs)})
 	}
 	slices.SortFunc(out, func(a, b Tag) int { return strings.Compare(a.Tag, b.Tag) })
 	return out

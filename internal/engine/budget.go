@@ -39,7 +39,7 @@ func (r *run) usdBound(m agent.Model) (int, error) {
 		limit, spent float64
 	}{
 		{"max_usd_per_turn", "the turn", b.MaxUSDPerTurn, r.cost},
-		{"max_usd_per_day", "the agent's day", b.MaxUSDPerDay, r.t.SpentToday + r.cost},
+		{"max_usd_per_day", r.dayPayer() + "'s day", b.MaxUSDPerDay, r.t.SpentToday + r.cost},
 	} {
 		if lim.limit <= 0 {
 			continue
@@ -72,6 +72,15 @@ func (r *run) inputCost(m agent.Model, price agent.Price) float64 {
 // outputKeys are the names providers give the output limit, as an agent's
 // model params may set them in extra.
 var outputKeys = []string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
+
+// dayPayer names whose day budget the turn spends: the agent's own, or
+// its payer's when another agent pays (a sub-agent's parent).
+func (r *run) dayPayer() string {
+	if p := r.t.Payer; p != "" && p != r.def.ID {
+		return "its payer " + p
+	}
+	return "the agent"
+}
 
 // safeOutput is the largest output limit agentd sets where the agent set
 // none: every model accepts it, while one larger than a model supports is

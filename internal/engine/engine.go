@@ -192,7 +192,8 @@ type Turn struct {
 	// Skills are the skills the session loaded before this turn, derived
 	// from the same events as Context (Conversation.Skills).
 	Skills []string
-	// SpentToday is the agent's spending so far today, for the daily budget.
+	// SpentToday is the payer's spending so far today (the agent's
+	// without one), for the daily budget.
 	SpentToday float64
 	// Account, if not nil, is the spending this turn shares with the turn
 	// that pays for it and that turn's other sub-agents: its limit bounds
@@ -527,7 +528,7 @@ func (r *run) checkBudgets() (event.TurnEndData, bool) {
 	case b.MaxUSDPerTurn > 0 && r.cost >= b.MaxUSDPerTurn:
 		return stop("max_usd_per_turn", fmt.Sprintf("stopped: the turn cost $%.4f of its $%.4f budget (budgets.max_usd_per_turn)", r.cost, b.MaxUSDPerTurn))
 	case b.MaxUSDPerDay > 0 && r.t.SpentToday+r.cost >= b.MaxUSDPerDay:
-		return stop("max_usd_per_day", fmt.Sprintf("stopped: the agent spent $%.4f today of its $%.4f budget (budgets.max_usd_per_day)", r.t.SpentToday+r.cost, b.MaxUSDPerDay))
+		return stop("max_usd_per_day", fmt.Sprintf("stopped: %s spent $%.4f today of its $%.4f budget (budgets.max_usd_per_day)", r.dayPayer(), r.t.SpentToday+r.cost, b.MaxUSDPerDay))
 	case b.MaxWallTime > 0 && time.Since(r.start) >= b.MaxWallTime.D():
 		return stop("max_wall_time", fmt.Sprintf("stopped: the turn ran for its %s (budgets.max_wall_time)", b.MaxWallTime.D()))
 	}

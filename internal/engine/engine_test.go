@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,6 +253,33 @@ func TestBudgets(t *testing.T) {
 					t.Errorf("call %d asked for %d output tokens with $%v left", i, req.MaxTokens, left)
 				}
 				spent += 15
+			}
+		})
+	}
+}
+
+// The day budget's stop names the payer whose day it is when another
+// agent pays (a sub-agent's parent), the agent itself otherwise.
+func TestDayBudgetNamesItsPayer(t *testing.T) {
+	for _, tc := range []struct {
+		name, payer string
+		spent       float64 // of a $1000 day; $1 a token
+		want        string
+	}{
+		{"spent, own day", "", 1000, "stopped: the agent spent $1000.0000 today"},
+		{"spent, payer's day", "boss", 1000, "stopped: its payer boss spent $1000.0000 today"},
+		{"the next call does not fit, own day", "", 999.5, "could take the agent's day past"},
+		{"the next call does not fit, payer's day", "boss", 999.5, "could take its payer boss's day past"},
+		{"the agent is its own payer", "a", 1000, "stopped: the agent spent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &script{}
+			h := newHarness(t, models{"priced": p})
+			tr := turn(&agent.Definition{ID: "a", Model: agent.Model{Name: "priced"}, Budgets: agent.Budgets{MaxUSDPerDay: 1000}})
+			tr.SpentToday, tr.Payer = tc.spent, tc.payer
+			end, err := h.run(context.Background(), tr)
+			if err != nil || end.Budget != "max_usd_per_day" || !strings.Contains(end.Reason, tc.want) {
+				t.Fatalf("end %+v err %v; want a day budget stop saying %q", end, err, tc.want)
 			}
 		})
 	}

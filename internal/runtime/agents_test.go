@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -307,7 +308,7 @@ func TestAccountsPayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc = e.submit("a/k", "a:2")
-	if end := e.wait(rc.Turn); end.Status != event.StatusBudget || end.Budget != "max_usd_per_day" {
+	if end := e.wait(rc.Turn); end.Status != event.StatusBudget || end.Budget != "max_usd_per_day" || !strings.Contains(end.Reason, "its payer boss") {
 		t.Errorf("turn paid by a payer past its day budget ended %+v", end)
 	}
 }

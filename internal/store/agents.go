@@ -121,7 +121,9 @@ type Instance struct {
 	Report   string
 	ReportTo string
 	// OriginTurn and OriginCall are the parent's turn and tool call that
-	// started it (0 and "" for none).
+	// started it (0 and "" for none). A task with no parent may keep
+	// there what its starter asked of its first input (agentsys: the
+	// budgets a person's start tightened).
 	OriginTurn int64
 	OriginCall string
 	Task       string // its first message

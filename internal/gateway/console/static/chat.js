@@ -112,7 +112,10 @@ export function chatScreen(app, el, args) {
       return;
     }
     const p = prefs();
-    if (!agent || !usable.some((a) => a.id === agent)) agent = usable.some((a) => a.id === p.agent) ? p.agent : usable[0].id;
+    // The default is one of the person's own agents: a system agent (the
+    // memory keeper) is chosen only by name, or when no other is usable.
+    const pick = usable.find((a) => a.type !== 'system') || usable[0];
+    if (!agent || !usable.some((a) => a.id === agent)) agent = usable.some((a) => a.id === p.agent) ? p.agent : pick.id;
     if (!key) key = (p.keys && p.keys[agent]) || newSessionKey();
     const want = routeHash('chat', agent, key);
     if (location.hash !== want) history.replaceState(null, '', want);
