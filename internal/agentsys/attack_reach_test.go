@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/event"
 	"agentd/internal/store"
 	"agentd/internal/tool"
 )
@@ -248,5 +249,46 @@ func TestAttackConcurrentStartsPassNoLimit(t *testing.T) {
 	wg.Wait()
 	if made[false] > 2 || made[false]+made[true] > 3 {
 		t.Errorf("%d children and %d detached agents started at once; limits: 2 children, 3 live", made[false], made[true])
+	}
+}
+
+// TestAttackSubagentAsksItsParentOnAFreshTurnBudget: the turn that
+// started sub-agents and all their turns share one max_usd_per_turn. But
+// a sub-agent may ask_agent its parent, and the parent answers in a turn
+// of its own (session ask:<child>) with an account of its own and a fresh
+// max_usd_per_turn: a sub-agent that asks its parent n questions (at
+// once, or one after another: the hops do not grow between them) spends
+// n more turn budgets for the one turn a person's message started, and
+// each of those turns may start sub-agents of its own on yet another
+// account. Only the day budget bounds it.
+func TestAttackSubagentAsksItsParentOnAFreshTurnBudget(t *testing.T) {
+	h := newHarness(t, nil)
+	h.holdText("slow")
+	planner := *h.defs["assistant"]
+	planner.Budgets.MaxUSDPerTurn = 0.5
+	h.setDef(&planner)
+	child := h.startChild(StartRequest{Prompt: "slow part", Template: "worker"})
+	ctx := context.Background()
+	if _, err := h.sys.Ask(ctx, AskRequest{Caller: child.ID, CallerSession: child.ID + "/main", CallID: "q1", Target: "assistant",
+		Question: "what next?"}); err != nil {
+		t.Fatalf("the sub-agent asks its parent: %v", err)
+	}
+	sess, err := h.k.Store.SessionByAddress(ctx, "assistant", askSession(child.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turn int64 // the turn that answered
+	for _, ev := range h.log("assistant/" + askSession(child.ID)) {
+		if ev.Kind == event.TurnEnd {
+			turn = ev.Turn
+		}
+	}
+	a, _, err := h.sys.Ledger().For(ctx, sess, turn, &planner, planner.Budgets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Key() != child.Account {
+		t.Errorf("the parent's turn answering its sub-agent spends from account %s (limit $%.2f), not the account %s of the turn that started the sub-agent",
+			a.Key(), a.Limit(), child.Account)
 	}
 }
