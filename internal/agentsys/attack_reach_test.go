@@ -292,3 +292,24 @@ func TestAttackSubagentAsksItsParentOnAFreshTurnBudget(t *testing.T) {
 			a.Key(), a.Limit(), child.Account)
 	}
 }
+
+// TestAttackDetachedStartKeepsTheDepth: a sub-agent at the deepest depth
+// allowed cannot start deeper agents by detaching one (a background agent
+// with no parent's budget), nor through it: a detached agent's depth is
+// its starter's plus one. (A guard that holds.)
+func TestAttackDetachedStartKeepsTheDepth(t *testing.T) {
+	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxDepth: 2}})
+	h.holdText("slow")
+	a := h.startChild(StartRequest{Prompt: "slow a", Template: "worker"})
+	b := h.startChild(StartRequest{Caller: a.ID, CallerSession: a.ID + "/main", Turn: a.Turn, Prompt: "slow b", Template: "worker"})
+	if b.Depth != 2 {
+		t.Fatalf("depth %d, want 2", b.Depth)
+	}
+	for _, detached := range []bool{true, false} {
+		in, err := h.sys.Start(context.Background(), StartRequest{Caller: b.ID, CallerSession: b.ID + "/main", Turn: b.Turn,
+			CallID: map[bool]string{true: "d", false: "s"}[detached], Prompt: "slow c", Template: "worker", Detached: detached})
+		if !errors.Is(err, store.ErrLimit) {
+			t.Errorf("detached %v from depth 2 of 2: %+v, %v; want max_depth", detached, in, err)
+		}
+	}
+}
