@@ -124,10 +124,10 @@ func (s stopper) Stop(ctx context.Context, addr, reason string) error {
 
 type harnessOptions struct {
 	cfg    agent.AgentsConfig
-	noRun  bool          // do not run the supervisor
-	path   string        // the database of an earlier harness (a restart)
-	noHook bool          // do not feed turn ends to Ended
-	sweep  time.Duration // how often the supervisor sweeps (default an hour: never in a test)
+	noRun  bool                  // do not run the supervisor
+	path   string                // the database of an earlier harness (a restart)
+	noHook bool                  // do not feed turn ends to Ended
+	sweep  time.Duration         // how often the supervisor sweeps (default an hour: never in a test)
 	engine func(*engine.Options) // changes the engine's options (prices)
 }
 
