@@ -96,7 +96,8 @@ func TestAttackUserAgentReachesAnotherPersonsConversation(t *testing.T) {
 // conversation (not its parent, child, nor named by its agents.targets)
 // reads the last reply Bob's agent gave him (agent_status: last_end) and,
 // through list_agents, every person's connector, channel and user id
-// (the descriptors) and every agent's cost. The other agent tools refuse
+// (the descriptors) and every agent's cost; a send with no target, which
+// it may not make, names the conversation it would have reached. The other agent tools refuse
 // such an agent as out of reach; reading should be held to the same
 // reach.
 func TestAttackStatusAndListReadOtherPeoplesAgents(t *testing.T) {
@@ -114,6 +115,12 @@ func TestAttackStatusAndListReadOtherPeoplesAgents(t *testing.T) {
 	res = h.callTool("helper", ToolList, `{}`)
 	if strings.Contains(res.Output, "user:tg:dm:bob") || strings.Contains(res.Output, bob.ID) {
 		t.Errorf("list_agents gave helper Bob's conversation and who he is: %s", res.Output)
+	}
+	// A send with no target to a conversation helper may not reach is
+	// refused, and the refusal must not name it either.
+	res = h.callTool("helper", ToolSend, `{"text":"hi"}`)
+	if !res.IsError || strings.Contains(res.Output, bob.ID) {
+		t.Errorf("send_agent_message with no target gave helper Bob's conversation: %s", res.Output)
 	}
 	// The agents within reach stay readable: helper's own sub-agent.
 	child := h.startChild(StartRequest{Caller: "helper", Template: "helper", Prompt: "x"})
