@@ -320,3 +320,39 @@ func TestAttackDetachedStartKeepsTheDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackAskSessionIsSharedByTheCallersConversations: ask_agent puts
+// the question in the callee's session ask:<caller id>, one per calling
+// agent, whatever conversation of the caller asks. An assistant that
+// talks to many people in sessions of their own asks a helper for Alice,
+// then for Bob: Bob's question is answered in the same conversation as
+// Alice's, so the helper's model reads Alice's question (and its answer)
+// while it answers for Bob. The callee's session should be one per
+// calling conversation.
+func TestAttackAskSessionIsSharedByTheCallersConversations(t *testing.T) {
+	h := newHarness(t, nil)
+	assistant := *h.defs["assistant"]
+	assistant.Agents.Targets = []string{"helper"}
+	h.setDef(&assistant)
+	ctx := context.Background()
+	for _, q := range []struct{ session, question string }{
+		{"assistant/alice", "alice asks: is my biopsy result back?"},
+		{"assistant/bob", "bob asks: what time is it?"},
+	} {
+		if _, err := h.sys.Ask(ctx, AskRequest{Caller: "assistant", CallerSession: q.session, CallID: q.session, Target: "helper",
+			Question: q.question}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := h.model.Requests("bob asks: what time is it?")
+	if len(reqs) == 0 {
+		t.Fatal("the helper was not asked Bob's question")
+	}
+	for _, req := range reqs {
+		for _, m := range req.Messages {
+			if strings.Contains(m.Content, "biopsy") {
+				t.Errorf("the helper answering for Bob's conversation read Alice's question: %q", m.Content)
+			}
+		}
+	}
+}
