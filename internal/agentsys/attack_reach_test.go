@@ -356,3 +356,29 @@ func TestAttackAskSessionIsSharedByTheCallersConversations(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackSwarmSubagentsShareOneMemory: a swarm gives each customer an
+// agent with a long-term memory of its own, "so one customer's facts
+// never reach another's conversation". A sub-agent a customer's agent
+// starts (from its own template, as it may by default) remembers and
+// recalls in the template's scope, not its customer's: the sub-agents of
+// every customer share one memory, and what one customer's sub-agent
+// remembers, another customer's recalls.
+func TestAttackSwarmSubagentsShareOneMemory(t *testing.T) {
+	h := newHarness(t, nil)
+	ann := h.contact("desk", "ann", "my account number is 1234")
+	bob := h.contact("desk", "bob", "hello")
+	annKid := h.startChild(StartRequest{Caller: ann.ID, Prompt: "look up the account", CallID: "a1"})
+	bobKid := h.startChild(StartRequest{Caller: bob.ID, Prompt: "look up the account", CallID: "b1"})
+	da, ok := h.sys.Definition(annKid.ID)
+	db, ok2 := h.sys.Definition(bobKid.ID)
+	if !ok || !ok2 {
+		t.Fatal("no derived definitions")
+	}
+	if da.ScopeID() == db.ScopeID() {
+		t.Errorf("the sub-agents of Ann's and Bob's agents share the memory scope %q", da.ScopeID())
+	}
+	if da.ScopeID() != ann.ID {
+		t.Errorf("Ann's agent's sub-agent remembers in scope %q, not Ann's (%s)", da.ScopeID(), ann.ID)
+	}
+}
