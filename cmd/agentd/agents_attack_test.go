@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"agentd/internal/gateway"
 )
@@ -62,5 +63,64 @@ func TestAttackGuestWritesIntoAnotherGuestsConversation(t *testing.T) {
 	log := okRun(t, dir, "log", bob.ID+"/main", "--json")
 	if strings.Contains(log, "ask for its number again") {
 		t.Errorf("Ann's concierge wrote into Bob's conversation (origin %s):\n%s", ann.ID, log)
+	}
+}
+
+// TestAttackAgentLoopsStopAtTheHopLimit: through the daemon, with
+// agents.max_hops 3, an agent that messages itself on every turn, and a
+// planner that starts a sub-agent on every turn (each sub-agent's report
+// waking it again), stop: the hops a message carries grow along the
+// chain, reports included, and the send or start past the limit is
+// refused with a guard event in the sender's log. (Guards that hold.)
+func TestAttackAgentLoopsStopAtTheHopLimit(t *testing.T) {
+	t.Parallel()
+	addr := fake(t, "match ^part$\nsay the part is done\n\n"+
+		"match loop\n"+`call send_agent_message {"target":"looper","text":"loop again"}`+"\n---\nsay sent\n\n"+
+		"match *\n"+`call start_background_agent {"prompt":"part"}`+"\n---\nsay started\n")
+	dir := dataDir(t, map[string]string{
+		"agentd.yaml":         "agents:\n  max_hops: 3\n",
+		"agents/looper.yaml":  openaiAgent(addr, "tools:\n  allow: [send_agent_message]\n"),
+		"agents/planner.yaml": openaiAgent(addr, "tools:\n  allow: [start_background_agent]\n"),
+	})
+	d := serve(t, dir)
+	defer d.stop(t)
+	okRun(t, dir, "send", "looper/main", "loop")
+	okRun(t, dir, "send", "planner/main", "plan")
+
+	for _, c := range []struct {
+		session string
+		kind    string // the events the chain is made of
+		want    int
+	}{
+		// The person's message (0 hops), then 3 to itself (1, 2, 3 hops).
+		{"looper/main", `"kind":"system_message"`, 3},
+		// Sub-agents at 1 and 3 hops; their reports carry 2 and 4.
+		{"planner/main", `"op":"started"`, 0},
+	} {
+		var log string
+		deadline := time.Now().Add(60 * time.Second) // ends a test that hangs; no time is asserted
+		for !strings.Contains(log, `"guard":"max_hops"`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no max_hops guard; the loop goes on:\n%s", c.session, log)
+			}
+			time.Sleep(20 * time.Millisecond)
+			log = okRun(t, dir, "log", c.session, "--json")
+		}
+		if c.kind == `"kind":"system_message"` {
+			if n := strings.Count(log, c.kind); n != c.want {
+				t.Errorf("%s: %d messages to itself before the guard, want %d:\n%s", c.session, n, c.want, log)
+			}
+		}
+	}
+	var list []gateway.AgentInfo
+	decodeOut(t, okRun(t, dir, "agents", "--json", "--all"), &list)
+	kids := 0
+	for _, a := range list {
+		if a.Dynamic && a.Parent == "planner" {
+			kids++
+		}
+	}
+	if kids != 2 {
+		t.Errorf("the planner started %d sub-agents, want 2 (at 1 and 3 hops):\n%+v", kids, list)
 	}
 }
