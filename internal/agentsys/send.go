@@ -2,6 +2,8 @@ package agentsys
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,7 +45,8 @@ func (s *System) Send(ctx context.Context, req SendRequest) (runtime.Receipt, st
 	return rc, addr, nil
 }
 
-// Ask sends req.Question to req.Target's session "ask:<caller>" and waits
+// Ask sends req.Question to req.Target's session for the caller's session
+// (askKey: "ask:<caller>" from its main session) and waits
 // for the answer, at most the smaller of req.Timeout and
 // agents.ask_timeout (and ctx's deadline). A question not answered in
 // time is cancelled; it stays in that session's log.
@@ -59,7 +62,7 @@ func (s *System) Ask(ctx context.Context, req AskRequest) (AskResult, error) {
 	if req.Timeout > 0 && req.Timeout < wait {
 		wait = req.Timeout
 	}
-	addr := t.agent + "/" + askSession(req.Caller)
+	addr := t.agent + "/" + askKey(req.Caller, req.CallerSession)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	in := runtime.Input{Session: addr, Text: req.Question, Source: sourceAgent, Origin: req.Caller, Hops: req.Hops + 1}
@@ -247,5 +250,28 @@ func (s *System) person(ctx context.Context, caller *agent.Definition) (store.In
 	return in, behaviours[in.Type].person, nil
 }
 
-// askSession is the key of the session of an ask from caller.
+// askSession is the key of the callee's session for the questions
+// from caller's main session.
 func askSession(caller string) string { return "ask:" + caller }
+
+// maxAskKey bounds the caller's session key an ask's session key holds
+// as it is; a longer one is held as its hash (an address is at most 512
+// bytes).
+const maxAskKey = 128
+
+// askKey is the key of the callee's session for the questions asked from
+// the caller's session callerSession: askSession(caller) from its main
+// session, "ask:<caller>:<its key>" from another (an agent id has no
+// ":"), so that two conversations of one caller — two people's — never
+// share the callee's conversation.
+func askKey(caller, callerSession string) string {
+	agentID, key, _ := cutAddress(callerSession)
+	switch {
+	case callerSession == "" || agentID == caller && key == "main":
+		return askSession(caller)
+	case agentID == caller && len(key) <= maxAskKey:
+		return askSession(caller) + ":" + key
+	}
+	sum := sha256.Sum256([]byte(callerSession))
+	return askSession(caller) + ":" + hex.EncodeToString(sum[:16])
+}
