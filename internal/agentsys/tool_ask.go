@@ -53,7 +53,7 @@ func askTool(s agentAsker) tool.Tool {
 			}
 			timeout = d
 		}
-		return s.Ask(ctx, AskRequest{Caller: c.Agent, CallerSession: c.Session, CallID: c.ID, Hops: c.Hops,
+		return s.Ask(ctx, AskRequest{Caller: c.Agent, CallerSession: c.Session, Turn: c.Turn, CallID: c.ID, Hops: c.Hops,
 			Target: strings.TrimSpace(a.Name), Question: a.Question, Timeout: timeout})
 	})
 }
