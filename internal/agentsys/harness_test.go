@@ -109,6 +109,7 @@ type harnessOptions struct {
 	noHook bool                   // the runtime's Ended hook is lost (as a full channel loses it)
 	sweep  time.Duration          // how often the supervisor sweeps (default an hour: never in a test)
 	prices map[string]agent.Price // the engine's prices by model name (default none: calls are free)
+	engine func(*engine.Options)  // changes the engine's options further
 }
 
 // newHarness returns a harness whose definitions are assistant (a user
@@ -139,7 +140,12 @@ func newHarnessTB(t testing.TB, o *harnessOptions) *harness {
 				}
 			}
 		}
-	}, Engine: func(eo *engine.Options) { eo.Prices = o.prices }})
+	}, Engine: func(eo *engine.Options) {
+		eo.Prices = o.prices
+		if o.engine != nil {
+			o.engine(eo)
+		}
+	}})
 	h.sys = New(h.k.Store, h.k.Runtime, &Options{Agents: agents{h}, Recorder: h.rec, Config: o.cfg, Now: h.now.Now,
 		Sweep: cmp.Or(o.sweep, time.Hour)})
 	h.hooked.Store(h.sys)

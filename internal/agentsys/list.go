@@ -26,22 +26,49 @@ type Lister interface {
 // cron:<job>) or the system agents (one per tag, system:<tag>); a list
 // with no filter ends with them.
 func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string, error) {
+	return s.list(ctx, f, nil)
+}
+
+// ListFor is List as the agent caller sees it (list_agents): only the
+// agents it may reach (mayReach). A page may so hold fewer than the
+// filter's limit; its cursor still leads to the next.
+func (s *System) ListFor(ctx context.Context, caller string, f store.AgentFilter) ([]Info, string, error) {
+	def, ok := s.definition(caller)
+	if !ok {
+		return nil, "", fmt.Errorf("agentsys: list: caller %w: %s", ErrNotFound, caller)
+	}
+	return s.list(ctx, f, func(t target) bool { return s.mayReach(ctx, def, t) })
+}
+
+// list lists what f selects and keep keeps (nil: all).
+func (s *System) list(ctx context.Context, f store.AgentFilter, keep func(target) bool) ([]Info, string, error) {
 	if f.Type == agent.TypeCron || f.Type == agent.TypeSystem {
-		return s.computed(ctx, f.Type), "", nil
+		return kept(s.computed(ctx, f.Type), keep), "", nil
 	}
 	rows, next, err := s.st.Instances(ctx, f)
 	if err != nil {
 		return nil, "", fmt.Errorf("agentsys: list: %w", err)
+	}
+	if keep != nil {
+		rows = slices.DeleteFunc(rows, func(in store.Instance) bool { return !keep(target{agent: in.Agent, in: &in}) })
 	}
 	out, err := s.infos(ctx, rows)
 	if err != nil {
 		return nil, "", err
 	}
 	if f.Type == "" && f.Parent == "" && f.Root == "" && f.State == "" && !f.Live && f.Before == "" {
-		out = append(out, s.computed(ctx, agent.TypeCron)...)
-		out = append(out, s.computed(ctx, agent.TypeSystem)...)
+		out = append(out, kept(s.computed(ctx, agent.TypeCron), keep)...)
+		out = append(out, kept(s.computed(ctx, agent.TypeSystem), keep)...)
 	}
 	return out, next, nil
+}
+
+// kept is the computed agents (definitions) of infos that keep keeps.
+func kept(infos []Info, keep func(target) bool) []Info {
+	if keep == nil {
+		return infos
+	}
+	return slices.DeleteFunc(infos, func(i Info) bool { return !keep(target{agent: i.ID}) })
 }
 
 // infos describes rows, with their costs and live children.
@@ -241,6 +268,24 @@ func (s *System) tree(ctx context.Context, id string) (Node, error) {
 		return n
 	}
 	return build(id, top.Info), nil
+}
+
+// StatusFor is Status as the agent caller sees it (agent_status): the
+// state of an agent it may reach (mayReach), named as send_agent_message
+// names one (an id, a name or #tag); any other is refused as ErrReach.
+func (s *System) StatusFor(ctx context.Context, caller, id string) (Status, error) {
+	def, ok := s.definition(caller)
+	if !ok {
+		return Status{}, fmt.Errorf("agentsys: status: caller %w: %s", ErrNotFound, caller)
+	}
+	t, err := s.resolve(ctx, id)
+	if err != nil {
+		return Status{}, fmt.Errorf("agentsys: status: %w", err)
+	}
+	if !s.mayReach(ctx, def, t) {
+		return Status{}, fmt.Errorf("agentsys: status: %w: %s may not reach %s (not its parent or child; agents.targets)", ErrReach, caller, id)
+	}
+	return s.Status(ctx, t.agent)
 }
 
 // Status returns the state of the agent id (an instance id, a permanent

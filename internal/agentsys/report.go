@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"agentd/internal/event"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
@@ -126,6 +127,7 @@ func (s *System) report(ctx context.Context, in store.Instance) error {
 	if err != nil {
 		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
 	}
+	in.Hops = s.lastHops(ctx, in) // the report carries on the hops of its last input, not of its first
 	failure := ""
 	if _, err := s.rt.Submit(ctx, reportInput(in, c, s.cfg.ReportBytes)); err != nil {
 		if !refusedForGood(err) {
@@ -137,6 +139,33 @@ func (s *System) report(ctx context.Context, in store.Instance) error {
 		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
 	}
 	return nil
+}
+
+// hopsTail is how many events at the end of an agent's log lastHops
+// reads: its last turn's input is among them but for a turn of many steps.
+const hopsTail = 64
+
+// lastHops is the most hops of the inputs at the end of in's main
+// session's log, and at least its first message's (in.Hops): the hops of
+// the input its last turn served. A log that cannot be read gives
+// in.Hops.
+func (s *System) lastHops(ctx context.Context, in store.Instance) int {
+	hops := in.Hops
+	sess, err := s.st.SessionByAddress(ctx, in.Agent, "main")
+	if err != nil {
+		return hops
+	}
+	evs, err := s.st.Events(ctx, sess.ID, max(0, sess.LastSeq-hopsTail), hopsTail)
+	if err != nil {
+		return hops
+	}
+	for _, ev := range evs {
+		var d event.InputData
+		if (ev.Kind == event.Input || ev.Kind == event.SystemMessage) && ev.Decode(&d) == nil {
+			hops = max(hops, d.Hops)
+		}
+	}
+	return hops
 }
 
 // refusedForGood reports whether an input refused with err would be

@@ -1,12 +1,14 @@
 package agentsys
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"agentd/internal/event"
 	"agentd/internal/store"
 )
 
@@ -70,5 +72,29 @@ func TestReportInput(t *testing.T) {
 	if got.Session != "assistant/main" || !got.System || !got.Silent || got.Origin != in.ID ||
 		got.IdempotencyKey != "agent-report:"+in.ID || got.Source != "agent-report" {
 		t.Errorf("report input %+v", got)
+	}
+}
+
+// TestReportCarriesTheHopsOfTheLastInput: a child's report carries on the
+// hops of the last input it served, not only of its first message: a
+// child that a message 5 hops down a chain kept working reports with 6,
+// so a parent woken by the report cannot loop past the limit.
+func TestReportCarriesTheHopsOfTheLastInput(t *testing.T) {
+	h := newHarness(t, nil)
+	release := h.holdText("slow")
+	child := h.startChild(StartRequest{Prompt: "slow part", Template: "worker"})
+	if child.Hops != 1 {
+		t.Fatalf("the child's first message has %d hops, want 1", child.Hops)
+	}
+	if _, _, err := h.sys.Send(context.Background(), SendRequest{Caller: "assistant", CallerSession: "assistant/main", CallID: "m1",
+		Hops: 4, Target: child.ID, Text: "one more thing"}); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	h.reported(child.ID)
+	var reps []event.InputData
+	h.eventually("the report in the parent's log", func() bool { reps = h.reports("assistant/main", child.ID); return len(reps) > 0 })
+	if len(reps) != 1 || reps[0].Hops != 6 {
+		t.Errorf("the reports %+v; want one of 6 hops (its last input's 5, plus one)", reps)
 	}
 }

@@ -125,3 +125,36 @@ func TestAskAnswersInTheCalleesSession(t *testing.T) {
 		t.Errorf("a late answer: %v", err)
 	}
 }
+
+// TestSendWithNoTargetStaysWithThePerson: a message with no target from
+// a person's conversation, or from a sub-agent it started, goes to that
+// person's conversation even when another person's was active since; an
+// agent that works for no person gets the most recent one in its reach.
+func TestSendWithNoTargetStaysWithThePerson(t *testing.T) {
+	h := newHarness(t, nil)
+	h.holdText("slow")
+	h.setDef(typedAgent("concierge", agent.TypeUser))
+	ann := h.contact("concierge", "ann", "hello")
+	kid := h.startChild(StartRequest{Caller: ann.ID, CallerSession: ann.ID + "/main", Prompt: "slow errand", Template: "concierge", CallID: "k"})
+	bob := h.contact("concierge", "bob", "hello")
+	ctx := context.Background()
+	// A background agent of the template, started by no person, reaches
+	// the template's user agents: the most recent is Bob's.
+	bg := h.startChild(StartRequest{Caller: "concierge", Prompt: "slow watch", Template: "concierge", Detached: true, CallID: "b"})
+	_, addr, err := h.sys.Send(ctx, SendRequest{Caller: bg.ID, CallerSession: bg.ID + "/main", CallID: "n", Text: "note", Silent: true})
+	if err != nil || addr != bob.ID+"/main" {
+		t.Errorf("a background agent with no target: %s, %v; want %s/main", addr, err, bob.ID)
+	}
+	for _, c := range []struct {
+		caller string
+		want   string
+	}{
+		{ann.ID, ann.ID + "/main"},
+		{kid.ID, ann.ID + "/main"},
+	} {
+		_, addr, err := h.sys.Send(ctx, SendRequest{Caller: c.caller, CallerSession: c.caller + "/main", CallID: "n", Text: "note"})
+		if err != nil || addr != c.want {
+			t.Errorf("%s with no target: %s, %v; want %s", c.caller, addr, err, c.want)
+		}
+	}
+}

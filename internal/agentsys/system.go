@@ -142,9 +142,21 @@ func (s *System) derived(e *entry) (*agent.Definition, bool) {
 		return nil, false
 	}
 	s.mu.Lock()
+	def, fresh := e.def, e.tpl == tpl
+	s.mu.Unlock()
+	if fresh {
+		return def, true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lookupWait)
+	scope, err := s.treeScope(ctx, e.in)
+	cancel()
+	if err != nil {
+		return nil, false
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.tpl != tpl {
-		e.tpl, e.def = tpl, derive(tpl, e.in)
+		e.tpl, e.def = tpl, derive(tpl, e.in, scope)
 	}
 	return e.def, true
 }

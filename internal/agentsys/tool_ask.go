@@ -20,7 +20,7 @@ type askArgs struct {
 }
 
 const askDesc = `Ask another agent a question and wait for its answer, as a call to a tool. ` +
-	`It answers in a conversation of its own with you (its session ask:<your id>), on its own budget. ` +
+	`It answers in a conversation of its own with this conversation of yours (its session ask:<your id>, or ask:<your id>:<your session key>), on its own budget. ` +
 	`name is an agent id, a dynamic agent's id, a name or #tag. ` +
 	`timeout (e.g. "90s", "5m") bounds the wait; agentd.yaml's agents.ask_timeout and your tools.timeout bound it too. ` +
 	`If the time runs out its turn is cancelled and the question stays in its log.`
@@ -53,7 +53,7 @@ func askTool(s agentAsker) tool.Tool {
 			}
 			timeout = d
 		}
-		return s.Ask(ctx, AskRequest{Caller: c.Agent, CallerSession: c.Session, CallID: c.ID, Hops: c.Hops,
+		return s.Ask(ctx, AskRequest{Caller: c.Agent, CallerSession: c.Session, Turn: c.Turn, CallID: c.ID, Hops: c.Hops,
 			Target: strings.TrimSpace(a.Name), Question: a.Question, Timeout: timeout})
 	})
 }

@@ -12,7 +12,7 @@ func TestAskTool(t *testing.T) {
 	answered := func(f *fakeSystem) {
 		f.answer = AskResult{Answer: "Alice prefers email", Status: "done", CostUSD: 0.01, Session: "memory-keeper/ask:" + callerID}
 	}
-	base := AskRequest{Caller: callerID, CallerSession: callerSession, CallID: "7.1", Hops: 2}
+	base := AskRequest{Caller: callerID, CallerSession: callerSession, Turn: 7, CallID: "7.1", Hops: 2}
 	with := func(f func(*AskRequest)) []any {
 		r := base
 		f(&r)

@@ -70,6 +70,16 @@ func (f *fakeSystem) Status(_ context.Context, id string) (Status, error) {
 	return f.status, f.err
 }
 
+// ListFor is List: reach is the System's, tested there.
+func (f *fakeSystem) ListFor(ctx context.Context, _ string, fl store.AgentFilter) ([]Info, string, error) {
+	return f.List(ctx, fl)
+}
+
+// StatusFor is Status: reach is the System's, tested there.
+func (f *fakeSystem) StatusFor(ctx context.Context, _, id string) (Status, error) {
+	return f.Status(ctx, id)
+}
+
 func (f *fakeSystem) Stop(_ context.Context, id, reason, by string) ([]string, error) {
 	f.got = append(f.got, stopCall{id, reason, by})
 	return f.stopped, f.err

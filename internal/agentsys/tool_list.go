@@ -8,9 +8,9 @@ import (
 	"agentd/internal/tool"
 )
 
-// agentLister lists agents (the System).
+// agentLister lists the agents an agent may reach (the System).
 type agentLister interface {
-	List(ctx context.Context, f store.AgentFilter) ([]Info, string, error)
+	ListFor(ctx context.Context, caller string, f store.AgentFilter) ([]Info, string, error)
 }
 
 // maxListed bounds the agents list_agents returns in one call.
@@ -33,7 +33,7 @@ type listResult struct {
 	Next   string `json:"next,omitempty"`
 }
 
-const listDesc = `List the agents of this node: dynamic agents (started, created or contacted at run time) with their type, parent, state and cost, ` +
+const listDesc = `List the agents of this node you may reach (your parent, your children, the agents your definition's agents.targets names): dynamic agents (started, created or contacted at run time) with their type, parent, state and cost, ` +
 	`and the cron and system agents. Filter by type, parent ("me": the agents you started) and state; ` +
 	`a page stops at limit (default and most 100): pass its next as before for the next page.`
 
@@ -59,7 +59,7 @@ func listTool(s agentLister) tool.Tool {
 		if f.Limit == 0 {
 			f.Limit = maxListed
 		}
-		rows, next, err := s.List(ctx, f)
+		rows, next, err := s.ListFor(ctx, c.Agent, f)
 		if err != nil {
 			return nil, err
 		}

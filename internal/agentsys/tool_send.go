@@ -30,14 +30,15 @@ type sendResult struct {
 
 const sendDesc = `Send a message to another agent. It arrives as <system_message origin="<your id>">…</system_message> and starts that agent's turn; ` +
 	`a silent one is only logged and enters its next turn without starting one. ` +
-	`target is an agent id (or a dynamic agent's id), an agent's name, or #tag; left out, the person's conversation you were most recently in (the most recent user agent). ` +
+	`target is an agent id (or a dynamic agent's id), an agent's name, or #tag; left out, the conversation of the person you work for ` +
+	`(or, if you work for none, the most recent user agent you may reach). ` +
 	`You may message your parent, your children, and the agents your definition's agents.targets names.`
 
 func sendSpec() tool.Spec {
 	return tool.Spec{Name: ToolSend, Description: sendDesc, Risky: true, Idempotent: true,
 		Reach: "acts on other agents: it messages them and starts their turns",
 		InputSchema: objectSchema(map[string]any{
-			"target": agentProp("Who gets it: an agent id, a dynamic agent's id, a name or #tag; left out, the most recent user agent."),
+			"target": agentProp("Who gets it: an agent id, a dynamic agent's id, a name or #tag; left out, the conversation of the person you work for."),
 			"text":   textProp("The message.", 0),
 			"silent": map[string]any{"type": "boolean", "description": "true: log it for the target's next turn without starting one."},
 		}, "text")}

@@ -7,9 +7,10 @@ import (
 	"agentd/internal/tool"
 )
 
-// agentStatuser tells an agent's state (the System).
+// agentStatuser tells an agent's state to an agent that may reach it
+// (the System).
 type agentStatuser interface {
-	Status(ctx context.Context, id string) (Status, error)
+	StatusFor(ctx context.Context, caller, id string) (Status, error)
 }
 
 type statusArgs struct {
@@ -17,7 +18,8 @@ type statusArgs struct {
 }
 
 const statusDesc = `Show one agent's state: its type, parent, state, cost (its own and with its sub-agents), ` +
-	`its live children, the end of its last turn, and its result once it has ended.`
+	`its live children, the end of its last turn, and its result once it has ended. ` +
+	`You may read your parent, your children, and the agents your definition's agents.targets names.`
 
 func statusSpec() tool.Spec {
 	return tool.Spec{Name: ToolStatus, Description: statusDesc, Risky: true, ReadOnly: true,
@@ -33,6 +35,6 @@ func statusTool(s agentStatuser) tool.Tool {
 		if err := nonBlank("id", a.ID); err != nil {
 			return nil, err
 		}
-		return s.Status(ctx, strings.TrimSpace(a.ID))
+		return s.StatusFor(ctx, c.Agent, strings.TrimSpace(a.ID))
 	})
 }

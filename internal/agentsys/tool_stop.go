@@ -89,7 +89,9 @@ func mayStop(ctx context.Context, s agentStopper, defs Definitions, caller, id s
 	in := st.Instance
 	if defs != nil {
 		if d, ok := defs.Get(caller); ok {
-			for _, n := range []string{in.Agent, in.ID, in.Name, in.Template, st.ID} {
+			// Its ids only: a template's name does not name its
+			// instances, nor a label the agent (as mayReach).
+			for _, n := range []string{in.Agent, in.ID, st.ID} {
 				if n != "" && matchAny(d.Agents.Targets, n) {
 					return nil
 				}

@@ -12,13 +12,14 @@ type behaviour struct {
 	cancelledWithParent bool // stopping its parent, or the turn that started it, stops it
 	closesWhenDone      bool // its session closes when its task is done
 	ownScope            bool // its memory scope is its own, not its template's
+	person              bool // it is a person's conversation: its tree works for that person alone
 }
 
 // behaviours holds each agent type's behaviour (a test holds it to
 // agent.Types()).
 var behaviours = map[string]behaviour{
-	agent.TypeUser:       {instanced: true},
-	agent.TypeSwarm:      {instanced: true, ownScope: true},
+	agent.TypeUser:       {instanced: true, person: true},
+	agent.TypeSwarm:      {instanced: true, ownScope: true, person: true},
 	agent.TypePermanent:  {},
 	agent.TypeBackground: {instanced: true, reports: true, closesWhenDone: true},
 	agent.TypeSubagent: {instanced: true, hasParent: true, reports: true, paidByParent: true,

@@ -130,7 +130,7 @@ func (e *env) agentsShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if d.Instance == nil {
+			if d.Instance == nil || !d.Instance.Dynamic { // a definition's state has no instance
 				return withCode(ExitNotFound, fmt.Errorf("%s is an agent definition, not a dynamic agent: agentd agents lists it", args[0]))
 			}
 			if asJSON {

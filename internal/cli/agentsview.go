@@ -49,12 +49,15 @@ func writeAgents(w io.Writer, list []gateway.AgentInfo) error {
 }
 
 // writeDefinitions prints agent definitions as agentd agents always has.
+// A definition may be a row an agent wrote: its text goes through
+// termSafe too.
 func writeDefinitions(w io.Writer, list []gateway.AgentInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tTYPE\tMODEL\tSTATE")
 	for _, a := range list {
 		m := a.Provider + " " + a.Model
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Type, strings.TrimSpace(m), a.State)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(a.ID), termSafe(a.Name), termSafe(a.Type),
+			termSafe(strings.TrimSpace(m)), a.State)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -64,12 +67,12 @@ func writeDefinitions(w io.Writer, list []gateway.AgentInfo) error {
 			continue
 		}
 		if a.State == gateway.AgentInvalid {
-			fmt.Fprintf(w, "\n%s: invalid, not loaded:\n", a.ID)
+			fmt.Fprintf(w, "\n%s: invalid, not loaded:\n", termSafe(a.ID))
 		} else {
-			fmt.Fprintf(w, "\n%s: its file does not load; the last good definition stays in use:\n", a.ID)
+			fmt.Fprintf(w, "\n%s: its file does not load; the last good definition stays in use:\n", termSafe(a.ID))
 		}
 		for _, p := range a.Problems {
-			fmt.Fprintf(w, "  %s\n", problemText(p))
+			fmt.Fprintf(w, "  %s\n", termSafe(problemText(p)))
 		}
 	}
 	return nil
