@@ -160,8 +160,8 @@ func (s *System) targetOf(in store.Instance) (target, error) {
 }
 
 // mayReach reports whether caller may message, ask, inspect or stop t: its
-// parent, its children, what its agents.targets allow, and the user
-// agents of its own template.
+// parent, its children, what its agents.targets allow (by id, name,
+// template or #tag), and the user agents of its own template.
 func (s *System) mayReach(ctx context.Context, caller *agent.Definition, t target) bool {
 	if caller.ID == t.agent {
 		return true
@@ -175,6 +175,9 @@ func (s *System) mayReach(ctx context.Context, caller *agent.Definition, t targe
 	names := []string{t.agent}
 	if t.in != nil {
 		names = append(names, t.in.ID, t.in.Name, t.in.Template)
+	}
+	for _, tag := range t.def.Tags {
+		names = append(names, "#"+tag) // agents.targets may name an agent by its tag, as a message does
 	}
 	for _, n := range names {
 		if n != "" && globs(caller.Agents.Targets, n) {
