@@ -24,7 +24,7 @@ type Lister interface {
 // and live children, and the next page's cursor. A filter of type cron or
 // system lists the cron agents (one per job naming an agent, descriptor
 // cron:<job>) or the system agents (one per tag, system:<tag>); a list
-// with no filter ends with them.
+// with no filter but Live ends with them.
 func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string, error) {
 	if f.Type == agent.TypeCron || f.Type == agent.TypeSystem {
 		return s.computed(ctx, f.Type), "", nil
@@ -37,7 +37,7 @@ func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string,
 	if err != nil {
 		return nil, "", err
 	}
-	if f.Type == "" && f.Parent == "" && f.Root == "" && f.State == "" && !f.Live && f.Before == "" {
+	if f.Type == "" && f.Parent == "" && f.Root == "" && f.State == "" && f.Before == "" {
 		out = append(out, s.computed(ctx, agent.TypeCron)...)
 		out = append(out, s.computed(ctx, agent.TypeSystem)...)
 	}
