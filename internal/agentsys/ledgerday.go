@@ -1,0 +1,114 @@
+package agentsys
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/engine"
+	"agentd/internal/store"
+)
+
+// A payer's day is an account too: the turns it pays for at once (its
+// sub-agents' turns, its own in several sessions) reserve from what its
+// max_usd_per_day has left, so that together they cannot overspend it.
+// Each turn still checks the day against the store's usage when it
+// starts (runtime.pay); the day account adds the reservations of the
+// calls in flight. A day account is keyed "day:<payer>:<date>" in the
+// ledger's map, loaded from the payer's usage since midnight UTC, and
+// forgotten by the sweep once idle.
+
+// daySpender is the optional ability of the ledger's store to sum what a
+// payer spent since a time (store.Store.UsageSince).
+type daySpender interface {
+	UsageSince(ctx context.Context, agent string, t time.Time) (store.Usage, error)
+}
+
+// withDay returns turn bound by the day of its payer too, when the payer
+// has a max_usd_per_day; else turn.
+func (l *Ledger) withDay(ctx context.Context, turn *account, payer string, def *agent.Definition, b agent.Budgets) (engine.Account, error) {
+	ds, ok := l.st.(daySpender)
+	limit := b.MaxUSDPerDay
+	if payer != "" && payer != def.ID {
+		limit = 0
+		if l.dayLimit != nil {
+			limit = l.dayLimit(payer)
+		}
+	} else {
+		payer = def.ID
+	}
+	if !ok || limit <= 0 {
+		return turn, nil
+	}
+	y, m, d := l.now().UTC().Date()
+	midnight := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+	key := "day:" + payer + ":" + midnight.Format(time.DateOnly)
+	l.mu.Lock()
+	day, held := l.accounts[key]
+	if held {
+		day.used = l.now()
+	}
+	l.mu.Unlock()
+	if !held {
+		u, err := ds.UsageSince(ctx, payer, midnight)
+		if err != nil {
+			return nil, fmt.Errorf("agentsys: day account of %s: %w", payer, err)
+		}
+		now := l.now()
+		l.mu.Lock()
+		if day, held = l.accounts[key]; !held { // not made meanwhile
+			day = &account{l: l, key: key, limit: limit, spent: u.CostUSD, loaded: now, used: now}
+			l.accounts[key] = day
+		}
+		l.mu.Unlock()
+	}
+	return &dayBound{turn: turn, day: day}, nil
+}
+
+// dayBound is a turn's account bounded by its payer's day as well: a
+// reservation is taken from both or from neither. Its limit is the turn's
+// (the day's when the turn has none), and what it reports spent is that
+// limit less what the tighter of the two has left.
+type dayBound struct{ turn, day *account }
+
+func (c *dayBound) Key() string { return c.turn.key }
+
+func (c *dayBound) Limit() float64 {
+	if c.turn.limit > 0 {
+		return c.turn.limit
+	}
+	return c.day.limit
+}
+
+func (c *dayBound) Reserve(usd float64) (bool, float64) {
+	c.turn.refresh()
+	l := c.turn.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	left := math.Inf(1)
+	for _, a := range [...]*account{c.turn, c.day} {
+		a.used = l.now()
+		if a.limit > 0 {
+			left = min(left, a.limit-a.spent-a.reserved)
+		}
+	}
+	spent := c.Limit() - left
+	if usd > left {
+		return false, spent
+	}
+	c.turn.reserved += usd
+	c.day.reserved += usd
+	return true, spent
+}
+
+func (c *dayBound) Settle(reserved, actual float64) {
+	l := c.turn.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range [...]*account{c.turn, c.day} {
+		a.reserved = max(0, a.reserved-reserved)
+		a.spent += actual
+	}
+}
