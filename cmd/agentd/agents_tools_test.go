@@ -308,9 +308,9 @@ func TestAgentGuardBudgets(t *testing.T) {
 	}
 	eachWay(t, files, func(t *testing.T, w *way) {
 		for _, tt := range []struct {
-			agent string
-			limit float64
-		}{{"turn", 0.2}, {"daily", 0.3}} {
+			agent, budget string
+			limit         float64
+		}{{"turn", "budgets.max_usd_per_turn", 0.2}, {"daily", "budgets.max_usd_per_day", 0.3}} {
 			_, end := sendTurn(t, w.dir, tt.agent, "spend it")
 			list := waitAgents(t, w.dir, tt.agent+"'s sub-agents ended", func(l []gateway.AgentInfo) bool {
 				return allEndedAgents(4)(byParent(l, tt.agent))
@@ -338,8 +338,8 @@ func TestAgentGuardBudgets(t *testing.T) {
 				t.Errorf("%s and its sub-agents spent $%.4f of a $%.2f budget", tt.agent, spent, tt.limit)
 			}
 			for _, f := range failed {
-				if r := systemMessages(parent, f.ID); len(r) != 1 || !strings.Contains(r[0].Text, "failed: budget") {
-					t.Errorf("the failure's report: %+v", r)
+				if r := systemMessages(parent, f.ID); len(r) != 1 || !strings.Contains(r[0].Text, "failed: budget") || !strings.Contains(r[0].Text, tt.budget) {
+					t.Errorf("the failure's report: %+v; want it to name %s", r, tt.budget)
 				}
 			}
 		}

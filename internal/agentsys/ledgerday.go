@@ -64,14 +64,17 @@ func (l *Ledger) withDay(ctx context.Context, turn *account, payer string, def *
 		}
 		l.mu.Unlock()
 	}
-	return &dayBound{turn: turn, day: day}, nil
+	return &dayBound{turn: turn, day: day, payer: payer}, nil
 }
 
 // dayBound is a turn's account bounded by its payer's day as well: a
 // reservation is taken from both or from neither. Its limit is the turn's
 // (the day's when the turn has none), and what it reports spent is that
 // limit less what the tighter of the two has left.
-type dayBound struct{ turn, day *account }
+type dayBound struct {
+	turn, day *account
+	payer     string
+}
 
 func (c *dayBound) Key() string { return c.turn.key }
 
@@ -111,4 +114,16 @@ func (c *dayBound) Settle(reserved, actual float64) {
 		a.reserved = max(0, a.reserved-reserved)
 		a.spent += actual
 	}
+}
+
+// Binding names the budget that has the least left (engine.binder): the
+// turn's, or the payer's day.
+func (c *dayBound) Binding() (budget, what string) {
+	l := c.turn.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.turn.limit > 0 && c.turn.limit-c.turn.spent-c.turn.reserved <= c.day.limit-c.day.spent-c.day.reserved {
+		return "max_usd_per_turn", fmt.Sprintf("the paying turn %s past its $%.4f budget", c.turn.key, c.turn.limit)
+	}
+	return "max_usd_per_day", fmt.Sprintf("the day of %s past its $%.4f budget", c.payer, c.day.limit)
 }

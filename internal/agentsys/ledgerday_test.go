@@ -44,6 +44,9 @@ func TestDayAccountBoundsTurnsAtOnce(t *testing.T) {
 	if ok, spent := c.Reserve(0.2); ok || spent < 0.89 || spent > 0.91 {
 		t.Errorf("the second turn's 0.2 with 0.1 left: %v (spent %v)", ok, spent)
 	}
+	if b, what := c.(interface{ Binding() (string, string) }).Binding(); b != "max_usd_per_day" || what != "the day of assistant past its $1.0000 budget" {
+		t.Errorf("the binding budget: %s, %q", b, what)
+	}
 	a.Settle(0.5, 0.1)
 	if ok, _ := c.Reserve(0.2); !ok {
 		t.Error("after the first call cost 0.1, the second turn's 0.2 was refused")
