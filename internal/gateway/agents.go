@@ -366,7 +366,7 @@ func (s *Server) agentStatus(ctx context.Context, id string) (agentsys.Status, b
 	case err != nil:
 		return agentsys.Status{}, false, err
 	}
-	return st, true, nil
+	return st, st.Dynamic, nil // a definition's status is not an instance's
 }
 
 // agentBodyTypes are the content types PUT /v1/agents/{id} reads as the
