@@ -18,7 +18,9 @@ import (
 // starts (runtime.pay); the day account adds the reservations of the
 // calls in flight. A day account is keyed "day:<payer>:<date>" in the
 // ledger's map, loaded from the payer's usage since midnight UTC, and
-// forgotten by the sweep once idle.
+// forgotten by the sweep once idle. On a store other nodes share, their
+// spending of the day is seen by the turns that start after it (as
+// before); the reservations are this node's.
 
 // daySpender is the optional ability of the ledger's store to sum what a
 // payer spent since a time (store.Store.UsageSince).
@@ -26,18 +28,21 @@ type daySpender interface {
 	UsageSince(ctx context.Context, agent string, t time.Time) (store.Usage, error)
 }
 
-// withDay returns turn bound by the day of its payer too, when the payer
-// has a max_usd_per_day; else turn.
+// withDay returns turn bound by the day of its payer ("" def) too, when
+// the payer has a max_usd_per_day; else turn. The day's limit is the
+// payer's own, as its definition says (a tighter one an input sets holds
+// for that turn alone: the engine checks it).
 func (l *Ledger) withDay(ctx context.Context, turn *account, payer string, def *agent.Definition, b agent.Budgets) (engine.Account, error) {
 	ds, ok := l.st.(daySpender)
-	limit := b.MaxUSDPerDay
-	if payer != "" && payer != def.ID {
-		limit = 0
-		if l.dayLimit != nil {
-			limit = l.dayLimit(payer)
-		}
-	} else {
+	if payer == "" {
 		payer = def.ID
+	}
+	limit := 0.0
+	switch {
+	case l.dayLimit != nil:
+		limit = l.dayLimit(payer)
+	case payer == def.ID:
+		limit = b.MaxUSDPerDay
 	}
 	if !ok || limit <= 0 {
 		return turn, nil
@@ -48,7 +53,7 @@ func (l *Ledger) withDay(ctx context.Context, turn *account, payer string, def *
 	l.mu.Lock()
 	day, held := l.accounts[key]
 	if held {
-		day.used = l.now()
+		day.used, day.limit = l.now(), limit // the definition may have changed
 	}
 	l.mu.Unlock()
 	if !held {

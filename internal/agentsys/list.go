@@ -24,7 +24,7 @@ type Lister interface {
 // and live children, and the next page's cursor. A filter of type cron or
 // system lists the cron agents (one per job naming an agent, descriptor
 // cron:<job>) or the system agents (one per tag, system:<tag>); a list
-// with no filter but Live ends with them.
+// with no filter (of the live instances or of all) ends with them.
 func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string, error) {
 	if f.Type == agent.TypeCron || f.Type == agent.TypeSystem {
 		return s.computed(ctx, f.Type), "", nil
