@@ -27,6 +27,10 @@ type Ledger struct {
 	now    func() time.Time
 	shared bool
 
+	// dayLimit gives a payer's max_usd_per_day (0 none; nil: no payer's
+	// day is an account).
+	dayLimit func(payer string) float64
+
 	mu       sync.Mutex
 	accounts map[string]*account
 }
@@ -57,8 +61,19 @@ func accountKey(session, turn int64) string {
 // For returns the account and payer of a turn of def in sess: a
 // sub-agent's turn spends from the account of the turn that started it
 // (and its day budget is its payer's); any other turn's account is its
-// own, made here so that the sub-agents it starts share it.
+// own, made here so that the sub-agents it starts share it. A payer with a
+// max_usd_per_day bounds the account too (ledgerday.go).
 func (l *Ledger) For(ctx context.Context, sess store.Session, turn int64, def *agent.Definition, b agent.Budgets) (engine.Account, string, error) {
+	a, payer, err := l.turnAccount(ctx, sess, turn, def, b)
+	if err != nil {
+		return nil, "", err
+	}
+	withDay, err := l.withDay(ctx, a, payer, def, b)
+	return withDay, payer, err
+}
+
+// turnAccount returns the account of the turn, and its payer.
+func (l *Ledger) turnAccount(ctx context.Context, sess store.Session, turn int64, def *agent.Definition, b agent.Budgets) (*account, string, error) {
 	if store.IsInstanceID(sess.Agent) && def.Template != "" {
 		in, err := l.lookup(ctx, sess.Agent)
 		if err != nil {

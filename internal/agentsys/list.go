@@ -24,7 +24,7 @@ type Lister interface {
 // and live children, and the next page's cursor. A filter of type cron or
 // system lists the cron agents (one per job naming an agent, descriptor
 // cron:<job>) or the system agents (one per tag, system:<tag>); a list
-// with no filter ends with them.
+// with no filter (of the live instances or of all) ends with them.
 func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string, error) {
 	return s.list(ctx, f, nil)
 }
@@ -56,7 +56,7 @@ func (s *System) list(ctx context.Context, f store.AgentFilter, keep func(target
 	if err != nil {
 		return nil, "", err
 	}
-	if f.Type == "" && f.Parent == "" && f.Root == "" && f.State == "" && !f.Live && f.Before == "" {
+	if f.Type == "" && f.Parent == "" && f.Root == "" && f.State == "" && f.Before == "" {
 		out = append(out, kept(s.computed(ctx, agent.TypeCron), keep)...)
 		out = append(out, kept(s.computed(ctx, agent.TypeSystem), keep)...)
 	}

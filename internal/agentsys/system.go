@@ -65,6 +65,12 @@ func New(st Store, rt Runtime, o *Options) *System {
 	s.cfg = config(s.o.Config)
 	s.ids = newIDs(s.o.Now)
 	s.ledger = newLedger(st, s.row, s.o.Now, s.o.Shared)
+	s.ledger.dayLimit = func(payer string) float64 {
+		if d, ok := s.definition(payer); ok {
+			return d.Budgets.MaxUSDPerDay
+		}
+		return 0
+	}
 	s.sup = newSupervisor(s)
 	return s
 }

@@ -70,9 +70,27 @@ func (r *run) reserve(m agent.Model, req *model.Request) error {
 		}
 	}
 	left := a.Limit() - spent
-	return &budgetStop{event.TurnEndData{Status: event.StatusBudget, Budget: "max_usd_per_turn",
-		Reason: fmt.Sprintf("stopped: the next call to %s could take the paying turn %s past its $%.4f budget: $%.4f is left, its input costs about $%.4f (budgets.max_usd_per_turn)",
-			m.Name, a.Key(), a.Limit(), max(left, 0), in)}}
+	budget, what := binding(a)
+	return &budgetStop{event.TurnEndData{Status: event.StatusBudget, Budget: budget,
+		Reason: fmt.Sprintf("stopped: the next call to %s could take %s: $%.4f is left, its input costs about $%.4f (budgets.%s)",
+			m.Name, what, max(left, 0), in, budget)}}
+}
+
+// binder is the optional ability of an Account that holds more than the
+// paying turn's budget (the agent system's holds the payer's day too) to
+// say which budget leaves the least now: its name (max_usd_per_day) and,
+// in words, what a call would take past it ("the day of planner past its
+// $0.3000 budget").
+type binder interface {
+	Binding() (budget, what string)
+}
+
+// binding returns the budget that bounds a now, and what it bounds.
+func binding(a Account) (budget, what string) {
+	if b, ok := a.(binder); ok {
+		return b.Binding()
+	}
+	return "max_usd_per_turn", fmt.Sprintf("the paying turn %s past its $%.4f budget", a.Key(), a.Limit())
 }
 
 // affordable returns the output tokens that left pays for after a call's

@@ -29,9 +29,11 @@ func (q agentQuery) definitions() bool {
 }
 
 // instances reports whether q lists dynamic agents: not asked for the
-// definitions alone, nor for a type or a state no instance has.
+// definitions alone, nor for a type or a state no instance has. The cron
+// and system types ask the agent system too: it gives their descriptors.
 func (q agentQuery) instances() bool {
-	return (q.dynamic == nil || *q.dynamic) && (q.Type == "" || slices.Contains(store.InstanceTypes(), q.Type)) &&
+	return (q.dynamic == nil || *q.dynamic) && (q.Type == "" || q.Type == agent.TypeCron || q.Type == agent.TypeSystem ||
+		slices.Contains(store.InstanceTypes(), q.Type)) &&
 		(q.State == "" || slices.Contains(store.AgentStates(), q.State))
 }
 

@@ -212,7 +212,7 @@ func TestAgentsListFilters(t *testing.T) {
 		{"?dynamic=true", dyn, &store.AgentFilter{Live: true}},
 		{"?dynamic=false", []string{"a", "b"}, nil},
 		{"?type=user", []string{"a"}, &store.AgentFilter{Type: "user", Live: true}},
-		{"?type=cron", nil, nil},
+		{"?type=cron", nil, &store.AgentFilter{Type: "cron", Live: true}}, // the agent system gives the cron agents' descriptors
 		{"?type=subagent&parent=" + parentID, dyn[:2], &store.AgentFilter{Type: "subagent", Parent: parentID, Live: true}},
 		{"?root=" + parentID + "&state=done", dyn, &store.AgentFilter{Root: parentID, State: "done"}},
 		{"?state=ready", []string{"a", "b"}, nil},
