@@ -124,10 +124,11 @@ func (s stopper) Stop(ctx context.Context, addr, reason string) error {
 
 type harnessOptions struct {
 	cfg    agent.AgentsConfig
-	noRun  bool          // do not run the supervisor
-	path   string        // the database of an earlier harness (a restart)
-	noHook bool          // do not feed turn ends to Ended
-	sweep  time.Duration // how often the supervisor sweeps (default an hour: never in a test)
+	noRun  bool                  // do not run the supervisor
+	path   string                // the database of an earlier harness (a restart)
+	noHook bool                  // do not feed turn ends to Ended
+	sweep  time.Duration         // how often the supervisor sweeps (default an hour: never in a test)
+	engine func(*engine.Options) // changes the engine's options (prices)
 }
 
 // newHarness returns a harness whose definitions are assistant (a user
@@ -151,7 +152,11 @@ func newHarnessTB(t testing.TB, o *harnessOptions) *harness {
 	h.defs = testkit.Agents{"assistant": assistant, "worker": worker, "desk": desk, "helper": testkit.Agent("helper")}
 	h.k = testkit.New(t, &testkit.Options{Path: o.path, Model: h.model, Agents: agents{h}, Runtime: func(ro *runtime.Options) {
 		ro.Accounts = accounts{h}
-	}, Engine: func(eo *engine.Options) {}})
+	}, Engine: func(eo *engine.Options) {
+		if o.engine != nil {
+			o.engine(eo)
+		}
+	}})
 	h.sys = New(h.k.Store, stopper{h.k.Runtime}, &Options{Agents: agents{h}, Recorder: h.rec, Config: o.cfg, Now: h.now.Now,
 		Sweep: cmp.Or(o.sweep, time.Hour)})
 	if !o.noHook {

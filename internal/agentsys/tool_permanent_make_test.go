@@ -64,12 +64,18 @@ type permWorld struct {
 
 func newPermWorld(t *testing.T) *permWorld {
 	t.Helper()
+	return newPermWorldFiles(t, map[string]string{"planner": creatorFile, "helper": creatorFile})
+}
+
+// newPermWorldFiles is a permWorld whose agent files are files, by id.
+func newPermWorldFiles(t *testing.T, files map[string]string) *permWorld {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, agent.AgentsDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"planner", "helper"} {
-		if err := os.WriteFile(filepath.Join(dir, agent.AgentsDir, id+".yaml"), []byte(creatorFile), 0o600); err != nil {
+	for id, file := range files {
+		if err := os.WriteFile(filepath.Join(dir, agent.AgentsDir, id+".yaml"), []byte(file), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
