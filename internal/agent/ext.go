@@ -87,10 +87,16 @@ func (h agentRows) Deactivate(_ context.Context, name string) error {
 }
 
 // Check decodes the definition as the agent files are, and checks the
-// capabilities it includes exist.
+// capabilities it includes exist; a name of a dynamic agent's id's shape
+// is refused.
 func (h agentRows) Check(_ context.Context, d *extension.Doc) []schema.Error {
 	if !ValidID(d.Name) {
 		return []schema.Error{{Pointer: "/name", Message: "an agent id is up to 64 letters, digits, - and _, starting with a letter or digit"}}
+	}
+	if store.IsInstanceID(d.Name) {
+		// The registry finds rows before dynamic agents: such a row would
+		// take a conversation's or a sub-agent's place.
+		return []schema.Error{{Pointer: "/name", Message: "has the shape of a dynamic agent's id; choose a name"}}
 	}
 	def, err := h.r.ParseRow(d.Name, d.Spec)
 	if err != nil {
