@@ -26,20 +26,23 @@ func (r *Registry) ExtensionType() extension.Type {
 // agentMachine says whether an agent definition reaches past what its
 // writer may give: MCP servers or start-up calls of its own, secrets from
 // the environment (a model's api_key_env, a server's headers_env, a model
-// at a base_url of its own), or an extensions or agents policy (an agent
+// at a base_url of its own), an extensions or agents policy (an agent
 // must not make an agent with more rights, such as one that may start or
-// reach other agents).
+// reach other agents), or type system or tags (a system agent is the
+// node's own, and a tag such as #memory-keeper is what people address).
 func agentMachine(spec json.RawMessage) bool {
 	var v struct {
 		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
 		Bootstrap  []json.RawMessage          `json:"bootstrap"`
 		Extensions json.RawMessage            `json:"extensions"`
 		Agents     json.RawMessage            `json:"agents"`
+		Type       string                     `json:"type"`
+		Tags       []string                   `json:"tags"`
 	}
 	if json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0 {
 		return true
 	}
-	if isSet(v.Extensions) || isSet(v.Agents) {
+	if isSet(v.Extensions) || isSet(v.Agents) || v.Type == TypeSystem || len(v.Tags) > 0 {
 		return true
 	}
 	// A model at another base_url gets the provider's key from the
