@@ -179,7 +179,7 @@ func grant(creator *agent.Definition, specs []tool.Spec, patterns []string) (gra
 			if ok, _ := path.Match(pat, s.Name); !ok {
 				continue
 			}
-			v := creatorVerdict(creator, s)
+			v := creator.Verdict(s)
 			if v == tool.Deny {
 				if literal {
 					return granted{}, badArg(field, "%s is a tool you may not use yourself", s.Name)
@@ -210,20 +210,6 @@ func grant(creator *agent.Definition, specs []tool.Spec, patterns []string) (gra
 	}
 	slices.Sort(builtin)
 	return granted{allow: sortedKeys(allow), ask: sortedKeys(ask), builtin: builtin, servers: sortedKeys(servers)}, nil
-}
-
-// creatorVerdict is what the creator's policy says of s, Deny for a tool
-// it is not offered at all (a built-in tool its tools.builtin leaves
-// out, a server it does not use, a tool of its own servers, a skill's or
-// one that serves only some agents).
-func creatorVerdict(d *agent.Definition, s *tool.Spec) tool.Verdict {
-	switch {
-	case s.Serves != nil && !s.Serves(d.ID), s.Skills != nil, s.Scope != nil,
-		s.Server == "" && !d.OffersBuiltin(s.Name), s.Server != "" && !d.UsesServer(s.Server):
-		return tool.Deny
-	}
-	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask, Grant: d.Tools.Grant}
-	return p.Decide(*s).Verdict
 }
 
 func sortedKeys(m map[string]bool) []string {

@@ -149,7 +149,7 @@ func (l *eventLog) events() map[string][]event.AgentData {
 }
 
 // verdicts are what the policy of the agent id (as the registry defines
-// it) says of each registered tool, as creatorVerdict reads it.
+// it) says of each registered tool, as Definition.Verdict reads it.
 func (w *permWorld) verdicts(t *testing.T, id string) map[string]string {
 	t.Helper()
 	d, ok := w.agents.Get(id)
@@ -158,7 +158,7 @@ func (w *permWorld) verdicts(t *testing.T, id string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, s := range w.tools.Specs() {
-		if v := creatorVerdict(d, &s); v != tool.Deny {
+		if v := d.Verdict(&s); v != tool.Deny {
 			out[s.Name] = v.String()
 		}
 	}
