@@ -225,7 +225,9 @@ func sortedKeys(m map[string]bool) []string {
 // prompt; the creator's model unless it reaches the environment (a
 // base_url, a key's variable: an agent may not write those; the default
 // model then); and an allow list of exactly the granted tools (ask ones
-// ask first), offering no other built-in tool and no other MCP server.
+// ask first), offering no other built-in tool and no other MCP server;
+// and the creator's budgets, so that it spends no more freely than its
+// creator (whose parent it is, and who may ask it).
 func permanentDefinition(creator *agent.Definition, req PermanentRequest, g granted) map[string]any {
 	all := append(slices.Clone(g.allow), g.ask...)
 	slices.Sort(all)
@@ -234,7 +236,7 @@ func permanentDefinition(creator *agent.Definition, req PermanentRequest, g gran
 		tools["ask"] = g.ask
 	}
 	def := map[string]any{"type": agent.TypePermanent, "name": req.Name, "description": req.Description,
-		"system_prompt": req.SystemPrompt, "tools": tools, "servers": g.servers}
+		"system_prompt": req.SystemPrompt, "tools": tools, "servers": g.servers, "budgets": creator.Budgets}
 	if m := creator.Model; m.BaseURL == "" && m.APIKeyEnv == "" && m.Provider != "" {
 		model := map[string]any{"provider": m.Provider}
 		if m.Name != "" {
