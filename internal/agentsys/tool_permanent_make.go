@@ -43,9 +43,11 @@ type EventLog interface {
 }
 
 // PermanentInstances records the instance of a permanent agent an agent
-// made, or returns the one it has (the System's Permanent).
+// made, or returns the one it has (the System's Permanent), and finds the
+// instance an agent name has or had (store.ErrNotFound: none).
 type PermanentInstances interface {
 	Permanent(ctx context.Context, name, creator string) (store.Instance, error)
+	InstanceByAgent(ctx context.Context, name string) (store.Instance, error)
 }
 
 // What the wiring gives NewPermanents.
@@ -126,7 +128,8 @@ func (p *Permanents) CreatePermanent(ctx context.Context, req PermanentRequest) 
 // putRow writes the agent row name unless it exists: then it is the one
 // a call made again finds (same provenance, same spec: created false),
 // or ErrExists. An agent a file or the built-in defines is ErrExists as
-// well: a row would override it.
+// well: a row would override it; so is a name that has an instance but
+// no row (its agent was deleted).
 func (p *Permanents) putRow(ctx context.Context, name string, spec json.RawMessage, who extension.Who) (created bool, err error) {
 	row, err := p.rows.Get(ctx, agentRowType, name)
 	switch {
@@ -140,6 +143,14 @@ func (p *Permanents) putRow(ctx context.Context, name string, spec json.RawMessa
 	}
 	if _, taken := p.defs.Get(name); taken {
 		return false, fmt.Errorf("agentsys: create %s: %w (an agent file or the built-in one); choose another name", name, ErrExists)
+	}
+	// A name whose row was deleted keeps its instance, and with it the
+	// agent's sessions, memory and key: the name stays taken.
+	switch _, err := p.inst.InstanceByAgent(ctx, name); {
+	case err == nil:
+		return false, fmt.Errorf("agentsys: create %s: %w (an agent of that name existed; its history stays); choose another name", name, ErrExists)
+	case !errors.Is(err, store.ErrNotFound):
+		return false, fmt.Errorf("agentsys: create %s: %w", name, err)
 	}
 	if _, err := p.rows.Put(ctx, extension.Doc{Type: agentRowType, Name: name, Spec: spec}, who); err != nil {
 		return false, fmt.Errorf("agentsys: create %s: %w", name, err)

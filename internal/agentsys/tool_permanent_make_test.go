@@ -120,6 +120,10 @@ func (f *instances) Permanent(ctx context.Context, name, creator string) (store.
 	return in, err
 }
 
+func (f *instances) InstanceByAgent(ctx context.Context, name string) (store.Instance, error) {
+	return f.st.InstanceByAgent(ctx, name)
+}
+
 // eventLog records the events written into each session's log.
 type eventLog struct {
 	mu  sync.Mutex
