@@ -127,6 +127,11 @@ type AgentsPolicy struct {
 	// MaxChildren bounds the agent's live children (default: agentd.yaml
 	// agents.max_children).
 	MaxChildren int `yaml:"max_children" json:"max_children,omitempty"`
+	// Detach lets the agent start detached agents (start_background_agent
+	// with detached: true): background agents that spend on their own
+	// template's budgets, not its turn's, and outlive it. Default false:
+	// the agents it starts are its sub-agents.
+	Detach bool `yaml:"detach" json:"detach,omitempty"`
 }
 
 // ExtensionPolicy says which extension rows an agent's extensions tool

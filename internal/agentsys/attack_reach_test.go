@@ -231,6 +231,7 @@ func TestAttackContactInstancesHaveNoCap(t *testing.T) {
 func TestAttackConcurrentStartsPassNoLimit(t *testing.T) {
 	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxChildren: 2, MaxLive: 3}})
 	h.holdText("slow")
+	h.allowDetach("assistant")
 	rc, _ := h.send("assistant/main", "fan out")
 	var mu sync.Mutex
 	made := map[bool]int{}
@@ -307,6 +308,7 @@ func TestAttackSubagentAsksItsParentOnAFreshTurnBudget(t *testing.T) {
 func TestAttackDetachedStartKeepsTheDepth(t *testing.T) {
 	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxDepth: 2}})
 	h.holdText("slow")
+	h.allowDetach("worker") // its instances may start detached agents
 	a := h.startChild(StartRequest{Prompt: "slow a", Template: "worker"})
 	b := h.startChild(StartRequest{Caller: a.ID, CallerSession: a.ID + "/main", Turn: a.Turn, Prompt: "slow b", Template: "worker"})
 	if b.Depth != 2 {

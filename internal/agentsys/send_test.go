@@ -79,6 +79,7 @@ func TestSendReachesParentsChildrenAndTargets(t *testing.T) {
 
 func TestSendToMostRecentUserAgent(t *testing.T) {
 	h := newHarness(t, nil)
+	h.allowDetach("helper")
 	u, _, err := h.sys.Contact(context.Background(), Contact{Template: "helper", Connector: "tg", Channel: "1", User: "ann", Text: "hi"})
 	if err != nil {
 		t.Fatal(err)
