@@ -138,3 +138,45 @@ func TestSubagentSharesItsParentsTurnAccount(t *testing.T) {
 		t.Errorf("background account %v payer %s %v", a, payer, err)
 	}
 }
+
+// TestDayAccountBoundsTurnsTogether: two turns one payer pays for (its
+// own next turn, and the account its sub-agents share) each read the day's
+// spending at their start; the payer's day account holds what they
+// reserve together to its max_usd_per_day.
+func TestDayAccountBoundsTurnsTogether(t *testing.T) {
+	l := newLedger(&usage{}, noInstance, time.Now, false)
+	l.days = &dayBook{
+		limit: func(payer string) float64 { return map[string]float64{"planner": 1}[payer] },
+		spent: func(context.Context, string, time.Time) (float64, error) { return 0.5, nil }, // spent today before
+	}
+	planner := &agent.Definition{ID: "planner"}
+	first, _, err := l.For(context.Background(), store.Session{ID: 1, Agent: "planner"}, 1, planner, agent.Budgets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := l.For(context.Background(), store.Session{ID: 1, Agent: "planner"}, 2, planner, agent.Budgets{MaxUSDPerTurn: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Limit() != 1 || second.Limit() != 5 {
+		t.Errorf("limits %v and %v: want the day's 1 (no turn limit) and the turn's 5", first.Limit(), second.Limit())
+	}
+	if ok, spent := first.Reserve(0.4); !ok || spent != 0.5 {
+		t.Fatalf("first reserves 0.4 of the 0.5 left: %v (spent %v)", ok, spent)
+	}
+	if ok, _ := second.Reserve(0.2); ok {
+		t.Error("second reserved 0.2 of the day's 0.1 left")
+	}
+	first.Settle(0.4, 0.1)
+	if ok, _ := second.Reserve(0.35); !ok {
+		t.Error("second refused 0.35 of the day's 0.4 left after the first settled")
+	}
+	// An agent without a day budget is held to its turn's only.
+	free, _, err := l.For(context.Background(), store.Session{ID: 2, Agent: "helper"}, 1, &agent.Definition{ID: "helper"}, agent.Budgets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := free.Reserve(100); !ok || free.Limit() != 0 {
+		t.Errorf("an account with no limits refused (limit %v)", free.Limit())
+	}
+}

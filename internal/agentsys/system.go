@@ -65,6 +65,7 @@ func New(st Store, rt Runtime, o *Options) *System {
 	s.cfg = config(s.o.Config)
 	s.ids = newIDs(s.o.Now)
 	s.ledger = newLedger(st, s.row, s.o.Now, s.o.Shared)
+	s.ledger.days = s.dayBudgets()
 	s.sup = newSupervisor(s)
 	return s
 }
