@@ -449,6 +449,11 @@ type AgentsConfig struct {
 	// MaxLive bounds the live background agents and sub-agents together
 	// (default 2000).
 	MaxLive int `yaml:"max_live" json:"max_live,omitempty"`
+	// MaxContacts bounds the live user and swarm instances together: the
+	// agents people make on first contact, one per person, which a public
+	// bot's every new user makes (default 10000; 0: no limit). Left out
+	// it is nil, then DefaultMaxContacts.
+	MaxContacts *int `yaml:"max_contacts" json:"max_contacts,omitempty"`
 	// AskTimeout is the longest ask_agent waits for an answer (default 2m).
 	AskTimeout Duration `yaml:"ask_timeout" json:"ask_timeout,omitempty"`
 	// ReportBytes is the longest answer a report carries to the parent;

@@ -205,13 +205,18 @@ func TestAttackDetachedStartEscapesTheTurnBudget(t *testing.T) {
 // a memory scope), made on first contact. max_live bounds only the
 // background agents and sub-agents: the instances people make have no
 // cap, so whoever can write to a chat channel (anyone, for a public bot)
-// makes agents without end, each a user id away.
+// makes agents without end, each a user id away. agents.max_contacts
+// bounds them (max_live stays the tasks' limit).
 func TestAttackContactInstancesHaveNoCap(t *testing.T) {
-	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxLive: 2}})
+	two := 2
+	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxLive: 2, MaxContacts: &two}})
 	made := 0
 	for _, user := range []string{"u1", "u2", "u3", "u4"} {
 		_, _, err := h.sys.Contact(context.Background(), Contact{Template: "desk", Connector: "tg", Channel: "public", User: user, Text: "hi"})
 		if errors.Is(err, store.ErrLimit) {
+			if !strings.Contains(err.Error(), "max_contacts 2") {
+				t.Errorf("refused with %v: want the limit named", err)
+			}
 			break
 		}
 		if err != nil {
@@ -220,7 +225,7 @@ func TestAttackContactInstancesHaveNoCap(t *testing.T) {
 		made++
 	}
 	if made > 2 {
-		t.Errorf("%d people made %d swarm instances on a node of max_live 2: contacts have no cap", made, made)
+		t.Errorf("%d people made %d swarm instances on a node of max_contacts 2: contacts have no cap", made, made)
 	}
 }
 
