@@ -76,9 +76,13 @@ func (h agentRows) CheckWriter(ctx context.Context, d *extension.Doc, writer str
 }
 
 // Holds reports, as an error naming the first, what def would have that
-// writer has not: a capability or skill, or a tool of specs (or one the
-// two policies name) def is offered and allowed more freely.
+// writer has not: a looser budget, a capability or skill, or a tool of
+// specs (or one the two policies name) def is offered and allowed more
+// freely.
 func Holds(writer, def *Definition, specs []tool.Spec) error {
+	if err := holdsBudgets(writer.Budgets, def.Budgets); err != nil {
+		return err
+	}
 	for _, c := range def.Capabilities {
 		if !slices.Contains(writer.Capabilities, c) {
 			return fmt.Errorf("capability %q: the writing agent does not include it", c)
@@ -97,6 +101,26 @@ func Holds(writer, def *Definition, specs []tool.Spec) error {
 	for _, s := range append(specs, witnesses(writer, def)...) {
 		if got, has := def.Verdict(&s), writer.Verdict(&s); freer(got, has) {
 			return fmt.Errorf("tool %s: the writing agent's policy says %s, the row's %s; an agent gives no tool it may not use itself", s.Name, has, got)
+		}
+	}
+	return nil
+}
+
+// holdsBudgets reports a budget of def's looser than writer's: left out
+// (no limit) or higher where the writer has one.
+func holdsBudgets(writer, def Budgets) error {
+	for _, b := range []struct {
+		name      string
+		has, gets float64
+	}{
+		{"max_steps", float64(writer.MaxSteps), float64(def.MaxSteps)},
+		{"max_output_tokens", float64(writer.MaxOutputTokens), float64(def.MaxOutputTokens)},
+		{"max_usd_per_turn", writer.MaxUSDPerTurn, def.MaxUSDPerTurn},
+		{"max_usd_per_day", writer.MaxUSDPerDay, def.MaxUSDPerDay},
+		{"max_wall_time", float64(writer.MaxWallTime), float64(def.MaxWallTime)},
+	} {
+		if b.has > 0 && (b.gets <= 0 || b.gets > b.has) {
+			return fmt.Errorf("budgets.%s: the writing agent's is %v; an agent gives no looser budget than its own", b.name, b.has)
 		}
 	}
 	return nil

@@ -17,14 +17,15 @@ import (
 
 // TestAgentRowHeldToItsWriter: an agent row an agent writes may give what
 // its writer has (a tool it is allowed, one it may call with approval
-// only as ask), nothing more, whether the tool is registered or not; and
-// it does not take a name a dynamic or deleted agent had.
+// only as ask), nothing more, whether the tool is registered or not, and
+// no looser budget; and it does not take a name a dynamic or deleted
+// agent had.
 func TestAgentRowHeldToItsWriter(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, agent.AgentsDir), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writer := "type: permanent\nmodel: {provider: echo, name: echo}\ntools:\n  allow: [clock, web_*, extensions]\n  ask: [web_post]\n"
+	writer := "type: permanent\nmodel: {provider: echo, name: echo}\ntools:\n  allow: [clock, web_*, extensions]\n  ask: [web_post]\nbudgets: {max_usd_per_day: 2}\n"
 	if err := os.WriteFile(filepath.Join(dir, agent.AgentsDir, "writer.yaml"), []byte(writer), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -48,17 +49,24 @@ func TestAgentRowHeldToItsWriter(t *testing.T) {
 	for _, c := range []struct {
 		name, tools string
 		ok          bool
+		budgets     string // left out: {"max_usd_per_day":1}
 	}{
-		{"clocked", `{"allow":["clock"]}`, true},
-		{"fetcher", `{"allow":["web_fetch"]}`, true},
-		{"asker", `{"allow":["web_*"],"ask":["web_post"]}`, true},
-		{"poster", `{"allow":["web_*"]}`, false},             // web_post without approval
-		{"defaults", `{}`, false},                            // every tool that is not risky: remember
-		{"unregistered", `{"allow":["shell_*"]}`, false},     // a tool not registered yet
-		{"denier", `{"allow":["clock"],"deny":["x"]}`, true}, // a deny gives nothing
-		{"gone", `{"allow":["clock"]}`, false},               // a deleted agent's name
+		{"clocked", `{"allow":["clock"]}`, true, ""},
+		{"fetcher", `{"allow":["web_fetch"]}`, true, ""},
+		{"asker", `{"allow":["web_*"],"ask":["web_post"]}`, true, ""},
+		{"poster", `{"allow":["web_*"]}`, false, ""},             // web_post without approval
+		{"defaults", `{}`, false, ""},                            // every tool that is not risky: remember
+		{"unregistered", `{"allow":["shell_*"]}`, false, ""},     // a tool not registered yet
+		{"denier", `{"allow":["clock"],"deny":["x"]}`, true, ""}, // a deny gives nothing
+		{"gone", `{"allow":["clock"]}`, false, ""},               // a deleted agent's name
+		{"unbounded", `{"allow":["clock"]}`, false, `{}`},        // no day budget
+		{"spender", `{"allow":["clock"]}`, false, `{"max_usd_per_day":5}`},
+		{"tighter", `{"allow":["clock"]}`, true, `{"max_usd_per_day":2,"max_usd_per_turn":0.1}`},
 	} {
-		spec := `{"type":"permanent","system_prompt":"Work.","tools":` + c.tools + `}`
+		if c.budgets == "" {
+			c.budgets = `{"max_usd_per_day":1}`
+		}
+		spec := `{"type":"permanent","system_prompt":"Work.","tools":` + c.tools + `,"budgets":` + c.budgets + `}`
 		_, err := m.Put(ctx, extension.Doc{Type: "agent", Name: c.name, Spec: json.RawMessage(spec)}, who)
 		if c.ok && err != nil || !c.ok && !errors.Is(err, extension.ErrForbidden) {
 			t.Errorf("row %s (tools %s): %v, want ok %v", c.name, c.tools, err, c.ok)
