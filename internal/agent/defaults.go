@@ -29,6 +29,7 @@ const (
 	DefaultMaxDepth           = 3
 	DefaultMaxChildren        = 8
 	DefaultMaxLive            = 2000
+	DefaultMaxContacts        = 10000
 	DefaultAskTimeout         = 2 * time.Minute
 	DefaultReportBytes        = 16384
 
@@ -121,6 +122,10 @@ func applyAgentsDefaults(a *AgentsConfig) {
 	}
 	if a.MaxLive == 0 {
 		a.MaxLive = DefaultMaxLive
+	}
+	if a.MaxContacts == nil {
+		n := DefaultMaxContacts
+		a.MaxContacts = &n
 	}
 	if a.AskTimeout == 0 {
 		a.AskTimeout = Duration(DefaultAskTimeout)

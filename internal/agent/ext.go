@@ -26,20 +26,23 @@ func (r *Registry) ExtensionType() extension.Type {
 // agentMachine says whether an agent definition reaches past what its
 // writer may give: MCP servers or start-up calls of its own, secrets from
 // the environment (a model's api_key_env, a server's headers_env, a model
-// at a base_url of its own), or an extensions or agents policy (an agent
+// at a base_url of its own), an extensions or agents policy (an agent
 // must not make an agent with more rights, such as one that may start or
-// reach other agents).
+// reach other agents), or type system or tags (a system agent is the
+// node's own, and a tag such as #memory-keeper is what people address).
 func agentMachine(spec json.RawMessage) bool {
 	var v struct {
 		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
 		Bootstrap  []json.RawMessage          `json:"bootstrap"`
 		Extensions json.RawMessage            `json:"extensions"`
 		Agents     json.RawMessage            `json:"agents"`
+		Type       string                     `json:"type"`
+		Tags       []string                   `json:"tags"`
 	}
 	if json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0 {
 		return true
 	}
-	if isSet(v.Extensions) || isSet(v.Agents) {
+	if isSet(v.Extensions) || isSet(v.Agents) || v.Type == TypeSystem || len(v.Tags) > 0 {
 		return true
 	}
 	// A model at another base_url gets the provider's key from the
@@ -90,10 +93,16 @@ func (h agentRows) Deactivate(_ context.Context, name string) error {
 }
 
 // Check decodes the definition as the agent files are, and checks the
-// capabilities it includes exist.
+// capabilities it includes exist; a name of a dynamic agent's id's shape
+// is refused.
 func (h agentRows) Check(_ context.Context, d *extension.Doc) []schema.Error {
 	if !ValidID(d.Name) {
 		return []schema.Error{{Pointer: "/name", Message: "an agent id is up to 64 letters, digits, - and _, starting with a letter or digit"}}
+	}
+	if store.IsInstanceID(d.Name) {
+		// The registry finds rows before dynamic agents: such a row would
+		// take a conversation's or a sub-agent's place.
+		return []schema.Error{{Pointer: "/name", Message: "has the shape of a dynamic agent's id; choose a name"}}
 	}
 	def, err := h.r.ParseRow(d.Name, d.Spec)
 	if err != nil {

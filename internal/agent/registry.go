@@ -62,6 +62,7 @@ type Registry struct {
 	deny  map[string][]string // tools denied to every agent, by source
 	// hidden are agents of files whose rows are disabled.
 	hidden map[string]bool
+	hooks  hooks // asked when an agent writes an agent row (guarded by mu)
 	snap   atomic.Pointer[snapshot]
 	// inst answers Get for dynamic agents (SetInstances); nil: none.
 	inst atomic.Pointer[instances]

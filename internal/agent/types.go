@@ -136,6 +136,11 @@ type AgentsPolicy struct {
 	// MaxChildren bounds the agent's live children (default: agentd.yaml
 	// agents.max_children).
 	MaxChildren int `yaml:"max_children" json:"max_children,omitempty"`
+	// Detach lets the agent start detached agents (start_background_agent
+	// with detached: true): background agents that spend on their own
+	// template's budgets, not its turn's, and outlive it. Default false:
+	// the agents it starts are its sub-agents.
+	Detach bool `yaml:"detach" json:"detach,omitempty"`
 }
 
 // ExtensionPolicy says which extension rows an agent's extensions tool
@@ -453,6 +458,11 @@ type AgentsConfig struct {
 	// MaxLive bounds the live background agents and sub-agents together
 	// (default 2000).
 	MaxLive int `yaml:"max_live" json:"max_live,omitempty"`
+	// MaxContacts bounds the live user and swarm instances together: the
+	// agents people make on first contact, one per person, which a public
+	// bot's every new user makes (default 10000; 0: no limit). Left out
+	// it is nil, then DefaultMaxContacts.
+	MaxContacts *int `yaml:"max_contacts" json:"max_contacts,omitempty"`
 	// AskTimeout is the longest ask_agent waits for an answer (default 2m).
 	AskTimeout Duration `yaml:"ask_timeout" json:"ask_timeout,omitempty"`
 	// ReportBytes is the longest answer a report carries to the parent;

@@ -320,6 +320,9 @@ func (c *checker) agentsConfig(p string, a *AgentsConfig) {
 	c.nonNegative(p+".max_depth", a.MaxDepth)
 	c.nonNegative(p+".max_children", a.MaxChildren)
 	c.nonNegative(p+".max_live", a.MaxLive)
+	if a.MaxContacts != nil {
+		c.nonNegative(p+".max_contacts", *a.MaxContacts)
+	}
 	c.duration(p+".ask_timeout", a.AskTimeout)
 	c.nonNegative(p+".report_bytes", a.ReportBytes)
 	if a.ReportBytes > store.MaxInstanceResult {

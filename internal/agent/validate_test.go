@@ -37,6 +37,7 @@ func TestLoadConfigMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	maxContacts := DefaultMaxContacts
 	want := &Config{
 		MaxConcurrentTurns: DefaultMaxConcurrentTurns,
 		Log:                Log{Level: "info", Format: "text"},
@@ -45,7 +46,7 @@ func TestLoadConfigMissing(t *testing.T) {
 		Gateway:            Gateway{Listen: DefaultGatewayListen, MaxBody: MaxGatewayBody},
 		Jobs:               JobsConfig{KeepRuns: DefaultKeepRuns},
 		Agents: AgentsConfig{MaxHops: DefaultMaxHops, MaxDepth: DefaultMaxDepth, MaxChildren: DefaultMaxChildren,
-			MaxLive: DefaultMaxLive, AskTimeout: Duration(DefaultAskTimeout), ReportBytes: DefaultReportBytes},
+			MaxLive: DefaultMaxLive, MaxContacts: &maxContacts, AskTimeout: Duration(DefaultAskTimeout), ReportBytes: DefaultReportBytes},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -359,6 +360,37 @@ func TestTags(t *testing.T) {
 	} {
 		if _, err := parseDefinition("agents/a.yaml", []byte(tt.yaml), "a", nil, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// agents.max_contacts left out is the default; 0 is no limit (kept, not
+// the default); a negative one is an error naming it.
+func TestMaxContacts(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want int
+		err  bool
+	}{
+		{"agents: {max_live: 5}\n", DefaultMaxContacts, false},
+		{"agents: {max_contacts: 0}\n", 0, false},
+		{"agents: {max_contacts: 3}\n", 3, false},
+		{"agents: {max_contacts: -1}\n", 0, true},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := LoadConfig(dir)
+		switch {
+		case c.err:
+			if err == nil || !strings.Contains(err.Error(), "agents.max_contacts") {
+				t.Errorf("%q: %v, want an error naming agents.max_contacts", c.yaml, err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.yaml, err)
+		case cfg.Agents.MaxContacts == nil || *cfg.Agents.MaxContacts != c.want:
+			t.Errorf("%q: max_contacts %v, want %d", c.yaml, cfg.Agents.MaxContacts, c.want)
 		}
 	}
 }

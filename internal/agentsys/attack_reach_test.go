@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/store"
 	"agentd/internal/tool"
@@ -204,13 +205,18 @@ func TestAttackDetachedStartEscapesTheTurnBudget(t *testing.T) {
 // a memory scope), made on first contact. max_live bounds only the
 // background agents and sub-agents: the instances people make have no
 // cap, so whoever can write to a chat channel (anyone, for a public bot)
-// makes agents without end, each a user id away.
+// makes agents without end, each a user id away. agents.max_contacts
+// bounds them (max_live stays the tasks' limit).
 func TestAttackContactInstancesHaveNoCap(t *testing.T) {
-	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxLive: 2}})
+	two := 2
+	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxLive: 2, MaxContacts: &two}})
 	made := 0
 	for _, user := range []string{"u1", "u2", "u3", "u4"} {
 		_, _, err := h.sys.Contact(context.Background(), Contact{Template: "desk", Connector: "tg", Channel: "public", User: user, Text: "hi"})
 		if errors.Is(err, store.ErrLimit) {
+			if !strings.Contains(err.Error(), "max_contacts 2") {
+				t.Errorf("refused with %v: want the limit named", err)
+			}
 			break
 		}
 		if err != nil {
@@ -219,7 +225,7 @@ func TestAttackContactInstancesHaveNoCap(t *testing.T) {
 		made++
 	}
 	if made > 2 {
-		t.Errorf("%d people made %d swarm instances on a node of max_live 2: contacts have no cap", made, made)
+		t.Errorf("%d people made %d swarm instances on a node of max_contacts 2: contacts have no cap", made, made)
 	}
 }
 
@@ -231,6 +237,7 @@ func TestAttackContactInstancesHaveNoCap(t *testing.T) {
 func TestAttackConcurrentStartsPassNoLimit(t *testing.T) {
 	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxChildren: 2, MaxLive: 3}})
 	h.holdText("slow")
+	h.allowDetach("assistant")
 	rc, _ := h.send("assistant/main", "fan out")
 	var mu sync.Mutex
 	made := map[bool]int{}
@@ -260,43 +267,67 @@ func TestAttackConcurrentStartsPassNoLimit(t *testing.T) {
 }
 
 // TestAttackSubagentAsksItsParentOnAFreshTurnBudget: the turn that
-// started sub-agents and all their turns share one max_usd_per_turn. But
-// a sub-agent may ask_agent its parent, and the parent answers in a turn
-// of its own (session ask:<child>) with an account of its own and a fresh
-// max_usd_per_turn: a sub-agent that asks its parent n questions (at
-// once, or one after another: the hops do not grow between them) spends
-// n more turn budgets for the one turn a person's message started, and
-// each of those turns may start sub-agents of its own on yet another
-// account. Only the day budget bounds it.
+// started sub-agents and all their turns share one max_usd_per_turn. A
+// sub-agent may ask_agent its parent, and the parent answers in a turn of
+// its own (its ask session), on its own budget, as every callee of
+// ask_agent does: a fresh max_usd_per_turn for each question. What bounds
+// a sub-agent that asks its parent n questions (at once, or one after
+// another) is then the parent's day: every turn the parent pays for, its
+// answers, its other conversations and its sub-agents, reserves each call
+// on its max_usd_per_day, so together they stop at it.
 func TestAttackSubagentAsksItsParentOnAFreshTurnBudget(t *testing.T) {
 	h := newHarness(t, nil)
 	h.holdText("slow")
 	planner := *h.defs["assistant"]
-	planner.Budgets.MaxUSDPerTurn = 0.5
+	planner.Budgets.MaxUSDPerTurn, planner.Budgets.MaxUSDPerDay = 0.5, 1
 	h.setDef(&planner)
 	child := h.startChild(StartRequest{Prompt: "slow part", Template: "worker"})
 	ctx := context.Background()
-	if _, err := h.sys.Ask(ctx, AskRequest{Caller: child.ID, CallerSession: child.ID + "/main", CallID: "q1", Target: "assistant",
-		Question: "what next?"}); err != nil {
+	res, err := h.sys.Ask(ctx, AskRequest{Caller: child.ID, CallerSession: child.ID + "/main", CallID: "q1", Target: "assistant",
+		Question: "what next?"})
+	if err != nil {
 		t.Fatalf("the sub-agent asks its parent: %v", err)
 	}
-	sess, err := h.k.Store.SessionByAddress(ctx, "assistant", askSession(child.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var turn int64 // the turn that answered
-	for _, ev := range h.log("assistant/" + askSession(child.ID)) {
+	for _, ev := range h.log(res.Session) {
 		if ev.Kind == event.TurnEnd {
 			turn = ev.Turn
 		}
 	}
-	a, _, err := h.sys.Ledger().For(ctx, sess, turn, &planner, planner.Budgets)
-	if err != nil {
-		t.Fatal(err)
+	account := func(addr string, turn int64, d *agent.Definition) engine.Account {
+		t.Helper()
+		agentID, key, _ := cutAddress(addr)
+		sess, err := h.k.Store.SessionByAddress(ctx, agentID, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _, err := h.sys.Ledger().For(ctx, sess, turn, d, d.Budgets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	if a.Key() != child.Account {
-		t.Errorf("the parent's turn answering its sub-agent spends from account %s (limit $%.2f), not the account %s of the turn that started the sub-agent",
-			a.Key(), a.Limit(), child.Account)
+	answer := account(res.Session, turn, &planner)
+	if answer.Key() == child.Account || answer.Limit() != 0.5 {
+		t.Fatalf("the parent answers from account %s (limit $%.2f): want an account of its own, of its own turn budget $0.50", answer.Key(), answer.Limit())
+	}
+	// The sub-agent and another conversation of the parent's spend $0.80
+	// of its $1.00 day; the answer's turn has $0.50 of its own turn left,
+	// and $0.20 of the day.
+	worker, _ := h.sys.Definition(child.ID)
+	if ok, _ := account(child.ID+"/main", child.Turn, worker).Reserve(0.5); !ok {
+		t.Fatal("the sub-agent could not spend $0.50 of its parent's turn")
+	}
+	if ok, _ := account("assistant/main", child.OriginTurn+100, &planner).Reserve(0.3); !ok {
+		t.Fatal("another turn of the parent's could not spend $0.30")
+	}
+	if ok, spent := answer.Reserve(0.3); ok {
+		t.Errorf("the parent's answer to its sub-agent spent $0.30 with $%.2f of its $1.00 day left: its day does not bound it", 1-0.8)
+	} else if spent < 0.3-1e-9 {
+		t.Errorf("refused, with $%.2f of its $0.50 turn counted as spent: want the day's $0.20 left", spent)
+	}
+	if ok, _ := answer.Reserve(0.2); !ok {
+		t.Error("the parent's answer could not spend the $0.20 left of its day")
 	}
 }
 
@@ -307,6 +338,7 @@ func TestAttackSubagentAsksItsParentOnAFreshTurnBudget(t *testing.T) {
 func TestAttackDetachedStartKeepsTheDepth(t *testing.T) {
 	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxDepth: 2}})
 	h.holdText("slow")
+	h.allowDetach("worker") // its instances may start detached agents
 	a := h.startChild(StartRequest{Prompt: "slow a", Template: "worker"})
 	b := h.startChild(StartRequest{Caller: a.ID, CallerSession: a.ID + "/main", Turn: a.Turn, Prompt: "slow b", Template: "worker"})
 	if b.Depth != 2 {

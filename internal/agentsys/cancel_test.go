@@ -14,6 +14,7 @@ import (
 
 func TestStopStopsTheSubtreeDeepestFirst(t *testing.T) {
 	h := newHarness(t, nil)
+	h.allowDetach("worker") // the top one starts a detached agent
 	h.holdText("slow")
 	top := h.startChild(StartRequest{Prompt: "slow top", Template: "worker", CallID: "top"})
 	h.eventually("top running", func() bool { return h.model.Active() >= 1 })

@@ -53,7 +53,7 @@ func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtim
 }
 
 // contactInstance finds the instance of d, or makes it (with its first
-// event) on first contact.
+// event) on first contact, unless agents.max_contacts live (ErrLimit).
 func (s *System) contactInstance(ctx context.Context, tpl *agent.Definition, d Descriptor) (store.Instance, error) {
 	in, err := s.st.InstanceByDescriptor(ctx, d.String())
 	if err == nil {
@@ -62,7 +62,7 @@ func (s *System) contactInstance(ctx context.Context, tpl *agent.Definition, d D
 	}
 	in = store.Instance{ID: s.ids.next(), Type: tpl.Type, Descriptor: d.String(), Template: tpl.ID, Payer: tpl.ID,
 		State: store.AgentIdle}
-	in, created, err := s.st.CreateInstance(ctx, in, store.InstanceLimits{})
+	in, created, err := s.st.CreateInstance(ctx, in, store.InstanceLimits{MaxContacts: *s.cfg.MaxContacts})
 	if err != nil {
 		return in, fmt.Errorf("agentsys: contact: %w", err)
 	}

@@ -49,6 +49,7 @@ func TestHopLimit(t *testing.T) {
 
 func TestChildLimits(t *testing.T) {
 	h := newHarness(t, &harnessOptions{cfg: agent.AgentsConfig{MaxChildren: 2, MaxDepth: 1, MaxLive: 3}})
+	h.allowDetach("assistant")
 	h.holdText("slow")
 	rc, _ := h.send("assistant/main", "hello")
 	start := func(call string, r StartRequest) (store.Instance, error) {

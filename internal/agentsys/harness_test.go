@@ -65,6 +65,16 @@ func (h *harness) setDef(d *agent.Definition) {
 	h.defs[d.ID] = d
 }
 
+// allowDetach lets the agent id (and the instances of it) start detached
+// agents (agents.detach).
+func (h *harness) allowDetach(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d := *h.defs[id]
+	d.Agents.Detach = true
+	h.defs[id] = &d
+}
+
 // recorder keeps the guard events the System logs.
 type recorder struct {
 	mu  sync.Mutex

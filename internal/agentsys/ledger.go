@@ -174,12 +174,17 @@ func (a *account) Reserve(usd float64) (bool, float64) {
 	defer a.l.mu.Unlock()
 	a.used = a.l.now()
 	before := a.spent + a.reserved
-	if a.limit > 0 && before+usd > a.limit {
+	if a.limit > 0 && before+usd > a.limit+usdSlack {
 		return false, before
 	}
 	a.reserved += usd
 	return true, before
 }
+
+// usdSlack is what a reservation may pass a limit by: sums of dollar
+// amounts in floating point are off by far less, and a call that fits
+// exactly must not be refused for that.
+const usdSlack = 1e-9
 
 // Settle replaces a reservation by what the call cost.
 func (a *account) Settle(reserved, actual float64) {

@@ -108,6 +108,7 @@ func TestSharedAccountRereads(t *testing.T) {
 
 func TestSubagentSharesItsParentsTurnAccount(t *testing.T) {
 	h := newHarness(t, nil)
+	h.allowDetach("assistant")
 	h.holdText("slow")
 	in := h.startChild(StartRequest{Prompt: "slow", Template: "worker"})
 	parent, err := h.k.Store.SessionByAddress(context.Background(), "assistant", "main")

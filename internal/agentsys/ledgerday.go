@@ -103,7 +103,7 @@ func (c *dayBound) Reserve(usd float64) (bool, float64) {
 		}
 	}
 	spent := c.Limit() - left
-	if usd > left {
+	if usd > left+usdSlack {
 		return false, spent
 	}
 	c.turn.reserved += usd

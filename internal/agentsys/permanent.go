@@ -32,6 +32,12 @@ func (s *System) Permanent(ctx context.Context, name, creator string) (store.Ins
 	return got, nil
 }
 
+// InstanceByAgent returns the instance whose agent is name, a live or
+// stopped one (store.ErrNotFound: none).
+func (s *System) InstanceByAgent(ctx context.Context, name string) (store.Instance, error) {
+	return s.st.InstanceByAgent(ctx, name)
+}
+
 // recoverPermanents makes the instances of the permanent agents an agent
 // wrote whose instance a crash left unwritten (the row came first).
 func (s *System) recoverPermanents(ctx context.Context) error {

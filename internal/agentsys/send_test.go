@@ -79,6 +79,7 @@ func TestSendReachesParentsChildrenAndTargets(t *testing.T) {
 
 func TestSendToMostRecentUserAgent(t *testing.T) {
 	h := newHarness(t, nil)
+	h.allowDetach("helper")
 	u, _, err := h.sys.Contact(context.Background(), Contact{Template: "helper", Connector: "tg", Channel: "1", User: "ann", Text: "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +139,7 @@ func TestSendWithNoTargetStaysWithThePerson(t *testing.T) {
 	kid := h.startChild(StartRequest{Caller: ann.ID, CallerSession: ann.ID + "/main", Prompt: "slow errand", Template: "concierge", CallID: "k"})
 	bob := h.contact("concierge", "bob", "hello")
 	ctx := context.Background()
+	h.allowDetach("concierge")
 	// A background agent of the template, started by no person, reaches
 	// the template's user agents: the most recent is Bob's.
 	bg := h.startChild(StartRequest{Caller: "concierge", Prompt: "slow watch", Template: "concierge", Detached: true, CallID: "b"})

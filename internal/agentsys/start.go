@@ -40,6 +40,11 @@ func (s *System) Start(ctx context.Context, req StartRequest) (store.Instance, e
 		if err := s.checkHops(ctx, req.CallerSession, req.Turn, hops, req.Template); err != nil {
 			return store.Instance{}, fmt.Errorf("agentsys: start: %w", err)
 		}
+		// A detached agent spends outside the caller's turn budget and
+		// children: its definition must say it may make one.
+		if req.Detached && !caller.Agents.Detach {
+			return store.Instance{}, fmt.Errorf("agentsys: start: %w: %s may not start a detached agent (agents.detach is false); start a sub-agent", ErrReach, caller.ID)
+		}
 	}
 	tpl, err := s.template(req.Template, caller)
 	if err != nil {

@@ -167,10 +167,15 @@ func TestStartRefusals(t *testing.T) {
 		{"person without template", StartRequest{Prompt: "x"}, ErrNotTemplate},
 		{"empty prompt", StartRequest{Template: "worker"}, store.ErrInvalid},
 		{"unknown caller", StartRequest{Caller: "ghost", Template: "worker", Prompt: "x"}, ErrNotFound},
+		{"detached without agents.detach", StartRequest{Caller: "assistant", CallerSession: "assistant/main", Template: "worker", Prompt: "x", Detached: true}, ErrReach},
 	} {
 		if _, err := h.sys.Start(context.Background(), c.req); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+	_, err := h.sys.Start(context.Background(), StartRequest{Caller: "assistant", CallerSession: "assistant/main", Template: "worker", Prompt: "x", Detached: true})
+	if err == nil || !strings.Contains(err.Error(), "agents.detach") {
+		t.Errorf("a detached start without agents.detach: %v, want an error naming the setting", err)
 	}
 	// An instance is no template.
 	in := h.startChild(StartRequest{Prompt: "x", Template: "worker"})

@@ -87,6 +87,10 @@ func config(c agent.AgentsConfig) agent.AgentsConfig {
 	def(&c.MaxChildren, agent.DefaultMaxChildren)
 	def(&c.MaxLive, agent.DefaultMaxLive)
 	def(&c.ReportBytes, agent.DefaultReportBytes)
+	if c.MaxContacts == nil || *c.MaxContacts < 0 {
+		n := agent.DefaultMaxContacts
+		c.MaxContacts = &n
+	}
 	if c.AskTimeout <= 0 {
 		c.AskTimeout = agent.Duration(agent.DefaultAskTimeout)
 	}

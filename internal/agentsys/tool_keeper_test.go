@@ -58,7 +58,7 @@ func TestMemoryKeeper(t *testing.T) {
 	}
 	var offered []string
 	for _, s := range reg.Specs() {
-		if creatorVerdict(d, &s) != tool.Deny {
+		if d.Verdict(&s) != tool.Deny {
 			offered = append(offered, s.Name)
 		}
 	}

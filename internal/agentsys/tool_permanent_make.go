@@ -43,9 +43,11 @@ type EventLog interface {
 }
 
 // PermanentInstances records the instance of a permanent agent an agent
-// made, or returns the one it has (the System's Permanent).
+// made, or returns the one it has (the System's Permanent), and finds the
+// instance an agent name has or had (store.ErrNotFound: none).
 type PermanentInstances interface {
 	Permanent(ctx context.Context, name, creator string) (store.Instance, error)
+	InstanceByAgent(ctx context.Context, name string) (store.Instance, error)
 }
 
 // What the wiring gives NewPermanents.
@@ -126,7 +128,8 @@ func (p *Permanents) CreatePermanent(ctx context.Context, req PermanentRequest) 
 // putRow writes the agent row name unless it exists: then it is the one
 // a call made again finds (same provenance, same spec: created false),
 // or ErrExists. An agent a file or the built-in defines is ErrExists as
-// well: a row would override it.
+// well: a row would override it; so is a name that has an instance but
+// no row (its agent was deleted).
 func (p *Permanents) putRow(ctx context.Context, name string, spec json.RawMessage, who extension.Who) (created bool, err error) {
 	row, err := p.rows.Get(ctx, agentRowType, name)
 	switch {
@@ -140,6 +143,14 @@ func (p *Permanents) putRow(ctx context.Context, name string, spec json.RawMessa
 	}
 	if _, taken := p.defs.Get(name); taken {
 		return false, fmt.Errorf("agentsys: create %s: %w (an agent file or the built-in one); choose another name", name, ErrExists)
+	}
+	// A name whose row was deleted keeps its instance, and with it the
+	// agent's sessions, memory and key: the name stays taken.
+	switch _, err := p.inst.InstanceByAgent(ctx, name); {
+	case err == nil:
+		return false, fmt.Errorf("agentsys: create %s: %w (an agent of that name existed; its history stays); choose another name", name, ErrExists)
+	case !errors.Is(err, store.ErrNotFound):
+		return false, fmt.Errorf("agentsys: create %s: %w", name, err)
 	}
 	if _, err := p.rows.Put(ctx, extension.Doc{Type: agentRowType, Name: name, Spec: spec}, who); err != nil {
 		return false, fmt.Errorf("agentsys: create %s: %w", name, err)
@@ -179,7 +190,7 @@ func grant(creator *agent.Definition, specs []tool.Spec, patterns []string) (gra
 			if ok, _ := path.Match(pat, s.Name); !ok {
 				continue
 			}
-			v := creatorVerdict(creator, s)
+			v := creator.Verdict(s)
 			if v == tool.Deny {
 				if literal {
 					return granted{}, badArg(field, "%s is a tool you may not use yourself", s.Name)
@@ -212,20 +223,6 @@ func grant(creator *agent.Definition, specs []tool.Spec, patterns []string) (gra
 	return granted{allow: sortedKeys(allow), ask: sortedKeys(ask), builtin: builtin, servers: sortedKeys(servers)}, nil
 }
 
-// creatorVerdict is what the creator's policy says of s, Deny for a tool
-// it is not offered at all (a built-in tool its tools.builtin leaves
-// out, a server it does not use, a tool of its own servers, a skill's or
-// one that serves only some agents).
-func creatorVerdict(d *agent.Definition, s *tool.Spec) tool.Verdict {
-	switch {
-	case s.Serves != nil && !s.Serves(d.ID), s.Skills != nil, s.Scope != nil,
-		s.Server == "" && !d.OffersBuiltin(s.Name), s.Server != "" && !d.UsesServer(s.Server):
-		return tool.Deny
-	}
-	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask, Grant: d.Tools.Grant}
-	return p.Decide(*s).Verdict
-}
-
 func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -239,7 +236,9 @@ func sortedKeys(m map[string]bool) []string {
 // prompt; the creator's model unless it reaches the environment (a
 // base_url, a key's variable: an agent may not write those; the default
 // model then); and an allow list of exactly the granted tools (ask ones
-// ask first), offering no other built-in tool and no other MCP server.
+// ask first), offering no other built-in tool and no other MCP server;
+// and the creator's budgets, so that it spends no more freely than its
+// creator (whose parent it is, and who may ask it).
 func permanentDefinition(creator *agent.Definition, req PermanentRequest, g granted) map[string]any {
 	all := append(slices.Clone(g.allow), g.ask...)
 	slices.Sort(all)
@@ -248,7 +247,7 @@ func permanentDefinition(creator *agent.Definition, req PermanentRequest, g gran
 		tools["ask"] = g.ask
 	}
 	def := map[string]any{"type": agent.TypePermanent, "name": req.Name, "description": req.Description,
-		"system_prompt": req.SystemPrompt, "tools": tools, "servers": g.servers}
+		"system_prompt": req.SystemPrompt, "tools": tools, "servers": g.servers, "budgets": creator.Budgets}
 	if m := creator.Model; m.BaseURL == "" && m.APIKeyEnv == "" && m.Provider != "" {
 		model := map[string]any{"provider": m.Provider}
 		if m.Name != "" {

@@ -120,6 +120,10 @@ func (f *instances) Permanent(ctx context.Context, name, creator string) (store.
 	return in, err
 }
 
+func (f *instances) InstanceByAgent(ctx context.Context, name string) (store.Instance, error) {
+	return f.st.InstanceByAgent(ctx, name)
+}
+
 // eventLog records the events written into each session's log.
 type eventLog struct {
 	mu  sync.Mutex
@@ -149,7 +153,7 @@ func (l *eventLog) events() map[string][]event.AgentData {
 }
 
 // verdicts are what the policy of the agent id (as the registry defines
-// it) says of each registered tool, as creatorVerdict reads it.
+// it) says of each registered tool, as Definition.Verdict reads it.
 func (w *permWorld) verdicts(t *testing.T, id string) map[string]string {
 	t.Helper()
 	d, ok := w.agents.Get(id)
@@ -158,7 +162,7 @@ func (w *permWorld) verdicts(t *testing.T, id string) map[string]string {
 	}
 	out := map[string]string{}
 	for _, s := range w.tools.Specs() {
-		if v := creatorVerdict(d, &s); v != tool.Deny {
+		if v := d.Verdict(&s); v != tool.Deny {
 			out[s.Name] = v.String()
 		}
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -36,11 +37,19 @@ func (a *App) agentSystem() {
 		Lead:     a.Store,
 	})
 	a.Agents.SetInstances(a.AgentSys.Definition)
+	a.Agents.SetTaken(func(ctx context.Context, name string) (bool, error) {
+		_, err := a.AgentSys.InstanceByAgent(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	})
 }
 
 // agentTools registers the agent tools (start_background_agent, …), off
 // unless an agent's policy allows them by name.
 func (a *App) agentTools() error {
+	a.Agents.SetTools(a.Tools.Specs) // an agent row an agent writes is held to its writer on each
 	if a.AgentSys == nil {
 		return nil
 	}

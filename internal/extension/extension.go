@@ -125,6 +125,14 @@ type Checker interface {
 	Check(ctx context.Context, d *Doc) []schema.Error
 }
 
+// WriterChecker is an optional ability of a Handler: checks a document
+// an agent writes against that agent, so that a row gives no more than
+// its writer has (an agent row's tools). created says no row of that
+// name exists yet. An error refuses the write as ErrForbidden.
+type WriterChecker interface {
+	CheckWriter(ctx context.Context, d *Doc, writer string, created bool) error
+}
+
 // Type is one extension type.
 type Type struct {
 	// Name is the type's name: agent, action, command, …

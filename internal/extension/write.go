@@ -34,6 +34,9 @@ func (m *Manager) Put(ctx context.Context, d Doc, w Who) (Status, error) {
 			return Status{}, err
 		}
 	}
+	if err := held(ctx, c, Doc{Type: d.Type, Name: d.Name, Spec: spec}, w, !exists); err != nil {
+		return Status{}, err
+	}
 	enabled := !exists || old.Enabled
 	if d.Enabled != nil {
 		enabled = *d.Enabled
@@ -181,6 +184,9 @@ func (m *Manager) Revert(ctx context.Context, typ, name string, version int64, w
 			return Status{}, err
 		}
 	}
+	if err := held(ctx, c, Doc{Type: typ, Name: name, Spec: spec}, w, !exists); err != nil {
+		return Status{}, err
+	}
 	enabled := !exists || old.Enabled
 	if _, isAgent := w.Agent(); isAgent && c.PersonEnables {
 		enabled = false
@@ -213,6 +219,20 @@ func machine(c *compiled, spec json.RawMessage, w Who) error {
 				return fmt.Errorf("extension: %w: a %s for agent %q: an agent writes these only for itself, unless its file says extensions.any", ErrForbidden, c.Name, a)
 			}
 		}
+	}
+	return nil
+}
+
+// held refuses an agent's write of a document its type's handler finds
+// gives more than the agent has (WriterChecker).
+func held(ctx context.Context, c *compiled, d Doc, w Who, created bool) error {
+	self, isAgent := w.Agent()
+	wc, ok := c.Handler.(WriterChecker)
+	if !isAgent || !ok {
+		return nil
+	}
+	if err := wc.CheckWriter(ctx, &d, self, created); err != nil {
+		return fmt.Errorf("extension: %w: %s: %w", ErrForbidden, d.Key(), err)
 	}
 	return nil
 }

@@ -63,6 +63,10 @@ func InstanceTypes() []string {
 // counts: agents started to do a task (background agents and sub-agents).
 func TaskTypes() []string { return []string{InstanceBackground, InstanceSubagent} }
 
+// ContactTypes returns the types of the instances InstanceLimits.MaxContacts
+// counts: those people make on first contact (user and swarm).
+func ContactTypes() []string { return []string{InstanceUser, InstanceSwarm} }
+
 // How an instance reports its end to ReportTo.
 const (
 	ReportLoud   = "loud"   // a system message that starts the parent's turn
@@ -142,8 +146,9 @@ type Instance struct {
 }
 
 // InstanceLimits are the limits CreateInstance holds a new task (a
-// background agent or sub-agent: TaskTypes) to; 0 is none. An instance of
-// another type, or one whose descriptor exists, is not checked.
+// background agent or sub-agent: TaskTypes) or a new contact (a user or
+// swarm instance: ContactTypes) to; 0 is none. An instance of another
+// type, or one whose descriptor exists, is not checked.
 type InstanceLimits struct {
 	// MaxDepth bounds the new instance's depth.
 	MaxDepth int
@@ -154,6 +159,9 @@ type InstanceLimits struct {
 	// MaxLive bounds the live tasks of the store (of the node, or of the
 	// cluster sharing it).
 	MaxLive int
+	// MaxContacts bounds the live contacts of the store: a new person's
+	// instance is refused when that many user and swarm instances live.
+	MaxContacts int
 }
 
 // AgentFilter selects instances to list. Empty fields select all.
@@ -306,12 +314,33 @@ func Lineage(a Instance, parentFound bool, parentRoot string, parentDepth int) (
 	return a.Parent, 1
 }
 
+// LiveCounted reports whether a limit of l counts the live instances a
+// new instance of type typ is among, and whether those are contacts
+// (ContactTypes) rather than tasks (TaskTypes): what a store counts for
+// InstanceRefusal's live.
+func LiveCounted(typ string, l InstanceLimits) (count, contacts bool) {
+	switch {
+	case l.MaxLive > 0 && slices.Contains(TaskTypes(), typ):
+		return true, false
+	case l.MaxContacts > 0 && slices.Contains(ContactTypes(), typ):
+		return true, true
+	}
+	return false, false
+}
+
 // InstanceRefusal checks a new instance against l: depth is its derived
 // depth, children its parent's live sub-agents reporting to its ReportTo,
-// live the store's live tasks. It returns the ErrLimit that refuses it,
-// or nil. Only a task is checked (TaskTypes), children only for a
+// live the store's live instances it counts among (LiveCounted). It
+// returns the ErrLimit that refuses it, or nil. Only a task (TaskTypes)
+// and a contact (ContactTypes) are checked, children only for a
 // sub-agent.
 func InstanceRefusal(a Instance, l InstanceLimits, depth, children, live int) error {
+	if slices.Contains(ContactTypes(), a.Type) {
+		if l.MaxContacts > 0 && live >= l.MaxContacts {
+			return fmt.Errorf("%w: max_contacts %d", ErrLimit, l.MaxContacts)
+		}
+		return nil
+	}
 	if !slices.Contains(TaskTypes(), a.Type) {
 		return nil
 	}

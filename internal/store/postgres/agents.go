@@ -80,6 +80,7 @@ var (
 	sqlLive       = "state IN (" + sqlList(store.LiveAgentStates()) + ")"
 	sqlOpen       = sqlLive + " AND state IN ('" + store.AgentStarting + "', '" + store.AgentRunning + "')"
 	sqlTasks      = "type IN (" + sqlList(store.TaskTypes()) + ")"
+	sqlContacts   = "type IN (" + sqlList(store.ContactTypes()) + ")"
 	sqlEnded      = "state NOT IN (" + sqlList(store.LiveAgentStates()) + ")"
 	sqlUnreported = "ended_at <> 0 AND reported_at = 0 AND report <> ''"
 )
@@ -99,6 +100,7 @@ var (
 	qInstIns        = `INSERT INTO agentd_instances (` + instCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, '', $20, $21, $22, 0, 0, '')`
 	qInstChildren   = `SELECT count(*) FROM agentd_instances WHERE parent = $1 AND report_to = $2 AND ` + sqlLive + ` AND type = '` + store.InstanceSubagent + `'`
 	qInstLiveTasks  = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlTasks
+	qInstContacts   = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlContacts
 	qInstUnreported = `SELECT ` + instCols + ` FROM agentd_instances WHERE ` + sqlUnreported + ` ORDER BY ended_at, id LIMIT $1`
 	qInstOpen       = `SELECT ` + instCols + ` FROM agentd_instances WHERE ` + sqlOpen + ` ORDER BY created_at, id`
 	// qInstState moves an instance as store.InstanceTransition allows
@@ -167,8 +169,12 @@ func (s *Store) CreateInstance(ctx context.Context, a store.Instance, l store.In
 				return err
 			}
 		}
-		if l.MaxLive > 0 {
-			if err := tx.QueryRow(ctx, qInstLiveTasks).Scan(&live); err != nil {
+		if count, contacts := store.LiveCounted(a.Type, l); count {
+			q := qInstLiveTasks
+			if contacts {
+				q = qInstContacts
+			}
+			if err := tx.QueryRow(ctx, q).Scan(&live); err != nil {
 				return err
 			}
 		}

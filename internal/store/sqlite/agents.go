@@ -84,6 +84,7 @@ var (
 	sqlLive       = "state IN (" + sqlList(store.LiveAgentStates()) + ")"
 	sqlOpen       = sqlLive + " AND state IN ('" + store.AgentStarting + "', '" + store.AgentRunning + "')"
 	sqlTasks      = "type IN (" + sqlList(store.TaskTypes()) + ")"
+	sqlContacts   = "type IN (" + sqlList(store.ContactTypes()) + ")"
 	sqlEnded      = "state NOT IN (" + sqlList(store.LiveAgentStates()) + ")"
 	sqlUnreported = "ended_at <> 0 AND reported_at = 0 AND report <> ''"
 )
@@ -103,6 +104,7 @@ var (
 	qInstIns        = `INSERT INTO agentd_instances (` + instCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, 0, 0, '')`
 	qInstChildren   = `SELECT count(*) FROM agentd_instances WHERE parent = ? AND report_to = ? AND ` + sqlLive + ` AND type = '` + store.InstanceSubagent + `'`
 	qInstLiveTasks  = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlTasks
+	qInstContacts   = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlContacts
 	qInstUnreported = `SELECT ` + instCols + ` FROM agentd_instances WHERE ` + sqlUnreported + ` ORDER BY ended_at, id LIMIT ?`
 	// qInstOpen reads agentd_instances_live (the unary + keeps the
 	// planner off the created index, which would read every instance).
@@ -133,7 +135,7 @@ func prefixed(p, cols string) string {
 
 // agentStmts are the writer's statements of instances.
 type agentStmts struct {
-	byDesc, lineage, ins, children, live, state, report, get *sql.Stmt
+	byDesc, lineage, ins, children, live, contacts, state, report, get *sql.Stmt
 }
 
 func (a *agentStmts) list() []struct {
@@ -145,7 +147,7 @@ func (a *agentStmts) list() []struct {
 		sql string
 	}{
 		{&a.byDesc, qInstByDesc}, {&a.lineage, qInstLineage}, {&a.ins, qInstIns}, {&a.children, qInstChildren},
-		{&a.live, qInstLiveTasks}, {&a.state, qInstState}, {&a.report, qInstReport}, {&a.get, qInst},
+		{&a.live, qInstLiveTasks}, {&a.contacts, qInstContacts}, {&a.state, qInstState}, {&a.report, qInstReport}, {&a.get, qInst},
 	}
 }
 
@@ -233,8 +235,12 @@ func (w *writer) applyInstCreate(r *request) error {
 			return fmt.Errorf("sqlite: create instance %s: children: %w", a.ID, err)
 		}
 	}
-	if r.limits.MaxLive > 0 {
-		if err := w.agents.live.QueryRow().Scan(&live); err != nil {
+	if count, contacts := store.LiveCounted(a.Type, r.limits); count {
+		q := w.agents.live
+		if contacts {
+			q = w.agents.contacts
+		}
+		if err := q.QueryRow().Scan(&live); err != nil {
 			return fmt.Errorf("sqlite: create instance %s: live: %w", a.ID, err)
 		}
 	}

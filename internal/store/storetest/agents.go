@@ -249,6 +249,38 @@ func testInstanceConcurrentLimits(t *testing.T, x *suite) {
 	}
 }
 
+// max_contacts refuses a new person's instance (user or swarm) when that
+// many live, with ErrLimit naming it, and writes nothing; a person who
+// has one finds it; a stopped one is not counted; tasks and contacts are
+// not counted against each other's limit.
+func testContactLimit(t *testing.T, x *suite) {
+	s := x.newStore(t)
+	ctx := t.Context()
+	l := store.InstanceLimits{MaxLive: 1, MaxContacts: 2}
+	contact := func(n int, typ, user string) store.Instance {
+		return store.Instance{ID: iid(n), Type: typ, Descriptor: typ + ":tg:public:" + user, Template: "desk", State: store.AgentIdle}
+	}
+	ann := mustCreate(t, s, contact(1, store.InstanceUser, "ann"), l)
+	mustCreate(t, s, contact(2, store.InstanceSwarm, "bob"), l)
+	mustCreate(t, s, task(3, "assistant"), l) // the one live task
+	carl := contact(4, store.InstanceSwarm, "carl")
+	if _, _, err := s.CreateInstance(ctx, carl, l); !errors.Is(err, store.ErrLimit) || !strings.Contains(err.Error(), "max_contacts 2") {
+		t.Errorf("a third contact under max_contacts 2: %v; want ErrLimit max_contacts 2", err)
+	}
+	if _, err := s.Instance(ctx, carl.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a refused contact was written: %v", err)
+	}
+	if got, created, err := s.CreateInstance(ctx, contact(5, store.InstanceUser, "ann"), l); err != nil || created || got.ID != ann.ID {
+		t.Errorf("ann again: %s, created %v, %v; want her instance %s", got.ID, created, err, ann.ID)
+	}
+	if ok, err := s.SetInstanceState(ctx, ann.ID, store.AgentStopped, "closed", 0); err != nil || !ok {
+		t.Fatalf("SetInstanceState(stopped) = %v, %v", ok, err)
+	}
+	mustCreate(t, s, carl, l)
+	l.MaxContacts = 0
+	mustCreate(t, s, contact(6, store.InstanceUser, "dora"), l)
+}
+
 // An instance's state moves forward only; an end records its result and
 // time, once; a turn is set once.
 func testInstanceStates(t *testing.T, x *suite) {

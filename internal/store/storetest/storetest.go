@@ -142,6 +142,7 @@ func tests() []struct {
 		{"InstanceInvalid", testInstanceInvalid},
 		{"InstanceLimits", testInstanceLimits},
 		{"InstanceConcurrentLimits", testInstanceConcurrentLimits},
+		{"ContactLimit", testContactLimit},
 		{"InstanceStates", testInstanceStates},
 		{"InstanceReport", testInstanceReport},
 		{"InstancesList", testInstancesList},

@@ -1,0 +1,80 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"agentd/internal/agent"
+	"agentd/internal/extension"
+	"agentd/internal/store"
+	"agentd/internal/testkit"
+	"agentd/internal/tool"
+)
+
+// TestAgentRowHeldToItsWriter: an agent row an agent writes may give what
+// its writer has (a tool it is allowed, one it may call with approval
+// only as ask), nothing more, whether the tool is registered or not, and
+// no looser budget; and it does not take a name a dynamic or deleted
+// agent had.
+func TestAgentRowHeldToItsWriter(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, agent.AgentsDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writer := "type: permanent\nmodel: {provider: echo, name: echo}\ntools:\n  allow: [clock, web_*, extensions]\n  ask: [web_post]\nbudgets: {max_usd_per_day: 2}\n"
+	if err := os.WriteFile(filepath.Join(dir, agent.AgentsDir, "writer.yaml"), []byte(writer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := agent.NewRegistry(dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.SetTools(func() []tool.Spec {
+		return []tool.Spec{{Name: "clock"}, {Name: "web_fetch", Risky: true}, {Name: "web_post", Risky: true}, {Name: "remember"}}
+	})
+	reg.SetTaken(func(_ context.Context, name string) (bool, error) { return name == "gone", nil })
+	m := extension.New(testkit.ExtensionStore(t), nil)
+	if err := m.Register(reg.ExtensionType()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	who := extension.Who{Provenance: store.ProvenanceAgent + "writer"}
+	for _, c := range []struct {
+		name, tools string
+		ok          bool
+		budgets     string // left out: {"max_usd_per_day":1}
+	}{
+		{"clocked", `{"allow":["clock"]}`, true, ""},
+		{"fetcher", `{"allow":["web_fetch"]}`, true, ""},
+		{"asker", `{"allow":["web_*"],"ask":["web_post"]}`, true, ""},
+		{"poster", `{"allow":["web_*"]}`, false, ""},             // web_post without approval
+		{"defaults", `{}`, false, ""},                            // every tool that is not risky: remember
+		{"unregistered", `{"allow":["shell_*"]}`, false, ""},     // a tool not registered yet
+		{"denier", `{"allow":["clock"],"deny":["x"]}`, true, ""}, // a deny gives nothing
+		{"gone", `{"allow":["clock"]}`, false, ""},               // a deleted agent's name
+		{"unbounded", `{"allow":["clock"]}`, false, `{}`},        // no day budget
+		{"spender", `{"allow":["clock"]}`, false, `{"max_usd_per_day":5}`},
+		{"tighter", `{"allow":["clock"]}`, true, `{"max_usd_per_day":2,"max_usd_per_turn":0.1}`},
+	} {
+		if c.budgets == "" {
+			c.budgets = `{"max_usd_per_day":1}`
+		}
+		spec := `{"type":"permanent","system_prompt":"Work.","tools":` + c.tools + `,"budgets":` + c.budgets + `}`
+		_, err := m.Put(ctx, extension.Doc{Type: "agent", Name: c.name, Spec: json.RawMessage(spec)}, who)
+		if c.ok && err != nil || !c.ok && !errors.Is(err, extension.ErrForbidden) {
+			t.Errorf("row %s (tools %s): %v, want ok %v", c.name, c.tools, err, c.ok)
+		}
+	}
+	// A person writes what they like.
+	if _, err := m.Put(ctx, extension.Doc{Type: "agent", Name: "gone", Spec: json.RawMessage(`{"type":"permanent"}`)},
+		extension.Who{Provenance: store.ProvenanceUser}); err != nil {
+		t.Errorf("a person's row: %v", err)
+	}
+}
