@@ -115,8 +115,8 @@ func TestSendAgentMessageMostRecentForeground(t *testing.T) {
 	// An agent whose agents.targets does not name the template cannot
 	// reach a person's conversation.
 	evs, _ := sendTurn(t, dir, "stranger", "anyone there")
-	if r := toolResultsOf(evs, "send_agent_message"); len(r) != 1 || !r[0].IsError || !strings.Contains(r[0].Output, "out of reach") {
-		t.Errorf("a message with no target from an agent that may not reach it: %+v", r)
+	if r := toolResultsOf(evs, "send_agent_message"); len(r) != 1 || !r[0].IsError || !strings.Contains(r[0].Output, "no user agent in reach") || strings.Contains(r[0].Output, latest.ID) {
+		t.Errorf("a message with no target from an agent that may not reach it (refused without naming the conversation): %+v", r)
 	}
 	evs, _ = sendTurn(t, dir, "sender", "anyone there")
 	r := toolResultsOf(evs, "send_agent_message")
@@ -144,15 +144,15 @@ func TestAskAgentTool(t *testing.T) {
 			Answer, Status, Session string
 		}
 		if len(r) != 1 || r[0].IsError || json.Unmarshal([]byte(r[0].Output), &res) != nil ||
-			res.Answer != "42" || res.Status != "done" || res.Session != "oracle/ask:asker" {
+			res.Answer != "42" || res.Status != "done" || res.Session != "oracle/ask:asker:cli:root" {
 			t.Fatalf("an ask: %+v", r)
 		}
 		evs, _ = sendTurn(t, w.dir, "asker", "impatient")
 		r = toolResultsOf(evs, "ask_agent")
-		if len(r) != 1 || !r[0].IsError || !strings.Contains(r[0].Output, "oracle/ask:asker") {
+		if len(r) != 1 || !r[0].IsError || !strings.Contains(r[0].Output, "oracle/ask:asker:cli:root") {
 			t.Fatalf("an ask past its deadline: %+v", r)
 		}
-		log := sessionLog(t, w.dir, "oracle/ask:asker")
+		log := sessionLog(t, w.dir, "oracle/ask:asker:cli:root")
 		if !slices.ContainsFunc(log, func(e event.Event) bool {
 			return e.Kind == event.Input && strings.Contains(string(e.Data), "slow question")
 		}) {
@@ -256,7 +256,7 @@ func TestAgentGuardHopsAskChain(t *testing.T) {
 		if end.Status != event.StatusDone {
 			t.Fatalf("a1's turn: %+v", end)
 		}
-		a3 := sessionLog(t, w.dir, "a3/ask:a2")
+		a3 := sessionLog(t, w.dir, "a3/ask:a2:ask:a1:cli:root")
 		if g := agentEvents(a3, "guard"); len(g) != 1 || g[0].Guard != "max_hops" || g[0].Target != "a4" {
 			t.Errorf("a3's guard events: %+v", g)
 		}
@@ -274,7 +274,7 @@ func TestAgentGuardHopsAskChain(t *testing.T) {
 func TestAgentGuardHopsStartChain(t *testing.T) {
 	files := map[string]string{
 		"agentd.yaml":         "agents:\n  max_hops: 2\n",
-		"agents/spawner.yaml": agentOn(agentModel(t, "spawner"), "tools:\n  allow: [start_background_agent]\n"),
+		"agents/spawner.yaml": agentOn(agentModel(t, "spawner"), "tools:\n  allow: [start_background_agent]\nagents:\n  detach: true\n"),
 	}
 	eachWay(t, files, func(t *testing.T, w *way) {
 		sendTurn(t, w.dir, "spawner", "spawn")

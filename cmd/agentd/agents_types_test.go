@@ -145,7 +145,7 @@ func TestAgentTypeSubagentCancelled(t *testing.T) {
 func TestAgentTypeBackground(t *testing.T) {
 	addr := agentModel(t, "planner")
 	files := map[string]string{
-		"agents/planner.yaml": agentOn(addr, "tools:\n  allow: [start_background_agent]\n"),
+		"agents/planner.yaml": agentOn(addr, "tools:\n  allow: [start_background_agent]\nagents:\n  detach: true\n"),
 	}
 	eachWay(t, files, func(t *testing.T, w *way) {
 		out := okRun(t, w.dir, "agents", "start", "planner", "task: the weather", "--name", "wx")

@@ -194,7 +194,8 @@ func (s *System) targetOf(in store.Instance) (target, error) {
 
 // mayReach reports whether caller may message, ask, inspect or stop t:
 // itself, its parent, its children, the agents its agents.targets names,
-// and the user agents of its own template — unless the caller is a
+// and people's conversations (user and swarm agents) of its own template
+// or of a template its agents.targets names — unless the caller is a
 // person's conversation or works below one: a person's conversation is
 // reached by the agents working for that person, not by another person's
 // because both came from one template.
@@ -205,8 +206,12 @@ func (s *System) mayReach(ctx context.Context, caller *agent.Definition, t targe
 		t.in != nil && t.in.Parent == caller.ID,
 		s.targeted(caller, t):
 		return true
-	case t.in == nil || t.in.Type != store.InstanceUser || caller.Template == "" || caller.Template != t.in.Template:
+	case t.in == nil || !behaviours[t.in.Type].person:
 		return false
+	case caller.Template == "" || caller.Template != t.in.Template:
+		if !s.targetedTemplate(caller, t.in.Template) {
+			return false
+		}
 	}
 	_, forPerson, err := s.person(ctx, caller)
 	return err == nil && !forPerson
@@ -224,6 +229,17 @@ func (s *System) targeted(caller *agent.Definition, t target) bool {
 			continue
 		}
 		if globs([]string{g}, t.agent) || t.in != nil && globs([]string{g}, t.in.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// targetedTemplate reports whether caller's agents.targets names template
+// by a glob (not a tag): the people's conversations made from it.
+func (s *System) targetedTemplate(caller *agent.Definition, template string) bool {
+	for _, g := range caller.Agents.Targets {
+		if !strings.HasPrefix(g, "#") && template != "" && globs([]string{g}, template) {
 			return true
 		}
 	}
