@@ -22,8 +22,9 @@ import (
 // The kill tests of many agents: a parent's turn starts agentsPerParent
 // sub-agents (start_background_agent), each of which starts a sub-agent
 // of its own and calls a non-idempotent tool (an HTTP POST to a counter
-// outside agentd), as does that grandchild; agentd serve is SIGKILLed at
-// random moments of it and started again. Then every child has ended,
+// outside agentd, through a declarative HTTP action), as does that
+// grandchild; agentd serve is SIGKILLed at random moments of it and
+// started again. Then every child has ended,
 // done, each report is in its parent's log exactly once, no parent has a
 // child twice (a start re-run after a kill finds the child it made), and
 // no non-idempotent call ran twice.
@@ -34,31 +35,35 @@ const agentsPerParent = 8
 
 // agentsKillFiles are the data directory's files: the parent (boss), the
 // children's template (worker) and the grandchildren's (grand) on the
-// fake model at addr, the counter at cnt allowed to http_fetch.
+// fake model at addr, and count, the non-idempotent tool: a declarative
+// HTTP action that posts its task to the counter at cnt (host:port).
 func agentsKillFiles(addr, cnt, extraConfig string) map[string]string {
 	return map[string]string{
-		"agentd.yaml": extraConfig + "tools:\n  http_fetch:\n    allow_networks: [\"127.0.0.1/32\"]\n",
+		"agentd.yaml": extraConfig + "actions:\n  allow_networks: [\"127.0.0.1/32\"]\n",
+		"extensions/action/count.yaml": "type: action\nname: count\nspec:\n  description: Counts a task done, outside agentd.\n" +
+			"  method: POST\n  url: http://" + cnt + "/hit\n  body: \"{{task}}\"\n" +
+			"  input: {type: object, properties: {task: {type: string}}, required: [task]}\n  allow_hosts: [\"" + cnt + "\"]\n",
 		"agents/boss.yaml": openaiAgent(addr, "tools:\n  allow: [start_background_agent]\nmemory:\n  recall: -1\n"+
 			"agents:\n  templates: [worker]\n"),
-		"agents/worker.yaml": openaiAgent(addr, "type: subagent\ntools:\n  allow: [start_background_agent, calculator, http_fetch]\n"+
+		"agents/worker.yaml": openaiAgent(addr, "type: subagent\ntools:\n  allow: [start_background_agent, calculator, count]\n"+
 			"memory:\n  recall: -1\nagents:\n  templates: [grand]\n"),
-		"agents/grand.yaml": openaiAgent(addr, "type: subagent\ntools:\n  allow: [http_fetch]\nmemory:\n  recall: -1\n"),
+		"agents/grand.yaml": openaiAgent(addr, "type: subagent\ntools:\n  allow: [count]\nmemory:\n  recall: -1\n"),
 	}
 }
 
 // agentsKillScript is the fake model's script. A report (a system
 // message) is acknowledged; a parent's input "job pN" starts its
 // children "work job pN/0" … in one step; a child starts its grandchild
-// "grand work job pN/i" beside an idempotent tool, then posts its task to
-// the counter, then answers; a grandchild posts its task, then answers.
-// Each step takes a little while so that kills land in every phase.
-func agentsKillScript(cnt string) string {
+// "grand work job pN/i" beside an idempotent tool, then counts its task,
+// then answers; a grandchild counts its task, then answers. Each step
+// takes a little while so that kills land in every phase.
+func agentsKillScript() string {
 	var b strings.Builder
 	b.WriteString("match ^<system_message\nsay noted\n\nmatch ^job p\\d+$\ndelay 15ms\n")
 	for i := range agentsPerParent {
 		fmt.Fprintf(&b, "call start_background_agent {\"prompt\": \"work {{last_user}}/%d\", \"template\": \"worker\"}\n", i)
 	}
-	hit := fmt.Sprintf("call http_fetch {\"url\": \"http://%s/hit\", \"method\": \"POST\", \"body\": \"{{last_user}}\"}\n", cnt)
+	const hit = "call count {\"task\": \"{{last_user}}\"}\n"
 	b.WriteString("---\ndelay 15ms\nsay started\n\n")
 	b.WriteString("match ^work job p\\d+/\\d+$\ndelay 15ms\n" +
 		"call start_background_agent {\"prompt\": \"grand {{last_user}}\", \"template\": \"grand\"}\n" +
@@ -80,7 +85,7 @@ func parentInput(i int) *input {
 func TestAgentsKillRestart(t *testing.T) {
 	kills := killCount(t, 20, 2, 3)
 	cnt := newCounter(t)
-	addr := fake(t, agentsKillScript(cnt.ln.Addr().String()))
+	addr := fake(t, agentsKillScript())
 	dir := dataDir(t, agentsKillFiles(addr, cnt.ln.Addr().String(), ""))
 	sock := filepath.Join(dir, "agentd.sock")
 
@@ -121,7 +126,7 @@ func TestAgentsClusterKill(t *testing.T) {
 	db := pgtest.NewDB(t)
 	kills := nodeKills(t)
 	cnt := newCounter(t)
-	addr := fake(t, agentsKillScript(cnt.ln.Addr().String()))
+	addr := fake(t, agentsKillScript())
 	files := agentsKillFiles(addr, cnt.ln.Addr().String(), "store:\n  lease_ttl: 3s\n")
 	nodes := make([]*clusterNode, 3)
 	dirs := make([]string, len(nodes))
@@ -332,8 +337,7 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 		}
 	}
 
-	cnt.mu.Lock()
-	defer cnt.mu.Unlock()
+	hits := countedTasks(t, cnt)
 	interruptedN, givenUp := 0, 0
 	for _, in := range all {
 		what := fmt.Sprintf("%s %s (%q, reports to %s)", in.Type, in.ID, in.Task, in.ReportTo)
@@ -363,11 +367,11 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 		interrupted := false
 		for _, e := range logOf(in.Agent + "/main") {
 			var d event.ToolResultData
-			if e.Kind == event.ToolResult && e.Decode(&d) == nil && d.Name == "http_fetch" && d.Interrupted {
+			if e.Kind == event.ToolResult && e.Decode(&d) == nil && d.Name == "count" && d.Interrupted {
 				interrupted = true
 			}
 		}
-		switch n := cnt.hits[in.Task]; {
+		switch n := hits[in.Task]; {
 		case n > 1:
 			t.Errorf("%s: the non-idempotent tool ran %d times", what, n)
 		case n == 0 && !interrupted:
@@ -378,4 +382,21 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 	}
 	t.Logf("%d agents ended and reported once each (%d grandchildren's reports given up: their parent had ended); %d non-idempotent calls recorded as interrupted",
 		len(all), givenUp, interruptedN)
+}
+
+// countedTasks is what the counter counted, by task: each request's body
+// is the task as a JSON string.
+func countedTasks(t *testing.T, cnt *counter) map[string]int {
+	t.Helper()
+	cnt.mu.Lock()
+	defer cnt.mu.Unlock()
+	hits := map[string]int{}
+	for body, n := range cnt.hits {
+		var task string
+		if err := json.Unmarshal([]byte(body), &task); err != nil {
+			t.Errorf("the counter got %q: not a task", body)
+		}
+		hits[task] += n
+	}
+	return hits
 }
