@@ -245,7 +245,7 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 
 // dynamicAgents lists the daemon's dynamic agents through its API.
 func dynamicAgents(hc *http.Client) ([]listedAgent, error) {
-	resp, err := hc.Get("http://agentd/v1/agents?dynamic=true&limit=5000")
+	resp, err := hc.Get("http://agentd/v1/agents?dynamic=true&all=true&limit=5000")
 	if err != nil {
 		return nil, err
 	}
