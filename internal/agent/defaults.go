@@ -25,6 +25,12 @@ const (
 	DefaultStatementTimeout   = 30 * time.Second
 	DefaultLeaseTTL           = 10 * time.Second
 	DefaultKeepRuns           = 1000
+	DefaultMaxHops            = 10
+	DefaultMaxDepth           = 3
+	DefaultMaxChildren        = 8
+	DefaultMaxLive            = 2000
+	DefaultAskTimeout         = 2 * time.Minute
+	DefaultReportBytes        = 16384
 
 	// DefaultDataDir is the data directory when neither --data nor
 	// $AGENTD_HOME names one.
@@ -99,7 +105,29 @@ func applyConfigDefaults(c *Config) {
 	if c.Jobs.KeepRuns == 0 {
 		c.Jobs.KeepRuns = DefaultKeepRuns
 	}
+	applyAgentsDefaults(&c.Agents)
 	applyGatewayDefaults(&c.Gateway)
+}
+
+func applyAgentsDefaults(a *AgentsConfig) {
+	if a.MaxHops == 0 {
+		a.MaxHops = DefaultMaxHops
+	}
+	if a.MaxDepth == 0 {
+		a.MaxDepth = DefaultMaxDepth
+	}
+	if a.MaxChildren == 0 {
+		a.MaxChildren = DefaultMaxChildren
+	}
+	if a.MaxLive == 0 {
+		a.MaxLive = DefaultMaxLive
+	}
+	if a.AskTimeout == 0 {
+		a.AskTimeout = Duration(DefaultAskTimeout)
+	}
+	if a.ReportBytes == 0 {
+		a.ReportBytes = DefaultReportBytes
+	}
 }
 
 // applyDefinitionDefaults fills in what d leaves out. d must be valid.

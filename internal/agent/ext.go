@@ -26,18 +26,20 @@ func (r *Registry) ExtensionType() extension.Type {
 // agentMachine says whether an agent definition reaches past what its
 // writer may give: MCP servers or start-up calls of its own, secrets from
 // the environment (a model's api_key_env, a server's headers_env, a model
-// at a base_url of its own), or an extensions policy (an agent must not
-// make an agent with more rights).
+// at a base_url of its own), or an extensions or agents policy (an agent
+// must not make an agent with more rights, such as one that may start or
+// reach other agents).
 func agentMachine(spec json.RawMessage) bool {
 	var v struct {
 		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
 		Bootstrap  []json.RawMessage          `json:"bootstrap"`
 		Extensions json.RawMessage            `json:"extensions"`
+		Agents     json.RawMessage            `json:"agents"`
 	}
 	if json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0 {
 		return true
 	}
-	if e := bytes.TrimSpace(v.Extensions); len(e) > 0 && !bytes.Equal(e, []byte("null")) && !bytes.Equal(e, []byte("{}")) {
+	if isSet(v.Extensions) || isSet(v.Agents) {
 		return true
 	}
 	// A model at another base_url gets the provider's key from the
@@ -48,6 +50,13 @@ func agentMachine(spec json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// isSet reports whether a block of a spec says anything: not left out,
+// null or empty.
+func isSet(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && !bytes.Equal(b, []byte("null")) && !bytes.Equal(b, []byte("{}"))
 }
 
 type agentRows struct{ r *Registry }

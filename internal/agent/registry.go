@@ -63,6 +63,8 @@ type Registry struct {
 	// hidden are agents of files whose rows are disabled.
 	hidden map[string]bool
 	snap   atomic.Pointer[snapshot]
+	// inst answers Get for dynamic agents (SetInstances); nil: none.
+	inst atomic.Pointer[instances]
 }
 
 // snapshot is the registry's state between two reloads.
@@ -107,8 +109,10 @@ func NewRegistry(dataDir string, cfg *Config, opts *RegistryOptions) (*Registry,
 
 // Get returns the current definition of agent id. It must not be modified.
 func (r *Registry) Get(id string) (*Definition, bool) {
-	d, ok := r.snap.Load().defs[id]
-	return d, ok
+	if d, ok := r.snap.Load().defs[id]; ok {
+		return d, true
+	}
+	return r.instance(id)
 }
 
 // List returns the current definitions sorted by id. They must not be modified.

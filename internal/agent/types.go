@@ -21,7 +21,16 @@ const (
 	TypeSubagent   = "subagent"
 	TypeCron       = "cron"
 	TypeSystem     = "system"
+	// TypeSwarm is a template of which each contacting user gets an
+	// instance of their own, with its own memory scope.
+	TypeSwarm = "swarm"
 )
+
+// Types returns the agent types, the one list a definition's type is
+// checked against.
+func Types() []string {
+	return []string{TypeUser, TypePermanent, TypeBackground, TypeSubagent, TypeCron, TypeSystem, TypeSwarm}
+}
 
 // Inbox modes: what a message that arrives mid-turn does.
 const (
@@ -73,9 +82,51 @@ type Definition struct {
 	// registering with an identity server); their results are logged in
 	// the session <id>/bootstrap.
 	Bootstrap []BootstrapCall `yaml:"bootstrap" json:"bootstrap,omitempty"`
+	// Agents says what the agent may do to other agents through the agent
+	// tools (which its tool policy must allow as well).
+	Agents AgentsPolicy `yaml:"agents" json:"agents,omitzero"`
 
 	// File is the file the definition was loaded from ("" if built in).
 	File string `yaml:"-" json:"file,omitempty"`
+
+	// Set on the definitions derived for dynamic agents (instances of a
+	// template, see Registry.SetInstances) only, never in a file or row.
+	Template string `yaml:"-" json:"-"` // the definition the instance is derived from
+	Parent   string `yaml:"-" json:"-"` // the instance's parent agent id ("" none)
+	Scope    string `yaml:"-" json:"-"` // its memory scope ("" = ID)
+	KeyOwner string `yaml:"-" json:"-"` // whose ed25519 key signs for it ("" = ID)
+}
+
+// ScopeID returns the memory scope the agent reads and writes: Scope, or
+// its ID when it has none.
+func (d *Definition) ScopeID() string {
+	if d.Scope != "" {
+		return d.Scope
+	}
+	return d.ID
+}
+
+// KeyOwnerID returns the agent whose identity key signs for this one:
+// KeyOwner, or its ID when it has none.
+func (d *Definition) KeyOwnerID() string {
+	if d.KeyOwner != "" {
+		return d.KeyOwner
+	}
+	return d.ID
+}
+
+// AgentsPolicy says what an agent may do to other agents.
+type AgentsPolicy struct {
+	// Templates are globs over the definition ids start_background_agent
+	// may start an instance of. Left out: the agent's own id only.
+	Templates []string `yaml:"templates" json:"templates,omitempty"`
+	// Targets are globs over the agent ids and names the agent may
+	// message, ask, inspect or stop beyond its own children and parent.
+	// Left out: none.
+	Targets []string `yaml:"targets" json:"targets,omitempty"`
+	// MaxChildren bounds the agent's live children (default: agentd.yaml
+	// agents.max_children).
+	MaxChildren int `yaml:"max_children" json:"max_children,omitempty"`
 }
 
 // ExtensionPolicy says which extension rows an agent's extensions tool
@@ -335,6 +386,8 @@ type Config struct {
 	Gateway Gateway `yaml:"gateway" json:"gateway"`
 	// Jobs configures the jobs' run history.
 	Jobs JobsConfig `yaml:"jobs" json:"jobs"`
+	// Agents bounds the agents that agents start and message.
+	Agents AgentsConfig `yaml:"agents" json:"agents"`
 
 	// File is the file the config was loaded from ("" if none).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -374,6 +427,28 @@ type JobsConfig struct {
 	// KeepRunsFor, if set, prunes the runs scheduled longer ago than it
 	// too, beyond the newest KeepRuns (default 0: no age limit).
 	KeepRunsFor Duration `yaml:"keep_runs_for" json:"keep_runs_for,omitempty"`
+}
+
+// AgentsConfig bounds the dynamic agents of the whole node (a cluster's
+// limits are each node's).
+type AgentsConfig struct {
+	// MaxHops bounds one chain of agent messages: a message an agent sends
+	// carries the hops of the input its turn serves plus one (default 10).
+	MaxHops int `yaml:"max_hops" json:"max_hops,omitempty"`
+	// MaxDepth bounds sub-agent depth; a top-level agent is depth 0
+	// (default 3).
+	MaxDepth int `yaml:"max_depth" json:"max_depth,omitempty"`
+	// MaxChildren bounds an agent's live children; a definition's
+	// agents.max_children overrides it (default 8).
+	MaxChildren int `yaml:"max_children" json:"max_children,omitempty"`
+	// MaxLive bounds the live background agents and sub-agents together
+	// (default 2000).
+	MaxLive int `yaml:"max_live" json:"max_live,omitempty"`
+	// AskTimeout is the longest ask_agent waits for an answer (default 2m).
+	AskTimeout Duration `yaml:"ask_timeout" json:"ask_timeout,omitempty"`
+	// ReportBytes is the longest answer a report carries to the parent;
+	// the rest stays in the child's log (default 16384).
+	ReportBytes int `yaml:"report_bytes" json:"report_bytes,omitempty"`
 }
 
 // ActionsConfig configures the action extensions for the whole node.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"agentd/internal/store"
 )
 
 var (
@@ -35,7 +37,6 @@ func ValidTag(tag string) bool { return len(tag) <= 64 && tagRE().MatchString(ta
 
 // Accepted values of the enumerated fields.
 var (
-	agentTypes  = []string{TypeUser, TypePermanent, TypeBackground, TypeSubagent, TypeCron, TypeSystem}
 	providers   = []string{ProviderOpenAI, ProviderAnthropic, ProviderEcho}
 	inboxModes  = []string{ModeQueue, ModeInterrupt}
 	logLevels   = []string{"debug", "info", "warn", "error"}
@@ -123,7 +124,10 @@ func (c *checker) definition(d *Definition, id string) {
 	if d.ID != "" && d.ID != id {
 		c.add("id", "must match the file name %q, got %q", id, d.ID)
 	}
-	c.oneOf("type", d.Type, agentTypes)
+	c.oneOf("type", d.Type, Types())
+	if d.Type == TypeSystem && len(d.Tags) == 0 {
+		c.add("tags", "a system agent needs at least one tag: it is addressed by it (#tag)")
+	}
 	for i, tag := range d.Tags {
 		switch {
 		case !ValidTag(tag):
@@ -159,6 +163,7 @@ func (c *checker) definition(d *Definition, id string) {
 		c.add("memory.recall", "must be -1 (none), 0 (the default) or more, got %d", d.Memory.Recall)
 	}
 	c.oneOf("inbox.mode", d.Inbox.Mode, inboxModes)
+	c.agentsPolicy("agents", &d.Agents)
 	c.servers("mcp_servers", d.MCPServers)
 	for i, name := range d.Servers {
 		if !ValidServerName(name) {
@@ -286,9 +291,39 @@ func (c *checker) config(cfg *Config) {
 	c.gateway(&cfg.Gateway)
 	c.cidrs("tools.http_fetch.allow_networks", cfg.Tools.HTTPFetch.AllowNetworks)
 	c.cidrs("actions.allow_networks", cfg.Actions.AllowNetworks)
+	c.agentsConfig("agents", &cfg.Agents)
 	c.nonNegative("jobs.keep_runs", cfg.Jobs.KeepRuns)
 	if cfg.Jobs.KeepRunsFor < 0 || (cfg.Jobs.KeepRunsFor > 0 && cfg.Jobs.KeepRunsFor.D() < time.Hour) {
 		c.add("jobs.keep_runs_for", "must be at least 1h")
+	}
+}
+
+// agentsPolicy checks a definition's agents block, at path p: its
+// globs and its children limit.
+func (c *checker) agentsPolicy(p string, a *AgentsPolicy) {
+	for _, l := range []struct {
+		name  string
+		globs []string
+	}{{"templates", a.Templates}, {"targets", a.Targets}} {
+		for i, g := range l.globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				c.add(fmt.Sprintf("%s.%s[%d]", p, l.name, i), "must be an agent id or a glob such as support-*, got %q", g)
+			}
+		}
+	}
+	c.nonNegative(p+".max_children", a.MaxChildren)
+}
+
+// agentsConfig checks agentd.yaml's agents limits, at path p.
+func (c *checker) agentsConfig(p string, a *AgentsConfig) {
+	c.nonNegative(p+".max_hops", a.MaxHops)
+	c.nonNegative(p+".max_depth", a.MaxDepth)
+	c.nonNegative(p+".max_children", a.MaxChildren)
+	c.nonNegative(p+".max_live", a.MaxLive)
+	c.duration(p+".ask_timeout", a.AskTimeout)
+	c.nonNegative(p+".report_bytes", a.ReportBytes)
+	if a.ReportBytes > store.MaxInstanceResult {
+		c.add(p+".report_bytes", "must be at most %d (an instance's result is cut there), got %d", store.MaxInstanceResult, a.ReportBytes)
 	}
 }
 

@@ -44,6 +44,8 @@ func TestLoadConfigMissing(t *testing.T) {
 		Embeddings:         Embeddings{Provider: EmbedHashed, Dim: DefaultEmbedDim},
 		Gateway:            Gateway{Listen: DefaultGatewayListen, MaxBody: MaxGatewayBody},
 		Jobs:               JobsConfig{KeepRuns: DefaultKeepRuns},
+		Agents: AgentsConfig{MaxHops: DefaultMaxHops, MaxDepth: DefaultMaxDepth, MaxChildren: DefaultMaxChildren,
+			MaxLive: DefaultMaxLive, AskTimeout: Duration(DefaultAskTimeout), ReportBytes: DefaultReportBytes},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

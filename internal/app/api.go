@@ -53,6 +53,9 @@ func (a *App) api(daemon bool) *gateway.Server {
 		JobRuns:    a.Store,
 		JobTimes:   a.Scheduler,
 	}
+	if a.AgentSys != nil { // a nil *agentsys.System in the interface would not be nil
+		o.DynamicAgents = a.AgentSys
+	}
 	wo := &webext.WidgetOptions{Usage: a.Store, Sessions: a.Store, Tools: a.Tools, Logger: a.Logger}
 	if a.Memory != nil {
 		wo.Memory = a.Memory

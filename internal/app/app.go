@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/agentsys"
 	"agentd/internal/command"
 	"agentd/internal/control"
 	"agentd/internal/engine"
@@ -100,6 +101,8 @@ type App struct {
 	// Jobs run job rows.
 	Commands *command.Router
 	Jobs     *job.Runner
+	// AgentSys runs the dynamic agents (nil: the store keeps none).
+	AgentSys *agentsys.System
 	// Scheduler fires the jobs' time triggers while this node leads
 	// "jobs" (the daemon runs it: ScheduleJobs).
 	Scheduler *job.Scheduler
@@ -239,13 +242,18 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if a.storeKind == StorePostgres {
 		ro.ClaimEvery = claimEvery // other nodes may share the store
 	}
+	a.runtimeHooks(ro)
 	a.Runtime = runtime.New(ro)
 	a.Commands = command.NewRouterWith(addressable{a.Agents, a.Store})
 	a.Jobs = job.New(a.Runtime, a.Store, a.Agents, &job.Options{Logger: log, Guard: netguard.New(&netguard.Options{AllowPrefixes: allow}),
 		Ended: a.jobEnded, BeforeSubmit: o.JobBeforeSubmit, Secrets: secret.NewResolver(a.Dir, nil), Dir: a.Dir})
 	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired,
 		KeepRuns: a.Config.Jobs.KeepRuns, KeepRunsFor: a.Config.Jobs.KeepRunsFor.D()})
+	a.agentSystem()
 	if err := a.extensionLayer(); err != nil {
+		return nil, err
+	}
+	if err := a.agentTools(); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -288,6 +296,7 @@ func (a *App) Start(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
+	a.startAgents(ctx, wctx)
 	a.started.Store(true)
 	a.followExtensions(wctx)
 	a.listen(wctx)
@@ -368,6 +377,9 @@ func (a *App) Drain(ctx context.Context) {
 	a.stopping.Store(true)
 	if a.Jobs != nil {
 		a.Jobs.Close()
+	}
+	if a.AgentSys != nil {
+		a.AgentSys.Close() // before the runtime: no finish is cut short by it
 	}
 	if a.Runtime != nil {
 		a.Runtime.Close(ctx)

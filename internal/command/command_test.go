@@ -316,3 +316,25 @@ func ExampleRouter_Route_agent() {
 	// true "keeper/assistant:main" "remember the milk"
 	// false "" ""
 }
+
+func TestTagged(t *testing.T) {
+	r := router(t, nil)
+	for _, tt := range []struct {
+		tag  string
+		want []string
+	}{
+		{"memory-keeper", []string{"keeper"}},
+		{"notes", []string{"keeper", "scribe"}},
+		{"nobody", nil},
+		{"Memory-keeper", nil},
+		{"#notes", nil},
+		{"", nil},
+	} {
+		if diff := cmp.Diff(tt.want, r.Tagged(tt.tag)); diff != "" {
+			t.Errorf("Tagged(%q) (-want +got):\n%s", tt.tag, diff)
+		}
+	}
+	if got := command.NewRouter().Tagged("notes"); got != nil {
+		t.Errorf("a router with no agents: Tagged = %v, want none", got)
+	}
+}

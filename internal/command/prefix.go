@@ -70,6 +70,12 @@ func (r *Router) tagged(tag, text, addr string) (Route, bool, error) {
 	return Route{}, true, fmt.Errorf("%w: #%s: the agents %s share the tag; address one with @%s", ErrUsage, tag, strings.Join(ids, ", "), ids[0])
 }
 
+// Tagged returns the ids of the agents tagged tag, sorted: none for a tag
+// no agent has or one that is not a valid tag. "#tag" names an agent only
+// when exactly one is returned, as a chat line's #tag does (the agent
+// tools resolve a "#tag" target with it).
+func (r *Router) Tagged(tag string) []string { return r.taggedWith(tag) }
+
 // taggedWith returns the ids of the agents tagged tag, sorted.
 func (r *Router) taggedWith(tag string) []string {
 	if r.agents == nil || !agent.ValidTag(tag) {

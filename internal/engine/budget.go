@@ -32,7 +32,7 @@ func (r *run) usdBound(m agent.Model) (int, error) {
 		return 0, nil
 	}
 	b := r.def.Budgets
-	in := float64(r.e.calib.Scale(m.Name, r.lastRaw)) * inputMargin * price.Input / 1e6
+	in := r.inputCost(m, price)
 	bound := 0
 	for _, lim := range []struct {
 		name, what   string
@@ -61,6 +61,12 @@ func (r *run) usdBound(m agent.Model) (int, error) {
 		}
 	}
 	return bound, nil
+}
+
+// inputCost estimates the cost of the next call's input to m, with
+// inputMargin.
+func (r *run) inputCost(m agent.Model, price agent.Price) float64 {
+	return float64(r.e.calib.Scale(m.Name, r.lastRaw)) * inputMargin * price.Input / 1e6
 }
 
 // outputKeys are the names providers give the output limit, as an agent's

@@ -280,8 +280,7 @@ func (r *run) flushMemory(ctx context.Context, folded []model.Message) {
 		if c.Name != spec.Name {
 			continue
 		}
-		out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.flush.%d", r.t.ID, i), Name: c.Name, Args: c.Args,
-			Agent: r.def.ID, Session: r.t.Session.Address()}, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
+		out := r.e.o.Tools.Run(ctx, r.call(fmt.Sprintf("%d.flush.%d", r.t.ID, i), c.Name, c.Args), &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
 		evs = append(evs, event.New(r.session, r.t.ID, event.Lifecycle, event.LifecycleData{Phase: event.PhaseMemoryFlush,
 			Tool: c.Name, Args: c.Args, Output: out.Result.Output, IsError: out.Result.IsError, DurationMS: ms(out.Duration)}))
 	}
@@ -314,8 +313,11 @@ func (r *run) sideCall(ctx context.Context, p model.Provider, m agent.Model, req
 		r.inTok += resp.Usage.InputTokens
 		r.outTok += resp.Usage.OutputTokens
 		r.cost += mc.CostUSD
+		if a := r.t.Account; a != nil {
+			a.Settle(0, mc.CostUSD) // not reserved: a side call is bounded by the turn's own checks
+		}
 		usage = []store.Usage{{Session: r.session, Agent: r.def.ID, Model: m.Name, InputTokens: mc.InputTokens,
-			OutputTokens: mc.OutputTokens, CostUSD: mc.CostUSD, Time: time.Now().UTC()}}
+			OutputTokens: mc.OutputTokens, CostUSD: mc.CostUSD, Time: time.Now().UTC(), Payer: r.t.Payer, Account: r.accountKey()}}
 	}
 	ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
 	if werr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}, Usage: usage}, true); werr != nil {

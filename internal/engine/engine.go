@@ -194,6 +194,14 @@ type Turn struct {
 	Skills []string
 	// SpentToday is the agent's spending so far today, for the daily budget.
 	SpentToday float64
+	// Account, if not nil, is the spending this turn shares with the turn
+	// that pays for it and that turn's other sub-agents: its limit bounds
+	// them together. nil: the turn pays alone, bounded by its own
+	// max_usd_per_turn.
+	Account Account
+	// Payer is the agent whose day budget pays for the turn: its usage
+	// rows' payer. "": the session's agent.
+	Payer string
 	// Durable, if not nil, waits until the input is durable in the inbox.
 	// The turn may start before, but writes nothing until then, so none of
 	// its events can outlive an input that was never accepted.
@@ -214,7 +222,8 @@ type run struct {
 	cost    float64
 	reply   string
 	session int64
-	ended   bool // the turn_end is committed
+	ended   bool    // the turn_end is committed
+	held    float64 // reserved on the turn's account for the call being made (account.go)
 
 	skills    loadedSkills                   // the skills the session loaded
 	lc        lifecycle                      // the message lifecycle's state
@@ -376,7 +385,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		// turn's first write (within CoalesceDelay), which saves a sync. A
 		// crash before that write leaves no trace of the turn, which then
 		// starts afresh.
-		d := event.InputData{Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey, Images: t.Item.Images}
+		d := event.InputData{Text: t.Item.Text, Source: t.Item.Source, Origin: t.Item.Origin, IdempotencyKey: t.Item.IdempotencyKey, Images: t.Item.Images, Hops: t.Item.Hops}
 		in := event.New(r.session, t.ID, t.Item.Kind, d)
 		b := &store.Batch{Session: r.session, State: store.StateActive, Events: []event.Event{in}}
 		if t.Recovered {
@@ -522,6 +531,9 @@ func (r *run) checkBudgets() (event.TurnEndData, bool) {
 	case b.MaxWallTime > 0 && time.Since(r.start) >= b.MaxWallTime.D():
 		return stop("max_wall_time", fmt.Sprintf("stopped: the turn ran for its %s (budgets.max_wall_time)", b.MaxWallTime.D()))
 	}
+	if reason, spent := r.accountSpent(); spent {
+		return stop("max_usd_per_turn", reason)
+	}
 	return event.TurnEndData{}, false
 }
 
@@ -556,7 +568,12 @@ var errStore = errors.New("log write failed")
 // a failed one durably before the next starts, so that no attempt's label
 // is used twice (see attemptLabels). A call that could take the turn or the
 // day past its USD budget is not made: the error is then a *budgetStop.
-func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (*stepResponse, error) {
+func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *stepResponse, err error) {
+	defer func() {
+		if err != nil {
+			r.release() // the reservation of a call that was not made, or failed
+		}
+	}()
 	chain := append([]agent.Model{r.def.Model}, r.def.Model.Fallbacks...)
 	step := r.steps + 1
 	var last error
@@ -703,6 +720,9 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, er
 	if n > 0 {
 		boundOutput(req, n)
 	}
+	if err := r.reserve(m, req); err != nil {
+		return nil, err
+	}
 	return req, nil
 }
 
@@ -795,8 +815,9 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		calls = append(calls, pendingCall{ToolCallData: d})
 		evs = append(evs, event.New(r.session, r.t.ID, event.ToolCall, d))
 	}
-	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name,
-		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC()}}
+	r.settle(cost)
+	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name, InputTokens: u.InputTokens,
+		OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC(), Payer: r.t.Payer, Account: r.accountKey()}}
 	b := &store.Batch{Session: r.session, Events: evs, Usage: usage}
 	var end event.TurnEndData
 	// A tool call must be durable before its tool runs, unless running it
@@ -930,8 +951,8 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 		}
 	}
 	opts := &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes}
-	call := &tool.Call{ID: fmt.Sprintf("%d.%s", r.t.ID, c.ID), Name: c.Name, Args: c.Args,
-		Agent: r.def.ID, Session: r.t.Session.Address(), Skills: r.skills.list()}
+	call := r.call(fmt.Sprintf("%d.%s", r.t.ID, c.ID), c.Name, c.Args)
+	call.Skills = r.skills.list()
 	if spec.Server != "" {
 		call.Approval = r.approver()
 	}
@@ -943,4 +964,13 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 	res.Images = ImageRefs(out.Result.Images)
 	res.DurationMS = out.Duration.Milliseconds()
 	return res, true
+}
+
+// call returns the call of tool name with args that this turn makes: the
+// calling agent and session, the turn, the hops of the input it serves
+// (a message the tool sends another agent carries one more) and the
+// memory scope the agent reads and writes.
+func (r *run) call(id, name string, args json.RawMessage) *tool.Call {
+	return &tool.Call{ID: id, Name: name, Args: args, Agent: r.def.ID, Session: r.t.Session.Address(),
+		Turn: r.t.ID, Hops: r.t.Item.Hops, Scope: r.def.ScopeID()}
 }

@@ -35,6 +35,9 @@ type Recaller interface {
 }
 
 // Signer signs with an agent's identity key (creating it on first use).
+// The engine names the agent whose key signs for a turn's agent
+// (agent.Definition.KeyOwnerID): a dynamic agent signs with its
+// template's key and has no key of its own.
 type Signer interface {
 	// SignMessage signs a message alone, as every message lifecycle
 	// starts (approval.SignMessage). It returns the agent's public key and
@@ -202,7 +205,7 @@ func (r *run) initLifecycle() {
 func (r *run) signedView() *ApprovalView {
 	if !r.lc.signed {
 		r.lc.signed = true
-		r.lc.view = signView(r.e.o.Signer, r.def.ID, r.message(), r.e.o.Logger)
+		r.lc.view = signView(r.e.o.Signer, r.def.KeyOwnerID(), r.message(), r.e.o.Logger)
 	}
 	return r.lc.view
 }
@@ -378,7 +381,7 @@ func (r *run) approver() tool.Approver {
 type callApprover struct{ r *run }
 
 func (a callApprover) Approve(audience, tool string, args json.RawMessage) (json.RawMessage, error) {
-	return a.r.e.o.Signer.ApproveCall(a.r.def.ID, a.r.message(), a.r.e.o.Now(), audience, tool, args)
+	return a.r.e.o.Signer.ApproveCall(a.r.def.KeyOwnerID(), a.r.message(), a.r.e.o.Now(), audience, tool, args)
 }
 
 // permitAnswer is how a call's approval ended.
@@ -560,7 +563,7 @@ func (r *run) contextPhase(ctx context.Context) error {
 	specs := r.phaseTools(tool.KindContext)
 	if rc := r.e.o.Recall; rc != nil && r.def.Memory.Recall > 0 {
 		recall := func() {
-			items, deg, err := rc.Recall(ctx, r.def.ID, r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
+			items, deg, err := rc.Recall(ctx, r.def.ScopeID(), r.t.Item.Text, r.def.Memory.Recall, r.def.Memory.Shared)
 			if err != nil {
 				deg = "recall failed: " + err.Error()
 			}
@@ -652,8 +655,7 @@ func (r *run) phase(ctx context.Context, phase string, specs []tool.Spec) ([]eve
 
 func (r *run) callPhaseTool(ctx context.Context, phase string, s *tool.Spec) event.LifecycleData {
 	args := r.lifecycleArgs(phase, s)
-	call := &tool.Call{ID: fmt.Sprintf("%d.%s.%s", r.t.ID, phase, s.Name), Name: s.Name, Args: args,
-		Agent: r.def.ID, Session: r.t.Session.Address()}
+	call := r.call(fmt.Sprintf("%d.%s.%s", r.t.ID, phase, s.Name), s.Name, args)
 	if s.Server != "" {
 		call.Approval = r.approver()
 	}
@@ -858,7 +860,7 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 		}
 		payload = string(b)
 	}
-	sig, pub, err := r.e.o.Signer.SignPayload(r.def.ID, payload)
+	sig, pub, err := r.e.o.Signer.SignPayload(r.def.KeyOwnerID(), payload)
 	if err != nil {
 		return fail("sign: %v", err)
 	}
@@ -884,9 +886,9 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 			return fail("%s", a.denial)
 		}
 	}
-	out := r.e.o.Tools.Run(ctx, &tool.Call{ID: fmt.Sprintf("%d.hook.%s", r.t.ID, name), Name: target, Args: b,
-		Agent: r.def.ID, Session: r.t.Session.Address(), Approval: r.approver()},
-		&tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
+	call := r.call(fmt.Sprintf("%d.hook.%s", r.t.ID, name), target, b)
+	call.Approval = r.approver()
+	out := r.e.o.Tools.Run(ctx, call, &tool.RunOptions{Timeout: r.def.Tools.Timeout.D(), MaxOutputBytes: r.def.Tools.MaxOutputBytes})
 	d.DurationMS = ms(out.Duration)
 	d.Output, d.IsError = out.Result.Output, out.Result.IsError
 	return d
@@ -993,7 +995,7 @@ func (e *Engine) Object(d *agent.Definition, item store.InboxItem, evs []event.E
 	o := BuildObject(d, item, evs, channel)
 	if o.Approval == nil {
 		m := approval.Message{Text: item.Text, CreatedAt: item.CreatedAt, ID: o.MessageID, ChannelID: o.ChannelID}
-		if v := signView(e.o.Signer, d.ID, m, e.o.Logger); v != nil {
+		if v := signView(e.o.Signer, d.KeyOwnerID(), m, e.o.Logger); v != nil {
 			o.Approval, o.DaemonPubkey = v, v.DaemonPubkey
 		}
 	}

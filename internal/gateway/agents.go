@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +16,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/agentsys"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
 )
 
 // Agent states in the list.
@@ -44,9 +49,86 @@ type AgentInfo struct {
 	// ModelHint, for an agent on the built-in echo model, says how to
 	// configure a real one.
 	ModelHint string `json:"model_hint,omitempty"`
+
+	// The fields of a dynamic agent (an instance of a definition, its
+	// template, made at run time); absent for a definition. Its State is
+	// one of store.AgentStates.
+	Dynamic    bool   `json:"dynamic,omitempty"`
+	Template   string `json:"template,omitempty"`
+	Descriptor string `json:"descriptor,omitempty"`
+	// Parent is the agent that started it ("" none), Root the top of its
+	// parent chain, Depth how far below it is.
+	Parent string `json:"parent,omitempty"`
+	Root   string `json:"root,omitempty"`
+	Depth  int    `json:"depth,omitempty"`
+	// Session is the address of its main session ("<id>/main").
+	Session string `json:"session,omitempty"`
+	// Children counts its live children.
+	Children int `json:"children,omitempty"`
+	// CostUSD is what it spent; CostTreeUSD what it and every agent below
+	// it spent.
+	CostUSD     float64   `json:"cost_usd,omitempty"`
+	CostTreeUSD float64   `json:"cost_tree_usd,omitempty"`
+	CreatedAt   time.Time `json:"created_at,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
 }
 
+// DynamicAgents are the agents made at run time (agentsys.System): the
+// instances of definitions, their lineage, state and costs.
+type DynamicAgents interface {
+	// List lists the instances f selects (and, with no type or lineage
+	// filter, the cron and system agents) and the next page's cursor.
+	List(ctx context.Context, f store.AgentFilter) ([]agentsys.Info, string, error)
+	// Tree returns the tree of root ("" every tree with a live member).
+	Tree(ctx context.Context, root string) ([]agentsys.Node, error)
+	// Status returns an agent's state: agentsys.ErrNotFound for an id that
+	// is no dynamic agent.
+	Status(ctx context.Context, id string) (agentsys.Status, error)
+	// Start starts a background agent of req.Template.
+	Start(ctx context.Context, req agentsys.StartRequest) (store.Instance, error)
+	// Contact submits a person's message to their instance of a user or
+	// swarm template, made on first contact.
+	Contact(ctx context.Context, c agentsys.Contact) (store.Instance, runtime.Receipt, error)
+	// Stop stops an agent and the agents below it, by whom, and returns
+	// the ids stopped.
+	Stop(ctx context.Context, id, reason, by string) ([]string, error)
+}
+
+// NextHeader names the response header of GET /v1/agents that holds the
+// cursor of the next page of dynamic agents (the body stays an array).
+const NextHeader = "Agentd-Next"
+
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
+	q, err := agentListQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var out []AgentInfo
+	if q.definitions() {
+		out = s.definitionInfos(q.Type, q.State)
+	} else {
+		out = []AgentInfo{}
+	}
+	if !q.instances() || s.o.DynamicAgents == nil {
+		writeJSON(w, 200, out)
+		return
+	}
+	infos, next, err := s.o.DynamicAgents.List(r.Context(), q.AgentFilter)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out = mergeInfos(out, infos, q.definitions())
+	if next != "" {
+		w.Header().Set(NextHeader, next)
+	}
+	writeJSON(w, 200, out)
+}
+
+// definitionInfos lists the agent definitions, of type typ and in state
+// ("" any), by id.
+func (s *Server) definitionInfos(typ, state string) []AgentInfo {
 	defs := s.o.Agents.List()
 	var errs map[string]error
 	if s.o.AgentFiles != nil {
@@ -71,8 +153,39 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 	for id, err := range errs {
 		out = append(out, AgentInfo{ID: id, File: agentFile(id, err), State: AgentInvalid, Problems: problems(err, true)})
 	}
+	out = slices.DeleteFunc(out, func(a AgentInfo) bool {
+		return (typ != "" && a.Type != typ) || (state != "" && a.State != state)
+	})
 	slices.SortFunc(out, func(a, b AgentInfo) int { return strings.Compare(a.ID, b.ID) })
-	writeJSON(w, 200, out)
+	return out
+}
+
+// mergeInfos appends the dynamic agents of infos to defs; an agent of
+// infos that is a definition (a cron or system agent) lends its descriptor
+// to defs' entry of its id, and is appended only if defs lists
+// definitions and has none.
+func mergeInfos(defs []AgentInfo, infos []agentsys.Info, withDefs bool) []AgentInfo {
+	out := defs
+	for _, in := range infos {
+		if !in.Dynamic {
+			if i := slices.IndexFunc(defs, func(a AgentInfo) bool { return a.ID == in.ID }); i >= 0 {
+				defs[i].Descriptor = in.Descriptor
+				continue
+			}
+			if !withDefs {
+				continue
+			}
+		}
+		out = append(out, infoOf(in))
+	}
+	return out
+}
+
+// infoOf is an agent of the agent system as the list shows it.
+func infoOf(in agentsys.Info) AgentInfo {
+	return AgentInfo{ID: in.ID, Name: in.Name, Type: in.Type, Model: in.Model, State: in.State, Dynamic: in.Dynamic,
+		Template: in.Template, Descriptor: in.Descriptor, Parent: in.Parent, Root: in.Root, Depth: in.Depth,
+		Session: in.Session, Children: in.LiveChildren, CostUSD: in.CostUSD, CreatedAt: in.CreatedAt, EndedAt: in.EndedAt}
 }
 
 // agentFile is the file an agent's load error names, or its usual name.
@@ -107,6 +220,9 @@ type AgentDetail struct {
 	// Problems are what is wrong with the agent's file now; the
 	// definition shown is then the last one that loaded.
 	Problems []Problem `json:"problems,omitempty"`
+	// Instance is a dynamic agent's state (Definition is then the one
+	// derived from its template).
+	Instance *agentsys.Status `json:"instance,omitempty"`
 }
 
 // Problem is one problem with an agent file or body.
@@ -212,17 +328,45 @@ func definitionView(d *agent.Definition) (map[string]any, error) {
 
 func (s *Server) agentGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	d, ok := s.agentDef(id)
-	if !ok {
-		s.fail(w, notFound("agent %s", id))
-		return
-	}
-	out, err := s.detail(d)
+	st, dynamic, err := s.agentStatus(r.Context(), id)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	d, ok := s.agentDef(id)
+	var out AgentDetail
+	switch {
+	case ok:
+		if out, err = s.detail(d); err != nil {
+			s.fail(w, err)
+			return
+		}
+	case !dynamic:
+		s.fail(w, notFound("agent %s", id))
+		return
+	default:
+		out.ID = id
+	}
+	if dynamic {
+		out.Instance = &st
+	}
 	writeJSON(w, 200, out)
+}
+
+// agentStatus returns the state of the dynamic agent id, and false if id
+// is none (or there are no dynamic agents here).
+func (s *Server) agentStatus(ctx context.Context, id string) (agentsys.Status, bool, error) {
+	if s.o.DynamicAgents == nil {
+		return agentsys.Status{}, false, nil
+	}
+	st, err := s.o.DynamicAgents.Status(ctx, id)
+	switch {
+	case errors.Is(err, agentsys.ErrNotFound) || errors.Is(err, store.ErrNotFound):
+		return agentsys.Status{}, false, nil
+	case err != nil:
+		return agentsys.Status{}, false, err
+	}
+	return st, true, nil
 }
 
 // agentBodyTypes are the content types PUT /v1/agents/{id} reads as the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/agentsys"
 	"agentd/internal/command"
 	"agentd/internal/extension"
 	"agentd/internal/job"
@@ -73,7 +74,7 @@ var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
 		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
 		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed,
-		webext.ErrInvalid, command.ErrUsage},
+		webext.ErrInvalid, command.ErrUsage, agentsys.ErrNotTemplate},
 		status: http.StatusBadRequest, code: "bad_request"},
 	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
 	// A webhook refused for its signature or its job: one body for every
@@ -81,11 +82,12 @@ var failures = []failure{
 	// says why).
 	{errs: []error{job.ErrBadSignature}, status: http.StatusUnauthorized, code: "unauthorized",
 		msg: "bad webhook signature: the request is not signed for this webhook within its time window; agentd's log says why"},
-	{errs: []error{ErrForbidden, extension.ErrForbidden}, status: http.StatusForbidden, code: "forbidden"},
+	{errs: []error{ErrForbidden, extension.ErrForbidden, agentsys.ErrReach}, status: http.StatusForbidden, code: "forbidden"},
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
-		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound, job.ErrNotFound}, status: http.StatusNotFound, code: "not_found"},
+		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound, job.ErrNotFound, agentsys.ErrNotFound},
+		status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
 	{errs: []error{ErrMethodNotAllowed}, status: http.StatusMethodNotAllowed, code: "method_not_allowed"},
 	{errs: []error{runtime.ErrInvalidAgent}, status: http.StatusConflict, code: "agent_invalid"},
@@ -93,9 +95,12 @@ var failures = []failure{
 	{errs: []error{runtime.ErrSessionClosed}, status: http.StatusConflict, code: "session_closed"},
 	{errs: []error{runtime.ErrBusy}, status: http.StatusConflict, code: "busy"},
 	{errs: []error{job.ErrRunning}, status: http.StatusConflict, code: "job_running"},
+	{errs: []error{agentsys.ErrEnded}, status: http.StatusConflict, code: "agent_ended"},
 	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, store.ErrConflict, errConflict},
 		status: http.StatusConflict, code: "conflict"},
 	{errs: []error{errRateLimited}, status: http.StatusTooManyRequests, code: "rate_limited"},
+	// A limit of the dynamic agents (the error names it: "max_live 2000").
+	{errs: []error{store.ErrLimit, agentsys.ErrHops}, status: http.StatusTooManyRequests, code: "agent_limit"},
 	{errs: []error{errNotAvailable, memory.ErrUnavailable}, status: http.StatusNotImplemented, code: "not_available"},
 	{errs: []error{mcp.ErrNotConnected, mcp.ErrUnsupported}, status: http.StatusServiceUnavailable, code: "unavailable"},
 	// An MCP server that did not start or answer: after every refusal of

@@ -86,6 +86,11 @@ type Options struct {
 	AgentFiles AgentFiles // PUT /v1/agents/{id} and the reload routes
 	Extensions Extensions // /v1/extensions…
 
+	// DynamicAgents are the agents made at run time: the list's
+	// instances, the tree, start, contact and stop (nil: the list holds
+	// the definitions alone and the other routes answer 501).
+	DynamicAgents DynamicAgents
+
 	// The console's extension data; each may be nil.
 	Widgets   Widgets   // GET /v1/widgets…
 	Artifacts Artifacts // GET /v1/artifacts…

@@ -159,7 +159,7 @@ func (a *auth) origin(w http.ResponseWriter, r *http.Request) (cors, ok bool) {
 	if cors {
 		h.Set("Access-Control-Allow-Origin", origins[0])
 		h.Set("Access-Control-Allow-Credentials", "true")
-		h.Set("Access-Control-Expose-Headers", "X-Agentd-Session, Retry-After")
+		h.Set("Access-Control-Expose-Headers", "X-Agentd-Session, Retry-After, "+NextHeader)
 	}
 	return cors, true
 }

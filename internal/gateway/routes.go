@@ -90,10 +90,14 @@ var routeTable = []route{
 	// A job's webhook: no token, the job's own signature (hooks.go).
 	{pattern: "POST /hooks/{name}", access: public, serve: (*Server).hook, logsRefusals: true},
 
-	// Agents: definitions (agents.go), the message lifecycle and keys
-	// (tools.go).
+	// Agents: definitions and dynamic agents (agents.go, agenttree.go,
+	// agentinstances.go), the message lifecycle and keys (tools.go).
 	{pattern: "GET /v1/agents", serve: (*Server).agents},
+	{pattern: "GET /v1/agents/tree", serve: (*Server).agentTree},
 	{pattern: "GET /v1/agents/{id}", serve: (*Server).agentGet},
+	{pattern: "POST /v1/agents/{template}/start", serve: (*Server).agentStart},
+	{pattern: "POST /v1/agents/{template}/contact", serve: (*Server).agentContact},
+	{pattern: "POST /v1/agents/{id}/stop", serve: (*Server).agentStop},
 	{pattern: "PUT /v1/agents/{id}", access: admin, serve: (*Server).agentPut},
 	{pattern: "POST /v1/agents/{id}/reload", serve: (*Server).agentReload},
 	{pattern: "POST /v1/agents/reload", serve: (*Server).agentsReload},

@@ -24,7 +24,8 @@ type ToolOptions struct {
 var ErrBadArgs = errors.New("bad arguments")
 
 // Tools returns the memory tools: remember, recall, forget and relate. A
-// call's scope is its agent; its provenance is its session and turn.
+// call's scope is its own (Call.Scope, else its agent); its provenance
+// is its session and turn.
 func Tools(s *Store, o *ToolOptions) []tool.Tool {
 	var opt ToolOptions
 	if o != nil {
@@ -152,15 +153,26 @@ func provenance(c *tool.Call) Provenance {
 	return p
 }
 
+// ownScope is the memory the calling agent reads and writes: its scope
+// (a swarm instance's own, another instance's its template's), or the
+// agent's id when the call has none.
+func ownScope(c *tool.Call) string {
+	if c.Scope != "" {
+		return c.Scope
+	}
+	return c.Agent
+}
+
 func (t *tools) mayShare(agent string) bool { return t.shared != nil && t.shared(agent) }
 
-// scope is the call's agent, or Shared when asked for and allowed.
+// scope is the call's own scope (ownScope), or Shared when asked for and
+// allowed.
 func (t *tools) scope(c *tool.Call, shared bool) (string, error) {
 	if c.Agent == "" {
 		return "", fmt.Errorf("%w: the call has no agent", ErrBadArgs)
 	}
 	if !shared {
-		return c.Agent, nil
+		return ownScope(c), nil
 	}
 	if !t.mayShare(c.Agent) {
 		return "", fmt.Errorf("%w: this agent may not use the shared memory", ErrBadArgs)
@@ -232,7 +244,7 @@ func (t *tools) recall(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	if a.K < 0 || a.K > MaxK {
 		return tool.Result{}, fmt.Errorf("%w: k must be between 1 and %d", ErrBadArgs, MaxK)
 	}
-	q := Query{Scope: c.Agent, Text: a.Query, K: a.K, Kinds: a.Kinds, Shared: t.mayShare(c.Agent)}
+	q := Query{Scope: ownScope(c), Text: a.Query, K: a.K, Kinds: a.Kinds, Shared: t.mayShare(c.Agent)}
 	if a.Since != "" {
 		since, err := parseSince(a.Since)
 		if err != nil {

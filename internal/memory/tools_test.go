@@ -129,3 +129,36 @@ func TestFormatRecallDegraded(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// Two instances of one swarm template each have their scope: what one
+// customer's agent remembers the other's does not recall, nor forget,
+// while an instance without a scope of its own shares its template's.
+func TestToolsScope(t *testing.T) {
+	s, _ := newStore(t, hashed())
+	tl := toolMap(s, nil)
+	run := func(name, agent, scope, args string) string {
+		t.Helper()
+		r, err := tl[name].Call(t.Context(), &tool.Call{ID: "3.c1", Name: name, Args: json.RawMessage(args), Agent: agent, Scope: scope, Session: agent + "/main"})
+		if err != nil {
+			t.Fatalf("%s by %s: %v", name, agent, err)
+		}
+		return r.Output
+	}
+	run("remember", "ckalice", "ckalice", `{"insight":"Alice's order 1234 shipped late."}`)
+	run("remember", "ckbob", "ckbob", `{"insight":"Bob's order 5678 is a gift."}`)
+	run("remember", "support", "", `{"insight":"Refunds take five days."}`)
+	drain(t, s)
+	for _, tc := range []struct{ agent, scope, query, want string }{
+		{"ckalice", "ckalice", "order", "1234"},
+		{"ckbob", "ckbob", "order", "5678"},
+		{"ckuser", "support", "refunds", "five days"}, // a user instance: its template's memory
+	} {
+		got := run("recall", tc.agent, tc.scope, `{"query":"`+tc.query+`"}`)
+		if !strings.Contains(got, tc.want) || strings.Count(got, "\n[") != 1 {
+			t.Errorf("%s (scope %q) recalls %q; want only %q", tc.agent, tc.scope, got, tc.want)
+		}
+	}
+	if got := run("forget", "ckbob", "ckbob", `{"insights":[1]}`); !strings.HasPrefix(got, "Nothing matched") {
+		t.Errorf("one instance forgot another's memory: %q", got)
+	}
+}

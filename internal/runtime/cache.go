@@ -56,6 +56,9 @@ type session struct {
 	// asked: another node accepted an input for the session, or asked
 	// for its lease, while no grace ran; the next rest begins none.
 	asked bool
+	// stopped: Stop was called; the queued inputs are refused, and new
+	// ones until the session is reopened.
+	stopped bool
 }
 
 // setConv replaces the session's cached conversation, keeping the cache's

@@ -85,6 +85,9 @@ func (r *Runtime) reopen(ctx context.Context, sess *session) (bool, error) {
 	if err := r.mark(ctx, sess, "reopened", store.StateIdle); err != nil {
 		return false, err
 	}
+	sess.mu.Lock()
+	sess.stopped = false
+	sess.mu.Unlock()
 	return true, nil
 }
 
@@ -124,7 +127,8 @@ func (r *Runtime) Cancel(ctx context.Context, addr string) error {
 		return nil
 	}
 	if rc, ok := r.leases.(RemoteCancel); ok && r.shared() {
-		return r.cancelElsewhere(ctx, rc, addr, agentID, key)
+		_, err := r.cancelElsewhere(ctx, rc, addr, agentID, key)
+		return err
 	}
 	return fmt.Errorf("%w in %s", ErrNoTurn, addr)
 }
@@ -142,24 +146,24 @@ type RemoteCancel interface {
 }
 
 // cancelElsewhere sends the cancel of a session's turn to the node
-// running it.
-func (r *Runtime) cancelElsewhere(ctx context.Context, rc RemoteCancel, addr, agentID, key string) error {
+// running it, and returns that turn.
+func (r *Runtime) cancelElsewhere(ctx context.Context, rc RemoteCancel, addr, agentID, key string) (int64, error) {
 	s, err := r.st.SessionByAddress(ctx, agentID, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("%w in %s", ErrNoTurn, addr)
+		return 0, fmt.Errorf("%w in %s", ErrNoTurn, addr)
 	}
 	if err != nil {
-		return fmt.Errorf("runtime: cancel %s: %w", addr, err)
+		return 0, fmt.Errorf("runtime: cancel %s: %w", addr, err)
 	}
 	turn, running, err := rc.CancelTurn(ctx, s.ID)
 	if err != nil {
-		return fmt.Errorf("runtime: cancel %s: %w", addr, err)
+		return 0, fmt.Errorf("runtime: cancel %s: %w", addr, err)
 	}
 	if !running {
-		return fmt.Errorf("%w in %s", ErrNoTurn, addr)
+		return 0, fmt.Errorf("%w in %s", ErrNoTurn, addr)
 	}
 	r.log.Info("cancel sent to the node running the turn", "session", addr, "turn", turn)
-	return nil
+	return turn, nil
 }
 
 // CancelRunning cancels turn of session if it runs on this node; a turn

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/model/echo"
 	"agentd/internal/runtime"
+	"agentd/internal/store"
 	"agentd/internal/store/sqlite"
 	"agentd/internal/testkit"
 	"agentd/internal/tool"
@@ -53,4 +55,37 @@ func Example() {
 	}
 	fmt.Println(rc.Session, end.Status, end.Reply)
 	// Output: assistant/chat:alice done hello
+}
+
+// ExampleRuntime_Stop stops an agent's session for good: its running turn
+// is cancelled, its queued inputs refused, and the session closed, while
+// the Ended hook hears of every turn's end.
+func ExampleRuntime_Stop() {
+	dir, err := os.MkdirTemp("", "agentd-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	k, err := testkit.Open(ctx, dir, &testkit.Options{Runtime: func(o *runtime.Options) {
+		o.Ended = func(s store.Session, it store.InboxItem, end event.TurnEndData) {
+			fmt.Println("ended:", s.Address(), end.Status)
+		}
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer k.Close()
+
+	if _, _, err := k.Runtime.Send(ctx, runtime.Input{Session: "assistant/task", Text: "work", Source: "example"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := k.Runtime.Stop(ctx, "assistant/task", "its parent was stopped"); err != nil {
+		log.Fatal(err)
+	}
+	_, err = k.Runtime.Submit(ctx, runtime.Input{Session: "assistant/task", Text: "more", Source: "example"})
+	fmt.Println(errors.Is(err, runtime.ErrSessionClosed))
+	// Output:
+	// ended: assistant/task done
+	// true
 }

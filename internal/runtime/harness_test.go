@@ -58,6 +58,7 @@ type setup struct {
 	cache      int
 	cacheBytes int64
 	cacheIdle  time.Duration
+	opts       func(*runtime.Options) // changes the runtime's options last
 }
 
 // env is a runtime built from real parts (testkit): a SQLite store, the
@@ -86,6 +87,9 @@ func newEnv(t testing.TB, s setup) *env {
 	k := testkit.New(t, &testkit.Options{Path: s.path, Agents: s.agents, Model: s.p, Tools: s.tools, Wrap: wrap,
 		Runtime: func(o *runtime.Options) {
 			o.MaxConcurrentTurns, o.CacheSessions, o.CacheBytes, o.CacheIdle = s.maxTurns, s.cache, s.cacheBytes, s.cacheIdle
+			if s.opts != nil {
+				s.opts(o)
+			}
 		}})
 	return &env{t: t, path: k.Path, st: k.Store, rt: k.Runtime, p: s.p, k: k}
 }

@@ -69,6 +69,10 @@ type Input struct {
 	// Reopen reopens the session first if it is closed (see Reopen);
 	// without it, a closed session refuses the input with ErrSessionClosed.
 	Reopen bool
+	// Hops counts the agent messages that led to this input: 0 for a
+	// person's, the sender's input's hops + 1 for an agent's. It goes
+	// into the inbox item and the input event.
+	Hops int
 }
 
 // Receipt acknowledges an accepted input.
@@ -179,6 +183,9 @@ func (r *Runtime) accept(ctx context.Context, in *Input) (*session, error) {
 
 // submitTo queues in, accepted for sess, reopening sess first if asked to.
 func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *waiting) (Receipt, error) {
+	if sess.isStopped() && sess.state() != store.StateClosed {
+		return Receipt{}, closedErr(in.Session) // being stopped: closed once its queue is refused
+	}
 	if sess.state() == store.StateClosed {
 		if !in.Reopen {
 			return Receipt{}, closedErr(in.Session)
@@ -197,7 +204,7 @@ func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *w
 		}
 	}
 	item := store.InboxItem{Session: sess.s.ID, Kind: kind, Text: in.Text, Source: in.Source, Origin: in.Origin,
-		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent, Options: in.Options, Images: engine.ImageRefs(in.Images)}
+		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent, Options: in.Options, Images: engine.ImageRefs(in.Images), Hops: in.Hops}
 	return r.enqueue(ctx, sess, item, wait)
 }
 
@@ -209,6 +216,9 @@ func checkInput(in *Input) error {
 	}
 	if len(in.Text) > MaxText {
 		return fmt.Errorf("%w: the text is %d bytes, at most %d", ErrTooLarge, len(in.Text), MaxText)
+	}
+	if in.Hops < 0 {
+		return fmt.Errorf("runtime: an input's hops are %d, not 0 or more", in.Hops)
 	}
 	return model.CheckImages(in.Images)
 }

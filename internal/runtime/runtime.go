@@ -143,6 +143,26 @@ type Options struct {
 	// session's lease after its queue empties, so that its next input
 	// here needs no round trip to take it (grace.go); 0: 2 s, < 0: none.
 	LeaseGrace time.Duration
+	// Ended, when set, is called once per turn end (done, error, budget,
+	// cancelled, refused) after the turn_end is durable, on the node that
+	// ran the turn, with no runtime lock held. It must not block: it runs
+	// on the session's worker, whose next input waits for it; hand slow
+	// work to a goroutine of its own.
+	Ended func(s store.Session, it store.InboxItem, end event.TurnEndData)
+	// Accounts, when set, gives each turn its spending account and payer
+	// (a sub-agent's are its lineage's). nil: every turn pays alone,
+	// charged to its own agent.
+	Accounts Accounts
+}
+
+// Accounts gives turns the account they spend from and the agent that
+// pays for them.
+type Accounts interface {
+	// For returns the account and payer of turn of def in sess: a
+	// sub-agent's are its lineage's; any other turn's account is its
+	// own, made here so that the sub-agents it starts can share it. A nil
+	// account: the turn pays alone; "" payer: def pays.
+	For(ctx context.Context, sess store.Session, turn int64, def *agent.Definition, b agent.Budgets) (engine.Account, string, error)
 }
 
 // Runtime owns sessions, inboxes and session workers.

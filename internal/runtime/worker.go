@@ -126,6 +126,7 @@ func (r *Runtime) work(sess *session) {
 		// A session whose queue is empty is idle before its waiters hear
 		// of the end, so that one closed right after its reply is not busy.
 		idle := empty && r.release(sess)
+		r.ended(sess, q.item, end)
 		r.notify(q.item.ID, end)
 		if idle {
 			return
@@ -140,11 +141,25 @@ func (r *Runtime) work(sess *session) {
 func (r *Runtime) next(sess *session) (q queued, ok bool) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if len(sess.queue) == 0 || r.ctx.Err() != nil || r.closing.Load() || r.paused(sess) {
+	if len(sess.queue) == 0 || r.ctx.Err() != nil || r.closing.Load() || r.paused(sess) && !sess.stopped {
 		sess.working = false
 		return queued{}, false
 	}
 	return sess.queue[0], true
+}
+
+// ended calls Options.Ended for an item whose end is a turn_end: every
+// item but a reset and a silent message, which end with their one event
+// unless they were refused (a refusal is a turn_end with an error). A
+// crash before the call loses it: the end is in the log.
+func (r *Runtime) ended(sess *session, it store.InboxItem, end event.TurnEndData) {
+	if r.o.Ended == nil {
+		return
+	}
+	if (it.Kind == event.Reset || it.Silent) && end.Status == event.StatusDone {
+		return
+	}
+	r.o.Ended(sess.s, it, end)
 }
 
 // failed deals with an item that could not be processed: it is dropped if
@@ -182,10 +197,12 @@ func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 	it := q.item
 	done := event.TurnEndData{Status: event.StatusDone}
 	switch {
+	case sess.isStopped():
+		return r.refuse(sess, it.ID, StoppedReason, store.StateClosed)
 	case it.Kind == event.Reset:
 		return r.finish(sess, it.ID, event.Reset, event.MarkerData{Name: "reset", Reason: it.Text}, "", done)
 	case it.Silent:
-		d := event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey, Images: it.Images}
+		d := event.InputData{Text: it.Text, Source: it.Source, Origin: it.Origin, Silent: true, IdempotencyKey: it.IdempotencyKey, Images: it.Images, Hops: it.Hops}
 		return r.finish(sess, it.ID, event.SystemMessage, d, "", done)
 	case sess.state() == store.StateClosed:
 		// Closed after this input was accepted: end it rather than reopen.
@@ -245,15 +262,47 @@ func (r *Runtime) newTurn(sess *session, q queued, def *agent.Definition) (*engi
 	if err != nil {
 		return nil, err
 	}
-	if def.Budgets.MaxUSDPerDay > 0 {
-		y, m, d := time.Now().UTC().Date()
-		u, err := r.st.UsageSince(ctx, def.ID, time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
-		if err != nil {
-			return nil, err
-		}
-		t.SpentToday = u.CostUSD
+	if err := r.pay(ctx, sess, t); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// pay sets who pays for t: its account and payer (Options.Accounts), and
+// what its payer spent today, for the day budget. The day limit is the
+// tighter of the agent's own and its payer's (a sub-agent is paid by its
+// parent's day), held against what the payer spent.
+func (r *Runtime) pay(ctx context.Context, sess *session, t *engine.Turn) error {
+	def := t.Agent
+	if r.o.Accounts != nil {
+		a, payer, err := r.o.Accounts.For(ctx, sess.s, t.ID, def, def.Budgets)
+		if err != nil {
+			return fmt.Errorf("runtime: the account of turn %d: %w", t.ID, err)
+		}
+		t.Account, t.Payer = a, payer
+	}
+	payer, limit := def.ID, def.Budgets.MaxUSDPerDay
+	if t.Payer != "" && t.Payer != def.ID {
+		payer = t.Payer
+		if p, ok := r.o.Agents.Get(payer); ok && p.Budgets.MaxUSDPerDay > 0 && (limit <= 0 || p.Budgets.MaxUSDPerDay < limit) {
+			limit = p.Budgets.MaxUSDPerDay
+		}
+	}
+	if limit <= 0 {
+		return nil
+	}
+	y, m, d := time.Now().UTC().Date()
+	u, err := r.st.UsageSince(ctx, payer, time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		return err
+	}
+	t.SpentToday = u.CostUSD
+	if limit != def.Budgets.MaxUSDPerDay {
+		own := *def // as the engine tightens a definition's budgets for one input
+		own.Budgets.MaxUSDPerDay = limit
+		t.Agent = &own
+	}
+	return nil
 }
 
 // resumedContext sets the context of a turn resumed with its prior events

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,11 @@ var ErrBadPattern = errors.New("invalid tool pattern")
 //     allowed, except that a Destructive one needs approval, and a Risky
 //     one is denied;
 //  5. otherwise (Allow is set but does not match) the tool is denied.
+//
+// A tool marked AskFirst (it makes something that outlives the turn, such
+// as an agent) is allowed only when Allow names it exactly; matched by a
+// glob or granted, or not named at all when it is not Risky, each call
+// needs a person's approval.
 //
 // So a Risky tool (network, commands, files) runs only when Allow or Ask
 // names it, and a bare "*" in Allow names every tool, Risky ones included:
@@ -99,21 +105,33 @@ func (p Policy) Decide(s Spec) Decision {
 	if pat, ok := firstMatch(p.Ask, s.Name); ok {
 		return Decision{Ask, "tool " + s.Name + " needs approval (pattern " + strconv.Quote(pat) + ")"}
 	}
-	if _, ok := firstMatch(p.Allow, s.Name); ok {
-		return Decision{Verdict: Allow}
-	}
-	if _, ok := firstMatch(p.Grant, s.Name); ok {
-		return Decision{Verdict: Allow}
+	_, allowed := firstMatch(p.Allow, s.Name)
+	if !allowed {
+		_, allowed = firstMatch(p.Grant, s.Name)
 	}
 	switch {
+	case allowed && s.AskFirst && !slices.Contains(p.Allow, s.Name):
+		return Decision{Ask, "tool " + s.Name + " needs approval for each call unless the policy's allow list names it exactly"}
+	case allowed:
+		return Decision{Verdict: Allow}
 	case len(p.Allow) > 0:
 		return Decision{Deny, "tool " + s.Name + " is not in the allow list"}
 	case s.Risky:
-		return Decision{Deny, "tool " + s.Name + " reaches the network, runs commands or writes files, and the policy does not allow it by name"}
+		return Decision{Deny, "tool " + s.Name + " " + s.reach() + ", and the policy does not allow it by name"}
 	case s.Destructive:
 		return Decision{Ask, "tool " + s.Name + " may destroy data (its server says so), and the policy does not allow it by name"}
+	case s.AskFirst:
+		return Decision{Ask, "tool " + s.Name + " needs approval for each call unless the policy's allow list names it exactly"}
 	}
 	return Decision{Verdict: Allow}
+}
+
+// reach says what a Risky tool reaches, for the reason it is denied.
+func (s Spec) reach() string {
+	if s.Reach != "" {
+		return s.Reach
+	}
+	return "reaches the network, runs commands or writes files"
 }
 
 // firstMatch returns the first pattern matching name; malformed patterns

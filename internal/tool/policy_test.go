@@ -15,6 +15,10 @@ func TestPolicyDecide(t *testing.T) {
 	fetch := tool.Spec{Name: "http_fetch", Risky: true}
 	shell := tool.Spec{Name: "shell_exec", Risky: true}
 	wipe := tool.Spec{Name: "memory__delete_entities", Server: "memory", Destructive: true}
+	mkAgent := tool.Spec{Name: "create_permanent_agent", Risky: true, AskFirst: true, Reach: "makes an agent that outlives the turn"}
+	askFirst := tool.Spec{Name: "publish", AskFirst: true}
+	startAgent := tool.Spec{Name: "start_background_agent", Risky: true, Reach: "starts and messages other agents"}
+	perCall := "needs approval for each call unless the policy's allow list names it exactly"
 
 	allow := tool.Decision{Verdict: tool.Allow}
 	tests := []struct {
@@ -53,6 +57,23 @@ func TestPolicyDecide(t *testing.T) {
 			tool.Decision{tool.Ask, `tool calculator needs approval (pattern "calculator")`}},
 		{"ask of one tool leaves a risky one off", tool.Policy{Ask: []string{"shell_exec"}}, fetch,
 			tool.Decision{tool.Deny, "tool http_fetch reaches the network, runs commands or writes files, and the policy does not allow it by name"}},
+		{"ask-first tool named exactly is allowed", tool.Policy{Allow: []string{"create_permanent_agent"}}, mkAgent, allow},
+		{"ask-first tool allowed by a glob asks", tool.Policy{Allow: []string{"create_*"}}, mkAgent,
+			tool.Decision{tool.Ask, "tool create_permanent_agent " + perCall}},
+		{"ask-first tool allowed by a bare star asks", tool.Policy{Allow: []string{"*"}}, mkAgent,
+			tool.Decision{tool.Ask, "tool create_permanent_agent " + perCall}},
+		{"ask-first tool granted asks", tool.Policy{Grant: []string{"create_permanent_agent"}}, mkAgent,
+			tool.Decision{tool.Ask, "tool create_permanent_agent " + perCall}},
+		{"ask-first risky tool not named is off, with its reach", tool.Policy{}, mkAgent,
+			tool.Decision{tool.Deny, "tool create_permanent_agent makes an agent that outlives the turn, and the policy does not allow it by name"}},
+		{"ask-first safe tool not named asks", tool.Policy{}, askFirst, tool.Decision{tool.Ask, "tool publish " + perCall}},
+		{"ask-first tool left out of the allow list", tool.Policy{Allow: []string{"x"}}, askFirst,
+			tool.Decision{tool.Deny, "tool publish is not in the allow list"}},
+		{"ask-first tool denied", tool.Policy{Allow: []string{"create_permanent_agent"}, Deny: []string{"create_*"}}, mkAgent,
+			tool.Decision{tool.Deny, `tool create_permanent_agent is denied by the pattern "create_*"`}},
+		{"a risky tool's reach in its reason", tool.Policy{}, startAgent,
+			tool.Decision{tool.Deny, "tool start_background_agent starts and messages other agents, and the policy does not allow it by name"}},
+		{"a risky tool with a reach allowed by a glob", tool.Policy{Allow: []string{"*_agent"}}, startAgent, allow},
 		{"character class", tool.Policy{Allow: []string{"[a-h]*"}}, calc, allow},
 		{"bad deny pattern fails closed", tool.Policy{Deny: []string{"["}}, calc,
 			tool.Decision{tool.Deny, `tool policy has an invalid deny pattern "["`}},

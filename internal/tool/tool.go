@@ -40,6 +40,13 @@ type Spec struct {
 	// MCP tool's destructiveHint): unless the policy's Allow names them,
 	// each call needs a person's approval.
 	Destructive bool
+	// AskFirst marks tools that need a person's approval for each call
+	// unless the policy's Allow names them exactly (a glob is not enough).
+	AskFirst bool
+	// Reach says, in the deny reason of a Risky tool the policy does not
+	// allow, what the tool reaches ("starts and messages other agents");
+	// "" keeps the general wording.
+	Reach string
 
 	// Server is the MCP server (or skill) the tool comes from; "" for a
 	// built-in tool. An agent sees a server's tools only if it uses the
@@ -65,6 +72,14 @@ type Call struct {
 	Args    json.RawMessage // validated JSON object
 	Agent   string          // the calling agent's id
 	Session string          // the calling session's address
+	// Turn is the calling turn's id (its inbox item's); Hops the hops of
+	// the input that turn serves (0 for a person's): a message the tool
+	// sends to another agent carries Hops+1.
+	Turn int64
+	Hops int
+	// Scope is the long-term memory scope the calling agent reads and
+	// writes; "" means Agent.
+	Scope string
 	// Approval makes the agent's approval of the message the call serves,
 	// bound to the call, which tool servers receive; nil: none.
 	Approval Approver

@@ -11,7 +11,8 @@ import { get, post, readiness, onUnauthorized, APIError } from './api.js';
 import { Stream } from './stream.js';
 import { toast, parseRoute, routeHash } from './util.js';
 import { chatScreen } from './chat.js';
-import { sessionsScreen, logScreen, agentsScreen, mcpScreen, approvalsScreen } from './screens.js';
+import { sessionsScreen, logScreen, mcpScreen, approvalsScreen } from './screens.js';
+import { agentsScreen } from './agents.js';
 import { usageScreen } from './usage.js';
 import { homeScreen } from './home.js';
 import { extensionsScreen } from './ext.js';
@@ -28,6 +29,10 @@ const NAV = [
   { route: 'jobs', label: 'Jobs', icon: 'clock' },
   { route: 'extensions', label: 'Extensions', icon: 'blocks' },
 ];
+
+// DEFINITIONS lists the agent definitions alone: the chat's and the
+// filters' choices (the Agents screen shows the dynamic agents' tree).
+const DEFINITIONS = '/v1/agents?dynamic=false';
 
 const SCREENS = {
   home: homeScreen,
@@ -65,7 +70,7 @@ class App {
   async boot() {
     this.root.classList.remove('booting');
     try {
-      this.agents = await get('/v1/agents', { quiet401: true });
+      this.agents = await get(DEFINITIONS, { quiet401: true });
       this.authed = true;
     } catch (e) {
       if (!(e instanceof APIError && e.status === 401)) {
@@ -242,7 +247,7 @@ class App {
   setTitle(t) { document.title = t ? t + ' · agentd' : 'agentd'; }
 
   async getAgents(force) {
-    if (!this.agents || force) this.agents = await get('/v1/agents');
+    if (!this.agents || force) this.agents = await get(DEFINITIONS);
     return this.agents;
   }
 

@@ -16,6 +16,42 @@ const PAGE = 1000;
 // Keys made here that have no session yet: their log is not asked for.
 const freshKeys = new Set();
 
+// The agent tools whose result names the session of the agent they
+// started or reached: their card links to its log.
+const AGENT_TOOLS = ['start_background_agent', 'ask_agent', 'send_agent_message'];
+
+// agentLogLink is "open log" for the card of an agent tool whose result
+// names a session ({"session": "<agent>/<key>", …}), null otherwise.
+export function agentLogLink(it) {
+  if (!AGENT_TOOLS.includes(it.name) || it.status !== 'ok') return null;
+  let r = it.result;
+  if (typeof r === 'string') { try { r = JSON.parse(r); } catch { return null; } }
+  const sess = r && typeof r.session === 'string' ? r.session : '';
+  const i = sess.indexOf('/');
+  if (i <= 0 || i === sess.length - 1) return null;
+  return h('a', { class: 'tool-link', href: routeHash('log', sess.slice(0, i), sess.slice(i + 1)), title: 'The log of ' + sess,
+    onclick: (e) => e.stopPropagation() }, icon('log'), 'open log');
+}
+
+// guardSentence says in words what a guard of the agent tools refused.
+export function guardSentence(d) {
+  const what = { max_hops: 'a message passed on too many times', max_depth: 'a sub-agent too deep', max_children: 'too many live sub-agents', max_live: 'too many live agents' }[d.guard] || (d.guard || 'a limit');
+  const limit = d.limit ? ` (limit ${d.limit}${d.value ? ', reached ' + d.value : ''})` : '';
+  return `Refused: ${what}${limit}${d.target ? ' — for ' + d.target : ''}${d.reason ? ': ' + d.reason : ''}`;
+}
+
+// dynamicAgent is the dynamic agent id as the agent list shows it, or
+// null if id is none.
+async function dynamicAgent(id) {
+  try {
+    const d = await get(path('agents', id));
+    const i = d.instance;
+    return i ? { id, name: i.name || i.template || id, type: i.type, model: i.model, state: i.state, dynamic: true } : null;
+  } catch {
+    return null;
+  }
+}
+
 export function newSessionKey() {
   const d = new Date();
   const p = (n) => String(n).padStart(2, '0');
@@ -61,6 +97,11 @@ export function chatScreen(app, el, args) {
       return;
     }
     if (!alive) return;
+    // A dynamic agent (not among the definitions the picker lists) is
+    // chatted with too: it joins the list.
+    const dyn = agent && !(agents || []).some((a) => a.id === agent) ? await dynamicAgent(agent) : null;
+    if (!alive) return;
+    if (dyn) agents = [...agents, dyn];
     const usable = (agents || []).filter((a) => a.state !== 'invalid');
     const broken = (agents || []).find((a) => a.id === agent && a.state === 'invalid');
     if (broken || !usable.length) {
@@ -538,6 +579,11 @@ class ChatView {
       case 'summary':
         this.add({ key: 'ev:' + ev.seq, kind: 'divider', text: 'Earlier turns summarized', detail: d.text, time: ev.time, turn });
         break;
+      case 'agent':
+        // A guard refused an agent tool: said as a warning where it
+        // happened. Starts and stops are the Agents screen's.
+        if (d.op === 'guard') this.add({ key: 'ev:' + ev.seq + ':' + turn, kind: 'notice', tone: 'warn', text: guardSentence(d), time: ev.time, turn });
+        break;
       case 'model_call':
         // A failed attempt is retried, or the turn fails and says so once:
         // the attempts are counted for the failure's details (the log
@@ -765,6 +811,7 @@ class ChatView {
         h('span', { class: 'tool-name mono' }, it.name || 'tool'),
         h('span', { class: 'tool-status' }, it.status === 'running' ? h('span', { class: 'spin sm', 'aria-hidden': 'true' }) : null, words[it.status] || it.status),
         it.duration !== undefined ? h('span', { class: 'tool-dur muted' }, fmtDuration(it.duration)) : null,
+        agentLogLink(it),
         h('span', { class: 'chev', 'aria-hidden': 'true' }, icon('chevron'))),
       h('div', { class: 'tool-body' },
         h('div', { class: 'kv-head' }, h('span', null, 'Arguments'), copyButton(() => args, 'Copy arguments')),

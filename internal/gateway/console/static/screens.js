@@ -1,5 +1,5 @@
-// The sessions list and search, a session's log, agents, MCP servers and
-// the approvals waiting.
+// The sessions list and search, a session's log, MCP servers and the
+// approvals waiting (the agents are agents.js's).
 
 import { h, icon, fill } from './dom.js';
 import { get, path, query, APIError } from './api.js';
@@ -8,7 +8,7 @@ import { loadEvents, approvalPanel } from './chat.js';
 
 const STATES = ['created', 'active', 'idle', 'compacting', 'closed'];
 
-function pageHead(title, sub, ...actions) {
+export function pageHead(title, sub, ...actions) {
   return h('div', { class: 'page-head' }, h('div', null, h('h1', null, title), sub ? h('p', { class: 'muted' }, sub) : null),
     actions.length ? h('div', { class: 'page-actions' }, actions) : null);
 }
@@ -223,112 +223,18 @@ export function logScreen(app, el, args) {
   return { unmount() { alive = false; if (follow) follow.stop(); } };
 }
 
-// ---- agents ----------------------------------------------------------------
+// ---- shared by the screens ----------------------------------------------
 
-function chips(list, cls) {
+export function chips(list, cls) {
   if (!list || !list.length) return h('span', { class: 'muted' }, '—');
   return h('span', { class: 'chips' }, list.map((x) => h('span', { class: ['chip', cls] }, String(x))));
 }
 
-function dl(rows) {
+export function dl(rows) {
   return h('dl', { class: 'kv' }, rows.filter((r) => r && r[1] !== undefined && r[1] !== null && r[1] !== '').map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
 }
 
-// goDuration shortens a Go duration: 1m0s → 1m, 1h30m0s → 1h30m.
-export function goDuration(v) {
-  if (typeof v !== 'string' || !v) return v;
-  const s = v.replace(/(\d[hm])0s$/, '$1').replace(/(\d)h0m$/, '$1h');
-  return s;
-}
-
-function fmtBytes(n) {
-  if (n >= 1 << 20 && n % (1 << 20) === 0) return n / (1 << 20) + ' MiB';
-  if (n >= 1024 && n % 1024 === 0) return n / 1024 + ' KiB';
-  return fmtNum(n) + ' bytes';
-}
-
-function limit(v, fmt) { return v ? (fmt ? fmt(v) : String(v)) : h('span', { class: 'muted' }, 'no limit'); }
-
-export function agentsScreen(app, el, args) {
-  app.setTitle('Agents');
-  let alive = true;
-  const grid = h('div', { class: 'cards' }, spinner());
-  fill(el, h('div', { class: 'page' }, pageHead('Agents', 'Their models, what tools they may use, and their budgets.'), grid));
-  (async () => {
-    let list;
-    try { list = await app.getAgents(true); } catch (e) { fill(grid, errorBox(e)); return; }
-    if (!alive) return;
-    if (!list.length) { fill(grid, empty('No agents', 'Add an agent file to the data directory.')); return; }
-    fill(grid, list.map((a) => {
-      const invalid = a.state === 'invalid';
-      const detail = h('div', { class: 'agent-detail' }, invalid ? null : spinner('Loading details'));
-      const card = h('article', { class: ['card', 'agent', invalid ? 'agent-invalid' : null, args[0] === a.id ? 'target' : null], id: 'agent-' + a.id, 'aria-labelledby': 'agent-h-' + a.id },
-        h('div', { class: 'card-head' },
-          h('div', null, h('h2', { id: 'agent-h-' + a.id }, a.name || a.id), h('div', { class: 'muted mono small' }, invalid ? a.file || a.id : a.id, a.type ? ' · ' + a.type : '')),
-          invalid ? badge('invalid') : h('a', { href: routeHash('chat', a.id), class: 'btn btn-sm' }, icon('chat'), 'Chat')),
-        a.description ? h('p', { class: 'desc' }, a.description) : null,
-        detail);
-      if (invalid) {
-        fill(detail, problemsBox('The agent file does not load, so this agent does not run until it is fixed:', a.problems));
-        return card;
-      }
-      fill(detail, dl([['Model', h('span', { class: 'mono' }, [a.provider, a.model].filter(Boolean).join(' · ') || '—')]]));
-      loadAgent(a.id, detail);
-      return card;
-    }));
-  })();
-  return { unmount() { alive = false; } };
-}
-
-async function loadAgent(id, box) {
-  let d;
-  try {
-    d = await get(path('agents', id));
-  } catch (e) {
-    fill(box, e instanceof APIError && (e.status === 404 || e.status === 405) ? h('p', { class: 'muted small' }, 'This agentd does not describe its agents\u2019 tools and budgets.') : errorBox(e));
-    return;
-  }
-  const problems = d.problems || [];
-  d = d.definition || d;
-  const m = d.model || {};
-  const t = d.tools || {};
-  const b = d.budgets || {};
-  const fallbacks = (m.fallbacks || []).map((f) => [f.provider, f.name].filter(Boolean).join(' '));
-  fill(box,
-    problems.length ? problemsBox('The agent file has problems; this is the last definition that loaded:', problems) : null,
-    h('h3', null, 'Model'),
-    dl([
-      ['Provider', m.provider],
-      ['Name', m.name ? h('span', { class: 'mono' }, m.name) : null],
-      ['Base URL', m.base_url ? h('span', { class: 'mono' }, m.base_url) : null],
-      ['API key from', m.api_key_env ? h('span', { class: 'mono' }, '$' + m.api_key_env) : null],
-      ['Fallbacks', fallbacks.length ? chips(fallbacks) : null],
-    ]),
-    h('h3', null, 'Tools'),
-    dl([
-      ['Allow', chips(t.allow, 'chip-ok')],
-      ['Ask', chips(t.ask, 'chip-warn')],
-      ['Deny', chips(t.deny, 'chip-bad')],
-      ['Timeout', goDuration(t.timeout)],
-      ['Approval wait', goDuration(t.approval_timeout)],
-      ['Output cap', t.max_output_bytes ? fmtBytes(t.max_output_bytes) : null],
-    ]),
-    h('h3', null, 'Budgets'),
-    dl([
-      ['Steps per turn', limit(b.max_steps)],
-      ['Output tokens per turn', limit(b.max_output_tokens, fmtNum)],
-      ['Cost per turn', limit(b.max_usd_per_turn, fmtUSD)],
-      ['Cost per day', limit(b.max_usd_per_day, fmtUSD)],
-      ['Wall time per turn', limit(goDuration(b.max_wall_time))],
-    ]),
-    h('h3', null, 'Servers and skills'), dl([
-      ['MCP servers', Array.isArray(d.servers) ? chips(d.servers) : h('span', { class: 'muted' }, 'all')],
-      ['Own servers', d.mcp_servers && Object.keys(d.mcp_servers).length ? chips(Object.keys(d.mcp_servers)) : null],
-      ['Skills', Array.isArray(d.skills) ? chips(d.skills) : h('span', { class: 'muted' }, 'all')],
-    ]));
-}
-
-// ---- MCP servers -----------------------------------------------------------
+// ---- MCP servers ---------------------------------------------------------
 
 export function mcpScreen(app, el) {
   app.setTitle('MCP servers');

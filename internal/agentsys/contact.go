@@ -1,0 +1,77 @@
+package agentsys
+
+import (
+	"context"
+	"fmt"
+
+	"agentd/internal/agent"
+	"agentd/internal/event"
+	"agentd/internal/runtime"
+	"agentd/internal/store"
+)
+
+// sourceContact is the Source of a person's message through Contact.
+const sourceContact = "contact"
+
+// Contact submits c's text to the instance of c's person on c.Template —
+// one per connector, channel and user, and per template for a swarm —
+// made on first contact. The template must be of type user or swarm
+// (ErrNotTemplate).
+func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtime.Receipt, error) {
+	tpl, ok := s.definition(c.Template)
+	if !ok {
+		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: template %w: %s", ErrNotFound, c.Template)
+	}
+	var d Descriptor
+	switch {
+	case tpl.Template != "":
+		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %s is a dynamic agent", ErrNotTemplate, c.Template)
+	case tpl.Type == agent.TypeUser:
+		d = UserDescriptor(c.Connector, c.Channel, c.User)
+	case tpl.Type == agent.TypeSwarm:
+		d = SwarmDescriptor(tpl.ID, c.Connector, c.Channel, c.User)
+	default:
+		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %s is of type %s, not user or swarm",
+			ErrNotTemplate, c.Template, tpl.Type)
+	}
+	if err := d.valid(); err != nil {
+		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %v (connector, channel and user are needed)", store.ErrInvalid, err)
+	}
+	in, err := s.contactInstance(ctx, tpl, d)
+	if err != nil {
+		return in, runtime.Receipt{}, err
+	}
+	rc, err := s.rt.Submit(ctx, runtime.Input{Session: mainSession(in.Agent), Text: c.Text, Source: sourceContact,
+		IdempotencyKey: c.IdempotencyKey})
+	if err != nil {
+		return in, rc, fmt.Errorf("agentsys: contact %s: %w", in.ID, err)
+	}
+	if moved, _ := s.st.SetInstanceState(ctx, in.ID, store.AgentRunning, "", rc.Turn); moved {
+		in.State = store.AgentRunning
+	}
+	return in, rc, nil
+}
+
+// contactInstance finds the instance of d, or makes it (with its first
+// event) on first contact.
+func (s *System) contactInstance(ctx context.Context, tpl *agent.Definition, d Descriptor) (store.Instance, error) {
+	in, err := s.st.InstanceByDescriptor(ctx, d.String())
+	if err == nil {
+		s.remember(in)
+		return in, nil
+	}
+	in = store.Instance{ID: s.ids.next(), Type: tpl.Type, Descriptor: d.String(), Template: tpl.ID, Payer: tpl.ID,
+		State: store.AgentIdle}
+	in, created, err := s.st.CreateInstance(ctx, in, store.InstanceLimits{})
+	if err != nil {
+		return in, fmt.Errorf("agentsys: contact: %w", err)
+	}
+	s.remember(in)
+	if created {
+		ev := event.New(0, 0, event.Agent, event.AgentData{Op: event.AgentStarted, ID: in.ID, Type: in.Type, Reason: in.Descriptor})
+		if err := s.rt.Record(ctx, mainSession(in.Agent), ev); err != nil {
+			return in, fmt.Errorf("agentsys: contact %s: %w", in.ID, err)
+		}
+	}
+	return in, nil
+}
