@@ -59,16 +59,16 @@ func agentsKillFiles(addr, cnt, extraConfig string) map[string]string {
 // takes a little while so that kills land in every phase.
 func agentsKillScript() string {
 	var b strings.Builder
-	b.WriteString("match ^<system_message\nsay noted\n\nmatch ^job p\\d+$\ndelay 15ms\n")
+	b.WriteString("match ^<system_message\nsay noted\n\nmatch ^job p\\d+$\ndelay 30ms\n")
 	for i := range agentsPerParent {
 		fmt.Fprintf(&b, "call start_background_agent {\"prompt\": \"work {{last_user}}/%d\", \"template\": \"worker\"}\n", i)
 	}
 	const hit = "call count {\"task\": \"{{last_user}}\"}\n"
-	b.WriteString("---\ndelay 15ms\nsay started\n\n")
-	b.WriteString("match ^work job p\\d+/\\d+$\ndelay 15ms\n" +
+	b.WriteString("---\ndelay 30ms\nsay started\n\n")
+	b.WriteString("match ^work job p\\d+/\\d+$\ndelay 30ms\n" +
 		"call start_background_agent {\"prompt\": \"grand {{last_user}}\", \"template\": \"grand\"}\n" +
-		"call calculator {\"expression\": \"6*7\"}\n---\ndelay 15ms\n" + hit + "---\ndelay 15ms\nsay finished {{last_user}}\n\n")
-	b.WriteString("match ^grand work job p\\d+/\\d+$\ndelay 15ms\n" + hit + "---\ndelay 15ms\nsay finished {{last_user}}\n")
+		"call calculator {\"expression\": \"6*7\"}\n---\ndelay 30ms\n" + hit + "---\ndelay 30ms\nsay finished {{last_user}}\n\n")
+	b.WriteString("match ^grand work job p\\d+/\\d+$\ndelay 30ms\n" + hit + "---\ndelay 30ms\nsay finished {{last_user}}\n")
 	return b.String()
 }
 
@@ -98,7 +98,7 @@ func TestAgentsKillRestart(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { submitAll(ctx, c, inputs); close(done) }()
-		time.Sleep(time.Duration(rng.IntN(600)) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 		d.kill()
 		cancel()
 		<-done
