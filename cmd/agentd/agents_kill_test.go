@@ -137,6 +137,7 @@ func TestAgentsClusterKill(t *testing.T) {
 		nodes[i].start(t)
 	}
 	var inputs []*input
+	past := make([]string, len(nodes)) // the logs of each node's killed runs
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 37))
 	for k := range kills {
 		inputs = append(inputs, parentInput(k))
@@ -148,9 +149,10 @@ func TestAgentsClusterKill(t *testing.T) {
 			}
 		}
 		time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
-		victim := nodes[rng.IntN(len(nodes))]
-		victim.d.kill()
-		victim.start(t)
+		v := rng.IntN(len(nodes))
+		nodes[v].d.kill()
+		past[v] += nodes[v].d.out.String()
+		nodes[v].start(t)
 	}
 	for range 5 {
 		submitAll(context.Background(), nodes[0].c, inputs)
@@ -167,6 +169,11 @@ func TestAgentsClusterKill(t *testing.T) {
 		n.d.stop(t)
 	}
 	checkAgentKills(t, openDataStore(t, nodes[0].dir), inputs, cnt)
+	if t.Failed() {
+		for i, n := range nodes {
+			t.Logf("node %d's warnings:\n%s", i, warnings(past[i]+n.d.out.String()))
+		}
+	}
 }
 
 // submitAll sends every input not yet accepted, with its idempotency
@@ -206,6 +213,7 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 	want := 2 * agentsPerParent * len(inputs)
 	deadline := time.Now().Add(180 * time.Second)
 	var why string
+	recorded := map[string]bool{}
 	for time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
 		rows, err := dynamicAgents(hc)
@@ -219,7 +227,8 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 				ended++
 			}
 		}
-		if len(rows) != want || ended != want {
+		// More agents than started is for the checks to name.
+		if len(rows) < want || ended != len(rows) {
 			why = fmt.Sprintf("%d agents of %d, %d ended", len(rows), want, ended)
 			continue
 		}
@@ -235,10 +244,31 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 				}
 			}
 		}
-		if reported >= agentsPerParent*len(inputs) {
+		if reported < agentsPerParent*len(inputs) {
+			why = fmt.Sprintf("%d reports of %d in the parents' logs", reported, agentsPerParent*len(inputs))
+			continue
+		}
+		// Each one's report made (or given up): a grandchild's may come
+		// after its parent's.
+		for _, r := range rows {
+			if !recorded[r.ID] {
+				ok, err := reportRecorded(hc, r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recorded[r.ID] = ok
+			}
+		}
+		n := 0
+		for _, ok := range recorded {
+			if ok {
+				n++
+			}
+		}
+		if n == len(rows) {
 			return
 		}
-		why = fmt.Sprintf("%d reports of %d in the parents' logs", reported, agentsPerParent*len(inputs))
+		why = fmt.Sprintf("%d reports of %d recorded", n, len(rows))
 	}
 	t.Fatalf("the agents did not all end within 180 s: %s\n%s", why, logs())
 }
@@ -258,6 +288,28 @@ func dynamicAgents(hc *http.Client) ([]listedAgent, error) {
 		return nil, err
 	}
 	return slices.DeleteFunc(rows, func(r listedAgent) bool { return !store.IsInstanceID(r.ID) }), nil
+}
+
+// reportRecorded reads through the API whether an ended agent's report
+// is recorded (made, or given up).
+func reportRecorded(hc *http.Client, id string) (bool, error) {
+	resp, err := hc.Get("http://agentd/v1/agents/" + id)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var d struct {
+		Instance struct {
+			ReportedAt time.Time `json:"reported_at"`
+		} `json:"instance"`
+	}
+	if resp.StatusCode != 200 {
+		return false, fmt.Errorf("GET /v1/agents/%s: %s", id, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		return false, err
+	}
+	return !d.Instance.ReportedAt.IsZero(), nil
 }
 
 // checkAgentKills checks the store once the daemons are stopped:
@@ -328,11 +380,12 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 			t.Errorf("%s: %d input events, want 1", p.text, inputsSeen)
 		}
 		if n := len(children[p.session]); n != agentsPerParent {
-			t.Errorf("%s: %d children, want %d", p.session, n, agentsPerParent)
+			t.Errorf("%s: %d children, want %d:%s", p.session, n, agentsPerParent, lineage(children[p.session]))
 		}
 		for _, ch := range children[p.session] {
 			if n := len(children[ch.Agent+"/main"]); n != 1 {
-				t.Errorf("%s (%s): %d children, want 1", ch.ID, ch.Task, n)
+				t.Errorf("%s (%s): %d children, want 1:%s\n its log:%s", ch.ID, ch.Task, n, lineage(children[ch.Agent+"/main"]),
+					logText(logOf(ch.Agent+"/main")))
 			}
 		}
 	}
@@ -362,7 +415,7 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 		case in.ReportError != "":
 			givenUp++
 		case reports != 1:
-			t.Errorf("%s: report in its parent's log %d times, want 1", what, reports)
+			t.Errorf("%s: report in its parent's log %d times, want 1; %s", what, reports, reportTrace(st, in))
 		}
 		interrupted := false
 		for _, e := range logOf(in.Agent + "/main") {
@@ -399,4 +452,69 @@ func countedTasks(t *testing.T, cnt *counter) map[string]int {
 		hits[task] += n
 	}
 	return hits
+}
+
+// lineage lists instances with what made them, for a failure.
+func lineage(ins []store.Instance) string {
+	var b strings.Builder
+	for _, in := range ins {
+		fmt.Fprintf(&b, "\n  %s %q: descriptor %s, turn %d, call %s, created %s, %s", in.ID, in.Task, in.Descriptor,
+			in.OriginTurn, in.OriginCall, in.CreatedAt.Format(time.StampMicro), in.State)
+	}
+	return b.String()
+}
+
+// reportTrace says where an instance's report is, for a failure: the
+// session it reports to (its state) and that session's pending inbox
+// items, and the instance's end and report times.
+func reportTrace(st app.Store, in store.Instance) string {
+	ctx := context.Background()
+	agentID, key, _ := strings.Cut(in.ReportTo, "/")
+	sess, err := st.SessionByAddress(ctx, agentID, key)
+	if err != nil {
+		return fmt.Sprintf("its parent's session: %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "it ended %s, its report recorded %s; its parent's session is %s (last event %d)",
+		in.EndedAt.Format(time.StampMicro), in.ReportedAt.Format(time.StampMicro), sess.State, sess.LastSeq)
+	pending, err := st.Pending(ctx, sess.ID)
+	if err != nil {
+		return b.String() + fmt.Sprintf("; pending: %v", err)
+	}
+	for _, it := range pending {
+		fmt.Fprintf(&b, "; pending item %d (%s, key %q, origin %s, %s)", it.ID, it.Kind, it.IdempotencyKey, it.Origin,
+			it.CreatedAt.Format(time.StampMicro))
+	}
+	evs, err := st.Events(ctx, sess.ID, 0, 0)
+	if err != nil {
+		return b.String() + fmt.Sprintf("; its log: %v", err)
+	}
+	// The log from its last turn's input on.
+	from := 0
+	for i, e := range evs {
+		if e.Kind == event.Input || e.Kind == event.SystemMessage {
+			from = i
+		}
+	}
+	return b.String() + logText(evs[from:])
+}
+
+// logText is events, one a line, for a failure.
+func logText(evs []event.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "\n  %d %s t%d %s %s", e.Seq, e.Time.Format(time.StampMicro), e.Turn, e.Kind, e.Data)
+	}
+	return b.String()
+}
+
+// warnings are the lines of a daemon's log at level WARN or ERROR.
+func warnings(log string) string {
+	var b strings.Builder
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
