@@ -216,7 +216,12 @@ func runAgents(ctx context.Context, dir string, c agentsConfig) (*AgentsResult, 
 		return nil, err
 	}
 	api := &agentsAPI{base: srv.base(), tok: tok, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	// The rows go over the socket, as an operator's: they give their
+	// agents reach (agents.targets), which only an admin may.
 	cl := gateway.NewUnixClient(filepath.Join(dir, app.SocketFile))
+	if err := waitPing(ctx, cl); err != nil {
+		return nil, err
+	}
 	if err := putAgentRows(ctx, cl, c); err != nil {
 		return nil, err
 	}
@@ -263,6 +268,20 @@ func writeAgentsData(dir, base string, c agentsConfig) error {
 		}
 	}
 	return nil
+}
+
+// waitPing waits (at most 10 s) until the daemon answers on cl: its
+// socket may open after its TCP port.
+func waitPing(ctx context.Context, cl *gateway.Client) error {
+	for t0 := time.Now(); ; sleep(ctx, 5*time.Millisecond) {
+		err := cl.Ping(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Since(t0) > 10*time.Second || ctx.Err() != nil {
+			return fmt.Errorf("bench: agents: the daemon's socket: %w", err)
+		}
+	}
 }
 
 // putAgentRows puts the chain's and the fan-out's permanent agents
