@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,13 +123,15 @@ func TestAgentsKillRestart(t *testing.T) {
 // on one PostgreSQL database: parents are sent to random nodes, random
 // nodes are SIGKILLed and started again, and a child may run, end and
 // report on another node than its parent. AGENTD_NODE_KILLS sets the
-// kills (default 20, 3 with -short).
+// kills (default 20, 3 with -short), AGENTD_NODE_LEASE the lease TTL
+// (default agentd's, 10s).
 func TestAgentsClusterKill(t *testing.T) {
 	db := pgtest.NewDB(t)
 	kills := nodeKills(t)
 	cnt := newCounter(t)
 	addr := fake(t, agentsKillScript())
-	files := agentsKillFiles(addr, cnt.ln.Addr().String(), "store:\n  lease_ttl: 3s\n")
+	lease := cmp.Or(os.Getenv("AGENTD_NODE_LEASE"), "10s")
+	files := agentsKillFiles(addr, cnt.ln.Addr().String(), "store:\n  lease_ttl: "+lease+"\n")
 	nodes := make([]*clusterNode, 3)
 	dirs := make([]string, len(nodes))
 	for i := range nodes {
