@@ -404,13 +404,14 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 		if in.ReportedAt.IsZero() {
 			t.Errorf("%s: its report is not recorded", what)
 		}
-		reports := 0
+		var reported []event.Event
 		for _, e := range logOf(in.ReportTo) {
 			var d event.InputData
 			if e.Kind == event.SystemMessage && e.Decode(&d) == nil && d.Origin == in.ID {
-				reports++
+				reported = append(reported, e)
 			}
 		}
+		reports := len(reported)
 		switch {
 		case in.ReportError != "" && reports != 0:
 			t.Errorf("%s: report given up (%s) but in its parent's log %d times", what, in.ReportError, reports)
@@ -419,7 +420,7 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 		case in.ReportError != "":
 			givenUp++
 		case reports != 1:
-			t.Errorf("%s: report in its parent's log %d times, want 1; %s", what, reports, reportTrace(st, in))
+			t.Errorf("%s: report in its parent's log %d times, want 1:%s\n%s", what, reports, logText(reported), reportTrace(st, in))
 		}
 		interrupted := false
 		for _, e := range logOf(in.Agent + "/main") {
