@@ -76,8 +76,8 @@ type AgentsResult struct {
 	BackgroundCPU float64 `json:"background_cpu_ms_per_agent"`
 	// A message passed along Chain permanent agents: a hop is from one
 	// agent's turn start to the next one's (server times of turn-start
-	// on /v1/stream?all=1); ChainS the whole chain, first turn start to
-	// last.
+	// on /v1/stream?all=1); ChainTotal is the whole chain in seconds,
+	// first turn start to last.
 	Chain      int     `json:"chain"`
 	HopP50ms   float64 `json:"chain_hop_p50_ms"`
 	HopP90ms   float64 `json:"chain_hop_p90_ms"`
