@@ -494,10 +494,10 @@ func reportTrace(st app.Store, in store.Instance) string {
 	if err != nil {
 		return b.String() + fmt.Sprintf("; its log: %v", err)
 	}
-	// The log from its last turn's input on.
+	// A child's whole log; a parent's from its last turn's input on.
 	from := 0
 	for i, e := range evs {
-		if e.Kind == event.Input || e.Kind == event.SystemMessage {
+		if len(evs) > 40 && (e.Kind == event.Input || e.Kind == event.SystemMessage) {
 			from = i
 		}
 	}
