@@ -438,7 +438,7 @@ func checkAgentKills(t *testing.T, st app.Store, inputs []*input, cnt *counter) 
 			interruptedN++
 		}
 	}
-	t.Logf("%d agents ended and reported once each (%d grandchildren's reports given up: their parent had ended); %d non-idempotent calls recorded as interrupted",
+	t.Logf("%d agents checked; %d grandchildren's reports given up (their parent had ended); %d non-idempotent calls recorded as interrupted",
 		len(all), givenUp, interruptedN)
 }
 
