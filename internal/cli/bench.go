@@ -69,7 +69,7 @@ func (e *env) benchCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&soak.Rate, "rate", 10, "turns a second of --soak")
 	cmd.Flags().DurationVar(&soak.Every, "every", 0, "how often --soak reads memory (default: the duration ÷ 20, between 1s and 1m)")
 	cmd.Flags().DurationVar(&soak.Warmup, "warmup", 0, "the part of --soak after which memory should stay flat (default 5m, at most a fifth of the run)")
-	cmd.AddCommand(e.benchJobsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
+	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
 	return cmd
 }
 
@@ -106,6 +106,42 @@ func (e *env) benchJobsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.Fires, "fires", 0, "jobs that fire at one minute, and as many that fire spread over 20 s (default 500; --quick 100)")
 	cmd.Flags().IntVar(&o.Hooks, "hooks", 0, "webhook requests over TCP and over the socket each (default 1000; --quick 200)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 0, "how long idle CPU is measured (default 30s; --quick 5s)")
+	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
+	return cmd
+}
+
+// benchAgentsCmd is `agentd bench agents`: agentd serve's dynamic agents.
+func (e *env) benchAgentsCmd() *cobra.Command {
+	var asJSON bool
+	var o bench.AgentsOptions
+	cmd := &cobra.Command{
+		Use:   "agents",
+		Short: "Measure agentd serve starting 1,000 background agents, a chain and a fan-out of agent messages",
+		Long: "Against agentd serve over TCP with the fake model, measure: --background background agents started\n" +
+			"with POST /v1/agents/{template}/start, 16 at once (until all are accepted, each request, until all are\n" +
+			"done, the daemon's memory after them); a message passed along --chain permanent agents, each sending\n" +
+			"it on with send_agent_message (each hop, from one turn's start to the next one's); one step's\n" +
+			"send_agent_message to --fanout agents at once (until the last target has the message, and has answered).",
+		Example: "  agentd bench agents\n" +
+			"  agentd bench agents --quick --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Version = Version
+			res, err := bench.Agents(cmd.Context(), &o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(e.stdout).Encode(res)
+			}
+			return res.WriteTable(e.stdout)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
+	cmd.Flags().IntVar(&o.Background, "background", 0, "background agents started (default 1000; --quick 100)")
+	cmd.Flags().IntVar(&o.Chain, "chain", 0, "permanent agents the chain's message passes through (default 100; --quick 10)")
+	cmd.Flags().IntVar(&o.Fanout, "fanout", 0, "agents one step sends a message to (default 100; --quick 10)")
 	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
 	return cmd
 }
