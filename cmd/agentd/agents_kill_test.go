@@ -220,7 +220,7 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 	recorded := map[string]bool{}
 	for time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
-		rows, err := dynamicAgents(hc)
+		rows, err := dynamicAgentsOver(hc)
 		if err != nil {
 			why = err.Error()
 			continue
@@ -278,7 +278,7 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 }
 
 // dynamicAgents lists the daemon's dynamic agents through its API.
-func dynamicAgents(hc *http.Client) ([]listedAgent, error) {
+func dynamicAgentsOver(hc *http.Client) ([]listedAgent, error) {
 	resp, err := hc.Get("http://agentd/v1/agents?dynamic=true&all=true&limit=5000")
 	if err != nil {
 		return nil, err
