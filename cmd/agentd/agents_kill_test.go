@@ -277,7 +277,7 @@ func waitAgentsEnded(t *testing.T, dirs []string, inputs []*input, logs func() s
 	t.Fatalf("the agents did not all end within 180 s: %s\n%s", why, logs())
 }
 
-// dynamicAgents lists the daemon's dynamic agents through its API.
+// dynamicAgentsOver lists the daemon's dynamic agents through its API.
 func dynamicAgentsOver(hc *http.Client) ([]listedAgent, error) {
 	resp, err := hc.Get("http://agentd/v1/agents?dynamic=true&all=true&limit=5000")
 	if err != nil {
