@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,7 +37,8 @@ type node struct {
 }
 
 // Its lease grace is long: what ends one early is tested, not waited for.
-func newNode(t *testing.T, db string) *node {
+// tune, if given, changes its runtime's options after those.
+func newNode(t *testing.T, db string, tune ...func(*runtime.Options)) *node {
 	t.Helper()
 	st, err := postgres.Open(t.Context(), db, &postgres.Options{LeaseTTL: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	if err != nil {
@@ -48,6 +50,9 @@ func newNode(t *testing.T, db string) *node {
 		Wrap: func(store.Store) store.Store { return counted{st, n.reads, n.leases, n.enqueued} },
 		Runtime: func(o *runtime.Options) {
 			o.ClaimEvery, o.OutsideWait, o.LeaseGrace = 50*time.Millisecond, 200*time.Millisecond, time.Minute
+			for _, f := range tune {
+				f(o)
+			}
 		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -470,5 +475,56 @@ func TestInputFoundInTheStoreFirstRunsOnce(t *testing.T) {
 	}
 	if n := len(a.m.Requests("first")); n != 1 {
 		t.Errorf("the model was called %d times for the first input, want once", n)
+	}
+}
+
+// A node whose lease of a session expired during a turn (its heartbeat
+// was late) and that takes it back at the same epoch, no other node
+// having run the session meanwhile, resumes the turn from the log: its
+// input, logged before the lease expired, is not logged again.
+func TestTurnFencedResumesOnTheSameNode(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a := newNode(t, db, func(o *runtime.Options) { o.ClaimEvery = time.Hour }) // no claim renews the lease
+	ctx := t.Context()
+	h := holdOn(t, "slow", a)
+	done := make(chan error, 1)
+	go func() {
+		_, end, err := a.rt.Send(ctx, runtime.Input{Session: "a/fenced", Text: "slow", Source: "test"})
+		if err == nil && end.Status != event.StatusDone {
+			err = fmt.Errorf("the turn ended %+v", end)
+		}
+		done <- err
+	}()
+	h.entered(t)
+	s, err := a.st.SessionByAddress(ctx, "a", "fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the input in the log", func() bool {
+		evs, err := a.st.Events(ctx, s.ID, 0, 0)
+		return err == nil && slices.ContainsFunc(evs, func(e event.Event) bool { return e.Kind == event.Input })
+	})
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `UPDATE agentd_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	if err := recv(t, "the turn's end", done); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := a.st.Events(ctx, s.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[event.Kind]int{}
+	for _, e := range evs {
+		counts[e.Kind]++
+	}
+	if counts[event.Input] != 1 || counts[event.TurnEnd] != 1 {
+		t.Errorf("the turn logged %d inputs and %d turn ends, want one each: %v", counts[event.Input], counts[event.TurnEnd], kinds(evs))
 	}
 }
