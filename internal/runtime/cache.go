@@ -59,6 +59,10 @@ type session struct {
 	// stopped: Stop was called; the queued inputs are refused, and new
 	// ones until the session is reopened.
 	stopped bool
+	// seen is the highest id of the inputs a merge found pending in the
+	// store (lease.go): an input this node accepted with an id up to it
+	// was queued from there already, and may have run (admit).
+	seen int64
 }
 
 // setConv replaces the session's cached conversation, keeping the cache's

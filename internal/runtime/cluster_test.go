@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -30,20 +31,28 @@ type node struct {
 	// its calls to take, keep or give up a lease and to read a session
 	// and its pending inputs as it takes one.
 	reads, leases *atomic.Int32
+	// enqueued, when set, is called with each input the node's store
+	// has just inserted, before the runtime queues it.
+	enqueued *atomic.Pointer[func(store.InboxItem)]
 }
 
 // Its lease grace is long: what ends one early is tested, not waited for.
-func newNode(t *testing.T, db string) *node {
+// tune, if given, changes its runtime's options after those.
+func newNode(t *testing.T, db string, tune ...func(*runtime.Options)) *node {
 	t.Helper()
 	st, err := postgres.Open(t.Context(), db, &postgres.Options{LeaseTTL: 400 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32), leases: new(atomic.Int32)}
+	n := &node{st: st, m: testkit.NewModel(), reads: new(atomic.Int32), leases: new(atomic.Int32),
+		enqueued: new(atomic.Pointer[func(store.InboxItem)])}
 	k := testkit.New(t, &testkit.Options{Agents: testAgents(), Model: n.m,
-		Wrap: func(store.Store) store.Store { return counted{st, n.reads, n.leases} },
+		Wrap: func(store.Store) store.Store { return counted{st, n.reads, n.leases, n.enqueued} },
 		Runtime: func(o *runtime.Options) {
 			o.ClaimEvery, o.OutsideWait, o.LeaseGrace = 50*time.Millisecond, 200*time.Millisecond, time.Minute
+			for _, f := range tune {
+				f(o)
+			}
 		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -69,6 +78,15 @@ func newNode(t *testing.T, db string) *node {
 type counted struct {
 	*postgres.Store
 	n, l *atomic.Int32
+	e    *atomic.Pointer[func(store.InboxItem)]
+}
+
+func (s counted) Enqueue(ctx context.Context, item store.InboxItem) (store.InboxItem, bool, error) {
+	it, dup, err := s.Store.Enqueue(ctx, item)
+	if f := s.e.Load(); f != nil && err == nil {
+		(*f)(it)
+	}
+	return it, dup, err
 }
 
 func (s counted) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
@@ -399,5 +417,114 @@ func TestLeaseKeptIdleForTheNextTurn(t *testing.T) {
 	send(b, "three") // a keeps the lease: b's input runs there
 	if got := len(a.m.Requests("three")); got != 1 {
 		t.Errorf("the node keeping the lease ran the other node's input %d times, want once", got)
+	}
+}
+
+// An input is queued on the node that accepted it only if no worker of
+// the node found it in the store first. Here another input's worker takes
+// the session's lease, and with it both pending inputs, between the
+// first input's insert and its queuing: the first runs there, once, and
+// its sender learns its end; it is not run again from its start (a second
+// input event, a second model call with tool calls of new ids).
+func TestInputFoundInTheStoreFirstRunsOnce(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a, _ := newNode(t, db), newNode(t, db)
+	ctx := t.Context()
+	inserted, queue := make(chan int64, 1), make(chan struct{})
+	hook := func(it store.InboxItem) {
+		if it.Text == "first" {
+			inserted <- it.ID
+			<-queue
+		}
+	}
+	a.enqueued.Store(&hook)
+	send := func(text string) error {
+		_, end, err := a.rt.Send(ctx, runtime.Input{Session: "a/once", Text: text, Source: "test"})
+		if err == nil && end.Reply != "re: "+text {
+			err = fmt.Errorf("%s: %+v", text, end)
+		}
+		return err
+	}
+	first := make(chan error, 1)
+	go func() { first <- send("first") }()
+	turn := recv(t, "the first input's insert", inserted)
+	if err := send("second"); err != nil { // runs the first too
+		t.Fatal(err)
+	}
+	close(queue)
+	if err := recv(t, "the first input's end", first); err != nil {
+		t.Fatal(err)
+	}
+	if err := send("third"); err != nil { // after whatever the first's queuing queued
+		t.Fatal(err)
+	}
+	s, err := a.st.SessionByAddress(ctx, "a", "once")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := a.st.TurnEvents(ctx, s.ID, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[event.Kind]int{}
+	for _, e := range evs {
+		counts[e.Kind]++
+	}
+	if counts[event.Input] != 1 || counts[event.TurnEnd] != 1 {
+		t.Errorf("the first input's turn logged %d inputs and %d turn ends, want one each: %v", counts[event.Input], counts[event.TurnEnd], kinds(evs))
+	}
+	if n := len(a.m.Requests("first")); n != 1 {
+		t.Errorf("the model was called %d times for the first input, want once", n)
+	}
+}
+
+// A node whose lease of a session expired during a turn (its heartbeat
+// was late) and that takes it back at the same epoch, no other node
+// having run the session meanwhile, resumes the turn from the log: its
+// input, logged before the lease expired, is not logged again.
+func TestTurnFencedResumesOnTheSameNode(t *testing.T) {
+	db := pgtest.NewDB(t)
+	a := newNode(t, db, func(o *runtime.Options) { o.ClaimEvery = time.Hour }) // no claim renews the lease
+	ctx := t.Context()
+	h := holdOn(t, "slow", a)
+	done := make(chan error, 1)
+	go func() {
+		_, end, err := a.rt.Send(ctx, runtime.Input{Session: "a/fenced", Text: "slow", Source: "test"})
+		if err == nil && end.Status != event.StatusDone {
+			err = fmt.Errorf("the turn ended %+v", end)
+		}
+		done <- err
+	}()
+	h.entered(t)
+	s, err := a.st.SessionByAddress(ctx, "a", "fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the input in the log", func() bool {
+		evs, err := a.st.Events(ctx, s.ID, 0, 0)
+		return err == nil && slices.ContainsFunc(evs, func(e event.Event) bool { return e.Kind == event.Input })
+	})
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `UPDATE agentd_leases SET expires_at = now() - interval '1 second' WHERE session_id = $1`, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.open()
+	if err := recv(t, "the turn's end", done); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := a.st.Events(ctx, s.ID, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[event.Kind]int{}
+	for _, e := range evs {
+		counts[e.Kind]++
+	}
+	if counts[event.Input] != 1 || counts[event.TurnEnd] != 1 {
+		t.Errorf("the turn logged %d inputs and %d turn ends, want one each: %v", counts[event.Input], counts[event.TurnEnd], kinds(evs))
 	}
 }

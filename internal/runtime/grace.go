@@ -71,6 +71,11 @@ func (r *Runtime) EndGrace(session int64) {
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	r.endGrace(sess)
+}
+
+// endGrace is EndGrace with sess.mu held.
+func (r *Runtime) endGrace(sess *session) {
 	if sess.grace != nil && sess.grace.Stop() {
 		sess.grace.Reset(0) // graceOver runs now, once
 	} else if sess.grace == nil && sess.leased {

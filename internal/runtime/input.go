@@ -273,7 +273,7 @@ func (r *Runtime) enqueue(ctx context.Context, sess *session, item store.InboxIt
 		sess.elt, sess.used = r.lru.PushFront(sess), time.Now()
 	}
 	sess.mu.Lock()
-	sess.queue = append(sess.queue, queued{item: stored, durable: durable})
+	r.admit(sess, queued{item: stored, durable: durable})
 	interrupt := sess.cancel != nil && stored.Kind == event.Input && !stored.Silent
 	cancel := sess.cancel
 	sess.mu.Unlock()

@@ -144,6 +144,7 @@ func (r *Runtime) merge(sess *session, items []store.InboxItem, stale, foreign b
 	}
 	out := make([]queued, 0, len(items))
 	for _, it := range items {
+		sess.seen = max(sess.seen, it.ID)
 		q, ok := local[it.ID]
 		if !ok {
 			q = queued{item: it, recovered: foreign}
@@ -159,6 +160,26 @@ func (r *Runtime) merge(sess *session, items []store.InboxItem, stale, foreign b
 	}
 	slices.SortFunc(out, func(a, b queued) int { return cmp.Compare(a.item.ID, b.item.ID) })
 	sess.queue = out
+}
+
+// admit queues q, an input this node has just accepted, unless a merge
+// found it pending in the store first (another submit's worker took the
+// lease, or this node's worker gave it up, between the input's insert
+// and this call): queued from there, it runs, or ran, once, and queuing
+// it again would run it again from its start. An id up to sess.seen that
+// is no longer queued ran here, or (ids are not committed in order) was
+// not pending yet when the merge read: the session's grace then ends and
+// its next rest gives the lease up, which finds it pending if it is.
+// sess.mu is held.
+func (r *Runtime) admit(sess *session, q queued) {
+	if !r.shared() || q.item.ID > sess.seen {
+		sess.queue = append(sess.queue, q)
+		return
+	}
+	if slices.ContainsFunc(sess.queue, func(o queued) bool { return o.item.ID == q.item.ID }) {
+		return
+	}
+	r.endGrace(sess)
 }
 
 // release is called by sess's worker when its queue is empty: on a
@@ -273,6 +294,11 @@ func (r *Runtime) fenced(sess *session, err error) bool {
 	defer sess.mu.Unlock()
 	sess.leased = false
 	r.setConv(sess, nil)
+	if len(sess.queue) > 0 {
+		// Its input and steps may be in the log: whoever holds the lease
+		// next, this node too at the same epoch, resumes it from there.
+		sess.queue[0].recovered = true
+	}
 	return true
 }
 
@@ -319,13 +345,17 @@ func (r *Runtime) adopt(ctx context.Context, l store.Lease) error {
 	if err != nil {
 		return err
 	}
-	items, err := r.st.Pending(ctx, l.Session)
-	if err != nil {
-		return err
-	}
 	for {
 		sess := r.session(s)
 		sess.lmu.Lock()
+		// The pending inputs are read under lmu: a worker of this node may
+		// have taken the lease (Orphans gave it to this node) and run them
+		// meanwhile; read before, they would be queued and run again.
+		items, err := r.st.Pending(ctx, l.Session)
+		if err != nil {
+			sess.lmu.Unlock()
+			return err
+		}
 		r.mu.Lock()
 		if r.sessions[s.ID] != sess { // evicted meanwhile
 			r.mu.Unlock()

@@ -1,9 +1,12 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"agentd/internal/event"
 	"agentd/internal/store"
@@ -176,5 +179,77 @@ func TestSuccessorTakesLeasesAtOnce(t *testing.T) {
 	nodes, err := b.Nodes(ctx)
 	if err != nil || len(nodes) != 1 || !nodes[0].Self {
 		t.Fatalf("nodes = %+v, %v; want b alone", nodes, err)
+	}
+}
+
+// A successor forgets its predecessor although a transaction of the
+// predecessor's, still running on the server after its process died,
+// holds some of its leases and waits for others: PostgreSQL aborts one
+// of the two for the deadlock, and the successor's forget is tried again
+// once the other has ended.
+func TestSuccessorForgetsThroughADeadlock(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := t.Context()
+	a, err := postgres.Open(ctx, db, &postgres.Options{LeaseTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var ids []int64
+	for _, key := range []string{"one", "two"} {
+		sess, _, err := a.Session(ctx, "agent", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, held, err := a.Lease(ctx, sess.ID); err != nil || !held {
+			t.Fatal(held, err)
+		}
+		ids = append(ids, sess.ID)
+	}
+	a.StopHeartbeat() // a dies; one of its commits goes on on the server
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	const share = `SELECT 1 FROM agentd_leases WHERE session_id = $1 FOR SHARE`
+	if _, err := tx.Exec(ctx, share, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	opened := make(chan error, 1)
+	go func() {
+		b, err := postgres.Open(ctx, db, &postgres.Options{LeaseTTL: time.Hour, Succeeds: a.NodeID()})
+		if err == nil {
+			b.Close()
+		}
+		opened <- err
+	}()
+	// The successor's forget gives up the first lease, then waits for the
+	// second; the predecessor's transaction then waits for the first.
+	watch, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
+	for waiting := false; !waiting; {
+		err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%-infinity%')`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err = tx.Exec(ctx, share, ids[0])
+	if err != nil {
+		t.Logf("the predecessor's transaction was aborted for the deadlock: %v", err)
+	}
+	tx.Rollback(ctx)
+	if err := <-opened; err != nil {
+		t.Fatalf("the successor did not open: %v", err)
 	}
 }

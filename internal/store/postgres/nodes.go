@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"agentd/internal/store"
 )
@@ -103,15 +105,42 @@ func (s *Store) heartbeat(every time.Duration) error {
 }
 
 // forget gives up the leases of node, known dead, and removes it from
-// the registry.
+// the registry, in one transaction. It locks the node's lease rows in
+// the order it finds them, while another transaction may lock some of
+// them in another order: one of the node's own, still running on the
+// server after its process died (a commit locks the leases of its
+// sessions, in the order of its batches). PostgreSQL then aborts one of
+// the two (deadlock_detected); forget is tried again, up to
+// forgetTries times: the other transaction ends meanwhile.
 func (s *Store) forget(ctx context.Context, node string) error {
-	b := &pgx.Batch{}
-	b.Queue(qLeave, node)
-	b.Queue(qDelete, node)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("forget node %s: %w", node, err)
+	for try := 1; ; try++ {
+		b := &pgx.Batch{}
+		b.Queue(qLeave, node)
+		b.Queue(qDelete, node)
+		err := s.pool.SendBatch(ctx, b).Close()
+		if err == nil {
+			return nil
+		}
+		if !conflict(err) || try == forgetTries {
+			return fmt.Errorf("forget node %s: %w", node, err)
+		}
+		select {
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("forget node %s: %w", node, err)
+		}
 	}
-	return nil
+}
+
+// forgetTries bounds forget's tries (see forget).
+const forgetTries = 5
+
+// conflict reports whether err is PostgreSQL aborting a transaction for
+// another's sake (deadlock_detected, serialization_failure): tried again,
+// it may succeed.
+func conflict(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
 // leave gives up the node's leases, so that other nodes take its
