@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -184,13 +183,9 @@ func (s *System) lineage(ctx context.Context, in *store.Instance, req StartReque
 	return nil
 }
 
-// budgetsCall prefixes the budgets a person's start tightened, kept in
-// the row's OriginCall: a task no agent started has no call there, and
-// recovery, launching a row whose first input a crash lost, submits it
-// with them (the row is written before the input).
-const budgetsCall = "budgets:"
-
-// keepBudgets keeps b on a person's task row (no parent, so no call).
+// keepBudgets keeps b on a person's task row: the row is written before
+// its first input, and a recovery that submits an input a crash lost
+// submits it with them (keptBudgets).
 func keepBudgets(in *store.Instance, b *agent.Budgets) error {
 	if b == nil {
 		return nil
@@ -199,18 +194,17 @@ func keepBudgets(in *store.Instance, b *agent.Budgets) error {
 	if err != nil {
 		return err
 	}
-	in.OriginCall = budgetsCall + string(raw)
+	in.Budgets = string(raw)
 	return nil
 }
 
 // keptBudgets returns the budgets keepBudgets kept on in (nil: none).
 func keptBudgets(in store.Instance) (*agent.Budgets, error) {
-	raw, ok := strings.CutPrefix(in.OriginCall, budgetsCall)
-	if in.Parent != "" || !ok {
+	if in.Budgets == "" {
 		return nil, nil
 	}
 	var b agent.Budgets
-	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+	if err := json.Unmarshal([]byte(in.Budgets), &b); err != nil {
 		return nil, fmt.Errorf("agentsys: budgets of %s: %w", in.ID, err)
 	}
 	return &b, nil
