@@ -87,7 +87,7 @@ func (s *System) Ask(ctx context.Context, req AskRequest) (AskResult, error) {
 func (s *System) reach(ctx context.Context, callerID, session string, turn int64, hops int, name string) (*agent.Definition, target, error) {
 	caller, ok := s.definition(callerID)
 	if !ok {
-		return nil, target{}, fmt.Errorf("caller %w: %s", ErrNotFound, callerID)
+		return nil, target{}, fmt.Errorf("%w: %s (the caller)", ErrNotFound, callerID)
 	}
 	if err := s.checkHops(ctx, session, turn, hops+1, name); err != nil {
 		return caller, target{}, err

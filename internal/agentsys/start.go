@@ -34,7 +34,7 @@ func (s *System) Start(ctx context.Context, req StartRequest) (store.Instance, e
 	if req.Caller != "" {
 		var ok bool
 		if caller, ok = s.definition(req.Caller); !ok {
-			return store.Instance{}, fmt.Errorf("agentsys: start: caller %w: %s", ErrNotFound, req.Caller)
+			return store.Instance{}, fmt.Errorf("agentsys: start: %w: %s (the caller)", ErrNotFound, req.Caller)
 		}
 		if err := s.checkHops(ctx, req.CallerSession, req.Turn, hops, req.Template); err != nil {
 			return store.Instance{}, fmt.Errorf("agentsys: start: %w", err)
@@ -58,7 +58,7 @@ func (s *System) Start(ctx context.Context, req StartRequest) (store.Instance, e
 		if isLimit(err) && caller != nil {
 			s.limitGuard(ctx, req.CallerSession, req.Turn, err, tpl.ID)
 		}
-		return store.Instance{}, fmt.Errorf("agentsys: start %s: %w", tpl.ID, err)
+		return store.Instance{}, fmt.Errorf("agentsys: start %s: %w", tpl.ID, limitError(err))
 	}
 	s.remember(got)
 	if created && got.Type == store.InstanceSubagent {
