@@ -256,11 +256,11 @@ func (s *System) person(ctx context.Context, caller *agent.Definition) (store.In
 	}
 	in, err := s.row(ctx, caller.ID)
 	if err != nil {
-		return in, false, fmt.Errorf("agentsys: the row of %s: %w", caller.ID, err)
+		return in, false, fmt.Errorf("the row of %s: %w", caller.ID, err)
 	}
 	if in.Root != "" && in.Root != in.Agent && store.IsInstanceID(in.Root) {
 		if in, err = s.row(ctx, in.Root); err != nil {
-			return in, false, fmt.Errorf("agentsys: the row of %s: %w", caller.ID, err)
+			return in, false, fmt.Errorf("the row of %s: %w", caller.ID, err)
 		}
 	}
 	return in, behaviours[in.Type].person, nil
