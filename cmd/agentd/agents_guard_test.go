@@ -10,7 +10,8 @@ import (
 // TestContactsStopAtMaxContacts: through the daemon, with
 // agents.max_contacts 2, two people who write to a public swarm each get
 // their agent and may write again; a third is refused with 429 naming the
-// limit, and nothing is made for them.
+// limit (in the agent system's words, not the store's), and nothing is
+// made for them.
 func TestContactsStopAtMaxContacts(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t, map[string]string{
@@ -39,6 +40,9 @@ func TestContactsStopAtMaxContacts(t *testing.T) {
 	code, out := contact("carl")
 	if code != http.StatusTooManyRequests || !strings.Contains(out, "max_contacts 2") {
 		t.Errorf("a third person under max_contacts 2: %d %s; want 429 naming max_contacts 2", code, out)
+	}
+	if strings.Contains(out, "sqlite") || strings.Contains(out, "create instance") {
+		t.Errorf("the refusal speaks of the store (its driver, the instance it did not make): %s", out)
 	}
 	if list := okRun(t, dir, "agents", "--json"); strings.Contains(list, "carl") {
 		t.Errorf("an agent was made for the refused person:\n%s", list)

@@ -81,7 +81,7 @@ func TestSendAgentMessageTool(t *testing.T) {
 		if len(r) != 1 || r[0].IsError || !strings.Contains(r[0].Output, `"silent":true`) {
 			t.Fatalf("a silent message: %+v", r)
 		}
-		log = waitLog(t, w.dir, "target/main", "the silent message", func(evs []event.Event) bool { return len(systemMessages(evs, "sender")) == 2 })
+		waitLog(t, w.dir, "target/main", "the silent message", func(evs []event.Event) bool { return len(systemMessages(evs, "sender")) == 2 })
 		w.restart(t)
 		log = sessionLog(t, w.dir, "target/main")
 		if m := systemMessages(log, "sender"); !m[1].Silent || countEnds(log) != 1 {
@@ -221,10 +221,10 @@ func TestAgentGuardHopsCycle(t *testing.T) {
 	{
 		sendTurn(t, w.dir, "ping", "start cycle")
 		guarded := func(evs []event.Event) bool { return len(agentEvents(evs, "guard")) > 0 }
-		ping := waitLog(t, w.dir, "ping/main", "the hop guard", guarded)
+		waitLog(t, w.dir, "ping/main", "the hop guard", guarded)
 		w.restart(t)
 		pong := sessionLog(t, w.dir, "pong/main")
-		ping = sessionLog(t, w.dir, "ping/main")
+		ping := sessionLog(t, w.dir, "ping/main")
 		g := agentEvents(ping, "guard")
 		if len(g) != 1 || g[0].Guard != "max_hops" || g[0].Limit != 4 || g[0].Value != 5 || g[0].Target != "pong" {
 			t.Errorf("ping's guard events: %+v", g)

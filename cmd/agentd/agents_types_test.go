@@ -77,7 +77,7 @@ func TestAgentTypeSubagent(t *testing.T) {
 		checkReport(sessionLog(t, w.dir, "planner"))
 
 		// Three deep, no deeper: the third sub-agent's start is refused.
-		evs, _ = sendTurn(t, w.dir, "planner", "deeper")
+		sendTurn(t, w.dir, "planner", "deeper")
 		list = waitAgents(t, w.dir, "the chain ended", allEndedAgents(4))
 		var deepest gateway.AgentInfo
 		depths := []int{}
@@ -125,7 +125,7 @@ func TestAgentTypeSubagentCancelled(t *testing.T) {
 	})
 	serve(t, dir)
 	turn := background(t, dir, "send", "--json", "planner", "hold on")
-	list := waitAgents(t, dir, "the sub-agent running", func(l []gateway.AgentInfo) bool {
+	waitAgents(t, dir, "the sub-agent running", func(l []gateway.AgentInfo) bool {
 		return len(l) == 1 && l[0].State == "running"
 	})
 	okRun(t, dir, "cancel", "planner")
@@ -133,7 +133,7 @@ func TestAgentTypeSubagentCancelled(t *testing.T) {
 	if _, end := jsonEvents(t, r.stdout); r.code != 4 || end == nil || end.Status != event.StatusCancelled {
 		t.Errorf("the parent's turn: exit %d, end %+v", r.code, end)
 	}
-	list = waitAgents(t, dir, "the sub-agent stopped", allEndedAgents(1))
+	list := waitAgents(t, dir, "the sub-agent stopped", allEndedAgents(1))
 	if list[0].State != "stopped" {
 		t.Errorf("the sub-agent after its parent's turn was cancelled: %+v", list[0])
 	}

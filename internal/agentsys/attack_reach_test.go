@@ -214,8 +214,8 @@ func TestAttackContactInstancesHaveNoCap(t *testing.T) {
 	for _, user := range []string{"u1", "u2", "u3", "u4"} {
 		_, _, err := h.sys.Contact(context.Background(), Contact{Template: "desk", Connector: "tg", Channel: "public", User: user, Text: "hi"})
 		if errors.Is(err, store.ErrLimit) {
-			if !strings.Contains(err.Error(), "max_contacts 2") {
-				t.Errorf("refused with %v: want the limit named", err)
+			if want := "agentsys: contact: agent limit reached: max_contacts 2"; err.Error() != want {
+				t.Errorf("refused with %q: want %q (the limit named, in the words of agentsys alone)", err, want)
 			}
 			break
 		}

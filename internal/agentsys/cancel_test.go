@@ -82,19 +82,15 @@ func TestStopStopsTheSubtreeDeepestFirst(t *testing.T) {
 
 func TestCancelledTurnStopsItsSubagents(t *testing.T) {
 	h := newHarness(t, nil)
-	h.holdText("slow")
-	rc, err := h.k.Runtime.Submit(context.Background(), runtime.Input{Session: "assistant/main", Text: "slow parent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
-	child := h.startChild(StartRequest{Turn: rc.Turn, Prompt: "slow child", Template: "worker"})
+	_, child := h.slowParent()
 	other := h.startChild(StartRequest{Caller: "helper", Prompt: "slow other", Template: "helper"}) // another agent's turn
-	_ = other
 	if err := h.k.Runtime.Cancel(context.Background(), "assistant/main"); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("the child stopped", func() bool { return h.instance(child.ID).State == store.AgentStopped })
+	if st := h.instance(other.ID).State; store.AgentEnded(st) {
+		t.Errorf("the sub-agent of another agent's turn is %s after the cancel", st)
+	}
 }
 
 func TestFailedParentStopsItsChildren(t *testing.T) {

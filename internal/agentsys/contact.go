@@ -64,7 +64,7 @@ func (s *System) contactInstance(ctx context.Context, tpl *agent.Definition, d D
 		State: store.AgentIdle}
 	in, created, err := s.st.CreateInstance(ctx, in, store.InstanceLimits{MaxContacts: *s.cfg.MaxContacts})
 	if err != nil {
-		return in, fmt.Errorf("agentsys: contact: %w", err)
+		return in, fmt.Errorf("agentsys: contact: %w", limitError(err))
 	}
 	s.remember(in)
 	if created {

@@ -46,7 +46,7 @@ func (s *System) treeScope(ctx context.Context, in store.Instance) (string, erro
 	}
 	root, err := s.row(ctx, in.Root)
 	if err != nil {
-		return "", fmt.Errorf("agentsys: the root of %s: %w", in.ID, err)
+		return "", fmt.Errorf("the root of %s: %w", in.ID, err)
 	}
 	if behaviours[root.Type].ownScope {
 		return root.ID, nil

@@ -71,6 +71,8 @@ func TestChildLimits(t *testing.T) {
 	}
 	if _, err := start("c", StartRequest{}); !errors.Is(err, store.ErrLimit) {
 		t.Fatalf("third child of 2: %v", err)
+	} else if want := "agentsys: start worker: agent limit reached: max_children 2"; err.Error() != want {
+		t.Errorf("third child of 2: %q, want %q (the limit, in the words of agentsys alone)", err, want)
 	}
 	// A child may not start its own: depth 2 of 1.
 	if _, err := start("d", StartRequest{Caller: a.ID, CallerSession: a.ID + "/main", Turn: a.Turn}); !errors.Is(err, store.ErrLimit) {

@@ -265,6 +265,33 @@ func (h *harness) reports(addr, origin string) []event.InputData {
 	return out
 }
 
+// slowParent holds the model on "slow", and has assistant/main run a
+// turn ("slow parent") that starts a worker sub-agent ("slow child"):
+// both are running, held, when it returns the turn's receipt and the
+// child.
+func (h *harness) slowParent() (runtime.Receipt, store.Instance) {
+	h.t.Helper()
+	h.holdText("slow")
+	rc, err := h.k.Runtime.Submit(context.Background(), runtime.Input{Session: "assistant/main", Text: "slow parent"})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
+	return rc, h.startChild(StartRequest{Turn: rc.Turn, Prompt: "slow child", Template: "worker"})
+}
+
+// count returns how many events of kind the log at addr holds.
+func (h *harness) count(addr string, kind event.Kind) int {
+	h.t.Helper()
+	n := 0
+	for _, ev := range h.log(addr) {
+		if ev.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
 func errorsf(format string, a ...any) error { return fmt.Errorf(format, a...) }
 
 // holdText makes every model call whose last user message is text wait

@@ -38,7 +38,7 @@ func (s *System) checkHops(ctx context.Context, session string, turn int64, hops
 func (s *System) limitGuard(ctx context.Context, session string, turn int64, err error, target string) {
 	name, limit := limitOf(err)
 	s.guard(ctx, session, turn, event.AgentData{Op: event.AgentGuard, Guard: name, Limit: limit, Value: limit + 1,
-		Target: target, Reason: err.Error()})
+		Target: target, Reason: limitError(err).Error()})
 }
 
 // limitOf reads the limit a store.ErrLimit names ("max_children 8").
@@ -51,6 +51,20 @@ func limitOf(err error) (string, int) {
 	name, n, _ := strings.Cut(msg[i+len(store.ErrLimit.Error())+2:], " ")
 	v, _ := strconv.Atoi(n)
 	return name, v
+}
+
+// limitError is a store's limit refusal (store.ErrLimit) as the System
+// says it to whoever asked: the limit and its value, without the store's
+// own words (its driver, the id of the instance it did not make); any
+// other error is err.
+func limitError(err error) error {
+	if !isLimit(err) {
+		return err
+	}
+	if name, limit := limitOf(err); limit > 0 {
+		return fmt.Errorf("%w: %s %d", store.ErrLimit, name, limit)
+	}
+	return err
 }
 
 // guard logs a guard's refusal in session (a turn's, whose epoch ctx

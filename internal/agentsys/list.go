@@ -35,7 +35,7 @@ func (s *System) List(ctx context.Context, f store.AgentFilter) ([]Info, string,
 func (s *System) ListFor(ctx context.Context, caller string, f store.AgentFilter) ([]Info, string, error) {
 	def, ok := s.definition(caller)
 	if !ok {
-		return nil, "", fmt.Errorf("agentsys: list: caller %w: %s", ErrNotFound, caller)
+		return nil, "", fmt.Errorf("agentsys: list: %w: %s (the caller)", ErrNotFound, caller)
 	}
 	return s.list(ctx, f, func(t target) bool { return s.mayReach(ctx, def, t) })
 }
@@ -276,7 +276,7 @@ func (s *System) tree(ctx context.Context, id string) (Node, error) {
 func (s *System) StatusFor(ctx context.Context, caller, id string) (Status, error) {
 	def, ok := s.definition(caller)
 	if !ok {
-		return Status{}, fmt.Errorf("agentsys: status: caller %w: %s", ErrNotFound, caller)
+		return Status{}, fmt.Errorf("agentsys: status: %w: %s (the caller)", ErrNotFound, caller)
 	}
 	t, err := s.resolve(ctx, id)
 	if err != nil {

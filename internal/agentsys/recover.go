@@ -14,8 +14,8 @@ import (
 // re-run, and submits it, first).
 const startingFor = 10 * time.Second
 
-// Recover closes the windows a crash leaves open (DESIGN: the recovery
-// table): instances started without their first input get it; tasks
+// Recover closes the windows a crash leaves open: instances started
+// without their first input get it (with the budgets its start kept); tasks
 // whose last turn ended but that were not finished are finished; ended
 // instances whose report was not recorded report (the parent's inbox takes
 // a report once); live sub-agents of a turn that was cancelled are

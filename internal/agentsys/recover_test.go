@@ -8,7 +8,6 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/engine"
 	"agentd/internal/event"
-	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -125,13 +124,7 @@ func TestRecoverReportsOnceWhateverWasRecorded(t *testing.T) {
 
 func TestRecoverStopsTheChildrenOfACancelledTurn(t *testing.T) {
 	h := newHarness(t, &harnessOptions{noHook: true})
-	h.holdText("slow")
-	rc, err := h.k.Runtime.Submit(context.Background(), runtime.Input{Session: "assistant/main", Text: "slow parent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
-	child := h.startChild(StartRequest{Turn: rc.Turn, Prompt: "slow child", Template: "worker"})
+	rc, child := h.slowParent()
 	if err := h.k.Runtime.Cancel(context.Background(), "assistant/main"); err != nil {
 		t.Fatal(err)
 	}
@@ -246,13 +239,7 @@ func TestRecoverFinishesATaskClosedButNotEnded(t *testing.T) {
 	if got := h.reported(in.ID); got.State != store.AgentDone {
 		t.Errorf("recovered %+v", got)
 	}
-	closed := 0
-	for _, ev := range h.log(in.ID + "/main") {
-		if ev.Kind == event.Marker {
-			closed++
-		}
-	}
-	if closed != 1 {
+	if closed := h.count(in.ID+"/main", event.Marker); closed != 1 {
 		t.Errorf("%d markers, want one closed", closed)
 	}
 }

@@ -87,7 +87,7 @@ func (s *System) Ask(ctx context.Context, req AskRequest) (AskResult, error) {
 func (s *System) reach(ctx context.Context, callerID, session string, turn int64, hops int, name string) (*agent.Definition, target, error) {
 	caller, ok := s.definition(callerID)
 	if !ok {
-		return nil, target{}, fmt.Errorf("caller %w: %s", ErrNotFound, callerID)
+		return nil, target{}, fmt.Errorf("%w: %s (the caller)", ErrNotFound, callerID)
 	}
 	if err := s.checkHops(ctx, session, turn, hops+1, name); err != nil {
 		return caller, target{}, err
@@ -256,11 +256,11 @@ func (s *System) person(ctx context.Context, caller *agent.Definition) (store.In
 	}
 	in, err := s.row(ctx, caller.ID)
 	if err != nil {
-		return in, false, fmt.Errorf("agentsys: the row of %s: %w", caller.ID, err)
+		return in, false, fmt.Errorf("the row of %s: %w", caller.ID, err)
 	}
 	if in.Root != "" && in.Root != in.Agent && store.IsInstanceID(in.Root) {
 		if in, err = s.row(ctx, in.Root); err != nil {
-			return in, false, fmt.Errorf("agentsys: the row of %s: %w", caller.ID, err)
+			return in, false, fmt.Errorf("the row of %s: %w", caller.ID, err)
 		}
 	}
 	return in, behaviours[in.Type].person, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	"agentd/internal/agent"
 	"agentd/internal/engine"
@@ -35,7 +34,7 @@ func (s *System) Start(ctx context.Context, req StartRequest) (store.Instance, e
 	if req.Caller != "" {
 		var ok bool
 		if caller, ok = s.definition(req.Caller); !ok {
-			return store.Instance{}, fmt.Errorf("agentsys: start: caller %w: %s", ErrNotFound, req.Caller)
+			return store.Instance{}, fmt.Errorf("agentsys: start: %w: %s (the caller)", ErrNotFound, req.Caller)
 		}
 		if err := s.checkHops(ctx, req.CallerSession, req.Turn, hops, req.Template); err != nil {
 			return store.Instance{}, fmt.Errorf("agentsys: start: %w", err)
@@ -59,7 +58,7 @@ func (s *System) Start(ctx context.Context, req StartRequest) (store.Instance, e
 		if isLimit(err) && caller != nil {
 			s.limitGuard(ctx, req.CallerSession, req.Turn, err, tpl.ID)
 		}
-		return store.Instance{}, fmt.Errorf("agentsys: start %s: %w", tpl.ID, err)
+		return store.Instance{}, fmt.Errorf("agentsys: start %s: %w", tpl.ID, limitError(err))
 	}
 	s.remember(got)
 	if created && got.Type == store.InstanceSubagent {
@@ -184,13 +183,9 @@ func (s *System) lineage(ctx context.Context, in *store.Instance, req StartReque
 	return nil
 }
 
-// budgetsCall prefixes the budgets a person's start tightened, kept in
-// the row's OriginCall: a task no agent started has no call there, and
-// recovery, launching a row whose first input a crash lost, submits it
-// with them (the row is written before the input).
-const budgetsCall = "budgets:"
-
-// keepBudgets keeps b on a person's task row (no parent, so no call).
+// keepBudgets keeps b on a person's task row: the row is written before
+// its first input, and a recovery that submits an input a crash lost
+// submits it with them (keptBudgets).
 func keepBudgets(in *store.Instance, b *agent.Budgets) error {
 	if b == nil {
 		return nil
@@ -199,18 +194,17 @@ func keepBudgets(in *store.Instance, b *agent.Budgets) error {
 	if err != nil {
 		return err
 	}
-	in.OriginCall = budgetsCall + string(raw)
+	in.Budgets = string(raw)
 	return nil
 }
 
 // keptBudgets returns the budgets keepBudgets kept on in (nil: none).
 func keptBudgets(in store.Instance) (*agent.Budgets, error) {
-	raw, ok := strings.CutPrefix(in.OriginCall, budgetsCall)
-	if in.Parent != "" || !ok {
+	if in.Budgets == "" {
 		return nil, nil
 	}
 	var b agent.Budgets
-	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+	if err := json.Unmarshal([]byte(in.Budgets), &b); err != nil {
 		return nil, fmt.Errorf("agentsys: budgets of %s: %w", in.ID, err)
 	}
 	return &b, nil

@@ -107,13 +107,7 @@ func TestStartAgainIsTheSameAgent(t *testing.T) {
 		t.Fatalf("a re-run call started %s, then %s", a.ID, b.ID)
 	}
 	h.reported(a.ID)
-	inputs := 0
-	for _, ev := range h.log(a.ID + "/main") {
-		if ev.Kind == event.Input {
-			inputs++
-		}
-	}
-	if inputs != 1 {
+	if inputs := h.count(a.ID+"/main", event.Input); inputs != 1 {
 		t.Errorf("%d inputs in the child's log, want 1", inputs)
 	}
 	if a.Template != "assistant" {

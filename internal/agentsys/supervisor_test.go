@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"agentd/internal/event"
-	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -51,13 +50,7 @@ func TestSweepFindsALostEnd(t *testing.T) {
 // without waiting for a restart's Recover.
 func TestSweepStopsTheChildrenOfACancelledTurn(t *testing.T) {
 	h := newHarness(t, &harnessOptions{noHook: true, sweep: 5 * time.Millisecond})
-	h.holdText("slow")
-	rc, err := h.k.Runtime.Submit(context.Background(), runtime.Input{Session: "assistant/main", Text: "slow parent"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
-	child := h.startChild(StartRequest{Turn: rc.Turn, Prompt: "slow child", Template: "worker"})
+	_, child := h.slowParent()
 	if err := h.k.Runtime.Cancel(context.Background(), "assistant/main"); err != nil {
 		t.Fatal(err)
 	}

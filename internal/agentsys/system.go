@@ -15,9 +15,11 @@ import (
 
 // System is the agent system. Its methods are safe for concurrent use.
 //
-// Lock order: System.mu (the instance cache) and Ledger.mu are leaf locks:
-// nothing is called while either is held. The runtime calls Ended with no
-// lock of its own held, and Ended takes none.
+// Lock order (docs/architecture.md): System.mu (the instance cache, the
+// turns that started sub-agents), Ledger.mu and supervisor.mu are leaf
+// locks: nothing is called while one is held. The runtime calls Ended with
+// no lock of its own held; Ended takes System.mu, then Ledger.mu, each
+// alone, and never blocks.
 type System struct {
 	st     Store
 	rt     Runtime

@@ -1,7 +1,6 @@
 package agentsys
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,19 +97,11 @@ func agentTool[A any](spec tool.Spec, fn func(ctx context.Context, c *tool.Call,
 	})
 }
 
-// decodeArgs decodes a call's arguments (already valid against the
-// schema) strictly: an unknown field or trailing data is refused.
+// decodeArgs decodes a call's arguments strictly (tool.DecodeArgs), an
+// error being errBadArgs.
 func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
+	if err := tool.DecodeArgs(raw, v); err != nil {
 		return fmt.Errorf("%w: %v", errBadArgs, err)
-	}
-	if d.More() {
-		return fmt.Errorf("%w: trailing data after the arguments", errBadArgs)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"agentd/internal/store"
@@ -92,7 +91,7 @@ func mayStop(ctx context.Context, s agentStopper, defs Definitions, caller, id s
 			// Its ids only: a template's name does not name its
 			// instances, nor a label the agent (as mayReach).
 			for _, n := range []string{in.Agent, in.ID, st.ID} {
-				if n != "" && matchAny(d.Agents.Targets, n) {
+				if n != "" && globs(d.Agents.Targets, n) {
 					return nil
 				}
 			}
@@ -109,14 +108,4 @@ func mayStop(ctx context.Context, s agentStopper, defs Definitions, caller, id s
 		p = ps.Instance.Parent
 	}
 	return fmt.Errorf("agentsys: stop %s: %w: %s did not start it, nor does its agents.targets name it", id, ErrReach, caller)
-}
-
-// matchAny reports whether one of the globs matches name.
-func matchAny(globs []string, name string) bool {
-	for _, g := range globs {
-		if ok, _ := path.Match(g, name); ok {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -127,17 +126,11 @@ type tools struct {
 	shared func(string) bool
 }
 
+// decodeArgs decodes a call's arguments strictly (tool.DecodeArgs), an
+// error being ErrBadArgs.
 func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
+	if err := tool.DecodeArgs(raw, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadArgs, err)
-	}
-	if d.More() {
-		return fmt.Errorf("%w: trailing data after the arguments", ErrBadArgs)
 	}
 	return nil
 }

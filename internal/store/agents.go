@@ -125,14 +125,16 @@ type Instance struct {
 	Report   string
 	ReportTo string
 	// OriginTurn and OriginCall are the parent's turn and tool call that
-	// started it (0 and "" for none). A task with no parent may keep
-	// there what its starter asked of its first input (agentsys: the
-	// budgets a person's start tightened).
+	// started it (0 and "" for none).
 	OriginTurn int64
 	OriginCall string
 	Task       string // its first message
 	Hops       int    // the hops of its first message
-	State      string // AgentStarting, …, AgentStopped
+	// Budgets are the budget options of its first input as JSON ("" for
+	// none), kept so that a recovery that submits an input a crash lost
+	// submits it with them.
+	Budgets string
+	State   string // AgentStarting, …, AgentStopped
 	// Result is its final answer or why it failed or stopped, set when
 	// it ends.
 	Result string
@@ -269,7 +271,7 @@ func InstanceCreate(a Instance, now time.Time) (Instance, error) {
 	}
 	for _, f := range [...]struct{ what, s string }{{"descriptor", a.Descriptor}, {"agent", a.Agent}, {"template", a.Template},
 		{"name", a.Name}, {"parent", a.Parent}, {"payer", a.Payer}, {"account", a.Account}, {"report_to", a.ReportTo},
-		{"origin_call", a.OriginCall}} {
+		{"origin_call", a.OriginCall}, {"budgets", a.Budgets}} {
 		if err := checkInstanceText(f.s, MaxInstanceText); err != nil {
 			return a, fmt.Errorf("instance %s: %s: %v", a.ID, f.what, err)
 		}

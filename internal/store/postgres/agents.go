@@ -69,6 +69,11 @@ CREATE INDEX usage_account ON usage (account) WHERE account <> '';
 ALTER TABLE inbox ADD COLUMN hops bigint NOT NULL DEFAULT 0;
 `
 
+// schemaInstanceBudgets (schema v8) gives an instance the budget options
+// of its first input, as in SQLite. Its default is a constant: adding it
+// rewrites no row.
+const schemaInstanceBudgets = `ALTER TABLE agentd_instances ADD COLUMN budgets text NOT NULL DEFAULT '';`
+
 // instancesLock is the advisory lock key under which CreateInstance
 // counts and inserts, so that creators on every node pass a limit one at
 // a time.
@@ -90,14 +95,14 @@ var (
 func sqlList(words []string) string { return "'" + strings.Join(words, "', '") + "'" }
 
 const instCols = `id, type, descriptor, agent, template, name, parent, root, depth, payer, account, turn_limit, report, report_to,
-	origin_turn, origin_call, task, hops, state, result, turn, created_at, updated_at, ended_at, reported_at, report_error`
+	origin_turn, origin_call, task, hops, state, result, turn, created_at, updated_at, ended_at, reported_at, report_error, budgets`
 
 var (
 	qInst           = `SELECT ` + instCols + ` FROM agentd_instances WHERE id = $1`
 	qInstByDesc     = `SELECT ` + instCols + ` FROM agentd_instances WHERE descriptor = $1`
 	qInstByAgent    = `SELECT ` + instCols + ` FROM agentd_instances WHERE agent = $1`
 	qInstLineage    = `SELECT root, depth FROM agentd_instances WHERE agent = $1`
-	qInstIns        = `INSERT INTO agentd_instances (` + instCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, '', $20, $21, $22, 0, 0, '')`
+	qInstIns        = `INSERT INTO agentd_instances (` + instCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, '', $20, $21, $22, 0, 0, '', $23)`
 	qInstChildren   = `SELECT count(*) FROM agentd_instances WHERE parent = $1 AND report_to = $2 AND ` + sqlLive + ` AND type = '` + store.InstanceSubagent + `'`
 	qInstLiveTasks  = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlTasks
 	qInstContacts   = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlContacts
@@ -183,7 +188,7 @@ func (s *Store) CreateInstance(ctx context.Context, a store.Instance, l store.In
 		}
 		_, err = tx.Exec(ctx, qInstIns, a.ID, a.Type, a.Descriptor, a.Agent, a.Template, a.Name, a.Parent, a.Root, int64(a.Depth),
 			a.Payer, a.Account, a.TurnLimit, a.Report, a.ReportTo, a.OriginTurn, a.OriginCall, a.Task, int64(a.Hops), a.State,
-			a.Turn, a.CreatedAt.UnixNano(), a.UpdatedAt.UnixNano())
+			a.Turn, a.CreatedAt.UnixNano(), a.UpdatedAt.UnixNano(), a.Budgets)
 		created = err == nil
 		return err
 	})
@@ -436,7 +441,7 @@ func scanInstance(row pgx.Row) (store.Instance, error) {
 	var depth, hops, created, updated, ended, reported int64
 	err := row.Scan(&a.ID, &a.Type, &a.Descriptor, &a.Agent, &a.Template, &a.Name, &a.Parent, &a.Root, &depth, &a.Payer, &a.Account,
 		&a.TurnLimit, &a.Report, &a.ReportTo, &a.OriginTurn, &a.OriginCall, &a.Task, &hops, &a.State, &a.Result, &a.Turn,
-		&created, &updated, &ended, &reported, &a.ReportError)
+		&created, &updated, &ended, &reported, &a.ReportError, &a.Budgets)
 	if err != nil {
 		return store.Instance{}, err
 	}

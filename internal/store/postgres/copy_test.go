@@ -204,11 +204,11 @@ func TestCopyJobRuns(t *testing.T) {
 	}
 }
 
-// TestCopyAgents: the dynamic agents' instances, usage rows' payers and
-// accounts and inbox items' hops come along as they are in SQLite; a copy
-// run again after an instance ended and its report was recorded there
-// brings PostgreSQL to the same; a descriptor created on SQLite stays
-// taken.
+// TestCopyAgents: the dynamic agents' instances (with the budgets a
+// person's start kept), usage rows' payers and accounts and inbox items'
+// hops come along as they are in SQLite; a copy run again after an
+// instance ended and its report was recorded there brings PostgreSQL to
+// the same; a descriptor created on SQLite stays taken.
 func TestCopyAgents(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "agentd.db")
@@ -226,6 +226,11 @@ func TestCopyAgents(t *testing.T) {
 	}
 	if _, _, err := lite.CreateInstance(ctx, store.Instance{ID: id(2), Type: store.InstanceUser, Descriptor: "user:cli:t:ann",
 		Template: "assistant", State: store.AgentIdle}, store.InstanceLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lite.CreateInstance(ctx, store.Instance{ID: id(4), Type: store.InstanceBackground, Descriptor: "api:ann-1",
+		Template: "researcher", Payer: "researcher", Task: "look", State: store.AgentStarting, Budgets: `{"max_steps":3}`},
+		store.InstanceLimits{}); err != nil {
 		t.Fatal(err)
 	}
 	sess, _, err := lite.Session(ctx, id(1), "main")

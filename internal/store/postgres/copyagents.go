@@ -11,7 +11,7 @@ import (
 
 // qInstCopy writes an instance of the source: see copyInstances.
 var qInstCopy = `INSERT INTO agentd_instances (` + instCols + `)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
 	ON CONFLICT (id) DO UPDATE SET state = excluded.state, result = excluded.result, turn = excluded.turn,
 		updated_at = excluded.updated_at, ended_at = excluded.ended_at,
 		reported_at = greatest(agentd_instances.reported_at, excluded.reported_at),
@@ -33,16 +33,17 @@ func (s *Store) copyInstances(ctx context.Context, src *sql.DB) error {
 		}
 		b := &pgx.Batch{}
 		for rows.Next() {
-			var typ, desc, agent, tpl, name, parent, root, payer, account, report, reportTo, call, task, state, result, repErr string
+			var typ, desc, agent, tpl, name, parent, root, payer, account, report, reportTo, call, task, state, result, repErr, budgets string
 			var depth, originTurn, hops, turn, created, updated, ended, reported int64
 			var limit float64
 			if err := rows.Scan(&id, &typ, &desc, &agent, &tpl, &name, &parent, &root, &depth, &payer, &account, &limit, &report,
-				&reportTo, &originTurn, &call, &task, &hops, &state, &result, &turn, &created, &updated, &ended, &reported, &repErr); err != nil {
+				&reportTo, &originTurn, &call, &task, &hops, &state, &result, &turn, &created, &updated, &ended, &reported, &repErr,
+				&budgets); err != nil {
 				rows.Close()
 				return err
 			}
 			b.Queue(qInstCopy, id, typ, desc, agent, tpl, name, parent, root, depth, payer, account, limit, report, reportTo,
-				originTurn, call, task, hops, state, result, turn, created, updated, ended, reported, repErr)
+				originTurn, call, task, hops, state, result, turn, created, updated, ended, reported, repErr, budgets)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {

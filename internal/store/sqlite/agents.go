@@ -78,6 +78,12 @@ CREATE INDEX usage_account ON usage (account) WHERE account <> '';
 ALTER TABLE inbox ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;
 `
 
+// schemaInstanceBudgets (schema v14) gives an instance the budget options
+// of its first input (store.Instance.Budgets). The rows written before it
+// have none: their first input was submitted before the upgrade, or it
+// is submitted again without them.
+const schemaInstanceBudgets = `ALTER TABLE agentd_instances ADD COLUMN budgets TEXT NOT NULL DEFAULT '';`
+
 // The conditions the partial indexes and the queries share, from the
 // store's lists.
 var (
@@ -94,14 +100,14 @@ var (
 func sqlList(words []string) string { return "'" + strings.Join(words, "', '") + "'" }
 
 const instCols = `id, type, descriptor, agent, template, name, parent, root, depth, payer, account, turn_limit, report, report_to,
-	origin_turn, origin_call, task, hops, state, result, turn, created_at, updated_at, ended_at, reported_at, report_error`
+	origin_turn, origin_call, task, hops, state, result, turn, created_at, updated_at, ended_at, reported_at, report_error, budgets`
 
 var (
 	qInst           = `SELECT ` + instCols + ` FROM agentd_instances WHERE id = ?`
 	qInstByDesc     = `SELECT ` + instCols + ` FROM agentd_instances WHERE descriptor = ?`
 	qInstByAgent    = `SELECT ` + instCols + ` FROM agentd_instances WHERE agent = ?`
 	qInstLineage    = `SELECT root, depth FROM agentd_instances WHERE agent = ?`
-	qInstIns        = `INSERT INTO agentd_instances (` + instCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, 0, 0, '')`
+	qInstIns        = `INSERT INTO agentd_instances (` + instCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, 0, 0, '', ?)`
 	qInstChildren   = `SELECT count(*) FROM agentd_instances WHERE parent = ? AND report_to = ? AND ` + sqlLive + ` AND type = '` + store.InstanceSubagent + `'`
 	qInstLiveTasks  = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlTasks
 	qInstContacts   = `SELECT count(*) FROM agentd_instances WHERE ` + sqlLive + ` AND ` + sqlContacts
@@ -252,7 +258,7 @@ func (w *writer) applyInstCreate(r *request) error {
 	}
 	_, err = w.agents.ins.Exec(a.ID, a.Type, a.Descriptor, a.Agent, a.Template, a.Name, a.Parent, a.Root, a.Depth, a.Payer, a.Account,
 		a.TurnLimit, a.Report, a.ReportTo, a.OriginTurn, a.OriginCall, a.Task, a.Hops, a.State, a.Turn,
-		a.CreatedAt.UnixNano(), a.UpdatedAt.UnixNano())
+		a.CreatedAt.UnixNano(), a.UpdatedAt.UnixNano(), a.Budgets)
 	if isUnique(err) {
 		return fmt.Errorf("sqlite: create instance %s: %w: its id or agent %q is another instance's", a.ID, store.ErrConflict, a.Agent)
 	}
@@ -488,7 +494,7 @@ func scanInstance(row scanner) (store.Instance, error) {
 	var created, updated, ended, reported int64
 	err := row.Scan(&a.ID, &a.Type, &a.Descriptor, &a.Agent, &a.Template, &a.Name, &a.Parent, &a.Root, &a.Depth, &a.Payer, &a.Account,
 		&a.TurnLimit, &a.Report, &a.ReportTo, &a.OriginTurn, &a.OriginCall, &a.Task, &a.Hops, &a.State, &a.Result, &a.Turn,
-		&created, &updated, &ended, &reported, &a.ReportError)
+		&created, &updated, &ended, &reported, &a.ReportError, &a.Budgets)
 	if err != nil {
 		return store.Instance{}, err
 	}

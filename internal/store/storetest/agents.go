@@ -123,6 +123,75 @@ func testInstanceCreate(t *testing.T, x *suite) {
 	}
 }
 
+// An instance's budgets are what CreateInstance was given, in every read
+// and after the store is opened again; an instance given none has "".
+func testInstanceBudgets(t *testing.T, x *suite) {
+	name := x.name()
+	s := x.open(t, name)
+	ctx := t.Context()
+	kept := store.Instance{ID: iid(1), Type: store.InstanceBackground, Descriptor: "api:ann-1", Template: "researcher",
+		Payer: "researcher", Report: store.ReportLoud, ReportTo: "ann/main", Task: "find out", State: store.AgentStarting, Budgets: `{"max_steps":3,"max_usd_per_turn":0.25}`}
+	none := kept
+	none.ID, none.Descriptor, none.Budgets = iid(2), "api:ann-2", ""
+	mustCreate(t, s, kept, store.InstanceLimits{})
+	mustCreate(t, s, none, store.InstanceLimits{})
+	s.Close()
+	s = x.open(t, name)
+	budgets := func(rows ...store.Instance) []string {
+		var b []string
+		for _, r := range rows {
+			b = append(b, r.ID+" "+r.Budgets)
+		}
+		return b
+	}
+	want := budgets(kept, none)
+	listed, _, err := s.Instances(ctx, store.AgentFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(listed) // newest first
+	open, err := s.OpenInstances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := func(read func(store.Instance) (store.Instance, error)) []store.Instance {
+		var rows []store.Instance
+		for _, a := range []store.Instance{kept, none} {
+			r, err := read(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		return rows
+	}
+	for what, rows := range map[string][]store.Instance{
+		"Instances":     listed,
+		"OpenInstances": open,
+		"Instance":      one(func(a store.Instance) (store.Instance, error) { return s.Instance(ctx, a.ID) }),
+		"InstanceByDescriptor": one(func(a store.Instance) (store.Instance, error) {
+			return s.InstanceByDescriptor(ctx, a.Descriptor)
+		}),
+		"InstanceByAgent": one(func(a store.Instance) (store.Instance, error) { return s.InstanceByAgent(ctx, a.ID) }),
+	} {
+		if d := cmp.Diff(want, budgets(rows...)); d != "" {
+			t.Errorf("%s: the budgets (-created +read):\n%s", what, d)
+		}
+	}
+	for _, a := range []store.Instance{kept, none} {
+		if _, err := s.SetInstanceState(ctx, a.ID, store.AgentFailed, "lost", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unreported, err := s.UnreportedInstances(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, budgets(unreported...)); d != "" {
+		t.Errorf("UnreportedInstances: the budgets (-created +read):\n%s", d)
+	}
+}
+
 func errOf[T any](_ T, err error) error { return err }
 
 // What CreateInstance refuses before writing anything.
@@ -143,6 +212,7 @@ func testInstanceInvalid(t *testing.T, x *suite) {
 		"negative hops":                func(a *store.Instance) { a.Hops = -1 },
 		"a parent with a slash":        func(a *store.Instance) { a.Parent = "a/b" },
 		"a descriptor over the limits": func(a *store.Instance) { a.Descriptor = strings.Repeat("d", store.MaxInstanceText+1) },
+		"budgets over the limits":      func(a *store.Instance) { a.Budgets = strings.Repeat("b", store.MaxInstanceText+1) },
 	} {
 		a := task(1, "assistant")
 		change(&a)

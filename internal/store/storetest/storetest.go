@@ -139,6 +139,7 @@ func tests() []struct {
 		{"JobRunMACUnique", testJobRunMACUnique},
 		{"JobRunPruneAge", testJobRunPruneAge},
 		{"InstanceCreate", testInstanceCreate},
+		{"InstanceBudgets", testInstanceBudgets},
 		{"InstanceInvalid", testInstanceInvalid},
 		{"InstanceLimits", testInstanceLimits},
 		{"InstanceConcurrentLimits", testInstanceConcurrentLimits},
