@@ -138,6 +138,9 @@ func (s *System) report(ctx context.Context, in store.Instance) error {
 	if _, err := s.st.RecordReport(ctx, in.ID, failure); err != nil {
 		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
 	}
+	if failure == "" {
+		s.recheck(in)
+	}
 	return nil
 }
 

@@ -18,6 +18,10 @@ type ended struct {
 	item     store.InboxItem
 	end      event.TurnEndData
 	children bool // the turn started sub-agents here
+	// recheck asks for the instance of sess.Agent to be settled again
+	// after the report of a sub-agent of it was recorded (a silent one
+	// starts no turn): sess and end are then read from the store.
+	recheck bool
 }
 
 // supervisor finishes the instances whose turns end: it moves their
@@ -146,12 +150,46 @@ func (p *supervisor) handle(ctx context.Context, e ended) {
 	if !store.IsInstanceID(e.sess.Agent) || e.sess.Key != "main" {
 		return
 	}
+	if e.recheck {
+		var ok bool
+		if e, ok = s.lastEnded(ctx, e.sess.Agent); !ok {
+			return
+		}
+	}
 	busy, err := s.settle(ctx, e.sess, e.end)
 	switch {
 	case busy:
 		p.retry[e.sess.Agent] = e
 	case err != nil && ctx.Err() == nil:
 		s.log.Warn("finish agent", "agent", e.sess.Agent, "err", err)
+	}
+}
+
+// lastEnded is the last turn end of agentID's main session, as the hook
+// would have handed it; ok is false if there is none (yet) or it cannot
+// be read (the sweep finds it again).
+func (s *System) lastEnded(ctx context.Context, agentID string) (e ended, ok bool) {
+	sess, err := s.st.SessionByAddress(ctx, agentID, "main")
+	if err != nil {
+		return ended{}, false
+	}
+	end, ok, err := s.lastEnd(ctx, sess)
+	if err != nil || !ok {
+		return ended{}, false
+	}
+	return ended{sess: sess, end: end}, true
+}
+
+// recheck hands the supervisor in's parent to settle again, in's report
+// being recorded: a task that waited for it may finish now. A full
+// channel drops it for the sweep.
+func (s *System) recheck(in store.Instance) {
+	if !store.IsInstanceID(in.Parent) || in.ReportTo != mainSession(in.Parent) {
+		return
+	}
+	select {
+	case s.sup.ch <- ended{sess: store.Session{Agent: in.Parent, Key: "main"}, recheck: true}:
+	default:
 	}
 }
 
@@ -193,9 +231,12 @@ func (p *supervisor) leads(ctx context.Context) (ok, fresh bool) {
 }
 
 // settle moves the instance of sess on after a turn of it ended with end:
-// running while non-silent input waits; else idle, or, for a task, done
-// or failed (its session closed, its end reported). busy reports that
-// the session could not be closed yet (its worker still holds it).
+// running while non-silent input waits, or while a task that ended done
+// has sub-agents whose reports to it have not been recorded (it would
+// refuse them closed; each recorded report settles it again: recheck);
+// else idle, or, for a task, done or failed (its session closed, its end
+// reported). busy reports that the session could not be closed yet (its
+// worker still holds it).
 func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnEndData) (busy bool, err error) {
 	in, err := s.st.Instance(ctx, sess.Agent)
 	if errors.Is(err, store.ErrNotFound) {
@@ -222,6 +263,15 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 		return false, err
 	}
 	if sess.State != store.StateClosed { // closed already: a crash came before its row ended
+		if end.Status == event.StatusDone {
+			// A task that failed does not wait: endOf stops its sub-agents.
+			if waits, err := s.awaitsReports(ctx, in); err != nil || waits {
+				if err == nil {
+					_, err = s.st.SetInstanceState(ctx, in.ID, store.AgentRunning, "", 0)
+				}
+				return false, err
+			}
+		}
 		if err := s.rt.CloseSession(ctx, mainSession(in.Agent)); errors.Is(err, runtime.ErrBusy) {
 			return true, nil
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -239,6 +289,28 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 		return false, err
 	}
 	return false, s.endOf(ctx, in)
+}
+
+// awaitsReports reports whether in has a sub-agent that reports to its
+// main session and has not ended, or whose report is not recorded yet.
+func (s *System) awaitsReports(ctx context.Context, in store.Instance) (bool, error) {
+	addr := mainSession(in.Agent)
+	f := store.AgentFilter{Parent: in.Agent, Limit: store.MaxInstanceLimit}
+	for {
+		rows, next, err := s.st.Instances(ctx, f)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range rows {
+			if c.Report != "" && c.ReportTo == addr && (!store.AgentEnded(c.State) || c.ReportedAt.IsZero()) {
+				return true, nil
+			}
+		}
+		if next == "" {
+			return false, nil
+		}
+		f.Before = next
+	}
 }
 
 // failure says why a turn that did not end done failed.
