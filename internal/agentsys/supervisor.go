@@ -18,6 +18,9 @@ type ended struct {
 	item     store.InboxItem
 	end      event.TurnEndData
 	children bool // the turn started sub-agents here
+	// refused is a report that its parent's session accepted and then
+	// refused at its turn's start (item.Origin is the child).
+	refused bool
 	// recheck asks for the instance of sess.Agent to be settled again
 	// after the report of a sub-agent of it was recorded (a silent one
 	// starts no turn): sess and end are then read from the store.
@@ -63,14 +66,28 @@ func (s *System) Ended(sess store.Session, it store.InboxItem, end event.TurnEnd
 		s.ledger.drop(accountKey(sess.ID, it.ID))
 	}
 	mine := store.IsInstanceID(sess.Agent) && sess.Key == "main" && !it.Silent
-	if !mine && !(children && end.Status == event.StatusCancelled) {
+	refused := refusedReport(it, end)
+	if !mine && !refused && !(children && end.Status == event.StatusCancelled) {
 		return
 	}
 	select {
-	case s.sup.ch <- ended{sess: sess, item: it, end: end, children: children}:
+	case s.sup.ch <- ended{sess: sess, item: it, end: end, children: children, refused: refused}:
 	default:
 		s.log.Warn("agent supervisor busy: the sweep will finish the turn's agent", "session", sess.Agent+"/"+sess.Key)
 	}
+}
+
+// refusedReport reports whether it is an agent's report that its session
+// accepted and then refused at its turn's start, without taking it in:
+// the session was stopped or closed meanwhile.
+func refusedReport(it store.InboxItem, end event.TurnEndData) bool {
+	return it.Source == reportSource && store.IsInstanceID(it.Origin) && refusedAtStart(end)
+}
+
+// refusedAtStart reports whether end is that of an input its session
+// accepted and then refused before its turn, stopped or closed.
+func refusedAtStart(end event.TurnEndData) bool {
+	return end.Status == event.StatusError && (end.Reason == runtime.StoppedReason || end.Reason == runtime.ClosedReason)
 }
 
 // Run runs the supervisor until ctx ends or Close: it sweeps at once,
@@ -142,6 +159,16 @@ func (s *System) Close() error {
 // handle acts on one turn end.
 func (p *supervisor) handle(ctx context.Context, e ended) {
 	s := p.s
+	if e.refused {
+		// The child's report may be recorded as delivered (its submit was
+		// accepted), or not yet: either way it was refused.
+		if _, err := s.st.RecordRefusal(ctx, e.item.Origin, "report refused: "+e.end.Reason); err != nil && ctx.Err() == nil {
+			s.log.Warn("record a refused report", "agent", e.item.Origin, "err", err)
+		}
+		if e.item.Silent {
+			return
+		}
+	}
 	if e.children && e.end.Status == event.StatusCancelled {
 		if err := s.stopTurnChildren(ctx, e.sess.Agent, e.item.ID); err != nil {
 			s.log.Warn("stop the sub-agents of a cancelled turn", "session", e.sess.Agent+"/"+e.sess.Key, "turn", e.item.ID, "err", err)
