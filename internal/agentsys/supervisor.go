@@ -275,6 +275,18 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 	if store.AgentEnded(in.State) {
 		return false, s.endOf(ctx, in)
 	}
+	// A task that ended done waits for its sub-agents' reports (one that
+	// failed does not: endOf stops them). Read before its inbox: a report
+	// is in the inbox before it is recorded, so a report recorded by
+	// now is among the pending items read next.
+	if b.closesWhenDone && end.Status == event.StatusDone && sess.State != store.StateClosed {
+		if waits, err := s.awaitsReports(ctx, in); err != nil || waits {
+			if err == nil {
+				_, err = s.st.SetInstanceState(ctx, in.ID, store.AgentRunning, "", 0)
+			}
+			return false, err
+		}
+	}
 	pending, err := s.st.Pending(ctx, sess.ID)
 	if err != nil {
 		return false, err
@@ -290,15 +302,6 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 		return false, err
 	}
 	if sess.State != store.StateClosed { // closed already: a crash came before its row ended
-		if end.Status == event.StatusDone {
-			// A task that failed does not wait: endOf stops its sub-agents.
-			if waits, err := s.awaitsReports(ctx, in); err != nil || waits {
-				if err == nil {
-					_, err = s.st.SetInstanceState(ctx, in.ID, store.AgentRunning, "", 0)
-				}
-				return false, err
-			}
-		}
 		if err := s.rt.CloseSession(ctx, mainSession(in.Agent)); errors.Is(err, runtime.ErrBusy) {
 			return true, nil
 		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
