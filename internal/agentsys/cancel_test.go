@@ -95,21 +95,28 @@ func TestCancelledTurnStopsItsSubagents(t *testing.T) {
 
 func TestFailedParentStopsItsChildren(t *testing.T) {
 	h := newHarness(t, nil)
-	h.holdText("slow")
-	top := h.startChild(StartRequest{Prompt: "top", Template: "worker", CallID: "top"})
+	release := h.holdTexts("slow top", "slow kid")
+	top := h.startChild(StartRequest{Prompt: "slow top", Template: "worker", CallID: "top"})
+	h.eventually("the top one's turn running", func() bool { return h.model.Active() == 1 })
 	kid, err := h.sys.Start(context.Background(), StartRequest{Caller: top.ID, CallerSession: top.ID + "/main", Turn: top.Turn,
 		CallID: "kid", Prompt: "slow kid", Template: "worker"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The top one ends (done) with its child still running: a done parent
-	// leaves it; stopping the parent's row as failed stops it.
-	h.reported(top.ID)
+	// The top one's turn ends (done) with its child still running: the
+	// top one waits for the child's report and leaves it running; its row
+	// failed stops it.
+	release[0]()
+	if _, err := h.k.Runtime.Wait(context.Background(), top.Turn); err != nil {
+		t.Fatal(err)
+	}
 	if in := h.instance(kid.ID); store.AgentEnded(in.State) {
 		t.Fatalf("child of a done parent: %+v", in)
 	}
+	if _, err := h.k.Store.SetInstanceState(context.Background(), top.ID, store.AgentFailed, "error: failed", 0); err != nil {
+		t.Fatal(err)
+	}
 	in := h.instance(top.ID)
-	in.State = store.AgentFailed
 	if err := h.sys.endOf(context.Background(), in); err != nil {
 		t.Fatal(err)
 	}

@@ -297,22 +297,33 @@ func errorsf(format string, a ...any) error { return fmt.Errorf(format, a...) }
 // holdText makes every model call whose last user message is text wait
 // until the returned func is called (or its context ends); the others are
 // answered "re: <text>". Call it before the first call.
-func (h *harness) holdText(text string) (release func()) {
-	ch := make(chan struct{})
-	var once sync.Once
+func (h *harness) holdText(text string) (release func()) { return h.holdTexts(text)[0] }
+
+// holdTexts is holdText for several texts, each released on its own by
+// the func of the same index.
+func (h *harness) holdTexts(texts ...string) (release []func()) {
+	chs := make([]chan struct{}, len(texts))
+	for i := range texts {
+		ch := make(chan struct{})
+		var once sync.Once
+		chs[i] = ch
+		release = append(release, func() { once.Do(func() { close(ch) }) })
+		h.t.Cleanup(release[i])
+	}
 	h.model.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
 		last := testkit.LastUser(req)
-		if strings.Contains(last, text) {
+		for i, text := range texts {
+			if !strings.Contains(last, text) {
+				continue
+			}
 			select {
-			case <-ch:
+			case <-chs[i]:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
 		}
 		return &model.Response{Text: "re: " + last, StopReason: "stop", Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
 	}
-	release = func() { once.Do(func() { close(ch) }) }
-	h.t.Cleanup(release)
 	return release
 }
 

@@ -84,6 +84,15 @@ type dayBound struct {
 func (c *dayBound) Key() string { return c.turn.key }
 
 func (c *dayBound) Limit() float64 {
+	l := c.turn.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return c.limit()
+}
+
+// limit is Limit with l.mu held: withDay moves the day's limit under it
+// (a definition changed while turns it pays for run).
+func (c *dayBound) limit() float64 {
 	if c.turn.limit > 0 {
 		return c.turn.limit
 	}
@@ -102,7 +111,7 @@ func (c *dayBound) Reserve(usd float64) (bool, float64) {
 			left = min(left, a.limit-a.spent-a.reserved)
 		}
 	}
-	spent := c.Limit() - left
+	spent := c.limit() - left
 	if usd > left+usdSlack {
 		return false, spent
 	}

@@ -118,7 +118,11 @@ func plural(n int64, one, many string) string {
 // it, once: the parent's inbox takes the report's key once, and
 // reported_at is the bookmark that stops recovery from submitting it
 // again. A session that refuses it for good (closed, gone) has the report
-// recorded as refused; any other error leaves it for the sweep.
+// recorded as refused, as has one that accepted it and then refused it
+// at its turn's start (the parent stopped meanwhile: seen here when the
+// report is made again, by the supervisor's Ended otherwise); any other
+// error leaves it for the sweep. A delivered report hands the parent to
+// the supervisor (recheck): a task waits for its sub-agents' reports.
 func (s *System) report(ctx context.Context, in store.Instance) error {
 	if in.Report == "" || in.ReportTo == "" || !in.ReportedAt.IsZero() {
 		return nil
@@ -129,16 +133,38 @@ func (s *System) report(ctx context.Context, in store.Instance) error {
 	}
 	in.Hops = s.lastHops(ctx, in) // the report carries on the hops of its last input, not of its first
 	failure := ""
-	if _, err := s.rt.Submit(ctx, reportInput(in, c, s.cfg.ReportBytes)); err != nil {
-		if !refusedForGood(err) {
-			return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
-		}
+	rc, err := s.rt.Submit(ctx, reportInput(in, c, s.cfg.ReportBytes))
+	switch {
+	case err != nil && !refusedForGood(err):
+		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
+	case err != nil:
 		failure = "report refused: " + err.Error()
+	case rc.Duplicate:
+		// Delivered before a crash, or accepted and then refused at its
+		// turn's start (the parent stopped meanwhile): its end says which.
+		failure = s.refusedBefore(ctx, rc.Turn)
 	}
 	if _, err := s.st.RecordReport(ctx, in.ID, failure); err != nil {
 		return fmt.Errorf("agentsys: report %s: %w", in.ID, err)
 	}
+	if failure == "" {
+		s.recheck(in)
+	}
 	return nil
+}
+
+// refusedBefore returns the failure of a report accepted before as turn,
+// if that turn has ended refused without the parent taking it in; ""
+// if it was taken in, or has not ended yet (its refusal, if it comes, is
+// recorded when the supervisor sees it: Ended).
+func (s *System) refusedBefore(ctx context.Context, turn int64) string {
+	done, cancel := context.WithCancel(ctx)
+	cancel() // read the end from the store; do not wait
+	end, err := s.rt.Wait(done, turn)
+	if err != nil || !refusedAtStart(end) {
+		return ""
+	}
+	return "report refused: " + end.Reason
 }
 
 // hopsTail is how many events at the end of an agent's log lastHops

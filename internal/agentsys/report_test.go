@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"agentd/internal/event"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -96,5 +97,75 @@ func TestReportCarriesTheHopsOfTheLastInput(t *testing.T) {
 	h.eventually("the report in the parent's log", func() bool { reps = h.reports("assistant/main", child.ID); return len(reps) > 0 })
 	if len(reps) != 1 || reps[0].Hops != 6 {
 		t.Errorf("the reports %+v; want one of 6 hops (its last input's 5, plus one)", reps)
+	}
+}
+
+// A report its parent's session accepted, recorded as delivered, and then
+// refused at its turn's start (the parent was stopped with the report
+// queued) is recorded as refused: the parent never took it in.
+func TestReportRefusedAfterItWasAccepted(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	release := h.holdTexts("parent task")
+	p := h.startChild(StartRequest{Prompt: "parent task", Template: "worker"})
+	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
+	c, err := h.sys.Start(ctx, StartRequest{Caller: p.Agent, CallerSession: mainSession(p.Agent), Turn: p.Turn, CallID: "call_1",
+		Prompt: "child task", Template: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.reported(c.ID); got.ReportError != "" {
+		t.Fatalf("the child's report, queued behind its parent's turn: %q, want delivered", got.ReportError)
+	}
+	if _, err := h.sys.Stop(ctx, p.ID, "enough", "test"); err != nil {
+		t.Fatal(err)
+	}
+	release[0]()
+	h.eventually("the child's report recorded as refused", func() bool { return h.instance(c.ID).ReportError != "" })
+	if got := h.instance(c.ID).ReportError; got != "report refused: "+runtime.StoppedReason {
+		t.Errorf("the refused report's error is %q", got)
+	}
+	if n := len(h.reports(mainSession(p.Agent), c.ID)); n != 0 {
+		t.Errorf("the parent's log holds the refused report %d times", n)
+	}
+}
+
+// A report accepted and then refused at its turn's start, before a crash
+// let it be recorded, is recorded as refused when it is made again (its
+// redelivery is a duplicate of the refused input), not as delivered.
+func TestReportRefusedBeforeACrash(t *testing.T) {
+	h := newHarness(t, &harnessOptions{noRun: true, noHook: true})
+	ctx := context.Background()
+	h.holdTexts("parent task")
+	p := h.startChild(StartRequest{Prompt: "parent task", Template: "worker"})
+	h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
+	c, err := h.sys.Start(ctx, StartRequest{Caller: p.Agent, CallerSession: mainSession(p.Agent), Turn: p.Turn, CallID: "call_1",
+		Prompt: "child task", Template: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.k.Runtime.Wait(ctx, c.Turn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.k.Store.SetInstanceState(ctx, c.ID, store.AgentDone, "re: child task", 0); err != nil {
+		t.Fatal(err)
+	}
+	// The report is accepted, queued behind the parent's turn, and
+	// refused when the parent is stopped; the crash loses its record.
+	rc, err := h.k.Runtime.Submit(ctx, reportInput(h.instance(c.ID), Cost{}, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.k.Runtime.Stop(ctx, mainSession(p.Agent), "enough"); err != nil {
+		t.Fatal(err)
+	}
+	if end, err := h.k.Runtime.Wait(ctx, rc.Turn); err != nil || end.Reason != runtime.StoppedReason {
+		t.Fatalf("the queued report ended %+v, %v; want refused", end, err)
+	}
+	if err := h.sys.report(ctx, h.instance(c.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.instance(c.ID); got.ReportedAt.IsZero() || got.ReportError != "report refused: "+runtime.StoppedReason {
+		t.Errorf("the report made again: reported at %v, error %q; want refused: %s", got.ReportedAt, got.ReportError, runtime.StoppedReason)
 	}
 }

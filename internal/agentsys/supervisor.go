@@ -18,6 +18,13 @@ type ended struct {
 	item     store.InboxItem
 	end      event.TurnEndData
 	children bool // the turn started sub-agents here
+	// refused is a report that its parent's session accepted and then
+	// refused at its turn's start (item.Origin is the child).
+	refused bool
+	// recheck asks for the instance of sess.Agent to be settled again
+	// after the report of a sub-agent of it was recorded (a silent one
+	// starts no turn): sess and end are then read from the store.
+	recheck bool
 }
 
 // supervisor finishes the instances whose turns end: it moves their
@@ -59,14 +66,28 @@ func (s *System) Ended(sess store.Session, it store.InboxItem, end event.TurnEnd
 		s.ledger.drop(accountKey(sess.ID, it.ID))
 	}
 	mine := store.IsInstanceID(sess.Agent) && sess.Key == "main" && !it.Silent
-	if !mine && !(children && end.Status == event.StatusCancelled) {
+	refused := refusedReport(it, end)
+	if !mine && !refused && !(children && end.Status == event.StatusCancelled) {
 		return
 	}
 	select {
-	case s.sup.ch <- ended{sess: sess, item: it, end: end, children: children}:
+	case s.sup.ch <- ended{sess: sess, item: it, end: end, children: children, refused: refused}:
 	default:
 		s.log.Warn("agent supervisor busy: the sweep will finish the turn's agent", "session", sess.Agent+"/"+sess.Key)
 	}
+}
+
+// refusedReport reports whether it is an agent's report that its session
+// accepted and then refused at its turn's start, without taking it in:
+// the session was stopped or closed meanwhile.
+func refusedReport(it store.InboxItem, end event.TurnEndData) bool {
+	return it.Source == reportSource && store.IsInstanceID(it.Origin) && refusedAtStart(end)
+}
+
+// refusedAtStart reports whether end is that of an input its session
+// accepted and then refused before its turn, stopped or closed.
+func refusedAtStart(end event.TurnEndData) bool {
+	return end.Status == event.StatusError && (end.Reason == runtime.StoppedReason || end.Reason == runtime.ClosedReason)
 }
 
 // Run runs the supervisor until ctx ends or Close: it sweeps at once,
@@ -138,6 +159,16 @@ func (s *System) Close() error {
 // handle acts on one turn end.
 func (p *supervisor) handle(ctx context.Context, e ended) {
 	s := p.s
+	if e.refused {
+		// The child's report may be recorded as delivered (its submit was
+		// accepted), or not yet: either way it was refused.
+		if _, err := s.st.RecordRefusal(ctx, e.item.Origin, "report refused: "+e.end.Reason); err != nil && ctx.Err() == nil {
+			s.log.Warn("record a refused report", "agent", e.item.Origin, "err", err)
+		}
+		if e.item.Silent {
+			return
+		}
+	}
 	if e.children && e.end.Status == event.StatusCancelled {
 		if err := s.stopTurnChildren(ctx, e.sess.Agent, e.item.ID); err != nil {
 			s.log.Warn("stop the sub-agents of a cancelled turn", "session", e.sess.Agent+"/"+e.sess.Key, "turn", e.item.ID, "err", err)
@@ -146,12 +177,46 @@ func (p *supervisor) handle(ctx context.Context, e ended) {
 	if !store.IsInstanceID(e.sess.Agent) || e.sess.Key != "main" {
 		return
 	}
+	if e.recheck {
+		var ok bool
+		if e, ok = s.lastEnded(ctx, e.sess.Agent); !ok {
+			return
+		}
+	}
 	busy, err := s.settle(ctx, e.sess, e.end)
 	switch {
 	case busy:
 		p.retry[e.sess.Agent] = e
 	case err != nil && ctx.Err() == nil:
 		s.log.Warn("finish agent", "agent", e.sess.Agent, "err", err)
+	}
+}
+
+// lastEnded is the last turn end of agentID's main session, as the hook
+// would have handed it; ok is false if there is none (yet) or it cannot
+// be read (the sweep finds it again).
+func (s *System) lastEnded(ctx context.Context, agentID string) (e ended, ok bool) {
+	sess, err := s.st.SessionByAddress(ctx, agentID, "main")
+	if err != nil {
+		return ended{}, false
+	}
+	end, ok, err := s.lastEnd(ctx, sess)
+	if err != nil || !ok {
+		return ended{}, false
+	}
+	return ended{sess: sess, end: end}, true
+}
+
+// recheck hands the supervisor in's parent to settle again, in's report
+// being recorded: a task that waited for it may finish now. A full
+// channel drops it for the sweep.
+func (s *System) recheck(in store.Instance) {
+	if !store.IsInstanceID(in.Parent) || in.ReportTo != mainSession(in.Parent) {
+		return
+	}
+	select {
+	case s.sup.ch <- ended{sess: store.Session{Agent: in.Parent, Key: "main"}, recheck: true}:
+	default:
 	}
 }
 
@@ -193,9 +258,12 @@ func (p *supervisor) leads(ctx context.Context) (ok, fresh bool) {
 }
 
 // settle moves the instance of sess on after a turn of it ended with end:
-// running while non-silent input waits; else idle, or, for a task, done
-// or failed (its session closed, its end reported). busy reports that
-// the session could not be closed yet (its worker still holds it).
+// running while non-silent input waits, or while a task that ended done
+// has sub-agents whose reports to it have not been recorded (it would
+// refuse them closed; each recorded report settles it again: recheck);
+// else idle, or, for a task, done or failed (its session closed, its end
+// reported). busy reports that the session could not be closed yet (its
+// worker still holds it).
 func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnEndData) (busy bool, err error) {
 	in, err := s.st.Instance(ctx, sess.Agent)
 	if errors.Is(err, store.ErrNotFound) {
@@ -206,6 +274,18 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 	b := behaviours[in.Type]
 	if store.AgentEnded(in.State) {
 		return false, s.endOf(ctx, in)
+	}
+	// A task that ended done waits for its sub-agents' reports (one that
+	// failed does not: endOf stops them). Read before its inbox: a report
+	// is in the inbox before it is recorded, so a report recorded by
+	// now is among the pending items read next.
+	if b.closesWhenDone && end.Status == event.StatusDone && sess.State != store.StateClosed {
+		if waits, err := s.awaitsReports(ctx, in); err != nil || waits {
+			if err == nil {
+				_, err = s.st.SetInstanceState(ctx, in.ID, store.AgentRunning, "", 0)
+			}
+			return false, err
+		}
 	}
 	pending, err := s.st.Pending(ctx, sess.ID)
 	if err != nil {
@@ -239,6 +319,28 @@ func (s *System) settle(ctx context.Context, sess store.Session, end event.TurnE
 		return false, err
 	}
 	return false, s.endOf(ctx, in)
+}
+
+// awaitsReports reports whether in has a sub-agent that reports to its
+// main session and has not ended, or whose report is not recorded yet.
+func (s *System) awaitsReports(ctx context.Context, in store.Instance) (bool, error) {
+	addr := mainSession(in.Agent)
+	f := store.AgentFilter{Parent: in.Agent, Limit: store.MaxInstanceLimit}
+	for {
+		rows, next, err := s.st.Instances(ctx, f)
+		if err != nil {
+			return false, err
+		}
+		for _, c := range rows {
+			if c.Report != "" && c.ReportTo == addr && (!store.AgentEnded(c.State) || c.ReportedAt.IsZero()) {
+				return true, nil
+			}
+		}
+		if next == "" {
+			return false, nil
+		}
+		f.Before = next
+	}
 }
 
 // failure says why a turn that did not end done failed.

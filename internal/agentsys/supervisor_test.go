@@ -94,3 +94,66 @@ func TestManyAgentsReportOnce(t *testing.T) {
 		}
 	}
 }
+
+// A task whose turn ends done while a sub-agent of it still works does not
+// finish: it stays running, its session open, until the sub-agent's report
+// is delivered (a loud one starts its next turn, a silent one settles it
+// again), so that no report meets it closed. The supervisor is driven by
+// hand, end by end.
+func TestTaskWaitsForItsSubAgentsReports(t *testing.T) {
+	for _, report := range []string{store.ReportLoud, store.ReportSilent} {
+		t.Run(report, func(t *testing.T) {
+			h := newHarness(t, &harnessOptions{noRun: true})
+			ctx := context.Background()
+			release := h.holdTexts("parent task", "child task")
+			p := h.startChild(StartRequest{Prompt: "parent task", Template: "worker"})
+			h.eventually("the parent's turn running", func() bool { return h.model.Active() == 1 })
+			c, err := h.sys.Start(ctx, StartRequest{Caller: p.Agent, CallerSession: mainSession(p.Agent), Turn: p.Turn, CallID: "call_1",
+				Prompt: "child task", Template: "worker", Report: report})
+			if err != nil {
+				t.Fatal(err)
+			}
+			release[0]()
+			if _, err := h.k.Runtime.Wait(ctx, p.Turn); err != nil {
+				t.Fatal(err)
+			}
+			h.supervise(func() bool { return len(h.sys.sup.ch) == 0 })
+			if got := h.instance(p.ID); got.State != store.AgentRunning {
+				t.Fatalf("the parent with a sub-agent at work is %s, want running", got.State)
+			}
+			release[1]()
+			h.supervise(func() bool { return !h.instance(p.ID).ReportedAt.IsZero() })
+			if got := h.instance(c.ID); got.State != store.AgentDone || got.ReportError != "" {
+				t.Errorf("the sub-agent ended %s, report error %q; want done, delivered", got.State, got.ReportError)
+			}
+			if got := h.instance(p.ID); got.State != store.AgentDone || got.ReportError != "" {
+				t.Errorf("the parent ended %s, report error %q; want done, delivered", got.State, got.ReportError)
+			}
+			if n := len(h.reports(mainSession(p.Agent), c.ID)); n != 1 {
+				t.Errorf("the parent's log holds %d reports of its sub-agent, want 1", n)
+			}
+		})
+	}
+}
+
+// supervise does the supervisor's work by hand (a harness made with
+// noRun) until done holds: the turn ends handed to it, then the sessions
+// it is to close again.
+func (h *harness) supervise(done func() bool) {
+	h.t.Helper()
+	p := h.sys.sup
+	h.eventually("the supervisor's work", func() bool {
+		select {
+		case e := <-p.ch:
+			p.handle(context.Background(), e)
+			return false
+		default:
+		}
+		retry := p.retry
+		p.retry = make(map[string]ended)
+		for _, e := range retry {
+			p.handle(context.Background(), e)
+		}
+		return done()
+	})
+}

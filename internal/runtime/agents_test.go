@@ -382,3 +382,60 @@ func TestEndedForInputRefusedAtStart(t *testing.T) {
 		t.Errorf("Ended calls by turn (-want +got):\n%s", diff)
 	}
 }
+
+// An input redelivered with the idempotency key of one the session took
+// before gets that input's receipt as a duplicate, whether the session was
+// closed or stopped since (a crash came between the first delivery and its
+// sender's record of it); a new input is still refused as closed.
+func TestRedeliveryToClosedSession(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close func(e *env) error
+	}{
+		{"closed", func(e *env) error { return e.rt.CloseSession(t.Context(), "a/k") }},
+		{"stopped", func(e *env) error { return e.rt.Stop(t.Context(), "a/k", "its parent was stopped") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, setup{})
+			ctx := t.Context()
+			in := runtime.Input{Session: "a/k", Text: "a:1", IdempotencyKey: "report:1", System: true}
+			first, end, err := e.rt.Send(ctx, in)
+			if err != nil || end.Status != event.StatusDone {
+				t.Fatalf("first delivery: %+v, %v", end, err)
+			}
+			eventually(t, "the session to close", func() bool {
+				err := tc.close(e)
+				if err != nil && !errors.Is(err, runtime.ErrBusy) {
+					t.Fatal(err)
+				}
+				return err == nil
+			})
+			again, err := e.rt.Submit(ctx, in)
+			if err != nil {
+				t.Fatalf("redelivery to a %s session: %v, want its first receipt", tc.name, err)
+			}
+			want := first
+			want.Duplicate = true
+			if diff := cmp.Diff(want, again); diff != "" {
+				t.Errorf("redelivery's receipt (-want +got):\n%s", diff)
+			}
+			in.IdempotencyKey, in.Text = "report:2", "a:2"
+			if _, err := e.rt.Submit(ctx, in); !errors.Is(err, runtime.ErrSessionClosed) {
+				t.Errorf("a new input to a %s session: %v, want ErrSessionClosed", tc.name, err)
+			}
+			s, _, err := e.st.Session(ctx, "a", "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, ev := range e.events(s.ID) {
+				if ev.Kind == event.SystemMessage || ev.Kind == event.Input {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("the log holds %d inputs, want the first delivery once", n)
+			}
+		})
+	}
+}

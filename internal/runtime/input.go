@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -183,6 +184,9 @@ func (r *Runtime) accept(ctx context.Context, in *Input) (*session, error) {
 
 // submitTo queues in, accepted for sess, reopening sess first if asked to.
 func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *waiting) (Receipt, error) {
+	if rc, dup, err := r.accepted(ctx, sess, in); err != nil || dup {
+		return rc, err
+	}
 	if sess.isStopped() && sess.state() != store.StateClosed {
 		return Receipt{}, closedErr(in.Session) // being stopped: closed once its queue is refused
 	}
@@ -206,6 +210,24 @@ func (r *Runtime) submitTo(ctx context.Context, sess *session, in Input, wait *w
 	item := store.InboxItem{Session: sess.s.ID, Kind: kind, Text: in.Text, Source: in.Source, Origin: in.Origin,
 		IdempotencyKey: in.IdempotencyKey, Silent: in.Silent, Options: in.Options, Images: engine.ImageRefs(in.Images), Hops: in.Hops}
 	return r.enqueue(ctx, sess, item, wait)
+}
+
+// accepted answers a redelivery of an input sess took before, whatever
+// sess's state: closed or being stopped, sess refuses new input, but an
+// input it already has is acknowledged again (Duplicate), as Enqueue
+// would on an open session. A sender that lost its first receipt to a
+// crash learns that it was accepted, not that it was refused.
+func (r *Runtime) accepted(ctx context.Context, sess *session, in Input) (Receipt, bool, error) {
+	if in.IdempotencyKey == "" || !sess.isStopped() && sess.state() != store.StateClosed {
+		return Receipt{}, false, nil // an open session's Enqueue dedups
+	}
+	it, err := r.st.InboxByKey(ctx, sess.s.ID, in.IdempotencyKey)
+	if errors.Is(err, store.ErrNotFound) {
+		return Receipt{}, false, nil
+	} else if err != nil {
+		return Receipt{}, false, fmt.Errorf("runtime: accept input: %w", err)
+	}
+	return Receipt{Session: sess.s.Address(), SessionID: sess.s.ID, Turn: it.ID, Duplicate: true}, true, nil
 }
 
 // checkInput refuses an input without text, with text over MaxText, or

@@ -14,6 +14,11 @@ import (
 // agent's session refused.
 const StoppedReason = "the agent was stopped"
 
+// ClosedReason is the reason of the turn_end of an input whose session
+// was closed after it accepted the input (on another node, on a shared
+// store): the input is refused rather than the session reopened.
+const ClosedReason = "the session was closed before this input's turn"
+
 // Stop stops a session's agent for good: it cancels the running turn (on
 // another node too on a shared store, as Cancel does), ends every queued
 // input, a paused agent's too, with an error (StoppedReason), logs a

@@ -206,7 +206,7 @@ func (r *Runtime) process(sess *session, q queued) (event.TurnEndData, error) {
 		return r.finish(sess, it.ID, event.SystemMessage, d, "", done)
 	case sess.state() == store.StateClosed:
 		// Closed after this input was accepted: end it rather than reopen.
-		return r.refuse(sess, it.ID, "the session was closed before this input's turn", store.StateClosed)
+		return r.refuse(sess, it.ID, ClosedReason, store.StateClosed)
 	}
 	def, ok := r.o.Agents.Get(sess.s.Agent)
 	if !ok {

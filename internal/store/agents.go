@@ -216,6 +216,15 @@ type AgentStore interface {
 	// this call recorded it. An instance still live is ErrConflict, one
 	// that does not exist ErrNotFound.
 	RecordReport(ctx context.Context, id, failure string) (first bool, err error)
+	// RecordRefusal records that an ended instance's report, accepted by
+	// the session it reports to, was refused there after all (at its
+	// turn's start: that session was stopped or closed meanwhile):
+	// ReportError becomes failure, whether or not the report was recorded
+	// as delivered (ReportedAt is set if it was not). A failure recorded
+	// before is kept. It reports whether this call changed the row; an
+	// instance still live is ErrConflict, one that does not exist
+	// ErrNotFound.
+	RecordRefusal(ctx context.Context, id, failure string) (changed bool, err error)
 	// UnreportedInstances returns up to limit (0: DefaultInstanceLimit)
 	// ended instances that report and whose report is not recorded,
 	// oldest end first.

@@ -226,6 +226,10 @@ type Store interface {
 	PendingSessions(ctx context.Context) ([]int64, error)
 	// InboxItem returns an inbox item by id, or ErrNotFound.
 	InboxItem(ctx context.Context, id int64) (InboxItem, error)
+	// InboxByKey returns a session's inbox item with a non-empty
+	// idempotency key, whatever its state, or ErrNotFound: what Enqueue
+	// would answer as a duplicate.
+	InboxByKey(ctx context.Context, session int64, key string) (InboxItem, error)
 
 	// Commit writes a batch atomically and durably. Concurrent commits are
 	// grouped into one transaction and one sync.

@@ -116,6 +116,8 @@ var (
 	WHERE id = $1 AND ` + sqlLive + ` AND state <> $2 AND $2 <> '` + store.AgentStarting + `' RETURNING 1`
 	qInstReport = `UPDATE agentd_instances SET reported_at = $2, report_error = $3, updated_at = $2
 	WHERE id = $1 AND reported_at = 0 AND ` + sqlEnded + ` RETURNING 1`
+	qInstRefusal = `UPDATE agentd_instances SET reported_at = CASE WHEN reported_at = 0 THEN $2 ELSE reported_at END,
+	report_error = $3, updated_at = $2 WHERE id = $1 AND report_error = '' AND ` + sqlEnded + ` RETURNING 1`
 	qMostRecent = `SELECT ` + prefixed("i.", instCols) + ` FROM agentd_instances i JOIN sessions s ON s.agent = i.agent
 		WHERE i.type = $1 AND i.` + sqlLive + ` ORDER BY s.updated_at DESC, s.id DESC LIMIT 1`
 	qInstCosts    = `SELECT agent, sum(cost_usd) FROM usage WHERE agent = ANY($1) GROUP BY agent`
@@ -229,6 +231,26 @@ func (s *Store) RecordReport(ctx context.Context, id, failure string) (bool, err
 	}
 	what := "record report of " + id
 	ok, err := s.instChanged(ctx, what, id, qInstReport, id, time.Now().UnixNano(), store.RunText(failure, store.MaxInstanceResult))
+	if err != nil || ok {
+		return ok, err
+	}
+	if got, err := s.Instance(ctx, id); err == nil && !store.AgentEnded(got.State) {
+		return false, fmt.Errorf("postgres: %s: %w", what, store.ReportConflict(got))
+	}
+	return false, nil
+}
+
+// RecordRefusal records that an ended instance's report was refused
+// after it was accepted (see store.AgentStore).
+func (s *Store) RecordRefusal(ctx context.Context, id, failure string) (bool, error) {
+	if !store.IsInstanceID(id) || failure == "" {
+		return false, fmt.Errorf("postgres: record refusal: %w: instance id %q, failure %q", ErrInvalid, id, failure)
+	}
+	if s.isDown.Load() {
+		return false, store.ErrClosed
+	}
+	what := "record refusal of " + id
+	ok, err := s.instChanged(ctx, what, id, qInstRefusal, id, time.Now().UnixNano(), store.RunText(failure, store.MaxInstanceResult))
 	if err != nil || ok {
 		return ok, err
 	}

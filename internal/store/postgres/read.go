@@ -228,6 +228,19 @@ func (s *Store) PendingSessions(ctx context.Context) ([]int64, error) {
 	return ids, nil
 }
 
+// InboxByKey returns session's inbox item with idempotency key, or
+// store.ErrNotFound.
+func (s *Store) InboxByKey(ctx context.Context, session int64, key string) (store.InboxItem, error) {
+	if s.isDown.Load() {
+		return store.InboxItem{}, store.ErrClosed
+	}
+	it, err := s.inboxByKey(ctx, session, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.InboxItem{}, fmt.Errorf("postgres: inbox item %q: %w", key, err)
+	}
+	return it, err
+}
+
 // InboxItem returns an inbox item by id, or store.ErrNotFound.
 func (s *Store) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
 	if s.isDown.Load() {

@@ -123,6 +123,8 @@ var (
 	WHERE id = ?1 AND ` + sqlLive + ` AND state <> ?2 AND ?2 <> '` + store.AgentStarting + `'`
 	qInstReport = `UPDATE agentd_instances SET reported_at = ?2, report_error = ?3, updated_at = ?2
 	WHERE id = ?1 AND reported_at = 0 AND ` + sqlEnded
+	qInstRefusal = `UPDATE agentd_instances SET reported_at = iif(reported_at = 0, ?2, reported_at), report_error = ?3,
+	updated_at = ?2 WHERE id = ?1 AND report_error = '' AND ` + sqlEnded
 	// qMostRecent joins each live instance of a type to its sessions
 	// (sessions' UNIQUE (agent, key)).
 	qMostRecent = `SELECT ` + prefixed("i.", instCols) + ` FROM agentd_instances i JOIN sessions s ON s.agent = i.agent
@@ -141,7 +143,7 @@ func prefixed(p, cols string) string {
 
 // agentStmts are the writer's statements of instances.
 type agentStmts struct {
-	byDesc, lineage, ins, children, live, contacts, state, report, get *sql.Stmt
+	byDesc, lineage, ins, children, live, contacts, state, report, refusal, get *sql.Stmt
 }
 
 func (a *agentStmts) list() []struct {
@@ -153,7 +155,8 @@ func (a *agentStmts) list() []struct {
 		sql string
 	}{
 		{&a.byDesc, qInstByDesc}, {&a.lineage, qInstLineage}, {&a.ins, qInstIns}, {&a.children, qInstChildren},
-		{&a.live, qInstLiveTasks}, {&a.contacts, qInstContacts}, {&a.state, qInstState}, {&a.report, qInstReport}, {&a.get, qInst},
+		{&a.live, qInstLiveTasks}, {&a.contacts, qInstContacts}, {&a.state, qInstState}, {&a.report, qInstReport},
+		{&a.refusal, qInstRefusal}, {&a.get, qInst},
 	}
 }
 
@@ -199,6 +202,17 @@ func (s *Store) RecordReport(ctx context.Context, id, failure string) (bool, err
 		return false, fmt.Errorf("sqlite: record report: %w: instance id %q", ErrInvalid, id)
 	}
 	req := s.getRequest(ctx, opInstReport)
+	req.inst = store.Instance{ID: id, ReportError: store.RunText(failure, store.MaxInstanceResult)}
+	return s.sendInstance(ctx, req)
+}
+
+// RecordRefusal records that an ended instance's report was refused
+// after it was accepted (see store.AgentStore).
+func (s *Store) RecordRefusal(ctx context.Context, id, failure string) (bool, error) {
+	if !store.IsInstanceID(id) || failure == "" {
+		return false, fmt.Errorf("sqlite: record refusal: %w: instance id %q, failure %q", ErrInvalid, id, failure)
+	}
+	req := s.getRequest(ctx, opInstRefusal)
 	req.inst = store.Instance{ID: id, ReportError: store.RunText(failure, store.MaxInstanceResult)}
 	return s.sendInstance(ctx, req)
 }
@@ -278,8 +292,12 @@ func (w *writer) applyInstState(r *request, now int64) error {
 
 func (w *writer) applyInstReport(r *request, now int64) error {
 	a := &r.inst
-	res, err := w.agents.report.Exec(a.ID, now, a.ReportError)
-	if err := w.instChanged(r, "record report", res, err); err != nil || r.created {
+	stmt, what := w.agents.report, "record report"
+	if r.op == opInstRefusal {
+		stmt, what = w.agents.refusal, "record refusal"
+	}
+	res, err := stmt.Exec(a.ID, now, a.ReportError)
+	if err := w.instChanged(r, what, res, err); err != nil || r.created {
 		return err
 	}
 	// Not recorded: already, or the instance is still live.

@@ -361,6 +361,22 @@ func (s *Store) PendingSessions(ctx context.Context) ([]int64, error) {
 	return out, nil
 }
 
+// InboxByKey returns session's inbox item with idempotency key, or
+// store.ErrNotFound.
+func (s *Store) InboxByKey(ctx context.Context, session int64, key string) (store.InboxItem, error) {
+	if s.isDown.Load() {
+		return store.InboxItem{}, store.ErrClosed
+	}
+	it, err := scanInbox(s.r.inboxByKey.QueryRowContext(ctx, session, key))
+	if errors.Is(err, store.ErrNotFound) {
+		return store.InboxItem{}, fmt.Errorf("sqlite: inbox item %q: %w", key, err)
+	}
+	if err != nil {
+		return store.InboxItem{}, s.readErr("inbox item", err)
+	}
+	return it, nil
+}
+
 // InboxItem returns an inbox item by id, or store.ErrNotFound.
 func (s *Store) InboxItem(ctx context.Context, id int64) (store.InboxItem, error) {
 	if s.isDown.Load() {

@@ -37,6 +37,7 @@ const (
 	opInstCreate
 	opInstState
 	opInstReport
+	opInstRefusal
 )
 
 func (o op) String() string {
@@ -75,6 +76,8 @@ func (o op) String() string {
 		return "set instance state"
 	case opInstReport:
 		return "record report"
+	case opInstRefusal:
+		return "record refusal"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -115,7 +118,8 @@ type request struct {
 	jobRun store.JobRun
 	keep   int
 	// opInstCreate (also its result), opInstState (ID, State, Result,
-	// Turn), opInstReport (ID, ReportError)
+	// Turn), opInstReport and opInstRefusal (ID,
+	// ReportError)
 	inst   store.Instance
 	limits store.InstanceLimits
 
@@ -695,7 +699,7 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyInstCreate(r)
 	case opInstState:
 		return w.applyInstState(r, now)
-	case opInstReport:
+	case opInstReport, opInstRefusal:
 		return w.applyInstReport(r, now)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)

@@ -471,6 +471,37 @@ func testInstanceReport(t *testing.T, x *suite) {
 	if got.ReportedAt.IsZero() || got.ReportError != "" {
 		t.Errorf("a report recorded twice: reported at %v, error %q; want the first's", got.ReportedAt, got.ReportError)
 	}
+	testInstanceRefusal(t, s, a, b)
+}
+
+// A report recorded as delivered but refused after all (at its turn's
+// start) gets its refusal, once; one recorded as given up keeps its
+// reason; a live instance has no report to refuse.
+func testInstanceRefusal(t *testing.T, s Store, givenUp, delivered store.Instance) {
+	ctx := t.Context()
+	live := mustCreate(t, s, task(4, "assistant"), store.InstanceLimits{})
+	if _, err := s.RecordRefusal(ctx, live.ID, "report refused: stopped"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("RecordRefusal of a live instance: %v, want ErrConflict", err)
+	}
+	if _, err := s.RecordRefusal(ctx, iid(99), "report refused: stopped"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RecordRefusal of no instance: %v, want ErrNotFound", err)
+	}
+	before, _ := s.Instance(ctx, delivered.ID)
+	for i, want := range []bool{true, false} {
+		if changed, err := s.RecordRefusal(ctx, delivered.ID, fmt.Sprint("report refused: stopped ", i)); err != nil || changed != want {
+			t.Errorf("RecordRefusal %d of a delivered report = %v, %v; want %v", i, changed, err, want)
+		}
+	}
+	got, _ := s.Instance(ctx, delivered.ID)
+	if !got.ReportedAt.Equal(before.ReportedAt) || got.ReportError != "report refused: stopped 0" {
+		t.Errorf("a delivered report refused: reported at %v (was %v), error %q", got.ReportedAt, before.ReportedAt, got.ReportError)
+	}
+	if changed, err := s.RecordRefusal(ctx, givenUp.ID, "report refused: stopped"); err != nil || changed {
+		t.Errorf("RecordRefusal of a given-up report = %v, %v; want no change", changed, err)
+	}
+	if got, _ := s.Instance(ctx, givenUp.ID); got.ReportError != "report refused: the session is closed" {
+		t.Errorf("a given-up report's reason became %q", got.ReportError)
+	}
 }
 
 // Instances filters by type, parent, root, state and liveness, newest

@@ -413,6 +413,16 @@ func testEnqueueIdempotency(t *testing.T, x *suite) {
 	if _, dup, _ := s.Enqueue(ctx, store.InboxItem{Session: a.ID, Kind: event.Input, IdempotencyKey: "update:42"}); !dup {
 		t.Error("a done item's key was accepted again")
 	}
+	// InboxByKey finds what Enqueue would answer as a duplicate, done or not.
+	byKey, err := s.InboxByKey(ctx, a.ID, "update:42")
+	if err != nil || byKey.ID != orig.ID || byKey.State != store.InboxDone {
+		t.Errorf("InboxByKey(update:42) = %+v, %v; want item %d, done", byKey, err, orig.ID)
+	}
+	for _, key := range []string{"update:43", ""} {
+		if it, err := s.InboxByKey(ctx, a.ID, key); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("InboxByKey(%q) = %+v, %v; want ErrNotFound", key, it, err)
+		}
+	}
 
 	// Concurrent deliveries of one new key store one item.
 	const n = 20
