@@ -42,23 +42,11 @@ func (e *env) benchCmd() *cobra.Command {
 			}
 			if u := e.storeFlag; u != "" && u != app.StoreSQLite {
 				res, err := bench.Cluster(cmd.Context(), &bench.ClusterOptions{Store: u, Quick: o.Quick})
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return json.NewEncoder(e.stdout).Encode(res)
-				}
-				return res.WriteTable(e.stdout)
+				return e.printBench(res, err, asJSON)
 			}
 			o.Version = Version
 			res, err := bench.Run(cmd.Context(), &o)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(e.stdout).Encode(res)
-			}
-			return res.WriteTable(e.stdout)
+			return e.printBench(res, err, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (with --soak: a JSON line a sample)")
@@ -91,13 +79,7 @@ func (e *env) benchJobsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Version = Version
 			res, err := bench.Jobs(cmd.Context(), &o)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(e.stdout).Encode(res)
-			}
-			return res.WriteTable(e.stdout)
+			return e.printBench(res, err, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
@@ -128,13 +110,7 @@ func (e *env) benchAgentsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Version = Version
 			res, err := bench.Agents(cmd.Context(), &o)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(e.stdout).Encode(res)
-			}
-			return res.WriteTable(e.stdout)
+			return e.printBench(res, err, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
@@ -157,4 +133,18 @@ func (e *env) benchHelper(name string, run func(ctx context.Context, in io.Reade
 			return run(cmd.Context(), e.stdin, e.stdout)
 		},
 	}
+}
+
+// benchTable is a bench result: it prints as a table, or as JSON.
+type benchTable interface{ WriteTable(io.Writer) error }
+
+// printBench prints a bench's result, as JSON with asJSON, or its error.
+func (e *env) printBench(res benchTable, err error, asJSON bool) error {
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(e.stdout).Encode(res)
+	}
+	return res.WriteTable(e.stdout)
 }
