@@ -17,18 +17,7 @@ import (
 // they come.
 func TestUpgradeRebuildsSearchIndex(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, migrations()[:4], slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	path, conn, closeOld := oldDatabase(t, 4)
 	now := time.Now().UnixNano()
 	for i, agent := range []string{"ada", "bob"} {
 		if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, agent, key, state, last_seq, created_at, updated_at) VALUES (?, ?, 'k', 'idle', 3, ?, ?)`,
@@ -43,8 +32,7 @@ func TestUpgradeRebuildsSearchIndex(t *testing.T) {
 			}
 		}
 	}
-	conn.Close()
-	db.Close()
+	closeOld()
 
 	s, err := Open(ctx, path, nil)
 	if err != nil {
@@ -73,18 +61,7 @@ func TestUpgradeRebuildsSearchIndex(t *testing.T) {
 // open: each session is titled from its first input, as new ones are.
 func TestUpgradeTitlesSessions(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, migrations()[:7], slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	path, conn, closeOld := oldDatabase(t, 7)
 	for _, q := range []string{
 		`INSERT INTO sessions (id, agent, key, state, last_seq, created_at, updated_at) VALUES (1, 'a', 'chat', 'idle', 3, 0, 0), (2, 'a', 'bootstrap', 'idle', 1, 0, 0)`,
 		`INSERT INTO events (session_id, seq, turn, kind, ts, data) VALUES
@@ -97,8 +74,7 @@ func TestUpgradeTitlesSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn.Close()
-	db.Close()
+	closeOld()
 
 	s, err := Open(ctx, path, nil)
 	if err != nil {
@@ -123,23 +99,11 @@ func TestUpgradeTitlesSessions(t *testing.T) {
 // sessions stay, and extension rows can be written and read.
 func TestUpgradeAddsExtensions(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, migrations()[:9], slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	path, conn, closeOld := oldDatabase(t, 9)
 	if _, err := conn.ExecContext(ctx, `INSERT INTO sessions (id, agent, key, state, last_seq, created_at, updated_at) VALUES (1, 'a', 'chat', 'idle', 0, 0, 0)`); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close()
-	db.Close()
+	closeOld()
 
 	s, err := Open(ctx, path, nil)
 	if err != nil {
@@ -162,24 +126,12 @@ func TestUpgradeAddsExtensions(t *testing.T) {
 // extension rows stay, and runs can be taken and read.
 func TestUpgradeAddsJobRuns(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, migrations()[:10], slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	path, conn, closeOld := oldDatabase(t, 10)
 	if _, err := conn.ExecContext(ctx, `INSERT INTO agentd_extensions (type, name, spec, enabled, version, provenance, created_at, created_by, updated_at, updated_by)
 		VALUES ('job', 'digest', '{}', 1, 1, 'user', 0, 'user', 0, 'user')`); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close()
-	db.Close()
+	closeOld()
 
 	s, err := Open(ctx, path, nil)
 	if err != nil {
@@ -205,18 +157,7 @@ func TestUpgradeAddsJobRuns(t *testing.T) {
 // delivery is taken once from then on.
 func TestUpgradeRecordsDeliveries(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, migrations()[:11], slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	path, conn, closeOld := oldDatabase(t, 11)
 	at := time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 	for i, st := range []string{store.RunDone, store.RunError, store.RunRunning} {
 		ended := 5
@@ -228,8 +169,7 @@ func TestUpgradeRecordsDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn.Close()
-	db.Close()
+	closeOld()
 
 	s, err := Open(ctx, path, nil)
 	if err != nil {
@@ -262,24 +202,12 @@ func TestUpgradeRecordsDeliveries(t *testing.T) {
 // rows' payers, and instances can be created.
 func TestUpgradeAddsAgents(t *testing.T) {
 	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "old.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(ctx, conn, migrations()[:12], slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	path, conn, closeOld := oldDatabase(t, 12)
 	if _, err := conn.ExecContext(ctx, `INSERT INTO usage (session_id, agent, model, input_tokens, output_tokens, cost_usd, ts)
 		VALUES (1, 'assistant', 'm', 10, 1, 0.25, 5)`); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close()
-	db.Close()
+	closeOld()
 
 	s, err := Open(ctx, path, nil)
 	if err != nil {
@@ -301,4 +229,24 @@ func TestUpgradeAddsAgents(t *testing.T) {
 	if _, created, err := s.CreateInstance(ctx, a, store.InstanceLimits{MaxLive: 1}); err != nil || !created {
 		t.Errorf("CreateInstance after the upgrade = %v, %v", created, err)
 	}
+}
+
+// oldDatabase makes a database of the first steps of the migrations, as
+// an older agentd left it, and returns its path, a connection to fill it
+// with rows of that age, and what closes them before the upgrade opens it.
+func oldDatabase(t *testing.T, steps int) (path string, conn *sql.Conn, closeOld func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err = db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate(t.Context(), conn, migrations()[:steps], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return path, conn, func() { conn.Close(); db.Close() }
 }
