@@ -19,6 +19,7 @@ import (
 
 	"agentd/internal/agent"
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
@@ -205,6 +206,11 @@ type Contact struct {
 	User           string
 	Text           string
 	IdempotencyKey string
+	// Images go with Text to the model (a photo sent in a chat).
+	Images []model.Image
+	// Source is the input's source (telegram, discord, slack); "" is
+	// contact.
+	Source string
 }
 
 // Info is one agent in a list: an instance, or a definition (cron and

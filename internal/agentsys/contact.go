@@ -41,7 +41,11 @@ func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtim
 	if err != nil {
 		return in, runtime.Receipt{}, err
 	}
-	rc, err := s.rt.Submit(ctx, runtime.Input{Session: mainSession(in.Agent), Text: c.Text, Source: sourceContact,
+	src := c.Source
+	if src == "" {
+		src = sourceContact
+	}
+	rc, err := s.rt.Submit(ctx, runtime.Input{Session: mainSession(in.Agent), Text: c.Text, Images: c.Images, Source: src,
 		IdempotencyKey: c.IdempotencyKey})
 	if err != nil {
 		return in, rc, fmt.Errorf("agentsys: contact %s: %w", in.ID, err)

@@ -40,6 +40,7 @@
 //	context_warning     stored  engine: the context passed a threshold         ContextData
 //	control             stored  app: a control changed value                   ControlData
 //	agent               stored  app: an agent started, created, stopped, refused by a guard AgentData
+//	delivery            stored  connector: a reply finally not delivered, or in doubt     DeliveryData
 //	text_delta          live    engine: a piece of streamed text               DeltaData
 //	turn_start          live    runtime: a turn began                          -
 //	tool_start          live    engine: a tool call began                      ToolCallData

@@ -28,6 +28,7 @@ const (
 	Lifecycle         Kind = "lifecycle"          // a step of the message lifecycle outside the model loop (LifecycleData)
 	WorkingMemory     Kind = "working_memory"     // a session's working memory key was set or deleted (WorkingMemoryData)
 	Agent             Kind = "agent"              // a dynamic agent was started, created or stopped, or a guard refused (AgentData)
+	Delivery          Kind = "delivery"           // a connector's reply was not delivered, or may have been twice (DeliveryData)
 )
 
 // Live-only kinds are published on the bus but never stored.

@@ -64,6 +64,9 @@ type Session struct {
 	// message); TitleBy says who set it.
 	Title   string
 	TitleBy string
+	// Undelivered counts the session's replies a connector finally failed
+	// to deliver and no person has seen yet (failed, unacked outbox rows).
+	Undelivered int
 }
 
 // Who set a session's title. A title is replaced only by a later source
