@@ -68,8 +68,8 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// mu guards the fields below; it is taken after no World call is in
-	// flight on the same goroutine's behalf (World.mu is a leaf).
+	// mu guards the fields below. Lock order: mu, then the World's lock
+	// (the World calls nothing back).
 	mu        sync.Mutex
 	confirmed int64              // posts with Seq below are confirmed
 	poll      chan struct{}      // closed to end the getUpdates being answered
@@ -77,7 +77,6 @@ type Server struct {
 	blocked   map[string]bool    // chat ids whose user blocked the bot
 	commands  []BotCommand       // the last setMyCommands
 	paths     map[string]string  // file_path → file id
-	forums    map[string]bool    // the thread ids of the World's forum chats, "chat/thread"
 	lastError string             // the webhook's last delivery error
 	stopHook  context.CancelFunc // ends the current webhook pusher
 }
@@ -109,7 +108,6 @@ func New(o *Options) *Server {
 		log:     o.Logger,
 		blocked: map[string]bool{},
 		paths:   map[string]string{},
-		forums:  map[string]bool{},
 		poll:    make(chan struct{}),
 	}
 	if s.w == nil {

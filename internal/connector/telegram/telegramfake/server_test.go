@@ -3,6 +3,7 @@ package telegramfake_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,19 +23,27 @@ type answer struct {
 
 func call(t *testing.T, url, body string) answer {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	a, err := post(url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	return a
+}
+
+func post(url, body string) (answer, error) {
 	var a answer
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		t.Fatal(err)
+		return a, err
 	}
 	if !a.OK && a.ErrorCode != resp.StatusCode {
-		t.Fatalf("error_code %d, HTTP %d", a.ErrorCode, resp.StatusCode)
+		return a, fmt.Errorf("error_code %d, HTTP %d", a.ErrorCode, resp.StatusCode)
 	}
-	return a
+	return a, nil
 }
 
 // The wire as Telegram answers it, call by call.
@@ -92,10 +101,10 @@ func TestSecondPollerEndsFirst(t *testing.T) {
 	defer srv.Close()
 	api := srv.URL + "/bot" + s.Token() + "/getUpdates"
 	first := make(chan answer, 1)
-	go func() { first <- call(t, api, `{"timeout":50}`) }()
+	go func() { a, _ := post(api, `{"timeout":50}`); first <- a }()
 	ctx := context.Background()
 	s.World().Wait(ctx, func() bool { return s.World().Count("getUpdates") == 1 })
-	go call(t, api, `{"timeout":1}`)
+	go post(api, `{"timeout":1}`)
 	a := <-first
 	if a.OK || a.ErrorCode != 409 || !strings.Contains(a.Description, "terminated by other getUpdates request") {
 		t.Fatalf("first poller: %+v", a)
