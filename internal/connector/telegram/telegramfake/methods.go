@@ -376,6 +376,7 @@ func (s *Server) setMyCommands(_ context.Context, p params) (any, error) {
 	s.mu.Lock()
 	s.commands = cmds
 	s.mu.Unlock()
+	s.w.Touch()
 	return true, nil
 }
 

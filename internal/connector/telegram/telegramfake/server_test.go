@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"agentd/internal/connector/chatfake"
 	"agentd/internal/connector/telegram/telegramfake"
@@ -139,5 +141,37 @@ func TestFileDownload(t *testing.T) {
 		if resp.StatusCode != tt.code || (tt.code == 200 && string(body) != "JPEG") {
 			t.Errorf("GET %s: %d %q", tt.url, resp.StatusCode, body)
 		}
+	}
+}
+
+// A test waiting on the World sees the fake's own state change (a webhook
+// set), not only the World's.
+func TestWaitSeesWebhookSet(t *testing.T) {
+	s := telegramfake.New(nil)
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	w := s.World()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	release := w.HoldNext("setWebhook")
+	go post(srv.URL+"/bot"+s.Token()+"/setWebhook", `{"url":"`+srv.URL+`/hook"}`)
+	if err := w.Wait(ctx, func() bool { return w.Count("setWebhook") == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	checked := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- w.Wait(ctx, func() bool {
+			defer once.Do(func() { close(checked) })
+			u, _ := s.Webhook()
+			return u != ""
+		})
+	}()
+	<-checked
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the webhook set woke no Wait: %v", err)
 	}
 }

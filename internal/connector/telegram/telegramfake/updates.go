@@ -158,6 +158,7 @@ func (s *Server) getWebhookInfo(context.Context, params) (any, error) {
 
 // setHook replaces the webhook and its pusher (nil: none).
 func (s *Server) setHook(h *webhook) {
+	defer s.w.Touch()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopHook != nil {
