@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -136,4 +139,39 @@ func TestStripMentions(t *testing.T) {
 			t.Errorf("stripMentions(%q) = %q, %v; want %q, %v", tt.text, got, m, tt.want, tt.mentioned)
 		}
 	}
+}
+
+// FuzzStripMentions: any text and entity offsets (Telegram's, in UTF-16
+// units) never panic; a mention of the bot found by strings.Index on the
+// text is removed as byte-wise string surgery removes it; without
+// entities the text is only trimmed.
+func FuzzStripMentions(f *testing.F) {
+	f.Add("hi @bot there", 3, 4)
+	f.Add("😀 @bot", 3, 4)
+	f.Add("/start@bot", 0, 10)
+	f.Fuzz(func(t *testing.T, text string, off, n int) {
+		me := user{ID: 1, Username: "bot"}
+		for _, typ := range []string{"mention", "bot_command", "text_mention"} {
+			stripMentions(text, []entity{{Type: typ, Offset: off, Length: n, User: &me}}, me)
+		}
+		if got, _ := stripMentions(text, nil, me); got != strings.TrimSpace(text) {
+			t.Fatalf("no entities: %q → %q", text, got)
+		}
+		if !utf8.ValidString(text) {
+			return
+		}
+		i := strings.Index(text, "@bot")
+		if i < 0 {
+			return
+		}
+		u16 := len(utf16.Encode([]rune(text[:i])))
+		got, mentioned := stripMentions(text, []entity{{Type: "mention", Offset: u16, Length: 4}}, me)
+		before, after := text[:i], text[i+4:]
+		if strings.HasPrefix(after, " ") && (before == "" || strings.HasSuffix(before, " ")) {
+			after = after[1:]
+		}
+		if want := strings.TrimSpace(before + after); !mentioned || got != want {
+			t.Fatalf("%q → %q, %v; want %q", text, got, mentioned, want)
+		}
+	})
 }
