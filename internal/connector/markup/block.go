@@ -217,7 +217,7 @@ func heading(l string) (level int, text string, ok bool) {
 	if t := strings.TrimRight(text, "#"); t == "" || strings.HasSuffix(t, " ") {
 		text = strings.TrimSpace(t)
 	}
-	return k, text, true
+	return k, text, text != "" // a lone "#" is text: an empty heading would be an empty entity
 }
 
 func isRule(l string) bool {
@@ -293,7 +293,7 @@ func isTable(lines []string, i int) bool {
 			return false
 		}
 	}
-	return strings.Contains(d, "|") || strings.Contains(lines[i], "|")
+	return strings.Contains(d, "|") // "---" alone under a line is a rule
 }
 
 // cells splits a table row on the '|' not escaped and not in code, and

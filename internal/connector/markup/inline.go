@@ -52,7 +52,7 @@ type memo struct {
 	code [8]int
 	// match[i] is the offset of the ']' closing the '[' at i, -1 if none;
 	// made on the first '['.
-	match []int
+	match []int32
 	// lastParen is the offset of the last ')' (-1 none), found on the first
 	// link: no URL closes after it.
 	lastParen *int
@@ -73,7 +73,7 @@ func (m *memo) closingCode(s string, from, n int) int {
 // closeBracket is the offset of the ']' that closes the '[' at s[i].
 func (m *memo) closeBracket(s string, i int) int {
 	if m.match == nil {
-		m.match = make([]int, len(s))
+		m.match = make([]int32, len(s))
 		var open []int
 		for j := 0; j < len(s); j++ {
 			m.match[j] = -1
@@ -87,13 +87,13 @@ func (m *memo) closeBracket(s string, i int) int {
 				open = append(open, j)
 			case ']':
 				if n := len(open); n > 0 {
-					m.match[open[n-1]] = j
+					m.match[open[n-1]] = int32(j)
 					open = open[:n-1]
 				}
 			}
 		}
 	}
-	return m.match[i]
+	return int(m.match[i])
 }
 
 func parseSpans(s string, depth int, inLink bool) []span {

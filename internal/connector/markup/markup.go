@@ -51,7 +51,7 @@ func Len(d Dialect, md string, u Unit) int {
 }
 
 func render(d Dialect, md string, u Unit) (string, int) {
-	return renderDoc(rendererOf(d), parse(strings.ToValidUTF8(md, "\uFFFD")), u)
+	return renderDoc(rendererOf(d), parse(strings.ToValidUTF8(md, "\uFFFD")), u, len(md)+len(md)/8)
 }
 
 func rendererOf(d Dialect) renderer {

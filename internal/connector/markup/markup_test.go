@@ -161,6 +161,23 @@ func FuzzRender(f *testing.F) {
 		if n := Len(Telegram, md, UTF16); count(text, UTF16) > n {
 			t.Fatalf("Len = %d, but Telegram counts %d: %q", n, count(text, UTF16), tg)
 		}
+		// Slack: every '<' is one of the links the renderer wrote; text
+		// cannot make <!channel>, <@U…> or a link of its own.
+		sl := Render(Slack, md)
+		for _, r := range strings.Split(sl, "<")[1:] {
+			if !strings.HasPrefix(r, "http://") && !strings.HasPrefix(r, "https://") && !strings.HasPrefix(r, "mailto:") {
+				t.Fatalf("slack: a '<' the renderer did not write: %q", sl)
+			}
+		}
+		// Discord: text pings no one (code and URLs are not text).
+		if !strings.ContainsAny(md, "`~") && !strings.Contains(md, "http") {
+			dc := Render(Discord, md)
+			for _, m := range []string{"@everyone", "@here", "<@0", "<@1", "<@2", "<@3", "<@4", "<@5", "<@6", "<@7", "<@8", "<@9", "<@!", "<@&"} {
+				if strings.Contains(dc, m) {
+					t.Fatalf("discord: %q pings: %q", m, dc)
+				}
+			}
+		}
 		plain := Render(Plain, md)
 		for w := range textWords(md) {
 			if !strings.Contains(plain, w) {

@@ -80,8 +80,9 @@ type renderer interface {
 // one, and "---" is a marker in some.
 const rule = "──────────"
 
-func renderDoc(r renderer, blocks []block, u Unit) (string, int) {
-	w := &writer{unit: u}
+// renderDoc writes blocks; size is a guess of the output's bytes.
+func renderDoc(r renderer, blocks []block, u Unit, size int) (string, int) {
+	w := &writer{unit: u, b: make([]byte, 0, size)}
 	renderBlocks(w, r, blocks)
 	return string(w.b), w.n
 }
@@ -122,14 +123,14 @@ func renderBlocks(w *writer, r renderer, blocks []block) {
 	}
 }
 
-// open is the set of entity kinds already open: an entity inside one of
-// its own kind is written without markers (Telegram and Slack cannot nest
-// them, and nothing is lost).
-type open uint8
+// openSet is the set of entity kinds already open: an entity inside one
+// of its own kind is written without markers (Telegram and Slack cannot
+// nest them, and nothing is lost).
+type openSet uint8
 
-func (o open) has(k spanKind) bool { return o&(1<<k) != 0 }
+func (o openSet) has(k spanKind) bool { return o&(1<<k) != 0 }
 
-func inline(w *writer, r renderer, spans []span, in open) {
+func inline(w *writer, r renderer, spans []span, in openSet) {
 	for _, s := range spans {
 		switch s.kind {
 		case sText:

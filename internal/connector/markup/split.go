@@ -9,15 +9,16 @@ import (
 // Split cuts md into parts whose renders in d are each at most max in unit
 // u (measured by Len, so for Telegram the text after its entities are
 // parsed), on paragraph, then line, then space, then rune boundaries. Each
-// part is Markdown, to render with Render (or Render(Plain, …) when the
-// platform refuses the markup).
+// part is Markdown, to render with Render, or with Render(Plain, …) when
+// the platform refuses the markup: that render is within max too.
 //
 // A cut inside a code block closes it in the part and opens it again, with
 // its language, in the next; a table is cut as the code block it renders
 // as. A cut is taken only where the parts' plain texts, joined, are the
 // whole's (up to white space): not inside an escape, a link or an entity
-// that would then show its markers. Only when no such cut fits (one entity
-// longer than max) is an entity cut, its markers then shown as text. A part
+// that would then show its markers. When no such cut fits (one entity,
+// link or code span longer than max), the blocks up to the next blank line
+// are cut as plain text: their markup is lost, none of their text. A part
 // is over max only when max is less than one rune and a code block's fence.
 // max ≤ 0 is no limit.
 func Split(d Dialect, md string, max int, u Unit) []string {
@@ -26,7 +27,7 @@ func Split(d Dialect, md string, max int, u Unit) []string {
 	rest := strings.TrimLeft(md, "\n")
 	whole := squeeze(Render(Plain, rest))
 	for strings.TrimSpace(rest) != "" {
-		if max <= 0 || Len(d, rest, u) <= max {
+		if max <= 0 || size(d, rest, u) <= max {
 			return append(parts, strings.TrimRight(rest, " \t\n"))
 		}
 		var part string
@@ -34,6 +35,17 @@ func Split(d Dialect, md string, max int, u Unit) []string {
 		parts = append(parts, part)
 	}
 	return parts
+}
+
+// size is a part's length as Split keeps it under max: its render's in d
+// and its plain render's, which is what a platform gets when it refuses
+// the markup (a Telegram link's URL is not counted, but plain writes it).
+func size(d Dialect, md string, u Unit) int {
+	n := Len(d, md, u)
+	if d != Plain {
+		n = max(n, Len(Plain, md, u))
+	}
+	return n
 }
 
 // normalize writes md with CRLF as LF, invalid UTF-8 replaced, and each
@@ -109,7 +121,7 @@ func longestRun(s string, c byte) int {
 func cut(d Dialect, rest, whole string, max int, u Unit, flatten bool) (part, next, wholeNext string) {
 	fits := func(p int) (string, string, bool) {
 		part, next := piece(rest, p)
-		return part, next, part != "" && Len(d, part, u) <= max
+		return part, next, part != "" && size(d, part, u) <= max
 	}
 	type choice struct {
 		part, next, whole string
@@ -127,7 +139,7 @@ func cut(d Dialect, rest, whole string, max int, u Unit, flatten bool) (part, ne
 			if !ok {
 				continue
 			}
-			n := Len(d, part, u)
+			n := size(d, part, u)
 			if n > any.n {
 				any = choice{part, next, "", n}
 			}

@@ -78,7 +78,8 @@ func unitOf(d Dialect) Unit {
 	return Runes
 }
 
-// checkParts checks what Split promises: each part within max, none empty,
+// checkParts checks what Split promises: each part within max, rendered in
+// d and in Plain (the fallback when a platform refuses markup), none empty,
 // Telegram's accepted, and the parts' plain texts joined the whole's (white
 // space aside).
 func checkParts(t *testing.T, d Dialect, md string, max int, u Unit, parts []string) {
@@ -90,6 +91,9 @@ func checkParts(t *testing.T, d Dialect, md string, max int, u Unit, parts []str
 		}
 		if n := Len(d, p, u); n > max {
 			t.Errorf("part %d: length %d over %d:\n%s", i+1, n, max, p)
+		}
+		if n := Len(Plain, p, u); n > max {
+			t.Errorf("part %d: plain length %d over %d:\n%s", i+1, n, max, p)
 		}
 		if d == Telegram {
 			r := Render(d, p)
