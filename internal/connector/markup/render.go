@@ -35,15 +35,6 @@ func (w *writer) textByte(c byte) {
 	w.n++
 }
 
-func (w *writer) textRune(r rune) {
-	w.b = utf8.AppendRune(w.b, r)
-	if w.unit == UTF16 {
-		w.n += utf16.RuneLen(r)
-	} else {
-		w.n++
-	}
-}
-
 // atLineStart reports whether the next byte written starts a line.
 func (w *writer) atLineStart() bool {
 	return len(w.b) == 0 || w.b[len(w.b)-1] == '\n'

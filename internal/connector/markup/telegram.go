@@ -14,26 +14,15 @@ import (
 //   - inside a link's (…) only ) and \ are;
 //   - entities: *bold*, _italic_, ~strike~, `code`, ```lang\npre```,
 //     [text](url), '>' at a line's start for a quote. "__" is underline,
-//     so two italics never touch (appendSpan joins them).
+//     so two italics never touch: the parser joins siblings of one kind,
+//     and the writer goes on with an entity rather than close and open it.
 //
 // Headings are bold; bullets are "•", numbers "1\."; a table is pre.
 type telegram struct{}
 
 const tgReserved = "_*[]()~`>#+-=|{}.!\\"
 
-func (telegram) text(w *writer, s string) {
-	for len(s) > 0 {
-		i := strings.IndexAny(s, tgReserved)
-		if i < 0 {
-			w.text(s)
-			return
-		}
-		w.text(s[:i])
-		w.mark(`\`)
-		w.textByte(s[i])
-		s = s[i+1:]
-	}
-}
+func (telegram) text(w *writer, s string) { escapeIn(w, s, tgReserved) }
 
 // escapeIn writes s with '\' before each byte of set.
 func escapeIn(w *writer, s, set string) {
