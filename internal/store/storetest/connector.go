@@ -14,16 +14,6 @@ import (
 	"agentd/internal/store"
 )
 
-// connectorStore returns s's connector store.
-func connectorStore(t testing.TB, s Store) store.ConnectorStore {
-	t.Helper()
-	cs, ok := s.(store.ConnectorStore)
-	if !ok {
-		t.Fatalf("%T is no store.ConnectorStore", s)
-	}
-	return cs
-}
-
 // connTime is a fixed time the connector cases count from.
 var connTime = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
@@ -39,7 +29,7 @@ func conversation(chat string, session int64) store.Conversation {
 // grew past the bookmark.
 func testConversations(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	a, b := mustSession(t, s, "user-a", "main"), mustSession(t, s, "user-b", "main")
 
@@ -124,7 +114,7 @@ func reply(session, turn int64) store.OutboxItem {
 // a row of its own each time.
 func testOutboxOpenOnce(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	sess := mustSession(t, s, "user-a", "main")
 	const openers = 8
@@ -188,7 +178,7 @@ func testOutboxOpenOnce(t *testing.T, x *suite) {
 // move writes, the message ids of each part included.
 func testOutboxMove(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	sess := mustSession(t, s, "user-a", "main")
 	r, _, err := cs.OpenOutbox(ctx, reply(sess.ID, 3))
@@ -256,7 +246,7 @@ func openAt(t testing.TB, cs store.ConnectorStore, connector string, session, tu
 // delivered nor given up (streaming ones too) and the oldest one's time.
 func testOutboxDue(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	sess := mustSession(t, s, "user-a", "main")
 	at := func(m int) time.Time { return connTime.Add(time.Duration(m) * time.Minute) }
@@ -325,7 +315,7 @@ func outboxIDs(rows []store.OutboxItem) []int64 {
 // connector, session and state, newest first, and pages by id.
 func testOutboxAck(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	a, b := mustSession(t, s, "user-a", "main"), mustSession(t, s, "user-b", "main")
 	fail := func(id int64) {
@@ -422,7 +412,7 @@ func stranger(u, c string, now time.Time) store.Pairing {
 // RevokePairing removes a row, and its user pairs anew.
 func testPairing(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	now := connTime
 	pair := func(p store.Pairing, at time.Time) (store.Pairing, bool, error) {
@@ -533,7 +523,7 @@ func testPairing(t *testing.T, x *suite) {
 // the listing.
 func testPairingsExpiredShown(t *testing.T, x *suite) {
 	s := x.newStore(t)
-	cs := connectorStore(t, s)
+	cs := store.ConnectorStore(s)
 	ctx := t.Context()
 	past := time.Now().Add(-2 * time.Hour)
 	if _, _, err := cs.Pair(ctx, stranger("old", "OLD00001", past), 3, past); err != nil {
@@ -558,5 +548,39 @@ func testPairingsExpiredShown(t *testing.T, x *suite) {
 		if d := cmp.Diff(tc.want, users); d != "" {
 			t.Errorf("Pairings(%q) (-want +got):\n%s", tc.state, d)
 		}
+	}
+}
+
+// Strangers asking at once on one connector (on any nodes) pass the
+// pending limit one at a time: of 8, exactly 3 get a code.
+func testPairingConcurrent(t *testing.T, x *suite) {
+	s := x.newStore(t)
+	ctx := t.Context()
+	now := time.Now()
+	const strangers = 8
+	created := make([]bool, strangers)
+	errs := make([]error, strangers)
+	var wg sync.WaitGroup
+	for i := range strangers {
+		wg.Go(func() {
+			_, created[i], errs[i] = s.Pair(ctx, stranger(fmt.Sprint("u", i), fmt.Sprintf("CODE%04d", i), now), 3, now)
+		})
+	}
+	wg.Wait()
+	made := 0
+	for i := range strangers {
+		switch {
+		case errs[i] == nil && created[i]:
+			made++
+		case !errors.Is(errs[i], store.ErrPairingFull):
+			t.Errorf("stranger %d: created %v, %v; want a code or ErrPairingFull", i, created[i], errs[i])
+		}
+	}
+	pending, err := s.Pairings(ctx, "tg", store.PairPending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made != 3 || len(pending) != 3 {
+		t.Errorf("%d strangers got a code, %d pending; want 3", made, len(pending))
 	}
 }

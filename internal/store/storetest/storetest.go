@@ -31,6 +31,7 @@ type Store interface {
 	store.ExtensionStore
 	store.JobRunStore
 	store.AgentStore
+	store.ConnectorStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -156,6 +157,7 @@ func tests() []struct {
 		{"OutboxAck", testOutboxAck},
 		{"Pairing", testPairing},
 		{"PairingsExpiredShown", testPairingsExpiredShown},
+		{"PairingConcurrent", testPairingConcurrent},
 	}
 }
 
