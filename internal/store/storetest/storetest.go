@@ -149,6 +149,13 @@ func tests() []struct {
 		{"InstancesList", testInstancesList},
 		{"InstanceUsage", testInstanceUsage},
 		{"InboxHops", testInboxHops},
+		{"Conversations", testConversations},
+		{"OutboxOpenOnce", testOutboxOpenOnce},
+		{"OutboxMove", testOutboxMove},
+		{"OutboxDue", testOutboxDue},
+		{"OutboxAck", testOutboxAck},
+		{"Pairing", testPairing},
+		{"PairingsExpiredShown", testPairingsExpiredShown},
 	}
 }
 
