@@ -115,7 +115,7 @@ func (m *Manager) Get(ctx context.Context, name string) (gateway.ConnectorState,
 		FailedTotal: f.failed, Edits: f.edits, Refused: maps.Clone(f.refused), RefusedChats: slices.Clone(f.refusedChats)}
 	in.mu.Unlock()
 	if st.Mode == "" {
-		st.Mode = modes[s.Platform][0]
+		st.Mode = defaultMode(s.Platform)
 	}
 	if st.RateLimitedUntil.Before(m.o.Now()) {
 		st.RateLimitedUntil = time.Time{}

@@ -64,6 +64,12 @@ func newInstance(m *Manager, name string, s *Spec) *instance {
 // in flight (its row is finished by the next run or node).
 func (in *instance) stop() {
 	in.once.Do(func() { close(in.stopped) })
+	in.m.mu.RLock()
+	started := in.m.started
+	in.m.mu.RUnlock()
+	if !started {
+		return // it never ran
+	}
 	select {
 	case <-in.done:
 	case <-time.After(5 * time.Second):
@@ -202,7 +208,7 @@ func (in *instance) config() (Config, error) {
 	}
 	cfg := Config{Name: in.name, APIURL: s.APIURL, Mode: s.Mode, PublicURL: s.PublicURL, GatewayURL: s.GatewayURL}
 	if cfg.Mode == "" {
-		cfg.Mode = modes[s.Platform][0]
+		cfg.Mode = defaultMode(s.Platform)
 	}
 	var errs []error
 	for _, f := range []struct {

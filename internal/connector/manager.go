@@ -39,10 +39,11 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.RWMutex
-	insts map[string]*instance // by row name
-	convs map[int64]convRef    // session id → its chat
-	chats map[chatKey]int64    // and back
+	mu      sync.RWMutex
+	started bool                 // Start ran: instances run as they are activated
+	insts   map[string]*instance // by row name
+	convs   map[int64]convRef    // session id → its chat
+	chats   map[chatKey]int64    // and back
 }
 
 type chatKey struct{ connector, chat string }
@@ -119,6 +120,21 @@ func New(st Store, contacts Contacts, sessions Sessions, events Events, platform
 
 // Platforms are the platform names this node knows, sorted.
 func (m *Manager) Platforms() []string { return slices.Sorted(maps.Keys(m.platforms)) }
+
+// Start runs the connectors activated so far, and those activated from
+// now on at once. The app calls it once the runtime and the agent system
+// run: a message received before would find no one to take it.
+func (m *Manager) Start() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return
+	}
+	m.started = true
+	for _, in := range m.insts {
+		m.wg.Go(func() { in.run(m.ctx) })
+	}
+}
 
 // Close stops every instance (a send in flight gets a few seconds to
 // finish) and waits for them. Undelivered replies stay in the outbox.

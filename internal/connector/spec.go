@@ -25,9 +25,11 @@ func Schema(platforms []string) json.RawMessage {
 		panic(err) // embedded
 	}
 	props := s["properties"].(map[string]any)
-	p := props["platform"].(map[string]any)
-	delete(p, "type")
-	p["enum"] = platforms
+	if len(platforms) > 0 { // none: Check names the platforms there are
+		p := props["platform"].(map[string]any)
+		delete(p, "type")
+		p["enum"] = platforms
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		panic(err)

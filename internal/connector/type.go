@@ -35,6 +35,15 @@ func (m *Manager) Type() extension.Type {
 // modes are each platform's receive modes, the first the default.
 var modes = map[string][]string{"telegram": {"polling", "webhook"}, "discord": {"gateway"}, "slack": {"socket", "events"}}
 
+// defaultMode is a platform's first mode ("" for one agentd does not
+// list).
+func defaultMode(platform string) string {
+	if ms := modes[platform]; len(ms) > 0 {
+		return ms[0]
+	}
+	return ""
+}
+
 // Check checks what the schema cannot: the platform is known, the token
 // is referenced (never written), the agent is a user or swarm agent, the
 // URLs and durations are sound, and each mode has what it needs.
@@ -145,11 +154,14 @@ func (m *Manager) Activate(_ context.Context, e *store.Extension) error {
 	m.mu.Lock()
 	old := m.insts[e.Name]
 	m.insts[e.Name] = in
+	started := m.started
 	m.mu.Unlock()
 	if old != nil {
 		old.stop()
 	}
-	m.wg.Go(func() { in.run(m.ctx) })
+	if started {
+		m.wg.Go(func() { in.run(m.ctx) })
+	}
 	return nil
 }
 

@@ -1,0 +1,145 @@
+package connector
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"agentd/internal/event"
+	"agentd/internal/store"
+)
+
+// TestDMReplyDeliveredOnce: a direct message makes one turn, and its
+// reply is one message on the platform with the turn's final text.
+func TestDMReplyDeliveredOnce(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open"`)
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply sent", r.settled(1))
+	if diff := cmp.Diff([]string{"re: hello"}, r.p.texts()); diff != "" {
+		t.Errorf("messages (-want +got)\n%s", diff)
+	}
+	rows := r.rows()
+	if rows[0].State != store.OutSent || rows[0].MessageIDs[0] != "1" {
+		t.Errorf("row = %+v", rows[0])
+	}
+	st, _ := r.m.Get(t.Context(), "chat")
+	if st.Received != 1 || st.Delivered != 1 || st.State != StateConnecting && st.State != StateConnected {
+		t.Errorf("state = %+v", st)
+	}
+}
+
+// TestRedeliveredInboundNoSecondTurn: a message the platform delivers
+// again (same key) starts no second turn and gets no second reply.
+func TestRedeliveredInboundNoSecondTurn(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open"`)
+	for range 2 {
+		if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the reply sent", r.settled(1))
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply sent", r.settled(1))
+	if n := r.model.Calls(); n != 1 {
+		t.Errorf("model calls = %d, want 1", n)
+	}
+	if got := r.p.texts(); len(got) != 1 {
+		t.Errorf("messages = %q, want one", got)
+	}
+}
+
+// TestPermanentFailure: a reply the platform refuses for good is failed
+// at once, with a delivery event in the session; Retry delivers it.
+func TestPermanentFailure(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open"`)
+	r.p.fail("send", errors.New("fake: chat not found: "+testToken+": "+ErrPermanent.Error()))
+	r.p.fail("send", errors.Join(errors.New("fake: bot blocked by "+testToken), ErrPermanent))
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the row failed", r.settled(1))
+	it := r.rows()[0]
+	if it.State != store.OutFailed {
+		t.Fatalf("row = %+v", it)
+	}
+	noToken(t, "the row's error", it.Error)
+	waitFor(t, "the delivery event", func() bool { return len(r.deliveries(it.SessionID)) > 0 })
+	ds := r.deliveries(it.SessionID)
+	if len(ds) != 1 || ds[0].Op != event.DeliveryFailed || ds[0].Connector != "chat" || ds[0].Turn != it.Turn {
+		t.Fatalf("delivery events = %+v\n%s", ds, r.logs.String())
+	}
+	noToken(t, "the delivery event", ds[0].Error)
+	if !strings.Contains(ds[0].Error, "${env:FAKE_TOKEN}") {
+		t.Errorf("the error names no reference: %q", ds[0].Error)
+	}
+	st, _ := r.m.Get(t.Context(), "chat")
+	if st.Failed != 1 || st.FailedTotal != 1 {
+		t.Errorf("state = %+v", st)
+	}
+	noToken(t, "the state", st.LastError)
+	noToken(t, "the logs", r.logs.String())
+	if _, err := r.m.Retry(t.Context(), "chat", it.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retried row sent", func() bool { return r.rows()[0].State == store.OutSent })
+	if diff := cmp.Diff([]string{"re: hello"}, r.p.texts()); diff != "" {
+		t.Errorf("messages (-want +got)\n%s", diff)
+	}
+	waitFor(t, "the retried event", func() bool { return len(r.deliveries(it.SessionID)) > 1 })
+	if ds := r.deliveries(it.SessionID); len(ds) != 2 || ds[1].Op != event.DeliveryRetried {
+		t.Errorf("delivery events = %+v", ds)
+	}
+}
+
+// TestRetriesThenDelivers: a rate limit and passing errors are retried;
+// a refused markup is sent again as plain text at once; the reply is
+// delivered once.
+func TestRetriesThenDelivers(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open","delivery":{"backoff":"1ms","max_backoff":"2ms"}`)
+	r.p.caps.Dialect = "telegram"
+	r.p.fail("send", &RetryAfter{D: 1}, errors.New("fake: connection reset"), ErrMarkup)
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reply sent", r.settled(1))
+	msgs := r.p.messages()
+	if len(msgs) != 1 || msgs[0].Text != "re: hello" || !msgs[0].Plain {
+		t.Errorf("messages = %+v", msgs)
+	}
+	it := r.rows()[0]
+	if it.State != store.OutSent || it.Tries != 1 {
+		t.Errorf("row = %+v (one try counted: the rate limit is not one)", it)
+	}
+}
+
+// TestTriesRunOut: a reply whose every try fails is failed after tries.
+func TestTriesRunOut(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open","delivery":{"tries":3,"backoff":"1ms","max_backoff":"1ms"}`)
+	for range 3 {
+		r.p.fail("send", errors.New("fake: 502"))
+	}
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the row failed", r.settled(1))
+	if it := r.rows()[0]; it.State != store.OutFailed || it.Tries != 3 {
+		t.Errorf("row = %+v", it)
+	}
+	if len(r.p.messages()) != 0 {
+		t.Errorf("messages = %+v", r.p.messages())
+	}
+}
+
+var _ = context.Background
