@@ -75,7 +75,8 @@ func (m *Manager) ListPairings(ctx context.Context, connector, state string) ([]
 
 // DecidePairing approves or denies a pending code (as typed: any case,
 // with or without the dash). An approved person is told "You can talk to
-// me now." through the outbox. store.ErrNotFound: no such pending code.
+// me now." (through the outbox when their chat has a session, else at
+// once by this node). store.ErrNotFound: no such pending code.
 func (m *Manager) DecidePairing(ctx context.Context, code string, approve bool, by string) (store.Pairing, error) {
 	state := store.PairDenied
 	if approve {
@@ -85,14 +86,12 @@ func (m *Manager) DecidePairing(ctx context.Context, code string, approve bool, 
 	if err != nil {
 		return p, fmt.Errorf("connector: pairing: %w", err)
 	}
-	if approve && p.Chat != "" {
-		it := store.OutboxItem{Connector: p.Connector, Chat: p.Chat, Kind: store.OutNotice, State: store.OutPending,
-			Text: approvedText, SendingPart: -1, NextAt: m.o.Now()}
-		if _, _, err := m.st.OpenOutbox(ctx, it); err != nil {
-			return p, fmt.Errorf("connector: pairing: notice: %w", err)
-		}
-		if in := m.inst(p.Connector); in != nil {
-			in.wake()
+	if in := m.inst(p.Connector); approve && p.Chat != "" && in != nil {
+		m.mu.RLock()
+		session := m.chats[chatKey{p.Connector, p.Chat}]
+		m.mu.RUnlock()
+		if err := in.notice(ctx, chatOf(p.Chat, ""), session, approvedText); err != nil {
+			return p, fmt.Errorf("connector: pairing: %w", err)
 		}
 	}
 	return p, nil

@@ -29,6 +29,7 @@ type fakePlatform struct {
 	entered map[string]chan struct{}
 	nonces  map[string]string
 	runs    int
+	tries   map[string][]time.Time // every call of a method, failed or not
 }
 
 type fakeMsg struct {
@@ -50,7 +51,8 @@ func newFakePlatform(caps Caps) *fakePlatform {
 		caps.MaxText = 4096
 	}
 	return &fakePlatform{caps: caps, now: time.Now, ready: make(chan struct{}), fails: map[string][]error{},
-		holds: map[string]chan struct{}{}, entered: map[string]chan struct{}{}, nonces: map[string]string{}}
+		holds: map[string]chan struct{}{}, entered: map[string]chan struct{}{}, nonces: map[string]string{},
+		tries: map[string][]time.Time{}}
 }
 
 // factory returns p for every instance.
@@ -108,6 +110,7 @@ func (p *fakePlatform) hold(method string) (entered <-chan struct{}, release fun
 // call takes a scripted error or waits at a hold.
 func (p *fakePlatform) call(ctx context.Context, method string) error {
 	p.mu.Lock()
+	p.tries[method] = append(p.tries[method], p.now())
 	hold, entered := p.holds[method], p.entered[method]
 	if entered != nil {
 		delete(p.entered, method)
@@ -168,6 +171,13 @@ func (p *fakePlatform) Typing(ctx context.Context, c Chat) error {
 	p.typing++
 	p.mu.Unlock()
 	return nil
+}
+
+// calls returns when method was called.
+func (p *fakePlatform) calls(method string) []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.tries[method])
 }
 
 // messages returns the messages made, as they show now.
