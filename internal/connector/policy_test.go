@@ -90,7 +90,9 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-func all(v string) map[string]string { return map[string]string{"listed": v, "approved": v, "stranger": v} }
+func all(v string) map[string]string {
+	return map[string]string{"listed": v, "approved": v, "stranger": v}
+}
 
 func cutKey(k string) (string, string, bool) {
 	c := chatOf(k, "")
