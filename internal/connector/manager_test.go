@@ -1,7 +1,6 @@
 package connector
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -105,9 +104,8 @@ func TestPermanentFailure(t *testing.T) {
 // a refused markup is sent again as plain text at once; the reply is
 // delivered once.
 func TestRetriesThenDelivers(t *testing.T) {
-	r := newRig(t, nil)
+	r := newRig(t, &rigOptions{caps: Caps{Dialect: "telegram"}})
 	r.activate(`,"dm_policy":"open","delivery":{"backoff":"1ms","max_backoff":"2ms"}`)
-	r.p.caps.Dialect = "telegram"
 	r.p.fail("send", &RetryAfter{D: 1}, errors.New("fake: connection reset"), ErrMarkup)
 	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
 		t.Fatal(err)
@@ -141,5 +139,3 @@ func TestTriesRunOut(t *testing.T) {
 		t.Errorf("messages = %+v", r.p.messages())
 	}
 }
-
-var _ = context.Background
