@@ -38,6 +38,7 @@ type rig struct {
 	hooked atomic.Pointer[Manager]
 	noHook bool
 	now    func() time.Time
+	cmds   Commands
 }
 
 type rigOptions struct {
@@ -45,6 +46,7 @@ type rigOptions struct {
 	caps   Caps
 	noHook bool // the runtime's Ended hook is lost (a crash before it)
 	wrap   func(Store) Store
+	cmds   Commands
 }
 
 type defs struct {
@@ -103,7 +105,7 @@ func newRig(t *testing.T, o *rigOptions) *rig {
 		o = &rigOptions{}
 	}
 	r := &rig{t: t, model: testkit.NewModel(), p: newFakePlatform(o.caps), logs: &syncBuffer{}, noHook: o.noHook,
-		clock: &testClock{at: time.Now()}, now: time.Now}
+		clock: &testClock{at: time.Now()}, now: time.Now, cmds: o.cmds}
 	if o.clock {
 		r.now = r.clock.Now
 	}
@@ -138,6 +140,7 @@ func (r *rig) start() {
 		Secrets:    secret.NewResolver("", &secret.Options{LookupEnv: func(n string) (string, bool) { return testToken, n == "FAKE_TOKEN" }}),
 		Logger:     slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:        r.now,
+		Commands:   r.cmds,
 		PollEvery:  5 * time.Millisecond,
 		SweepEvery: 20 * time.Millisecond,
 		RetryEvery: 10 * time.Millisecond,
