@@ -123,9 +123,17 @@ func (in *instance) run(parent context.Context) {
 			break
 		}
 		wait := in.m.o.RetryEvery
-		if errors.Is(err, errStandby) {
+		switch {
+		case errors.Is(err, errStandby):
 			wait = 5 * time.Second
-		} else {
+		case errors.Is(err, ErrAuth), errors.Is(err, ErrConfig):
+			// No reconnect mends it: the row must change (which starts
+			// a new instance).
+			in.setState(StateDown, "", err)
+			in.m.log.Error("connector stopped until its row changes", "connector", in.name, "err", in.redact(err.Error()))
+			<-ctx.Done()
+			continue
+		default:
 			in.setState(StateDown, "", err)
 			in.m.log.Warn("connector stopped; trying again", "connector", in.name, "in", wait, "err", in.redact(fmt.Sprint(err)))
 		}
@@ -165,6 +173,7 @@ func (in *instance) runOnce(ctx context.Context) error {
 			in.setState(StateStandby, "", nil)
 			return errStandby
 		}
+		defer lead.Release() // another node takes over at once
 		lctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go func() {

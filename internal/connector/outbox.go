@@ -60,8 +60,9 @@ func finalText(s *Spec, end event.TurnEndData) (text string, skip bool) {
 
 // open makes a turn's end its outbox row (once: a second open finds the
 // row). A row its streamer left streaming, with no streamer of this node
-// holding it, is moved to pending with the final text.
-func (in *instance) open(ctx context.Context, e ended) {
+// holding it, is moved to pending with the final text. An error leaves
+// the turn to the sweep.
+func (in *instance) open(ctx context.Context, e ended) error {
 	text, skip := finalText(in.spec, e.end)
 	state := store.OutPending
 	if skip {
@@ -71,16 +72,17 @@ func (in *instance) open(ctx context.Context, e ended) {
 	it, created, err := in.m.st.OpenOutbox(ctx, store.OutboxItem{Connector: in.name, Chat: e.chat.Key(), SessionID: e.session,
 		Turn: e.turn, Kind: store.OutReply, State: state, Text: text, SendingPart: -1, NextAt: now})
 	if err != nil {
-		in.m.log.Warn("connector: outbox row not made; the sweep tries again", "connector", in.name, "err", err)
-		return
+		if ctx.Err() == nil {
+			in.m.log.Warn("connector: outbox row not made; the sweep tries again", "connector", in.name, "err", err)
+		}
+		return err
 	}
 	if created || it.State != store.OutStreaming || in.streaming(e.session) {
-		return
+		return nil
 	}
 	it.State, it.Text, it.NextAt = state, text, now
-	if _, err := in.m.st.MoveOutbox(ctx, it.ID, store.OutStreaming, it); err != nil {
-		in.m.log.Warn("connector: outbox row not moved", "connector", in.name, "outbox", it.ID, "err", err)
-	}
+	_, err = in.m.st.MoveOutbox(ctx, it.ID, store.OutStreaming, it)
+	return err
 }
 
 // deliverDue delivers the rows that are due.
@@ -143,9 +145,10 @@ func (in *instance) deliver(ctx context.Context, it store.OutboxItem) {
 // one that can find it (Finder) looks first; elsewhere it is sent again
 // and the row marked in doubt, with a delivery event.
 func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *string, i int, chat Chat, part string) error {
-	doubt := it.SendingPart == i
+	doubt, was := it.SendingPart == i, it.SendingPart
 	it.SendingPart, it.Nonce = i, fmt.Sprintf("a%dp%d", it.ID, i)
 	if err := in.move(ctx, it, from, store.OutSending); err != nil {
+		it.SendingPart = was // nothing was sent
 		return err
 	}
 	caps := in.capsNow()

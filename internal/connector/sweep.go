@@ -43,11 +43,13 @@ func (in *instance) sweep(ctx context.Context) {
 		}
 		seen := c.SeenSeq
 		for _, e := range evs {
-			seen = max(seen, e.Seq)
 			var end event.TurnEndData
 			if e.Kind == event.TurnEnd && e.Turn != 0 && e.Decode(&end) == nil {
-				in.open(ctx, ended{session: c.SessionID, turn: e.Turn, end: end, chat: chat})
+				if in.open(ctx, ended{session: c.SessionID, turn: e.Turn, end: end, chat: chat}) != nil {
+					break // the bookmark stays before it: the next sweep opens it
+				}
 			}
+			seen = max(seen, e.Seq)
 		}
 		if seen > c.SeenSeq {
 			if err := in.m.st.SetSeen(ctx, in.name, c.Chat, seen, ""); err != nil {
