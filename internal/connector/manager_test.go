@@ -1,7 +1,10 @@
 package connector
 
 import (
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -137,5 +140,38 @@ func TestTriesRunOut(t *testing.T) {
 	}
 	if len(r.p.messages()) != 0 {
 		t.Errorf("messages = %+v", r.p.messages())
+	}
+}
+
+// webhookPlatform receives over HTTP.
+type webhookPlatform struct{ *fakePlatform }
+
+func (webhookPlatform) ServeWebhook(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusTeapot)
+}
+
+// TestWebhook: the gateway finds the handler of a connector that receives
+// over HTTP, and none for one that does not or does not exist.
+func TestWebhook(t *testing.T) {
+	r := newRig(t, nil)
+	r.m.platforms["hook"] = func(Config, PlatformDeps) (Platform, Caps, error) { return webhookPlatform{r.p}, Caps{}, nil }
+	r.activate(`,"dm_policy":"open"`)
+	r.p.handler(t.Context())
+	if _, ok := r.m.Webhook("chat"); ok {
+		t.Error("a polling connector has a webhook")
+	}
+	if _, ok := r.m.Webhook("nothing"); ok {
+		t.Error("a connector that does not exist has a webhook")
+	}
+	if err := r.m.Activate(t.Context(), &store.Extension{Type: "integration", Name: "hooked", Version: 1,
+		Spec: json.RawMessage(`{"platform":"hook","token_env":"FAKE_TOKEN","agent":"assistant"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the webhook", func() bool { _, ok := r.m.Webhook("hooked"); return ok })
+	h, _ := r.m.Webhook("hooked")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("POST", "/connectors/hooked/webhook", nil))
+	if w.Code != http.StatusTeapot {
+		t.Errorf("status %d", w.Code)
 	}
 }

@@ -112,3 +112,15 @@ func TestUnionDispatch(t *testing.T) {
 		t.Errorf("calls (-want +got)\n%s", diff)
 	}
 }
+
+// A union type holds two kinds of documents under one name: a spec that
+// names a platform is the chat arm's, any other the MCP arm's.
+func ExampleUnion() {
+	chat := extension.Type{Name: "integration", Schema: json.RawMessage(`{"type":"object","required":["platform"]}`),
+		Actor: func(json.RawMessage) []string { return []string{"assistant"} }}
+	mcp := extension.Type{Name: "integration", Schema: json.RawMessage(`{"type":"object","required":["kind"]}`)}
+	u := extension.Union("integration", "an MCP server or a chat platform",
+		extension.Arm{If: json.RawMessage(`{"required":["platform"]}`), Type: chat}, extension.Arm{Type: mcp})
+	fmt.Println(u.Actor(json.RawMessage(`{"platform":"telegram"}`)), u.Actor(json.RawMessage(`{"kind":"mcp"}`)))
+	// Output: [assistant] []
+}
