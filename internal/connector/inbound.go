@@ -10,6 +10,7 @@ import (
 	"agentd/internal/agentsys"
 	"agentd/internal/command"
 	"agentd/internal/model"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -44,13 +45,15 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		}
 		text = extra
 	}
+	imgs, notes := in.attachments(ctx, m.Attachments)
+	if text += notes; text == "" && len(imgs) == 0 {
+		return nil // a sticker, a join: nothing to say
+	}
 	user := m.User
 	if m.Chat.Kind == ChatGroup && in.spec.Groups.Session == "chat" {
 		user = "*"
 		text = cleanName(m.Name, m.User) + ": " + text
 	}
-	imgs, notes := in.attachments(ctx, m.Attachments)
-	text += notes
 	var st *stream
 	if known {
 		st = in.watch(session, m.Chat) // before the turn can start: no delta is missed
@@ -61,9 +64,16 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		if st != nil {
 			st.expect(0)
 		}
-		if errors.Is(err, store.ErrLimit) {
+		switch {
+		case errors.Is(err, store.ErrLimit):
 			in.refuse(RefusedLimit, m.Chat)
 			in.say(ctx, m.Chat, m.User, "Too many conversations right now; try again later.")
+			return nil
+		case refused(err):
+			// Taking it again would fail again, and a platform that
+			// redelivers in order would be stuck behind it.
+			in.m.log.Warn("connector: a message refused", "connector", in.name, "chat", m.Chat.ID, "err", err)
+			in.say(ctx, m.Chat, m.User, "Sorry, I could not take that message.")
 			return nil
 		}
 		return fmt.Errorf("connector: %s: %w", in.name, err)
@@ -84,6 +94,19 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		}
 	}
 	return nil
+}
+
+// refused reports whether the agent system refused a message for good
+// (the message or the row's agent is at fault), not for now.
+func refused(err error) bool {
+	for _, e := range []error{store.ErrInvalid, agentsys.ErrNotFound, agentsys.ErrNotTemplate, agentsys.ErrEnded,
+		runtime.ErrUnknownAgent, runtime.ErrInvalidAgent, runtime.ErrBadAddress, runtime.ErrEmptyInput,
+		runtime.ErrTooLarge, runtime.ErrSessionClosed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // session returns the session a chat talks to, if it has talked before.

@@ -153,3 +153,24 @@ func pngImage(t *testing.T) []byte {
 	}
 	return b.Bytes()
 }
+
+// TestMessageRefusedForGood: a message the agent system refuses for good
+// (the row's agent is no longer a user agent) is answered and
+// acknowledged, so that a platform delivering in order is not stuck
+// behind it; an empty message is acknowledged and goes nowhere.
+func TestMessageRefusedForGood(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open","agent":"worker"`)
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatalf("a message refused for good is not acknowledged: %v", err)
+	}
+	if got := r.p.texts(); len(got) != 1 || got[0] != "Sorry, I could not take that message." {
+		t.Errorf("messages = %q", got)
+	}
+	if err := r.inbound(dm("k2", "u2", "  ")); err != nil {
+		t.Fatal(err)
+	}
+	if r.model.Calls() != 0 || len(r.p.texts()) != 1 {
+		t.Errorf("an empty message went somewhere")
+	}
+}
