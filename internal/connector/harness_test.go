@@ -26,7 +26,7 @@ const testToken = "123456:AAE-secret-bot-token"
 // rig is a connector Manager over a testkit runtime on SQLite, the agent
 // system, a scripted platform and a model tests can gate.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	k      *testkit.Kit
 	sys    *agentsys.System
 	model  *testkit.Model
@@ -99,7 +99,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newRig(t *testing.T, o *rigOptions) *rig {
+func newRig(t testing.TB, o *rigOptions) *rig {
 	t.Helper()
 	if o == nil {
 		o = &rigOptions{}
@@ -174,7 +174,7 @@ func dm(key, user, text string) Inbound {
 
 // waitFor waits until cond holds (no sleeping assertions: the test fails
 // only when it never holds).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

@@ -41,6 +41,7 @@ type Manager struct {
 
 	mu      sync.RWMutex
 	started bool                 // Start ran: instances run as they are activated
+	closed  bool                 // Close ran
 	insts   map[string]*instance // by row name
 	convs   map[int64]convRef    // session id → its chat
 	chats   map[chatKey]int64    // and back
@@ -127,7 +128,7 @@ func (m *Manager) Platforms() []string { return slices.Sorted(maps.Keys(m.platfo
 func (m *Manager) Start() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.started {
+	if m.started || m.closed {
 		return
 	}
 	m.started = true
@@ -139,6 +140,9 @@ func (m *Manager) Start() {
 // Close stops every instance (a send in flight gets a few seconds to
 // finish) and waits for them. Undelivered replies stay in the outbox.
 func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true // no instance starts any more
+	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
 }

@@ -154,14 +154,15 @@ func (m *Manager) Activate(_ context.Context, e *store.Extension) error {
 	m.mu.Lock()
 	old := m.insts[e.Name]
 	m.insts[e.Name] = in
-	started := m.started
-	m.mu.Unlock()
 	if old != nil {
+		m.mu.Unlock()
 		old.stop()
+		m.mu.Lock()
 	}
-	if started {
+	if m.started && !m.closed && m.insts[e.Name] == in {
 		m.wg.Go(func() { in.run(m.ctx) })
 	}
+	m.mu.Unlock()
 	return nil
 }
 
