@@ -1,6 +1,7 @@
 package connector
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/store"
 )
 
@@ -173,5 +175,48 @@ func TestWebhook(t *testing.T) {
 	h.ServeHTTP(w, httptest.NewRequest("POST", "/connectors/hooked/webhook", nil))
 	if w.Code != http.StatusTeapot {
 		t.Errorf("status %d", w.Code)
+	}
+}
+
+// uploader is a platform that uploads files: each shows as a message
+// "file <url>".
+type uploader struct{ *fakePlatform }
+
+func (u uploader) Upload(ctx context.Context, c Chat, f File) (Sent, error) {
+	return u.Send(ctx, Outgoing{Chat: c, Text: "file " + f.URL + " " + f.Name + " " + f.Caption, Plain: true})
+}
+
+// TestImageLinesUploaded: a reply line that is only a Markdown image
+// becomes an upload after the reply's text; on a platform that cannot
+// upload it stays text.
+func TestImageLinesUploaded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		up   bool
+		want []string
+	}{
+		{"uploader", true, []string{"Here is the chart:\nIt rose.", "file https://example.org/c/chart.png chart.png the chart"}},
+		{"text only", false, []string{"Here is the chart:\n![the chart](https://example.org/c/chart.png)\nIt rose."}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, nil)
+			r.model.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+				return &model.Response{Text: "Here is the chart:\n![the chart](https://example.org/c/chart.png)\nIt rose.", StopReason: "stop"}, nil
+			}
+			if tc.up {
+				r.m.platforms["fake"] = func(Config, PlatformDeps) (Platform, Caps, error) { return uploader{r.p}, r.p.caps, nil }
+			}
+			r.activate(`,"dm_policy":"open"`)
+			if err := r.inbound(dm("k1", "u1", "chart?")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the reply", r.settled(1))
+			if diff := cmp.Diff(tc.want, r.p.texts()); diff != "" {
+				t.Errorf("messages (-want +got)\n%s", diff)
+			}
+			if it := r.rows()[0]; it.Parts != len(tc.want) || it.State != store.OutSent {
+				t.Errorf("row = %+v", it)
+			}
+		})
 	}
 }

@@ -106,8 +106,7 @@ func (in *instance) deliverDue(ctx context.Context) {
 // to its final text, one without is created (createPart); then the row is
 // sent. An error settles the row (retry later, or failed).
 func (in *instance) deliver(ctx context.Context, it store.OutboxItem) {
-	caps := in.capsNow()
-	parts := markup.Split(caps.Dialect, it.Text, caps.MaxText, caps.Unit)
+	parts := in.parts(it.Text, len(it.MessageIDs) > 0 && it.MessageIDs[0] != "")
 	from := it.State
 	if len(parts) == 0 {
 		it.State = store.OutSkipped
@@ -121,9 +120,11 @@ func (in *instance) deliver(ctx context.Context, it store.OutboxItem) {
 	chat := in.chatOfRow(it)
 	for i, part := range parts {
 		var err error
-		if id := it.MessageIDs[i]; id != "" {
-			err = in.edit(ctx, chat, part, id)
-		} else {
+		switch id := it.MessageIDs[i]; {
+		case id != "" && part.file != nil: // a file once sent is final
+		case id != "":
+			err = in.edit(ctx, chat, part.md, id)
+		default:
 			err = in.createPart(ctx, &it, &from, i, chat, part)
 		}
 		if err != nil {
@@ -144,7 +145,7 @@ func (in *instance) deliver(ctx context.Context, it store.OutboxItem) {
 // on a platform that dedups nonces it is sent again with the same nonce;
 // one that can find it (Finder) looks first; elsewhere it is sent again
 // and the row marked in doubt, with a delivery event.
-func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *string, i int, chat Chat, part string) error {
+func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *string, i int, chat Chat, part outPart) error {
 	doubt, was := it.SendingPart == i, it.SendingPart
 	it.SendingPart, it.Nonce = i, fmt.Sprintf("a%dp%d", it.ID, i)
 	if err := in.move(ctx, it, from, store.OutSending); err != nil {
@@ -153,8 +154,8 @@ func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *
 	}
 	caps := in.capsNow()
 	id := ""
-	if doubt && !caps.Nonce {
-		if f, ok := in.platform().(Finder); ok {
+	if doubt && (!caps.Nonce || part.file != nil) {
+		if f, ok := in.platform().(Finder); ok && part.file == nil {
 			found, ok, err := f.Find(ctx, chat, it.Nonce, it.UpdatedAt.Add(-5*time.Second))
 			if err != nil {
 				return err
@@ -167,7 +168,7 @@ func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *
 		}
 	}
 	if id == "" {
-		sent, err := in.send(ctx, chat, part, it.Nonce)
+		sent, err := in.create(ctx, chat, part, it.Nonce)
 		if err != nil {
 			if definite(err) {
 				it.SendingPart = -1 // the platform made nothing
@@ -273,6 +274,14 @@ func (in *instance) fail(ctx context.Context, it store.OutboxItem, from string) 
 	in.m.log.Warn("connector: reply not delivered", "connector", in.name, "outbox", it.ID, "tries", it.Tries, "err", it.Error)
 	in.m.record(ctx, it, event.DeliveryData{Op: event.DeliveryFailed, Connector: in.name, Platform: in.spec.Platform,
 		Turn: it.Turn, Outbox: it.ID, Tries: it.Tries, Error: it.Error})
+}
+
+// create makes one part: a message, or a file uploaded.
+func (in *instance) create(ctx context.Context, c Chat, part outPart, nonce string) (Sent, error) {
+	if part.file != nil {
+		return in.platform().(Uploader).Upload(ctx, c, *part.file)
+	}
+	return in.send(ctx, c, part.md, nonce)
 }
 
 // send creates one message of markdown md, rendered for the platform; a
