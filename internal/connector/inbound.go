@@ -79,11 +79,18 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		return fmt.Errorf("connector: %s: %w", in.name, err)
 	}
 	if !known {
-		if err := in.converse(ctx, m.Chat, rc.SessionID, inst.ID); err != nil {
+		if err := in.converse(ctx, m.Chat, rc.SessionID, inst.ID, m.MessageID); err != nil {
 			return err
 		}
 		if !rc.Duplicate {
 			st = in.watch(rc.SessionID, m.Chat) // late: it streams from the next turn on
+		}
+	}
+	if known && m.MessageID != "" {
+		// The catch-up's bookmark (Discord): a message missed is read back
+		// after it; losing this write only reads a few again.
+		if err := in.m.st.SetSeen(ctx, in.name, m.Chat.Key(), 0, m.MessageID); err != nil {
+			in.m.log.Warn("connector: last message not recorded", "connector", in.name, "err", err)
 		}
 	}
 	if st != nil {
@@ -94,6 +101,23 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		}
 	}
 	return nil
+}
+
+// LastInbound lists the chats this connector talks in, each with the last
+// message received there (Chat and MessageID set): a platform that
+// redelivers nothing missed while it was away (Discord) reads each chat's
+// messages after that one and hands them in again; their keys dedup what
+// was seen. An ability of the Handler Run is given.
+func (in *instance) LastInbound(ctx context.Context) ([]Inbound, error) {
+	cs, err := in.m.st.Conversations(ctx, in.name)
+	if err != nil {
+		return nil, fmt.Errorf("connector: %s: conversations: %w", in.name, err)
+	}
+	out := make([]Inbound, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, Inbound{Chat: chatOf(c.Chat, c.ChatJSON), MessageID: c.LastIn})
+	}
+	return out, nil
 }
 
 // refused reports whether the agent system refused a message for good
@@ -119,13 +143,13 @@ func (in *instance) session(c Chat) (int64, bool) {
 
 // converse records the chat's conversation (its first message) and maps
 // its session to it.
-func (in *instance) converse(ctx context.Context, c Chat, session int64, instance string) error {
+func (in *instance) converse(ctx context.Context, c Chat, session int64, instance, lastIn string) error {
 	js, err := jsonString(c)
 	if err != nil {
 		return err
 	}
 	if _, err := in.m.st.PutConversation(ctx, store.Conversation{Connector: in.name, Chat: c.Key(), ChatJSON: js,
-		SessionID: session, Instance: instance}); err != nil {
+		SessionID: session, Instance: instance, LastIn: lastIn}); err != nil {
 		return fmt.Errorf("connector: %s: conversation: %w", in.name, err)
 	}
 	in.m.remember(session, convRef{connector: in.name, chat: c})

@@ -174,3 +174,34 @@ func TestMessageRefusedForGood(t *testing.T) {
 		t.Errorf("an empty message went somewhere")
 	}
 }
+
+// TestLastInbound: the handler lists each chat with the last message
+// received there, for a platform that reads missed messages back.
+func TestLastInbound(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open"`)
+	g := Chat{ID: "c-u2", Thread: "t1", Kind: ChatDM, Team: "T9"}
+	for _, m := range []Inbound{
+		{Key: "1", Chat: Chat{ID: "c-u1", Kind: ChatDM}, User: "u1", MessageID: "100", Text: "one"},
+		{Key: "2", Chat: Chat{ID: "c-u1", Kind: ChatDM}, User: "u1", MessageID: "105", Text: "two"},
+		{Key: "3", Chat: g, User: "u2", MessageID: "200", Text: "three"},
+	} {
+		if err := r.inbound(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lh, ok := r.p.handler(t.Context()).(interface {
+		LastInbound(context.Context) ([]Inbound, error)
+	})
+	if !ok {
+		t.Fatal("the handler cannot list the last messages")
+	}
+	got, err := lh.LastInbound(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Inbound{{Chat: Chat{ID: "c-u1", Kind: ChatDM}, MessageID: "105"}, {Chat: g, MessageID: "200"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
