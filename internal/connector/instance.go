@@ -2,9 +2,6 @@ package connector
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,11 +91,8 @@ func (in *instance) platform() Platform {
 // redact replaces the instance's secrets in s with their references.
 func (in *instance) redact(s string) string {
 	in.mu.Lock()
-	vals, derived := in.vals, in.derived
+	vals := in.vals
 	in.mu.Unlock()
-	if derived != "" {
-		s = strings.ReplaceAll(s, derived, "[webhook secret]")
-	}
 	return secret.Redact(s, vals)
 }
 
@@ -229,26 +223,13 @@ func (in *instance) config() (Config, error) {
 		*f.to = v
 		errs = append(errs, err)
 	}
-	derived := ""
-	if cfg.WebhookSecret == "" && cfg.Token != "" {
-		cfg.WebhookSecret = webhookSecret(cfg.Token, in.name)
-		derived = cfg.WebhookSecret
-	}
 	in.mu.Lock()
-	in.vals, in.derived = vals, derived
+	in.vals = vals
 	in.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		return cfg, fmt.Errorf("connector: %s: %w", in.name, err)
 	}
 	return cfg, nil
-}
-
-// webhookSecret is the secret header's value of a webhook whose row names
-// none: stable across restarts, and secret as the token is.
-func webhookSecret(token, name string) string {
-	h := hmac.New(sha256.New, []byte(token))
-	h.Write([]byte("agentd-" + "webhook:" + name))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:43]
 }
 
 // loadConversations maps the connector's sessions to their chats.

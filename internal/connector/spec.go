@@ -58,7 +58,7 @@ type Spec struct {
 	Mode             string   `json:"mode,omitempty"` // default the platform's first
 	AppTokenEnv      string   `json:"app_token_env,omitempty"`
 	SigningSecretEnv string   `json:"signing_secret_env,omitempty"`
-	WebhookSecretEnv string   `json:"webhook_secret_env,omitempty"` // default derived from the token
+	WebhookSecretEnv string   `json:"webhook_secret_env,omitempty"` // default: the platform derives one from the token and the name
 	PublicURL        string   `json:"public_url,omitempty"`
 	GatewayURL       string   `json:"gateway_url,omitempty"`
 	Groups           Groups   `json:"groups,omitzero"`
