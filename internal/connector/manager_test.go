@@ -196,7 +196,7 @@ func TestImageLinesUploaded(t *testing.T) {
 		want []string
 	}{
 		{"uploader", true, []string{"Here is the chart:\nIt rose.", "file https://example.org/c/chart.png chart.png the chart"}},
-		{"text only", false, []string{"Here is the chart:\n![the chart](https://example.org/c/chart.png)\nIt rose."}},
+		{"text only", false, []string{"Here is the chart:\nthe chart (https://example.org/c/chart.png)\nIt rose."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, nil)
