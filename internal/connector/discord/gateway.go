@@ -52,6 +52,8 @@ const (
 var (
 	errReconnect = errors.New("discord: the gateway asked to reconnect")
 	errInvalid   = errors.New("discord: the gateway invalidated the session")
+	// errHandler: the handler refused a message; not resumed at once.
+	errHandler = errors.New("discord: a message was not handled")
 )
 
 // session is what a RESUME needs. Only Run's goroutine touches it.
@@ -126,10 +128,14 @@ func (p *Platform) Run(ctx context.Context, h connector.Handler) error {
 			return p.end(ctx, err)
 		}
 		p.down(err)
-		if ready {
+		switch {
+		case errors.Is(err, errHandler):
+			// The handler could not take a message (the store is down):
+			// back off, then resume so the gateway replays it.
+		case ready:
 			wait = backoffMin
-		}
-		if ready || errors.Is(err, errReconnect) || errors.Is(err, errInvalid) || errors.Is(err, errZombie) {
+			continue
+		case errors.Is(err, errReconnect), errors.Is(err, errInvalid), errors.Is(err, errZombie):
 			continue
 		}
 		if !sleep(ctx, jitter(wait)) {
@@ -286,7 +292,7 @@ func (p *Platform) handle(ctx context.Context, h connector.Handler, s *session, 
 			if err := h.Inbound(ctx, in); err != nil {
 				// Not handled: the resume point stays before it, so the
 				// gateway replays it on RESUME.
-				return false, fmt.Errorf("discord: handler: %w", err)
+				return false, fmt.Errorf("%w: %w", errHandler, err)
 			}
 		}
 	}
@@ -295,7 +301,7 @@ func (p *Platform) handle(ctx context.Context, h connector.Handler, s *session, 
 	}
 	if s.catchupDue && (f.T == "READY" || f.T == "RESUMED") {
 		if err := p.catchup(ctx, h); err != nil {
-			return ready, fmt.Errorf("discord: catch-up: %w", err)
+			return ready, fmt.Errorf("%w: catch-up: %w", errHandler, err)
 		}
 		s.catchupDue = false
 	}
