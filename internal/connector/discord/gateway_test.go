@@ -16,11 +16,11 @@ func TestConnectIdentifyReadyDispatch(t *testing.T) {
 	r := newRig(t, nil, nil)
 	r.run(r.h)
 	r.wait("connected", r.fake.Connected)
-	m := r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "hello"})
+	id := r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "hello"})
 	got := r.h.waitFor(t, 1)
 	want := []connector.Inbound{{
-		Key: "dc:" + m.ID, Chat: connector.Chat{ID: "300", Kind: connector.ChatDM},
-		User: alice.ID, Name: "alice", MessageID: m.ID, Text: "hello",
+		Key: "dc:" + id, Chat: connector.Chat{ID: "300", Kind: connector.ChatDM},
+		User: alice.ID, Name: "Alice", MessageID: id, Text: "hello",
 	}}
 	if d := cmp.Diff(want, got, cmpopts.IgnoreFields(connector.Inbound{}, "At")); d != "" {
 		t.Errorf("inbound (-want +got):\n%s", d)

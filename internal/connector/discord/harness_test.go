@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"agentd/internal/connector"
+	"agentd/internal/connector/chatfake"
 	"agentd/internal/connector/discord/discordfake"
 )
 
@@ -174,4 +175,4 @@ func (h catchupRecorder) LastInbound(ctx context.Context) ([]connector.Inbound, 
 	return out, nil
 }
 
-var alice = discordfake.User{ID: "2000000000000000002", Username: "alice"}
+var alice = chatfake.User{ID: "2000000000000000002", Name: "Alice", Username: "alice"}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/connector"
+	"agentd/internal/connector/chatfake"
 	"agentd/internal/connector/discord/discordfake"
 )
 
@@ -24,7 +25,7 @@ func TestSendNonceMakesOneMessage(t *testing.T) {
 	r := newRig(t, &discordfake.Options{BucketLimit: 100}, nil)
 	r.fake.AddChannel("300", "")
 	q := r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "hi @everyone"})
-	out := connector.Outgoing{Chat: dm("300"), Text: "hello @everyone", ReplyTo: q.ID, Nonce: "outbox-17-part-0"}
+	out := connector.Outgoing{Chat: dm("300"), Text: "hello @everyone", ReplyTo: q, Nonce: "outbox-17-part-0"}
 	a, err := r.p.Send(t.Context(), out)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestSendNonceMakesOneMessage(t *testing.T) {
 		t.Fatalf("bot messages = %d, want 1", len(bots))
 	}
 	m := bots[0]
-	if m.Content != "hello @everyone" || m.ReplyTo != q.ID || m.Pings || m.Nonce != "outbox-17-part-0" {
+	if m.Text() != "hello @everyone" || m.ReplyTo != q || m.Meta != `{"parse":[]}` || m.Nonce != "outbox-17-part-0" {
 		t.Errorf("message = %+v", m)
 	}
 }
@@ -71,12 +72,18 @@ func TestEditTypingUpload(t *testing.T) {
 	if len(bots) != 2 || bots[1].ID != u.ID {
 		t.Fatalf("bot messages = %+v", bots)
 	}
-	if d := cmp.Diff([]string{"Hel", "Hello", "Hello", "Hello there"}, bots[0].Edits); d != "" {
-		t.Errorf("edits (-want +got):\n%s", d)
+	var texts []string
+	for _, v := range bots[0].Versions {
+		texts = append(texts, v.Text)
 	}
-	att := bots[1].Attachments
-	if len(att) != 1 || att[0].Filename != "a.png" || string(att[0].Data) != "\x89PNG..." || bots[1].Content != "a chart" {
+	if d := cmp.Diff([]string{"Hel", "Hello", "Hello there"}, texts); d != "" {
+		t.Errorf("versions (-want +got):\n%s", d)
+	}
+	if f := bots[1].File; f == nil || f.Name != "a.png" || f.Type != "image/png" || string(f.Data) != "\x89PNG..." || bots[1].Text() != "a chart" {
 		t.Errorf("upload = %+v", bots[1])
+	}
+	if n := r.fake.Calls(routeEdit); n != 3 {
+		t.Errorf("edit calls = %d, want 3 (the same text is accepted)", n)
 	}
 	if n := r.fake.Calls("POST /channels/{id}/typing"); n != 1 {
 		t.Errorf("typing calls = %d", n)
@@ -97,7 +104,7 @@ func TestRefusalsMapToSentinels(t *testing.T) {
 	if _, err := r.p.Send(t.Context(), connector.Outgoing{Chat: dm("300"), Text: strings.Repeat("é", 2000)}); err != nil {
 		t.Errorf("2000 runes: %v", err)
 	}
-	r.fake.Fail(routeCreate, 1, discordfake.Fault{Status: http.StatusForbidden, Code: 50013,
+	r.fake.Fail(routeCreate, 1, chatfake.Fault{Status: http.StatusForbidden,
 		Body: "Missing Permissions for token " + r.cfg.Token})
 	_, err = r.p.Send(t.Context(), connector.Outgoing{Chat: dm("300"), Text: "x"})
 	if !errors.Is(err, connector.ErrPermanent) || strings.Contains(err.Error(), r.cfg.Token) || !strings.Contains(err.Error(), ref) {
@@ -108,7 +115,7 @@ func TestRefusalsMapToSentinels(t *testing.T) {
 func TestTooManyRequests(t *testing.T) {
 	r := newRig(t, &discordfake.Options{BucketLimit: 100}, nil)
 	r.fake.AddChannel("300", "")
-	r.fake.Fail(routeCreate, 1, discordfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
+	r.fake.Fail(routeCreate, 1, chatfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 1500 * time.Millisecond})
 	_, err := r.p.Send(t.Context(), connector.Outgoing{Chat: dm("300"), Text: "x"})
 	ra, ok := errors.AsType[*connector.RetryAfter](err)
 	if !ok || ra.D != 1500*time.Millisecond || ra.Global {
@@ -122,7 +129,7 @@ func TestTooManyRequests(t *testing.T) {
 		t.Errorf("another channel's bucket is paused by this one's 429")
 	}
 
-	r.fake.Fail(routeEdit, 1, discordfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 2 * time.Second, Global: true})
+	r.fake.Fail(routeEdit, 1, chatfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 2 * time.Second, Global: true})
 	err = r.p.Edit(t.Context(), connector.Outgoing{Chat: dm("300"), Text: "y"}, "1")
 	if ra, ok := errors.AsType[*connector.RetryAfter](err); !ok || !ra.Global {
 		t.Fatalf("Edit = %v, want a global RetryAfter", err)
@@ -155,7 +162,7 @@ func TestFetchAttachment(t *testing.T) {
 	r.run(r.h)
 	r.wait("connected", r.fake.Connected)
 	r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "look",
-		Attachments: []discordfake.Attachment{{Filename: "cat.png", ContentType: "image/png", Data: []byte("PNGDATA")}}})
+		Files: []chatfake.File{{Name: "cat.png", Type: "image/png", Data: []byte("PNGDATA")}}})
 	in := r.h.waitFor(t, 1)[0]
 	if len(in.Attachments) != 1 {
 		t.Fatalf("attachments = %+v", in.Attachments)

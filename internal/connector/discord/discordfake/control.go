@@ -3,75 +3,74 @@ package discordfake
 import (
 	"context"
 	"maps"
-	"net/url"
-	"strconv"
 	"strings"
-	"time"
+
+	"agentd/internal/connector/chatfake"
 )
 
-// AddChannel makes a channel: a guild's (guild set; a thread is a channel
-// of a guild too) or a DM with the bot (guild "").
+// AddChannel makes a channel: a guild's (guild set) or a DM with the bot
+// (guild "").
 func (s *Server) AddChannel(id, guild string) {
-	s.w.mu.Lock()
-	s.w.channel(id, guild)
-	s.w.bump()
-	s.w.mu.Unlock()
+	kind := chatfake.DM
+	if guild != "" {
+		kind = chatfake.Group
+	}
+	s.mu.Lock()
+	s.guilds[id] = guild
+	s.mu.Unlock()
+	s.w.AddChat(chatfake.Chat{ID: id, Kind: kind})
+}
+
+// AddThread makes a thread of channel parent: a channel of its own in
+// parent's guild.
+func (s *Server) AddThread(id, parent string) {
+	guild := s.guild(parent)
+	s.mu.Lock()
+	s.guilds[id] = guild
+	s.mu.Unlock()
+	s.w.AddChat(chatfake.Chat{ID: id, Kind: chatfake.Group, Parent: parent})
+}
+
+func (s *Server) guild(ch string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.guilds[ch]
 }
 
 // UserMessage is what a person sends.
 type UserMessage struct {
-	Channel     string // made if new
-	Guild       string // "" for a DM
-	Author      User
-	Content     string // <@id> in it mentions id, as Discord parses it
-	ReplyTo     string // the message it answers
-	Attachments []Attachment
+	Channel string // made (in Guild) if new
+	Guild   string // "" for a DM
+	Author  chatfake.User
+	Content string // <@id> in it mentions id, as Discord parses it
+	ReplyTo string // the id of the message it answers
+	Files   []chatfake.File
 }
 
 // SendAsUser posts a person's message and dispatches MESSAGE_CREATE to
 // the bot's session (kept for a RESUME when no connection is live). It
-// returns the message as stored.
-func (s *Server) SendAsUser(in UserMessage) Message {
-	now := time.Now()
-	s.w.mu.Lock()
-	c := s.w.channel(in.Channel, in.Guild)
-	m := &Message{
-		ChannelID: in.Channel, GuildID: c.guild, Author: in.Author, Content: in.Content,
-		Edits: []string{in.Content}, ReplyTo: in.ReplyTo, At: now,
+// returns the message's id.
+func (s *Server) SendAsUser(in UserMessage) string {
+	if _, ok := s.w.Chat(in.Channel); !ok {
+		s.AddChannel(in.Channel, in.Guild)
 	}
-	m.ID = s.w.id(now)
-	for _, sub := range mentionRE.FindAllStringSubmatch(in.Content, -1) {
-		u := User{ID: sub[1]}
-		if u.ID == s.opts.BotID {
-			u = s.Bot()
-		}
-		m.Mentions = append(m.Mentions, u)
+	if _, ok := s.w.User(in.Author.ID); !ok {
+		s.w.AddUser(in.Author)
 	}
-	s.mu.Lock()
-	base := s.base
-	s.mu.Unlock()
-	for i, a := range in.Attachments {
-		a.ID = m.ID + "-" + strconv.Itoa(i)
-		a.Size = int64(len(a.Data))
-		a.URL = base + "/cdn/" + url.PathEscape(m.ChannelID) + "/" + m.ID + "/" + url.PathEscape(a.Filename)
-		m.Attachments = append(m.Attachments, a)
+	p := s.w.Send(chatfake.Post{Chat: in.Channel, User: in.Author.ID, Text: in.Content,
+		ReplyTo: s.worldID(in.ReplyTo), Files: in.Files})
+	wire := s.wirePost(p)
+	if ref, ok := s.w.Message(p.Chat, p.ReplyTo); ok {
+		wire["referenced_message"] = s.wireBot(ref)
 	}
-	c.messages = append(c.messages, m)
-	wire := wireMessage(m)
-	if ref := s.w.find(in.Channel, in.ReplyTo); ref != nil {
-		wire["referenced_message"] = wireMessage(ref)
-	}
-	out := m.clone()
-	s.w.bump()
-	s.w.mu.Unlock()
-	s.dispatchMessage(wire, m.GuildID)
-	return out
+	s.dispatchMessage(wire, s.guild(p.Chat))
+	return wire["id"].(string)
 }
 
 // dispatchMessage sends MESSAGE_CREATE as the session's intents let it:
 // guild messages need GUILD_MESSAGES, DMs DIRECT_MESSAGES; without
 // MESSAGE_CONTENT a guild message that does not mention the bot comes
-// with its content, attachments and embeds empty.
+// with its content and attachments empty.
 func (s *Server) dispatchMessage(wire map[string]any, guild string) {
 	s.dispatch("MESSAGE_CREATE", func(intents int) (any, bool) {
 		if guild == "" {
@@ -82,59 +81,38 @@ func (s *Server) dispatchMessage(wire map[string]any, guild string) {
 		}
 		if intents&intentMessageContent == 0 && !strings.Contains(wire["content"].(string), "<@"+s.opts.BotID+">") {
 			w := maps.Clone(wire)
-			w["content"], w["attachments"] = "", []Attachment{}
+			w["content"], w["attachments"] = "", []any{}
 			return w, true
 		}
 		return wire, true
 	})
 }
 
-// Messages is every message of channel, oldest first.
-func (s *Server) Messages(channel string) []Message {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	c := s.w.channels[channel]
-	if c == nil {
-		return nil
-	}
-	out := make([]Message, 0, len(c.messages))
-	for _, m := range c.messages {
-		out = append(out, m.clone())
-	}
-	return out
-}
-
 // BotMessages is the bot's messages in channel, oldest first, each with
-// every edit it had.
-func (s *Server) BotMessages(channel string) []Message {
-	var out []Message
-	for _, m := range s.Messages(channel) {
-		if m.Author.ID == s.opts.BotID {
-			out = append(out, m)
+// every version it had, with their ids (ID, ReplyTo) as on the wire.
+func (s *Server) BotMessages(channel string) []chatfake.Message {
+	ms := s.w.Messages(channel)
+	for i := range ms {
+		ms[i].ID = s.wireID(ms[i].ID)
+		if ms[i].ReplyTo != "" {
+			ms[i].ReplyTo = s.wireID(ms[i].ReplyTo)
 		}
 	}
-	return out
+	return ms
 }
 
 // Wait returns once cond is true, checking it now and after every change
-// the fake sees (a message, an edit, a call, a connection), or ctx's error.
+// of the World (a message, an edit, a call, a gateway connection), or
+// ctx's error.
 func (s *Server) Wait(ctx context.Context, cond func() bool) error {
-	return s.w.wait(ctx, cond)
+	return s.w.Wait(ctx, cond)
 }
 
 // Fail answers the next n calls of route (a key such as
-// "POST /channels/{id}/messages") with f.
-func (s *Server) Fail(route string, n int, f Fault) {
-	s.mu.Lock()
-	for range n {
-		s.faults[route] = append(s.faults[route], f)
-	}
-	s.mu.Unlock()
-}
+// "POST /channels/{id}/messages") with f: a 429 with f.RetryAfter (and
+// f.Global), a status with f.Body as Discord's error message, or a
+// dropped connection.
+func (s *Server) Fail(route string, n int, f chatfake.Fault) { s.w.Fail(route, n, f) }
 
-// Calls counts the calls of route answered (faults and 429s included).
-func (s *Server) Calls(route string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[route]
-}
+// Calls counts the calls of route (faults and 429s included).
+func (s *Server) Calls(route string) int { return s.w.Count(route) }

@@ -2,8 +2,9 @@
 // (HELLO, heartbeats, IDENTIFY, READY, RESUME with replay, RECONNECT,
 // INVALID_SESSION, close codes) and the REST API agentd uses (create with
 // nonce + enforce_nonce, edit, typing, channel messages after an id,
-// /gateway/bot), with rate-limit buckets and scripted faults. It speaks the
-// wire as Discord documents it:
+// /gateway/bot), with rate-limit buckets and scripted faults, over the
+// shared chat state of chatfake. It speaks the wire as Discord documents
+// it:
 //   - gateway: https://discord.com/developers/docs/events/gateway and
 //     https://discord.com/developers/docs/topics/opcodes-and-status-codes
 //     (read through https://discord.js.org/docs/packages/discord-api-types/main/GatewayOpcodes:Enum)
@@ -19,18 +20,22 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"agentd/internal/connector/chatfake"
 )
 
 // Options configure a Server. The zero value is a bot whose app has the
 // Message Content intent granted.
 type Options struct {
-	Token   string // the bot token the fake accepts; default "fake-discord-token"
-	BotID   string // the bot's user id; default "1000000000000000001"
-	BotName string // the bot's username; default "agentd-bot"
-	APIPath string // where the REST API is served; default "/api/v10"
+	World   *chatfake.World // the chat state; default a new one
+	Token   string          // the bot token the fake accepts; default "fake-discord-token"
+	BotID   string          // the bot's user id; default "1000000000000000001"
+	BotName string          // the bot's username; default "agentd-bot"
+	APIPath string          // where the REST API is served; default "/api/v10"
 	// NoMessageContent: the app's Message Content intent is not granted in
 	// the Developer Portal: an IDENTIFY asking for it is closed with 4014.
 	NoMessageContent bool
@@ -44,37 +49,38 @@ type Options struct {
 	GlobalLimit int
 }
 
-// Server is a fake Discord. Its methods are safe from any goroutine.
+// Server is a fake Discord over a chatfake.World: the World keeps the
+// people, channels, posts and the bot's messages; the Server speaks
+// Discord's wire over it and keeps what only Discord has (the gateway
+// session, guilds, rate-limit buckets). Its methods are safe from any
+// goroutine.
+//
+// The World's ids are small counters; on the wire they are snowflakes
+// (base + id, base made from the Server's start), so ids order as
+// Discord's do and carry a time.
 type Server struct {
 	opts Options
-	w    *world
+	w    *chatfake.World
+	base uint64 // the snowflake of World id 0
 	mux  *http.ServeMux
 
-	// dmu orders dispatches: held while one is numbered and written, so
-	// a connection gets them in their order. Lock order: dmu → mu → w.mu.
-	dmu      sync.Mutex
-	mu       sync.Mutex // guards what follows; never held across a write
-	base     string     // http://host:port, once known
-	sess     *session   // the bot's current gateway session
-	conns    map[*conn]struct{}
-	acking   bool
-	faults   map[string][]Fault // route key → faults still to answer with
-	calls    map[string]int     // route key → calls answered
-	buckets  map[string]*bucket
-	global   bucket
-	identify int
-	resumes  int
-}
-
-// Fault is a scripted answer to a REST call: a status (429 with
-// RetryAfter, Global and Scope), or Body as Discord's error message.
-type Fault struct {
-	Status     int
-	RetryAfter time.Duration
-	Global     bool
-	Scope      string // X-RateLimit-Scope: user (default), global, shared
-	Code       int    // Discord's JSON error code
-	Body       string // the error message
+	// cmu makes creates one at a time (a nonce sent twice at once makes
+	// one message). dmu orders dispatches: held while one is numbered and
+	// written, so a connection gets them in their order. Lock order: cmu →
+	// dmu → mu → the World's (a leaf).
+	cmu sync.Mutex
+	dmu sync.Mutex
+	mu  sync.Mutex // guards what follows; never held across a write
+	url string     // http://host:port, once known
+	// sess is the bot's current gateway session; conns the live
+	// connections.
+	sess    *session
+	conns   map[*conn]struct{}
+	acking  bool
+	nsess   int               // sessions made
+	guilds  map[string]string // channel id → guild id ("" a DM)
+	buckets map[string]*bucket
+	global  bucket
 }
 
 // New makes a fake Discord.
@@ -82,6 +88,9 @@ func New(opts *Options) *Server {
 	o := Options{}
 	if opts != nil {
 		o = *opts
+	}
+	if o.World == nil {
+		o.World = chatfake.New(nil)
 	}
 	if o.Token == "" {
 		o.Token = "fake-discord-token"
@@ -108,14 +117,15 @@ func New(opts *Options) *Server {
 		o.GlobalLimit = 50
 	}
 	s := &Server{
-		opts: o, w: newWorld(), acking: true,
-		conns: map[*conn]struct{}{}, faults: map[string][]Fault{},
-		calls: map[string]int{}, buckets: map[string]*bucket{},
+		opts: o, w: o.World, acking: true,
+		base:  uint64(o.World.Now().UnixMilli()-discordEpoch) << 22,
+		conns: map[*conn]struct{}{}, guilds: map[string]string{}, buckets: map[string]*bucket{},
 	}
+	s.w.AddUser(chatfake.User{ID: o.BotID, Name: o.BotName, Username: o.BotName, Bot: true})
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /gateway", s.serveGateway)
 	s.mux.HandleFunc("GET /resume", s.serveGateway)
-	s.mux.HandleFunc("GET /cdn/{channel}/{id}/{name}", s.serveCDN)
+	s.mux.HandleFunc("GET /cdn/{file}/{name}", s.serveCDN)
 	api := strings.TrimRight(o.APIPath, "/")
 	s.mux.HandleFunc("GET "+api+"/gateway/bot", s.rest(s.gatewayBot))
 	s.mux.HandleFunc("POST "+api+"/channels/{channel}/messages", s.rest(s.createMessage))
@@ -125,11 +135,14 @@ func New(opts *Options) *Server {
 	return s
 }
 
+// World is the fake's chat state.
+func (s *Server) World() *chatfake.World { return s.w }
+
 // ServeHTTP serves the gateway (/gateway, /resume) and the REST API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	if s.base == "" {
-		s.base = "http://" + r.Host
+	if s.url == "" {
+		s.url = "http://" + r.Host
 	}
 	s.mu.Unlock()
 	s.mux.ServeHTTP(w, r)
@@ -146,10 +159,10 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 		return "", err
 	}
 	s.SetBase("http://" + ln.Addr().String())
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s, ConnState: s.w.ConnState, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
-		s.Drop()
+		s.w.Drop()
 		_ = srv.Close()
 	}()
 	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed when ctx ends
@@ -160,7 +173,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 // resume_gateway_url and attachment URLs (an httptest server's URL).
 func (s *Server) SetBase(u string) {
 	s.mu.Lock()
-	s.base = strings.TrimRight(u, "/")
+	s.url = strings.TrimRight(u, "/")
 	s.mu.Unlock()
 }
 
@@ -168,17 +181,43 @@ func (s *Server) SetBase(u string) {
 func (s *Server) APIURL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.base + s.opts.APIPath
+	return s.url + s.opts.APIPath
 }
+
+// GatewayURL is the gateway's base, for connector.Config.GatewayURL.
+func (s *Server) GatewayURL() string { return s.wsBase() + "/gateway" }
 
 // Token is the bot token the fake accepts.
 func (s *Server) Token() string { return s.opts.Token }
 
 // Bot is the bot's user.
-func (s *Server) Bot() User { return User{ID: s.opts.BotID, Username: s.opts.BotName, Bot: true} }
+func (s *Server) Bot() chatfake.User {
+	return chatfake.User{ID: s.opts.BotID, Name: s.opts.BotName, Username: s.opts.BotName, Bot: true}
+}
 
 func (s *Server) wsBase() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return "ws" + strings.TrimPrefix(s.base, "http")
+	return "ws" + strings.TrimPrefix(s.url, "http")
+}
+
+// discordEpoch: snowflakes count milliseconds from 2015.
+const discordEpoch = 1420070400000
+
+// wireID is a World id as Discord shows it.
+func (s *Server) wireID(id string) string {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return id
+	}
+	return strconv.FormatUint(s.base+n, 10)
+}
+
+// worldID is a wire id's World id ("" for an id the World never made).
+func (s *Server) worldID(wire string) string {
+	n, err := strconv.ParseUint(wire, 10, 64)
+	if err != nil || n <= s.base {
+		return ""
+	}
+	return strconv.FormatUint(n-s.base, 10)
 }

@@ -3,7 +3,9 @@ package discordfake
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -76,10 +78,12 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &conn{ws: ws}
+	untrack := s.w.Track(c) // World.Drop closes it
 	s.mu.Lock()
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
+		untrack()
 		s.mu.Lock()
 		delete(s.conns, c)
 		if c.sess != nil && c.sess.conn == c {
@@ -87,9 +91,7 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		ws.CloseNow()
-		s.w.mu.Lock()
-		s.w.bump()
-		s.w.mu.Unlock()
+		s.notify("gateway.closed")
 	}()
 	ctx := r.Context()
 	hello := frame{Op: opHello, D: raw(map[string]any{"heartbeat_interval": s.opts.HeartbeatInterval.Milliseconds()})}
@@ -157,10 +159,8 @@ func (s *Server) identifyConn(ctx context.Context, c *conn, d json.RawMessage) b
 	s.dmu.Lock() // READY is the session's first dispatch
 	defer s.dmu.Unlock()
 	s.mu.Lock()
-	s.identify++
-	s.w.mu.Lock()
-	sid := "sess-" + s.w.id(time.Now())
-	s.w.mu.Unlock()
+	s.nsess++
+	sid := fmt.Sprintf("sess-%d", s.nsess)
 	old := s.sess
 	s.sess = &session{id: sid, intents: *id.Intents, conn: c}
 	if old != nil && old.conn != nil && old.conn != c {
@@ -173,7 +173,7 @@ func (s *Server) identifyConn(ctx context.Context, c *conn, d json.RawMessage) b
 		"guilds":             []any{}, "application": map[string]any{"id": s.opts.BotID},
 	})
 	s.mu.Unlock()
-	s.bump()
+	s.notify("IDENTIFY")
 	return c.send(ctx, ready) == nil
 }
 
@@ -199,7 +199,6 @@ func (s *Server) resumeConn(ctx context.Context, c *conn, d json.RawMessage) boo
 		s.mu.Unlock()
 		return c.send(ctx, frame{Op: opInvalidSession, D: raw(false)}) == nil
 	}
-	s.resumes++
 	var missed []frame
 	for _, f := range sess.log {
 		if *f.S > rs.Seq {
@@ -213,7 +212,7 @@ func (s *Server) resumeConn(ctx context.Context, c *conn, d json.RawMessage) boo
 	sess.conn, c.sess = c, sess
 	missed = append(missed, s.dispatchLocked(sess, "RESUMED", map[string]any{}))
 	s.mu.Unlock()
-	s.bump()
+	s.notify("RESUME")
 	for _, f := range missed {
 		if c.send(ctx, f) != nil {
 			return false
@@ -258,14 +257,17 @@ func (s *Server) dispatch(t string, d func(intents int) (any, bool)) {
 }
 
 func (s *Server) wsBaseLocked() string {
-	return "ws" + s.base[len("http"):]
+	return "ws" + strings.TrimPrefix(s.url, "http")
 }
 
-func (s *Server) bump() {
-	s.w.mu.Lock()
-	s.w.bump()
-	s.w.mu.Unlock()
+// notify counts a gateway event as a call of the World (Count(what)),
+// which wakes every Wait.
+func (s *Server) notify(what string) {
+	_, _ = s.w.Call(context.Background(), what)
 }
+
+// Close closes the connection without a close frame (World.Drop).
+func (c *conn) Close() error { return c.ws.CloseNow() }
 
 // StopAcking makes the gateway stop (true) or resume (false) answering
 // heartbeats: a zombie connection.
@@ -289,19 +291,9 @@ func (s *Server) InvalidateSession(resumable bool) {
 	s.toAll(frame{Op: opInvalidSession, D: raw(resumable)})
 }
 
-// Drop closes every gateway connection without a close frame, as a
-// network failure does; the session stays resumable.
-func (s *Server) Drop() {
-	s.mu.Lock()
-	var cs []*conn
-	for c := range s.conns {
-		cs = append(cs, c)
-	}
-	s.mu.Unlock()
-	for _, c := range cs {
-		c.ws.CloseNow()
-	}
-}
+// Drop closes every connection without a close frame, as a network
+// failure does (World.Drop); the gateway session stays resumable.
+func (s *Server) Drop() { s.w.Drop() }
 
 // CloseWith closes every gateway connection with code.
 func (s *Server) CloseWith(code int, reason string) {
@@ -337,16 +329,8 @@ func (s *Server) Connected() bool {
 	return s.sess != nil && s.sess.conn != nil
 }
 
-// Identifies and Resumes count the IDENTIFYs and RESUMEs accepted.
-func (s *Server) Identifies() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.identify
-}
+// Identifies counts the IDENTIFYs accepted.
+func (s *Server) Identifies() int { return s.w.Count("IDENTIFY") }
 
 // Resumes counts the RESUMEs accepted.
-func (s *Server) Resumes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.resumes
-}
+func (s *Server) Resumes() int { return s.w.Count("RESUME") }

@@ -8,12 +8,15 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"agentd/internal/connector/chatfake"
 )
 
 // maxContent is a message's length limit: 2000 characters.
@@ -50,28 +53,32 @@ func routeKey(r *http.Request) string {
 	return r.Method + " " + p
 }
 
-// rest wraps a REST handler with what every call gets: the token check,
-// scripted faults, rate limits with their headers, and JSON.
+// rest wraps a REST handler with what every call gets: a call of the
+// World (counted, held, or answered with a scripted fault), the token
+// check, rate limits with their headers, and JSON.
 func (s *Server) rest(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		key := routeKey(r)
+		fault, err := s.w.Call(r.Context(), key)
+		if err != nil {
+			return // the client went away while the call was held
+		}
 		if r.Header.Get("Authorization") != "Bot "+s.opts.Token {
 			writeErr(w, &restErr{status: http.StatusUnauthorized, msg: "401: Unauthorized"})
 			return
 		}
-		major := r.PathValue("channel")
 		s.mu.Lock()
-		s.calls[key]++
-		fault, faulted := s.takeFault(key)
-		limited, headers := s.limit(key, major, time.Now())
+		limited, headers := s.limit(key, r.PathValue("channel"), s.w.Now())
 		s.mu.Unlock()
 		for k, v := range headers {
 			w.Header().Set(k, v)
 		}
-		s.bump()
 		switch {
-		case faulted:
-			writeFault(w, fault)
+		case fault != nil && fault.Drop:
+			chatfake.DropConn(w)
+			return
+		case fault != nil:
+			writeFault(w, *fault)
 			return
 		case limited != nil:
 			writeFault(w, *limited)
@@ -91,24 +98,15 @@ func (s *Server) rest(h handler) http.HandlerFunc {
 	}
 }
 
-func (s *Server) takeFault(key string) (Fault, bool) {
-	fs := s.faults[key]
-	if len(fs) == 0 {
-		return Fault{}, false
-	}
-	s.faults[key] = fs[1:]
-	return fs[0], true
-}
-
 // limit counts a call in its bucket and the global one. It returns the
 // 429 to answer when either is spent, and the bucket's headers.
-func (s *Server) limit(key, major string, now time.Time) (*Fault, map[string]string) {
+func (s *Server) limit(key, major string, now time.Time) (*chatfake.Fault, map[string]string) {
 	if !now.Before(s.global.reset) {
 		s.global = bucket{reset: now.Add(time.Second)}
 	}
 	s.global.count++
 	if s.global.count > s.opts.GlobalLimit {
-		return &Fault{Status: http.StatusTooManyRequests, RetryAfter: s.global.reset.Sub(now), Global: true, Scope: "global"}, nil
+		return &chatfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: s.global.reset.Sub(now), Global: true}, nil
 	}
 	name := bucketName(key)
 	b := s.buckets[name+":"+major]
@@ -127,7 +125,7 @@ func (s *Server) limit(key, major string, now time.Time) (*Fault, map[string]str
 		"X-RateLimit-Bucket":      name,
 	}
 	if b.count > s.opts.BucketLimit {
-		return &Fault{Status: http.StatusTooManyRequests, RetryAfter: b.reset.Sub(now), Scope: "user"}, h
+		return &chatfake.Fault{Status: http.StatusTooManyRequests, RetryAfter: b.reset.Sub(now)}, h
 	}
 	return nil, h
 }
@@ -141,21 +139,21 @@ func bucketName(key string) string {
 	return fmt.Sprintf("%08x", h)
 }
 
-func writeFault(w http.ResponseWriter, f Fault) {
+// writeFault answers with a scripted fault in Discord's wire: a 429 with
+// retry_after, global and X-RateLimit-Scope (user, or global), or the
+// status with Body as the error's message.
+func writeFault(w http.ResponseWriter, f chatfake.Fault) {
 	if f.Status != http.StatusTooManyRequests {
 		msg := f.Body
 		if msg == "" {
 			msg = http.StatusText(f.Status)
 		}
-		writeErr(w, &restErr{status: f.Status, code: f.Code, msg: msg})
+		writeErr(w, &restErr{status: f.Status, msg: msg})
 		return
 	}
-	scope := f.Scope
-	if scope == "" {
-		scope = "user"
-		if f.Global {
-			scope = "global"
-		}
+	scope := "user"
+	if f.Global {
+		scope = "global"
 	}
 	secs := f.RetryAfter.Seconds()
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(secs))))
@@ -199,7 +197,7 @@ type createBody struct {
 	MessageReference *struct {
 		MessageID string `json:"message_id"`
 	} `json:"message_reference"`
-	Attachments []Attachment `json:"attachments"`
+	Attachments []json.RawMessage `json:"attachments"`
 }
 
 var errEmpty = &restErr{status: http.StatusBadRequest, code: 50006, msg: "Cannot send an empty message"}
@@ -238,43 +236,38 @@ func (s *Server) createMessage(r *http.Request) (any, *restErr) {
 		return nil, &restErr{status: http.StatusBadRequest, code: 50035, msg: "Invalid Form Body"}
 	}
 	ch := r.PathValue("channel")
-	now := time.Now()
-	bot := s.Bot()
-	s.w.mu.Lock()
-	c := s.w.channels[ch]
-	if c == nil {
-		s.w.mu.Unlock()
+	if _, ok := s.w.Chat(ch); !ok {
 		return nil, &restErr{status: http.StatusNotFound, code: 10003, msg: "Unknown Channel"}
 	}
-	nk := ch + "\x00" + bot.ID + "\x00" + nonce
-	if ne, ok := s.w.nonces[nk]; ok && b.EnforceNonce && nonce != "" && now.Sub(ne.at) < nonceWindow {
-		m := s.w.find(ch, ne.id)
-		out := wireMessage(m)
-		s.w.mu.Unlock()
-		return out, nil
+	s.cmu.Lock() // one create at a time: a nonce sent twice at once makes one message
+	defer s.cmu.Unlock()
+	if m, ok := s.w.FindNonce(ch, nonce); ok && b.EnforceNonce && s.w.Now().Sub(m.Versions[0].At) < nonceWindow {
+		return s.wireBot(m), nil
 	}
-	m := &Message{
-		ID: s.w.id(now), ChannelID: ch, GuildID: c.guild, Author: bot, Content: content,
-		Nonce: nonce, Edits: []string{content}, At: now, Attachments: files,
-		Pings: b.AllowedMentions == nil || len(b.AllowedMentions.Parse) > 0,
+	m := chatfake.Message{Chat: ch, Nonce: nonce}
+	if b.AllowedMentions != nil {
+		am, _ := json.Marshal(b.AllowedMentions)
+		m.Meta = string(am)
 	}
 	if b.MessageReference != nil {
-		m.ReplyTo = b.MessageReference.MessageID
+		m.ReplyTo = s.worldID(b.MessageReference.MessageID)
 	}
-	c.messages = append(c.messages, m)
-	if nonce != "" {
-		s.w.nonces[nk] = nonceEntry{id: m.ID, at: now}
+	if len(files) > 0 {
+		m.File = &files[0]
 	}
-	out := wireMessage(m)
-	s.w.bump()
-	s.w.mu.Unlock()
-	s.dispatchMessage(out, m.GuildID)
+	m = s.w.Create(m, content, "")
+	out := s.wireBot(m)
+	s.dispatchMessage(out, s.guild(ch))
 	return out, nil
 }
 
+// nonceWindow is how long an enforced nonce returns its first message:
+// Discord says "the past few minutes".
+const nonceWindow = 5 * time.Minute
+
 // readCreate decodes a create's body: JSON, or multipart with
 // payload_json and files[n].
-func readCreate(r *http.Request, b *createBody) ([]Attachment, *restErr) {
+func readCreate(r *http.Request, b *createBody) ([]chatfake.File, *restErr) {
 	bad := &restErr{status: http.StatusBadRequest, code: 50109, msg: "The request body contains invalid JSON."}
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	body := io.LimitReader(r.Body, 26<<20)
@@ -285,7 +278,7 @@ func readCreate(r *http.Request, b *createBody) ([]Attachment, *restErr) {
 		return nil, nil
 	}
 	mr := multipart.NewReader(body, params["boundary"])
-	var files []Attachment
+	var files []chatfake.File
 	for {
 		p, err := mr.NextPart()
 		if err == io.EOF {
@@ -304,8 +297,7 @@ func readCreate(r *http.Request, b *createBody) ([]Attachment, *restErr) {
 				return nil, bad
 			}
 		case strings.HasPrefix(name, "files["):
-			files = append(files, Attachment{ID: strconv.Itoa(len(files)), Filename: p.FileName(),
-				ContentType: p.Header.Get("Content-Type"), Size: int64(len(data)), Data: data})
+			files = append(files, chatfake.File{Name: p.FileName(), Type: p.Header.Get("Content-Type"), Data: data})
 		}
 	}
 	return files, nil
@@ -316,28 +308,35 @@ func (s *Server) editMessage(r *http.Request) (any, *restErr) {
 	if json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&b) != nil {
 		return nil, &restErr{status: http.StatusBadRequest, code: 50109, msg: "The request body contains invalid JSON."}
 	}
-	ch, id := r.PathValue("channel"), r.PathValue("id")
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	m := s.w.find(ch, id)
-	if m == nil {
+	ch, id := r.PathValue("channel"), s.worldID(r.PathValue("id"))
+	m, ok := s.w.Message(ch, id)
+	if !ok {
+		if _, posted := s.post(ch, id); posted {
+			return nil, &restErr{status: http.StatusForbidden, code: 50005, msg: "Cannot edit a message authored by another user"}
+		}
 		return nil, &restErr{status: http.StatusNotFound, code: 10008, msg: "Unknown Message"}
-	}
-	if m.Author.ID != s.opts.BotID {
-		return nil, &restErr{status: http.StatusForbidden, code: 50005, msg: "Cannot edit a message authored by another user"}
 	}
 	if b.Content != nil {
 		if utf8.RuneCountInString(*b.Content) > maxContent {
 			return nil, tooLong("content")
 		}
-		if *b.Content == "" && len(m.Attachments) == 0 {
+		if *b.Content == "" && m.File == nil {
 			return nil, errEmpty
 		}
-		m.Content = *b.Content
-		m.Edits = append(m.Edits, *b.Content)
-		s.w.bump()
+		s.w.Edit(ch, id, *b.Content, "") // the same text again is accepted
+		m, _ = s.w.Message(ch, id)
 	}
-	return wireMessage(m), nil
+	return s.wireBot(m), nil
+}
+
+// post finds a person's message.
+func (s *Server) post(ch, id string) (chatfake.Post, bool) {
+	for _, p := range s.w.Posts(1) {
+		if p.Chat == ch && p.ID == id {
+			return p, true
+		}
+	}
+	return chatfake.Post{}, false
 }
 
 func (s *Server) listMessages(r *http.Request) (any, *restErr) {
@@ -350,80 +349,122 @@ func (s *Server) listMessages(r *http.Request) (any, *restErr) {
 		}
 		limit = n
 	}
-	after := q.Get("after")
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	c := s.w.channels[r.PathValue("channel")]
-	if c == nil {
+	ch, after := r.PathValue("channel"), q.Get("after")
+	if _, ok := s.w.Chat(ch); !ok {
 		return nil, &restErr{status: http.StatusNotFound, code: 10003, msg: "Unknown Channel"}
 	}
-	var out []map[string]any
-	for _, m := range c.messages {
-		if after != "" && !idLess(after, m.ID) {
+	var all []map[string]any
+	for _, p := range s.w.Posts(1) {
+		if p.Chat == ch {
+			all = append(all, s.wirePost(p))
+		}
+	}
+	for _, m := range s.w.Messages(ch) {
+		all = append(all, s.wireBot(m))
+	}
+	slices.SortFunc(all, func(a, b map[string]any) int {
+		return cmpID(a["id"].(string), b["id"].(string))
+	})
+	out := []map[string]any{}
+	for _, m := range all {
+		if after != "" && cmpID(m["id"].(string), after) <= 0 {
 			continue
 		}
 		if len(out) == limit {
 			break
 		}
-		w := wireMessage(m)
-		delete(w, "guild_id") // REST messages do not carry it
-		out = append(out, w)
+		delete(m, "guild_id") // REST messages do not carry it
+		out = append(out, m)
 	}
 	slices.Reverse(out) // newest first, as Discord answers
-	if out == nil {
-		out = []map[string]any{}
-	}
 	return out, nil
 }
 
 func (s *Server) typing(r *http.Request) (any, *restErr) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	if s.w.channels[r.PathValue("channel")] == nil {
+	if _, ok := s.w.Chat(r.PathValue("channel")); !ok {
 		return nil, &restErr{status: http.StatusNotFound, code: 10003, msg: "Unknown Channel"}
 	}
 	return nil, nil
 }
 
-// serveCDN serves a person's attachment.
+// serveCDN serves a person's attachment (a World file).
 func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request) {
-	s.w.mu.Lock()
-	m := s.w.find(r.PathValue("channel"), r.PathValue("id"))
-	var a *Attachment
-	if m != nil {
-		for i := range m.Attachments {
-			if m.Attachments[i].Filename == r.PathValue("name") {
-				a = &m.Attachments[i]
-			}
-		}
-	}
-	s.w.mu.Unlock()
-	if a == nil {
+	f, ok := s.w.File(r.PathValue("file"))
+	if !ok || f.Name != r.PathValue("name") {
 		http.NotFound(w, r)
 		return
 	}
-	if a.ContentType != "" {
-		w.Header().Set("Content-Type", a.ContentType)
+	if f.Type != "" {
+		w.Header().Set("Content-Type", f.Type)
 	}
-	_, _ = w.Write(a.Data)
+	_, _ = w.Write(f.Data)
 }
 
-// wireMessage is m as Discord sends it.
-func wireMessage(m *Message) map[string]any {
-	out := map[string]any{
-		"id": m.ID, "channel_id": m.ChannelID, "author": m.Author, "content": m.Content,
-		"timestamp": m.At.UTC().Format(time.RFC3339Nano), "mentions": orEmpty(m.Mentions),
-		"attachments": orEmpty(m.Attachments), "type": 0,
-	}
-	if m.GuildID != "" {
-		out["guild_id"] = m.GuildID
-	}
+// wireBot is a bot message as Discord sends it.
+func (s *Server) wireBot(m chatfake.Message) map[string]any {
+	out := s.wire(m.ID, m.Chat, s.wireUser(s.Bot()), m.Text(), m.ReplyTo, m.Versions[0].At)
 	if m.Nonce != "" {
 		out["nonce"] = m.Nonce
 	}
-	if m.ReplyTo != "" {
+	if f := m.File; f != nil {
+		out["attachments"] = []map[string]any{{"id": "0", "filename": f.Name, "content_type": f.Type, "size": len(f.Data)}}
+	}
+	if len(m.Versions) > 1 {
+		out["edited_timestamp"] = m.Versions[len(m.Versions)-1].At.UTC().Format(time.RFC3339Nano)
+	}
+	return out
+}
+
+// wirePost is a person's message as Discord sends it.
+func (s *Server) wirePost(p chatfake.Post) map[string]any {
+	u, _ := s.w.User(p.User)
+	out := s.wire(p.ID, p.Chat, s.wireUser(u), p.Text, p.ReplyTo, p.At)
+	var mentions []map[string]any
+	for _, sub := range mentionRE.FindAllStringSubmatch(p.Text, -1) {
+		mu, ok := s.w.User(sub[1])
+		if !ok {
+			mu = chatfake.User{ID: sub[1]}
+		}
+		mentions = append(mentions, s.wireUser(mu))
+	}
+	out["mentions"] = orEmpty(mentions)
+	var atts []map[string]any
+	s.mu.Lock()
+	base := s.url
+	s.mu.Unlock()
+	for _, f := range p.Files {
+		atts = append(atts, map[string]any{
+			"id": f.ID, "filename": f.Name, "content_type": f.Type, "size": len(f.Data),
+			"url": base + "/cdn/" + url.PathEscape(f.ID) + "/" + url.PathEscape(f.Name),
+		})
+	}
+	out["attachments"] = orEmpty(atts)
+	return out
+}
+
+func (s *Server) wire(id, ch string, author map[string]any, text, replyTo string, at time.Time) map[string]any {
+	out := map[string]any{
+		"id": s.wireID(id), "channel_id": ch, "author": author, "content": text,
+		"timestamp": at.UTC().Format(time.RFC3339Nano), "mentions": []any{},
+		"attachments": []any{}, "type": 0,
+	}
+	if guild := s.guild(ch); guild != "" {
+		out["guild_id"] = guild
+	}
+	if replyTo != "" {
 		out["type"] = 19
-		out["message_reference"] = map[string]string{"message_id": m.ReplyTo, "channel_id": m.ChannelID}
+		out["message_reference"] = map[string]string{"message_id": s.wireID(replyTo), "channel_id": ch}
+	}
+	return out
+}
+
+func (s *Server) wireUser(u chatfake.User) map[string]any {
+	out := map[string]any{"id": u.ID, "username": u.Username, "global_name": u.Name}
+	if u.Username == "" {
+		out["username"] = u.Name
+	}
+	if u.Bot {
+		out["bot"] = true
 	}
 	return out
 }
@@ -435,11 +476,12 @@ func orEmpty[T any](s []T) []T {
 	return s
 }
 
-func idLess(a, b string) bool {
+// cmpID orders snowflakes: a shorter decimal is smaller.
+func cmpID(a, b string) int {
 	if len(a) != len(b) {
-		return len(a) < len(b)
+		return len(a) - len(b)
 	}
-	return a < b
+	return strings.Compare(a, b)
 }
 
 var mentionRE = regexp.MustCompile(`<@!?(\d+)>`)
