@@ -65,8 +65,9 @@ type Platform struct {
 	limits *limiter
 	log    *slog.Logger
 
-	mu  sync.Mutex // guards bot
-	bot string     // the bot's user id, from READY
+	mu      sync.Mutex // guards bot and botName
+	bot     string     // the bot's user id, from READY
+	botName string     // "@" + its username
 }
 
 // New is the Discord connector.Factory. It does no I/O.
@@ -121,10 +122,17 @@ func (p *Platform) botID() string {
 	return p.bot
 }
 
-func (p *Platform) setBot(id string) {
+func (p *Platform) setBot(id, name string) {
 	p.mu.Lock()
-	p.bot = id
+	p.bot, p.botName = id, "@"+name
 	p.mu.Unlock()
+}
+
+// name is the bot's name for PlatformDeps.State.
+func (p *Platform) name() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.botName
 }
 
 // kept are the errors a redacted error still wraps: what callers decide

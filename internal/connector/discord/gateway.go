@@ -277,11 +277,11 @@ func (p *Platform) handle(ctx context.Context, h connector.Handler, s *session, 
 			return false, fmt.Errorf("discord: READY: %w", err)
 		}
 		s.id, s.resumeURL, s.catchupDue = d.SessionID, d.ResumeURL, true
-		p.setBot(d.User.ID)
-		p.deps.State(connector.StateConnected, "@"+d.User.Username, nil)
+		p.setBot(d.User.ID, d.User.Username)
+		p.deps.State(connector.StateConnected, p.name(), nil)
 		ready = true
 	case "RESUMED":
-		p.deps.State(connector.StateConnected, p.botID(), nil)
+		p.deps.State(connector.StateConnected, p.name(), nil)
 		ready = true
 	case "MESSAGE_CREATE":
 		var m message

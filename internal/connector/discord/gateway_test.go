@@ -2,6 +2,7 @@ package discord
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -148,5 +149,27 @@ func TestCloseCodesThatNoReconnectMends(t *testing.T) {
 				t.Errorf("last state = %q", last)
 			}
 		})
+	}
+}
+
+func TestFirstConnectCatchesUp(t *testing.T) {
+	r := newRig(t, nil, nil)
+	// agentd knew the chat; while it was down (no session), 120 messages
+	// came: more than two pages of the catch-up.
+	first := r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "known"})
+	r.h.got = []connector.Inbound{{Key: "dc:" + first, Chat: dm("300"), MessageID: first, Text: "known"}}
+	want := []string{"known"}
+	for i := range 120 {
+		text := fmt.Sprintf("m%d", i)
+		r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: text})
+		want = append(want, text)
+	}
+	r.run(catchupRecorder{r.h})
+	r.h.waitFor(t, len(want))
+	if d := cmp.Diff(want, r.h.texts()); d != "" {
+		t.Errorf("texts (-want +got):\n%s", d)
+	}
+	if n := r.fake.Calls("GET /channels/{id}/messages"); n != 3 {
+		t.Errorf("pages read = %d, want 3", n)
 	}
 }

@@ -53,10 +53,17 @@ func (p *Platform) inbound(m message) (connector.Inbound, bool) {
 	return in, true
 }
 
-// removeMention removes <@id> and <@!id> (the nickname form) of the bot.
+// removeMention removes <@id> and <@!id> (the nickname form) of the bot,
+// until none is left ("<@<@id>id>" leaves one after a single pass).
 func removeMention(s, id string) string {
-	s = strings.ReplaceAll(s, "<@"+id+">", "")
-	return strings.ReplaceAll(s, "<@!"+id+">", "")
+	for {
+		t := strings.ReplaceAll(s, "<@"+id+">", "")
+		t = strings.ReplaceAll(t, "<@!"+id+">", "")
+		if t == s {
+			return s
+		}
+		s = t
+	}
 }
 
 func displayName(u user) string {

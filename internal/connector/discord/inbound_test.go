@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,7 +16,7 @@ func TestInbound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.setBot(bot)
+	p.setBot(bot, "agentd-bot")
 	al := user{ID: "22", Username: "alice", GlobalName: "Alice"}
 	for _, tc := range []struct {
 		name string
@@ -73,4 +74,28 @@ func TestSnowflakes(t *testing.T) {
 	if got := snowflakeTime(snowflakeAt(at)); !got.Equal(at) {
 		t.Errorf("snowflakeAt round trip = %s, want %s", got, at)
 	}
+}
+
+// FuzzRemoveMention checks the bot's mention never survives removal, and
+// that removal only removes: what is left is the text with every mention
+// the regexp package finds taken out, repeatedly.
+func FuzzRemoveMention(f *testing.F) {
+	const id = "1000"
+	for _, s := range []string{"<@1000> hi", "<@<@1000>1000>", "<@!1000>", "a <@2000> b", "<@!<@1000>1000>"} {
+		f.Add(s)
+	}
+	re := regexp.MustCompile(`<@!?` + id + `>`)
+	f.Fuzz(func(t *testing.T, s string) {
+		got := removeMention(s, id)
+		if re.MatchString(got) {
+			t.Fatalf("removeMention(%q) = %q: a mention is left", s, got)
+		}
+		want := s
+		for re.MatchString(want) {
+			want = re.ReplaceAllString(want, "")
+		}
+		if got != want {
+			t.Fatalf("removeMention(%q) = %q, want %q", s, got, want)
+		}
+	})
 }
