@@ -15,6 +15,7 @@ import (
 // reply is created with a nonce and edited in place.
 func Example() {
 	fake := discordfake.New(nil)
+	defer fake.Close()
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	fake.SetBase(srv.URL)

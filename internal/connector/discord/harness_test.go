@@ -33,7 +33,7 @@ func newRig(t *testing.T, opts *discordfake.Options, edit func(*connector.Config
 	fake := discordfake.New(opts)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	t.Cleanup(fake.Drop)
+	t.Cleanup(fake.Close)
 	fake.SetBase(srv.URL)
 	r := &rig{t: t, fake: fake, h: newRecorder()}
 	r.cfg = connector.Config{Name: "dc", Token: fake.Token(), APIURL: fake.APIURL()}

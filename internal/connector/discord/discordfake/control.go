@@ -31,10 +31,23 @@ func (s *Server) AddThread(id, parent string) {
 	s.w.AddChat(chatfake.Chat{ID: id, Kind: chatfake.Group, Parent: parent})
 }
 
+// guild is channel ch's guild ("" a DM): as AddChannel or AddThread
+// made it, else from the World's chat (a group is in Options.Guild).
 func (s *Server) guild(ch string) string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.guilds[ch]
+	g, ok := s.guilds[ch]
+	s.mu.Unlock()
+	if ok {
+		return g
+	}
+	c, ok := s.w.Chat(ch)
+	switch {
+	case !ok || c.Kind != chatfake.Group:
+		return ""
+	case c.Parent != "" && c.Parent != ch:
+		return s.guild(c.Parent)
+	}
+	return s.opts.Guild
 }
 
 // UserMessage is what a person sends.
@@ -47,9 +60,9 @@ type UserMessage struct {
 	Files   []chatfake.File
 }
 
-// SendAsUser posts a person's message and dispatches MESSAGE_CREATE to
-// the bot's session (kept for a RESUME when no connection is live). It
-// returns the message's id.
+// SendAsUser posts a person's message to the World and returns once it
+// was dispatched as MESSAGE_CREATE to the bot's session (or kept for a
+// RESUME when no connection is live). It returns the message's id.
 func (s *Server) SendAsUser(in UserMessage) string {
 	if _, ok := s.w.Chat(in.Channel); !ok {
 		s.AddChannel(in.Channel, in.Guild)
@@ -59,12 +72,12 @@ func (s *Server) SendAsUser(in UserMessage) string {
 	}
 	p := s.w.Send(chatfake.Post{Chat: in.Channel, User: in.Author.ID, Text: in.Content,
 		ReplyTo: s.worldID(in.ReplyTo), Files: in.Files})
-	wire := s.wirePost(p)
-	if ref, ok := s.w.Message(p.Chat, p.ReplyTo); ok {
-		wire["referenced_message"] = s.wireBot(ref)
-	}
-	s.dispatchMessage(wire, s.guild(p.Chat))
-	return wire["id"].(string)
+	_ = s.w.Wait(context.Background(), func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.followed >= p.Seq
+	})
+	return s.wireID(p.ID)
 }
 
 // dispatchMessage sends MESSAGE_CREATE as the session's intents let it:

@@ -36,6 +36,7 @@ type Options struct {
 	BotID   string          // the bot's user id; default "1000000000000000001"
 	BotName string          // the bot's username; default "agentd-bot"
 	APIPath string          // where the REST API is served; default "/api/v10"
+	Guild   string          // the guild of a World group chat not added by AddChannel; default "900000000000000001"
 	// NoMessageContent: the app's Message Content intent is not granted in
 	// the Developer Portal: an IDENTIFY asking for it is closed with 4014.
 	NoMessageContent bool
@@ -63,6 +64,10 @@ type Server struct {
 	w    *chatfake.World
 	base uint64 // the snowflake of World id 0
 	mux  *http.ServeMux
+	// stop ends the follower, the goroutine that dispatches the World's
+	// posts (Close); done is closed when it returned.
+	stop context.CancelFunc
+	done chan struct{}
 
 	// cmu makes creates one at a time (a nonce sent twice at once makes
 	// one message). dmu orders dispatches: held while one is numbered and
@@ -74,13 +79,15 @@ type Server struct {
 	url string     // http://host:port, once known
 	// sess is the bot's current gateway session; conns the live
 	// connections.
-	sess    *session
-	conns   map[*conn]struct{}
-	acking  bool
-	nsess   int               // sessions made
-	guilds  map[string]string // channel id → guild id ("" a DM)
-	buckets map[string]*bucket
-	global  bucket
+	sess   *session
+	conns  map[*conn]struct{}
+	acking bool
+	nsess  int // sessions made
+	// followed is the Seq of the last World post dispatched.
+	followed int64
+	guilds   map[string]string // channel id → guild id ("" a DM)
+	buckets  map[string]*bucket
+	global   bucket
 }
 
 // New makes a fake Discord.
@@ -103,6 +110,9 @@ func New(opts *Options) *Server {
 	}
 	if o.APIPath == "" {
 		o.APIPath = "/api/v10"
+	}
+	if o.Guild == "" {
+		o.Guild = "900000000000000001"
 	}
 	if o.HeartbeatInterval <= 0 {
 		o.HeartbeatInterval = 41250 * time.Millisecond
@@ -132,7 +142,45 @@ func New(opts *Options) *Server {
 	s.mux.HandleFunc("PATCH "+api+"/channels/{channel}/messages/{id}", s.rest(s.editMessage))
 	s.mux.HandleFunc("GET "+api+"/channels/{channel}/messages", s.rest(s.listMessages))
 	s.mux.HandleFunc("POST "+api+"/channels/{channel}/typing", s.rest(s.typing))
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop, s.done = stop, make(chan struct{})
+	go s.follow(ctx)
 	return s
+}
+
+// Close ends the fake's goroutine and drops every connection.
+func (s *Server) Close() {
+	s.stop()
+	<-s.done
+	s.w.Drop()
+}
+
+// follow dispatches every post the World gets (SendAsUser, the control
+// API's /_fake/send), in order, as MESSAGE_CREATE, until ctx ends.
+func (s *Server) follow(ctx context.Context) {
+	defer close(s.done)
+	for {
+		changed := s.w.Changed()
+		s.mu.Lock()
+		from := s.followed + 1
+		s.mu.Unlock()
+		for _, p := range s.w.Posts(from) {
+			wire := s.wirePost(p)
+			if ref, ok := s.w.Message(p.Chat, p.ReplyTo); ok {
+				wire["referenced_message"] = s.wireBot(ref)
+			}
+			s.dispatchMessage(wire, s.guild(p.Chat))
+			s.mu.Lock()
+			s.followed = p.Seq
+			s.mu.Unlock()
+			s.notify("MESSAGE_CREATE")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
 }
 
 // World is the fake's chat state.
@@ -162,7 +210,7 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	srv := &http.Server{Handler: s, ConnState: s.w.ConnState, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
-		s.w.Drop()
+		s.Close()
 		_ = srv.Close()
 	}()
 	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed when ctx ends
