@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,11 +26,12 @@ const (
 	invalidStop = 5000
 )
 
-// errBudget: too many invalid requests lately; every call waits a minute
-// (the caller sees a global *connector.RetryAfter).
+// errSpent: too many invalid requests lately; every call waits a minute
+// (the caller sees a global *connector.RetryAfter too).
+var errSpent = errors.New("discord: too many refused requests in 10 minutes, sending paused")
+
 func errBudget() error {
-	return fmt.Errorf("discord: too many refused requests in 10 minutes, sending paused: %w",
-		&connector.RetryAfter{D: time.Minute, Global: true})
+	return fmt.Errorf("%w: %w", errSpent, &connector.RetryAfter{D: time.Minute, Global: true})
 }
 
 // limiter holds what Discord's headers said. Its mu is a leaf lock: held

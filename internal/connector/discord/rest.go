@@ -34,6 +34,10 @@ type apiError struct {
 // into out (nil: ignored). body is JSON unless contentType says otherwise.
 func (p *Platform) call(ctx context.Context, method, path string, r route, body []byte, contentType string, out any) error {
 	if err := p.limits.wait(ctx, r); err != nil {
+		if errors.Is(err, errSpent) {
+			// Discord bans an IP past 10,000 in 10 minutes: say so.
+			p.deps.State(connector.StateDegraded, p.name(), err)
+		}
 		return p.redactErr(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, p.api+path, bytes.NewReader(body))

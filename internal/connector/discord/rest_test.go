@@ -175,3 +175,22 @@ func TestFetchAttachment(t *testing.T) {
 		t.Errorf("Fetch over max = %v, want ErrTooLong", err)
 	}
 }
+
+func TestInvalidRequestBudgetDegrades(t *testing.T) {
+	r := newRig(t, &discordfake.Options{BucketLimit: 100}, nil)
+	r.fake.AddChannel("300", "")
+	for range invalidStop {
+		r.p.limits.update(channelRoute("POST", "300", "/messages"), nil, http.StatusForbidden, nil, time.Now())
+	}
+	_, err := r.p.Send(t.Context(), connector.Outgoing{Chat: dm("300"), Text: "x"})
+	if ra, ok := errors.AsType[*connector.RetryAfter](err); !ok || !ra.Global {
+		t.Fatalf("Send past the budget = %v, want a global RetryAfter", err)
+	}
+	if n := r.fake.Calls(routeCreate); n != 0 {
+		t.Errorf("create calls = %d, want none past the budget", n)
+	}
+	states := r.stateLog()
+	if len(states) == 0 || !strings.HasPrefix(states[len(states)-1], connector.StateDegraded) {
+		t.Errorf("states = %q, want degraded last", states)
+	}
+}
