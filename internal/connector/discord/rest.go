@@ -171,6 +171,14 @@ func (p *Platform) Send(ctx context.Context, m connector.Outgoing) (connector.Se
 	if err != nil {
 		return connector.Sent{}, err
 	}
+	if out.Content != b.Content && m.Nonce != "" {
+		// Discord returned the message an earlier create with this nonce
+		// made, as it was then (a stream's first text whose answer was
+		// lost): it gets the text asked for now.
+		if err := p.Edit(ctx, m, out.ID); err != nil {
+			return connector.Sent{}, err
+		}
+	}
 	return connector.Sent{ID: out.ID, At: parseTime(out.Timestamp, p.deps.Now())}, nil
 }
 

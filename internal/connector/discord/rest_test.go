@@ -194,3 +194,23 @@ func TestInvalidRequestBudgetDegrades(t *testing.T) {
 		t.Errorf("states = %q, want degraded last", states)
 	}
 }
+
+// A create made again with its nonce after the first one's answer was
+// lost (a stream's partial text made the message): Discord returns the
+// first message as it is, so Send edits it to the text asked for.
+func TestSendAgainWithNewerTextEdits(t *testing.T) {
+	r := newRig(t, &discordfake.Options{BucketLimit: 100}, nil)
+	r.fake.AddChannel("300", "")
+	a, err := r.p.Send(t.Context(), connector.Outgoing{Chat: dm("300"), Text: "Once upon", Nonce: "a2p0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.p.Send(t.Context(), connector.Outgoing{Chat: dm("300"), Text: "Once upon a time.", Nonce: "a2p0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bots := r.fake.BotMessages("300")
+	if a.ID != b.ID || len(bots) != 1 || bots[0].Text() != "Once upon a time." {
+		t.Errorf("ids %s %s, messages %+v: want one message with the newer text", a.ID, b.ID, bots)
+	}
+}
