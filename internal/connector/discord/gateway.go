@@ -61,7 +61,6 @@ type session struct {
 	id        string
 	resumeURL string
 	seq       int64 // the last dispatch handled; the resume point
-	hasSeq    bool
 	// catchupDue: a fresh IDENTIFY's READY came and its catch-up has not
 	// finished yet.
 	catchupDue bool
@@ -71,12 +70,12 @@ type session struct {
 
 // reset forgets the session: the next connection IDENTIFYs.
 func (s *session) reset() {
-	s.id, s.resumeURL, s.seq, s.hasSeq, s.catchupDue = "", "", 0, false, false
+	s.id, s.resumeURL, s.seq, s.catchupDue = "", "", 0, false
 	s.beat.Store(0)
 }
 
 func (s *session) setSeq(n int64) {
-	s.seq, s.hasSeq = n, true
+	s.seq = n
 	s.beat.Store(n + 1)
 }
 

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -420,7 +421,7 @@ func (s *Server) wirePost(p chatfake.Post) map[string]any {
 	u, _ := s.w.User(p.User)
 	out := s.wire(p.ID, p.Chat, s.wireUser(u), p.Text, p.ReplyTo, p.At)
 	var mentions []map[string]any
-	for _, sub := range mentionRE.FindAllStringSubmatch(p.Text, -1) {
+	for _, sub := range mentionRE().FindAllStringSubmatch(p.Text, -1) {
 		mu, ok := s.w.User(sub[1])
 		if !ok {
 			mu = chatfake.User{ID: sub[1]}
@@ -484,4 +485,5 @@ func cmpID(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-var mentionRE = regexp.MustCompile(`<@!?(\d+)>`)
+// mentionRE finds the user mentions in a text, made when first needed.
+var mentionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<@!?(\d+)>`) })
