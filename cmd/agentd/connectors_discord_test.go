@@ -8,8 +8,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -227,4 +230,58 @@ func TestDiscordIntentMissing(t *testing.T) {
 	}
 	r.d.stop(t)
 	r.noSecret(t)
+}
+
+// agentd fakechat discord serves a fake Discord: its /gateway/bot names
+// its gateway, and a person's message sent through the control API is in
+// the channel's messages.
+func TestFakechatDiscord(t *testing.T) {
+	addr := "127.0.0.1:" + itoa(int64(freePort(t)))
+	cmd := exec.Command(agentdBin, "fakechat", "discord", "--addr", addr)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	base := "http://" + addr
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("Authorization", "Bot fake-discord-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "listening on") {
+		if time.Now().After(deadline) {
+			t.Fatalf("fakechat discord did not start:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, body := get("/api/v10/gateway/bot"); code != 200 || !strings.Contains(body, `"url":"ws://`+addr+`/gateway"`) {
+		t.Errorf("/gateway/bot: %d %s", code, body)
+	}
+	if code, err := httpPostJSON(base+"/_fake/send", `{"chat":"42","user":"42","text":"hi from the control API"}`); err != nil || code != 200 {
+		t.Fatalf("/_fake/send: %d %v", code, err)
+	}
+	if code, body := get("/api/v10/channels/42/messages"); code != 200 || !strings.Contains(body, "hi from the control API") {
+		t.Errorf("the channel's messages: %d %s", code, body)
+	}
+	if !strings.Contains(out.String(), "fake-discord-token") {
+		t.Errorf("fakechat discord does not say its token:\n%s", out.String())
+	}
+}
+
+func httpPostJSON(url, body string) (int, error) {
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
