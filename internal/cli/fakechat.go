@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentd/internal/connector/chatfake"
+	"agentd/internal/connector/discord/discordfake"
 	"agentd/internal/connector/telegram/telegramfake"
 )
 
@@ -22,16 +23,24 @@ var fakeChats = map[string]func(ctx context.Context, w *chatfake.World, base str
 		go func() { <-ctx.Done(); s.Close() }()
 		return s, fmt.Sprintf("  api_url: %s\n  token:   %s (bot @%s)\n", base, s.Token(), s.Bot().Username)
 	},
+	"discord": func(ctx context.Context, w *chatfake.World, base string) (http.Handler, string) {
+		s := discordfake.New(&discordfake.Options{World: w})
+		s.SetBase(base)
+		go func() { <-ctx.Done(); s.Close() }()
+		return s, fmt.Sprintf("  api_url: %s\n  token:   %s (bot @%s, id %s: mention it as <@%s>)\n",
+			s.APIURL(), s.Token(), s.Bot().Username, s.Bot().ID, s.Bot().ID)
+	},
 }
 
 func (e *env) fakechatCmd() *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
-		Use:    "fakechat telegram",
-		Short:  "Run a fake chat platform server (Telegram Bot API) for demos and tests",
+		Use:    "fakechat telegram|discord",
+		Short:  "Run a fake chat platform server (Telegram Bot API, Discord gateway and REST) for demos and tests",
 		Long:   "Run a fake chat platform that speaks the platform's wire, with a control API:\nPOST /_fake/send {\"chat\",\"user\",\"text\"} says something as a person,\nGET /_fake/messages lists the bot's messages with every edit.",
 		Hidden: true,
 		Example: "  agentd fakechat telegram\n" +
+			"  agentd fakechat discord --addr 127.0.0.1:8402\n" +
 			"  agentd fakechat telegram --addr 127.0.0.1:8401",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
