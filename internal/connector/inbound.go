@@ -280,21 +280,10 @@ func (in *instance) help() string {
 	return b.String()
 }
 
-// notice puts a connector's own message to a chat in the outbox; to a
-// chat with no session yet (the outbox keeps a session's rows only) it is
-// sent at once, best effort.
+// notice puts a connector's own message to a chat in the outbox (see
+// Manager.notice).
 func (in *instance) notice(ctx context.Context, c Chat, session int64, text string) error {
-	if session == 0 {
-		in.say(ctx, c, "", text)
-		return nil
-	}
-	_, _, err := in.m.st.OpenOutbox(ctx, store.OutboxItem{Connector: in.name, Chat: c.Key(), SessionID: session,
-		Kind: store.OutNotice, State: store.OutPending, Text: text, SendingPart: -1, NextAt: in.m.o.Now()})
-	if err != nil {
-		return fmt.Errorf("connector: %s: notice: %w", in.name, err)
-	}
-	in.wake()
-	return nil
+	return in.m.notice(ctx, in.name, c, session, text)
 }
 
 // address is a session's address.

@@ -86,22 +86,23 @@ func TestChatCommands(t *testing.T) {
 	}
 	say("1", "/reset")
 	say("2", "/help")
+	waitFor(t, "the notices", func() bool { return r.settled(2)() && len(r.p.texts()) == 2 })
 	got := r.p.texts()
 	if len(got) != 2 || !strings.Contains(got[0], "not talked") || !strings.Contains(got[1], "/standup <days>: the team's standup") {
 		t.Fatalf("messages = %q", got)
 	}
 	say("3", "/standup 3")
-	waitFor(t, "the reply", r.settled(1))
+	waitFor(t, "the reply", r.settled(3))
 	if got := r.p.texts(); got[2] != "re: Write the standup of the last 3 days" {
 		t.Errorf("reply = %q", got[2])
 	}
 	say("4", "/standup bad")
-	waitFor(t, "the usage notice", func() bool { return r.settled(2)() && len(r.p.texts()) == 4 })
+	waitFor(t, "the usage notice", func() bool { return r.settled(4)() && len(r.p.texts()) == 4 })
 	if got := r.p.texts(); !strings.Contains(got[3], "days must be a number") {
 		t.Errorf("usage = %q", got[3])
 	}
 	say("5", "/reset")
-	waitFor(t, "the reset notice", func() bool { return r.settled(3)() && len(r.p.texts()) == 5 })
+	waitFor(t, "the reset notice", func() bool { return r.settled(5)() && len(r.p.texts()) == 5 })
 	if got := r.p.texts(); got[4] != "Started over: I have forgotten our conversation." {
 		t.Errorf("reset = %q", got[4])
 	}
