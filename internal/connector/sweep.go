@@ -25,8 +25,9 @@ func (in *instance) sweepLoop(ctx context.Context) {
 // sweep finds what the Ended hook missed (a crash between a turn's end
 // and the hook, a full queue, a turn run on another node): every turn_end
 // past a conversation's bookmark gets its outbox row (opening is
-// idempotent), and a row left streaming with no streamer here, whose turn
-// has ended, goes to the worker.
+// idempotent), and a row left streaming with no streamer here goes to
+// the worker if its turn has ended; one with a message is adopted by a
+// new streamer (its turn may be running again after a restart).
 func (in *instance) sweep(ctx context.Context) {
 	convs, err := in.m.st.ConversationsBehind(ctx, in.name, 100)
 	if err != nil {
@@ -68,6 +69,9 @@ func (in *instance) sweep(ctx context.Context) {
 			continue
 		}
 		chat := in.chatOfRow(it)
+		if len(it.MessageIDs) > 0 && it.MessageIDs[0] != "" && it.SendingPart < 0 && in.adopt(it, chat) {
+			continue // its streamer edits its messages, or hands it on if its turn has ended
+		}
 		(&stream{in: in, session: it.SessionID, chat: chat}).settle(ctx, turnState{turn: it.Turn, row: &it})
 	}
 	in.wake()
