@@ -33,6 +33,7 @@ type stream struct {
 	chat    Chat
 	sub     *event.Subscription
 	nudge   chan struct{}
+	logEnd  chan event.Event  // a turn_end the sweep read from the log (endedInLog)
 	adopted *store.OutboxItem // a row left streaming by a process that stopped (adopt)
 	// want and expected are guarded by in.mu: the streamer ends once the
 	// turn of the last message it was told of (expected) has ended.
@@ -96,7 +97,7 @@ func (in *instance) startStream(s *stream) *stream {
 	if in.sctx == nil || in.sctx.Err() != nil {
 		return nil
 	}
-	s.sub, s.nudge = in.m.events.Subscribe(s.session, 256), make(chan struct{}, 1)
+	s.sub, s.nudge, s.logEnd = in.m.events.Subscribe(s.session, 256), make(chan struct{}, 1), make(chan event.Event, 1)
 	in.streams[s.session] = s
 	ctx := in.sctx
 	in.swg.Go(func() { s.run(ctx) })
@@ -130,14 +131,16 @@ func (s *stream) done(lastEnded int64) bool {
 	return true
 }
 
-// stopStreams ends every streamer and waits for them.
+// stopStreams ends every streamer and waits for them. The cancel is
+// under in.mu, as startStream's check and Add are: a streamer is either
+// added before the Wait or not started (a webhook's Inbound may come at
+// any time).
 func (in *instance) stopStreams() {
 	in.mu.Lock()
-	cancel := in.scancel
-	in.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if in.scancel != nil {
+		in.scancel()
 	}
+	in.mu.Unlock()
 	in.swg.Wait()
 }
 
@@ -165,10 +168,9 @@ func (s *stream) run(ctx context.Context) {
 				s.settle(ctx, t)
 				return
 			}
-			if e.Kind == event.TurnEnd && e.Turn > lastEnded {
-				lastEnded = e.Turn
-			}
-			s.event(ctx, &t, e)
+			lastEnded = s.take(ctx, &t, e, lastEnded)
+		case e := <-s.logEnd:
+			lastEnded = s.take(ctx, &t, e, lastEnded)
 		case <-timer.C:
 			s.tick(ctx, &t)
 		}
@@ -196,6 +198,35 @@ func (s *stream) resume(ctx context.Context) (turnState, int64) {
 		}
 	}
 	return t, 0
+}
+
+// take handles event e and returns the last turn ended.
+func (s *stream) take(ctx context.Context, t *turnState, e event.Event, lastEnded int64) int64 {
+	if e.Kind == event.TurnEnd && e.Turn > lastEnded {
+		lastEnded = e.Turn
+	}
+	s.event(ctx, t, e)
+	return lastEnded
+}
+
+// endedInLog hands the streamer the turn_end of turn if the log has it:
+// an end the bus did not bring (a notification of another node lost)
+// would leave the row streaming while the streamer waits. The sweep
+// calls it for the rows a streamer holds.
+func (s *stream) endedInLog(ctx context.Context, turn int64) {
+	evs, err := s.in.m.st.TurnEvents(ctx, s.session, turn)
+	if err != nil {
+		return
+	}
+	for _, e := range evs {
+		if e.Kind == event.TurnEnd {
+			select {
+			case s.logEnd <- e:
+			default: // one is waiting already
+			}
+			return
+		}
+	}
 }
 
 // leave unlists the streamer.

@@ -22,6 +22,7 @@ type memStore struct {
 	Store // nil: what the streamer does not call
 	mu    sync.Mutex
 	rows  []store.OutboxItem
+	ends  map[int64]event.Event // the turn_end in the log, by turn
 }
 
 func (s *memStore) OpenOutbox(_ context.Context, it store.OutboxItem) (store.OutboxItem, bool, error) {
@@ -62,12 +63,20 @@ func (s *memStore) Outbox(_ context.Context, f store.OutboxFilter) ([]store.Outb
 	return out, nil
 }
 
-// The sweep's reads: no conversation is behind, no turn has ended.
+// The sweep's reads: no conversation is behind; a turn has ended when
+// the test says so.
 func (s *memStore) ConversationsBehind(context.Context, string, int) ([]store.Conversation, error) {
 	return nil, nil
 }
 
-func (s *memStore) TurnEvents(context.Context, int64, int64) ([]event.Event, error) { return nil, nil }
+func (s *memStore) TurnEvents(_ context.Context, _, turn int64) ([]event.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.ends[turn]; ok {
+		return []event.Event{e}, nil
+	}
+	return nil, nil
+}
 
 func (s *memStore) row(id int64) store.OutboxItem {
 	s.mu.Lock()
@@ -307,6 +316,37 @@ func TestStreamPastLimit(t *testing.T) {
 		}
 		if row := st.row(1); row.State != store.OutSent || row.Parts != len(want) {
 			t.Errorf("row = %+v", row)
+		}
+	})
+}
+
+// TestStreamEndOnlyInLog: a turn whose end is in the log but never came
+// on the bus (another node ran it, its notification lost) does not leave
+// its row streaming: the sweep hands the end to the streamer, which hands
+// the row to the worker and ends.
+func TestStreamEndOnlyInLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in, p, st, bus := streamRig(t, ``)
+		in.watch(1, Chat{ID: "c1", Kind: ChatDM}).expect(7)
+		bus.Publish(event.New(1, 7, event.TurnStart, nil))
+		for i := range 30 {
+			bus.Publish(event.New(1, 7, event.TextDelta, event.DeltaData{Text: fmt.Sprintf("word%02d ", i)}))
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if len(p.messages()) != 1 || st.row(1).State != store.OutStreaming {
+			t.Fatalf("messages %+v, row %+v: want one streaming", p.messages(), st.row(1))
+		}
+		st.mu.Lock()
+		st.ends = map[int64]event.Event{7: event.New(1, 7, event.TurnEnd, event.TurnEndData{Status: event.StatusDone, Reply: "the final text"})}
+		st.mu.Unlock()
+		in.sweep(t.Context())
+		synctest.Wait()
+		if row := st.row(1); row.State != store.OutPending || row.Text != "the final text" {
+			t.Errorf("row = %+v", row)
+		}
+		if in.streaming(1) {
+			t.Error("the streamer still waits for its turn's end")
 		}
 	})
 }

@@ -27,7 +27,9 @@ func (in *instance) sweepLoop(ctx context.Context) {
 // past a conversation's bookmark gets its outbox row (opening is
 // idempotent), and a row left streaming with no streamer here goes to
 // the worker if its turn has ended; one with a message is adopted by a
-// new streamer (its turn may be running again after a restart).
+// new streamer (its turn may be running again after a restart). A row a
+// streamer holds is handed the turn's end if the log has it and the bus
+// did not bring it.
 func (in *instance) sweep(ctx context.Context) {
 	convs, err := in.m.st.ConversationsBehind(ctx, in.name, 100)
 	if err != nil {
@@ -65,7 +67,8 @@ func (in *instance) sweep(ctx context.Context) {
 		return
 	}
 	for _, it := range rows {
-		if in.streaming(it.SessionID) {
+		if s := in.streamer(it.SessionID); s != nil {
+			s.endedInLog(ctx, it.Turn)
 			continue
 		}
 		chat := in.chatOfRow(it)
