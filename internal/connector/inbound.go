@@ -239,7 +239,7 @@ func (in *instance) command(ctx context.Context, m Inbound, text string, session
 			if err != nil {
 				return true, fmt.Errorf("connector: %s: /compact: %w", in.name, err)
 			}
-			reply = "Compacted: I keep a summary of our conversation."
+			return true, nil // the compaction's turn end says what it did: the worker delivers it as its reply
 		}
 	default:
 		return false, nil
