@@ -20,10 +20,12 @@ type Contacts interface {
 }
 
 // Sessions are the controls of a session a chat command asks for
-// (*runtime.Runtime), and the write of an event from outside a turn.
+// (*runtime.Runtime), each done once per key (the command's message: a
+// redelivery does not repeat it), and the write of an event from outside
+// a turn.
 type Sessions interface {
-	Reset(ctx context.Context, addr, reason string) (runtime.Receipt, error)
-	Compact(ctx context.Context, addr, focus string) (runtime.Receipt, event.TurnEndData, error)
+	ResetOnce(ctx context.Context, addr, reason, key string) (runtime.Receipt, error)
+	CompactOnce(ctx context.Context, addr, focus, key string) (runtime.Receipt, event.TurnEndData, error)
 	Record(ctx context.Context, addr string, evs ...event.Event) error
 }
 

@@ -205,7 +205,11 @@ func (in *instance) say(ctx context.Context, c Chat, user, text string) {
 }
 
 // command handles the chat commands every connector knows: /start,
-// /help, /reset and /compact. done: the line was one of them.
+// /help, /reset and /compact. done: the line was one of them. /reset and
+// /compact are done once per message key (the runtime keeps the key with
+// the control's inbox item): a message the platform delivers again after
+// agentd died before its ack does not reset twice; its answer is written
+// again (a notice twice is better than none).
 func (in *instance) command(ctx context.Context, m Inbound, text string, session int64, known bool) (bool, error) {
 	name, rest, _ := strings.Cut(text, " ")
 	rest = strings.TrimSpace(rest)
@@ -218,7 +222,7 @@ func (in *instance) command(ctx context.Context, m Inbound, text string, session
 		if known {
 			addr, err := in.address(ctx, session)
 			if err == nil {
-				_, err = in.m.sessions.Reset(ctx, addr, "reset from "+in.spec.Platform)
+				_, err = in.m.sessions.ResetOnce(ctx, addr, "reset from "+in.spec.Platform, m.Key)
 			}
 			if err != nil {
 				return true, fmt.Errorf("connector: %s: /reset: %w", in.name, err)
@@ -230,12 +234,12 @@ func (in *instance) command(ctx context.Context, m Inbound, text string, session
 		if known {
 			addr, err := in.address(ctx, session)
 			if err == nil {
-				_, _, err = in.m.sessions.Compact(ctx, addr, rest)
+				_, _, err = in.m.sessions.CompactOnce(ctx, addr, rest, m.Key)
 			}
 			if err != nil {
 				return true, fmt.Errorf("connector: %s: /compact: %w", in.name, err)
 			}
-			reply = "Compacted: I keep a summary of our conversation."
+			return true, nil // the compaction's turn end says what it did: the worker delivers it as its reply
 		}
 	default:
 		return false, nil
@@ -280,21 +284,10 @@ func (in *instance) help() string {
 	return b.String()
 }
 
-// notice puts a connector's own message to a chat in the outbox; to a
-// chat with no session yet (the outbox keeps a session's rows only) it is
-// sent at once, best effort.
+// notice puts a connector's own message to a chat in the outbox (see
+// Manager.notice).
 func (in *instance) notice(ctx context.Context, c Chat, session int64, text string) error {
-	if session == 0 {
-		in.say(ctx, c, "", text)
-		return nil
-	}
-	_, _, err := in.m.st.OpenOutbox(ctx, store.OutboxItem{Connector: in.name, Chat: c.Key(), SessionID: session,
-		Kind: store.OutNotice, State: store.OutPending, Text: text, SendingPart: -1, NextAt: in.m.o.Now()})
-	if err != nil {
-		return fmt.Errorf("connector: %s: notice: %w", in.name, err)
-	}
-	in.wake()
-	return nil
+	return in.m.notice(ctx, in.name, c, session, text)
 }
 
 // address is a session's address.

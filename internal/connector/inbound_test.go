@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/command"
+	"agentd/internal/event"
 )
 
 // TestGroupChat: in an allowed group one session serves the chat, each
@@ -86,22 +87,23 @@ func TestChatCommands(t *testing.T) {
 	}
 	say("1", "/reset")
 	say("2", "/help")
+	waitFor(t, "the notices", func() bool { return r.settled(2)() && len(r.p.texts()) == 2 })
 	got := r.p.texts()
 	if len(got) != 2 || !strings.Contains(got[0], "not talked") || !strings.Contains(got[1], "/standup <days>: the team's standup") {
 		t.Fatalf("messages = %q", got)
 	}
 	say("3", "/standup 3")
-	waitFor(t, "the reply", r.settled(1))
+	waitFor(t, "the reply", r.settled(3))
 	if got := r.p.texts(); got[2] != "re: Write the standup of the last 3 days" {
 		t.Errorf("reply = %q", got[2])
 	}
 	say("4", "/standup bad")
-	waitFor(t, "the usage notice", func() bool { return r.settled(2)() && len(r.p.texts()) == 4 })
+	waitFor(t, "the usage notice", func() bool { return r.settled(4)() && len(r.p.texts()) == 4 })
 	if got := r.p.texts(); !strings.Contains(got[3], "days must be a number") {
 		t.Errorf("usage = %q", got[3])
 	}
 	say("5", "/reset")
-	waitFor(t, "the reset notice", func() bool { return r.settled(3)() && len(r.p.texts()) == 5 })
+	waitFor(t, "the reset notice", func() bool { return r.settled(5)() && len(r.p.texts()) == 5 })
 	if got := r.p.texts(); got[4] != "Started over: I have forgotten our conversation." {
 		t.Errorf("reset = %q", got[4])
 	}
@@ -203,5 +205,63 @@ func TestLastInbound(t *testing.T) {
 	want := []Inbound{{Chat: Chat{ID: "c-u1", Kind: ChatDM}, MessageID: "105"}, {Chat: g, MessageID: "200"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+// TestCommandRedelivered: /reset and /compact delivered again with the
+// same key (agentd died before the platform's ack) run once: the session
+// is reset once, compacted once. The person is told of the reset again;
+// a compaction answers with its own turn's end, once.
+func TestCommandRedelivered(t *testing.T) {
+	r := newRig(t, nil)
+	r.activate(`,"dm_policy":"open"`)
+	say := func(key, text string) {
+		t.Helper()
+		if err := r.inbound(dm(key, "u1", text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(session int64) (resets, inbox int) {
+		t.Helper()
+		evs, err := r.k.Store.Events(t.Context(), session, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns := map[int64]bool{}
+		for _, e := range evs {
+			if e.Kind == event.Reset {
+				resets++
+			}
+			if e.Turn != 0 {
+				turns[e.Turn] = true
+			}
+		}
+		return resets, len(turns)
+	}
+	say("k1", "hello")
+	waitFor(t, "the reply", r.settled(1))
+	session := r.rows()[0].SessionID
+	for _, c := range []struct{ key, text string }{{"k2", "/reset"}, {"k3", "hello again"}, {"k4", "/compact"}} {
+		say(c.key, c.text)
+	}
+	// A compaction's turn end is its answer (what it did), and the only one.
+	waitFor(t, "the answers", func() bool { return r.settled(4)() && len(r.p.texts()) >= 4 })
+	if got := r.p.texts(); len(got) != 4 || got[1] != "Started over: I have forgotten our conversation." || !strings.HasPrefix(got[3], "nothing to compact") {
+		t.Errorf("answers = %q", got)
+	}
+	resets, turns := count(session)
+	calls := r.model.Calls()
+	r.restart()
+	say("k2", "/reset")
+	say("k4", "/compact")
+	waitFor(t, "the answers again", func() bool { return r.settled(5)() && len(r.p.texts()) >= 5 })
+	if got, gotTurns := count(session); got != resets || gotTurns != turns || resets != 1 {
+		t.Errorf("after the redelivery: %d resets, %d turns; before it %d, %d", got, gotTurns, resets, turns)
+	}
+	if n := r.model.Calls(); n != calls {
+		t.Errorf("model calls %d, before the redelivery %d: compacted again", n, calls)
+	}
+	if got := r.p.texts()[4:]; !cmp.Equal(got, []string{"Started over: I have forgotten our conversation."}) {
+		t.Errorf("answers to the redelivery = %q", got)
 	}
 }

@@ -230,6 +230,22 @@ func (m *Manager) Retry(ctx context.Context, connector string, outbox int64, dis
 	return it, nil
 }
 
+// notice puts a connector's own message to a chat in the outbox: it is
+// delivered like a reply (retried, by whichever node runs the connector)
+// and a restart finds it. session is 0 for a chat that has none yet (a
+// person just approved, /help before a first message).
+func (m *Manager) notice(ctx context.Context, connector string, c Chat, session int64, text string) error {
+	_, _, err := m.st.OpenOutbox(ctx, store.OutboxItem{Connector: connector, Chat: c.Key(), SessionID: session,
+		Kind: store.OutNotice, State: store.OutPending, Text: text, SendingPart: -1, NextAt: m.o.Now()})
+	if err != nil {
+		return fmt.Errorf("connector: %s: notice: %w", connector, err)
+	}
+	if in := m.inst(connector); in != nil {
+		in.wake()
+	}
+	return nil
+}
+
 // record writes a delivery event into the session of it (none for a
 // notice of no session); a failure to is logged.
 func (m *Manager) record(ctx context.Context, it store.OutboxItem, d event.DeliveryData) {

@@ -337,9 +337,11 @@ func jsonString(v any) (string, error) {
 }
 
 // streaming reports whether a streamer of this node holds session.
-func (in *instance) streaming(session int64) bool {
+func (in *instance) streaming(session int64) bool { return in.streamer(session) != nil }
+
+// streamer is the streamer of this node that holds session, nil if none.
+func (in *instance) streamer(session int64) *stream {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	_, ok := in.streams[session]
-	return ok
+	return in.streams[session]
 }

@@ -75,8 +75,10 @@ func (m *Manager) ListPairings(ctx context.Context, connector, state string) ([]
 
 // DecidePairing approves or denies a pending code (as typed: any case,
 // with or without the dash). An approved person is told "You can talk to
-// me now." (through the outbox when their chat has a session, else at
-// once by this node). store.ErrNotFound: no such pending code.
+// me now." through the outbox, by whichever node runs the connector.
+// What a crash leaves: the decision is written first, the notice's row
+// next; agentd dying between the two writes loses the notice (never the
+// approval). store.ErrNotFound: no such pending code.
 func (m *Manager) DecidePairing(ctx context.Context, code string, approve bool, by string) (store.Pairing, error) {
 	state := store.PairDenied
 	if approve {
@@ -86,11 +88,11 @@ func (m *Manager) DecidePairing(ctx context.Context, code string, approve bool, 
 	if err != nil {
 		return p, fmt.Errorf("connector: pairing: %w", err)
 	}
-	if in := m.inst(p.Connector); approve && p.Chat != "" && in != nil {
+	if approve && p.Chat != "" {
 		m.mu.RLock()
 		session := m.chats[chatKey{p.Connector, p.Chat}]
 		m.mu.RUnlock()
-		if err := in.notice(ctx, chatOf(p.Chat, ""), session, approvedText); err != nil {
+		if err := m.notice(ctx, p.Connector, chatOf(p.Chat, ""), session, approvedText); err != nil {
 			return p, fmt.Errorf("connector: pairing: %w", err)
 		}
 	}

@@ -69,11 +69,12 @@ func TestPairing(t *testing.T) {
 	if err != nil || p.UserID != "u5" || p.State != store.PairApproved {
 		t.Fatalf("approve: %+v, %v", p, err)
 	}
+	waitFor(t, "the approval notice", r.settled(1))
 	if got := texts(); got[len(got)-1] != approvedText {
 		t.Fatalf("messages = %q", got)
 	}
 	say("u5", "hello")
-	waitFor(t, "the reply", r.settled(1))
+	waitFor(t, "the reply", r.settled(2))
 	got = texts()
 	if diff := cmp.Diff([]string{approvedText, "re: hello"}, got[len(got)-2:]); diff != "" {
 		t.Errorf("messages (-want +got)\n%s", diff)
@@ -99,5 +100,35 @@ func TestPairingCodes(t *testing.T) {
 	}
 	if got := NormalCode("k7pq-m2xo"); got != "K7PQM2X0" {
 		t.Errorf("NormalCode = %q", got)
+	}
+}
+
+// TestPairingNoticeSurvives: the approval notice is an outbox row like a
+// reply: the platform refusing it for now, and agentd dying as it records
+// that, the notice is delivered once after the restart.
+func TestPairingNoticeSurvives(t *testing.T) {
+	r, cs := crashRig(t, Caps{}, func(from string, to store.OutboxItem) bool {
+		return to.Kind == store.OutNotice && to.Tries > 0
+	})
+	r.activate(``)
+	if err := r.inbound(dm("k1", "u1", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	m := codeRE.FindStringSubmatch(r.p.texts()[0])
+	if m == nil {
+		t.Fatalf("messages = %q", r.p.texts())
+	}
+	r.p.fail("send", errors.New("connection reset by peer"))
+	if _, err := r.m.DecidePairing(t.Context(), m[1], true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "agentd to die", cs.dead.Load)
+	r.restart()
+	waitFor(t, "the notice", func() bool { return r.settled(1)() && len(r.p.texts()) == 2 })
+	if got := r.p.texts(); got[1] != approvedText {
+		t.Errorf("messages = %q", got)
+	}
+	if rows := r.rows(); len(rows) != 1 || rows[0].Kind != store.OutNotice || rows[0].SessionID != 0 || rows[0].State != store.OutSent {
+		t.Errorf("outbox = %+v", rows)
 	}
 }

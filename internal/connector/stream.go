@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -20,7 +22,9 @@ const TypingEvery = 4 * time.Second
 // it shows the typing indicator and, once the reply has min_chars or has
 // run first_after, makes its message (the create protocol of the outbox)
 // and edits it at most every stream.every with the newest text, pausing
-// as a 429 asks. At the turn's end it hands the row to the worker with
+// as a 429 asks. A reply past the platform's limit grows across parts:
+// a part that is full is edited to its last text and the next part's
+// message is made. At the turn's end it hands the row to the worker with
 // the final text from the durable turn_end. While its row is streaming
 // only it moves the row.
 type stream struct {
@@ -29,6 +33,8 @@ type stream struct {
 	chat    Chat
 	sub     *event.Subscription
 	nudge   chan struct{}
+	logEnd  chan event.Event  // a turn_end the sweep read from the log (endedInLog)
+	adopted *store.OutboxItem // a row left streaming by a process that stopped (adopt)
 	// want and expected are guarded by in.mu: the streamer ends once the
 	// turn of the last message it was told of (expected) has ended.
 	want     int64
@@ -41,32 +47,58 @@ type turnState struct {
 	started       time.Time
 	text          string // the reply so far (of the current step and attempt)
 	step, attempt int
+	partial       bool              // joined midway: text lacks the step's start, so it is not shown
 	row           *store.OutboxItem // nil until the message is made
 	off           bool              // not streamed further (the final reply still goes out)
-	shown         string            // the text the message shows
+	shown         []string          // the text each part's message shows
 	lastEdit      time.Time
 	paused        time.Time // a 429 asked to wait until then
 	typed         time.Time
 }
 
-// watch returns the session's streamer, starting one (subscribed at
-// once, so that a turn that starts after this call is seen whole). nil
-// when the instance is not running.
+// watch returns the session's streamer, starting one (see startStream).
+// nil when the instance is not running.
 func (in *instance) watch(session int64, c Chat) *stream {
 	if !*in.spec.Typing && !*in.spec.Stream.Edit {
 		return nil
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.sctx == nil || in.sctx.Err() != nil {
-		return nil
-	}
 	if s := in.streams[session]; s != nil {
 		s.expected = false
 		return s
 	}
-	s := &stream{in: in, session: session, chat: c, sub: in.m.events.Subscribe(session, 256), nudge: make(chan struct{}, 1)}
-	in.streams[session] = s
+	return in.startStream(&stream{in: in, session: session, chat: c})
+}
+
+// adopt starts a streamer for a row left streaming with a message by a
+// process that stopped while the row's turn ran: the runtime's recovery
+// runs the turn again, and its new text edits the row's messages (one
+// message on the platform, not a second). The streamer hands the row to
+// the worker when the turn has ended, before or after this call. false:
+// no streamer was started (streaming is off, the instance stops, or one
+// holds the session already).
+func (in *instance) adopt(it store.OutboxItem, c Chat) bool {
+	if !*in.spec.Stream.Edit {
+		return false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.streams[it.SessionID] != nil {
+		return false
+	}
+	return in.startStream(&stream{in: in, session: it.SessionID, chat: c, adopted: &it, want: it.Turn, expected: true}) != nil
+}
+
+// startStream subscribes s (at once, so that a turn that starts after
+// this call is seen whole) and runs it; nil when the instance is not
+// running. in.mu is held.
+func (in *instance) startStream(s *stream) *stream {
+	if in.sctx == nil || in.sctx.Err() != nil {
+		return nil
+	}
+	s.sub, s.nudge, s.logEnd = in.m.events.Subscribe(s.session, 256), make(chan struct{}, 1), make(chan event.Event, 1)
+	in.streams[s.session] = s
 	ctx := in.sctx
 	in.swg.Go(func() { s.run(ctx) })
 	return s
@@ -99,14 +131,16 @@ func (s *stream) done(lastEnded int64) bool {
 	return true
 }
 
-// stopStreams ends every streamer and waits for them.
+// stopStreams ends every streamer and waits for them. The cancel is
+// under in.mu, as startStream's check and Add are: a streamer is either
+// added before the Wait or not started (a webhook's Inbound may come at
+// any time).
 func (in *instance) stopStreams() {
 	in.mu.Lock()
-	cancel := in.scancel
-	in.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	if in.scancel != nil {
+		in.scancel()
 	}
+	in.mu.Unlock()
 	in.swg.Wait()
 }
 
@@ -114,6 +148,9 @@ func (s *stream) run(ctx context.Context) {
 	defer s.sub.Close()
 	var t turnState
 	var lastEnded int64
+	if s.adopted != nil {
+		t, lastEnded = s.resume(ctx)
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -131,14 +168,64 @@ func (s *stream) run(ctx context.Context) {
 				s.settle(ctx, t)
 				return
 			}
-			if e.Kind == event.TurnEnd && e.Turn > lastEnded {
-				lastEnded = e.Turn
-			}
-			s.event(ctx, &t, e)
+			lastEnded = s.take(ctx, &t, e, lastEnded)
+		case e := <-s.logEnd:
+			lastEnded = s.take(ctx, &t, e, lastEnded)
 		case <-timer.C:
 			s.tick(ctx, &t)
 		}
 		timer.Reset(s.next(&t))
+	}
+}
+
+// resume is the state of an adopted row's turn. Subscribed before this
+// read, the streamer misses no end: a turn that has ended is in the log,
+// one that ends later comes on the bus. The turn may have run again
+// since the start of its step: what it says is shown from its next step
+// or its next run on (turn_start).
+func (s *stream) resume(ctx context.Context) (turnState, int64) {
+	it := *s.adopted
+	evs, err := s.in.m.st.TurnEvents(ctx, s.session, it.Turn)
+	if err != nil {
+		return turnState{}, it.Turn // the sweep finds the row again
+	}
+	t := turnState{turn: it.Turn, started: s.in.m.o.Now(), row: &it, step: -1, partial: true}
+	for _, e := range evs {
+		var end event.TurnEndData
+		if e.Kind == event.TurnEnd && e.Decode(&end) == nil {
+			s.finish(ctx, &t, end)
+			return turnState{}, it.Turn
+		}
+	}
+	return t, 0
+}
+
+// take handles event e and returns the last turn ended.
+func (s *stream) take(ctx context.Context, t *turnState, e event.Event, lastEnded int64) int64 {
+	if e.Kind == event.TurnEnd && e.Turn > lastEnded {
+		lastEnded = e.Turn
+	}
+	s.event(ctx, t, e)
+	return lastEnded
+}
+
+// endedInLog hands the streamer the turn_end of turn if the log has it:
+// an end the bus did not bring (a notification of another node lost)
+// would leave the row streaming while the streamer waits. The sweep
+// calls it for the rows a streamer holds.
+func (s *stream) endedInLog(ctx context.Context, turn int64) {
+	evs, err := s.in.m.st.TurnEvents(ctx, s.session, turn)
+	if err != nil {
+		return
+	}
+	for _, e := range evs {
+		if e.Kind == event.TurnEnd {
+			select {
+			case s.logEnd <- e:
+			default: // one is waiting already
+			}
+			return
+		}
 	}
 }
 
@@ -172,7 +259,11 @@ func (s *stream) event(ctx context.Context, t *turnState, e event.Event) {
 	now := s.in.m.o.Now()
 	switch {
 	case e.Kind == event.TurnStart:
-		*t = turnState{turn: e.Turn, started: now}
+		var row *store.OutboxItem
+		if e.Turn == t.turn {
+			row = t.row // a turn run again (a restart's recovery) edits its messages
+		}
+		*t = turnState{turn: e.Turn, started: now, row: row}
 		s.tick(ctx, t)
 	case e.Turn != t.turn || t.turn == 0:
 	case e.Kind == event.TextDelta:
@@ -181,6 +272,7 @@ func (s *stream) event(ctx context.Context, t *turnState, e event.Event) {
 			return
 		}
 		if d.Step != t.step || d.Attempt != t.attempt {
+			t.partial = t.partial && t.step == -1 // the first step seen may have begun unseen
 			t.text, t.step, t.attempt = "", d.Step, d.Attempt
 		}
 		t.text += d.Text
@@ -232,7 +324,7 @@ func (s *stream) next(t *turnState) time.Duration {
 // has nothing new to show.
 func (s *stream) flushAt(t *turnState) (time.Time, bool) {
 	sp := s.in.spec
-	if !*sp.Stream.Edit || t.off || t.text == "" {
+	if !*sp.Stream.Edit || t.off || t.partial || t.text == "" {
 		return time.Time{}, false
 	}
 	var at time.Time
@@ -241,7 +333,7 @@ func (s *stream) flushAt(t *turnState) (time.Time, bool) {
 		if utf8.RuneCountInString(t.text) < sp.Stream.MinChars {
 			at = t.started.Add(sp.Stream.FirstAfter.D())
 		}
-	case s.part(t.text) == t.shown:
+	case slices.Equal(s.parts(t.text), t.shown):
 		return time.Time{}, false
 	default:
 		at = t.lastEdit.Add(sp.every(s.chat, s.in.capsNow()))
@@ -252,42 +344,61 @@ func (s *stream) flushAt(t *turnState) (time.Time, bool) {
 	return at, true
 }
 
-// part is the first part of the text (a reply past the platform's limit
-// streams its first part; the worker makes the others).
-func (s *stream) part(text string) string {
+// parts cuts the text at the platform's limit, as the worker cuts the
+// final text.
+func (s *stream) parts(text string) []string {
 	c := s.in.capsNow()
 	if parts := markup.Split(c.Dialect, text, c.MaxText, c.Unit); len(parts) > 0 {
-		return parts[0]
+		return parts
 	}
-	return text
+	return []string{text}
 }
 
-// flush makes the message or edits it to the newest text.
+// flush makes the messages or edits them to the newest text: a part
+// whose text changed is edited (a full one to its last text, once), the
+// first part with no message yet is made.
 func (s *stream) flush(ctx context.Context, t *turnState) {
-	now := s.in.m.o.Now()
-	part := s.part(t.text)
+	parts := s.parts(t.text)
+	if len(parts) > store.MaxOutboxParts {
+		t.off = true // the worker delivers it, or says why not
+		return
+	}
 	if t.row == nil && !s.open(ctx, t) {
 		return
 	}
-	if len(t.row.MessageIDs) == 0 || t.row.MessageIDs[0] == "" {
-		s.create(ctx, t, part)
-		return
+	t.lastEdit = s.in.m.o.Now()
+	for i, part := range parts {
+		if i < len(t.shown) && t.shown[i] == part {
+			continue
+		}
+		if i >= len(t.row.MessageIDs) || t.row.MessageIDs[i] == "" {
+			s.create(ctx, t, i, part)
+			return
+		}
+		if err := s.in.edit(ctx, s.chat, part, t.row.MessageIDs[i]); err != nil {
+			s.pause(t, err)
+			return
+		}
+		s.show(t, i, part)
 	}
-	t.lastEdit = now
-	if err := s.in.edit(ctx, s.chat, part, t.row.MessageIDs[0]); err != nil {
-		s.pause(t, err)
-		return
+}
+
+// show records that part i's message shows text.
+func (s *stream) show(t *turnState, i int, text string) {
+	for len(t.shown) <= i {
+		t.shown = append(t.shown, "")
 	}
-	t.shown = part
+	t.shown[i] = text
 }
 
 // open makes the turn's row, streaming; a row that exists is adopted when
-// it is streaming with a message (a turn run again after a restart edits
-// the same message), otherwise the turn is not streamed.
+// it is streaming with a message and no create in flight (a turn run
+// again after a restart edits the same messages), otherwise the turn is
+// not streamed.
 func (s *stream) open(ctx context.Context, t *turnState) bool {
 	it, created, err := s.in.m.st.OpenOutbox(ctx, store.OutboxItem{Connector: s.in.name, Chat: s.chat.Key(), SessionID: s.session,
 		Turn: t.turn, Kind: store.OutReply, State: store.OutStreaming, SendingPart: -1, NextAt: s.in.m.o.Now()})
-	if err != nil || !created && (it.State != store.OutStreaming || len(it.MessageIDs) == 0 || it.MessageIDs[0] == "") {
+	if err != nil || !created && (it.State != store.OutStreaming || len(it.MessageIDs) == 0 || it.MessageIDs[0] == "" || it.SendingPart >= 0) {
 		t.off = true
 		return false
 	}
@@ -295,18 +406,18 @@ func (s *stream) open(ctx context.Context, t *turnState) bool {
 	return true
 }
 
-// create makes the message by the outbox's create protocol: the create
-// is marked (part 0, its nonce) before the call and its id recorded
-// after; an answer that may have made it leaves the mark for the worker.
-func (s *stream) create(ctx context.Context, t *turnState, part string) {
+// create makes part i's message by the outbox's create protocol: the
+// create is marked (the part, its nonce) before the call and its id
+// recorded after; an answer that may have made it leaves the mark for
+// the worker.
+func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 	it := t.row
 	from := store.OutStreaming
-	it.SendingPart, it.Nonce = 0, fmt.Sprintf("a%dp0", it.ID)
+	it.SendingPart, it.Nonce = i, fmt.Sprintf("a%dp%d", it.ID, i)
 	if err := s.in.move(ctx, it, &from, store.OutStreaming); err != nil {
 		t.off = true
 		return
 	}
-	t.lastEdit = s.in.m.o.Now()
 	sent, err := s.in.send(ctx, s.chat, part, it.Nonce)
 	if err != nil {
 		if !definite(err) {
@@ -320,12 +431,15 @@ func (s *stream) create(ctx context.Context, t *turnState, part string) {
 		s.pause(t, err)
 		return
 	}
-	it.MessageIDs, it.SendingPart = []string{sent.ID}, -1
+	for len(it.MessageIDs) <= i {
+		it.MessageIDs = append(it.MessageIDs, "")
+	}
+	it.MessageIDs[i], it.SendingPart = sent.ID, -1
 	if s.in.move(ctx, it, &from, store.OutStreaming) != nil {
 		t.off = true
 		return
 	}
-	t.shown = part
+	s.show(t, i, part)
 }
 
 // pause waits as a 429 asks; a permanent refusal stops the streaming.
@@ -352,7 +466,7 @@ func (s *stream) finish(ctx context.Context, t *turnState, end event.TurnEndData
 		it.State = store.OutSkipped
 	}
 	if skip && it.State == store.OutPending {
-		it.Text = t.shown // the message stays as it was shown
+		it.Text = strings.Join(t.shown, "\n\n") // the messages stay as they were shown
 	}
 	if ok, err := s.in.m.st.MoveOutbox(ctx, it.ID, store.OutStreaming, it); err == nil && ok {
 		s.in.wake()

@@ -3,10 +3,14 @@ package connector
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"agentd/internal/connector/markup"
 	"agentd/internal/event"
@@ -18,6 +22,7 @@ type memStore struct {
 	Store // nil: what the streamer does not call
 	mu    sync.Mutex
 	rows  []store.OutboxItem
+	ends  map[int64]event.Event // the turn_end in the log, by turn
 }
 
 func (s *memStore) OpenOutbox(_ context.Context, it store.OutboxItem) (store.OutboxItem, bool, error) {
@@ -46,6 +51,33 @@ func (s *memStore) MoveOutbox(_ context.Context, id int64, from string, to store
 	return true, nil
 }
 
+func (s *memStore) Outbox(_ context.Context, f store.OutboxFilter) ([]store.OutboxItem, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.OutboxItem
+	for _, r := range s.rows {
+		if f.State == "" || r.State == f.State {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// The sweep's reads: no conversation is behind; a turn has ended when
+// the test says so.
+func (s *memStore) ConversationsBehind(context.Context, string, int) ([]store.Conversation, error) {
+	return nil, nil
+}
+
+func (s *memStore) TurnEvents(_ context.Context, _, turn int64) ([]event.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.ends[turn]; ok {
+		return []event.Event{e}, nil
+	}
+	return nil, nil
+}
+
 func (s *memStore) row(id int64) store.OutboxItem {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,9 +87,14 @@ func (s *memStore) row(id int64) store.OutboxItem {
 // streamRig is one instance's streamer over a bus, in a synctest bubble:
 // its time is the bubble's.
 func streamRig(t *testing.T, fields string) (*instance, *fakePlatform, *memStore, *event.Bus) {
+	return streamRigCaps(t, fields, Caps{MaxText: 4096, EditEvery: time.Second, GroupEditEvery: 3 * time.Second, Dialect: markup.Plain})
+}
+
+// streamRigCaps is streamRig on a platform of caps.
+func streamRigCaps(t *testing.T, fields string, caps Caps) (*instance, *fakePlatform, *memStore, *event.Bus) {
 	bus := event.NewBus()
 	st := &memStore{}
-	p := newFakePlatform(Caps{MaxText: 4096, EditEvery: time.Second, GroupEditEvery: 3 * time.Second, Dialect: markup.Plain})
+	p := newFakePlatform(caps)
 	m := New(st, nil, nil, bus, map[string]Factory{"fake": p.factory}, nil)
 	in := newInstance(m, "chat", spec(t, `{"platform":"fake","token_env":"T","agent":"a"`+fields+`}`))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -186,6 +223,130 @@ func TestStreamShortReplyNotStreamed(t *testing.T) {
 		synctest.Wait()
 		if len(p.messages()) != 0 || len(st.rows) != 0 {
 			t.Errorf("messages %+v, rows %+v", p.messages(), st.rows)
+		}
+	})
+}
+
+// TestStreamAdoptedAfterRestart: agentd stopped while a turn streamed
+// into a message; after the restart the runtime runs the turn again and
+// the sweep's streamer edits that same message with the new text as it
+// comes: one message on the platform, streamed, not only the final edit.
+func TestStreamAdoptedAfterRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in, p, st, bus := streamRig(t, ``)
+		c := Chat{ID: "c1", Kind: ChatDM}
+		old, err := p.Send(t.Context(), Outgoing{Chat: c, Text: "word00 word01 (the text of the run that died)"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.rows = []store.OutboxItem{{ID: 1, Connector: "chat", Chat: "c1", SessionID: 1, Turn: 7, Kind: store.OutReply,
+			State: store.OutStreaming, MessageIDs: []string{old.ID}, SendingPart: -1, Nonce: "a1p0"}}
+		in.m.remember(1, convRef{connector: "chat", chat: c})
+		in.sweep(t.Context())
+		if !in.streaming(1) {
+			t.Fatal("no streamer adopted the row")
+		}
+		publishTurn(bus, 1, 7, 50, 100*time.Millisecond, "the final text", nil)
+		synctest.Wait()
+		if msgs := p.messages(); len(msgs) != 1 {
+			t.Fatalf("messages = %+v, want the one made before the restart", msgs)
+		}
+		edits := p.editList()
+		if len(edits) < 3 {
+			t.Fatalf("%d edits while the turn ran again for 5 s", len(edits))
+		}
+		if last := edits[len(edits)-1].Text; !strings.HasPrefix(last, "word00 word01 word02") || strings.Contains(last, "died") {
+			t.Errorf("the message shows %q, want the new run's text", last)
+		}
+		if row := st.row(1); row.State != store.OutPending || row.Text != "the final text" || !slices.Equal(row.MessageIDs, []string{old.ID}) {
+			t.Errorf("row = %+v", row)
+		}
+		if in.streaming(1) {
+			t.Error("the adopted streamer did not end with its turn")
+		}
+	})
+}
+
+// TestStreamPastLimit: a streamed reply longer than the platform's limit
+// grows across parts while it streams: part 0 is frozen at the limit and
+// part 1 made, each part's message id in the row; the worker's final pass
+// edits every part to its final text.
+func TestStreamPastLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caps := Caps{MaxText: 100, EditEvery: time.Second, Dialect: markup.Plain}
+		in, p, st, bus := streamRigCaps(t, ``, caps)
+		c := Chat{ID: "c1", Kind: ChatDM}
+		in.m.remember(1, convRef{connector: "chat", chat: c})
+		in.watch(1, c).expect(7)
+		var final strings.Builder
+		for i := range 50 {
+			fmt.Fprintf(&final, "word%02d ", i)
+		}
+		var ended time.Time
+		publishTurn(bus, 1, 7, 50, 100*time.Millisecond, final.String(), func(i int) {
+			if i == 49 {
+				ended = time.Now()
+			}
+		})
+		synctest.Wait()
+		want := markup.Split(caps.Dialect, final.String(), caps.MaxText, caps.Unit)
+		msgs := p.messages()
+		if len(want) < 3 || len(msgs) < 3 {
+			t.Fatalf("%d parts, %d messages made while streaming: %+v", len(want), len(msgs), msgs)
+		}
+		for i, m := range msgs[:len(msgs)-1] {
+			if m.Text != want[i] {
+				t.Errorf("part %d, full, shows %q, want %q", i, m.Text, want[i])
+			}
+		}
+		if !msgs[1].At.Before(ended) {
+			t.Error("part 1 was made only at the turn's end")
+		}
+		row := st.row(1)
+		var ids []string
+		for _, m := range msgs {
+			ids = append(ids, m.ID)
+		}
+		if row.State != store.OutPending || !slices.Equal(row.MessageIDs, ids) {
+			t.Fatalf("row = %+v, want pending with ids %q", row, ids)
+		}
+		in.deliver(t.Context(), row)
+		if d := cmp.Diff(want, p.texts()); d != "" {
+			t.Errorf("messages after the final pass (-want +got):\n%s", d)
+		}
+		if row := st.row(1); row.State != store.OutSent || row.Parts != len(want) {
+			t.Errorf("row = %+v", row)
+		}
+	})
+}
+
+// TestStreamEndOnlyInLog: a turn whose end is in the log but never came
+// on the bus (another node ran it, its notification lost) does not leave
+// its row streaming: the sweep hands the end to the streamer, which hands
+// the row to the worker and ends.
+func TestStreamEndOnlyInLog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in, p, st, bus := streamRig(t, ``)
+		in.watch(1, Chat{ID: "c1", Kind: ChatDM}).expect(7)
+		bus.Publish(event.New(1, 7, event.TurnStart, nil))
+		for i := range 30 {
+			bus.Publish(event.New(1, 7, event.TextDelta, event.DeltaData{Text: fmt.Sprintf("word%02d ", i)}))
+			time.Sleep(100 * time.Millisecond)
+		}
+		synctest.Wait()
+		if len(p.messages()) != 1 || st.row(1).State != store.OutStreaming {
+			t.Fatalf("messages %+v, row %+v: want one streaming", p.messages(), st.row(1))
+		}
+		st.mu.Lock()
+		st.ends = map[int64]event.Event{7: event.New(1, 7, event.TurnEnd, event.TurnEndData{Status: event.StatusDone, Reply: "the final text"})}
+		st.mu.Unlock()
+		in.sweep(t.Context())
+		synctest.Wait()
+		if row := st.row(1); row.State != store.OutPending || row.Text != "the final text" {
+			t.Errorf("row = %+v", row)
+		}
+		if in.streaming(1) {
+			t.Error("the streamer still waits for its turn's end")
 		}
 	})
 }

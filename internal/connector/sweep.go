@@ -25,8 +25,11 @@ func (in *instance) sweepLoop(ctx context.Context) {
 // sweep finds what the Ended hook missed (a crash between a turn's end
 // and the hook, a full queue, a turn run on another node): every turn_end
 // past a conversation's bookmark gets its outbox row (opening is
-// idempotent), and a row left streaming with no streamer here, whose turn
-// has ended, goes to the worker.
+// idempotent), and a row left streaming with no streamer here goes to
+// the worker if its turn has ended; one with a message is adopted by a
+// new streamer (its turn may be running again after a restart). A row a
+// streamer holds is handed the turn's end if the log has it and the bus
+// did not bring it.
 func (in *instance) sweep(ctx context.Context) {
 	convs, err := in.m.st.ConversationsBehind(ctx, in.name, 100)
 	if err != nil {
@@ -64,10 +67,14 @@ func (in *instance) sweep(ctx context.Context) {
 		return
 	}
 	for _, it := range rows {
-		if in.streaming(it.SessionID) {
+		if s := in.streamer(it.SessionID); s != nil {
+			s.endedInLog(ctx, it.Turn)
 			continue
 		}
 		chat := in.chatOfRow(it)
+		if len(it.MessageIDs) > 0 && it.MessageIDs[0] != "" && it.SendingPart < 0 && in.adopt(it, chat) {
+			continue // its streamer edits its messages, or hands it on if its turn has ended
+		}
 		(&stream{in: in, session: it.SessionID, chat: chat}).settle(ctx, turnState{turn: it.Turn, row: &it})
 	}
 	in.wake()

@@ -14,11 +14,19 @@ import (
 // restarts after it and the session keeps its id. A session that does not
 // exist is store.ErrNotFound.
 func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, error) {
+	return r.ResetOnce(ctx, addr, reason, "")
+}
+
+// ResetOnce is Reset done once per key (a chat platform's message id;
+// "" none): the reset's inbox item carries key, unique per session, so a
+// redelivery of the same request finds it (Receipt.Duplicate) and resets
+// nothing.
+func (r *Runtime) ResetOnce(ctx context.Context, addr, reason, key string) (Receipt, error) {
 	sess, err := r.existing(ctx, addr)
 	if err != nil {
 		return Receipt{}, err
 	}
-	rc, _, err := r.control(ctx, sess, event.Reset, reason, "reset")
+	rc, _, err := r.control(ctx, sess, store.InboxItem{Kind: event.Reset, Text: reason, Source: "reset", IdempotencyKey: key})
 	return rc, err
 }
 
@@ -26,6 +34,12 @@ func (r *Runtime) Reset(ctx context.Context, addr, reason string) (Receipt, erro
 // summary on focus (may be ""), in order behind its queued inputs, and
 // waits for it. A session that does not exist is store.ErrNotFound.
 func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, event.TurnEndData, error) {
+	return r.CompactOnce(ctx, addr, focus, "")
+}
+
+// CompactOnce is Compact done once per key, as ResetOnce; a duplicate
+// returns at once with no turn end.
+func (r *Runtime) CompactOnce(ctx context.Context, addr, focus, key string) (Receipt, event.TurnEndData, error) {
 	sess, err := r.existing(ctx, addr)
 	if err != nil {
 		return Receipt{}, event.TurnEndData{}, err
@@ -33,15 +47,17 @@ func (r *Runtime) Compact(ctx context.Context, addr, focus string) (Receipt, eve
 	if sess.state() == store.StateClosed {
 		return Receipt{}, event.TurnEndData{}, closedErr(addr)
 	}
-	return r.control(ctx, sess, event.CompactRequest, focus, "compact")
+	return r.control(ctx, sess, store.InboxItem{Kind: event.CompactRequest, Text: focus, Source: "compact", IdempotencyKey: key})
 }
 
 // control queues an item that is not an input (a reset, a compaction)
-// behind the session's queued inputs and waits until it is done.
-func (r *Runtime) control(ctx context.Context, sess *session, kind event.Kind, text, source string) (Receipt, event.TurnEndData, error) {
+// behind the session's queued inputs and waits until it is done; a
+// duplicate of one queued before is not waited for.
+func (r *Runtime) control(ctx context.Context, sess *session, item store.InboxItem) (Receipt, event.TurnEndData, error) {
 	var w waiting
-	rc, err := r.enqueue(ctx, sess, store.InboxItem{Session: sess.s.ID, Kind: kind, Text: text, Source: source}, &w)
-	if err != nil {
+	item.Session = sess.s.ID
+	rc, err := r.enqueue(ctx, sess, item, &w)
+	if err != nil || rc.Duplicate {
 		return rc, event.TurnEndData{}, err
 	}
 	end, err := r.await(ctx, rc.Turn, w.end)

@@ -622,6 +622,40 @@ func TestReset(t *testing.T) {
 	}
 }
 
+// ResetOnce and CompactOnce with a key already used (a chat platform's
+// message delivered again after a restart) do nothing again: the
+// duplicate's receipt names the first one's turn.
+func TestControlOnce(t *testing.T) {
+	e := newEnv(t, setup{})
+	ctx := t.Context()
+	rc1, _, err := e.rt.Send(ctx, runtime.Input{Session: "a/k", Text: "a:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.rt.ResetOnce(ctx, "a/k", "from a chat", "m-1")
+	if err != nil || first.Duplicate {
+		t.Fatalf("ResetOnce: %+v, %v", first, err)
+	}
+	cfirst, _, err := e.rt.CompactOnce(ctx, "a/k", "", "m-2")
+	if err != nil || cfirst.Duplicate {
+		t.Fatalf("CompactOnce: %+v, %v", cfirst, err)
+	}
+	n := len(e.events(rc1.SessionID))
+	e.close()
+	e2 := newEnv(t, setup{path: e.path})
+	again, err := e2.rt.ResetOnce(ctx, "a/k", "from a chat", "m-1")
+	if err != nil || !again.Duplicate || again.Turn != first.Turn {
+		t.Errorf("ResetOnce again: %+v, %v; want a duplicate of turn %d", again, err, first.Turn)
+	}
+	cagain, _, err := e2.rt.CompactOnce(ctx, "a/k", "", "m-2")
+	if err != nil || !cagain.Duplicate || cagain.Turn != cfirst.Turn {
+		t.Errorf("CompactOnce again: %+v, %v; want a duplicate of turn %d", cagain, err, cfirst.Turn)
+	}
+	if evs := e2.events(rc1.SessionID); len(evs) != n {
+		t.Errorf("the session's log grew from %d to %d events: %v", n, len(evs), kinds(evs))
+	}
+}
+
 // Reset names a session of an agent; an agent that does not exist has none.
 func TestResetUnknownAgent(t *testing.T) {
 	e := newEnv(t, setup{})

@@ -51,7 +51,7 @@ type OutboxItem struct {
 	ID          int64
 	Connector   string
 	Chat        string // the conversation's chat key
-	SessionID   int64
+	SessionID   int64  // the chat's session; 0 for a notice to a chat that has none yet
 	Turn        int64  // the turn (inbox item) whose reply it is; 0 for a notice
 	Kind        string // OutReply or OutNotice
 	State       string

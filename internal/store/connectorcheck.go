@@ -69,13 +69,21 @@ func OutboxOpen(it OutboxItem, now time.Time) (OutboxItem, error) {
 	if err := checkConnectorKey(it.Connector, it.Chat); err != nil {
 		return OutboxItem{}, err
 	}
-	if it.SessionID <= 0 || it.Turn < 0 {
-		return OutboxItem{}, fmt.Errorf("outbox row: session %d, turn %d", it.SessionID, it.Turn)
-	}
 	if it.Kind == "" {
 		it.Kind = OutReply
 	}
-	if it.Kind != OutReply && it.Kind != OutNotice {
+	switch it.Kind {
+	case OutReply:
+		if it.SessionID <= 0 || it.Turn < 0 {
+			return OutboxItem{}, fmt.Errorf("outbox row: a reply of session %d, turn %d", it.SessionID, it.Turn)
+		}
+	case OutNotice:
+		// A notice may go to a chat with no session yet (a person just
+		// approved, /help first); it is of no turn, so never merged.
+		if it.SessionID < 0 || it.Turn != 0 {
+			return OutboxItem{}, fmt.Errorf("outbox row: a notice of session %d, turn %d (a notice has no turn)", it.SessionID, it.Turn)
+		}
+	default:
 		return OutboxItem{}, fmt.Errorf("outbox row: kind %q is neither %q nor %q", it.Kind, OutReply, OutNotice)
 	}
 	if it.State != OutSending {

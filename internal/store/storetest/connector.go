@@ -300,6 +300,56 @@ func testOutboxDue(t *testing.T, x *suite) {
 	}
 }
 
+// A notice is a row like a reply's, delivered by the same worker: to a
+// chat with no session yet (a person just approved, /help first) it has
+// session 0; it has no turn, so two notices are two rows, and it is due,
+// moved and sent like a reply. A reply of no session, and a notice of a
+// turn, are refused.
+func testOutboxNotice(t *testing.T, x *suite) {
+	s := x.newStore(t)
+	cs := store.ConnectorStore(s)
+	ctx := t.Context()
+	notice := store.OutboxItem{Connector: "tg", Chat: "c9", Kind: store.OutNotice, State: store.OutPending, Text: "You can talk to me now.", NextAt: connTime}
+	var ids []int64
+	for range 2 {
+		r, created, err := cs.OpenOutbox(ctx, notice)
+		if err != nil || !created {
+			t.Fatalf("a notice of no session: created %v, %v", created, err)
+		}
+		if r.SessionID != 0 || r.Turn != 0 || r.Kind != store.OutNotice || r.Text != notice.Text || r.SendingPart != -1 {
+			t.Errorf("notice row = %+v", r)
+		}
+		ids = append(ids, r.ID)
+	}
+	due, err := cs.DueOutbox(ctx, "tg", connTime, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(ids, outboxIDs(due)); d != "" {
+		t.Errorf("DueOutbox (-want +got):\n%s", d)
+	}
+	r := due[0]
+	r.State, r.MessageIDs, r.SentAt = store.OutSent, []string{"41"}, connTime.Add(time.Second)
+	if moved, err := cs.MoveOutbox(ctx, r.ID, store.OutPending, r); err != nil || !moved {
+		t.Fatalf("notice sent: moved %v, %v", moved, err)
+	}
+	if got := outboxRow(t, cs, r.ID); got.State != store.OutSent || !cmp.Equal(got.MessageIDs, []string{"41"}) {
+		t.Errorf("sent notice = %+v", got)
+	}
+	if n, _, err := cs.OutboxDepth(ctx, "tg"); err != nil || n != 1 {
+		t.Errorf("OutboxDepth = %d, %v; want the other notice", n, err)
+	}
+	for _, bad := range []store.OutboxItem{
+		{Connector: "tg", Chat: "c9", State: store.OutPending, Text: "a reply of no session"},
+		{Connector: "tg", Chat: "c9", Kind: store.OutNotice, SessionID: 1, Turn: 3, State: store.OutPending, Text: "a notice of a turn"},
+		{Connector: "tg", Chat: "c9", Kind: store.OutNotice, SessionID: -1, State: store.OutPending, Text: "no such session"},
+	} {
+		if _, _, err := cs.OpenOutbox(ctx, bad); err == nil {
+			t.Errorf("%q was opened", bad.Text)
+		}
+	}
+}
+
 func outboxIDs(rows []store.OutboxItem) []int64 {
 	ids := []int64{}
 	for _, r := range rows {

@@ -155,6 +155,7 @@ func tests() []struct {
 		{"OutboxMove", testOutboxMove},
 		{"OutboxDue", testOutboxDue},
 		{"OutboxAck", testOutboxAck},
+		{"OutboxNotice", testOutboxNotice},
 		{"Pairing", testPairing},
 		{"PairingsExpiredShown", testPairingsExpiredShown},
 		{"PairingConcurrent", testPairingConcurrent},
