@@ -36,7 +36,6 @@ type instance struct {
 	plat    Platform
 	caps    Caps
 	vals    []secret.Value    // the resolved secrets, to redact
-	derived string            // the derived webhook secret, to redact
 	streams map[int64]*stream // running streamers by session
 	sctx    context.Context   // the streamers' context: the run's
 	scancel context.CancelFunc
@@ -251,7 +250,7 @@ func chatOf(key, js string) Chat {
 		return c
 	}
 	id, thread, _ := strings.Cut(key, "/")
-	return Chat{ID: id, Thread: thread, Kind: ChatDM}
+	return Chat{ID: id, Thread: thread, Kind: ChatGroup} // unknown: group rules, never a DM's
 }
 
 // chatOfRow is where an outbox row goes.

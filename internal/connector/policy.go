@@ -28,7 +28,7 @@ func decide(s *Spec, m Inbound, known func() (bool, error)) (verdict, error) {
 	if m.Bot {
 		return verdict{reason: RefusedBot}, nil
 	}
-	if m.Chat.Kind == ChatGroup {
+	if m.Chat.Kind != ChatDM { // fail closed: a chat of no known kind is a group
 		return decideGroup(s, m, known)
 	}
 	switch s.DMPolicy {

@@ -107,3 +107,20 @@ func spec(t *testing.T, js string) *Spec {
 	}
 	return s
 }
+
+// TestPolicyUnknownKindIsAGroup: a chat whose kind was lost (a row read
+// back without it, a platform's new kind) gets a group's rules, never a
+// DM's: an unallowed chat reaches nothing and no pairing code is posted
+// into it.
+func TestPolicyUnknownKindIsAGroup(t *testing.T) {
+	s := spec(t, `{"platform":"fake","token_env":"T","agent":"a","dm_policy":"open"}`)
+	for _, kind := range []string{"", "channel", "DM"} {
+		v, err := decide(s, Inbound{Chat: Chat{ID: "c1", Kind: kind}, User: "eve", Mentioned: true}, func() (bool, error) { return false, nil })
+		if err != nil || v.accept || v.reason != RefusedGroup {
+			t.Errorf("kind %q: verdict %+v, %v; want refused as a group not allowed", kind, v, err)
+		}
+	}
+	if c := chatOf("c1/t1", ""); c.Kind != ChatGroup {
+		t.Errorf("a chat rebuilt from its key is a %q, not a group", c.Kind)
+	}
+}

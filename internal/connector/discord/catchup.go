@@ -61,6 +61,9 @@ func (p *Platform) catchupChat(ctx context.Context, h connector.Handler, c conne
 			if !ok {
 				continue
 			}
+			if c.Kind != connector.ChatDM {
+				in.Chat.Kind = connector.ChatGroup // the row knew it was not a DM: group rules, even with its team lost
+			}
 			if err := h.Inbound(ctx, in); err != nil {
 				return p.redactErr(err)
 			}

@@ -104,12 +104,16 @@ func New(cfg connector.Config, deps connector.PlatformDeps) (connector.Platform,
 	if api == "" {
 		api = PublicAPI
 	}
-	token := cfg.Token
+	token, secret := cfg.Token, p.secret
 	redact := func(s string) string {
 		if deps.Redact != nil {
 			s = deps.Redact(s)
 		}
-		return strings.ReplaceAll(s, token, "[token]") // the token is in every URL: never let it through
+		s = strings.ReplaceAll(s, token, "[token]") // the token is in every URL: never let it through
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[webhook secret]") // derived from the token, known to no resolver
+		}
+		return s
 	}
 	p.c = &client{api: api, token: token, http: deps.HTTP, redact: redact}
 	if p.log == nil {
