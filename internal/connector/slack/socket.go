@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -255,13 +256,14 @@ func (p *Platform) wsClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: p.deps.Dialer.DialContext, Proxy: nil}}
 }
 
-// redactURL is err's text without url.
-func redactURL(err error, url string) string {
+// redactURL is err's text without raw's query (the link's ticket), however
+// the dialer wrote the URL.
+func redactURL(err error, raw string) string {
 	s := err.Error()
-	if url == "" {
-		return s
+	if u, perr := url.Parse(raw); perr == nil && u.RawQuery != "" {
+		s = strings.ReplaceAll(s, u.RawQuery, "<ticket>")
 	}
-	return strings.ReplaceAll(s, url, "<socket url>")
+	return s
 }
 
 // backoff paces reconnects: 1 s doubling to 60 s with jitter, or what a

@@ -178,7 +178,7 @@ func (s *Server) postEvent(url string, cb json.RawMessage, ts string) {
 		s.mu.Lock()
 		s.deliveries = append(s.deliveries, Delivery{EventTS: ts, Retry: retry, Status: status})
 		s.mu.Unlock()
-		s.w.AddUser(s.o.Bot) // a change: wakes World.Wait
+		s.touch()
 		if err == nil && status/100 == 2 {
 			return
 		}

@@ -42,7 +42,7 @@ func (s *Server) serveLink(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := &link{conn: c}
-	l.untrack = s.w.Track(closer(func() error { return c.CloseNow() }))
+	l.untrack = s.w.Track(&wsCloser{c})
 	defer func() {
 		l.untrack()
 		c.CloseNow()
@@ -54,6 +54,7 @@ func (s *Server) serveLink(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.mu.Unlock()
+		s.touch()
 	}()
 	ctx := r.Context()
 	s.mu.Lock()
@@ -71,6 +72,7 @@ func (s *Server) serveLink(rw http.ResponseWriter, r *http.Request) {
 	s.links = append(s.links, l)
 	pending := s.unacked()
 	s.mu.Unlock()
+	s.touch()
 	for _, e := range pending {
 		s.send(l, e)
 	}
@@ -88,9 +90,10 @@ func (s *Server) serveLink(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-type closer func() error
+// wsCloser closes a link at once, for World.Drop.
+type wsCloser struct{ c *websocket.Conn }
 
-func (f closer) Close() error { return f() }
+func (w *wsCloser) Close() error { return w.c.CloseNow() }
 
 // unacked returns the envelopes not yet acknowledged; s.mu is held.
 func (s *Server) unacked() []*envelope {
@@ -114,7 +117,7 @@ func (s *Server) ack(id string) {
 		}
 	}
 	s.mu.Unlock()
-	s.w.AddUser(s.o.Bot) // a change: wakes World.Wait
+	s.touch()
 }
 
 // send writes e on l and, unless it is acknowledged within
