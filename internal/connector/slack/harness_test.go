@@ -44,6 +44,7 @@ func newFixture(t *testing.T, mode string, o *slackfake.Options) *fixture {
 	srv := httptest.NewUnstartedServer(fake)
 	srv.Config.ConnState = fake.World().ConnState
 	srv.Start()
+	fake.SetBaseURL(srv.URL)
 	fake.Pump()
 	t.Cleanup(func() {
 		fake.Close()

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -184,10 +185,20 @@ func TestRunWaitsRetryAfter(t *testing.T) {
 		defer fake.Close()
 		fake.World().Fail("auth.test", 2, chatfake.Fault{Status: 429, RetryAfter: 90 * time.Second})
 		o := fake.Options()
-		var calls []time.Time
+		var (
+			mu    sync.Mutex
+			calls []time.Time
+		)
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(calls)
+		}
 		client := &http.Client{Transport: roundTripper{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(r.URL.Path, "/auth.test") {
+				mu.Lock()
 				calls = append(calls, time.Now())
+				mu.Unlock()
 			}
 			fake.ServeHTTP(w, r)
 		})}}
@@ -202,7 +213,7 @@ func TestRunWaitsRetryAfter(t *testing.T) {
 			done <- p.Run(ctx, connector.HandlerFunc(func(context.Context, connector.Inbound) error { return nil }))
 		}()
 		synctest.Wait()
-		for len(calls) < 3 {
+		for count() < 3 {
 			time.Sleep(time.Second)
 			synctest.Wait()
 		}

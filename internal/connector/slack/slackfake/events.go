@@ -77,11 +77,17 @@ func (s *Server) callbacks(p chatfake.Post) []json.RawMessage {
 		base["parent_user_id"] = s.parentUser(p.Chat, p.Thread)
 	}
 	if len(p.Files) > 0 {
-		var files []map[string]any
-		for _, f := range p.Files {
-			files = append(files, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Type, "size": len(f.Data), "url_private": "https://files.slack.com/files-pri/" + s.o.Team + "-" + f.ID + "/" + f.Name})
+		s.mu.Lock()
+		files := s.base
+		s.mu.Unlock()
+		if files == "" {
+			files = "https://files.slack.com"
 		}
-		base["files"] = files
+		var list []map[string]any
+		for _, f := range p.Files {
+			list = append(list, map[string]any{"id": f.ID, "name": f.Name, "mimetype": f.Type, "size": len(f.Data), "url_private": files + "/files-pri/" + s.o.Team + "-" + f.ID + "/" + f.Name})
+		}
+		base["files"] = list
 		base["subtype"] = "file_share"
 	}
 	msg := clone(base)

@@ -86,6 +86,7 @@ type Server struct {
 	envelopes  []*envelope     // sent over Socket Mode, not yet acknowledged
 	timers     map[*time.Timer]bool
 	eventsURL  string          // the Events API request URL ("" socket mode)
+	base       string          // the server's URL, for file links ("" https://files.slack.com)
 	archived   map[string]bool // channels archived
 	outside    map[string]bool // channels the bot is not in
 	seen       int64           // posts with Seq up to seen became events
@@ -202,7 +203,17 @@ func (s *Server) Start(ctx context.Context, addr string) (string, error) {
 	}()
 	go srv.Serve(ln)
 	s.pump()
-	return "http://" + ln.Addr().String(), nil
+	u := "http://" + ln.Addr().String()
+	s.SetBaseURL(u)
+	return u, nil
+}
+
+// SetBaseURL is the URL the server is reached at (Start sets it): file
+// links point there.
+func (s *Server) SetBaseURL(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.base = strings.TrimSuffix(u, "/")
 }
 
 // Close ends the deliveries and the links, and waits for them.
@@ -222,12 +233,16 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// ServeHTTP answers the Web API under /api/ and Socket Mode links under
-// /link/.
+// ServeHTTP answers the Web API under /api/, Socket Mode links under
+// /link/ and files under /files-pri/.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	s.pump()
-	if strings.HasPrefix(r.URL.Path, "/link") {
+	switch {
+	case strings.HasPrefix(r.URL.Path, "/link"):
 		s.serveLink(rw, r)
+		return
+	case strings.HasPrefix(r.URL.Path, "/files-pri/"):
+		s.serveFile(rw, r)
 		return
 	}
 	method, ok := strings.CutPrefix(r.URL.Path, "/api/")
@@ -276,6 +291,33 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(rw, 200, m.fn(r, a))
+}
+
+// serveFile answers a file's url_private: the file to the bot token, and
+// (like Slack) a sign-in page to anyone else.
+func (s *Server) serveFile(rw http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+s.o.BotToken {
+		rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(rw, "<!DOCTYPE html><title>Sign in to Slack</title>")
+		return
+	}
+	if f, err := s.w.Call(r.Context(), "files"); err != nil {
+		return
+	} else if f != nil {
+		writeFault(rw, f)
+		return
+	}
+	// /files-pri/<team>-<file id>/<name>
+	rest := strings.TrimPrefix(r.URL.Path, "/files-pri/")
+	dir, _, _ := strings.Cut(rest, "/")
+	_, id, _ := strings.Cut(dir, "-")
+	f, ok := s.w.File(id)
+	if !ok {
+		http.NotFound(rw, r)
+		return
+	}
+	rw.Header().Set("Content-Type", f.Type)
+	rw.Write(f.Data)
 }
 
 // writeFault answers a scripted fault in the Web API's wire.
