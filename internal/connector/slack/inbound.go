@@ -120,14 +120,22 @@ func stripMention(text, user string) (string, bool) {
 		return strings.TrimSpace(text), false
 	}
 	named := false
-	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
+	drop := func(m string) string {
 		if mentionRE.FindStringSubmatch(m)[1] != user {
 			return m
 		}
 		named = true
 		return ""
-	})
-	return strings.Join(strings.Fields(out), " "), named
+	}
+	// Again until none is left: removing one can join another
+	// ("<@<@U>U>").
+	for out := text; ; {
+		next := mentionRE.ReplaceAllStringFunc(out, drop)
+		if next == out {
+			return strings.Join(strings.Fields(out), " "), named
+		}
+		out = next
+	}
 }
 
 func firstOf(ss ...string) string {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,61 @@ func abs(n int) int {
 		return -n
 	}
 	return n
+}
+
+// stripMention removes every mention of the bot, keeps every other, and
+// says whether there was one.
+func FuzzStripMention(f *testing.F) {
+	f.Add("<@UBOT> hi <@U2>")
+	f.Add("<@UBOT|agentd>hi<@UBOT>")
+	f.Add("<@UBOTX> <@UBO>")
+	f.Add("<@<@UBOT>UBOT>")
+	f.Fuzz(func(t *testing.T, text string) {
+		ours := func(s string) bool {
+			for _, m := range mentionRE.FindAllStringSubmatch(s, -1) {
+				if m[1] == "UBOT" {
+					return true
+				}
+			}
+			return false
+		}
+		out, named := stripMention(text, "UBOT")
+		if ours(out) {
+			t.Fatalf("stripMention(%q) = %q: a mention is left", text, out)
+		}
+		if named != ours(text) {
+			t.Fatalf("stripMention(%q): named %v, want %v", text, named, ours(text))
+		}
+	})
+}
+
+// tsTime reads a ts as strconv.ParseFloat does, to the microsecond.
+func FuzzTSTime(f *testing.F) {
+	f.Add("1700000000.000100")
+	f.Add("1.5")
+	f.Add("x.y")
+	now := time.Unix(42, 0)
+	f.Fuzz(func(t *testing.T, ts string) {
+		got := tsTime(ts, func() time.Time { return now })
+		sec, frac, _ := strings.Cut(ts, ".")
+		s, err := strconv.ParseInt(sec, 10, 64)
+		us, ferr := strconv.ParseInt((frac + "000000")[:6], 10, 64)
+		digits := func(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+		if err != nil || ferr != nil || !digits(sec) || !digits(frac) {
+			return // not a ts Slack makes; any time is fine
+		}
+		if s < 0 || s > 1<<40 {
+			return
+		}
+		fl, err := strconv.ParseFloat(sec+"."+(frac + "000000")[:6], 64)
+		if err != nil {
+			return
+		}
+		if d := got.Sub(time.Unix(s, us*1000)); d != 0 {
+			t.Fatalf("tsTime(%q) = %v, want %v", ts, got, time.Unix(s, us*1000))
+		}
+		if diff := float64(got.UnixMicro())/1e6 - fl; diff > 1e-3 || diff < -1e-3 {
+			t.Fatalf("tsTime(%q) = %v, ParseFloat %v", ts, got, fl)
+		}
+	})
 }
