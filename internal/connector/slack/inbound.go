@@ -91,6 +91,10 @@ func (p *Platform) inbound(cb eventCallback) (connector.Inbound, bool) {
 		ReplyToBot: e.ThreadTS != "" && (e.ParentUserID == self.User || p.threads.has(e.Channel+"/"+e.ThreadTS)),
 		At:         tsTime(e.TS, p.deps.Now),
 	}
+	if in.Mentioned && chat.Kind == connector.ChatGroup {
+		// The bot answers in this thread: what follows there is for it.
+		p.threads.add(chat.ID + "/" + chat.Thread)
+	}
 	if pr := e.UserProfile; pr != nil {
 		in.Name = firstOf(pr.DisplayName, pr.RealName, pr.Name, e.User)
 	}

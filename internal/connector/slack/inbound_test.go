@@ -171,3 +171,22 @@ func FuzzTSTime(f *testing.F) {
 		}
 	})
 }
+
+// A reply in the thread of a mention is for the bot even before the bot's
+// answer there is made (Slack's events can overtake chat.postMessage's
+// answer).
+func TestThreadOfAMentionIsTheBots(t *testing.T) {
+	p, err := newPlatform(connector.Config{Token: "xoxb-1", AppToken: "xapp-1"}, connector.PlatformDeps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.self = identity{User: "UBOT", Bot: "BBOT"}
+	ev := func(s string) eventCallback { return eventCallback{Type: "event_callback", Event: json.RawMessage(s)} }
+	if m, ok := p.inbound(ev(`{"type":"app_mention","channel":"C9","user":"U1","text":"<@UBOT> hi","ts":"1700000000.000001"}`)); !ok || !m.Mentioned {
+		t.Fatalf("mention = %+v, %v", m, ok)
+	}
+	m, ok := p.inbound(ev(`{"type":"message","channel":"C9","channel_type":"channel","user":"U1","text":"and?","ts":"1700000000.000002","thread_ts":"1700000000.000001","parent_user_id":"U1"}`))
+	if !ok || !m.ReplyToBot {
+		t.Fatalf("thread reply = %+v, %v; want ReplyToBot", m, ok)
+	}
+}

@@ -204,6 +204,11 @@ func (p *Platform) Send(ctx context.Context, m connector.Outgoing) (connector.Se
 		body.Metadata = &metadata{EventType: replyEvent}
 		body.Metadata.EventPayload.Nonce = m.Nonce
 	}
+	if m.Chat.Thread != "" {
+		// Before the call: a person's reply in the thread may arrive
+		// before Slack's answer does.
+		p.threads.add(m.Chat.ID + "/" + m.Chat.Thread)
+	}
 	var a struct {
 		TS string `json:"ts"`
 	}
@@ -212,9 +217,6 @@ func (p *Platform) Send(ctx context.Context, m connector.Outgoing) (connector.Se
 	}
 	if a.TS == "" {
 		return connector.Sent{}, p.fail(nil, "slack: chat.postMessage: the answer has no ts")
-	}
-	if m.Chat.Thread != "" {
-		p.threads.add(m.Chat.ID + "/" + m.Chat.Thread)
 	}
 	return connector.Sent{ID: a.TS, At: tsTime(a.TS, p.deps.Now)}, nil
 }
