@@ -46,18 +46,15 @@ const (
 // Platform is one Slack bot. Run receives; Send, Edit and Find answer
 // through the Web API; ServeWebhook takes the Events API's posts.
 type Platform struct {
-	cfg  Config
+	cfg  connector.Config
 	deps connector.PlatformDeps
 	log  *slog.Logger
 
-	mu      sync.Mutex
+	mu      sync.Mutex        // guards self and handler; a leaf
 	self    identity          // who the bot is (auth.test), once Run learnt it
 	handler connector.Handler // events mode: set by Run, used by ServeWebhook
-	threads threadSet         // threads the bot posted in (mention gating)
+	threads threadSet         // threads that are the bot's (mention gating); its own lock
 }
-
-// Config is the part of connector.Config Slack reads.
-type Config = connector.Config
 
 // identity is the bot as auth.test names it.
 type identity struct {

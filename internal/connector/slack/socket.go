@@ -25,13 +25,12 @@ const dialTimeout = 30 * time.Second
 // frame is one Socket Mode message from Slack
 // (https://api.slack.com/apis/connections/socket-implement).
 type frame struct {
-	Type          string        `json:"type"` // hello, events_api, disconnect, …
-	EnvelopeID    string        `json:"envelope_id"`
-	Payload       eventCallback `json:"payload"`
-	RetryAttempt  int           `json:"retry_attempt"`
-	RetryReason   string        `json:"retry_reason"`
-	Reason        string        `json:"reason"` // disconnect: warning, refresh_requested, link_disabled
-	NumConnection int           `json:"num_connections"`
+	Type         string        `json:"type"` // hello, events_api, disconnect, …
+	EnvelopeID   string        `json:"envelope_id"`
+	Payload      eventCallback `json:"payload"`
+	RetryAttempt int           `json:"retry_attempt"`
+	RetryReason  string        `json:"retry_reason"`
+	Reason       string        `json:"reason"` // disconnect: warning, refresh_requested, link_disabled
 }
 
 // link is one live Socket Mode connection and the goroutine reading it.
@@ -150,7 +149,7 @@ func (p *Platform) envelope(ctx context.Context, l *link, h connector.Handler, f
 	if in, ok := p.inbound(f.Payload); ok {
 		if err := h.Inbound(ctx, in); err != nil {
 			// Not acknowledged: Slack sends it again.
-			p.log.Warn("inbound message not taken; Slack will send it again", "key", in.Key, "err", p.deps.Redact(err.Error()))
+			p.log.Warn("inbound message not taken; Slack will send it again", "key", in.Key, "retry", f.RetryAttempt, "err", p.deps.Redact(err.Error()))
 			return
 		}
 	}
