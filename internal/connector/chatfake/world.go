@@ -158,6 +158,14 @@ func New(o *Options) *World {
 // Now is the World's clock.
 func (w *World) Now() time.Time { return w.now() }
 
+// Touch wakes every Wait: a fake calls it when state of its own (a
+// webhook set, commands) changed.
+func (w *World) Touch() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.notify()
+}
+
 // notify wakes every Wait; w.mu is held.
 func (w *World) notify() {
 	close(w.changed)

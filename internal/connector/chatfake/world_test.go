@@ -2,9 +2,11 @@ package chatfake_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,5 +151,40 @@ func TestDropConn(t *testing.T) {
 	if err == nil {
 		resp.Body.Close()
 		t.Fatal("a dropped call answered")
+	}
+}
+
+func TestControl(t *testing.T) {
+	w := chatfake.New(nil)
+	srv := httptest.NewServer(w.Control())
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/_fake/send", "application/json", strings.NewReader(`{"chat":"42","user":"42","name":"Alice","text":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c, ok := w.Chat("42"); !ok || c.Kind != chatfake.DM {
+		t.Fatalf("chat = %+v %v", c, ok)
+	}
+	if ps := w.Posts(1); len(ps) != 1 || ps[0].Text != "hi" {
+		t.Fatalf("posts = %+v", ps)
+	}
+	w.Create(chatfake.Message{Chat: "42"}, "hello", "")
+	resp, err = http.Get(srv.URL + "/_fake/messages?chat=42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ms []chatfake.Message
+	if err := json.NewDecoder(resp.Body).Decode(&ms); err != nil || len(ms) != 1 || ms[0].Text() != "hello" {
+		t.Fatalf("messages = %+v, %v", ms, err)
+	}
+	resp, err = http.Post(srv.URL+"/_fake/send", "application/json", strings.NewReader(`{"text":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a send without chat: %d", resp.StatusCode)
 	}
 }
