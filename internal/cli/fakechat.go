@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentd/internal/connector/chatfake"
+	"agentd/internal/connector/slack/slackfake"
 	"agentd/internal/connector/telegram/telegramfake"
 )
 
@@ -22,17 +23,27 @@ var fakeChats = map[string]func(ctx context.Context, w *chatfake.World, base str
 		go func() { <-ctx.Done(); s.Close() }()
 		return s, fmt.Sprintf("  api_url: %s\n  token:   %s (bot @%s)\n", base, s.Token(), s.Bot().Username)
 	},
+	"slack": func(ctx context.Context, w *chatfake.World, base string) (http.Handler, string) {
+		s := slackfake.New(&slackfake.Options{World: w})
+		s.SetBaseURL(base)
+		s.Pump()
+		go func() { <-ctx.Done(); s.Close() }()
+		o := s.Options()
+		return s, fmt.Sprintf("  api_url:        %s/api\n  token:          %s (bot <@%s>)\n  app token:      %s (socket mode)\n  signing secret: %s (events mode)\n",
+			base, o.BotToken, o.Bot.ID, o.AppToken, o.SigningSecret)
+	},
 }
 
 func (e *env) fakechatCmd() *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
-		Use:    "fakechat telegram",
-		Short:  "Run a fake chat platform server (Telegram Bot API) for demos and tests",
+		Use:    "fakechat telegram|slack",
+		Short:  "Run a fake chat platform server (Telegram Bot API, Slack) for demos and tests",
 		Long:   "Run a fake chat platform that speaks the platform's wire, with a control API:\nPOST /_fake/send {\"chat\",\"user\",\"text\"} says something as a person,\nGET /_fake/messages lists the bot's messages with every edit.",
 		Hidden: true,
 		Example: "  agentd fakechat telegram\n" +
-			"  agentd fakechat telegram --addr 127.0.0.1:8401",
+			"  agentd fakechat telegram --addr 127.0.0.1:8401\n" +
+			"  agentd fakechat slack --addr 127.0.0.1:8402",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mk, ok := fakeChats[args[0]]
