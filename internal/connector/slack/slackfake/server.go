@@ -357,9 +357,8 @@ func writeJSON(rw http.ResponseWriter, status int, v any) {
 }
 
 // touch wakes World.Wait after a change of the fake's own state (links,
-// acks, deliveries): adding the bot again is a World change that alters
-// nothing.
-func (s *Server) touch() { s.w.AddUser(s.o.Bot) }
+// acks, deliveries).
+func (s *Server) touch() { s.w.Touch() }
 
 // newID returns a fresh id for envelopes and tickets; s.mu is held.
 func (s *Server) newID(prefix string) string {
