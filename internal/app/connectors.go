@@ -3,6 +3,7 @@ package app
 import (
 	"agentd/internal/connector"
 	"agentd/internal/connector/discord"
+	"agentd/internal/connector/slack"
 	"agentd/internal/connector/telegram"
 	"agentd/internal/extension"
 	"agentd/internal/netguard"
@@ -13,7 +14,7 @@ import (
 // integration row's platform gives: the connector type's platform enum
 // is derived from its keys.
 func platforms() map[string]connector.Factory {
-	return map[string]connector.Factory{"telegram": telegram.New, "discord": discord.New}
+	return map[string]connector.Factory{"telegram": telegram.New, "discord": discord.New, "slack": slack.New}
 }
 
 // connectorLayer builds the chat connectors over the store and the agent

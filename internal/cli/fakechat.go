@@ -11,6 +11,7 @@ import (
 
 	"agentd/internal/connector/chatfake"
 	"agentd/internal/connector/discord/discordfake"
+	"agentd/internal/connector/slack/slackfake"
 	"agentd/internal/connector/telegram/telegramfake"
 )
 
@@ -30,18 +31,28 @@ var fakeChats = map[string]func(ctx context.Context, w *chatfake.World, base str
 		return s, fmt.Sprintf("  api_url: %s\n  token:   %s (bot @%s, id %s: mention it as <@%s>)\n",
 			s.APIURL(), s.Token(), s.Bot().Username, s.Bot().ID, s.Bot().ID)
 	},
+	"slack": func(ctx context.Context, w *chatfake.World, base string) (http.Handler, string) {
+		s := slackfake.New(&slackfake.Options{World: w})
+		s.SetBaseURL(base)
+		s.Pump()
+		go func() { <-ctx.Done(); s.Close() }()
+		o := s.Options()
+		return s, fmt.Sprintf("  api_url:        %s/api\n  token:          %s (bot <@%s>)\n  app token:      %s (socket mode)\n  signing secret: %s (events mode)\n",
+			base, o.BotToken, o.Bot.ID, o.AppToken, o.SigningSecret)
+	},
 }
 
 func (e *env) fakechatCmd() *cobra.Command {
 	var addr string
 	cmd := &cobra.Command{
-		Use:    "fakechat telegram|discord",
-		Short:  "Run a fake chat platform server (Telegram Bot API, Discord gateway and REST) for demos and tests",
+		Use:    "fakechat telegram|discord|slack",
+		Short:  "Run a fake chat platform server (Telegram Bot API, Discord gateway and REST, Slack) for demos and tests",
 		Long:   "Run a fake chat platform that speaks the platform's wire, with a control API:\nPOST /_fake/send {\"chat\",\"user\",\"text\"} says something as a person,\nGET /_fake/messages lists the bot's messages with every edit.",
 		Hidden: true,
 		Example: "  agentd fakechat telegram\n" +
+			"  agentd fakechat telegram --addr 127.0.0.1:8401\n" +
 			"  agentd fakechat discord --addr 127.0.0.1:8402\n" +
-			"  agentd fakechat telegram --addr 127.0.0.1:8401",
+			"  agentd fakechat slack --addr 127.0.0.1:8403",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mk, ok := fakeChats[args[0]]
