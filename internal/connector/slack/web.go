@@ -199,7 +199,7 @@ type postMessage struct {
 // Send creates a message with chat.postMessage, in the chat's thread when
 // it has one, carrying the nonce in the message's metadata (see Find).
 func (p *Platform) Send(ctx context.Context, m connector.Outgoing) (connector.Sent, error) {
-	body := postMessage{Channel: m.Chat.ID, Text: m.Text, ThreadTS: m.Chat.Thread, Mrkdwn: !m.Plain}
+	body := postMessage{Channel: m.Chat.ID, Text: text(m), ThreadTS: m.Chat.Thread, Mrkdwn: !m.Plain}
 	if m.Nonce != "" {
 		body.Metadata = &metadata{EventType: replyEvent}
 		body.Metadata.EventPayload.Nonce = m.Nonce
@@ -228,8 +228,23 @@ func (p *Platform) Edit(ctx context.Context, m connector.Outgoing, id string) er
 		Channel string `json:"channel"`
 		TS      string `json:"ts"`
 		Text    string `json:"text"`
-	}{m.Chat.ID, id, m.Text}
+	}{m.Chat.ID, id, text(m)}
 	return p.call(ctx, "chat.update", p.cfg.Token, body, nil)
+}
+
+// slackEscaper escapes Slack's control characters.
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// text is m's text as Slack is to show it. Slack reads &, < and > as
+// control characters in every message, mrkdwn or not
+// (https://api.slack.com/reference/surfaces/formatting#escaping): plain
+// text is escaped, so a reply cannot write <!channel> or a link under a
+// false name. Rendered mrkdwn comes escaped by its renderer.
+func text(m connector.Outgoing) string {
+	if m.Plain {
+		return slackEscaper.Replace(m.Text)
+	}
+	return m.Text
 }
 
 // tsTime reads a Slack ts ("1700000000.000100") as a time; now() when it
