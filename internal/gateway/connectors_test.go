@@ -34,7 +34,8 @@ var connAt = time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC)
 func (f *fakeConnectors) List(context.Context) []gateway.ConnectorState {
 	return []gateway.ConnectorState{
 		{Name: "tg", Platform: "telegram", Agent: "assistant", Mode: "webhook", DMPolicy: "pairing", State: connector.StateConnected,
-			Since: connAt, Bot: "@helper_bot", Queue: 2, Oldest: connAt, Failed: 1, PairingsPending: 1, Received: 7, Delivered: 5},
+			Since: connAt, Bot: "@helper_bot", Queue: 2, Oldest: connAt, Failed: 1, PairingsPending: 1, Received: 7, Delivered: 5,
+			Refused: map[string]uint64{"pairing": 1, "group": 2}, RefusedChats: []string{"-1001234567890"}},
 		{Name: "dc", Platform: "discord", Agent: "assistant", Mode: "gateway", DMPolicy: "open", State: connector.StateDown,
 			Since: connAt, LastError: "discord: gateway closed 4004: authentication failed (${env:DISCORD_TOKEN})", LastErrorAt: connAt},
 	}
@@ -105,28 +106,33 @@ func (f *fakeConnectors) took() []string {
 	return out
 }
 
-// fakePairings keeps pairings as the store would, for the routes.
+// fakePairings keeps pairings as the store would, for the routes: a
+// decided code is no longer pending.
 type fakePairings struct {
-	mu    sync.Mutex
-	asked []string
+	mu      sync.Mutex
+	asked   []string
+	decided bool
 }
 
 func pendingPairing() store.Pairing {
 	return store.Pairing{Connector: "tg", UserID: "555", Name: "Ann", Chat: "555", Code: "K7PQM2XD", State: store.PairPending,
-		CreatedAt: connAt, ExpiresAt: connAt.Add(time.Hour)}
+		CreatedAt: connAt, ExpiresAt: time.Now().Add(50 * time.Minute)}
 }
 
 func (f *fakePairings) ListPairings(_ context.Context, conn, state string) ([]store.Pairing, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.asked = append(f.asked, fmt.Sprintf("list %q %q", conn, state))
-	f.mu.Unlock()
+	if f.decided && state == store.PairPending {
+		return nil, nil
+	}
 	return []store.Pairing{pendingPairing()}, nil
 }
 
 func (f *fakePairings) DecidePairing(_ context.Context, code string, approve bool, by string) (store.Pairing, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.asked = append(f.asked, fmt.Sprintf("decide %s %v %s", code, approve, by))
-	f.mu.Unlock()
 	switch code {
 	case "K7PQM2XD":
 		p := pendingPairing()
@@ -134,6 +140,7 @@ func (f *fakePairings) DecidePairing(_ context.Context, code string, approve boo
 		if approve {
 			p.State = store.PairApproved
 		}
+		f.decided = true
 		return p, nil
 	case "FULL0000":
 		return store.Pairing{}, fmt.Errorf("decide: %w", store.ErrPairingFull)
