@@ -466,3 +466,41 @@ func TestClientConnectors(t *testing.T) {
 		t.Errorf("asked of pairing %q, want %q", got, want)
 	}
 }
+
+// Whatever the method and path, a request without the token is answered
+// by a route only if the standard library's mux, holding the public
+// routes alone, matches it too: Protect's own matching of public routes
+// (a {name} segment in the middle of the connectors' webhook among them)
+// opens nothing the table does not.
+func FuzzPublicRoutes(f *testing.F) {
+	srv := gateway.New(&gateway.Options{Connectors: &fakeConnectors{}, Pairings: &fakePairings{}, Console: http.NotFoundHandler()})
+	tk, _ := authTokens(f)
+	h := srv.Protect(&gateway.AuthOptions{Tokens: tk, Listen: "127.0.0.1:7420"})
+	public := http.NewServeMux()
+	for _, rt := range srv.Routes() {
+		if rt.Public {
+			public.HandleFunc(rt.Pattern, func(http.ResponseWriter, *http.Request) {})
+		}
+	}
+	for _, s := range [][2]string{{"POST", "/connectors/tg/webhook"}, {"POST", "/connectors/tg/webhook/"}, {"POST", "/connectors//webhook"},
+		{"POST", "/connectors/a/b/webhook"}, {"GET", "/connectors/tg/webhook"}, {"POST", "/connectors/tg/../webhook"},
+		{"POST", "/connectors/tg%2Fx/webhook"}, {"HEAD", "/healthz"}, {"POST", "/hooks/x"}, {"POST", "/v1/pairings/K7PQM2XD/approve"},
+		{"DELETE", "/v1/pairings/tg/555"}, {"GET", "/v1/connectors"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, method, target string) {
+		req, err := http.NewRequest(method, "http://127.0.0.1:7420"+target, nil)
+		if err != nil || req.URL.Host != "127.0.0.1:7420" || req.URL.Path == "" || req.URL.Path[0] != '/' {
+			return
+		}
+		req.RemoteAddr = "127.0.0.1:1234"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code == http.StatusUnauthorized || rec.Code == http.StatusTooManyRequests {
+			return
+		}
+		if _, pattern := public.Handler(req); pattern == "" {
+			t.Fatalf("%s %q answered %d without the token, but no public route matches it", method, target, rec.Code)
+		}
+	})
+}
