@@ -388,6 +388,9 @@ type Config struct {
 	Tools  NodeTools        `yaml:"tools" json:"tools"`
 	// Actions configures the action extensions (declarative HTTP tools).
 	Actions ActionsConfig `yaml:"actions" json:"actions"`
+	// Connectors configures the chat connectors (integration rows that
+	// name a platform).
+	Connectors ConnectorsConfig `yaml:"connectors" json:"connectors"`
 	// MCPServers are MCP servers every agent may use (see
 	// Definition.Servers), by name.
 	MCPServers map[string]MCPServer `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
@@ -476,6 +479,14 @@ type ActionsConfig struct {
 	// SSRF guard blocks them (loopback, private, link-local ...), e.g.
 	// "10.0.0.0/8" for services on the internal network. An action's
 	// own allow_hosts cannot open them: the operator does. Empty: none.
+	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
+}
+
+// ConnectorsConfig configures the chat connectors for the whole node.
+type ConnectorsConfig struct {
+	// AllowNetworks are CIDR ranges a connector may reach even though the
+	// SSRF guard blocks them: a self-hosted Bot API server on the
+	// internal network, a test server on loopback. Empty: none.
 	AllowNetworks []string `yaml:"allow_networks" json:"allow_networks,omitempty"`
 }
 

@@ -291,6 +291,7 @@ func (c *checker) config(cfg *Config) {
 	c.gateway(&cfg.Gateway)
 	c.cidrs("tools.http_fetch.allow_networks", cfg.Tools.HTTPFetch.AllowNetworks)
 	c.cidrs("actions.allow_networks", cfg.Actions.AllowNetworks)
+	c.cidrs("connectors.allow_networks", cfg.Connectors.AllowNetworks)
 	c.agentsConfig("agents", &cfg.Agents)
 	c.nonNegative("jobs.keep_runs", cfg.Jobs.KeepRuns)
 	if cfg.Jobs.KeepRunsFor < 0 || (cfg.Jobs.KeepRunsFor > 0 && cfg.Jobs.KeepRunsFor.D() < time.Hour) {

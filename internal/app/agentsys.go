@@ -71,6 +71,9 @@ func (a *App) runtimeHooks(ro *runtime.Options) {
 		if a.AgentSys != nil {
 			a.AgentSys.Ended(s, it, end)
 		}
+		if a.Connectors != nil {
+			a.Connectors.Ended(s, it, end)
+		}
 	}
 	ro.Accounts = ledgerOf{a}
 }

@@ -22,6 +22,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/agentsys"
 	"agentd/internal/command"
+	"agentd/internal/connector"
 	"agentd/internal/control"
 	"agentd/internal/engine"
 	"agentd/internal/event"
@@ -106,6 +107,9 @@ type App struct {
 	// Scheduler fires the jobs' time triggers while this node leads
 	// "jobs" (the daemon runs it: ScheduleJobs).
 	Scheduler *job.Scheduler
+	// Connectors run the chat connectors (nil: the store or the agent
+	// system is missing).
+	Connectors *connector.Manager
 
 	integrations *mcp.Integrations                 // MCP servers defined by integration rows
 	apps         *webext.Apps                      // the enabled app rows' files, served under /apps/
@@ -250,6 +254,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	a.Scheduler = job.NewScheduler(a.Jobs, a.Store, &job.SchedulerOptions{Logger: log, Lead: a.Store, Fired: a.jobFired,
 		KeepRuns: a.Config.Jobs.KeepRuns, KeepRunsFor: a.Config.Jobs.KeepRunsFor.D()})
 	a.agentSystem()
+	a.connectorLayer()
 	if err := a.extensionLayer(); err != nil {
 		return nil, err
 	}
@@ -297,6 +302,9 @@ func (a *App) Start(ctx context.Context) error {
 	wctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.startAgents(ctx, wctx)
+	if a.Connectors != nil && !a.readOnce {
+		a.Connectors.Start() // after the agent system: a message finds its agent
+	}
 	a.started.Store(true)
 	a.followExtensions(wctx)
 	a.listen(wctx)
@@ -375,6 +383,9 @@ func (a *App) ReclaimMemory() {
 // a shutting-down error. Readiness says "shutting down" from the start.
 func (a *App) Drain(ctx context.Context) {
 	a.stopping.Store(true)
+	if a.Connectors != nil {
+		a.Connectors.Close() // no message taken any more; undelivered replies stay in the outbox
+	}
 	if a.Jobs != nil {
 		a.Jobs.Close()
 	}

@@ -28,7 +28,7 @@ func (a *App) extensionTypes() []extension.Type {
 	return []extension.Type{
 		a.Agents.ExtensionType(),
 		a.Agents.CapabilityType(),
-		a.integrations.Type(),
+		a.integrationType(),
 		a.Controls.Type(),
 		action.Type(a.Tools, &action.Options{AllowNetworks: prefixes(a.Config.Actions.AllowNetworks),
 			Secrets: secret.NewResolver(a.Dir, nil), Logger: a.Logger}),

@@ -272,8 +272,39 @@ func FormatEvent(ev event.Event) string {
 		default:
 			body = fmt.Sprintf("%s denied by %s (id %s): %s", d.Tool, d.By, d.ID, d.Reason)
 		}
+	case event.Delivery:
+		var d event.DeliveryData
+		ev.Decode(&d)
+		body = deliveryLine(d, string(ev.Data))
 	default:
 		body = string(ev.Data)
 	}
 	return head + " " + clip(strings.ReplaceAll(body, "\n", "⏎"), 300)
+}
+
+// deliveryLine says what became of a reply a connector was to deliver;
+// raw (the payload) for an op it does not know.
+func deliveryLine(d event.DeliveryData, raw string) string {
+	what := "reply"
+	if d.Turn == 0 {
+		what = "notice"
+	}
+	to := d.Platform + " " + d.Connector
+	switch d.Op {
+	case event.DeliveryFailed:
+		tries := "tries"
+		if d.Tries == 1 {
+			tries = "try"
+		}
+		line := fmt.Sprintf("✗ %s not delivered to %s after %d %s", what, to, d.Tries, tries)
+		if d.Error != "" {
+			line += ": " + d.Error
+		}
+		return line
+	case event.DeliveryInDoubt:
+		return fmt.Sprintf("? %s to %s may show twice (agentd stopped while sending)", what, to)
+	case event.DeliveryRetried:
+		return fmt.Sprintf("↻ delivery of the %s to %s retried", what, to)
+	}
+	return raw
 }

@@ -93,6 +93,25 @@ func TestMessages(t *testing.T) {
 				{Role: model.RoleUser, Content: "b"}, {Role: model.RoleAssistant, Content: "B"},
 			},
 		},
+		{
+			// A connector's word on a reply's delivery is for people
+			// (the log, the console), never for the model.
+			name: "delivery and agent events are not part of the conversation",
+			evs: []event.Event{
+				ev(1, event.Input, event.InputData{Text: "a"}),
+				ev(1, event.Text, event.TextData{Text: "A", Step: 1}),
+				ev(1, event.TurnEnd, event.TurnEndData{Status: "done", Reply: "A"}),
+				ev(1, event.Delivery, event.DeliveryData{Op: event.DeliveryFailed, Connector: "tg-main", Platform: "telegram", Turn: 1, Tries: 10, Error: "chat not found"}),
+				ev(0, event.Agent, event.AgentData{Op: event.AgentStarted, ID: "i1"}),
+				ev(2, event.Input, event.InputData{Text: "b"}),
+				ev(2, event.Text, event.TextData{Text: "B", Step: 1}),
+				ev(1, event.Delivery, event.DeliveryData{Op: event.DeliveryInDoubt, Connector: "tg-main", Platform: "telegram", Turn: 1}),
+			},
+			want: []model.Message{
+				{Role: model.RoleUser, Content: "a"}, {Role: model.RoleAssistant, Content: "A"},
+				{Role: model.RoleUser, Content: "b"}, {Role: model.RoleAssistant, Content: "B"},
+			},
+		},
 	}
 	png := []byte("\x89PNG\r\n\x1a\n")
 	gif := []byte("GIF89a")

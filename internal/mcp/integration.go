@@ -77,7 +77,7 @@ func integrationSchema() json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{
   "type": "object",
   "properties": {
-    "kind": {"enum": ["mcp"], "description": "mcp: an MCP server (chat platforms come later)"},
+    "kind": {"enum": ["mcp"], "description": "mcp: an MCP server (a chat platform's bot is an integration row that names a platform instead)"},
     "description": {"type": "string", "maxLength": 1000},
     "mcp": %s,
     "agents": {"type": ["array", "null"], "items": {"type": "string"}, "description": "the agents that see its tools; null: every agent that uses it"}

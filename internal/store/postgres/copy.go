@@ -26,7 +26,8 @@ import (
 // are upserted (a pending item may be done since), usage rows, agents and
 // working memory inserted or replaced by key, extension rows and their
 // history as copyExtensions says, job runs as copyJobRuns says, the
-// dynamic agents' instances as copyInstances says. It then compares row
+// dynamic agents' instances as copyInstances says, the chat connectors'
+// rows as copyconnectors.go says. It then compares row
 // counts, every session's last sequence number, every extension row's
 // version, every job run's status and end and every instance's state,
 // end and report (CopyReport).
@@ -100,6 +101,9 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"extensions", s.copyExtensions},
 		{"job runs", s.copyJobRuns},
 		{"agents' instances", s.copyInstances},
+		{"conversations", s.copyConversations},
+		{"outbox", s.copyOutbox},
+		{"pairings", s.copyPairings},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -392,7 +396,7 @@ func (s *Store) inTx(ctx context.Context, b *pgx.Batch) error {
 // resetSequences moves the id sequences past the ids copied, so that the
 // rows PostgreSQL makes next do not take them.
 func (s *Store) resetSequences(ctx context.Context) error {
-	for _, t := range []string{"sessions", "inbox", "usage"} {
+	for _, t := range []string{"sessions", "inbox", "usage", "agentd_outbox"} {
 		if _, err := s.pool.Exec(ctx, `SELECT setval(pg_get_serial_sequence('`+t+`', 'id'),
 			greatest((SELECT max(id) FROM `+t+`), 1), (SELECT max(id) FROM `+t+`) IS NOT NULL)`); err != nil {
 			return fmt.Errorf("%s: %w", t, err)
@@ -403,7 +407,8 @@ func (s *Store) resetSequences(ctx context.Context) error {
 
 // copyTables are the tables a copy compares, by name in both stores.
 var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims",
-	"agentd_extensions", "agentd_extension_history", "agentd_job_runs", "agentd_instances"}
+	"agentd_extensions", "agentd_extension_history", "agentd_job_runs", "agentd_instances",
+	"agentd_conversations", "agentd_outbox", "agentd_pairings"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.

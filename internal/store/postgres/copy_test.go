@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/event"
 	"agentd/internal/store"
 	"agentd/internal/store/postgres"
 	"agentd/internal/store/postgres/pgtest"
@@ -298,5 +299,129 @@ func TestCopyAgents(t *testing.T) {
 	again.ID = id(3)
 	if got, created, err := pg.CreateInstance(ctx, again, store.InstanceLimits{}); err != nil || created || got.ID != id(1) {
 		t.Errorf("CreateInstance on the copy of a descriptor taken on SQLite = %s, created %v, %v; want the copied instance", got.ID, created, err)
+	}
+}
+
+// TestCopyConnectors: the chat connectors' conversations, outbox rows
+// (their ids and message ids, a failed one counted in its session's
+// Undelivered) and pairings come along as they are in SQLite; a copy run
+// again after rows moved there brings PostgreSQL to the same; a turn's
+// row copied is not opened again, and a new row takes an id past the
+// copied ones.
+func TestCopyConnectors(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	lite, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	sess, _, err := lite.Session(ctx, "user-a", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lite.Commit(ctx, &store.Batch{Session: sess.ID, Events: []event.Event{
+		event.New(sess.ID, 1, event.Input, event.InputData{Text: "hi"})}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lite.PutConversation(ctx, store.Conversation{Connector: "tg", Chat: "42", ChatJSON: `{"id":"42"}`,
+		SessionID: sess.ID, Instance: "i1"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	open := func(turn int64, state string) store.OutboxItem {
+		it, _, err := lite.OpenOutbox(ctx, store.OutboxItem{Connector: "tg", Chat: "42", SessionID: sess.ID, Turn: turn, State: state,
+			Text: "reply " + strconv.FormatInt(turn, 10), Parts: 1, NextAt: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	move := func(it store.OutboxItem, from string) {
+		if moved, err := lite.MoveOutbox(ctx, it.ID, from, it); err != nil || !moved {
+			t.Fatalf("MoveOutbox = %v, %v", moved, err)
+		}
+	}
+	sending := open(1, store.OutPending)
+	sending.State, sending.SendingPart, sending.Nonce, sending.MessageIDs = store.OutSending, 0, "a1p0", []string{""}
+	move(sending, store.OutPending)
+	failed := open(2, store.OutPending)
+	failed.State, failed.Tries, failed.Error = store.OutFailed, 10, "chat not found"
+	move(failed, store.OutPending)
+	if _, _, err := lite.Pair(ctx, store.Pairing{Connector: "tg", UserID: "u1", Name: "Ann", Chat: "42", Code: "AAAA1111",
+		ExpiresAt: now.Add(time.Hour)}, 3, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lite.Pair(ctx, store.Pairing{Connector: "tg", UserID: "u2", Code: "BBBB2222", ExpiresAt: now.Add(time.Hour)}, 3, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lite.DecidePairing(ctx, "BBBB2222", store.PairApproved, "ops", now); err != nil {
+		t.Fatal(err)
+	}
+	src, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	same := func(what string) {
+		t.Helper()
+		rep, err := pg.CopyFromSQLite(ctx, src, nil)
+		if err != nil || !rep.OK() {
+			t.Fatalf("%s: CopyFromSQLite: %v (%+v)", what, err, rep)
+		}
+		for _, read := range []struct {
+			name string
+			of   func(store.ConnectorStore) (any, error)
+		}{
+			{"conversations", func(s store.ConnectorStore) (any, error) { return s.Conversations(ctx, "tg") }},
+			{"outbox", func(s store.ConnectorStore) (any, error) { return s.Outbox(ctx, store.OutboxFilter{}) }},
+			{"pairings", func(s store.ConnectorStore) (any, error) { return s.Pairings(ctx, "", "") }},
+			{"sessions", func(store.ConnectorStore) (any, error) { return pg.Sessions(ctx, store.SessionFilter{}) }},
+		} {
+			want, err := read.of(lite)
+			if read.name == "sessions" {
+				want, err = lite.Sessions(ctx, store.SessionFilter{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := read.of(pg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("%s: the %s (-sqlite +postgres):\n%s", what, read.name, d)
+			}
+		}
+	}
+	same("the first copy")
+	if ss, _ := pg.Sessions(ctx, store.SessionFilter{}); len(ss) != 1 || ss[0].Undelivered != 1 {
+		t.Errorf("the copied session: %+v; want 1 undelivered", ss)
+	}
+	sent := sending
+	sent.State, sent.SendingPart, sent.Nonce, sent.MessageIDs, sent.SentAt = store.OutSent, -1, "", []string{"m1"}, now
+	move(sent, store.OutSending)
+	if _, err := lite.AckOutbox(ctx, failed.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := lite.SetSeen(ctx, "tg", "42", 1, "in9"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lite.DecidePairing(ctx, "AAAA1111", store.PairDenied, "ops", now); err != nil {
+		t.Fatal(err)
+	}
+	same("the copy after changes")
+	if got, created, err := pg.OpenOutbox(ctx, store.OutboxItem{Connector: "tg", Chat: "42", SessionID: sess.ID, Turn: 1,
+		State: store.OutPending}); err != nil || created || got.ID != sending.ID {
+		t.Errorf("OpenOutbox of a copied turn = row %d, created %v, %v; want the copied row %d", got.ID, created, err, sending.ID)
+	}
+	if got, created, err := pg.OpenOutbox(ctx, store.OutboxItem{Connector: "tg", Chat: "42", SessionID: sess.ID, Turn: 3,
+		State: store.OutPending}); err != nil || !created || got.ID <= failed.ID {
+		t.Errorf("OpenOutbox of a new turn = row %d, created %v, %v; want an id past %d", got.ID, created, err, failed.ID)
 	}
 }

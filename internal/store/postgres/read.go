@@ -22,17 +22,22 @@ const (
 	eventCols   = `session_id, seq, turn, kind, ts, data`
 )
 
+// qSessions lists sessions with their undelivered replies, counted from
+// agentd_outbox_failed (grouped once: the failed rows are few).
+var qSessions = `SELECT ` + prefixed("s.", sessionCols) + `, coalesce(o.n, 0) FROM sessions s
+	LEFT JOIN (SELECT session_id, count(*) AS n FROM agentd_outbox WHERE ` + sqlOutFailed + ` GROUP BY session_id) o
+		ON o.session_id = s.id
+	WHERE ($1 = '' OR s.agent = $1) AND ($2 = '' OR s.state = $2)
+	ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`
+
 // defaultSessionLimit is the number of sessions Sessions lists when the
 // filter gives no limit.
 const defaultSessionLimit = 100
 
 // The read queries.
 const (
-	qSessionByKey = `SELECT ` + sessionCols + ` FROM sessions WHERE agent = $1 AND key = $2`
-	qSessionByID  = `SELECT ` + sessionCols + ` FROM sessions WHERE id = $1`
-	qSessions     = `SELECT ` + sessionCols + ` FROM sessions
-		WHERE ($1 = '' OR agent = $1) AND ($2 = '' OR state = $2)
-		ORDER BY updated_at DESC, id DESC LIMIT $3`
+	qSessionByKey    = `SELECT ` + sessionCols + ` FROM sessions WHERE agent = $1 AND key = $2`
+	qSessionByID     = `SELECT ` + sessionCols + ` FROM sessions WHERE id = $1`
 	qInboxByKey      = `SELECT ` + inboxCols + ` FROM inbox WHERE session_id = $1 AND idem_key = $2 AND idem_key <> ''`
 	qInboxByID       = `SELECT ` + inboxCols + ` FROM inbox WHERE id = $1`
 	qPending         = `SELECT ` + inboxCols + ` FROM inbox WHERE session_id = $1 AND state = 'pending' ORDER BY id`
@@ -62,6 +67,14 @@ const (
 )
 
 func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+// withTail scans a row whose last columns follow a known list into tail.
+type withTail struct {
+	pgx.Row
+	tail []any
+}
+
+func (w withTail) Scan(dest ...any) error { return w.Row.Scan(append(dest, w.tail...)...) }
 
 func scanSession(row pgx.Row) (store.Session, error) {
 	var s store.Session
@@ -170,10 +183,12 @@ func (s *Store) Sessions(ctx context.Context, f store.SessionFilter) ([]store.Se
 	defer rows.Close()
 	var out []store.Session
 	for rows.Next() {
-		sess, err := scanSession(rows)
+		var undelivered int64
+		sess, err := scanSession(withTail{rows, []any{&undelivered}})
 		if err != nil {
 			return nil, s.readErr("sessions", err)
 		}
+		sess.Undelivered = int(undelivered)
 		out = append(out, sess)
 	}
 	if err := rows.Err(); err != nil {

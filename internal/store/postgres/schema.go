@@ -150,7 +150,8 @@ CREATE INDEX agentd_leases_node ON agentd_leases (node_id);
 // database to version i+1, recorded in agentd_schema. Steps are only ever
 // appended.
 func migrations() []string {
-	return []string{schemaV1, schemaV2, schemaClaims, schemaExtensions, schemaJobRuns, schemaJobDelivery, schemaAgents, schemaInstanceBudgets}
+	return []string{schemaV1, schemaV2, schemaClaims, schemaExtensions, schemaJobRuns, schemaJobDelivery, schemaAgents, schemaInstanceBudgets,
+		schemaConnectors}
 }
 
 // SchemaVersion is the schema version this build writes.

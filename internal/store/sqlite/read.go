@@ -30,11 +30,6 @@ const (
 	// sessions: UNIQUE (agent, key), the primary key.
 	qSessionByKey = `SELECT ` + sessionCols + ` FROM sessions WHERE agent = ? AND key = ?`
 	qSessionByID  = `SELECT ` + sessionCols + ` FROM sessions WHERE id = ?`
-	// The list sorts in memory: sessions carries no index on updated_at,
-	// which every commit changes.
-	qSessions = `SELECT ` + sessionCols + ` FROM sessions
-		WHERE (?1 = '' OR agent = ?1) AND (?2 = '' OR state = ?2)
-		ORDER BY updated_at DESC, id DESC LIMIT ?3`
 	// inbox_idem (partial: its condition is repeated so that the planner
 	// may use it), the primary key, inbox_pending.
 	qInboxByKey      = `SELECT ` + inboxCols + ` FROM inbox WHERE session_id = ? AND idem_key = ? AND idem_key <> ''`
@@ -66,6 +61,16 @@ const (
 		coalesce(sum(cost_usd), 0) FROM usage WHERE ts >= ?`
 )
 
+// qSessions lists sessions with their undelivered replies, counted from
+// agentd_outbox_failed (grouped once: the failed rows are few). The list
+// sorts in memory: sessions carries no index on updated_at, which every
+// commit changes.
+var qSessions = `SELECT ` + prefixed("s.", sessionCols) + `, coalesce(o.n, 0) FROM sessions s
+	LEFT JOIN (SELECT session_id, count(*) AS n FROM agentd_outbox WHERE ` + sqlOutFailed + ` GROUP BY session_id) o
+		ON o.session_id = s.id
+	WHERE (?1 = '' OR s.agent = ?1) AND (?2 = '' OR s.state = ?2)
+	ORDER BY s.updated_at DESC, s.id DESC LIMIT ?3`
+
 // readStmts are the statements of the read pool, each prepared when first
 // used: a process that reads little (a command run in process) prepares
 // only what it reads.
@@ -87,6 +92,9 @@ type readStmts struct {
 	inst, instByDesc, instByAgent *stmt
 	instUnreported, instOpen      *stmt
 	mostRecent, usageAccount      *stmt
+	// The connectors' (connector.go).
+	convs, convsBehind, outDue, outDepth *stmt
+	pairApproved, pairings               *stmt
 }
 
 func (r *readStmts) prepare(db *sql.DB) {
@@ -124,6 +132,12 @@ func (r *readStmts) prepare(db *sql.DB) {
 		{&r.instOpen, qInstOpen},
 		{&r.mostRecent, qMostRecent},
 		{&r.usageAccount, qUsageAccount},
+		{&r.convs, qConvs},
+		{&r.convsBehind, qConvsBehind},
+		{&r.outDue, qOutDue},
+		{&r.outDepth, qOutDepth},
+		{&r.pairApproved, qPairApproved},
+		{&r.pairings, qPairings},
 	} {
 		*p.dst = &stmt{db: db, q: p.sql}
 		r.all = append(r.all, *p.dst)
@@ -193,6 +207,14 @@ func unixTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
 // scanner is *sql.Row or *sql.Rows.
 type scanner interface{ Scan(dest ...any) error }
+
+// withTail scans a row whose last columns follow a known list into tail.
+type withTail struct {
+	scanner
+	tail []any
+}
+
+func (w withTail) Scan(dest ...any) error { return w.scanner.Scan(append(dest, w.tail...)...) }
 
 func scanSession(sc scanner) (store.Session, error) {
 	var s store.Session
@@ -300,10 +322,12 @@ func (s *Store) Sessions(ctx context.Context, f store.SessionFilter) ([]store.Se
 	defer rows.Close()
 	var out []store.Session
 	for rows.Next() {
-		sess, err := scanSession(rows)
+		var undelivered int
+		sess, err := scanSession(withTail{rows, []any{&undelivered}})
 		if err != nil {
 			return nil, s.readErr("sessions", err)
 		}
+		sess.Undelivered = undelivered
 		out = append(out, sess)
 	}
 	if err := rows.Err(); err != nil {

@@ -38,6 +38,14 @@ const (
 	opInstState
 	opInstReport
 	opInstRefusal
+	opConvPut
+	opConvSeen
+	opOutOpen
+	opOutMove
+	opOutAck
+	opPair
+	opPairDecide
+	opPairRevoke
 )
 
 func (o op) String() string {
@@ -78,6 +86,22 @@ func (o op) String() string {
 		return "record report"
 	case opInstRefusal:
 		return "record refusal"
+	case opConvPut:
+		return "put conversation"
+	case opConvSeen:
+		return "set seen"
+	case opOutOpen:
+		return "open outbox"
+	case opOutMove:
+		return "move outbox"
+	case opOutAck:
+		return "ack outbox"
+	case opPair:
+		return "pair"
+	case opPairDecide:
+		return "decide pairing"
+	case opPairRevoke:
+		return "revoke pairing"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -122,13 +146,26 @@ type request struct {
 	// ReportError)
 	inst   store.Instance
 	limits store.InstanceLimits
+	// opConvPut (also its result), opConvSeen (Connector, Chat, SeenSeq,
+	// LastIn)
+	conv store.Conversation
+	// opOutOpen (also its result), opOutMove (the row to write, with
+	// from), opOutAck (ID, with retry; also its result)
+	outbox store.OutboxItem
+	from   string
+	retry  bool
+	// opPair (with keep the most pending and at the time; also its
+	// result), opPairDecide (Code, State, DecidedBy, with at; also its
+	// result), opPairRevoke (Connector, UserID)
+	pairing store.Pairing
+	at      time.Time
 
 	// results
 	sess      store.Session
-	created   bool // opSession, opInstCreate: the row is new; opTitle, opInstState, opInstReport: it was set
+	created   bool // opSession, opInstCreate, opOutOpen, opPair: the row is new; opTitle, opInstState, opInstReport, opOutMove: it was set
 	duplicate bool
 	pruned    int64 // opRunPrune: the runs removed
-	refused   error // opInstCreate: the limit that refused it (nothing written)
+	refused   error // opInstCreate, opPair: the limit that refused it (nothing written)
 	err       error
 
 	reply chan struct{} // capacity 1
@@ -245,6 +282,7 @@ type writer struct {
 	runOfMAC                          *sql.Stmt
 	syncNormal, syncFull              *sql.Stmt
 	agents                            agentStmts
+	conn                              connStmts
 
 	// tails: the last sequence number of sessions written to (tails.go).
 	tails tails
@@ -341,7 +379,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
 	}
-	for _, p := range append(stmts, w.agents.list()...) {
+	for _, p := range append(append(stmts, w.agents.list()...), w.conn.list()...) {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
 			_ = w.close()
@@ -701,6 +739,22 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyInstState(r, now)
 	case opInstReport, opInstRefusal:
 		return w.applyInstReport(r, now)
+	case opConvPut:
+		return w.applyConvPut(r)
+	case opConvSeen:
+		return w.applyConvSeen(r, now)
+	case opOutOpen:
+		return w.applyOutOpen(r)
+	case opOutMove:
+		return w.applyOutMove(r, now)
+	case opOutAck:
+		return w.applyOutAck(r, now)
+	case opPair:
+		return w.applyPair(r)
+	case opPairDecide:
+		return w.applyPairDecide(r)
+	case opPairRevoke:
+		return w.applyPairRevoke(r)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }

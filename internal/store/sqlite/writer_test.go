@@ -392,6 +392,15 @@ func TestQueryPlansUseIndexes(t *testing.T) {
 		{qPendingSessions, nil, "inbox_pending"},
 		{qInboxByKey, []any{1, "k"}, "inbox_idem"},
 		{qUsageAgent, []any{"a", 0}, "usage_agent_ts"},
+		{qOutDue, []any{"tg", 0, 10}, "agentd_outbox_due"},
+		{qOutDepth, []any{"tg"}, "agentd_outbox_streaming"},
+		{qOutDepth, []any{"tg"}, "agentd_outbox_due"},
+		{qOutByTurn, []any{"tg", 1, 2}, "agentd_outbox_turn"},
+		{qSessions, []any{"", "", 10}, "agentd_outbox_failed"},
+		{qPairExpire, []any{"tg", 0}, "agentd_pairings_pending"},
+		{qPairCount, []any{"tg"}, "agentd_pairings_pending"},
+		{qPairDecide, []any{"CODE", "approved", 0, "ops"}, "agentd_pairings_code"},
+		{qConvsBehind, []any{"tg", 10}, "sqlite_autoindex_agentd_conversations_1"},
 	} {
 		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, tc.args...)
 		if err != nil {

@@ -31,6 +31,7 @@ type Store interface {
 	store.ExtensionStore
 	store.JobRunStore
 	store.AgentStore
+	store.ConnectorStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -149,6 +150,14 @@ func tests() []struct {
 		{"InstancesList", testInstancesList},
 		{"InstanceUsage", testInstanceUsage},
 		{"InboxHops", testInboxHops},
+		{"Conversations", testConversations},
+		{"OutboxOpenOnce", testOutboxOpenOnce},
+		{"OutboxMove", testOutboxMove},
+		{"OutboxDue", testOutboxDue},
+		{"OutboxAck", testOutboxAck},
+		{"Pairing", testPairing},
+		{"PairingsExpiredShown", testPairingsExpiredShown},
+		{"PairingConcurrent", testPairingConcurrent},
 	}
 }
 
