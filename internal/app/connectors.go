@@ -2,6 +2,7 @@ package app
 
 import (
 	"agentd/internal/connector"
+	"agentd/internal/connector/telegram"
 	"agentd/internal/extension"
 	"agentd/internal/netguard"
 	"agentd/internal/secret"
@@ -11,7 +12,7 @@ import (
 // integration row's platform gives: the connector type's platform enum
 // is derived from its keys.
 func platforms() map[string]connector.Factory {
-	return map[string]connector.Factory{}
+	return map[string]connector.Factory{"telegram": telegram.New}
 }
 
 // connectorLayer builds the chat connectors over the store and the agent
