@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"agentd/internal/connector/chatfake"
@@ -355,7 +356,7 @@ func (s *Server) serveFile(rw http.ResponseWriter, rest string) {
 	rw.Write(f.Data)
 }
 
-var commandRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+var commandRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]{1,32}$`) }) // compiled when first used: agentd starts light
 
 func (s *Server) setMyCommands(_ context.Context, p params) (any, error) {
 	var cmds []BotCommand
@@ -366,7 +367,7 @@ func (s *Server) setMyCommands(_ context.Context, p params) (any, error) {
 		return nil, badRequest("too many commands specified")
 	}
 	for _, c := range cmds {
-		if !commandRE.MatchString(c.Command) {
+		if !commandRE().MatchString(c.Command) {
 			return nil, badRequest("BOT_COMMAND_INVALID")
 		}
 		if n := utf16Len(c.Description); n < 1 || n > 256 {

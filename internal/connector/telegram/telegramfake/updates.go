@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"agentd/internal/connector/chatfake"
@@ -88,7 +89,7 @@ func (s *Server) getUpdates(ctx context.Context, p params) (any, error) {
 	}
 }
 
-var secretRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+var secretRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`) }) // compiled when first used: agentd starts light
 
 // setWebhook sets the URL updates are posted to
 // (https://core.telegram.org/bots/api#setwebhook). Unlike Telegram, the
@@ -103,7 +104,7 @@ func (s *Server) setWebhook(_ context.Context, p params) (any, error) {
 		return nil, err
 	}
 	h.MaxConn = int(max(mc, 1))
-	if h.Secret != "" && !secretRE.MatchString(h.Secret) {
+	if h.Secret != "" && !secretRE().MatchString(h.Secret) {
 		return nil, badRequest("secret token contains unallowed characters")
 	}
 	if p.bool("drop_pending_updates") {
@@ -372,13 +373,15 @@ func (s *Server) document(f chatfake.File) map[string]any {
 	return o
 }
 
-var entityRE = regexp.MustCompile(`(^|\s)(@[A-Za-z0-9_]{3,32}|/[A-Za-z0-9_]{1,32}(@[A-Za-z0-9_]{3,32})?)`)
+var entityRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|\s)(@[A-Za-z0-9_]{3,32}|/[A-Za-z0-9_]{1,32}(@[A-Za-z0-9_]{3,32})?)`)
+}) // compiled when first used: agentd starts light
 
 // detectEntities finds the mentions and bot commands Telegram marks in a
 // person's plain text, with UTF-16 offsets.
 func detectEntities(text string) []Entity {
 	var out []Entity
-	for _, m := range entityRE.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range entityRE().FindAllStringSubmatchIndex(text, -1) {
 		start, end := m[4], m[5]
 		typ := "mention"
 		if text[start] == '/' {
