@@ -56,6 +56,7 @@ func (a *App) api(daemon bool) *gateway.Server {
 	if a.AgentSys != nil { // a nil *agentsys.System in the interface would not be nil
 		o.DynamicAgents = a.AgentSys
 	}
+	a.connectorsAPI(o)
 	wo := &webext.WidgetOptions{Usage: a.Store, Sessions: a.Store, Tools: a.Tools, Logger: a.Logger}
 	if a.Memory != nil {
 		wo.Memory = a.Memory

@@ -80,7 +80,7 @@ func (a *App) startMetrics() *metrics.Collector {
 		return parts
 	}
 	c := metrics.New(a.Bus, &metrics.Options{Sessions: a.Store, Queue: a.Store, States: a.Store, Version: a.version, Logger: a.Logger,
-		Degraded: degraded, SQLiteMemory: func() int64 { n, _ := sqlite.MemoryUsed(); return n }})
+		Degraded: degraded, SQLiteMemory: func() int64 { n, _ := sqlite.MemoryUsed(); return n }, Connectors: a.connectorFigures})
 	a.metrics.Store(c)
 	a.wg.Go(func() {
 		if err := c.Run(context.Background()); err != nil {

@@ -15,12 +15,18 @@ import (
 	"agentd/internal/gateway"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/agents")
+var update = flag.Bool("update", false, "rewrite the golden files of testdata")
 
 // golden compares got with testdata/agents/name (-update rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", "agents", name)
+	goldenIn(t, "agents", name, got)
+}
+
+// goldenIn compares got with testdata/dir/name (-update rewrites it).
+func goldenIn(t *testing.T, dir, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", dir, name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)

@@ -57,7 +57,7 @@ func (e *env) benchCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&soak.Rate, "rate", 10, "turns a second of --soak")
 	cmd.Flags().DurationVar(&soak.Every, "every", 0, "how often --soak reads memory (default: the duration ÷ 20, between 1s and 1m)")
 	cmd.Flags().DurationVar(&soak.Warmup, "warmup", 0, "the part of --soak after which memory should stay flat (default 5m, at most a fifth of the run)")
-	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
+	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchConnectorsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
 	return cmd
 }
 
@@ -88,6 +88,40 @@ func (e *env) benchJobsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.Fires, "fires", 0, "jobs that fire at one minute, and as many that fire spread over 20 s (default 500; --quick 100)")
 	cmd.Flags().IntVar(&o.Hooks, "hooks", 0, "webhook requests over TCP and over the socket each (default 1000; --quick 200)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 0, "how long idle CPU is measured (default 30s; --quick 5s)")
+	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
+	return cmd
+}
+
+// benchConnectorsCmd is `agentd bench connectors`: a Telegram connector
+// of agentd serve against a fake Bot API.
+func (e *env) benchConnectorsCmd() *cobra.Command {
+	var asJSON bool
+	var o bench.ConnectorsOptions
+	cmd := &cobra.Command{
+		Use:   "connectors",
+		Short: "Measure a Telegram connector of agentd serve against a fake Bot API",
+		Long: "Run agentd serve with a Telegram connector polling a fake Bot API in this process, its agent on the\n" +
+			"fake model, and measure: messages a second from --users people sending --per-user messages each to\n" +
+			"their replies delivered; the latency a Telegram message adds over the same turn posted to the API\n" +
+			"(--latency turns each, interleaved; target 5 ms at p50); how often streamed replies are edited, the\n" +
+			"most edits of one message in a second and the final text's delay after the turn's end, with and\n" +
+			"without every fifth edit answered 429.",
+		Example: "  agentd bench connectors\n" +
+			"  agentd bench connectors --quick --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Version = Version
+			res, err := bench.Connectors(cmd.Context(), &o)
+			return e.printBench(res, err, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
+	cmd.Flags().IntVar(&o.Users, "users", 0, "people sending at once (default 50; --quick 5)")
+	cmd.Flags().IntVar(&o.PerUser, "per-user", 0, "messages each person sends (default 20; --quick 4)")
+	cmd.Flags().IntVar(&o.Latency, "latency", 0, "turns timed through the API and through Telegram each (default 500; --quick 20)")
+	cmd.Flags().IntVar(&o.Streams, "streams", 0, "streamed replies read for each edit figure (default 3; --quick 1)")
+	cmd.Flags().IntVar(&o.StreamChars, "stream-chars", 0, "characters of each streamed reply, at 200 a second (default 2000; --quick 400)")
 	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"agentd/internal/event"
+	"agentd/internal/gateway"
 	"agentd/internal/store"
 )
 
@@ -40,12 +42,7 @@ func (e *env) sessionsCmd() *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(e.stdout).Encode(list)
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED\tTITLE")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime), titleCell(s.Title))
-			}
-			return tw.Flush()
+			return writeSessions(e.stdout, list)
 		}),
 	}
 	cmd.Flags().StringVar(&f.Agent, "agent", "", "only this agent's sessions")
@@ -53,6 +50,27 @@ func (e *env) sessionsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&f.Limit, "limit", 100, "at most this many")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// writeSessions prints the sessions' table. DELIVERY counts the replies
+// a chat connector finally failed to deliver that no person has seen
+// (agentd connectors status shows them).
+func writeSessions(w io.Writer, list []gateway.SessionInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SESSION\tSTATE\tEVENTS\tUPDATED\tDELIVERY\tTITLE")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Address, s.State, s.LastSeq, s.UpdatedAt.Local().Format(time.DateTime),
+			delivery(s.Undelivered), titleCell(s.Title))
+	}
+	return tw.Flush()
+}
+
+// delivery is a session's DELIVERY cell: "-", or "2 failed".
+func delivery(undelivered int) string {
+	if undelivered == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d failed", undelivered)
 }
 
 // titleCell is a session's title as a table shows it: at most 40

@@ -99,6 +99,9 @@ var failures = []failure{
 	{errs: []error{mcp.ErrExists, mcp.ErrConflict, mcp.ErrConfigured, store.ErrConflict, errConflict},
 		status: http.StatusConflict, code: "conflict"},
 	{errs: []error{errRateLimited}, status: http.StatusTooManyRequests, code: "rate_limited"},
+	// A connector with as many pairing codes pending as it keeps: one must
+	// be decided or expire first.
+	{errs: []error{store.ErrPairingFull}, status: http.StatusTooManyRequests, code: "pairing_full"},
 	// A limit of the dynamic agents (the error names it: "max_live 2000").
 	{errs: []error{store.ErrLimit, agentsys.ErrHops}, status: http.StatusTooManyRequests, code: "agent_limit"},
 	{errs: []error{errNotAvailable, memory.ErrUnavailable}, status: http.StatusNotImplemented, code: "not_available"},

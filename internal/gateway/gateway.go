@@ -91,6 +91,12 @@ type Options struct {
 	// the definitions alone and the other routes answer 501).
 	DynamicAgents DynamicAgents
 
+	// The chat connectors; each may be nil (no connector: the lists are
+	// empty, a connector and its webhook are not found, a decision on a
+	// reply or a pairing answers 501).
+	Connectors Connectors // /v1/connectors…, POST /connectors/{name}/webhook
+	Pairings   Pairings   // /v1/pairings…
+
 	// The console's extension data; each may be nil.
 	Widgets   Widgets   // GET /v1/widgets…
 	Artifacts Artifacts // GET /v1/artifacts…

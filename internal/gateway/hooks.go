@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"strings"
 	"time"
 
 	"agentd/internal/job"
@@ -99,9 +100,15 @@ func (s *Server) logHookRefused(name, ip string, err error) {
 // declared too large) if r is a webhook's, and counts it as hookRefused
 // does: every refusal of one is logged and limited alike.
 func (s *Server) refusedEarly(r *http.Request, err error) {
-	if rt := s.route(r); rt != nil && rt.logsRefusals {
-		ip := clientKey(r.RemoteAddr)
-		s.logHookRefused(path.Base(r.URL.Path), ip, err)
-		s.hookFailed(ip, err)
+	rt := s.route(r)
+	if rt == nil || !rt.logsRefusals {
+		return
 	}
+	ip := clientKey(r.RemoteAddr)
+	if strings.HasPrefix(r.URL.Path, "/connectors/") {
+		s.log.Warn("connector webhook refused", "connector", path.Base(path.Dir(r.URL.Path)), "client", ip, "reason", err.Error())
+	} else {
+		s.logHookRefused(path.Base(r.URL.Path), ip, err)
+	}
+	s.hookFailed(ip, err)
 }

@@ -71,6 +71,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
 		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil), JobRuns: (*sqlite.Store)(nil), JobTimes: (*job.Scheduler)(nil),
 		Extensions: (*extension.Manager)(nil), DynamicAgents: (*agentsys.System)(nil),
+		Connectors: &fakeConnectors{}, Pairings: &fakePairings{},
 		Widgets: (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),
 	}
 	// A part added to Options must be set here too, or its routes would
@@ -353,6 +354,13 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"OpenAIUsage":          reflect.TypeFor[openaiapi.Usage](),
 		"OpenAIChatCompletion": reflect.TypeFor[openaiapi.ChatCompletion](),
 		"OpenAIError":          reflect.TypeFor[openaiapi.ErrorBody](),
+		"ConnectorList":        reflect.TypeFor[gateway.ConnectorList](),
+		"ConnectorState":       reflect.TypeFor[gateway.ConnectorState](),
+		"ConnectorDetail":      reflect.TypeFor[gateway.ConnectorDetail](),
+		"ConnectorBrief":       reflect.TypeFor[gateway.ConnectorBrief](),
+		"OutboxInfo":           reflect.TypeFor[gateway.OutboxInfo](),
+		"PairingList":          reflect.TypeFor[gateway.PairingList](),
+		"PairingInfo":          reflect.TypeFor[gateway.PairingInfo](),
 	}
 	// An agent file has no "file": that is where it was loaded from.
 	def := jsonFields(reflect.TypeFor[agent.Definition]())

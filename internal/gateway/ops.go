@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +101,45 @@ type ReadyResponse struct {
 	// Cluster is the node's part in a cluster; absent on a store of one
 	// node.
 	Cluster *ClusterState `json:"cluster,omitempty"`
+	// Connectors are the chat connectors and their states; absent when
+	// there is none. A connector that is down is a degradation
+	// (connector:<name>), never unreadiness: a chat platform's outage
+	// must not make a load balancer take the node out.
+	Connectors []ConnectorBrief `json:"connectors,omitempty"`
 }
+
+// ConnectorBrief is a connector as /readyz shows it.
+type ConnectorBrief struct {
+	Name      string `json:"name"`
+	Platform  string `json:"platform"`
+	State     string `json:"state"`
+	Queue     int    `json:"queue"`
+	LastError string `json:"last_error,omitempty"` // redacted
+}
+
+// connectorsReady returns the connectors' briefs and a degradation for
+// each that is down.
+func (s *Server) connectorsReady(ctx context.Context) ([]ConnectorBrief, []Degraded) {
+	if s.o.Connectors == nil {
+		return nil, nil
+	}
+	var briefs []ConnectorBrief
+	var down []Degraded
+	for _, c := range s.o.Connectors.List(ctx) {
+		briefs = append(briefs, ConnectorBrief{Name: c.Name, Platform: c.Platform, State: c.State, Queue: c.Queue, LastError: c.LastError})
+		if c.State == connectorDown {
+			why := c.LastError
+			if why == "" {
+				why = "not connected"
+			}
+			down = append(down, Degraded{Part: "connector:" + c.Name, Reason: why})
+		}
+	}
+	return briefs, down
+}
+
+// connectorDown is connector.StateDown (the gateway imports no connector).
+const connectorDown = "down"
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.o.Ready == nil {
@@ -125,6 +164,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if c, ok := s.o.Ready.(ClusterReporter); ok {
 		resp.Cluster = c.Cluster()
 	}
+	var down []Degraded
+	resp.Connectors, down = s.connectorsReady(ctx)
+	resp.Degraded = slices.Concat(resp.Degraded, down)
 	if err := s.o.Ready.Ready(ctx); err != nil {
 		s.notReady(w, err.Error(), resp)
 		return

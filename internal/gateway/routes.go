@@ -20,7 +20,7 @@ const (
 	// The zero access, a route that names none: the token.
 	_ access = iota
 	// public: anyone. A public route's path is literal (at most a subtree,
-	// {$} or a last segment {name}): Protect matches it before the mux
+	// {$}, or whole segments {name}): Protect matches it before the mux
 	// does.
 	public
 	// admin: the token and AuthOptions.RemoteAdmin (gateway.remote_admin).
@@ -139,6 +139,22 @@ var routeTable = []route{
 	{pattern: "POST /v1/extensions/{type}/{name}/revert", access: admin, serve: (*Server).extRevert},
 	{pattern: "GET /v1/extensions/{type}/{name}/history", serve: (*Server).extHistory},
 	{pattern: "POST /v1/extensions/reseed", access: admin, serve: (*Server).extReseed},
+
+	// Chat connectors and who may talk through them (connectorroutes.go,
+	// pairings.go). A person's decision on a failed reply or a pairing
+	// code is admin: approving lets someone new reach an agent and spend
+	// its budget, retrying sends to a chat again.
+	{pattern: "GET /v1/connectors", serve: (*Server).connectorList},
+	{pattern: "GET /v1/connectors/{name}", serve: (*Server).connectorGet},
+	{pattern: "POST /v1/connectors/{name}/outbox/{id}/retry", access: admin, serve: (*Server).outboxRetry},
+	{pattern: "POST /v1/connectors/{name}/outbox/{id}/dismiss", access: admin, serve: (*Server).outboxDismiss},
+	{pattern: "GET /v1/pairings", serve: (*Server).pairingList},
+	{pattern: "POST /v1/pairings/{code}/approve", access: admin, serve: (*Server).pairingApprove},
+	{pattern: "POST /v1/pairings/{code}/deny", access: admin, serve: (*Server).pairingDeny},
+	{pattern: "DELETE /v1/pairings/{connector}/{user}", access: admin, serve: (*Server).pairingRevoke},
+	// A chat platform's webhook: no token, the platform's own secret
+	// header or signature, which the connector checks (connectorroutes.go).
+	{pattern: "POST /connectors/{name}/webhook", access: public, serve: (*Server).connectorWebhook, logsRefusals: true},
 
 	// Conversation history and working memory (history.go), long-term
 	// memory (memory.go).
@@ -271,7 +287,7 @@ func publicRoute(r *http.Request) *route {
 // matches reports whether a request with method for the clean path p is
 // for rt, as http.ServeMux would match a literal pattern: GET takes HEAD
 // too, a subtree takes its path without the slash (which the mux
-// redirects), {$} ends the path, and a last {name} is one segment.
+// redirects), {$} ends the path, and a segment {name} is one segment.
 func (rt *route) matches(method, p string) bool {
 	m, path, ok := strings.Cut(rt.pattern, " ")
 	if !ok {
@@ -282,11 +298,18 @@ func (rt *route) matches(method, p string) bool {
 	switch {
 	case strings.HasSuffix(path, "/{$}"):
 		return p == strings.TrimSuffix(path, "{$}")
-	case strings.HasSuffix(path, "/{name}"):
-		seg, ok := strings.CutPrefix(p, strings.TrimSuffix(path, "{name}"))
-		return ok && seg != "" && !strings.Contains(seg, "/")
 	case strings.HasSuffix(path, "/"):
 		return p == strings.TrimSuffix(path, "/") || strings.HasPrefix(p, path)
 	}
-	return p == path
+	want, got := strings.Split(path, "/"), strings.Split(p, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i, w := range want {
+		if w == "{name}" && got[i] != "" || w == got[i] {
+			continue
+		}
+		return false
+	}
+	return true
 }

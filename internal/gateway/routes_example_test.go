@@ -27,6 +27,11 @@ func ExampleServer_Routes() {
 	// POST /v1/extensions/{type}/{name}/disable
 	// POST /v1/extensions/{type}/{name}/revert
 	// POST /v1/extensions/reseed
+	// POST /v1/connectors/{name}/outbox/{id}/retry
+	// POST /v1/connectors/{name}/outbox/{id}/dismiss
+	// POST /v1/pairings/{code}/approve
+	// POST /v1/pairings/{code}/deny
+	// DELETE /v1/pairings/{connector}/{user}
 }
 
 // How the API answers a runtime's refusal, wherever it meets it: the

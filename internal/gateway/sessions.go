@@ -36,11 +36,14 @@ type SessionInfo struct {
 	// input, model or user). Absent until the first message.
 	Title   string `json:"title,omitempty"`
 	TitleBy string `json:"title_by,omitempty"`
+	// Undelivered counts the session's replies a chat connector finally
+	// failed to deliver that no person has retried or dismissed yet.
+	Undelivered int `json:"undelivered,omitempty"`
 }
 
 func info(s store.Session) SessionInfo {
 	return SessionInfo{ID: s.ID, Address: s.Address(), Agent: s.Agent, Key: s.Key, State: s.State, LastSeq: s.LastSeq, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-		Title: s.Title, TitleBy: s.TitleBy}
+		Title: s.Title, TitleBy: s.TitleBy, Undelivered: s.Undelivered}
 }
 
 func (s *Server) sessions(w http.ResponseWriter, r *http.Request) {

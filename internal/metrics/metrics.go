@@ -56,7 +56,10 @@ type Options struct {
 	// agentd_sqlite_memory_bytes; read on each scrape, and left out while
 	// it says 0 (SQLite counts its memory only when asked to).
 	SQLiteMemory func() int64
-	Logger       *slog.Logger
+	// Connectors, if set, gives the chat connectors' figures, for the
+	// agentd_connector_* metrics; read on each scrape.
+	Connectors func() []ConnectorFigures
+	Logger     *slog.Logger
 	// MaxSeries caps the distinct label sets of each metric (default
 	// DefaultMaxSeries).
 	MaxSeries int
@@ -390,6 +393,7 @@ func (c *Collector) WriteMetrics(ctx context.Context, w io.Writer) error {
 			writeFamily(bw, f)
 		}
 	}
+	c.writeConnectors(bw)
 	writeHeader(bw, "agentd_info", typeGauge, "Always 1; the version label is agentd's version.")
 	writeSample(bw, "agentd_info", []string{"version"}, []string{labelValue(c.o.Version)}, "", 1)
 	if c.o.SQLiteMemory != nil {

@@ -424,3 +424,43 @@ func TestAgentCacheBounded(t *testing.T) {
 		t.Error("the full cache was kept (cleared), with the room it grew to")
 	}
 }
+
+// The chat connectors' figures are read on each scrape: none without
+// connectors, and one series per connector (refusals by reason) with them.
+func TestConnectorMetrics(t *testing.T) {
+	if out := scrape(t, New(nil, &Options{Connectors: func() []ConnectorFigures { return nil }})); strings.Contains(out, "agentd_connector_") {
+		t.Errorf("connector metrics without connectors:\n%s", out)
+	}
+	figs := []ConnectorFigures{
+		{Name: "tg-main", Platform: "telegram", Up: true, Queue: 2, Received: 120, Delivered: 117, Retried: 4, Failed: 1, Edits: 310,
+			Refused: map[string]uint64{"pairing": 3, "mention": 40}},
+		{Name: "dc\"\n", Platform: "discord", Received: 1},
+	}
+	var got []string
+	for line := range strings.Lines(scrape(t, New(nil, &Options{Connectors: func() []ConnectorFigures { return figs }}))) {
+		if strings.HasPrefix(line, "agentd_connector_") {
+			got = append(got, strings.TrimSuffix(line, "\n"))
+		}
+	}
+	want := []string{
+		`agentd_connector_received_total{connector="dc\"\n",platform="discord"} 1`,
+		`agentd_connector_received_total{connector="tg-main",platform="telegram"} 120`,
+		`agentd_connector_delivered_total{connector="dc\"\n"} 0`,
+		`agentd_connector_delivered_total{connector="tg-main"} 117`,
+		`agentd_connector_retries_total{connector="dc\"\n"} 0`,
+		`agentd_connector_retries_total{connector="tg-main"} 4`,
+		`agentd_connector_failed_total{connector="dc\"\n"} 0`,
+		`agentd_connector_failed_total{connector="tg-main"} 1`,
+		`agentd_connector_edits_total{connector="dc\"\n"} 0`,
+		`agentd_connector_edits_total{connector="tg-main"} 310`,
+		`agentd_connector_queue{connector="dc\"\n"} 0`,
+		`agentd_connector_queue{connector="tg-main"} 2`,
+		`agentd_connector_up{connector="dc\"\n"} 0`,
+		`agentd_connector_up{connector="tg-main"} 1`,
+		`agentd_connector_refused_total{connector="tg-main",reason="mention"} 40`,
+		`agentd_connector_refused_total{connector="tg-main",reason="pairing"} 3`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("connector metrics (-want +got):\n%s", diff)
+	}
+}

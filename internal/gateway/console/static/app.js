@@ -2,6 +2,7 @@
 //
 // Routes live in the hash (#/chat/agent/key, #/home, #/sessions,
 // #/log/agent/key, #/agents, #/mcp, #/usage, #/jobs/name, #/extensions/type/name,
+// #/connectors,
 // #/approvals, #/login). A route names what to
 // show; it is never a server address: every request goes to this page's
 // own origin (api.js).
@@ -17,6 +18,7 @@ import { usageScreen } from './usage.js';
 import { homeScreen } from './home.js';
 import { extensionsScreen } from './ext.js';
 import { jobsScreen } from './jobs.js';
+import { connectorsScreen } from './connectors.js';
 import { Themer } from './theme.js';
 
 const NAV = [
@@ -27,6 +29,7 @@ const NAV = [
   { route: 'mcp', label: 'MCP servers', icon: 'plug' },
   { route: 'usage', label: 'Usage', icon: 'chart' },
   { route: 'jobs', label: 'Jobs', icon: 'clock' },
+  { route: 'connectors', label: 'Connectors', icon: 'send' },
   { route: 'extensions', label: 'Extensions', icon: 'blocks' },
 ];
 
@@ -44,6 +47,7 @@ const SCREENS = {
   usage: usageScreen,
   approvals: approvalsScreen,
   jobs: jobsScreen,
+  connectors: connectorsScreen,
   extensions: extensionsScreen,
 };
 

@@ -5,6 +5,7 @@ import { h, icon, fill } from './dom.js';
 import { get, path, query, APIError } from './api.js';
 import { fmtDuration, fmtNum, fmtUSD, fmtTime, fmtDateTime, relTime, pretty, badge, copyButton, empty, errorBox, spinner, highlight, splitAddr, routeHash, problemsBox } from './util.js';
 import { loadEvents, approvalPanel } from './chat.js';
+import { deliveryActions, deliverySentence } from './connectors.js';
 
 const STATES = ['created', 'active', 'idle', 'compacting', 'closed'];
 
@@ -125,6 +126,8 @@ export function summary(ev) {
       return [d.phase, d.tool, d.target, d.is_error ? 'error' : '', d.duration_ms ? fmtDuration(d.duration_ms) : ''].filter(Boolean).join(' · ');
     case 'context_warning':
       return `${fmtNum(d.tokens)} of ${fmtNum(d.window)} tokens · ${d.action || ''}`;
+    case 'delivery':
+      return deliverySentence(d);
     case 'working_memory':
       return d.deleted ? `${d.key} deleted` : `${d.key} = ${cut(JSON.stringify(d.value), 100)}`;
     default:
@@ -172,6 +175,12 @@ export function logScreen(app, el, args) {
           ev.turn ? h('span', { class: 'ev-turn muted' }, 'turn ' + ev.turn) : null,
           h('span', { class: 'ev-sum' }, summary(ev))),
         h('div', { class: 'ev-body' }, copyButton(json, 'Copy event'), h('pre', { class: 'code' }, json))));
+    // A reply a connector failed to deliver is a red line a person acts on.
+    const acts = deliveryActions(ev);
+    if (acts) {
+      li.classList.add('delivery-failed');
+      li.append(acts);
+    }
     if (kindSel.value && kindSel.value !== ev.kind) li.hidden = true;
     return li;
   };
