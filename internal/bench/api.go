@@ -89,17 +89,26 @@ func startServe(ctx context.Context, exe, dir string, args ...string) (*serveChi
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	for t0 := time.Now(); ; time.Sleep(time.Millisecond) {
-		if conn, err := net.Dial("tcp", listen); err == nil {
-			conn.Close()
+	// Both listeners: the TCP one may be up before the unix socket is.
+	for t0, sock := time.Now(), filepath.Join(dir, app.SocketFile); ; time.Sleep(time.Millisecond) {
+		if dialed("tcp", listen) && dialed("unix", sock) {
 			break
 		}
 		if time.Since(t0) > 10*time.Second {
 			stopChild(cmd)
-			return nil, errors.New("bench: agentd serve did not listen on TCP within 10s")
+			return nil, errors.New("bench: agentd serve did not listen on TCP and its socket within 10s")
 		}
 	}
 	return &serveChild{cmd: cmd, listen: listen}, nil
+}
+
+// dialed reports whether addr accepts a connection.
+func dialed(network, addr string) bool {
+	conn, err := net.Dial(network, addr)
+	if err == nil {
+		conn.Close()
+	}
+	return err == nil
 }
 
 // unixHTTP is an HTTP client of the API on the unix socket in dir.
