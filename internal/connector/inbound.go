@@ -60,7 +60,8 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		st = in.watch(session, m.Chat) // before the turn can start: no delta is missed
 	}
 	inst, rc, err := in.m.contacts.Contact(ctx, agentsys.Contact{Template: in.spec.Agent, Connector: in.name,
-		Channel: m.Chat.Key(), User: user, Text: text, IdempotencyKey: m.Key, Images: imgs, Source: in.spec.Platform})
+		Channel: m.Chat.Key(), User: user, Text: text, IdempotencyKey: m.Key, Images: imgs, Source: in.spec.Platform,
+		MessageID: m.MessageID})
 	if err != nil {
 		if st != nil {
 			st.expect(0)

@@ -418,7 +418,7 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 		t.off = true
 		return
 	}
-	sent, err := s.in.send(ctx, s.chat, part, it.Nonce)
+	sent, err := s.in.send(ctx, s.chat, part, it.Nonce, s.in.replyTo(ctx, it, s.chat, i))
 	if err != nil {
 		if !definite(err) {
 			t.off = true // the worker finds out whether it was made
