@@ -14,6 +14,7 @@ import (
 
 	"agentd/internal/connector/markup"
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/store"
 )
 
@@ -349,4 +350,32 @@ func TestStreamEndOnlyInLog(t *testing.T) {
 			t.Error("the streamer still waits for its turn's end")
 		}
 	})
+}
+
+// TestFirstTurnStreams: a person's first message, whose session Contact
+// makes, is streamed as the later ones are: its message is made while the
+// turn runs, and edited to the final text.
+func TestFirstTurnStreams(t *testing.T) {
+	r := newRig(t, nil)
+	release := make(chan struct{})
+	r.model.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		onDelta(model.Delta{Text: "thinking "})
+		select { // the turn runs until the test has seen the streamed message
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		onDelta(model.Delta{Text: "done"})
+		return &model.Response{Text: "thinking done", StopReason: "stop"}, nil
+	}
+	r.activate(`,"dm_policy":"open","stream":{"min_chars":1,"first_after":"1ms"}`)
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first turn's streamed message", func() bool { return len(r.p.texts()) == 1 })
+	close(release)
+	waitFor(t, "the reply", r.settled(1))
+	if diff := cmp.Diff([]string{"thinking done"}, r.p.texts()); diff != "" {
+		t.Errorf("messages (-want +got)\n%s", diff)
+	}
 }
