@@ -453,12 +453,16 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 		t.off = true
 		return
 	}
+	at := s.in.m.o.Now()
 	sent, err := s.in.send(ctx, s.chat, part, it.Nonce)
-	if err != nil {
-		if !definite(err) {
+	if err != nil && !definite(err) {
+		sent, err = s.resolve(ctx, part, it.Nonce, at)
+		if err != nil {
 			t.off = true // the worker finds out whether it was made
 			return
 		}
+	}
+	if err != nil {
 		it.SendingPart = -1
 		if s.in.move(ctx, it, &from, store.OutStreaming) != nil {
 			t.off = true
@@ -475,6 +479,31 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 		return
 	}
 	s.show(t, i, part)
+}
+
+// resolve finds out at once, where the platform can say, what a create
+// whose answer was lost (asked at) made, so that the streaming goes on:
+// a platform that dedups nonces is asked again with the same nonce (it
+// answers with the first message); one that finds a message by its nonce
+// (Finder) is asked, and sent to again if it has none. Elsewhere
+// (Telegram) a second create could show the reply twice: an error, and the
+// worker settles the create at the turn's end.
+func (s *stream) resolve(ctx context.Context, part, nonce string, at time.Time) (Sent, error) {
+	if s.in.capsNow().Nonce {
+		return s.in.send(ctx, s.chat, part, nonce)
+	}
+	f, ok := s.in.platform().(Finder)
+	if !ok {
+		return Sent{}, errInDoubt
+	}
+	id, found, err := f.Find(ctx, s.chat, nonce, at.Add(-5*time.Second))
+	switch {
+	case err != nil:
+		return Sent{}, err
+	case found:
+		return Sent{ID: id}, nil
+	}
+	return s.in.send(ctx, s.chat, part, nonce)
 }
 
 // pause waits as a 429 asks; a permanent refusal stops the streaming.
