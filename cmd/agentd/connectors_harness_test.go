@@ -129,7 +129,7 @@ func (r *connRig) approve(t *testing.T, code string) {
 	if !ok {
 		t.Fatal("the store keeps no pairings")
 	}
-	if _, err := st.DecidePairing(context.Background(), strings.ReplaceAll(code, "-", ""), store.PairApproved, "test", time.Now()); err != nil {
+	if _, err := st.DecidePairing(context.Background(), strings.ReplaceAll(code, "-", ""), store.PairApproved, "test", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
 	st.(interface{ Close() error }).Close()

@@ -12,7 +12,9 @@ import (
 
 	"agentd/internal/connector/chatfake"
 	"agentd/internal/connector/telegram/telegramfake"
+	"agentd/internal/event"
 	"agentd/internal/gateway"
+	"agentd/internal/store"
 )
 
 const tgToken = "555001:AAH-e2e-secret-token_value"
@@ -110,18 +112,49 @@ func TestTelegramConnector(t *testing.T) {
 	r.w.SendAsUser("42", "42", "after the drop")
 	r.said(t, "42", "the reply after a drop", plain, equals("You said: after the drop"))
 
-	// Each reply once.
+	// Each reply once; twice only when the Drop met a create's answer on
+	// its way (Telegram has no nonce): then marked in doubt in the log.
 	counts := map[string]int{}
 	for _, m := range r.w.Messages("42") {
 		counts[plain(m.Text())]++
 	}
+	r.d.stop(t)
+	doubts := inDoubts(t, r.dir, "tg", "42")
 	for text, n := range counts {
-		if n > 1 {
-			t.Errorf("%q was sent %d times", text, n)
+		if n > 1 && n-1 > doubts {
+			t.Errorf("%q was sent %d times, with %d replies in doubt", text, n, doubts)
 		}
 	}
-	r.d.stop(t)
 	r.noSecret(t)
+}
+
+// inDoubts counts the delivery events in_doubt in the session of a
+// connector's chat (agentd stopped).
+func inDoubts(t *testing.T, dir, connector, chat string) int {
+	t.Helper()
+	st := openDataStore(t, dir)
+	defer st.(interface{ Close() error }).Close()
+	convs, err := st.(store.ConnectorStore).Conversations(t.Context(), connector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range convs {
+		if c.Chat != chat {
+			continue
+		}
+		evs, err := st.Events(t.Context(), c.SessionID, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			var d event.DeliveryData
+			if e.Kind == event.Delivery && e.Decode(&d) == nil && d.Op == event.DeliveryInDoubt {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Webhook mode: agentd sets its public URL with the secret, Telegram's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -22,6 +23,16 @@ type crashStore struct {
 	crash   func(from string, to store.OutboxItem) bool // the MoveOutbox agentd dies at
 	failPut atomic.Int32                                // PutConversations that fail, without dying
 	dead    atomic.Bool
+	decided atomic.Bool // agentd dies once a DecidePairing has returned
+}
+
+func (s *crashStore) DecidePairing(ctx context.Context, code, state, by string, now time.Time, notice *store.OutboxItem) (store.Pairing, error) {
+	if s.dead.Load() {
+		return store.Pairing{}, errCrash
+	}
+	p, err := s.Store.DecidePairing(ctx, code, state, by, now, notice)
+	s.dead.Store(s.decided.Load())
+	return p, err
 }
 
 func (s *crashStore) MoveOutbox(ctx context.Context, id int64, from string, to store.OutboxItem) (bool, error) {
@@ -203,4 +214,30 @@ func TestCrashWhileStreaming(t *testing.T) {
 	if diff := cmp.Diff([]string{"re: hello", "re: again"}, r.p.texts()); diff != "" {
 		t.Errorf("messages (-want +got)\n%s", diff)
 	}
+}
+
+// TestCrashAfterApproval: agentd dies right after an approval is
+// written. The notice was written with it: after the restart the person
+// is told they can talk.
+func TestCrashAfterApproval(t *testing.T) {
+	var cs *crashStore
+	r := newRig(t, &rigOptions{wrap: func(s Store) Store { cs = &crashStore{Store: s}; return cs }})
+	r.activate(``)
+	if err := r.inbound(dm("k1", "u1", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := r.m.ListPairings(t.Context(), "chat", store.PairPending)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pairings = %+v, %v", ps, err)
+	}
+	cs.decided.Store(true)
+	r.m.DecidePairing(t.Context(), ps[0].Code, true, "test") // it may fail: agentd died within it
+	r.restart()
+	if ok, err := r.k.Store.Approved(t.Context(), "chat", "u1"); err != nil || !ok {
+		t.Fatalf("approved: %v, %v", ok, err)
+	}
+	waitFor(t, "the approval notice", func() bool {
+		got := r.p.texts()
+		return len(got) > 0 && got[len(got)-1] == approvedText
+	})
 }

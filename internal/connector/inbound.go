@@ -56,8 +56,15 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		text = cleanName(m.Name, m.User) + ": " + text
 	}
 	var st *stream
+	var first *event.Subscription // a new chat's: its session is named by Contact, after its turn may have begun
 	if known {
 		st = in.watch(session, m.Chat) // before the turn can start: no delta is missed
+	} else if first = in.firstWatch(); first != nil {
+		defer func() {
+			if first != nil {
+				first.Close()
+			}
+		}()
 	}
 	inst, rc, err := in.m.contacts.Contact(ctx, agentsys.Contact{Template: in.spec.Agent, Connector: in.name,
 		Channel: m.Chat.Key(), User: user, Text: text, IdempotencyKey: m.Key, Images: imgs, Source: in.spec.Platform,
@@ -86,7 +93,7 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		}
 		in.endedEarly(ctx, m.Chat, rc.SessionID, rc.Turn)
 		if !rc.Duplicate {
-			st = in.watch(rc.SessionID, m.Chat) // late: it streams from the next turn on
+			st, first = in.watchFrom(rc.SessionID, m.Chat, first), nil
 		}
 	}
 	if known && m.MessageID != "" {

@@ -16,6 +16,10 @@ import (
 // errMoved: another writer (a streamer, a node) moved the row first.
 var errMoved = errors.New("connector: outbox row moved by another writer")
 
+// errInDoubt: a create's answer was lost and the platform cannot say
+// whether it made the message.
+var errInDoubt = errors.New("connector: a create may have been made")
+
 // work is the outbox worker: it turns the turns' ends into rows and
 // delivers the rows that are due, until ctx ends (it stops without
 // recording: a row in flight is finished by the next run).

@@ -75,26 +75,22 @@ func (m *Manager) ListPairings(ctx context.Context, connector, state string) ([]
 
 // DecidePairing approves or denies a pending code (as typed: any case,
 // with or without the dash). An approved person is told "You can talk to
-// me now." through the outbox, by whichever node runs the connector.
-// What a crash leaves: the decision is written first, the notice's row
-// next; agentd dying between the two writes loses the notice (never the
-// approval). store.ErrNotFound: no such pending code.
+// me now." through the outbox, by whichever node runs the connector: the
+// notice's row is written in the decision's transaction, so a crash
+// leaves both or neither. store.ErrNotFound: no such pending code.
 func (m *Manager) DecidePairing(ctx context.Context, code string, approve bool, by string) (store.Pairing, error) {
 	state := store.PairDenied
 	if approve {
 		state = store.PairApproved
 	}
-	p, err := m.st.DecidePairing(ctx, NormalCode(code), state, by, m.o.Now())
+	now := m.o.Now()
+	p, err := m.st.DecidePairing(ctx, NormalCode(code), state, by, now,
+		&store.OutboxItem{State: store.OutPending, Text: approvedText, SendingPart: -1, NextAt: now})
 	if err != nil {
 		return p, fmt.Errorf("connector: pairing: %w", err)
 	}
-	if approve && p.Chat != "" {
-		m.mu.RLock()
-		session := m.chats[chatKey{p.Connector, p.Chat}]
-		m.mu.RUnlock()
-		if err := m.notice(ctx, p.Connector, chatOf(p.Chat, ""), session, approvedText); err != nil {
-			return p, fmt.Errorf("connector: pairing: %w", err)
-		}
+	if in := m.inst(p.Connector); approve && in != nil {
+		in.wake()
 	}
 	return p, nil
 }

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -30,7 +31,12 @@ type fakePlatform struct {
 	nonces  map[string]string
 	runs    int
 	tries   map[string][]time.Time // every call of a method, failed or not
+	lose    int                    // the next sends that make their message and lose the answer
 }
+
+// errAnswerLost is a create's answer lost on the way (a dropped
+// connection): it says nothing of whether the message was made.
+var errAnswerLost = errors.New("fake: connection reset while reading the answer")
 
 type fakeMsg struct {
 	ID    string
@@ -146,6 +152,10 @@ func (p *fakePlatform) Send(ctx context.Context, m Outgoing) (Sent, error) {
 	p.msgs = append(p.msgs, fakeMsg{ID: id, Chat: m.Chat, Text: m.Text, Plain: m.Plain, At: p.now(), ReplyTo: m.ReplyTo})
 	if m.Nonce != "" {
 		p.nonces[m.Nonce] = id
+	}
+	if p.lose > 0 {
+		p.lose--
+		return Sent{}, errAnswerLost
 	}
 	return Sent{ID: id, At: p.now()}, nil
 }

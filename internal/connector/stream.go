@@ -31,7 +31,7 @@ type stream struct {
 	in      *instance
 	session int64
 	chat    Chat
-	sub     *event.Subscription
+	sub     *event.Subscription // the session's events; every session's for a chat's first message (firstWatch)
 	nudge   chan struct{}
 	logEnd  chan event.Event  // a turn_end the sweep read from the log (endedInLog)
 	adopted *store.OutboxItem // a row left streaming by a process that stopped (adopt)
@@ -56,19 +56,48 @@ type turnState struct {
 	typed         time.Time
 }
 
+// firstBuffer is the buffer of a new chat's first subscription: it holds
+// every session's events until the streamer reads them.
+const firstBuffer = 1024
+
 // watch returns the session's streamer, starting one (see startStream).
 // nil when the instance is not running.
 func (in *instance) watch(session int64, c Chat) *stream {
+	return in.watchFrom(session, c, nil)
+}
+
+// firstWatch subscribes, for a chat whose session is not known yet, to
+// every session's events, before its message is submitted: its first
+// turn may start (and stream) before Contact names the session. nil when
+// the connector neither types nor streams.
+func (in *instance) firstWatch() *event.Subscription {
+	if !*in.spec.Typing && !*in.spec.Stream.Edit {
+		return nil
+	}
+	return in.m.events.Subscribe(0, firstBuffer)
+}
+
+// watchFrom is watch for a streamer that reads sub (firstWatch's, nil:
+// its own subscription to the session), which it closes when it is not
+// used (a streamer holds the session already, or none runs).
+func (in *instance) watchFrom(session int64, c Chat, sub *event.Subscription) *stream {
 	if !*in.spec.Typing && !*in.spec.Stream.Edit {
 		return nil
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if s := in.streams[session]; s != nil {
+		if sub != nil {
+			sub.Close()
+		}
 		s.expected = false
 		return s
 	}
-	return in.startStream(&stream{in: in, session: session, chat: c})
+	s := in.startStream(&stream{in: in, session: session, chat: c, sub: sub})
+	if s == nil && sub != nil {
+		sub.Close()
+	}
+	return s
 }
 
 // adopt starts a streamer for a row left streaming with a message by a
@@ -90,14 +119,17 @@ func (in *instance) adopt(it store.OutboxItem, c Chat) bool {
 	return in.startStream(&stream{in: in, session: it.SessionID, chat: c, adopted: &it, want: it.Turn, expected: true}) != nil
 }
 
-// startStream subscribes s (at once, so that a turn that starts after
-// this call is seen whole) and runs it; nil when the instance is not
-// running. in.mu is held.
+// startStream subscribes s unless it has a subscription (at once, so
+// that a turn that starts after this call is seen whole) and runs it;
+// nil when the instance is not running. in.mu is held.
 func (in *instance) startStream(s *stream) *stream {
 	if in.sctx == nil || in.sctx.Err() != nil {
 		return nil
 	}
-	s.sub, s.nudge, s.logEnd = in.m.events.Subscribe(s.session, 256), make(chan struct{}, 1), make(chan event.Event, 1)
+	if s.sub == nil {
+		s.sub = in.m.events.Subscribe(s.session, 256)
+	}
+	s.nudge, s.logEnd = make(chan struct{}, 1), make(chan event.Event, 1)
 	in.streams[s.session] = s
 	ctx := in.sctx
 	in.swg.Go(func() { s.run(ctx) })
@@ -167,6 +199,9 @@ func (s *stream) run(ctx context.Context) {
 				s.leave()
 				s.settle(ctx, t)
 				return
+			}
+			if e.Session != s.session {
+				continue // a first contact's subscription has every session's
 			}
 			lastEnded = s.take(ctx, &t, e, lastEnded)
 		case e := <-s.logEnd:
@@ -418,12 +453,16 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 		t.off = true
 		return
 	}
-	sent, err := s.in.send(ctx, s.chat, part, it.Nonce, s.in.replyTo(ctx, it, s.chat, i))
-	if err != nil {
-		if !definite(err) {
+	at, reply := s.in.m.o.Now(), s.in.replyTo(ctx, it, s.chat, i)
+	sent, err := s.in.send(ctx, s.chat, part, it.Nonce, reply)
+	if err != nil && !definite(err) {
+		sent, err = s.resolve(ctx, part, it.Nonce, reply, at)
+		if err != nil {
 			t.off = true // the worker finds out whether it was made
 			return
 		}
+	}
+	if err != nil {
 		it.SendingPart = -1
 		if s.in.move(ctx, it, &from, store.OutStreaming) != nil {
 			t.off = true
@@ -440,6 +479,32 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 		return
 	}
 	s.show(t, i, part)
+}
+
+// resolve finds out at once, where the platform can say, what a create
+// (of part, answering message reply) whose answer was lost (asked at)
+// made, so that the streaming goes on: a platform that dedups nonces is
+// asked again with the same nonce (it answers with the first message);
+// one that finds a message by its nonce (Finder) is asked, and sent to
+// again if it has none. Elsewhere
+// (Telegram) a second create could show the reply twice: an error, and the
+// worker settles the create at the turn's end.
+func (s *stream) resolve(ctx context.Context, part, nonce, reply string, at time.Time) (Sent, error) {
+	if s.in.capsNow().Nonce {
+		return s.in.send(ctx, s.chat, part, nonce, reply)
+	}
+	f, ok := s.in.platform().(Finder)
+	if !ok {
+		return Sent{}, errInDoubt
+	}
+	id, found, err := f.Find(ctx, s.chat, nonce, at.Add(-5*time.Second))
+	switch {
+	case err != nil:
+		return Sent{}, err
+	case found:
+		return Sent{ID: id}, nil
+	}
+	return s.in.send(ctx, s.chat, part, nonce, reply)
 }
 
 // pause waits as a 429 asks; a permanent refusal stops the streaming.

@@ -14,6 +14,7 @@ import (
 
 	"agentd/internal/connector/markup"
 	"agentd/internal/event"
+	"agentd/internal/model"
 	"agentd/internal/store"
 )
 
@@ -354,4 +355,69 @@ func TestStreamEndOnlyInLog(t *testing.T) {
 			t.Error("the streamer still waits for its turn's end")
 		}
 	})
+}
+
+// TestFirstTurnStreams: a person's first message, whose session Contact
+// makes, is streamed as the later ones are: its message is made while the
+// turn runs, and edited to the final text.
+func TestFirstTurnStreams(t *testing.T) {
+	r := newRig(t, nil)
+	release := make(chan struct{})
+	r.model.Respond = func(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+		onDelta(model.Delta{Text: "thinking "})
+		select { // the turn runs until the test has seen the streamed message
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		onDelta(model.Delta{Text: "done"})
+		return &model.Response{Text: "thinking done", StopReason: "stop"}, nil
+	}
+	r.activate(`,"dm_policy":"open","stream":{"min_chars":1,"first_after":"1ms"}`)
+	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first turn's streamed message", func() bool { return len(r.p.texts()) == 1 })
+	close(release)
+	waitFor(t, "the reply", r.settled(1))
+	if diff := cmp.Diff([]string{"thinking done"}, r.p.texts()); diff != "" {
+		t.Errorf("messages (-want +got)\n%s", diff)
+	}
+}
+
+// TestStreamCreateAnswerLost: the answer to the streamed message's create
+// is lost after the platform made it. A platform that dedups nonces is
+// asked again with the same nonce: the message is the first one, and the
+// streaming goes on with edits (not only the final text at the end); one
+// that cannot say (no nonce, no Finder) stops streaming and leaves the
+// create to the worker.
+func TestStreamCreateAnswerLost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		nonce   bool
+		streams bool
+	}{{"nonce", true, true}, {"no nonce", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				in, p, st, bus := streamRigCaps(t, ``, Caps{MaxText: 4096, EditEvery: time.Second, Dialect: markup.Plain, Nonce: tc.nonce})
+				p.mu.Lock()
+				p.lose = 1
+				p.mu.Unlock()
+				in.watch(1, Chat{ID: "c1", Kind: ChatDM}).expect(7)
+				publishTurn(bus, 1, 7, 60, 100*time.Millisecond, "the final text", nil)
+				synctest.Wait()
+				if n := len(p.messages()); n != 1 {
+					t.Fatalf("%d messages, want 1", n)
+				}
+				row := st.row(1)
+				if streamed := len(p.editList()) >= 3; streamed != tc.streams {
+					t.Errorf("%d edits while streaming; streaming went on: %v, want %v", len(p.editList()), streamed, tc.streams)
+				}
+				resolved := row.SendingPart == -1 && len(row.MessageIDs) == 1 && row.MessageIDs[0] == "1"
+				if row.State != store.OutPending || resolved != tc.streams {
+					t.Errorf("row = %+v: resolved %v, want %v", row, resolved, tc.streams)
+				}
+			})
+		})
+	}
 }

@@ -153,8 +153,12 @@ type ConnectorStore interface {
 	// ("" every state), newest first.
 	Pairings(ctx context.Context, connector, state string) ([]Pairing, error)
 	// DecidePairing approves or denies (state) the pending, unexpired
-	// pairing of code, by whom. ErrNotFound if there is none.
-	DecidePairing(ctx context.Context, code, state, by string, now time.Time) (Pairing, error)
+	// pairing of code, by whom. ErrNotFound if there is none. notice, when
+	// not nil and the pairing is approved with a chat, is opened in the
+	// same transaction, its Connector and Chat the pairing's and its
+	// SessionID that of the chat's conversation (0 when it has none): an
+	// approval is never written without the row that tells the person.
+	DecidePairing(ctx context.Context, code, state, by string, now time.Time, notice *OutboxItem) (Pairing, error)
 	// Approved reports whether userID's pairing on connector is approved.
 	Approved(ctx context.Context, connector, userID string) (bool, error)
 	// RevokePairing removes userID's pairing on connector (approved or

@@ -216,3 +216,16 @@ func CheckPairingsFilter(connector, state string) error {
 
 // PairingStates lists the pairing states.
 func PairingStates() []string { return []string{PairPending, PairApproved, PairDenied, PairExpired} }
+
+// PairingNotice is the notice row DecidePairing opens with decision p, in
+// session (the chat's conversation's, 0 when none); false when there is
+// none to open (no notice asked, a denial, a pairing without a chat).
+func PairingNotice(p Pairing, notice *OutboxItem, session int64, now time.Time) (OutboxItem, bool, error) {
+	if notice == nil || p.State != PairApproved || p.Chat == "" {
+		return OutboxItem{}, false, nil
+	}
+	n := *notice
+	n.Connector, n.Chat, n.SessionID, n.Kind, n.Turn = p.Connector, p.Chat, session, OutNotice, 0
+	n, err := OutboxOpen(n, now)
+	return n, err == nil, err
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"agentd/internal/runtime"
 	"agentd/internal/secret"
 	"agentd/internal/store"
+	"agentd/internal/store/sqlite"
 	"agentd/internal/testkit"
 )
 
@@ -50,7 +52,7 @@ const coreToken = "777001:AAcore-secret_token"
 // ignored, a 429 storm and a dropped poll losing nothing.
 func TestUnderTheConnectorCore(t *testing.T) {
 	w, _, api := coreFake(t)
-	m := coreManager(t)
+	m, st := coreManagerStore(t)
 	spec, _ := json.Marshal(map[string]any{"platform": "telegram", "token_env": "TG_TOKEN", "api_url": api,
 		"agent": "assistant", "dm_policy": "open", "groups": map[string]any{"policy": "open"}})
 	if err := m.Activate(t.Context(), &store.Extension{Type: "integration", Name: "tg", Spec: spec, Version: 1}); err != nil {
@@ -97,9 +99,20 @@ func TestUnderTheConnectorCore(t *testing.T) {
 	for _, msg := range w.Messages("42") {
 		seen[msg.Text()]++
 	}
+	// A reply is sent twice only when a create's answer was lost after
+	// Telegram made the message (the Drop above can meet the storm's
+	// reply in flight): then once more at most, marked in doubt.
+	rows, err := st.Outbox(ctx, store.OutboxFilter{Connector: "tg", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for text, n := range seen {
-		if n > 1 {
-			t.Errorf("%q was sent %d times", text, n)
+		if n == 1 {
+			continue
+		}
+		i := slices.IndexFunc(rows, func(it store.OutboxItem) bool { return it.Text == text })
+		if n > 2 || i < 0 || !rows[i].InDoubt || !inDoubtLogged(t, st, rows[i]) {
+			t.Errorf("%q was sent %d times, not as one in doubt; rows %+v", text, n, rows)
 		}
 	}
 }
@@ -143,6 +156,12 @@ func TestWebhookUnderTheConnectorCore(t *testing.T) {
 // coreFake is the fake Bot API with Alice (42, a DM), Bob and a group.
 func coreFake(t *testing.T) (*chatfake.World, *telegramfake.Server, string) {
 	t.Helper()
+	return coreFakeWith(t, nil)
+}
+
+// coreFakeWith is coreFake with the fake's handler wrapped (nil: not).
+func coreFakeWith(t *testing.T, wrap func(http.Handler) http.Handler) (*chatfake.World, *telegramfake.Server, string) {
+	t.Helper()
 	w := chatfake.New(nil)
 	w.AddUser(chatfake.User{ID: "42", Name: "Alice"})
 	w.AddUser(chatfake.User{ID: "43", Name: "Bob"})
@@ -150,7 +169,11 @@ func coreFake(t *testing.T) (*chatfake.World, *telegramfake.Server, string) {
 	w.AddChat(chatfake.Chat{ID: "-100777", Kind: chatfake.Group, Title: "team"})
 	fake := telegramfake.New(&telegramfake.Options{World: w, Token: coreToken})
 	t.Cleanup(fake.Close)
-	srv := httptest.NewUnstartedServer(fake)
+	var h http.Handler = fake
+	if wrap != nil {
+		h = wrap(fake)
+	}
+	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ConnState = w.ConnState
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -161,6 +184,13 @@ func coreFake(t *testing.T) (*chatfake.World, *telegramfake.Server, string) {
 // system, with Telegram as its one platform, the token in TG_TOKEN and
 // loopback allowed.
 func coreManager(t *testing.T) *connector.Manager {
+	t.Helper()
+	m, _ := coreManagerStore(t)
+	return m
+}
+
+// coreManagerStore is coreManager with its store.
+func coreManagerStore(t *testing.T) (*connector.Manager, *sqlite.Store) {
 	t.Helper()
 	var (
 		hooked atomic.Pointer[connector.Manager]
@@ -185,7 +215,7 @@ func coreManager(t *testing.T) *connector.Manager {
 	hooked.Store(m)
 	m.Start()
 	t.Cleanup(m.Close)
-	return m
+	return m, k.Store
 }
 
 // waitReply waits for a bot message in chat that reads want.
@@ -202,4 +232,80 @@ func waitReply(t *testing.T, ctx context.Context, w *chatfake.World, chat, want 
 	if err != nil {
 		t.Fatalf("no reply %q in chat %s: %v; messages %+v", want, chat, err, w.Messages(chat))
 	}
+}
+
+// The answer to a create is lost after Telegram made the message (the
+// connection drops, as w.Drop does to a call in flight): Telegram has no
+// nonce, so the reply is sent again, at most once more, and the session's
+// log says it is in doubt.
+func TestCreateAnswerLost(t *testing.T) {
+	var lose atomic.Bool
+	w, _, api := coreFakeWith(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/sendMessage") && lose.CompareAndSwap(true, false) {
+				h.ServeHTTP(httptest.NewRecorder(), r)
+				panic(http.ErrAbortHandler) // the message is made; its answer never reaches agentd
+			}
+			h.ServeHTTP(rw, r)
+		})
+	})
+	m, st := coreManagerStore(t)
+	spec, _ := json.Marshal(map[string]any{"platform": "telegram", "token_env": "TG_TOKEN", "api_url": api,
+		"agent": "assistant", "dm_policy": "open"})
+	if err := m.Activate(t.Context(), &store.Extension{Type: "integration", Name: "tg", Spec: spec, Version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	lose.Store(true)
+	w.SendAsUser("42", "42", "hello")
+	waitReply(t, ctx, w, "42", "re: hello")
+	for { // the store's moves do not wake w.Wait
+		rows, _ := st.Outbox(ctx, store.OutboxFilter{Connector: "tg", State: store.OutSent, Limit: 10})
+		if len(rows) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the reply's row was never sent")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rows, _ := st.Outbox(ctx, store.OutboxFilter{Connector: "tg", Limit: 10})
+	if len(rows) != 1 || !rows[0].InDoubt {
+		t.Fatalf("outbox rows %+v: want one, in doubt", rows)
+	}
+	if n := count(w, "42", "re: hello"); n > 2 {
+		t.Errorf("the reply was sent %d times, want at most twice", n)
+	}
+	if !inDoubtLogged(t, st, rows[0]) {
+		t.Error("no in_doubt delivery event in the session's log")
+	}
+}
+
+// count is how many messages of chat read text.
+func count(w *chatfake.World, chat, text string) int {
+	n := 0
+	for _, msg := range w.Messages(chat) {
+		if msg.Text() == text {
+			n++
+		}
+	}
+	return n
+}
+
+// inDoubtLogged reports whether row's session has a delivery event in_doubt
+// for its turn.
+func inDoubtLogged(t *testing.T, st *sqlite.Store, row store.OutboxItem) bool {
+	t.Helper()
+	evs, err := st.Events(t.Context(), row.SessionID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		var d event.DeliveryData
+		if e.Kind == event.Delivery && e.Decode(&d) == nil && d.Op == event.DeliveryInDoubt && d.Turn == row.Turn {
+			return true
+		}
+	}
+	return false
 }

@@ -106,8 +106,10 @@ const (
 	// it: an insert that met it waited for it to commit).
 	qConvPut = `INSERT INTO agentd_conversations (` + convCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (connector, chat) DO NOTHING RETURNING ` + convCols
-	qConvGet  = `SELECT ` + convCols + ` FROM agentd_conversations WHERE connector = $1 AND chat = $2`
-	qConvSeen = `UPDATE agentd_conversations SET seen_seq = greatest(seen_seq, $3),
+	qConvGet = `SELECT ` + convCols + ` FROM agentd_conversations WHERE connector = $1 AND chat = $2`
+	// qConvSession is the session a chat talks to (a pairing's notice).
+	qConvSession = `SELECT session_id FROM agentd_conversations WHERE connector = $1 AND chat = $2`
+	qConvSeen    = `UPDATE agentd_conversations SET seen_seq = greatest(seen_seq, $3),
 		last_in = CASE WHEN $4 = '' THEN last_in ELSE $4 END, updated_at = $5
 		WHERE connector = $1 AND chat = $2 RETURNING 1`
 	qConvs = `SELECT ` + convCols + ` FROM agentd_conversations WHERE connector = $1 ORDER BY chat`
@@ -415,7 +417,7 @@ func (s *Store) Pair(ctx context.Context, p store.Pairing, maxPending int, now t
 
 // DecidePairing approves or denies the pending, unexpired pairing of
 // code; store.ErrNotFound if there is none.
-func (s *Store) DecidePairing(ctx context.Context, code, state, by string, now time.Time) (store.Pairing, error) {
+func (s *Store) DecidePairing(ctx context.Context, code, state, by string, now time.Time, notice *store.OutboxItem) (store.Pairing, error) {
 	if err := store.CheckDecision(code, state, by); err != nil {
 		return store.Pairing{}, fmt.Errorf("postgres: decide pairing: %w: %v", ErrInvalid, err)
 	}
@@ -426,11 +428,32 @@ func (s *Store) DecidePairing(ctx context.Context, code, state, by string, now t
 	if !validText(code) || !validText(by) {
 		return store.Pairing{}, fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound) // no code PostgreSQL keeps
 	}
-	got, err := scanPairing(s.pool.QueryRow(ctx, qPairDecide, code, state, now.UnixNano(), by))
-	if errors.Is(err, pgx.ErrNoRows) {
+	var got store.Pairing
+	var bad error // a notice refused: nothing written
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if got, err = scanPairing(tx.QueryRow(ctx, qPairDecide, code, state, now.UnixNano(), by)); err != nil {
+			return err
+		}
+		var session int64
+		if err := tx.QueryRow(ctx, qConvSession, got.Connector, got.Chat).Scan(&session); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		n, ok, err := store.PairingNotice(got, notice, session, time.Now())
+		if err != nil || !ok {
+			bad = err
+			return err
+		}
+		return tx.QueryRow(ctx, qOutIns, n.Connector, n.Chat, n.SessionID, n.Turn, n.Kind, n.State, n.Text, n.Parts,
+			store.MessageIDsJSON(n.MessageIDs), n.SendingPart, n.Nonce, n.Tries, n.NextAt.UnixNano(), n.Error, n.InDoubt,
+			n.CreatedAt.UnixNano(), n.UpdatedAt.UnixNano(), store.RunNanos(n.SentAt)).Scan(&n.ID)
+	})
+	switch {
+	case bad != nil:
+		return store.Pairing{}, fmt.Errorf("postgres: %s: notice: %w: %v", what, ErrInvalid, bad)
+	case errors.Is(err, pgx.ErrNoRows):
 		return store.Pairing{}, fmt.Errorf("postgres: %s: %w", what, store.ErrNotFound)
-	}
-	if err != nil {
+	case err != nil:
 		return store.Pairing{}, s.readErr(what, err)
 	}
 	return got, nil

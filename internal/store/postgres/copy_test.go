@@ -355,7 +355,7 @@ func TestCopyConnectors(t *testing.T) {
 	if _, _, err := lite.Pair(ctx, store.Pairing{Connector: "tg", UserID: "u2", Code: "BBBB2222", ExpiresAt: now.Add(time.Hour)}, 3, now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lite.DecidePairing(ctx, "BBBB2222", store.PairApproved, "ops", now); err != nil {
+	if _, err := lite.DecidePairing(ctx, "BBBB2222", store.PairApproved, "ops", now, nil); err != nil {
 		t.Fatal(err)
 	}
 	src, err := sql.Open("sqlite", path)
@@ -412,7 +412,7 @@ func TestCopyConnectors(t *testing.T) {
 	if err := lite.SetSeen(ctx, "tg", "42", 1, "in9"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lite.DecidePairing(ctx, "AAAA1111", store.PairDenied, "ops", now); err != nil {
+	if _, err := lite.DecidePairing(ctx, "AAAA1111", store.PairDenied, "ops", now, nil); err != nil {
 		t.Fatal(err)
 	}
 	same("the copy after changes")

@@ -386,12 +386,15 @@ func (s *Store) Pair(ctx context.Context, p store.Pairing, maxPending int, now t
 
 // DecidePairing approves or denies the pending, unexpired pairing of
 // code; store.ErrNotFound if there is none.
-func (s *Store) DecidePairing(ctx context.Context, code, state, by string, now time.Time) (store.Pairing, error) {
+func (s *Store) DecidePairing(ctx context.Context, code, state, by string, now time.Time, notice *store.OutboxItem) (store.Pairing, error) {
 	if err := store.CheckDecision(code, state, by); err != nil {
 		return store.Pairing{}, fmt.Errorf("sqlite: decide pairing: %w: %v", ErrInvalid, err)
 	}
 	req := s.getRequest(ctx, opPairDecide)
 	req.pairing, req.at = store.Pairing{Code: code, State: state, DecidedBy: by}, now
+	if notice != nil {
+		req.outbox, req.notice = *notice, true
+	}
 	if err := s.send(ctx, req); err != nil {
 		return store.Pairing{}, err
 	}
@@ -503,16 +506,25 @@ func (w *writer) applyConvSeen(r *request, now int64) error {
 	return nil
 }
 
-func (w *writer) applyOutOpen(r *request) error {
-	it := &r.outbox
+// insertOutbox inserts it and sets its ID; false: the turn has a row.
+func (w *writer) insertOutbox(it *store.OutboxItem) (bool, error) {
 	err := w.conn.outIns.QueryRow(it.Connector, it.Chat, it.SessionID, it.Turn, it.Kind, it.State, it.Text, it.Parts,
 		store.MessageIDsJSON(it.MessageIDs), it.SendingPart, it.Nonce, it.Tries, it.NextAt.UnixNano(), it.Error, it.InDoubt,
 		it.CreatedAt.UnixNano(), it.UpdatedAt.UnixNano(), store.RunNanos(it.SentAt)).Scan(&it.ID)
-	if err == nil {
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (w *writer) applyOutOpen(r *request) error {
+	it := &r.outbox
+	created, err := w.insertOutbox(it)
+	if created {
 		r.created = true
 		return nil
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	if err != nil {
 		return fmt.Errorf("sqlite: open outbox of %s session %d turn %d: %w", it.Connector, it.SessionID, it.Turn, err)
 	}
 	// The turn's row was opened before.
@@ -605,6 +617,29 @@ func (w *writer) applyPairDecide(r *request) error {
 		return fmt.Errorf("sqlite: decide pairing %s: %w", p.Code, err)
 	}
 	*p = got
+	if !r.notice {
+		return nil
+	}
+	var session int64
+	c, err := scanConversation(w.conn.convGet.QueryRow(got.Connector, got.Chat))
+	switch {
+	case err == nil:
+		session = c.SessionID
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlite: decide pairing %s: the chat's conversation: %w", p.Code, err)
+	}
+	n, ok, err := store.PairingNotice(got, &r.outbox, session, time.Now())
+	if err != nil {
+		return fmt.Errorf("sqlite: decide pairing %s: notice: %w: %v", p.Code, ErrInvalid, err)
+	}
+	if ok {
+		// The request fails whole if the notice does: the decision is
+		// rolled back with it (the writer's savepoint).
+		r.outbox = n
+		if _, err := w.insertOutbox(&r.outbox); err != nil {
+			return fmt.Errorf("sqlite: decide pairing %s: notice: %w", p.Code, err)
+		}
+	}
 	return nil
 }
 

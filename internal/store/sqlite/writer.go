@@ -154,6 +154,7 @@ type request struct {
 	outbox store.OutboxItem
 	from   string
 	retry  bool
+	notice bool // opPairDecide: outbox is the notice to open with an approval
 	// opPair (with keep the most pending and at the time; also its
 	// result), opPairDecide (Code, State, DecidedBy, with at; also its
 	// result), opPairRevoke (Connector, UserID)

@@ -495,7 +495,7 @@ func testPairing(t *testing.T, x *suite) {
 
 	// u1's code expires: its slot is free, and u1 gets a new code.
 	later := now.Add(time.Hour + time.Second)
-	if _, err := cs.DecidePairing(ctx, "AAAA1111", store.PairApproved, "ops", later); !errors.Is(err, store.ErrNotFound) {
+	if _, err := cs.DecidePairing(ctx, "AAAA1111", store.PairApproved, "ops", later, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("approving an expired code: %v, want ErrNotFound", err)
 	}
 	_, created, err = pair(stranger("u4", "CODE0004", later), later)
@@ -508,17 +508,17 @@ func testPairing(t *testing.T, x *suite) {
 	}
 
 	// Decide once.
-	d, err := cs.DecidePairing(ctx, "CODE0000", store.PairApproved, "ops", later)
+	d, err := cs.DecidePairing(ctx, "CODE0000", store.PairApproved, "ops", later, nil)
 	if err != nil || d.UserID != "u2" || d.State != store.PairApproved || d.DecidedBy != "ops" || !d.DecidedAt.Equal(later) {
 		t.Fatalf("approve u2: %+v, %v", d, err)
 	}
-	if _, err := cs.DecidePairing(ctx, "CODE0000", store.PairDenied, "ops", later); !errors.Is(err, store.ErrNotFound) {
+	if _, err := cs.DecidePairing(ctx, "CODE0000", store.PairDenied, "ops", later, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deciding a code twice: %v, want ErrNotFound", err)
 	}
-	if _, err := cs.DecidePairing(ctx, "CODE0001", store.PairDenied, "ops", later); err != nil {
+	if _, err := cs.DecidePairing(ctx, "CODE0001", store.PairDenied, "ops", later, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cs.DecidePairing(ctx, "NOSUCH00", store.PairApproved, "ops", later); !errors.Is(err, store.ErrNotFound) {
+	if _, err := cs.DecidePairing(ctx, "NOSUCH00", store.PairApproved, "ops", later, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("deciding no code: %v, want ErrNotFound", err)
 	}
 	// Decided users get their rows back, whatever code they bring.
@@ -632,5 +632,62 @@ func testPairingConcurrent(t *testing.T, x *suite) {
 	}
 	if made != 3 || len(pending) != 3 {
 		t.Errorf("%d strangers got a code, %d pending; want 3", made, len(pending))
+	}
+}
+
+// An approval opens its notice in the same transaction: the row to the
+// pairing's chat, in the chat's conversation's session (0 when none); a
+// denial opens none; a notice the store refuses leaves the code pending
+// (the decision is not written without it).
+func testPairingNotice(t *testing.T, x *suite) {
+	s := x.newStore(t)
+	cs := store.ConnectorStore(s)
+	ctx := t.Context()
+	now := connTime
+	sess := mustSession(t, s, "user-u2", "main")
+	if _, err := cs.PutConversation(ctx, conversation("dm-u2", sess.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []store.Pairing{stranger("u1", "CODE0001", now), stranger("u2", "CODE0002", now), stranger("u3", "CODE0003", now)} {
+		if _, _, err := cs.Pair(ctx, p, 3, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notice := func(text string) *store.OutboxItem {
+		return &store.OutboxItem{State: store.OutPending, Text: text, SendingPart: -1, NextAt: now}
+	}
+	bad := notice("refused")
+	bad.State = "nonsense"
+	if _, err := cs.DecidePairing(ctx, "CODE0001", store.PairApproved, "ops", now, bad); err == nil {
+		t.Error("an approval with a notice the store refuses was made")
+	}
+	if ok, _ := cs.Approved(ctx, "tg", "u1"); ok {
+		t.Error("u1 is approved though its notice was refused")
+	}
+	for _, tc := range []struct{ code, state string }{
+		{"CODE0001", store.PairApproved}, {"CODE0002", store.PairApproved}, {"CODE0003", store.PairDenied},
+	} {
+		if _, err := cs.DecidePairing(ctx, tc.code, tc.state, "ops", now, notice("welcome "+tc.code)); err != nil {
+			t.Fatalf("%s %s: %v", tc.state, tc.code, err)
+		}
+	}
+	rows, err := cs.Outbox(ctx, store.OutboxFilter{Connector: "tg", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Chat, Kind, State, Text string
+		Session                 int64
+	}
+	var got []row
+	for _, it := range rows {
+		got = append(got, row{it.Chat, it.Kind, it.State, it.Text, it.SessionID})
+	}
+	want := []row{ // newest first
+		{"dm-u2", store.OutNotice, store.OutPending, "welcome CODE0002", sess.ID},
+		{"dm-u1", store.OutNotice, store.OutPending, "welcome CODE0001", 0},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("notices (-want +got):\n%s", d)
 	}
 }

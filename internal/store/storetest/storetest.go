@@ -157,6 +157,7 @@ func tests() []struct {
 		{"OutboxAck", testOutboxAck},
 		{"OutboxNotice", testOutboxNotice},
 		{"Pairing", testPairing},
+		{"PairingNotice", testPairingNotice},
 		{"PairingsExpiredShown", testPairingsExpiredShown},
 		{"PairingConcurrent", testPairingConcurrent},
 	}
