@@ -211,6 +211,9 @@ type Contact struct {
 	// Source is the input's source (telegram, discord, slack); "" is
 	// contact.
 	Source string
+	// MessageID is the platform's id of the message ("" none), kept as
+	// the input's Origin: the connector's reply answers it.
+	MessageID string
 }
 
 // Info is one agent in a list: an instance, or a definition (cron and

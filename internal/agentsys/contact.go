@@ -46,7 +46,7 @@ func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtim
 		src = sourceContact
 	}
 	rc, err := s.rt.Submit(ctx, runtime.Input{Session: mainSession(in.Agent), Text: c.Text, Images: c.Images, Source: src,
-		IdempotencyKey: c.IdempotencyKey})
+		Origin: c.MessageID, IdempotencyKey: c.IdempotencyKey})
 	if err != nil {
 		return in, rc, fmt.Errorf("agentsys: contact %s: %w", in.ID, err)
 	}

@@ -51,11 +51,13 @@ type Agents interface {
 	Get(id string) (*agent.Definition, bool)
 }
 
-// Store is what the connectors keep and read: their own rows, and the
-// sessions' logs the sweep reads turn ends from.
+// Store is what the connectors keep and read: their own rows, the
+// sessions' logs the sweep reads turn ends from, and a turn's inbox item
+// (the message a reply answers is its Origin).
 type Store interface {
 	store.ConnectorStore
 	SessionByID(ctx context.Context, id int64) (store.Session, error)
+	InboxItem(ctx context.Context, id int64) (store.InboxItem, error)
 	Events(ctx context.Context, session, after int64, limit int) ([]event.Event, error)
 	TurnEvents(ctx context.Context, session, turn int64) ([]event.Event, error)
 }

@@ -2,6 +2,7 @@ package connector
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -37,6 +38,8 @@ type rig struct {
 	clock  *testClock
 	hooked atomic.Pointer[Manager]
 	noHook bool
+	ends   atomic.Int64 // the Ended hook's calls, counted once the Manager has had them
+	sweep  time.Duration
 	now    func() time.Time
 	cmds   Commands
 }
@@ -47,6 +50,7 @@ type rigOptions struct {
 	noHook bool // the runtime's Ended hook is lost (a crash before it)
 	wrap   func(Store) Store
 	cmds   Commands
+	sweep  time.Duration // the Manager's SweepEvery; default 20ms
 }
 
 type defs struct {
@@ -105,7 +109,7 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 		o = &rigOptions{}
 	}
 	r := &rig{t: t, model: testkit.NewModel(), p: newFakePlatform(o.caps), logs: &syncBuffer{}, noHook: o.noHook,
-		clock: &testClock{at: time.Now()}, now: time.Now, cmds: o.cmds}
+		clock: &testClock{at: time.Now()}, now: time.Now, cmds: o.cmds, sweep: cmp.Or(o.sweep, 20*time.Millisecond)}
 	if o.clock {
 		r.now = r.clock.Now
 	}
@@ -120,6 +124,7 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 			if m := r.hooked.Load(); m != nil && !r.noHook {
 				m.Ended(s, it, end)
 			}
+			r.ends.Add(1)
 		}
 	}})
 	r.sys = agentsys.New(r.k.Store, r.k.Runtime, &agentsys.Options{Agents: ds, Sweep: time.Hour})
@@ -142,7 +147,7 @@ func (r *rig) start() {
 		Now:        r.now,
 		Commands:   r.cmds,
 		PollEvery:  5 * time.Millisecond,
-		SweepEvery: 20 * time.Millisecond,
+		SweepEvery: r.sweep,
 		RetryEvery: 10 * time.Millisecond,
 	})
 	r.hooked.Store(r.m)

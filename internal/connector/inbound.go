@@ -67,7 +67,8 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		}()
 	}
 	inst, rc, err := in.m.contacts.Contact(ctx, agentsys.Contact{Template: in.spec.Agent, Connector: in.name,
-		Channel: m.Chat.Key(), User: user, Text: text, IdempotencyKey: m.Key, Images: imgs, Source: in.spec.Platform})
+		Channel: m.Chat.Key(), User: user, Text: text, IdempotencyKey: m.Key, Images: imgs, Source: in.spec.Platform,
+		MessageID: m.MessageID})
 	if err != nil {
 		if st != nil {
 			st.expect(0)
@@ -90,6 +91,7 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 		if err := in.converse(ctx, m.Chat, rc.SessionID, inst.ID, m.MessageID); err != nil {
 			return err
 		}
+		in.endedEarly(ctx, m.Chat, rc.SessionID, rc.Turn)
 		if !rc.Duplicate {
 			st, first = in.watchFrom(rc.SessionID, m.Chat, first), nil
 		}
@@ -162,6 +164,30 @@ func (in *instance) converse(ctx context.Context, c Chat, session int64, instanc
 	}
 	in.m.remember(session, convRef{connector: in.name, chat: c})
 	return nil
+}
+
+// endedEarly hands the worker a chat's first turn if it ended before
+// converse mapped its session: the Ended hook found no chat then and let
+// it go. The hook runs after the turn_end is durable and reads the map
+// converse wrote before this read, so the turn's end is met by one of the
+// two (or both: opening a row is idempotent). A failed read leaves it to
+// the sweep.
+func (in *instance) endedEarly(ctx context.Context, c Chat, session, turn int64) {
+	evs, err := in.m.st.TurnEvents(ctx, session, turn)
+	if err != nil {
+		in.m.log.Warn("connector: a first turn not read; the sweep finds it", "connector", in.name, "err", err)
+		return
+	}
+	for _, e := range evs {
+		var end event.TurnEndData
+		if e.Kind == event.TurnEnd && e.Decode(&end) == nil {
+			select {
+			case in.ended <- ended{session: session, turn: turn, end: end, chat: c}:
+			default: // full: the sweep finds it
+			}
+			return
+		}
+	}
 }
 
 // pair answers a stranger with their pairing code (the same while it is

@@ -172,7 +172,7 @@ func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *
 		}
 	}
 	if id == "" {
-		sent, err := in.create(ctx, chat, part, it.Nonce)
+		sent, err := in.create(ctx, chat, part, it.Nonce, in.replyTo(ctx, it, chat, i))
 		if err != nil {
 			if definite(err) {
 				it.SendingPart = -1 // the platform made nothing
@@ -281,19 +281,20 @@ func (in *instance) fail(ctx context.Context, it store.OutboxItem, from string) 
 }
 
 // create makes one part: a message, or a file uploaded.
-func (in *instance) create(ctx context.Context, c Chat, part outPart, nonce string) (Sent, error) {
+func (in *instance) create(ctx context.Context, c Chat, part outPart, nonce, replyTo string) (Sent, error) {
 	if part.file != nil {
 		return in.platform().(Uploader).Upload(ctx, c, *part.file)
 	}
-	return in.send(ctx, c, part.md, nonce)
+	return in.send(ctx, c, part.md, nonce, replyTo)
 }
 
-// send creates one message of markdown md, rendered for the platform; a
-// platform that refuses the markup gets it as plain text.
-func (in *instance) send(ctx context.Context, c Chat, md, nonce string) (Sent, error) {
+// send creates one message of markdown md, rendered for the platform, as
+// an answer to message replyTo ("" none); a platform that refuses the
+// markup gets it as plain text.
+func (in *instance) send(ctx context.Context, c Chat, md, nonce, replyTo string) (Sent, error) {
 	p := in.platform()
 	out := in.outgoing(c, md)
-	out.Nonce = nonce
+	out.Nonce, out.ReplyTo = nonce, replyTo
 	sent, err := p.Send(ctx, out)
 	if errors.Is(err, ErrMarkup) && !out.Plain {
 		in.count(func(f *figures) { f.retried++ })
@@ -301,6 +302,22 @@ func (in *instance) send(ctx context.Context, c Chat, md, nonce string) (Sent, e
 		sent, err = p.Send(ctx, out)
 	}
 	return sent, err
+}
+
+// replyTo is the message part i of row it answers: in a group, a reply's
+// first part answers the person's message its turn took, whose id is its
+// inbox item's Origin (durable with the turn: a restart still knows it);
+// "" otherwise, or when the item cannot be read (the reply goes out
+// unthreaded). In a DM one person talks: nothing to point at.
+func (in *instance) replyTo(ctx context.Context, it *store.OutboxItem, c Chat, i int) string {
+	if i != 0 || c.Kind != ChatGroup || it.Kind != store.OutReply || it.Turn == 0 {
+		return ""
+	}
+	item, err := in.m.st.InboxItem(ctx, it.Turn)
+	if err != nil || item.Session != it.SessionID || item.Kind != event.Input || item.Source != in.spec.Platform {
+		return "" // not a person's message through this connector (a child's report, a job's)
+	}
+	return item.Origin
 }
 
 // edit replaces message id's text with markdown md, rendered; plain when

@@ -44,6 +44,8 @@ type fakeMsg struct {
 	Text  string // the text it shows now
 	Plain bool
 	At    time.Time
+	// ReplyTo is the message it answers, as Outgoing.ReplyTo named it.
+	ReplyTo string
 }
 
 type fakeEdit struct {
@@ -147,7 +149,7 @@ func (p *fakePlatform) Send(ctx context.Context, m Outgoing) (Sent, error) {
 		return Sent{ID: id}, nil
 	}
 	id := fmt.Sprint(len(p.msgs) + 1)
-	p.msgs = append(p.msgs, fakeMsg{ID: id, Chat: m.Chat, Text: m.Text, Plain: m.Plain, At: p.now()})
+	p.msgs = append(p.msgs, fakeMsg{ID: id, Chat: m.Chat, Text: m.Text, Plain: m.Plain, At: p.now(), ReplyTo: m.ReplyTo})
 	if m.Nonce != "" {
 		p.nonces[m.Nonce] = id
 	}

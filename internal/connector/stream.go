@@ -453,10 +453,10 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 		t.off = true
 		return
 	}
-	at := s.in.m.o.Now()
-	sent, err := s.in.send(ctx, s.chat, part, it.Nonce)
+	at, reply := s.in.m.o.Now(), s.in.replyTo(ctx, it, s.chat, i)
+	sent, err := s.in.send(ctx, s.chat, part, it.Nonce, reply)
 	if err != nil && !definite(err) {
-		sent, err = s.resolve(ctx, part, it.Nonce, at)
+		sent, err = s.resolve(ctx, part, it.Nonce, reply, at)
 		if err != nil {
 			t.off = true // the worker finds out whether it was made
 			return
@@ -482,15 +482,16 @@ func (s *stream) create(ctx context.Context, t *turnState, i int, part string) {
 }
 
 // resolve finds out at once, where the platform can say, what a create
-// whose answer was lost (asked at) made, so that the streaming goes on:
-// a platform that dedups nonces is asked again with the same nonce (it
-// answers with the first message); one that finds a message by its nonce
-// (Finder) is asked, and sent to again if it has none. Elsewhere
+// (of part, answering message reply) whose answer was lost (asked at)
+// made, so that the streaming goes on: a platform that dedups nonces is
+// asked again with the same nonce (it answers with the first message);
+// one that finds a message by its nonce (Finder) is asked, and sent to
+// again if it has none. Elsewhere
 // (Telegram) a second create could show the reply twice: an error, and the
 // worker settles the create at the turn's end.
-func (s *stream) resolve(ctx context.Context, part, nonce string, at time.Time) (Sent, error) {
+func (s *stream) resolve(ctx context.Context, part, nonce, reply string, at time.Time) (Sent, error) {
 	if s.in.capsNow().Nonce {
-		return s.in.send(ctx, s.chat, part, nonce)
+		return s.in.send(ctx, s.chat, part, nonce, reply)
 	}
 	f, ok := s.in.platform().(Finder)
 	if !ok {
@@ -503,7 +504,7 @@ func (s *stream) resolve(ctx context.Context, part, nonce string, at time.Time) 
 	case found:
 		return Sent{ID: id}, nil
 	}
-	return s.in.send(ctx, s.chat, part, nonce)
+	return s.in.send(ctx, s.chat, part, nonce, reply)
 }
 
 // pause waits as a 429 asks; a permanent refusal stops the streaming.

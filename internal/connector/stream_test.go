@@ -64,6 +64,11 @@ func (s *memStore) Outbox(_ context.Context, f store.OutboxFilter) ([]store.Outb
 	return out, nil
 }
 
+// InboxItem: no turn's message is known (a reply answers none).
+func (s *memStore) InboxItem(context.Context, int64) (store.InboxItem, error) {
+	return store.InboxItem{}, store.ErrNotFound
+}
+
 // The sweep's reads: no conversation is behind; a turn has ended when
 // the test says so.
 func (s *memStore) ConversationsBehind(context.Context, string, int) ([]store.Conversation, error) {
