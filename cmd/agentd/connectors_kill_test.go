@@ -42,7 +42,7 @@ func TestConnectorKillRestart(t *testing.T) {
 	rounds := killCount(t, 21, 1, 6)
 	w := chatfake.New(nil)
 	tg := telegramfake.New(&telegramfake.Options{World: w})
-	hc := &heldCreates{next: tg}
+	hc := &heldCreates{next: tg, create: tgCreate}
 	api := serveFake(t, hc, w)
 
 	// A person's first message makes their conversation and is answered
@@ -117,7 +117,7 @@ gap 80ms
 		for k, chat := range chats {
 			all = all && finals(w, chat, welcome(k)) > 0 && finals(w, chat, long(k)) > 0
 		}
-		if all && undelivered(t, dir) == 0 {
+		if all && undelivered(t, dir, "tg") == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -217,9 +217,18 @@ gap 80ms
 	t.Logf("%d rounds: %d kills inside a made create, %d chats with a reply in doubt, %d duplicate messages", rounds, held, doubts, dups)
 }
 
-// undelivered counts the outbox rows of dir's store not yet sent nor
-// given up, read beside the agentd that runs on it.
-func undelivered(t *testing.T, dir string) int {
+// undelivered counts connector name's outbox rows in dir's store not yet
+// sent nor given up, read beside the agentd that runs on it.
+func undelivered(t *testing.T, dir, name string) int {
+	t.Helper()
+	n, _ := outboxCount(t, dir, name)
+	return n
+}
+
+// outboxCount counts connector name's outbox rows in dir's store: those
+// not yet sent nor given up, and all, read beside the agentd that runs on
+// it.
+func outboxCount(t *testing.T, dir, name string) (open, all int) {
 	t.Helper()
 	if u, ok := pgDirs.Load(dir); ok {
 		st, err := postgres.Open(context.Background(), u.(string), nil)
@@ -227,23 +236,27 @@ func undelivered(t *testing.T, dir string) int {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		n, _, err := st.OutboxDepth(context.Background(), "tg")
+		rows, err := st.Outbox(context.Background(), store.OutboxFilter{Connector: name, Limit: store.MaxConnectorList})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return n
+		for _, r := range rows {
+			if r.State == store.OutStreaming || r.State == store.OutPending || r.State == store.OutSending {
+				open++
+			}
+		}
+		return open, len(rows)
 	}
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "agentd.db")+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM agentd_outbox WHERE state IN (?, ?, ?)`,
-		store.OutStreaming, store.OutPending, store.OutSending).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT coalesce(sum(state IN (?, ?, ?)), 0), count(*) FROM agentd_outbox WHERE connector = ?`,
+		store.OutStreaming, store.OutPending, store.OutSending, name).Scan(&open, &all); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return open, all
 }
 
 // finals counts chat's bot messages whose text, as a reader sees it,
@@ -307,13 +320,14 @@ func serveFake(t *testing.T, h http.Handler, w *chatfake.World) string {
 	return "http://" + ln.Addr().String()
 }
 
-// heldCreates keeps back the answer to a sendMessage the fake has made:
-// once armed, the next create is made in the World whatever becomes of
-// the caller, and its answer waits for release or for the caller to go
-// away. A kill then falls where Telegram made a message and agentd never
+// heldCreates keeps back the answer to a create the fake has made: once
+// armed, the next create is made in the World whatever becomes of the
+// caller, and its answer waits for release or for the caller to go away.
+// A kill then falls where the platform made a message and agentd never
 // learnt its id.
 type heldCreates struct {
-	next http.Handler
+	next   http.Handler
+	create createCall
 
 	mu      sync.Mutex
 	armed   bool
@@ -358,23 +372,15 @@ func (h *heldCreates) take() (held chan string, release chan struct{}, ok bool) 
 }
 
 func (h *heldCreates) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(strings.ToLower(r.URL.Path), "/sendmessage") || !h.armedNow() {
+	if !h.create.is(r) || !h.armedNow() {
 		h.next.ServeHTTP(rw, r)
 		return
 	}
 	rec := httptest.NewRecorder()
 	h.next.ServeHTTP(rec, r.WithContext(context.WithoutCancel(r.Context())))
-	var res struct {
-		OK     bool `json:"ok"`
-		Result struct {
-			Chat struct {
-				ID json.Number `json:"id"`
-			} `json:"chat"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(rec.Body.Bytes(), &res) == nil && res.OK {
+	if chat, made := h.create.made(rec.Code, rec.Body.Bytes()); made {
 		if held, release, ok := h.take(); ok {
-			held <- res.Result.Chat.ID.String()
+			held <- chat
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -387,4 +393,29 @@ func (h *heldCreates) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	rw.WriteHeader(rec.Code)
 	rw.Write(rec.Body.Bytes())
+}
+
+// createCall is how a platform's create of a message looks on the wire.
+type createCall struct {
+	is   func(r *http.Request) bool
+	made func(status int, body []byte) (chat string, ok bool) // the answer of a create made
+}
+
+// tgCreate is Telegram's sendMessage.
+var tgCreate = createCall{
+	is: func(r *http.Request) bool { return strings.HasSuffix(strings.ToLower(r.URL.Path), "/sendmessage") },
+	made: func(_ int, body []byte) (string, bool) {
+		var res struct {
+			OK     bool `json:"ok"`
+			Result struct {
+				Chat struct {
+					ID json.Number `json:"id"`
+				} `json:"chat"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(body, &res) != nil || !res.OK {
+			return "", false
+		}
+		return res.Result.Chat.ID.String(), true
+	},
 }
