@@ -243,11 +243,7 @@ func quoteLine(l string) (string, bool) {
 	if n > 3 || !strings.HasPrefix(rest, ">") {
 		return "", false
 	}
-	rest = rest[1:]
-	if strings.HasPrefix(rest, " ") {
-		rest = rest[1:]
-	}
-	return rest, true
+	return strings.TrimPrefix(rest[1:], " "), true
 }
 
 // listItem reads "- text", "* text", "+ text", "1. text" or "1) text",

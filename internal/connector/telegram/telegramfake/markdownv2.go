@@ -69,6 +69,7 @@ func ParseMarkdownV2(text string) (plain string, ents []Entity, err error) {
 		quote = -1
 	}
 	reserved := func(c byte) error {
+		//lint:ignore ST1005 Telegram's own words, which clients match
 		return fmt.Errorf("Character '%c' is reserved and must be escaped with the preceding '\\'", c)
 	}
 	if !utf8.ValidString(text) {
@@ -151,6 +152,7 @@ func ParseMarkdownV2(text string) (plain string, ents []Entity, err error) {
 					i++
 				}
 				if i >= len(text) {
+					//lint:ignore ST1005 Telegram's own words, which clients match
 					return "", nil, fmt.Errorf("Can't find end of a URL at byte offset %d", begin)
 				}
 				e.URL = url.String()
@@ -206,6 +208,7 @@ func ParseMarkdownV2(text string) (plain string, ents []Entity, err error) {
 	}
 	if len(stack) > 0 {
 		o := stack[len(stack)-1]
+		//lint:ignore ST1005 Telegram's own words, which clients match
 		return "", nil, fmt.Errorf("Can't find end of %s entity at byte offset %d", entityName(o.typ), o.at)
 	}
 	endQuote()
