@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/agentsys"
 	"agentd/internal/event"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -159,6 +161,39 @@ func TestCrashBeforeEndedHook(t *testing.T) {
 	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the reply sent", r.settled(1))
+	if diff := cmp.Diff([]string{"re: hello"}, r.p.texts()); diff != "" {
+		t.Errorf("messages (-want +got)\n%s", diff)
+	}
+}
+
+// diesAfterSubmit is an agent system in a process that dies just after
+// a message is durable: Contact submits it, then fails.
+type diesAfterSubmit struct{ *agentsys.System }
+
+func (d diesAfterSubmit) Contact(ctx context.Context, c agentsys.Contact) (store.Instance, runtime.Receipt, error) {
+	in, rc, err := d.System.Contact(ctx, c)
+	if err == nil {
+		err = errCrash
+	}
+	return in, rc, err
+}
+
+// TestCrashAfterFirstMessageDurable: a new chat's first message is
+// durable and agentd dies before it is acknowledged, on a platform that
+// delivers nothing again (Discord after a fresh IDENTIFY): the chat's
+// conversation was recorded before the message, so after the restart
+// the reply is delivered once, with no second delivery of the message.
+func TestCrashAfterFirstMessageDurable(t *testing.T) {
+	r := newRig(t, &rigOptions{agents: func(s *agentsys.System) Contacts { return diesAfterSubmit{s} }})
+	r.activate(`,"dm_policy":"open"`)
+	if err := r.inbound(dm("k1", "u1", "hello")); !errors.Is(err, errCrash) {
+		t.Fatalf("inbound = %v, want %v", err, errCrash)
+	}
+	r.m.Close()
+	r.agents = r.sys
+	r.start()
+	r.activate(`,"dm_policy":"open"`)
 	waitFor(t, "the reply sent", r.settled(1))
 	if diff := cmp.Diff([]string{"re: hello"}, r.p.texts()); diff != "" {
 		t.Errorf("messages (-want +got)\n%s", diff)
