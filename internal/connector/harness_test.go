@@ -43,6 +43,9 @@ type rig struct {
 	now    func() time.Time
 	cmds   Commands
 	agents Contacts // what the Manager contacts (r.sys, maybe wrapped)
+	// factory makes the platform the next start gives the Manager (r.p's
+	// unless a test sets it).
+	factory Factory
 }
 
 type rigOptions struct {
@@ -152,7 +155,10 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 // start makes a fresh Manager (a restart of the connectors) over the same
 // store, runtime and platform.
 func (r *rig) start() {
-	r.m = New(r.st, r.agents, r.k.Runtime, r.k.Bus, map[string]Factory{"fake": r.p.factory}, &Options{
+	if r.factory == nil {
+		r.factory = r.p.factory
+	}
+	r.m = New(r.st, r.agents, r.k.Runtime, r.k.Bus, map[string]Factory{"fake": r.factory}, &Options{
 		Agents:     defs{d: testkit.Agents{"assistant": testkit.Agent("assistant")}, sys: new(atomic.Pointer[agentsys.System])},
 		Secrets:    secret.NewResolver("", &secret.Options{LookupEnv: func(n string) (string, bool) { return testToken, n == "FAKE_TOKEN" }}),
 		Logger:     slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
