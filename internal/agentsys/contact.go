@@ -18,26 +18,7 @@ const sourceContact = "contact"
 // made on first contact. The template must be of type user or swarm
 // (ErrNotTemplate).
 func (s *System) Contact(ctx context.Context, c Contact) (store.Instance, runtime.Receipt, error) {
-	tpl, ok := s.definition(c.Template)
-	if !ok {
-		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %s (no definition of that id to make an instance of)", ErrNotFound, c.Template)
-	}
-	var d Descriptor
-	switch {
-	case tpl.Template != "":
-		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %s is a dynamic agent", ErrNotTemplate, c.Template)
-	case tpl.Type == agent.TypeUser:
-		d = UserDescriptor(c.Connector, c.Channel, c.User)
-	case tpl.Type == agent.TypeSwarm:
-		d = SwarmDescriptor(tpl.ID, c.Connector, c.Channel, c.User)
-	default:
-		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %s is of type %s, not user or swarm",
-			ErrNotTemplate, c.Template, tpl.Type)
-	}
-	if err := d.valid(); err != nil {
-		return store.Instance{}, runtime.Receipt{}, fmt.Errorf("agentsys: contact: %w: %v (connector, channel and user are needed)", store.ErrInvalid, err)
-	}
-	in, err := s.contactInstance(ctx, tpl, d)
+	in, err := s.contactOf(ctx, c)
 	if err != nil {
 		return in, runtime.Receipt{}, err
 	}
@@ -78,4 +59,45 @@ func (s *System) contactInstance(ctx context.Context, tpl *agent.Definition, d D
 		}
 	}
 	return in, nil
+}
+
+// ContactSession finds or makes the instance of c's person, as Contact
+// does, and returns it with its main session's id, submitting nothing
+// (c.Text is not read): a caller that records where the session's
+// replies go (a chat's conversation) does so before the message is
+// durable, so that no durable message has a reply with nowhere to go.
+func (s *System) ContactSession(ctx context.Context, c Contact) (store.Instance, int64, error) {
+	in, err := s.contactOf(ctx, c)
+	if err != nil {
+		return in, 0, err
+	}
+	sess, err := s.st.SessionByAddress(ctx, in.Agent, mainKey)
+	if err != nil {
+		return in, 0, fmt.Errorf("agentsys: contact %s: %w", in.ID, err)
+	}
+	return in, sess.ID, nil
+}
+
+// contactOf finds or makes the instance of c's person on c.Template.
+func (s *System) contactOf(ctx context.Context, c Contact) (store.Instance, error) {
+	tpl, ok := s.definition(c.Template)
+	if !ok {
+		return store.Instance{}, fmt.Errorf("agentsys: contact: %w: %s (no definition of that id to make an instance of)", ErrNotFound, c.Template)
+	}
+	var d Descriptor
+	switch {
+	case tpl.Template != "":
+		return store.Instance{}, fmt.Errorf("agentsys: contact: %w: %s is a dynamic agent", ErrNotTemplate, c.Template)
+	case tpl.Type == agent.TypeUser:
+		d = UserDescriptor(c.Connector, c.Channel, c.User)
+	case tpl.Type == agent.TypeSwarm:
+		d = SwarmDescriptor(tpl.ID, c.Connector, c.Channel, c.User)
+	default:
+		return store.Instance{}, fmt.Errorf("agentsys: contact: %w: %s is of type %s, not user or swarm",
+			ErrNotTemplate, c.Template, tpl.Type)
+	}
+	if err := d.valid(); err != nil {
+		return store.Instance{}, fmt.Errorf("agentsys: contact: %w: %v (connector, channel and user are needed)", store.ErrInvalid, err)
+	}
+	return s.contactInstance(ctx, tpl, d)
 }

@@ -221,7 +221,10 @@ func (s *System) instance(ctx context.Context, id string) (store.Instance, error
 }
 
 // mainSession is the address of an agent's main session.
-func mainSession(agentID string) string { return agentID + "/main" }
+func mainSession(agentID string) string { return agentID + "/" + mainKey }
+
+// mainKey is the key of an instance's main session.
+const mainKey = "main"
 
 // row returns an instance's row as it was created (the cache's: its
 // identity, lineage and accounts are right, its state may be old).

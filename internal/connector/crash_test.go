@@ -3,13 +3,17 @@ package connector
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/agentsys"
 	"agentd/internal/event"
+	"agentd/internal/runtime"
 	"agentd/internal/store"
 )
 
@@ -131,6 +135,74 @@ func TestCrashInCreateWindow(t *testing.T) {
 	}
 }
 
+// finderPlatform is the fake platform with a Finder that answers with
+// find.
+type finderPlatform struct {
+	*fakePlatform
+	find func(nonce string) (string, bool, error)
+}
+
+func (f finderPlatform) Find(_ context.Context, _ Chat, nonce string, _ time.Time) (string, bool, error) {
+	return f.find(nonce)
+}
+
+// TestCrashInCreateWindowFind: agentd dies after the platform made the
+// reply's message and before its id was recorded, on a platform that
+// can look for it (Slack). Found, it is edited to the reply's final text
+// and shown once; where the platform cannot look (a missing scope), the
+// reply is sent again and marked in doubt.
+func TestCrashInCreateWindowFind(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cannot   bool
+		messages int
+	}{
+		{"found", false, 1},
+		{"cannot look", true, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, cs := crashRig(t, Caps{}, func(from string, to store.OutboxItem) bool {
+				return from == store.OutSending && len(to.MessageIDs) > 0 && to.MessageIDs[0] != ""
+			})
+			r.activate(`,"dm_policy":"open"`)
+			if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "agentd to die", cs.dead.Load)
+			fp := finderPlatform{fakePlatform: r.p, find: func(nonce string) (string, bool, error) {
+				if tc.cannot {
+					return "", false, fmt.Errorf("fake: conversations.history: %w", ErrConfig)
+				}
+				r.p.mu.Lock()
+				defer r.p.mu.Unlock()
+				id, ok := r.p.nonces[nonce]
+				return id, ok, nil
+			}}
+			r.factory = func(Config, PlatformDeps) (Platform, Caps, error) { return fp, r.p.caps, nil }
+			r.restart()
+			waitFor(t, "the reply sent", r.settled(1))
+			if diff := cmp.Diff(slices.Repeat([]string{"re: hello"}, tc.messages), r.p.texts()); diff != "" {
+				t.Errorf("messages (-want +got)\n%s", diff)
+			}
+			it := r.rows()[0]
+			if it.State != store.OutSent || it.InDoubt != tc.cannot {
+				t.Errorf("row = %+v", it)
+			}
+			if !tc.cannot {
+				// The found message is edited to the final text.
+				if es := r.p.editList(); len(es) != 1 || es[0].ID != it.MessageIDs[0] || es[0].Text != "re: hello" {
+					t.Errorf("edits = %+v, want one of message %s to the final text", es, it.MessageIDs[0])
+				}
+				return
+			}
+			waitFor(t, "the in_doubt event", func() bool { return len(r.deliveries(it.SessionID)) > 0 })
+			if ds := r.deliveries(it.SessionID); ds[0].Op != event.DeliveryInDoubt || ds[0].Outbox != it.ID {
+				t.Errorf("delivery events = %+v", ds)
+			}
+		})
+	}
+}
+
 // TestCrashBeforeCreate: agentd dies as it marks the create; after the
 // restart the reply is sent once, not in doubt.
 func TestCrashBeforeCreate(t *testing.T) {
@@ -159,6 +231,39 @@ func TestCrashBeforeEndedHook(t *testing.T) {
 	if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the reply sent", r.settled(1))
+	if diff := cmp.Diff([]string{"re: hello"}, r.p.texts()); diff != "" {
+		t.Errorf("messages (-want +got)\n%s", diff)
+	}
+}
+
+// diesAfterSubmit is an agent system in a process that dies just after
+// a message is durable: Contact submits it, then fails.
+type diesAfterSubmit struct{ *agentsys.System }
+
+func (d diesAfterSubmit) Contact(ctx context.Context, c agentsys.Contact) (store.Instance, runtime.Receipt, error) {
+	in, rc, err := d.System.Contact(ctx, c)
+	if err == nil {
+		err = errCrash
+	}
+	return in, rc, err
+}
+
+// TestCrashAfterFirstMessageDurable: a new chat's first message is
+// durable and agentd dies before it is acknowledged, on a platform that
+// delivers nothing again (Discord after a fresh IDENTIFY): the chat's
+// conversation was recorded before the message, so after the restart
+// the reply is delivered once, with no second delivery of the message.
+func TestCrashAfterFirstMessageDurable(t *testing.T) {
+	r := newRig(t, &rigOptions{agents: func(s *agentsys.System) Contacts { return diesAfterSubmit{s} }})
+	r.activate(`,"dm_policy":"open"`)
+	if err := r.inbound(dm("k1", "u1", "hello")); !errors.Is(err, errCrash) {
+		t.Fatalf("inbound = %v, want %v", err, errCrash)
+	}
+	r.m.Close()
+	r.agents = r.sys
+	r.start()
+	r.activate(`,"dm_policy":"open"`)
 	waitFor(t, "the reply sent", r.settled(1))
 	if diff := cmp.Diff([]string{"re: hello"}, r.p.texts()); diff != "" {
 		t.Errorf("messages (-want +got)\n%s", diff)

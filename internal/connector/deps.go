@@ -19,6 +19,13 @@ type Contacts interface {
 	Contact(ctx context.Context, c agentsys.Contact) (store.Instance, runtime.Receipt, error)
 }
 
+// ContactSessions find or make a person's instance and its session
+// without submitting (*agentsys.System): a new chat's conversation is
+// then durable before its first message is. Optional, found on Contacts.
+type ContactSessions interface {
+	ContactSession(ctx context.Context, c agentsys.Contact) (store.Instance, int64, error)
+}
+
 // Sessions are the controls of a session a chat command asks for
 // (*runtime.Runtime), each done once per key (the command's message: a
 // redelivery does not repeat it), and the write of an event from outside

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/agentsys"
 	"agentd/internal/store"
 )
 
@@ -35,7 +36,7 @@ func TestFirstReplyWhenTheTurnEndsFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var r *rig
 			ended := func() { waitFor(t, "the turn's end handed on", func() bool { return r.ends.Load() > 0 }) }
-			r = newRig(t, &rigOptions{sweep: time.Hour, wrap: func(s Store) Store { return &lateConvStore{Store: s, wait: ended} }})
+			r = newRig(t, &rigOptions{sweep: time.Hour, agents: func(s *agentsys.System) Contacts { return contactOnly{s} }, wrap: func(s Store) Store { return &lateConvStore{Store: s, wait: ended} }})
 			r.activate(tc.fields)
 			if err := r.inbound(dm("k1", "u1", "hello")); err != nil {
 				t.Fatal(err)

@@ -42,6 +42,10 @@ type rig struct {
 	sweep  time.Duration
 	now    func() time.Time
 	cmds   Commands
+	agents Contacts // what the Manager contacts (r.sys, maybe wrapped)
+	// factory makes the platform the next start gives the Manager (r.p's
+	// unless a test sets it).
+	factory Factory
 }
 
 type rigOptions struct {
@@ -51,7 +55,14 @@ type rigOptions struct {
 	wrap   func(Store) Store
 	cmds   Commands
 	sweep  time.Duration // the Manager's SweepEvery; default 20ms
+	// agents wraps the agent system the Manager contacts.
+	agents func(*agentsys.System) Contacts
 }
+
+// contactOnly is an agent system that can only Contact (no
+// ContactSessions): a chat's conversation is recorded after its first
+// message is submitted.
+type contactOnly struct{ Contacts }
 
 type defs struct {
 	d   testkit.Agents
@@ -129,6 +140,10 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 	}})
 	r.sys = agentsys.New(r.k.Store, r.k.Runtime, &agentsys.Options{Agents: ds, Sweep: time.Hour})
 	sys.Store(r.sys)
+	r.agents = r.sys
+	if o.agents != nil {
+		r.agents = o.agents(r.sys)
+	}
 	r.st = r.k.Store
 	if o.wrap != nil {
 		r.st = o.wrap(r.k.Store)
@@ -140,7 +155,10 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 // start makes a fresh Manager (a restart of the connectors) over the same
 // store, runtime and platform.
 func (r *rig) start() {
-	r.m = New(r.st, r.sys, r.k.Runtime, r.k.Bus, map[string]Factory{"fake": r.p.factory}, &Options{
+	if r.factory == nil {
+		r.factory = r.p.factory
+	}
+	r.m = New(r.st, r.agents, r.k.Runtime, r.k.Bus, map[string]Factory{"fake": r.factory}, &Options{
 		Agents:     defs{d: testkit.Agents{"assistant": testkit.Agent("assistant")}, sys: new(atomic.Pointer[agentsys.System])},
 		Secrets:    secret.NewResolver("", &secret.Options{LookupEnv: func(n string) (string, bool) { return testToken, n == "FAKE_TOKEN" }}),
 		Logger:     slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -17,9 +17,11 @@ import (
 
 // Inbound takes one message from the platform, in this order (what a
 // crash between two steps leaves is in docs/connectors.md): the policy
-// (nothing a stranger sends goes further), the chat commands, the
-// contact (durable with the platform's idempotency key: a redelivery
-// starts no second turn), the conversation's row. It returns nil once
+// (nothing a stranger sends goes further), the chat commands, a new
+// chat's conversation row where the agent system can name its session
+// first (ContactSessions), the contact (durable with the platform's
+// idempotency key: a redelivery starts no second turn), the
+// conversation's row otherwise. It returns nil once
 // the message is durable or refused on purpose; then the platform
 // acknowledges it.
 func (in *instance) Inbound(ctx context.Context, m Inbound) error {
@@ -66,9 +68,16 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 			}
 		}()
 	}
-	inst, rc, err := in.m.contacts.Contact(ctx, agentsys.Contact{Template: in.spec.Agent, Connector: in.name,
+	c := agentsys.Contact{Template: in.spec.Agent, Connector: in.name,
 		Channel: m.Chat.Key(), User: user, Text: text, IdempotencyKey: m.Key, Images: imgs, Source: in.spec.Platform,
-		MessageID: m.MessageID})
+		MessageID: m.MessageID}
+	early := false
+	if !known {
+		if early, err = in.converseEarly(ctx, m.Chat, c); err != nil {
+			return err
+		}
+	}
+	inst, rc, err := in.m.contacts.Contact(ctx, c)
 	if err != nil {
 		if st != nil {
 			st.expect(0)
@@ -96,7 +105,7 @@ func (in *instance) Inbound(ctx context.Context, m Inbound) error {
 			st, first = in.watchFrom(rc.SessionID, m.Chat, first), nil
 		}
 	}
-	if known && m.MessageID != "" {
+	if (known || early) && m.MessageID != "" {
 		// The catch-up's bookmark (Discord): a message missed is read back
 		// after it; losing this write only reads a few again.
 		if err := in.m.st.SetSeen(ctx, in.name, m.Chat.Key(), 0, m.MessageID); err != nil {
@@ -164,6 +173,30 @@ func (in *instance) converse(ctx context.Context, c Chat, session int64, instanc
 	}
 	in.m.remember(session, convRef{connector: in.name, chat: c})
 	return nil
+}
+
+// converseEarly records a new chat's conversation before its first
+// message is submitted, where the agent system can name the session
+// first: a crash just after the message is durable then leaves a
+// conversation, so the sweep delivers its reply and a catch-up reads the
+// chat again (its LastIn is empty until the message is taken). It
+// reports whether the row was written; if not (no such ability, or an
+// error Contact meets again and answers), converse writes it after. A
+// failed write is an error: the message is not taken (the platform
+// delivers it again).
+func (in *instance) converseEarly(ctx context.Context, chat Chat, c agentsys.Contact) (bool, error) {
+	cs, ok := in.m.contacts.(ContactSessions)
+	if !ok {
+		return false, nil
+	}
+	inst, session, err := cs.ContactSession(ctx, c)
+	if err != nil {
+		return false, nil
+	}
+	if err := in.converse(ctx, chat, session, inst.ID, ""); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // endedEarly hands the worker a chat's first turn if it ended before

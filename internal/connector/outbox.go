@@ -160,17 +160,20 @@ func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *
 	id := ""
 	if doubt && (!caps.Nonce || part.file != nil) {
 		if f, ok := in.platform().(Finder); ok && part.file == nil {
-			found, ok, err := f.Find(ctx, chat, it.Nonce, it.UpdatedAt.Add(-5*time.Second))
-			if err != nil {
-				return err
-			}
-			if ok {
+			found, ok, err := f.Find(ctx, chat, it.Nonce, it.CreatedAt.Add(-findMargin))
+			switch {
+			case errors.Is(err, ErrConfig), errors.Is(err, ErrAuth), errors.Is(err, ErrPermanent):
+				it.InDoubt = true // it cannot look: sent again
+			case err != nil:
+				return err // looked for again on the next try
+			case ok:
 				id = found
 			}
 		} else {
 			it.InDoubt = true
 		}
 	}
+	found := id != ""
 	if id == "" {
 		sent, err := in.create(ctx, chat, part, it.Nonce, in.replyTo(ctx, it, chat, i))
 		if err != nil {
@@ -189,8 +192,19 @@ func (in *instance) createPart(ctx context.Context, it *store.OutboxItem, from *
 		in.m.record(ctx, *it, event.DeliveryData{Op: event.DeliveryInDoubt, Connector: in.name, Platform: in.spec.Platform,
 			Turn: it.Turn, Outbox: it.ID, Tries: it.Tries})
 	}
+	if found {
+		// The found message holds what the create sent before agentd
+		// stopped (a streamed reply's first text): it is edited to the
+		// part's final text. Its id is durable first, so an error here
+		// leaves a row whose next try edits it.
+		return in.edit(ctx, chat, part.md, id)
+	}
 	return nil
 }
+
+// findMargin is how long before a row was made a Find looks back from:
+// the platform's clock may run behind agentd's.
+const findMargin = time.Minute
 
 // move moves row it from *from to state; errMoved when another writer
 // moved it first.

@@ -59,7 +59,9 @@ type Webhook interface {
 // Finder finds a message this bot created in a chat since since whose
 // nonce is nonce: it closes the crash window between a create the platform
 // made and its id recorded (Slack message metadata). ok false: not found,
-// the create is made again. Optional.
+// the create is made again. An error wrapping ErrConfig or ErrAuth (a
+// missing scope) says it cannot look: the create is made again, marked in
+// doubt. Optional.
 type Finder interface {
 	Find(ctx context.Context, c Chat, nonce string, since time.Time) (id string, ok bool, err error)
 }

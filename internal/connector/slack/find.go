@@ -44,8 +44,7 @@ func (p *Platform) Find(ctx context.Context, c connector.Chat, nonce string, sin
 	}
 	if err := p.call(ctx, method, p.cfg.Token, q, &a); err != nil {
 		if errors.Is(err, connector.ErrConfig) {
-			p.log.Warn("cannot look for a reply made before a crash; it is sent again", "method", method, "err", err)
-			return "", false, nil
+			p.log.Warn("cannot look for a reply made before a crash; it is sent again, marked in doubt", "method", method, "err", err)
 		}
 		return "", false, err
 	}

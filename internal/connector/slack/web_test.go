@@ -157,8 +157,8 @@ func TestFind(t *testing.T) {
 		}
 	}
 	f.fake.World().Fail("conversations.history", 1, chatfake.Fault{Body: slackfake.Error("missing_scope")})
-	if id, ok, err := f.p.Find(t.Context(), top, "nonce-a", since); ok || err != nil || id != "" {
-		t.Fatalf("Find without the scope = %q, %v, %v; want not found", id, ok, err)
+	if id, ok, err := f.p.Find(t.Context(), top, "nonce-a", since); ok || !errors.Is(err, connector.ErrConfig) || id != "" {
+		t.Fatalf("Find without the scope = %q, %v, %v; want %v", id, ok, err, connector.ErrConfig)
 	}
 	f.fake.World().Fail("conversations.replies", 1, chatfake.Fault{Status: 429, RetryAfter: time.Second})
 	if _, _, err := f.p.Find(t.Context(), thread, "nonce-b", since); err == nil {
