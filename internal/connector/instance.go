@@ -24,7 +24,6 @@ type instance struct {
 
 	ended   chan ended    // turn ends handed by the Ended hook (buffered; full: the sweep finds them)
 	wakeC   chan struct{} // a row became due
-	cancel  context.CancelFunc
 	done    chan struct{}
 	stopped chan struct{} // closed by stop
 	once    sync.Once

@@ -97,24 +97,6 @@ func (p *fakePlatform) fail(method string, errs ...error) {
 	p.mu.Unlock()
 }
 
-// hold holds the next calls of method until release is called; entered
-// is closed when the first arrives.
-func (p *fakePlatform) hold(method string) (entered <-chan struct{}, release func()) {
-	c, e := make(chan struct{}), make(chan struct{})
-	p.mu.Lock()
-	p.holds[method], p.entered[method] = c, e
-	p.mu.Unlock()
-	var once sync.Once
-	return e, func() {
-		once.Do(func() {
-			p.mu.Lock()
-			delete(p.holds, method)
-			p.mu.Unlock()
-			close(c)
-		})
-	}
-}
-
 // call takes a scripted error or waits at a hold.
 func (p *fakePlatform) call(ctx context.Context, method string) error {
 	p.mu.Lock()
