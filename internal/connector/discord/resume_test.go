@@ -2,6 +2,7 @@ package discord
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 
@@ -10,32 +11,33 @@ import (
 	"agentd/internal/connector/discord/discordfake"
 )
 
-// resumeRecorder is a recorder with the Resumer ability, its point kept
-// in memory as a store would keep it on disk.
+// resumeRecorder is a recorder with the connector.Resumer ability, its
+// point kept in memory as the connector core keeps it on disk.
 type resumeRecorder struct {
 	*recorder
 	mu    sync.Mutex
-	point ResumePoint
-	saved bool
+	point []byte
 }
 
-func (h *resumeRecorder) ResumePoint(context.Context) (ResumePoint, bool, error) {
+func (h *resumeRecorder) ResumePoint(context.Context) ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.point, h.saved, nil
+	return h.point, nil
 }
 
-func (h *resumeRecorder) SaveResumePoint(_ context.Context, rp ResumePoint) error {
+func (h *resumeRecorder) SaveResumePoint(_ context.Context, b []byte) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.point, h.saved = rp, true
+	h.point = b
 	return nil
 }
 
-func (h *resumeRecorder) get() ResumePoint {
+func (h *resumeRecorder) get() resumePoint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.point
+	var rp resumePoint
+	_ = json.Unmarshal(h.point, &rp)
+	return rp
 }
 
 func TestRestartResumesFromSavedPoint(t *testing.T) {
@@ -60,7 +62,7 @@ func TestRestartResumesFromSavedPoint(t *testing.T) {
 	// (only the saved point survives) RESUMEs and Discord replays them.
 	r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "two"})
 	r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "three"})
-	h2 := &resumeRecorder{recorder: newRecorder(), point: saved, saved: true}
+	h2 := &resumeRecorder{recorder: newRecorder(), point: h.point}
 	p, err := newPlatform(r.cfg, r.p.deps)
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +83,8 @@ func TestRestartResumesFromSavedPoint(t *testing.T) {
 
 func TestRestartWithInvalidPointIdentifies(t *testing.T) {
 	r := newRig(t, nil, nil)
-	h := &resumeRecorder{recorder: r.h, saved: true, point: ResumePoint{
-		SessionID: "gone", ResumeURL: r.fake.GatewayURL(), Seq: 7,
-	}}
+	gone, _ := json.Marshal(resumePoint{SessionID: "gone", ResumeURL: r.fake.GatewayURL(), Seq: 7})
+	h := &resumeRecorder{recorder: r.h, point: gone}
 	r.run(h)
 	r.wait("connected", r.fake.Connected)
 	r.fake.SendAsUser(discordfake.UserMessage{Channel: "300", Author: alice, Content: "hello"})
