@@ -305,6 +305,7 @@ func (p *Platform) handle(ctx context.Context, h connector.Handler, s *session, 
 			return ready, fmt.Errorf("%w: catch-up: %w", errHandler, err)
 		}
 		s.catchupDue = false
+		p.saveResume(ctx, h, s)
 	}
 	return ready, nil
 }

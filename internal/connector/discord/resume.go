@@ -42,10 +42,13 @@ func (p *Platform) loadResume(ctx context.Context, h connector.Handler, s *sessi
 }
 
 // saveResume records s's resume point with h. A failed save is logged,
-// not fatal: an older point only replays more, which keys dedup.
+// not fatal: an older point only replays more, which keys dedup. A new
+// session's point is saved only once its catch-up finished: a restart
+// before that resumes the old point, gets INVALID_SESSION and catches up
+// again, rather than resuming past messages no catch-up read.
 func (p *Platform) saveResume(ctx context.Context, h connector.Handler, s *session) {
 	r, ok := h.(connector.Resumer)
-	if !ok || !s.resumable() {
+	if !ok || !s.resumable() || s.catchupDue {
 		return
 	}
 	b, _ := json.Marshal(resumePoint{SessionID: s.id, ResumeURL: s.resumeURL, Seq: s.seq})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"agentd/internal/connector"
 	"agentd/internal/connector/discord/discordfake"
 )
 
@@ -94,5 +95,24 @@ func TestRestartWithInvalidPointIdentifies(t *testing.T) {
 	}
 	if got := h.get(); got.SessionID == "gone" {
 		t.Errorf("point still the invalid one: %+v", got)
+	}
+}
+
+// failingCatchup is a resumeRecorder whose catch-up cannot read.
+type failingCatchup struct{ *resumeRecorder }
+
+func (failingCatchup) LastInbound(context.Context) ([]connector.Inbound, error) {
+	return nil, context.DeadlineExceeded
+}
+
+// A new session's point is not saved before its catch-up finished: a
+// restart then would resume past the messages no catch-up read.
+func TestNoResumePointBeforeCatchup(t *testing.T) {
+	r := newRig(t, nil, nil)
+	h := &resumeRecorder{recorder: r.h}
+	r.run(failingCatchup{h})
+	r.wait("a resume after the failed catch-up", func() bool { return r.fake.Resumes() >= 1 })
+	if got := h.get(); got != (resumePoint{}) {
+		t.Errorf("saved point = %+v before any catch-up finished", got)
 	}
 }
