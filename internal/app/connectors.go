@@ -27,8 +27,8 @@ func (a *App) connectorLayer() {
 		return
 	}
 	o := &connector.Options{Commands: a.Commands, Agents: a.Agents, Logger: a.Logger,
-		Secrets: secret.NewResolver(a.Dir, nil),
-		Guard:   netguard.New(&netguard.Options{AllowPrefixes: prefixes(a.Config.Connectors.AllowNetworks)})}
+		Secrets: secret.NewResolver(a.Dir, nil), StateDir: a.Dir,
+		Guard: netguard.New(&netguard.Options{AllowPrefixes: prefixes(a.Config.Connectors.AllowNetworks)})}
 	if l, ok := a.Store.(connector.Leader); ok && a.storeKind == StorePostgres {
 		o.Lead = l
 	}

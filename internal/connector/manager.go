@@ -75,6 +75,10 @@ type Options struct {
 	// PollEvery is how often the outbox worker looks for due rows when
 	// nothing woke it; default 1s.
 	PollEvery time.Duration
+	// StateDir is the directory (the data directory) under which each
+	// connector keeps its resume point, connectors/<name>.resume (0600);
+	// "": none kept, a restarted platform starts a new session.
+	StateDir string
 	// RetryEvery is how long a connector waits before trying again after
 	// its token was missing or its platform stopped; default 30s.
 	RetryEvery time.Duration

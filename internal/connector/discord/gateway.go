@@ -94,6 +94,7 @@ func (s *session) resumable() bool { return s.id != "" && s.resumeURL != "" }
 // connector.Platform.
 func (p *Platform) Run(ctx context.Context, h connector.Handler) error {
 	var s session
+	p.loadResume(ctx, h, &s)
 	gw := p.cfg.GatewayURL
 	wait := backoffMin
 	for {
@@ -297,12 +298,14 @@ func (p *Platform) handle(ctx context.Context, h connector.Handler, s *session, 
 	}
 	if f.S != nil {
 		s.setSeq(*f.S)
+		p.saveResume(ctx, h, s)
 	}
 	if s.catchupDue && (f.T == "READY" || f.T == "RESUMED") {
 		if err := p.catchup(ctx, h); err != nil {
 			return ready, fmt.Errorf("%w: catch-up: %w", errHandler, err)
 		}
 		s.catchupDue = false
+		p.saveResume(ctx, h, s)
 	}
 	return ready, nil
 }
