@@ -11,6 +11,8 @@ import (
 	"reflect"
 
 	"go.yaml.in/yaml/v3"
+
+	"agentd/internal/atomicfile"
 )
 
 // PutFile validates data as the content of agents/<id>.yaml — with the
@@ -68,7 +70,7 @@ func (r *Registry) writeFile(id string, data []byte) (bool, error) {
 	name := filepath.Join(dir, id+".yaml")
 	_, err = os.Lstat(name)
 	created := errors.Is(err, fs.ErrNotExist)
-	if err := writeFileAtomic(name, out, 0o600); err != nil {
+	if err := atomicfile.Write(name, out, 0o600); err != nil {
 		return false, fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	return created, nil

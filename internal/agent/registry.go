@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"agentd/internal/atomicfile"
 )
 
 // DefaultDebounce is how long Run waits for a burst of file events to end
@@ -440,48 +442,12 @@ func (r *Registry) write(d *Definition) error {
 		return fmt.Errorf("agent: put %q: %w", id, err)
 	}
 	if prompt != nil && prompt.text != sys.text {
-		if err := writeFileAtomic(filepath.Join(dir, id, SystemFile), []byte(prompt.text), 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, id, SystemFile), []byte(prompt.text), 0o600); err != nil {
 			return fmt.Errorf("agent: put %q: %w", id, err)
 		}
 	}
-	if err := writeFileAtomic(filepath.Join(dir, id+".yaml"), data, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, id+".yaml"), data, 0o600); err != nil {
 		return fmt.Errorf("agent: put %q: %w", id, err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces name with data, with file mode perm: readers see
-// the old file or the new one, never a part.
-func writeFileAtomic(name string, data []byte, perm os.FileMode) (err error) {
-	dir, base := filepath.Split(name)
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	if d, derr := os.Open(filepath.Clean(dir)); derr == nil {
-		_ = d.Sync() // make the rename durable where the platform allows it
-		d.Close()
 	}
 	return nil
 }

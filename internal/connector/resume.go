@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"agentd/internal/atomicfile"
 )
 
 // Resumer is an ability of the Handler given to Run, found by type
@@ -56,40 +58,8 @@ func (in *instance) SaveResumePoint(_ context.Context, point []byte) error {
 	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
 		return fmt.Errorf("connector: %s: resume point: %w", in.name, err)
 	}
-	if err := writeFileAtomic(name, point); err != nil {
+	if err := atomicfile.Write(name, point, 0o600); err != nil {
 		return fmt.Errorf("connector: %s: resume point: %w", in.name, err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces name with data (mode 0600), synced.
-func writeFileAtomic(name string, data []byte) (err error) {
-	dir, base := filepath.Split(name)
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), name); err != nil {
-		return err
-	}
-	if d, derr := os.Open(filepath.Clean(dir)); derr == nil {
-		_ = d.Sync() // make the rename durable where the platform allows it
-		d.Close()
 	}
 	return nil
 }
