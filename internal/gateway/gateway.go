@@ -108,6 +108,13 @@ type Options struct {
 	// (default 30 s); see admission.
 	BodyBytesInFlight int64
 	BodyWait          time.Duration
+
+	// HookFailRate and HookFailBurst limit failed webhook requests (a
+	// wrong signature, a body over the limit) per client network, as
+	// AuthOptions' FailRate and FailBurst do tokens (0: 10 per second,
+	// bursts of 20).
+	HookFailRate  float64
+	HookFailBurst int
 }
 
 // Server is the HTTP API.
@@ -129,7 +136,7 @@ type Server struct {
 // New returns the API handler.
 func New(o *Options) *Server {
 	s := &Server{o: *o, mux: http.NewServeMux(), log: o.Logger,
-		load: newAdmission(o.BodyBytesInFlight, o.BodyWait), started: time.Now(), hookLimit: newLimiter(0, 0)}
+		load: newAdmission(o.BodyBytesInFlight, o.BodyWait), started: time.Now(), hookLimit: newLimiter(o.HookFailRate, o.HookFailBurst)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -25,6 +25,9 @@ import (
 func hookServers(t *testing.T) (e *env, socket, tcp *httptest.Server) {
 	t.Helper()
 	e = newEnv(t, setup{options: func(o *gateway.Options) {
+		// Failures refill one in 1000 s: the tests that exhaust the
+		// bucket do not race its refill on a slow machine.
+		o.HookFailRate = 0.001
 		r := job.New(o.Runtime, o.Sessions.(*sqlite.Store), testAgents(), &job.Options{Secrets: agentdsecret.NewResolver("",
 			&agentdsecret.Options{LookupEnv: func(k string) (string, bool) { return "s3cret", k == "HOOK_SECRET" }})})
 		t.Cleanup(r.Close)
