@@ -66,6 +66,7 @@ func DefaultConfig() *Config {
 }
 
 func applyConfigDefaults(c *Config) {
+	applyWebDefaults(&c.Tools)
 	if c.MaxConcurrentTurns == 0 {
 		c.MaxConcurrentTurns = DefaultMaxConcurrentTurns
 	}

@@ -28,8 +28,10 @@ func (r *Registry) ExtensionType() extension.Type {
 // the environment (a model's api_key_env, a server's headers_env, a model
 // at a base_url of its own), an extensions or agents policy (an agent
 // must not make an agent with more rights, such as one that may start or
-// reach other agents), or type system or tags (a system agent is the
-// node's own, and a tag such as #memory-keeper is what people address).
+// reach other agents), type system or tags (a system agent is the
+// node's own, and a tag such as #memory-keeper is what people address),
+// or a workspace, sandbox or exec block (where its commands and files
+// reach, and with what network).
 func agentMachine(spec json.RawMessage) bool {
 	var v struct {
 		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
@@ -38,11 +40,15 @@ func agentMachine(spec json.RawMessage) bool {
 		Agents     json.RawMessage            `json:"agents"`
 		Type       string                     `json:"type"`
 		Tags       []string                   `json:"tags"`
+		Workspace  string                     `json:"workspace"`
+		Sandbox    string                     `json:"sandbox"`
+		Exec       json.RawMessage            `json:"exec"`
 	}
 	if json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0 {
 		return true
 	}
-	if isSet(v.Extensions) || isSet(v.Agents) || v.Type == TypeSystem || len(v.Tags) > 0 {
+	if isSet(v.Extensions) || isSet(v.Agents) || v.Type == TypeSystem || len(v.Tags) > 0 ||
+		v.Workspace != "" || v.Sandbox != "" || isSet(v.Exec) {
 		return true
 	}
 	// A model at another base_url gets the provider's key from the

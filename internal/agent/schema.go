@@ -39,6 +39,9 @@ func schemaOf(t reflect.Type, defs map[string]any) map[string]any {
 	if t == reflect.TypeFor[Duration]() {
 		return map[string]any{"type": "string", "description": "a duration such as 90s, 5m or 1h30m"}
 	}
+	if t == reflect.TypeFor[Size]() {
+		return map[string]any{"type": []string{"string", "integer"}, "description": "a size such as 512MiB, 1GiB or a number of bytes"}
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return schemaOf(t.Elem(), defs)

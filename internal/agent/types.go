@@ -86,6 +86,16 @@ type Definition struct {
 	// tools (which its tool policy must allow as well).
 	Agents AgentsPolicy `yaml:"agents" json:"agents,omitzero"`
 
+	// Workspace is the folder the agent's file and exec tools are
+	// confined to (default <data dir>/workspace/<id>; a relative path is
+	// under the data directory).
+	Workspace string `yaml:"workspace" json:"workspace,omitempty"`
+	// Sandbox is how exec and process run commands: bwrap (the default),
+	// auto or none (SandboxModes).
+	Sandbox string `yaml:"sandbox" json:"sandbox,omitempty"`
+	// Exec configures the exec and process tools.
+	Exec ExecPolicy `yaml:"exec" json:"exec,omitzero"`
+
 	// File is the file the definition was loaded from ("" if built in).
 	File string `yaml:"-" json:"file,omitempty"`
 	// Builtin marks an agent agentd ships (a built-in extension row, such
@@ -424,7 +434,9 @@ type Log struct {
 
 // NodeTools configures built-in tools for the whole node.
 type NodeTools struct {
-	HTTPFetch FetchConfig `yaml:"http_fetch" json:"http_fetch"`
+	HTTPFetch FetchConfig     `yaml:"http_fetch" json:"http_fetch"`
+	WebSearch WebSearchConfig `yaml:"web_search" json:"web_search,omitzero"`
+	WebFetch  WebFetchConfig  `yaml:"web_fetch" json:"web_fetch,omitzero"`
 }
 
 // FetchConfig configures the http_fetch tool.

@@ -163,6 +163,7 @@ func (c *checker) definition(d *Definition, id string) {
 		c.add("memory.recall", "must be -1 (none), 0 (the default) or more, got %d", d.Memory.Recall)
 	}
 	c.oneOf("inbox.mode", d.Inbox.Mode, inboxModes)
+	c.machine(d)
 	c.agentsPolicy("agents", &d.Agents)
 	c.servers("mcp_servers", d.MCPServers)
 	for i, name := range d.Servers {
@@ -290,6 +291,7 @@ func (c *checker) config(cfg *Config) {
 	c.nonNegative("embeddings.dim", e.Dim)
 	c.gateway(&cfg.Gateway)
 	c.cidrs("tools.http_fetch.allow_networks", cfg.Tools.HTTPFetch.AllowNetworks)
+	c.web(&cfg.Tools)
 	c.cidrs("actions.allow_networks", cfg.Actions.AllowNetworks)
 	c.cidrs("connectors.allow_networks", cfg.Connectors.AllowNetworks)
 	c.agentsConfig("agents", &cfg.Agents)

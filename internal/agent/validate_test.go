@@ -44,7 +44,9 @@ func TestLoadConfigMissing(t *testing.T) {
 		Store:              StoreConfig{URL: StoreSQLite, Synchronous: "full", PoolSize: DefaultStorePoolSize, StatementTimeout: Duration(DefaultStatementTimeout), LeaseTTL: Duration(DefaultLeaseTTL)},
 		Embeddings:         Embeddings{Provider: EmbedHashed, Dim: DefaultEmbedDim},
 		Gateway:            Gateway{Listen: DefaultGatewayListen, MaxBody: MaxGatewayBody},
-		Jobs:               JobsConfig{KeepRuns: DefaultKeepRuns},
+		Tools: NodeTools{WebSearch: WebSearchConfig{Results: DefaultSearchResults, Timeout: Duration(DefaultSearchTimeout)},
+			WebFetch: WebFetchConfig{Timeout: Duration(DefaultWebFetchTimeout), MaxBytes: DefaultWebFetchBytes}},
+		Jobs: JobsConfig{KeepRuns: DefaultKeepRuns},
 		Agents: AgentsConfig{MaxHops: DefaultMaxHops, MaxDepth: DefaultMaxDepth, MaxChildren: DefaultMaxChildren,
 			MaxLive: DefaultMaxLive, MaxContacts: &maxContacts, AskTimeout: Duration(DefaultAskTimeout), ReportBytes: DefaultReportBytes},
 	}

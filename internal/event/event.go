@@ -209,6 +209,9 @@ type ApprovalRequestData struct {
 	Args      json.RawMessage `json:"args"`
 	Reason    string          `json:"reason"` // why the policy asks
 	ExpiresAt time.Time       `json:"expires_at"`
+	// Card is what the call will do, as its tool says (a tool.Card:
+	// the command, the diff, the URL); absent for a tool without one.
+	Card json.RawMessage `json:"card,omitempty"`
 }
 
 // ApprovalResolvedData is the payload of an ApprovalResolved event.
@@ -220,6 +223,12 @@ type ApprovalResolvedData struct {
 	Expired bool   `json:"expired,omitempty"` // nobody answered in time
 	Reason  string `json:"reason,omitempty"`  // a denial's reason
 	By      string `json:"by,omitempty"`      // who answered
+	// Scope is what a grant covers: "" (this call), "session" (every call
+	// of this tool in this session) or "always" (this exact call, in every
+	// session of the agent); Grant is the id of the standing grant it made
+	// or, when no person was asked, the grant that allowed the call.
+	Scope string `json:"scope,omitempty"`
+	Grant string `json:"grant,omitempty"`
 }
 
 // Lifecycle phases.

@@ -30,6 +30,8 @@ type Request struct {
 	Reason    string          `json:"reason"`
 	CreatedAt time.Time       `json:"created_at"`
 	ExpiresAt time.Time       `json:"expires_at"`
+	// Card is what the call will do (a tool.Card), when its tool says.
+	Card json.RawMessage `json:"card,omitempty"`
 }
 
 // Decision is the answer to a Request.
@@ -38,7 +40,18 @@ type Decision struct {
 	Expired bool   `json:"expired,omitempty"` // nobody answered before ExpiresAt
 	Reason  string `json:"reason,omitempty"`
 	By      string `json:"by,omitempty"`
+	// Scope widens a grant: "" this call only, ScopeSession every call
+	// of the tool in the session, ScopeAlways this exact call (the
+	// card's Exact) in every session of the agent. Both are recorded as
+	// grants that can be revoked.
+	Scope string `json:"scope,omitempty"`
 }
+
+// Scopes of a grant (Decision.Scope).
+const (
+	ScopeSession = "session"
+	ScopeAlways  = "always"
+)
 
 // Broker matches waiting calls with answers. The zero value is not
 // usable; call New. It is safe for concurrent use.

@@ -73,6 +73,9 @@ func (v Verdict) String() string {
 type Decision struct {
 	Verdict Verdict
 	Reason  string
+	// Default marks a verdict that comes from the tool's own marking
+	// (Risky, Destructive, AskFirst) and no pattern of the policy.
+	Default bool
 }
 
 // Validate reports every malformed pattern in p, wrapping ErrBadPattern.
@@ -96,14 +99,14 @@ func (p Policy) Decide(s Spec) Decision {
 	for _, pat := range p.Deny {
 		ok, err := path.Match(pat, s.Name)
 		if err != nil {
-			return Decision{Deny, "tool policy has an invalid deny pattern " + strconv.Quote(pat)}
+			return Decision{Verdict: Deny, Reason: "tool policy has an invalid deny pattern " + strconv.Quote(pat)}
 		}
 		if ok {
-			return Decision{Deny, "tool " + s.Name + " is denied by the pattern " + strconv.Quote(pat)}
+			return Decision{Verdict: Deny, Reason: "tool " + s.Name + " is denied by the pattern " + strconv.Quote(pat)}
 		}
 	}
 	if pat, ok := firstMatch(p.Ask, s.Name); ok {
-		return Decision{Ask, "tool " + s.Name + " needs approval (pattern " + strconv.Quote(pat) + ")"}
+		return Decision{Verdict: Ask, Reason: "tool " + s.Name + " needs approval (pattern " + strconv.Quote(pat) + ")"}
 	}
 	_, allowed := firstMatch(p.Allow, s.Name)
 	if !allowed {
@@ -111,17 +114,17 @@ func (p Policy) Decide(s Spec) Decision {
 	}
 	switch {
 	case allowed && s.AskFirst && !slices.Contains(p.Allow, s.Name):
-		return Decision{Ask, "tool " + s.Name + " needs approval for each call unless the policy's allow list names it exactly"}
+		return Decision{Verdict: Ask, Reason: "tool " + s.Name + " needs approval for each call unless the policy's allow list names it exactly", Default: true}
 	case allowed:
 		return Decision{Verdict: Allow}
 	case len(p.Allow) > 0:
-		return Decision{Deny, "tool " + s.Name + " is not in the allow list"}
+		return Decision{Verdict: Deny, Reason: "tool " + s.Name + " is not in the allow list"}
 	case s.Risky:
-		return Decision{Deny, "tool " + s.Name + " " + s.reach() + ", and the policy does not allow it by name"}
+		return Decision{Verdict: Deny, Reason: "tool " + s.Name + " " + s.reach() + ", and the policy does not allow it by name", Default: true}
 	case s.Destructive:
-		return Decision{Ask, "tool " + s.Name + " may destroy data (its server says so), and the policy does not allow it by name"}
+		return Decision{Verdict: Ask, Reason: "tool " + s.Name + " may destroy data (its server says so), and the policy does not allow it by name", Default: true}
 	case s.AskFirst:
-		return Decision{Ask, "tool " + s.Name + " needs approval for each call unless the policy's allow list names it exactly"}
+		return Decision{Verdict: Ask, Reason: "tool " + s.Name + " needs approval for each call unless the policy's allow list names it exactly", Default: true}
 	}
 	return Decision{Verdict: Allow}
 }
