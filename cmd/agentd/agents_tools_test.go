@@ -109,7 +109,10 @@ func TestSendAgentMessageMostRecentForeground(t *testing.T) {
 		"agents/stranger.yaml":  agentOn(agentModel(t, "sender"), "tools:\n  allow: [send_agent_message]\n"),
 	})
 	serve(t, dir)
-	contact(t, dir, "concierge", "4242", "hello")
+	// The first person's turn ends before the second person writes: the
+	// most recent conversation is the second's by every measure.
+	first := contact(t, dir, "concierge", "4242", "hello")
+	waitLog(t, dir, first.ID+"/main", "the first answer", func(evs []event.Event) bool { return countEnds(evs) == 1 })
 	latest := contact(t, dir, "concierge", "7", "hello")
 	waitLog(t, dir, latest.ID+"/main", "the answer", func(evs []event.Event) bool { return countEnds(evs) == 1 })
 	// An agent whose agents.targets does not name the template cannot
