@@ -5,16 +5,18 @@ import "os"
 // minimalPath is the PATH every command gets.
 const minimalPath = "/usr/local/bin:/usr/bin:/bin"
 
-// environ returns a command's whole environment: the minimal set, then
+// environ returns a command's whole environment: the minimal set (with
+// PWD, which bwrap's --chdir sets, so both modes give the same), then
 // sp.Env. A later KEY wins in execve's lookups of most programs, so sp.Env
 // cannot be shadowed by the minimal set but can replace it (HOME, LANG).
-func environ(sp *Spec) []string {
+func environ(sp *Spec, dir string) []string {
 	env := []string{
 		"PATH=" + minimalPath,
 		"HOME=" + sp.Workspace,
 		"LANG=C.UTF-8",
 		"TERM=dumb",
 		"TMPDIR=/tmp",
+		"PWD=" + dir,
 	}
 	return dedupEnv(append(env, sp.Env...))
 }

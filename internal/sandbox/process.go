@@ -61,7 +61,7 @@ func (s *Sandbox) Start(ctx context.Context, sp *Spec) (*Process, error) {
 	}
 	cfg := helperConfig{
 		Argv:       argv,
-		Env:        environ(&spec),
+		Env:        environ(&spec, dir),
 		Rlimits:    rlimits(l, g != nil),
 		NoNewPrivs: true,
 		Parent:     os.Getpid(),
