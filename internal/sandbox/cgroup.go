@@ -222,13 +222,13 @@ func (g *group) remove() error {
 	var errs []error
 	for _, d := range g.dirs {
 		var err error
-		for range 50 {
+		for wait := time.Millisecond; wait < 2*time.Second; wait *= 2 {
 			err = os.Remove(d)
 			if err == nil || errors.Is(err, os.ErrNotExist) {
 				err = nil
 				break
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(wait)
 		}
 		errs = append(errs, err)
 	}
