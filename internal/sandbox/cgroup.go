@@ -234,3 +234,52 @@ func (g *group) remove() error {
 	}
 	return errors.Join(errs...)
 }
+
+// sweep kills and removes the cgroups an agentd that is gone left behind:
+// a command whose agentd crashed at its start (bwrap's moment, or what a
+// command of mode none left in the background) ends at the next start.
+func (c cgroups) sweep(log func(msg string, args ...any)) {
+	var parents [][]string // per hierarchy dir, the dirs of one group are found by name
+	switch c.version {
+	case cgroupV2:
+		parents = [][]string{{c.v2}}
+	case cgroupV1:
+		parents = [][]string{{c.pids, c.memory}}
+	default:
+		return
+	}
+	for _, dirs := range parents {
+		entries, err := os.ReadDir(dirs[0])
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			pid, ok := stalePid(e.Name())
+			if !ok || syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue
+			}
+			g := &group{version: c.version}
+			for _, d := range dirs {
+				g.dirs = append(g.dirs, filepath.Join(d, e.Name()))
+			}
+			g.kill()
+			if err := g.remove(); err != nil {
+				log("sandbox: a cgroup left by an earlier agentd stays", "cgroup", e.Name(), "err", err)
+			}
+		}
+	}
+}
+
+// stalePid reads the agentd pid from a cgroup name create made.
+func stalePid(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "agentd-sandbox-")
+	if !ok {
+		return 0, false
+	}
+	p, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	return pid, err == nil && pid > 0
+}

@@ -47,10 +47,12 @@ func TestLimitProcesses(t *testing.T) {
 		if strings.Contains(r.out, "started") || r.exit.Reason != sandbox.ReasonProcesses {
 			t.Errorf("200 processes under a limit of 24: %+v %q; want refused, reason processes", r.exit, r.out)
 		}
-		// A fork bomb ends: bounded by the limit, then by its timeout.
-		r = run(t, &sandbox.Spec{Mode: mode, Limits: l, Timeout: 3 * time.Second, Argv: []string{"bash", "-c", "b() { b | b & }; b; wait"}})
-		if r.exit.Reason != sandbox.ReasonProcesses && r.exit.Reason != sandbox.ReasonTimeout {
-			t.Errorf("fork bomb: %+v %q; want it ended by the processes limit or the timeout", r.exit, r.out)
+		// A fork bomb ends, and all of it: its forks fail past the limit, it
+		// is killed at its timeout or with its first process, and Run
+		// (which removes the cgroup once it is empty) returns.
+		r = run(t, &sandbox.Spec{Mode: mode, Limits: l, Timeout: 3 * time.Second, Argv: []string{"bash", "-c", "b() { b | b; }; b"}})
+		if r.exit.Reason != sandbox.ReasonProcesses && r.exit.Reason != sandbox.ReasonTimeout && !strings.Contains(r.out, "Resource temporarily unavailable") {
+			t.Errorf("fork bomb: %+v %q; want it bounded by the processes limit", r.exit, r.out)
 		}
 	})
 }

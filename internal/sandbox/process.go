@@ -30,8 +30,12 @@ type Process struct {
 	copy  sync.WaitGroup // output copiers
 	done  chan struct{}  // closed when the command and its output are done
 
+	// mu guards reason and reaped, and is held while signalling so the
+	// helper's pid (its process group's id) is not reaped, and perhaps
+	// reused, between the check and the kill.
 	mu     sync.Mutex
 	reason string // why agentd ended it; the first one stays
+	reaped bool   // the helper is reaped: its pid means nothing any more
 
 	exit Exit
 	err  error
@@ -230,19 +234,23 @@ func (p *Process) Kill() { p.kill(ReasonKilled) }
 
 func (p *Process) kill(reason string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return // it ended; what it left was killed then
+	}
 	if p.reason == "" {
 		p.reason = reason
 	}
-	p.mu.Unlock()
 	p.killAll()
 }
 
+// killAll kills the cgroup and the process group; p.mu is held.
 func (p *Process) killAll() {
 	if p.group != nil {
 		p.group.kill()
 	}
 	syscall.Kill(-p.proc.Pid, syscall.SIGKILL)
-	p.proc.Signal(syscall.SIGKILL)
+	syscall.Kill(p.proc.Pid, syscall.SIGKILL)
 }
 
 // watch ends the command at its timeout or when ctx ends.
@@ -271,12 +279,24 @@ func (p *Process) Wait() (Exit, error) {
 // wait reaps the command, kills what it left behind, lets its output
 // drain and records the exit.
 func (p *Process) wait() {
-	state, err := p.proc.Wait()
+	// Wait for the end without reaping: while the helper is a zombie its
+	// pid, which is its process group's id, cannot be reused.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, p.proc.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	wall := time.Since(p.began)
 	// A command's processes do not outlive it: what it left running (in
 	// mode none; bwrap's namespace already took them) would hold its
 	// output open.
+	p.mu.Lock()
 	p.killAll()
+	p.reaped = true
+	p.mu.Unlock()
+	state, err := p.proc.Wait()
 	p.copy.Wait()
 	if err != nil {
 		p.err = fmt.Errorf("sandbox: wait: %w", err)

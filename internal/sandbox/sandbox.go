@@ -9,7 +9,9 @@
 //
 // A crash of agentd leaves no command running: the helper carries
 // PR_SET_PDEATHSIG and bwrap --die-with-parent, so the whole tree is killed
-// with agentd; an empty cgroup directory may be left and is harmless.
+// with agentd. What escapes that (bwrap's init binds itself to its parent a
+// moment after it starts the command; mode none's background children) is
+// left in its cgroup, which the next New kills and removes.
 package sandbox
 
 import (
@@ -114,6 +116,7 @@ func New(o *Options) *Sandbox {
 		s.o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s.cg = detectCgroups(s.o.CgroupRoot)
+	s.cg.sweep(s.o.Logger.Warn)
 	s.isRoot = isRoot()
 	return s
 }
