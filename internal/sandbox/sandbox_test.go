@@ -120,3 +120,37 @@ func TestProbe(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	needBwrap(t)
+	s := sandbox.New(nil)
+	for _, c := range []struct {
+		mode    string
+		network bool
+		want    string
+	}{
+		{agent.SandboxBwrap, false, "bwrap, no network"},
+		{agent.SandboxBwrap, true, "bwrap, network"},
+		{agent.SandboxAuto, false, "bwrap, no network"},
+		{agent.SandboxNone, true, "none"},
+	} {
+		if got := s.Describe(c.mode, c.network); got != c.want {
+			t.Errorf("Describe(%q, %v) = %q, want %q", c.mode, c.network, got, c.want)
+		}
+	}
+}
+
+func TestBadSpec(t *testing.T) {
+	ws := t.TempDir()
+	for name, sp := range map[string]*sandbox.Spec{
+		"no argv":            {Workspace: ws, Mode: agent.SandboxNone},
+		"relative workspace": {Argv: []string{"true"}, Workspace: "ws", Mode: agent.SandboxNone},
+		"dir outside":        {Argv: []string{"true"}, Workspace: ws, Dir: "/etc", Mode: agent.SandboxNone},
+		"dir above":          {Argv: []string{"true"}, Workspace: ws, Dir: ws + "/..", Mode: agent.SandboxNone},
+		"unknown mode":       {Argv: []string{"true"}, Workspace: ws, Mode: "docker"},
+	} {
+		if _, err := sandbox.New(nil).Start(context.Background(), sp); !errors.Is(err, sandbox.ErrSpec) {
+			t.Errorf("%s: Start = %v, want ErrSpec", name, err)
+		}
+	}
+}
