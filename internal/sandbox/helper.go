@@ -70,6 +70,13 @@ func runHelper() error {
 		}
 	}
 	for _, r := range c.Rlimits {
+		// Never above the limit agentd already has: raising a hard limit
+		// takes privileges agentd's user may not have.
+		var old unix.Rlimit
+		if unix.Getrlimit(r.Resource, &old) == nil {
+			r.Max = min(r.Max, old.Max)
+			r.Cur = min(r.Cur, r.Max)
+		}
 		if err := unix.Setrlimit(r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max}); err != nil {
 			return fmt.Errorf("rlimit %d: %w", r.Resource, err)
 		}

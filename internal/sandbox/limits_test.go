@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"agentd/internal/agent"
 	"agentd/internal/sandbox"
 )
@@ -251,4 +253,30 @@ func TestSandboxParent(t *testing.T) {
 	}
 	fmt.Println("started")
 	time.Sleep(time.Hour)
+}
+
+func TestLimitCPU(t *testing.T) {
+	modes(t, func(t *testing.T, mode string) {
+		l := agent.Limits{CPU: agent.Duration(time.Second)}
+		if r := run(t, &sandbox.Spec{Mode: mode, Limits: l, Argv: sh("i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo done")}); r.exit.Code != 0 || !strings.Contains(r.out, "done") {
+			t.Fatalf("control: a short loop under a CPU limit of 1s: %+v %q", r.exit, r.out)
+		}
+		r := run(t, &sandbox.Spec{Mode: mode, Limits: l, Argv: sh("while :; do :; done")})
+		if r.exit.Reason != sandbox.ReasonCPU {
+			t.Errorf("an endless loop under a CPU limit of 1s: %+v %q; want reason cpu", r.exit, r.out)
+		}
+	})
+}
+
+func TestOpenFiles(t *testing.T) {
+	modes(t, func(t *testing.T, mode string) {
+		var l unix.Rlimit
+		if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &l); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprint(min(4096, l.Max)) // never above agentd's own hard limit
+		if r := run(t, &sandbox.Spec{Mode: mode, Argv: sh("ulimit -n")}); strings.TrimSpace(r.out) != want {
+			t.Errorf("ulimit -n = %q, want %s", r.out, want)
+		}
+	})
 }
