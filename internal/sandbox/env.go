@@ -1,6 +1,9 @@
 package sandbox
 
-import "os"
+import (
+	"os"
+	"strings"
+)
 
 // minimalPath is the PATH every command gets.
 const minimalPath = "/usr/local/bin:/usr/bin:/bin"
@@ -26,13 +29,7 @@ func dedupEnv(env []string) []string {
 	idx := map[string]int{}
 	var out []string
 	for _, kv := range env {
-		name := kv
-		for i := 0; i < len(kv); i++ {
-			if kv[i] == '=' {
-				name = kv[:i]
-				break
-			}
-		}
+		name, _, _ := strings.Cut(kv, "=")
 		if i, ok := idx[name]; ok {
 			out[i] = kv
 			continue
