@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,11 +20,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// needBwrap skips a test where bubblewrap is not installed (CI installs it).
+// probe is what the sandbox finds on this machine, looked at once.
+var probe = sync.OnceValue(func() sandbox.Report { return sandbox.New(nil).Probe() })
+
+// needBwrap skips a test where bubblewrap is not installed (CI installs
+// it), and fails it where bubblewrap is installed but cannot make a
+// sandbox, saying why: the tests must not pass by not running.
 func needBwrap(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("bwrap"); err != nil {
+	r := probe()
+	if r.Bwrap == "" {
 		t.Skip("bubblewrap is not installed here (apt install bubblewrap); CI runs this test")
+	}
+	if !r.Runs {
+		t.Fatalf("bubblewrap is installed but cannot run: %s", r.Problem)
 	}
 }
 

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -106,9 +107,21 @@ func TestSandboxAsUser(t *testing.T) {
 	if r := run(t, spec("grep", "NoNewPrivs", "/proc/self/status")); !strings.Contains(r.out, "NoNewPrivs:\t1") {
 		t.Errorf("as a user: %q; want NoNewPrivs 1", r.out)
 	}
+	// Without a cgroup memory is RLIMIT_AS of each process.
+	hog := `x=$(head -c %d /dev/zero | tr '\0' a); echo ${#x}`
+	sp := spec("sh", "-c", fmt.Sprintf(hog, 1<<20))
+	sp.Limits = agent.Limits{Memory: 64 << 20}
+	if r := run(t, sp); r.exit.Code != 0 || !strings.Contains(r.out, "1048576") {
+		t.Errorf("control: as a user, 1 MiB under a memory limit of 64 MiB: %+v %q", r.exit, r.out)
+	}
+	sp = spec("sh", "-c", fmt.Sprintf(hog, 512<<20))
+	sp.Limits = agent.Limits{Memory: 64 << 20}
+	if r := run(t, sp); r.exit.Code == 0 || strings.Contains(r.out, "536870912") {
+		t.Errorf("as a user, 512 MiB under a memory limit of 64 MiB: %+v %q; want it stopped", r.exit, r.out)
+	}
 	// Without a cgroup the file size limit is an rlimit: it holds as well.
 	l := agent.Limits{FileSize: 1 << 20}
-	sp := spec("dd", "if=/dev/zero", "of=big", "bs=64K", "count=64")
+	sp = spec("dd", "if=/dev/zero", "of=big", "bs=64K", "count=64")
 	sp.Limits = l
 	if r := run(t, sp); r.exit.Reason != sandbox.ReasonFileSize {
 		t.Errorf("as a user, 4 MiB under a file size limit of 1 MiB: %+v %q", r.exit, r.out)
