@@ -163,8 +163,15 @@ func sleepMark(t *testing.T) string {
 func TestTimeoutKillsTree(t *testing.T) {
 	modes(t, func(t *testing.T, mode string) {
 		mark := sleepMark(t)
-		r := run(t, &sandbox.Spec{Mode: mode, Timeout: time.Second,
-			Argv: sh(fmt.Sprintf("(sleep %s &); setsid sleep %s & sleep %s; wait", mark, mark, mark))})
+		// A grandchild, and one in a session of its own: the cgroup or
+		// bwrap's namespace takes it. In mode none without a cgroup only
+		// the process group is killed, which a new session leaves
+		// (docs/tools.md says so), so that case is not run there.
+		script := "(sleep %[1]s &); setsid sleep %[1]s & sleep %[1]s; wait"
+		if mode == agent.SandboxNone && !cgroups() {
+			script = "(sleep %[1]s &); sleep %[1]s; wait"
+		}
+		r := run(t, &sandbox.Spec{Mode: mode, Timeout: time.Second, Argv: sh(fmt.Sprintf(script, mark))})
 		if r.exit.Reason != sandbox.ReasonTimeout || r.exit.Signal != "killed" {
 			t.Errorf("exit = %+v; want killed at its timeout", r.exit)
 		}
