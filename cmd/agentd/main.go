@@ -9,9 +9,11 @@ import (
 	_ "time/tzdata" // time zones for the clock tool on machines without zoneinfo
 
 	"agentd/internal/cli"
+	"agentd/internal/sandbox"
 )
 
 func main() {
+	sandbox.RunHelperIfAsked() // agentd re-run as a command's sandbox helper; before anything else
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
