@@ -32,7 +32,7 @@ type dirRef struct {
 	refs atomic.Int32
 }
 
-func (d *dirRef) hold()    { d.refs.Add(1) }
+func (d *dirRef) hold() { d.refs.Add(1) }
 func (d *dirRef) release() {
 	if d.refs.Add(-1) == 0 {
 		d.root.Close()
