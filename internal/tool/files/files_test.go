@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -387,5 +388,88 @@ func TestGrep(t *testing.T) {
 		if _, err := h.call("grep", args); err == nil {
 			t.Errorf("%v: no error", args)
 		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}
+
+// TestGrepMany: over many folders and files with many workers, grep finds
+// every match, the same each time, stops at its cap, and leaves no
+// directory open.
+func TestGrepMany(t *testing.T) {
+	h := newHarness(t, &Options{Workers: 8})
+	for d := range 20 {
+		for f := range 150 {
+			text := "nothing\n"
+			if f%50 == 0 {
+				text = "match\n"
+			}
+			h.write(fmt.Sprintf("d%02d/e/f%03d.txt", d, f), text)
+		}
+	}
+	h.call("list_dir", m{}) // opens the workspace
+	before := openFDs(t)
+	first, err := h.call("grep", m{"pattern": "match", "max_results": 1000})
+	if err != nil || strings.Count(first, ":1:match") != 60 {
+		t.Fatalf("%d matches, %v", strings.Count(first, ":1:match"), err)
+	}
+	for range 3 {
+		if again, _ := h.call("grep", m{"pattern": "match", "max_results": 1000}); again != first {
+			t.Fatal("another order")
+		}
+	}
+	capped, _ := h.call("grep", m{"pattern": "nothing", "max_results": 5})
+	if !strings.Contains(capped, "[the first 5 matching lines; the search stopped after") {
+		t.Errorf("cap:\n%s", capped)
+	}
+	if after := openFDs(t); after != before {
+		t.Errorf("%d files open before, %d after", before, after)
+	}
+}
+
+// TestConfined: a symlink in the workspace to a folder outside leads
+// none of the tools there.
+func TestConfined(t *testing.T) {
+	h := newHarness(t, nil)
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("CANARY-CONTENT\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(h.dir, "out"))
+	os.Symlink(filepath.Join(outside, "secret"), filepath.Join(h.dir, "secret"))
+	h.write("in.txt", "inside\n")
+	for _, c := range []struct {
+		tool string
+		args m
+	}{
+		{"read_file", m{"path": "out/secret"}},
+		{"read_file", m{"path": "secret"}},
+		{"list_dir", m{"path": "out"}},
+		{"glob", m{"pattern": "out/*"}},
+		{"grep", m{"pattern": "CANARY-CON"}},
+		{"grep", m{"pattern": "CANARY-CON", "path": "out"}},
+		{"grep", m{"pattern": "CANARY-CON", "path": "secret"}},
+		{"write_file", m{"path": "out/secret", "content": "pwned"}},
+		{"write_file", m{"path": "secret", "content": "pwned"}},
+		{"edit_file", m{"path": "secret", "old": "CANARY-CONTENT", "new": "pwned"}},
+		{"apply_patch", m{"patch": "--- a/secret\n+++ b/secret\n@@ -1 +1 @@\n-CANARY-CONTENT\n+pwned\n"}},
+		{"apply_patch", m{"patch": "--- /dev/null\n+++ b/out/new\n@@ -0,0 +1 @@\n+pwned\n"}},
+	} {
+		out, err := h.call(c.tool, c.args)
+		if strings.Contains(out, "CANARY-CONTENT") || (err == nil && c.tool != "grep" && c.tool != "glob") {
+			t.Errorf("%s %v: %q, %v", c.tool, c.args, out, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "secret")); string(got) != "CANARY-CONTENT\n" {
+		t.Errorf("the file outside changed: %q", got)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+		t.Errorf("a file appeared outside: %v", ents)
 	}
 }
