@@ -206,3 +206,23 @@ func TestApplyOffset(t *testing.T) {
 		t.Errorf("partial delete: %v", err)
 	}
 }
+
+// FuzzParse: any text parses or is refused without panicking, and what
+// parses applies (or is refused) to any content without panicking; what
+// Apply returns to content a hunk fitted is valid input for another diff.
+func FuzzParse(f *testing.F) {
+	f.Add("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n", "a\nb\n")
+	f.Add("diff --git a/x b/x\nnew file mode 100644\n--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n", "")
+	f.Add("--- x\t2026-01-01\n+++ x\t2026-01-02\n@@ -3 +3,0 @@\n-c\n", "a\nb\nc\n")
+	f.Fuzz(func(t *testing.T, patch, content string) {
+		fs, err := Parse(patch)
+		if err != nil {
+			return
+		}
+		for _, fp := range fs {
+			if out, err := Apply(content, fp); err == nil {
+				roundTrip(t, content, out)
+			}
+		}
+	})
+}
