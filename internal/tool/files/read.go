@@ -75,8 +75,8 @@ func readLines(w *workspace.Workspace, rel string, offset, limit, budget int) (s
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
 	head, _ := br.Peek(workspace.TextSniff)
-	if err := workspace.CheckText(head); err != nil && bytes.IndexByte(head, 0) >= 0 {
-		return "", fmt.Errorf("%s: %w", rel, err)
+	if bytes.IndexByte(head, 0) >= 0 { // invalid UTF-8 is checked in what is returned
+		return "", fmt.Errorf("%s: %w", rel, workspace.CheckText(head))
 	}
 	var (
 		text      bytes.Buffer
