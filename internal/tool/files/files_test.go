@@ -136,6 +136,7 @@ func TestReadFile(t *testing.T) {
 	h.write("bin", "PK\x03\x04\x00\x00zip")
 	h.write("latin1", "caf\xe9\n")
 	h.write("long", strings.Repeat("0123456789\n", 10))
+	h.write("minified", "a"+strings.Repeat("é", 30)+"\nnext\n")
 	for _, tc := range []struct {
 		args m
 		want string
@@ -147,6 +148,8 @@ func TestReadFile(t *testing.T) {
 		{args: m{"path": "src/x.txt", "offset": 6}, err: ErrArgs},
 		{args: m{"path": "empty"}, want: "empty is empty (0 lines)\n"},
 		{args: m{"path": "long", "offset": 3}, want: "long lines 3–5 of 10\n0123456789\n0123456789\n0123456789\n\n[cut at the read limit: read on with offset 6]\n"},
+		{args: m{"path": "minified"}, want: "minified line 1 of 2, its first 39 bytes (the line is longer than a read returns)\na" + strings.Repeat("é", 19) + "\n"},
+		{args: m{"path": "minified", "offset": 2}, want: "minified lines 2–2 of 2\nnext\n"},
 		{args: m{"path": "bin"}, err: workspace.ErrBinary},
 		{args: m{"path": "latin1"}, err: workspace.ErrBinary},
 		{args: m{"path": "../a/src/x.txt"}, err: workspace.ErrOutside},

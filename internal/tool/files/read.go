@@ -85,6 +85,7 @@ func readLines(w *workspace.Workspace, rel string, offset, limit, budget int) (s
 		lineStart int  // text.Len() at the start of the current line
 		last      int  // the last line kept whole
 		cut       bool
+		long      bool // the first line alone passes budget; text is its head
 	)
 	for {
 		chunk, err := br.ReadSlice('\n')
@@ -94,6 +95,10 @@ func readLines(w *workspace.Workspace, rel string, offset, limit, budget int) (s
 				if text.Len()+len(chunk) > budget {
 					cut = true
 					text.Truncate(lineStart)
+					if n == offset { // a line longer than a read: its head
+						text.Write(chunk[:runeCut(chunk, budget-text.Len())])
+						long = true
+					}
 				} else {
 					text.Write(chunk)
 				}
@@ -134,7 +139,20 @@ func readLines(w *workspace.Workspace, rel string, offset, limit, budget int) (s
 	if !utf8.Valid(text.Bytes()) {
 		return "", fmt.Errorf("%s: %w (%s; not valid UTF-8)", rel, workspace.ErrBinary, http.DetectContentType(head))
 	}
+	if long {
+		return fmt.Sprintf("%s line %d of %d, its first %d bytes (the line is longer than a read returns)\n%s\n", rel, offset, total, text.Len(), text.String()), nil
+	}
 	return format(rel, text.String(), offset, last, total, cut)
+}
+
+// runeCut is the longest prefix of b, at most n bytes, that does not cut
+// a UTF-8 sequence.
+func runeCut(b []byte, n int) int {
+	n = max(min(n, len(b)), 0)
+	for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return n
 }
 
 // countLines counts the lines left in r after done complete ones (and a
@@ -170,8 +188,6 @@ func format(rel, text string, offset, last, total int, cut bool) (string, error)
 		return rel + " is empty (0 lines)\n", nil
 	case offset > total:
 		return "", fmt.Errorf("%w: offset %d is past the end: %s has %d lines", ErrArgs, offset, rel, total)
-	case last < offset:
-		return "", fmt.Errorf("%s: line %d alone is longer than a read returns (%d bytes)", rel, offset, len(text))
 	}
 	out := fmt.Sprintf("%s lines %d–%d of %d\n%s", rel, offset, last, total, text)
 	if cut {
