@@ -165,3 +165,16 @@ func hunks(eds []edit, a, b []string) []Hunk {
 	}
 	return out
 }
+
+// Count returns how many lines a diff from a to b adds and removes.
+func Count(a, b string) (added, removed int) {
+	for _, e := range edits(SplitLines(a), SplitLines(b)) {
+		switch e.op {
+		case '+':
+			added++
+		case '-':
+			removed++
+		}
+	}
+	return added, removed
+}

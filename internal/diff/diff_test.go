@@ -226,3 +226,9 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestCount(t *testing.T) {
+	if a, r := Count("a\nb\nc\n", "a\nB\nc\nd\n"); a != 2 || r != 1 {
+		t.Errorf("Count = +%d −%d", a, r)
+	}
+}

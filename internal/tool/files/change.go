@@ -98,26 +98,6 @@ func (p plan) card(title string) tool.Card {
 
 // counts is "+added −removed" lines of a change.
 func (c *change) counts() string {
-	add, del := 0, 0
-	for _, fp := range parsed(diff.Unified("x", "x", c.old, c.new)) {
-		for _, h := range fp.Hunks {
-			for _, l := range h.Lines {
-				switch l.Op {
-				case '+':
-					add++
-				case '-':
-					del++
-				}
-			}
-		}
-	}
+	add, del := diff.Count(c.old, c.new)
 	return fmt.Sprintf("+%d −%d", add, del)
-}
-
-func parsed(u string) []*diff.File {
-	if u == "" {
-		return nil
-	}
-	fs, _ := diff.Parse(u)
-	return fs
 }
