@@ -297,11 +297,19 @@ func TestApplyPatch(t *testing.T) {
 	if h.read("src/a.txt") != "one\nTWO\nthree\n" {
 		t.Errorf("a file was written before every hunk was checked: %q", h.read("src/a.txt"))
 	}
+	// diff -u x.orig x: the file that exists is patched
+	if out, err := h.call("apply_patch", m{"patch": "--- src/a.txt.orig\t2026-11-26 10:00:00\n+++ src/a.txt\t2026-11-26 10:01:00\n@@ -3 +3 @@\n-three\n+3\n"}); err != nil || out != "patched 1 file(s):\nM src/a.txt (+1 −1)\n" {
+		t.Errorf("diff -u names: %q, %v", out, err)
+	}
+	if _, err := h.call("apply_patch", m{"patch": "--- src/a.txt\n+++ src/a.txt.new\n@@ -3 +3 @@\n-3\n+three\n"}); err != nil || h.read("src/a.txt") != "one\nTWO\nthree\n" {
+		t.Errorf("diff -u names, the old one existing: %v, %q", err, h.read("src/a.txt"))
+	}
 	for _, tc := range []struct{ patch, want string }{
 		{"--- /dev/null\n+++ b/src/a.txt\n@@ -0,0 +1 @@\n+x\n", "exists"},
 		{"--- a/nope\n+++ b/nope\n@@ -1 +1 @@\n-a\n+b\n", "no such file"},
 		{"--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "outside"},
-		{"--- a/src/a.txt\n+++ b/src/b.txt\n@@ -1 +1 @@\n-one\n+b\n", "renames"},
+		{"diff --git a/src/a.txt b/src/b.txt\nsimilarity index 90%\nrename from src/a.txt\n", "renames"},
+		{"--- ../outside.orig\n+++ src/a.txt\n@@ -1 +1 @@\n-one\n+b\n", "outside"},
 		{"not a patch", "no file headers"},
 	} {
 		if _, err := h.call("apply_patch", m{"patch": tc.patch}); err == nil || !strings.Contains(err.Error(), tc.want) {

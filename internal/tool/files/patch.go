@@ -55,16 +55,30 @@ func (t *applyPatch) plan(c *tool.Call) (*workspace.Workspace, plan, error) {
 	return w, p, nil
 }
 
+// target is the file a part of a patch changes. When its two names differ
+// (diff -u x.orig x), it is the new one if it exists, else the old one,
+// as patch does; both must be inside.
+func (t *applyPatch) target(w *workspace.Workspace, fp *diff.File) (string, error) {
+	path, err := workspace.Clean(fp.Path())
+	if err != nil || fp.OldPath == "" || fp.NewPath == "" {
+		return path, err
+	}
+	old, err := workspace.Clean(fp.OldPath)
+	if err != nil || old == path {
+		return path, err
+	}
+	if _, err := w.Stat(path); err != nil {
+		if _, err := w.Stat(old); err == nil {
+			return old, nil
+		}
+	}
+	return path, nil
+}
+
 // change works out one file's part of the patch, on top of what earlier
 // parts of the same patch did to it.
 func (t *applyPatch) change(w *workspace.Workspace, fp *diff.File, p plan, index map[string]int) (change, error) {
-	if fp.OldPath != "" && fp.NewPath != "" {
-		a, _ := workspace.Clean(fp.OldPath)
-		if b, _ := workspace.Clean(fp.NewPath); a != b {
-			return change{}, fmt.Errorf("%w: %s → %s: renames are not supported; delete the old file and create the new one", ErrArgs, fp.OldPath, fp.NewPath)
-		}
-	}
-	path, err := workspace.Clean(fp.Path())
+	path, err := t.target(w, fp)
 	if err != nil {
 		return change{}, err
 	}
