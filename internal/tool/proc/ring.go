@@ -1,0 +1,110 @@
+package proc
+
+import (
+	"fmt"
+	"sync"
+)
+
+// ring keeps a command's output within a bound: its first headCap bytes
+// and its last tailCap bytes, with a count of all written, so a reader
+// sees the start (how it began, the usage message) and the end (how it
+// ended) of an output of any length. It is safe for concurrent writers
+// (stdout and stderr) and readers (poll); changed is closed and renewed on
+// each write, for a poll that waits.
+type ring struct {
+	mu      sync.Mutex
+	headCap int
+	tailCap int
+	head    []byte
+	tail    []byte // its last min(len, tailCap) bytes are kept; it is compacted past 2*tailCap
+	n       int64  // bytes written in all
+	changed chan struct{}
+}
+
+func newRing(limit int) *ring {
+	if limit < 2 {
+		limit = 2
+	}
+	return &ring{headCap: limit / 2, tailCap: limit - limit/2, changed: make(chan struct{})}
+}
+
+// Write keeps what fits the head, then the tail; it never fails.
+func (r *ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(p)
+	if room := r.headCap - len(r.head); room > 0 {
+		k := min(room, len(p))
+		r.head = append(r.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) > r.tailCap {
+		p = p[len(p)-r.tailCap:]
+	}
+	r.tail = append(r.tail, p...)
+	if len(r.tail) > 2*r.tailCap {
+		r.tail = append(r.tail[:0:0], r.tail[len(r.tail)-r.tailCap:]...)
+	}
+	r.n += int64(n)
+	if n > 0 {
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}
+	return n, nil
+}
+
+// Since returns what is kept of the output from offset off on, at most
+// limit bytes of it (limit <= 0: all), the count of bytes between off and
+// the first byte returned that are no longer kept, the offset to read from
+// next, and a channel closed at the next write.
+func (r *ring) Since(off int64, limit int) (data []byte, lost, next int64, changed <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	off = min(max(off, 0), r.n)
+	full := func() bool { return limit > 0 && len(data) >= limit }
+	take := func(b []byte) {
+		if limit > 0 && len(data)+len(b) > limit {
+			b = b[:limit-len(data)]
+		}
+		data = append(data, b...)
+		off += int64(len(b))
+	}
+	if off < int64(len(r.head)) {
+		take(r.head[off:])
+	}
+	kept := min(int64(len(r.tail)), int64(r.tailCap))
+	if lo := r.n - kept; off < lo && !full() {
+		lost = lo - off
+		off = lo
+	}
+	if !full() {
+		take(r.tail[int64(len(r.tail))-(r.n-off):])
+	}
+	return data, lost, off, r.changed
+}
+
+// Len is the count of bytes written.
+func (r *ring) Len() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// String is the whole output as kept: the head, a line saying how many
+// bytes were left out, the tail.
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := min(int64(len(r.tail)), int64(r.tailCap))
+	tail := r.tail[int64(len(r.tail))-kept:]
+	lost := r.n - int64(len(r.head)) - kept
+	if lost == 0 {
+		return string(r.head) + string(tail)
+	}
+	return string(r.head) + lostNote(lost) + string(tail)
+}
+
+// lostNote is the line between the head and the tail of a capped output.
+func lostNote(lost int64) string {
+	return fmt.Sprintf("\n… %d bytes left out …\n", lost)
+}
