@@ -187,8 +187,8 @@ func (m *Manager) poll(ctx context.Context, b *bgProc, wait float64, limit int) 
 	m.mu.Unlock()
 	if wait > 0 {
 		d := min(time.Duration(wait*float64(time.Second)), m.o.MaxWait)
-		_, _, next, changed := b.out.Since(cursor, 1)
-		if next == cursor { // nothing new yet
+		c, changed := b.out.Since(cursor, 1)
+		if c.Next == cursor { // nothing new yet
 			timer := time.NewTimer(d)
 			select {
 			case <-changed:
@@ -200,21 +200,25 @@ func (m *Manager) poll(ctx context.Context, b *bgProc, wait float64, limit int) 
 		}
 	}
 	ended := b.ended() // before reading, so that an ended process's output is all there
-	data, lost, next, _ := b.out.Since(cursor, limit)
+	c, _ := b.out.Since(cursor, limit)
 	m.mu.Lock()
-	if b.cursor == cursor {
-		b.cursor = next
+	if b.cursor == cursor { // a poll at once with this one has not read it
+		b.cursor = c.Next
 	}
 	m.mu.Unlock()
 
 	var out strings.Builder
 	out.WriteString(b.id + " " + m.procLine(b))
 	out.WriteByte('\n')
-	if lost > 0 {
-		fmt.Fprintf(&out, "… %d bytes of output left out (no longer kept) …\n", lost)
+	out.Write(c.Data[:c.GapAt])
+	if c.Lost > 0 {
+		if c.GapAt > 0 && c.Data[c.GapAt-1] != '\n' {
+			out.WriteByte('\n')
+		}
+		fmt.Fprintf(&out, "… %d bytes of output left out (no longer kept) …\n", c.Lost)
 	}
-	out.Write(data)
-	if more := b.out.Len() - next; more > 0 {
+	out.Write(c.Data[c.GapAt:])
+	if more := b.out.Len() - c.Next; more > 0 {
 		fmt.Fprintf(&out, "\n… %d more bytes: poll again …", more)
 	}
 	return tool.Result{Output: out.String(), IsError: ended && (b.err != nil || b.exit.Code != 0 || b.exit.Reason != "" || b.exit.Signal != "")}

@@ -53,20 +53,29 @@ func (r *ring) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// chunk is a read of a ring: Data, with Lost bytes no longer kept left
+// out at Data[GapAt], and the offset to read from next.
+type chunk struct {
+	Data  []byte
+	GapAt int
+	Lost  int64
+	Next  int64
+}
+
 // Since returns what is kept of the output from offset off on, at most
-// limit bytes of it (limit <= 0: all), the count of bytes between off and
-// the first byte returned that are no longer kept, the offset to read from
-// next, and a channel closed at the next write.
-func (r *ring) Since(off int64, limit int) (data []byte, lost, next int64, changed <-chan struct{}) {
+// limit bytes of it (limit <= 0: all), and a channel closed at the next
+// write.
+func (r *ring) Since(off int64, limit int) (chunk, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var c chunk
 	off = min(max(off, 0), r.n)
-	full := func() bool { return limit > 0 && len(data) >= limit }
+	full := func() bool { return limit > 0 && len(c.Data) >= limit }
 	take := func(b []byte) {
-		if limit > 0 && len(data)+len(b) > limit {
-			b = b[:limit-len(data)]
+		if limit > 0 && len(c.Data)+len(b) > limit {
+			b = b[:limit-len(c.Data)]
 		}
-		data = append(data, b...)
+		c.Data = append(c.Data, b...)
 		off += int64(len(b))
 	}
 	if off < int64(len(r.head)) {
@@ -74,13 +83,14 @@ func (r *ring) Since(off int64, limit int) (data []byte, lost, next int64, chang
 	}
 	kept := min(int64(len(r.tail)), int64(r.tailCap))
 	if lo := r.n - kept; off < lo && !full() {
-		lost = lo - off
+		c.GapAt, c.Lost = len(c.Data), lo-off
 		off = lo
 	}
 	if !full() {
 		take(r.tail[int64(len(r.tail))-(r.n-off):])
 	}
-	return data, lost, off, r.changed
+	c.Next = off
+	return c, r.changed
 }
 
 // Len is the count of bytes written.
