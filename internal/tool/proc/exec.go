@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"agentd/internal/sandbox"
 	"agentd/internal/tool"
 )
 
@@ -106,7 +107,7 @@ func (t *execTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 func (m *Manager) exitLine(e Exit, timeout time.Duration, p *prepared) string {
 	var how string
 	switch {
-	case e.Reason == "timeout":
+	case e.Reason == sandbox.ReasonTimeout:
 		how = "killed: timeout after " + fmtDur(timeout)
 	case e.Reason != "":
 		how = "killed: " + e.Reason

@@ -10,13 +10,13 @@ package proc
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
 
 	"agentd/internal/agent"
+	"agentd/internal/sandbox"
 	"agentd/internal/tool"
 )
 
@@ -32,30 +32,11 @@ var (
 	ErrFinished = errors.New("the process has ended")
 )
 
-// Spec is one command to run: the fields of sandbox.Spec, in its order,
-// so that one converts to the other.
-type Spec struct {
-	Argv      []string
-	Dir       string   // host path of the working directory (inside Workspace)
-	Workspace string   // host path bound read-write
-	Env       []string // KEY=value, besides the minimal set the sandbox sets
-	Mode      string   // agent.SandboxBwrap | SandboxAuto | SandboxNone
-	Network   bool
-	Limits    agent.Limits  // WithDefaults applied
-	Timeout   time.Duration // 0: none (a background process)
-	Stdin     io.Reader     // nil: /dev/null
-	Stdout    io.Writer
-	Stderr    io.Writer
-}
-
-// Exit is how a command ended: the fields of sandbox.Exit, in its order.
-type Exit struct {
-	Code   int    // -1 when killed by a signal
-	Signal string // "killed", "" ...
-	Reason string // "" | "timeout" | "cpu" | "memory" | "processes" | "file_size" | "disk" | "killed"
-	Wall   time.Duration
-	Mode   string // the mode that ran: bwrap or none
-}
+// Spec is one command to run, and Exit how it ended: the sandbox's.
+type (
+	Spec = sandbox.Spec
+	Exit = sandbox.Exit
+)
 
 // Process is a started command.
 type Process interface {
@@ -63,14 +44,29 @@ type Process interface {
 	Kill() // the whole command, whatever it started
 }
 
-// Runner starts commands in a sandbox (the sandbox package's, through an
-// adapter the wiring writes).
+// Runner starts commands in a sandbox: SandboxRunner over the sandbox
+// package's, or a test's own.
 type Runner interface {
 	Start(ctx context.Context, sp *Spec) (Process, error)
 	// Describe names the sandbox of mode for a card: "bwrap, no network",
 	// "none".
 	Describe(mode string, network bool) string
 }
+
+// SandboxRunner runs commands with s.
+func SandboxRunner(s *sandbox.Sandbox) Runner { return sandboxRunner{s} }
+
+type sandboxRunner struct{ s *sandbox.Sandbox }
+
+func (r sandboxRunner) Start(ctx context.Context, sp *Spec) (Process, error) {
+	p, err := r.s.Start(ctx, sp)
+	if err != nil {
+		return nil, err // not a nil *sandbox.Process in an interface
+	}
+	return p, nil
+}
+
+func (r sandboxRunner) Describe(mode string, network bool) string { return r.s.Describe(mode, network) }
 
 // Workspace is an agent's folder.
 type Workspace interface {
