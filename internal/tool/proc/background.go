@@ -11,9 +11,10 @@ import (
 // session is one session's background processes. Its fields are guarded
 // by Manager.mu.
 type session struct {
-	next  int                // the number of the last id given
-	procs map[string]*bgProc // by id
-	order []string           // ids, oldest first
+	next     int                // the number of the last id given
+	starting int                // processes being started, not yet in procs
+	procs    map[string]*bgProc // by id
+	order    []string           // ids, oldest first
 }
 
 // bgProc is a background process. Its exit and err are written before done
@@ -83,8 +84,59 @@ func (s *session) prune(keep int) {
 }
 
 // start runs p in the background for the session at addr with first as
-// its first input.
+// its first input. The command starts outside Manager.mu (a slot of the
+// session's limit is held for it meanwhile), so that starting one never
+// holds another session's calls.
 func (m *Manager) start(addr string, p *prepared, first string) (*bgProc, error) {
+	if len(first) > m.o.StdinBytes {
+		return nil, fmt.Errorf("%w: stdin has %d bytes, the most is %d", ErrStdin, len(first), m.o.StdinBytes)
+	}
+	s, err := m.reserve(addr, p.settings.Exec.MaxProcesses)
+	if err != nil {
+		return nil, err
+	}
+	b, err := m.launch(p, first)
+	m.mu.Lock()
+	s.starting--
+	if err == nil && (m.closed || m.sessions[addr] != s) { // Close or CloseSession came meanwhile
+		err = ErrClosed
+		defer func() { b.p.Kill(); <-b.done }()
+	}
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	s.next++
+	b.id = "p" + strconv.Itoa(s.next)
+	s.procs[b.id] = b
+	s.order = append(s.order, b.id)
+	s.prune(m.o.KeepEnded)
+	return b, nil
+}
+
+// reserve holds a slot of the session at addr for a process to start.
+func (m *Manager) reserve(addr string, most int) (*session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	s := m.sessions[addr]
+	if s == nil {
+		s = &session{procs: map[string]*bgProc{}}
+		m.sessions[addr] = s
+	}
+	if n := s.running() + s.starting; n >= most {
+		return nil, fmt.Errorf("%w: this session runs %d, the most exec.max_processes allows; kill one first", ErrLimit, n)
+	}
+	s.starting++
+	return s, nil
+}
+
+// launch starts p's command with its input and output, and the goroutines
+// that own them (counted in Manager.wg; they end with the command).
+func (m *Manager) launch(p *prepared, first string) (*bgProc, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -93,46 +145,20 @@ func (m *Manager) start(addr string, p *prepared, first string) (*bgProc, error)
 		out: newRing(m.o.OutputBytes), done: make(chan struct{})}
 	b.stdin = newStdin(pw, m.o.StdinBytes)
 	p.spec.Stdin, p.spec.Stdout, p.spec.Stderr = pr, b.out, b.out
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		pr.Close()
-		pw.Close()
-		return nil, ErrClosed
-	}
-	s := m.sessions[addr]
-	if s == nil {
-		s = &session{procs: map[string]*bgProc{}}
-		m.sessions[addr] = s
-	}
-	if n := s.running(); n >= p.settings.Exec.MaxProcesses {
-		pr.Close()
-		pw.Close()
-		return nil, fmt.Errorf("%w: this session runs %d, the most exec.max_processes allows; kill one first", ErrLimit, n)
-	}
-	// Started under m.mu so that Close either sees it or refuses it; Start
-	// does not wait for the command.
-	proc, err := m.run.Start(m.ctx, &p.spec)
+	b.p, err = m.run.Start(m.ctx, &p.spec)
 	pr.Close() // the command holds its own copy
 	if err != nil {
 		pw.Close()
 		return nil, err
 	}
-	s.next++
-	b.id = "p" + strconv.Itoa(s.next)
-	b.p = proc
-	s.procs[b.id] = b
-	s.order = append(s.order, b.id)
-	s.prune(m.o.KeepEnded)
 	if first != "" {
-		b.stdin.write(first, false) // cannot be full: the buffer is empty
+		b.stdin.write(first, false) //nolint:errcheck // fits: checked against the bound, the buffer is empty
 	}
 	m.wg.Add(2)
 	go func() { defer m.wg.Done(); b.stdin.pump(b.done) }()
 	go func() {
 		defer m.wg.Done()
-		b.exit, b.err = proc.Wait()
+		b.exit, b.err = b.p.Wait()
 		b.stdin.stop() // a write to what the command left holding its input ends
 		close(b.done)
 	}()
@@ -160,7 +186,7 @@ func (s *stdin) write(data string, eof bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.eof {
-		return fmt.Errorf("%w: its input was closed", ErrFinished)
+		return ErrInputClosed
 	}
 	if len(s.buf)+len(data) > s.max {
 		return fmt.Errorf("%w: %d bytes wait to be read, the most is %d", ErrStdin, len(s.buf), s.max)

@@ -84,11 +84,7 @@ func (t *execTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	if err != nil {
 		return tool.Result{}, err
 	}
-	limit := p.settings.Exec.MaxOutputBytes
-	if c.MaxOutputBytes > 0 && c.MaxOutputBytes < limit {
-		limit = c.MaxOutputBytes
-	}
-	out := newRing(limit)
+	out := newRing(outputLimit(p.settings.Exec.MaxOutputBytes, c.MaxOutputBytes))
 	p.spec.Stdout, p.spec.Stderr = out, out
 	proc, err := t.m.run.Start(ctx, &p.spec)
 	if err != nil {
@@ -132,4 +128,18 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%ds", d/time.Second)
 	}
 	return d.String()
+}
+
+// headroom is what a result's first line and notes take besides the
+// output, kept out of the call's cap so that the registry's cut never
+// takes the output's tail.
+const headroom = 256
+
+// outputLimit is the output a result holds: exec.max_output_bytes, less
+// when the call's cap (callMax, 0: none) leaves less room.
+func outputLimit(policy, callMax int) int {
+	if callMax > 0 {
+		return max(2, min(policy, callMax-headroom))
+	}
+	return policy
 }

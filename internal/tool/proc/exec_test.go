@@ -326,3 +326,17 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+// The call's output cap (the agent's tools.max_output_bytes) leaves room
+// for the first line, so that the registry's cut never takes the tail.
+func TestExecOutputFitsTheCallCap(t *testing.T) {
+	f := newFixture(t, agent.ExecPolicy{}, nil)
+	exe := f.m.Tools()[0]
+	r, err := exe.Call(context.Background(), &tool.Call{Args: json.RawMessage(`{"argv": ["seq", "1", "100000"]}`), Agent: "a", Session: "s1", MaxOutputBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Output) > 1000 || !strings.HasSuffix(r.Output, "\n100000\n") {
+		t.Errorf("%d bytes for a cap of 1000, ending %q", len(r.Output), r.Output[max(0, len(r.Output)-20):])
+	}
+}

@@ -22,14 +22,15 @@ import (
 
 // Errors of the exec and process tools.
 var (
-	ErrArgs     = errors.New("bad arguments")
-	ErrShell    = errors.New("a shell is not allowed")
-	ErrNoAgent  = errors.New("no exec settings for the agent")
-	ErrLimit    = errors.New("too many background processes")
-	ErrNoProc   = errors.New("no such process")
-	ErrStdin    = errors.New("the process's input is full")
-	ErrClosed   = errors.New("agentd is stopping")
-	ErrFinished = errors.New("the process has ended")
+	ErrArgs        = errors.New("bad arguments")
+	ErrShell       = errors.New("a shell is not allowed")
+	ErrNoAgent     = errors.New("no exec settings for the agent")
+	ErrLimit       = errors.New("too many background processes")
+	ErrNoProc      = errors.New("no such process")
+	ErrStdin       = errors.New("the process's input is full")
+	ErrClosed      = errors.New("agentd is stopping")
+	ErrFinished    = errors.New("the process has ended")
+	ErrInputClosed = errors.New("the process's input is closed")
 )
 
 // Spec is one command to run, and Exit how it ended: the sandbox's.

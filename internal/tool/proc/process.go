@@ -129,11 +129,11 @@ func (t *processTool) Call(ctx context.Context, c *tool.Call) (tool.Result, erro
 	case actPoll:
 		return t.m.poll(ctx, b, a.Wait, c.MaxOutputBytes), nil
 	case actWrite:
-		if err := b.stdin.write(a.Data, a.EOF); err != nil {
-			return tool.Result{}, fmt.Errorf("process %s: %w", b.id, err)
-		}
 		if b.ended() {
 			return tool.Result{}, fmt.Errorf("process %s: %w", b.id, ErrFinished)
+		}
+		if err := b.stdin.write(a.Data, a.EOF); err != nil {
+			return tool.Result{}, fmt.Errorf("process %s: %w", b.id, err)
 		}
 		return tool.Result{Output: fmt.Sprintf("wrote %d bytes to %s%s", len(a.Data), b.id, map[bool]string{true: " and closed its input"}[a.EOF])}, nil
 	default: // actKill
@@ -179,9 +179,7 @@ func (m *Manager) lookup(addr, id string) (*bgProc, error) {
 // and returns its state and the new output, up to limit bytes (the rest
 // waits for the next poll).
 func (m *Manager) poll(ctx context.Context, b *bgProc, wait float64, limit int) tool.Result {
-	if limit <= 0 || limit > b.prep.settings.Exec.MaxOutputBytes {
-		limit = b.prep.settings.Exec.MaxOutputBytes
-	}
+	limit = outputLimit(b.prep.settings.Exec.MaxOutputBytes, limit)
 	m.mu.Lock()
 	cursor := b.cursor
 	m.mu.Unlock()

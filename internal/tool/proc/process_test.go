@@ -232,3 +232,23 @@ func TestProcessPollWaitEnds(t *testing.T) {
 		t.Errorf("poll until the end: %q", r.Output)
 	}
 }
+
+func TestProcessInputErrors(t *testing.T) {
+	f := newFixture(t, agent.ExecPolicy{}, &Options{StdinBytes: 10})
+	if _, err := f.call(t, "process", `{"action": "start", "argv": ["cat"], "stdin": "01234567890"}`); !errors.Is(err, ErrStdin) {
+		t.Errorf("start with more stdin than the bound: %v, want ErrStdin", err)
+	}
+	f.ok(t, "process", `{"action": "start", "argv": ["sleep", "60"]}`)
+	f.ok(t, "process", `{"action": "write", "id": "p1", "data": "", "eof": true}`)
+	if _, err := f.call(t, "process", `{"action": "write", "id": "p1", "data": "x"}`); !errors.Is(err, ErrInputClosed) {
+		t.Errorf("write after eof: %v, want ErrInputClosed", err)
+	}
+	f.ok(t, "process", `{"action": "start", "argv": ["true"]}`)
+	f.pollUntil(t, "s1", "p2", "")
+	if _, err := f.call(t, "process", `{"action": "write", "id": "p2", "data": "x"}`); !errors.Is(err, ErrFinished) {
+		t.Errorf("write to an ended process: %v, want ErrFinished", err)
+	}
+	if r := f.ok(t, "process", `{"action": "kill", "id": "p2"}`); !strings.HasPrefix(r.Output, "p2 had ended: exit 0") {
+		t.Errorf("kill of an ended process: %q", r.Output)
+	}
+}

@@ -3,6 +3,7 @@ package proc
 import (
 	"fmt"
 	"sync"
+	"unicode/utf8"
 )
 
 // ring keeps a command's output within a bound: its first headCap bytes
@@ -111,7 +112,29 @@ func (r *ring) String() string {
 	if lost == 0 {
 		return string(r.head) + string(tail)
 	}
-	return string(r.head) + lostNote(lost) + string(tail)
+	head := r.head
+	// The cuts fall on whole characters: a character cut in two is left
+	// out and counted.
+	if i := lastRuneStart(head); i >= 0 && !utf8.FullRune(head[i:]) {
+		lost += int64(len(head) - i)
+		head = head[:i]
+	}
+	for k := 0; k < utf8.UTFMax-1 && len(tail) > 0 && !utf8.RuneStart(tail[0]); k++ {
+		tail = tail[1:]
+		lost++
+	}
+	return string(head) + lostNote(lost) + string(tail)
+}
+
+// lastRuneStart is the index of the start of b's last character among its
+// last bytes, -1 when there is none.
+func lastRuneStart(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
 // lostNote is the line between the head and the tail of a capped output.

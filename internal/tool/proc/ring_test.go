@@ -20,6 +20,8 @@ func TestRing(t *testing.T) {
 		{10, []string{"0123456789a"}, "01234\n… 1 bytes left out …\n6789a"},
 		{10, []string{"01", "23", "45", "67", "89", "ab", "cd"}, "01234\n… 4 bytes left out …\n9abcd"},
 		{4, []string{strings.Repeat("x", 1000), "yz"}, "xx\n… 998 bytes left out …\nyz"},
+		{6, []string{"aé€", "—", "zz", "ü€"}, "aé\n… 10 bytes left out …\n€"},
+		{8, []string{"ab€c", strings.Repeat("x", 10), "€ab"}, "ab\n… 17 bytes left out …\nab"},
 	}
 	for _, tt := range tests {
 		r := newRing(tt.limit)
