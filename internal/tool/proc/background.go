@@ -9,7 +9,8 @@ import (
 )
 
 // session is one session's background processes. Its fields are guarded
-// by Manager.mu.
+// by Manager.mu; once out of Manager.sessions (CloseSession, Close) it is
+// changed no more, and killAll reads it without the lock.
 type session struct {
 	next     int                // the number of the last id given
 	starting int                // processes being started, not yet in procs
