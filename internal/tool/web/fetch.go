@@ -238,4 +238,3 @@ func capText(s string, maxChars, maxBytes int) (string, int64) {
 	}
 	return s, int64(n - len(s))
 }
-
