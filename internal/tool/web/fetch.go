@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/net/html/charset"
+
 	"agentd/internal/agent"
 	"agentd/internal/netguard"
 	"agentd/internal/pdftext"
@@ -160,7 +162,7 @@ func render(contentType string, body []byte, final *url.URL, cut bool, length in
 	case len(body) == 0:
 		return "", "(empty body)"
 	case mt == "text/html" || mt == "application/xhtml+xml":
-		p, err := readable.Convert(bytes.NewReader(body), final)
+		p, err := readable.Convert(utf8Reader(body, contentType), final)
 		if err != nil {
 			return "", fmt.Sprintf("[the HTML page could not be read: %v]", err)
 		}
@@ -176,6 +178,11 @@ func render(contentType string, body []byte, final *url.URL, cut bool, length in
 			return "", fmt.Sprintf("[a PDF (%d bytes) whose text cannot be read cheaply: its pages are compressed otherwise, scanned, or in fonts with their own encodings]", len(body))
 		}
 	case isText(mt):
+		if strings.HasPrefix(mt, "text/") {
+			if b, err := io.ReadAll(utf8Reader(trimRune(body), contentType)); err == nil {
+				body = b
+			}
+		}
 		return "", strings.ToValidUTF8(string(trimRune(body)), "\uFFFD")
 	}
 	size := fmt.Sprintf("%d bytes", len(body))
@@ -183,6 +190,17 @@ func render(contentType string, body []byte, final *url.URL, cut bool, length in
 		size = fmt.Sprintf("%d bytes", length)
 	}
 	return "", fmt.Sprintf("[%s content (%s) not shown]", mt, size)
+}
+
+// utf8Reader reads body as UTF-8, converted from the character set the
+// Content-Type, a byte order mark or an HTML meta element names (a page in
+// windows-1252 or Shift JIS reads as its author wrote it).
+func utf8Reader(body []byte, contentType string) io.Reader {
+	r, err := charset.NewReader(bytes.NewReader(body), contentType)
+	if err != nil {
+		return bytes.NewReader(body)
+	}
+	return r
 }
 
 // mediaType returns the lower-case media type of a Content-Type, or the

@@ -258,6 +258,14 @@ func site(t *testing.T) *httptest.Server {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "just text ünïcode")
 	})
+	mux.HandleFunc("/latin1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<meta charset=\"iso-8859-1\"><title>Caf\xe9</title><p>cr\xe8me br\xfbl\xe9e</p>")
+	})
+	mux.HandleFunc("/latin1.txt", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=iso-8859-1")
+		io.WriteString(w, "na\xefve")
+	})
 	mux.HandleFunc("/doc.pdf", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/pdf")
 		w.Write(pdf)
@@ -292,6 +300,8 @@ func TestFetch(t *testing.T) {
 		{"/article", 0, "# A page\n" + srv.URL + "/article\n\n# Heading\n\nSome [linked](" + srv.URL + "/next) text.", false},
 		{"/moved", 0, "# A page\n" + srv.URL + "/article\n\n# Heading\n\nSome [linked](" + srv.URL + "/next) text.", false},
 		{"/plain", 0, srv.URL + "/plain\n\njust text ünïcode", false},
+		{"/latin1", 0, "# Café\n" + srv.URL + "/latin1\n\ncrème brûlée", false},
+		{"/latin1.txt", 0, srv.URL + "/latin1.txt\n\nnaïve", false},
 		{"/doc.pdf", 0, srv.URL + "/doc.pdf\n\nA PDF made by hand\n", false},
 		{"/image", 0, srv.URL + "/image\n\n[image/png content (108 bytes) not shown]", false},
 		{"/big", 0, srv.URL + "/big\n\n(the body was cut at 4096 bytes)\n\n" + strings.Repeat("x", 4096), false},
