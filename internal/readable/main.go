@@ -93,7 +93,7 @@ func score(doc *html.Node) map[*html.Node]int {
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
 		if n.Type == html.TextNode && !inLink(n) {
-			s[n] += len(clean(n.Data))
+			s[n] += textLen(n.Data)
 		}
 		if n.Parent != nil {
 			s[n.Parent] += s[n]

@@ -195,7 +195,7 @@ func (r *renderer) inline(n *html.Node, depth int) string {
 	}
 	switch n.Type {
 	case html.TextNode:
-		return spaces.ReplaceAllString(n.Data, " ")
+		return collapse(n.Data)
 	case html.ElementNode:
 	default:
 		return ""
@@ -264,9 +264,11 @@ func (r *renderer) link(href string) string {
 	default:
 		return ""
 	}
-	s := u.String()
-	return strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29").Replace(s)
+	return linkEscaper.Replace(u.String())
 }
+
+// linkEscaper escapes what would end a Markdown link's target early.
+var linkEscaper = strings.NewReplacer(" ", "%20", "(", "%28", ")", "%29")
 
 // codeBlock renders a pre as a fenced block, its language from a
 // "language-x" class when there is one.

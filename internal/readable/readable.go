@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"io"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -171,11 +170,57 @@ func textOf(n *html.Node) string {
 	return clean(b.String())
 }
 
-var spaces = regexp.MustCompile(`[ \t\r\n\f\v\x{a0}]+`)
+// isSpace reports whether r is whitespace as a page's text flows (the
+// no-break space included).
+func isSpace(r rune) bool {
+	switch r {
+	case ' ', '\t', '\r', '\n', '\f', '\v', '\u00a0':
+		return true
+	}
+	return false
+}
+
+// collapse replaces each run of whitespace in s with one space.
+func collapse(s string) string {
+	i := strings.IndexFunc(s, isSpace)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	space := false
+	for _, r := range s[i:] {
+		if isSpace(r) {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	if space {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
 
 // clean collapses whitespace and trims.
 func clean(s string) string {
-	return strings.TrimSpace(spaces.ReplaceAllString(strings.ToValidUTF8(s, "\uFFFD"), " "))
+	return strings.TrimFunc(collapse(strings.ToValidUTF8(s, "\uFFFD")), isSpace)
+}
+
+// textLen is the length of s without its whitespace.
+func textLen(s string) int {
+	n := 0
+	for _, r := range s {
+		if !isSpace(r) {
+			n++
+		}
+	}
+	return n
 }
 
 // tidy makes the rendered Markdown valid UTF-8, trims trailing spaces of
