@@ -141,8 +141,8 @@ func firstHeading(n *html.Node) string {
 	return h
 }
 
-// walk visits n and its descendants depth first, iteratively, while visit
-// returns true (false skips the node's children... and stops nothing else).
+// walk visits n and its descendants depth first, iteratively; when visit
+// returns false for a node, its children are not visited.
 func walk(n *html.Node, visit func(*html.Node) bool) {
 	stack := []*html.Node{n}
 	for len(stack) > 0 {

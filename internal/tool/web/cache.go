@@ -62,9 +62,3 @@ func (c *cache) put(key, text string) {
 	}
 	c.entries[key] = cacheEntry{text: text, at: now}
 }
-
-func (c *cache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
-}

@@ -64,8 +64,10 @@ func (f *fetch) Spec() tool.Spec {
 			"(menus, ads and scripts left out). Plain text and JSON come as they are, PDFs as their text where it can be read; " +
 			"other content is described. Private, loopback and cloud metadata addresses cannot be reached.",
 		InputSchema: json.RawMessage(fetchSchema),
-		ReadOnly:    true,
-		AskFirst:    true,
+		// Idempotent, not ReadOnly: a read-only tool may be run where
+		// nobody approves (a widget's action).
+		Idempotent: true,
+		AskFirst:   true,
 	}
 }
 

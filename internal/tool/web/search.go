@@ -79,8 +79,11 @@ func (s *search) Spec() tool.Spec {
 		Description: "Searches the web and returns numbered results: title — URL, then a snippet. " +
 			"Use web_fetch to read a result. The same query in a session is answered from a cache for 15 minutes.",
 		InputSchema: json.RawMessage(searchSchema),
-		ReadOnly:    true,
-		AskFirst:    true,
+		// Idempotent, not ReadOnly: a read-only tool may be run where
+		// nobody approves (a widget's action), and a search spends the
+		// backend's quota.
+		Idempotent: true,
+		AskFirst:   true,
 	}
 }
 
@@ -167,8 +170,8 @@ func (s *search) Call(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	}
 	results, err := s.ask(ctx, base, key, a)
 	if err != nil {
-		if key != "" {
-			// An answer or a transport error may quote what was sent.
+		if key != "" && strings.Contains(err.Error(), key) {
+			// An answer or a transport error quoted what was sent.
 			err = errors.New(strings.ReplaceAll(err.Error(), key, ref))
 		}
 		s.log.Info("web search failed", "backend", s.cfg.Backend, "session", c.Session, "err", err)

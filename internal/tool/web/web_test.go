@@ -63,8 +63,8 @@ func TestToolsOffered(t *testing.T) {
 		if tl == nil {
 			t.Fatalf("%s not offered", name)
 		}
-		if s := tl.Spec(); !s.AskFirst || s.Risky {
-			t.Errorf("%s: AskFirst %v Risky %v, want AskFirst only", name, s.AskFirst, s.Risky)
+		if s := tl.Spec(); !s.AskFirst || s.Risky || s.ReadOnly {
+			t.Errorf("%s: AskFirst %v Risky %v ReadOnly %v, want AskFirst only", name, s.AskFirst, s.Risky, s.ReadOnly)
 		}
 		if _, ok := tl.(tool.Previewer); !ok {
 			t.Errorf("%s has no card", name)
@@ -423,5 +423,22 @@ func TestFetchCard(t *testing.T) {
 	}
 	if _, err := p.Preview(context.Background(), &tool.Call{Args: json.RawMessage(`{"url":"file:///etc/passwd"}`)}); err == nil {
 		t.Error("a card for a file URL")
+	}
+}
+
+// TestSearchSSRF: the backend is reached through the guard too: a
+// SearXNG on loopback needs allow_networks, and the metadata address is
+// refused.
+func TestSearchSSRF(t *testing.T) {
+	fake := webfake.New(agent.SearchSearXNG, "", nil)
+	defer fake.Close()
+	for _, u := range []string{fake.URL, "http://169.254.169.254"} {
+		ws := tools(t, &web.Options{Search: agent.WebSearchConfig{Backend: agent.SearchSearXNG, URL: u}})["web_search"]
+		if _, err := call(t, ws, "s", map[string]any{"query": "q"}); !errors.Is(err, netguard.ErrBlocked) {
+			t.Errorf("%s: err = %v, want ErrBlocked", u, err)
+		}
+	}
+	if n := len(fake.Queries()); n != 0 {
+		t.Errorf("the fake was asked %d times", n)
 	}
 }
