@@ -35,6 +35,7 @@ func Convert(r io.Reader, base *url.URL) (Page, error) {
 		return Page{}, err
 	}
 	title := findTitle(doc)
+	base = baseOf(doc, base)
 	prune(doc)
 	main := mainBlock(doc)
 	rd := &renderer{base: base}
@@ -127,6 +128,26 @@ func findTitle(doc *html.Node) string {
 		return title == ""
 	})
 	return title
+}
+
+// baseOf returns the page's <base href> resolved against base, or base
+// when the page has none: relative links are relative to it.
+func baseOf(doc *html.Node, base *url.URL) *url.URL {
+	b := find(doc, atom.Base)
+	if b == nil {
+		return base
+	}
+	u, err := url.Parse(strings.TrimSpace(attr(b, "href")))
+	if err != nil || attr(b, "href") == "" {
+		return base
+	}
+	if base != nil {
+		u = base.ResolveReference(u)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "" {
+		return base
+	}
+	return u
 }
 
 // firstHeading returns the text of the first h1 (or h2) under n.

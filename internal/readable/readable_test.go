@@ -72,6 +72,8 @@ func TestCases(t *testing.T) {
 		{"relative link", `<p><a href="../x?a=b">x</a> and <a href="#top">top</a> and <a href="javascript:alert(1)">js</a></p>`, "",
 			"[x](https://example.com/x?a=b) and top and js"},
 		{"br", "<p>a<br>b</p>", "", "a\nb"},
+		{"base href", `<head><base href="/docs/v2/"></head><p><a href="intro">i</a></p>`, "", "[i](https://example.com/docs/v2/intro)"},
+		{"base javascript", `<base href="javascript:x"><p><a href="intro">i</a></p>`, "", "[i](https://example.com/dir/intro)"},
 		{"nested list", "<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>", "", "- a\n  - b\n- c"},
 		{"ordered", "<ol><li>one</li><li>two</li></ol>", "", "1. one\n2. two"},
 		{"inline code with backtick", "<p><code>a`b</code></p>", "", "`` a`b ``"},
