@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Kinds of approval card (Card.Kind).
@@ -58,4 +59,11 @@ type Previewer interface {
 // own AskFirst marking (Decision.Default), not from a tools.ask pattern.
 type Inert interface {
 	Inert(args json.RawMessage) bool
+}
+
+// Deadliner is the optional ability of a tool whose calls may run longer
+// than the agent's tools.timeout (exec, bounded by exec.timeout): the
+// registry gives a call of it Deadline(agent) when that is longer.
+type Deadliner interface {
+	Deadline(agentID string) time.Duration
 }

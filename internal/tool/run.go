@@ -127,7 +127,11 @@ func (r *Registry) run(ctx context.Context, c *Call, o *RunOptions) Result {
 	call := *c
 	call.Args = args
 	call.MaxOutputBytes = o.MaxOutputBytes
-	return r.call(ctx, e, &call, o.Timeout)
+	timeout := o.Timeout
+	if d, ok := e.tool.(Deadliner); ok {
+		timeout = max(timeout, d.Deadline(c.Agent))
+	}
+	return r.call(ctx, e, &call, timeout)
 }
 
 // call runs the tool in its own goroutine so that Run can return at the

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -366,5 +367,44 @@ func BenchmarkRun(b *testing.B) {
 		if out := r.Run(b.Context(), c, nil); out.Result.IsError {
 			b.Fatal(out.Result.Output)
 		}
+	}
+}
+
+// slowTool takes a minute, and may run for as long as its Deadliner says.
+type slowTool struct{ deadline time.Duration }
+
+func (slowTool) Spec() tool.Spec {
+	return tool.Spec{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (slowTool) Call(ctx context.Context, _ *tool.Call) (tool.Result, error) {
+	select {
+	case <-time.After(time.Minute):
+		return tool.Result{Output: "done"}, nil
+	case <-ctx.Done():
+		return tool.Result{}, ctx.Err()
+	}
+}
+
+func (s slowTool) Deadline(string) time.Duration { return s.deadline }
+
+// A tool that says its calls run longer than the agent's tools.timeout
+// gets that long; one that says less keeps the agent's timeout.
+func TestDeadlinerLengthensTheTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		deadline time.Duration
+		want     string
+	}{{2 * time.Minute, "done"}, {time.Second, "tool slow timed out after 30s"}} {
+		synctest.Test(t, func(t *testing.T) {
+			r := tool.NewRegistry(nil)
+			if err := r.Register(slowTool{tc.deadline}); err != nil {
+				t.Fatal(err)
+			}
+			out := r.Run(t.Context(), &tool.Call{ID: "1", Name: "slow", Args: json.RawMessage(`{}`), Agent: "a"},
+				&tool.RunOptions{Timeout: 30 * time.Second})
+			if out.Result.Output != tc.want {
+				t.Errorf("deadline %s: %+v, want %q", tc.deadline, out.Result, tc.want)
+			}
+		})
 	}
 }

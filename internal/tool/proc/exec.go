@@ -71,6 +71,17 @@ func (t *execTool) prepare(c *tool.Call) (*prepared, time.Duration, error) {
 }
 
 // Preview is the command card, after the checks the call makes.
+// Deadline is the agent's exec.timeout and a little more, so that a
+// command at its timeout is ended and reported by exec, not cut off by
+// the registry's deadline (tools.timeout, shorter by default).
+func (t *execTool) Deadline(agentID string) time.Duration {
+	st, ok := t.m.settings(agentID)
+	if !ok {
+		return 0
+	}
+	return st.Exec.Timeout.D() + 5*time.Second
+}
+
 func (t *execTool) Preview(_ context.Context, c *tool.Call) (tool.Card, error) {
 	p, _, err := t.prepare(c)
 	if err != nil {
