@@ -78,7 +78,13 @@ func (r *Runtime) CloseSession(ctx context.Context, addr string) error {
 	if busy {
 		return fmt.Errorf("%w: %s has a turn running or queued; cancel it or wait", ErrBusy, addr)
 	}
-	return r.mark(ctx, sess, "closed", store.StateClosed)
+	if err := r.mark(ctx, sess, "closed", store.StateClosed); err != nil {
+		return err
+	}
+	if r.o.Cleared != nil {
+		r.o.Cleared(sess.s)
+	}
+	return nil
 }
 
 // Reopen reopens a closed session: it takes input again, its context

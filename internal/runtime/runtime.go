@@ -149,6 +149,11 @@ type Options struct {
 	// on the session's worker, whose next input waits for it; hand slow
 	// work to a goroutine of its own.
 	Ended func(s store.Session, it store.InboxItem, end event.TurnEndData)
+	// Cleared, when set, is called after a session's reset marker or its
+	// close is durable, on the node that wrote it, with no runtime lock
+	// held: what the session holds outside its log (its background
+	// processes) ends with it. It must not block.
+	Cleared func(s store.Session)
 	// Accounts, when set, gives each turn its spending account and payer
 	// (a sub-agent's are its lineage's). nil: every turn pays alone,
 	// charged to its own agent.

@@ -905,3 +905,32 @@ func TestIdleSessionsDropped(t *testing.T) {
 		}
 	}
 }
+
+// A session's reset and its close are told to Cleared, once each, after
+// they are durable; a turn is not.
+func TestClearedOnResetAndClose(t *testing.T) {
+	var mu sync.Mutex
+	var cleared []string
+	e := newEnv(t, setup{opts: func(o *runtime.Options) {
+		o.Cleared = func(s store.Session) {
+			mu.Lock()
+			defer mu.Unlock()
+			cleared = append(cleared, s.Address())
+		}
+	}})
+	ctx := t.Context()
+	if _, _, err := e.rt.Send(ctx, runtime.Input{Session: "a/k", Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.rt.Reset(ctx, "a/k", "fresh start"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rt.CloseSession(ctx, "a/k"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"a/k", "a/k"}, cleared); diff != "" {
+		t.Errorf("cleared (-want +got):\n%s", diff)
+	}
+}

@@ -153,6 +153,9 @@ func (r *Runtime) next(sess *session) (q queued, ok bool) {
 // unless they were refused (a refusal is a turn_end with an error). A
 // crash before the call loses it: the end is in the log.
 func (r *Runtime) ended(sess *session, it store.InboxItem, end event.TurnEndData) {
+	if it.Kind == event.Reset && end.Status == event.StatusDone && r.o.Cleared != nil {
+		r.o.Cleared(sess.s)
+	}
 	if r.o.Ended == nil {
 		return
 	}
