@@ -76,6 +76,7 @@ func (a *App) runtimeHooks(ro *runtime.Options) {
 		}
 	}
 	ro.Accounts = ledgerOf{a}
+	ro.Cleared = a.sessionCleared
 }
 
 // startAgents closes what a crash left open, then runs the supervisor

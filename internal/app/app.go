@@ -38,13 +38,16 @@ import (
 	"agentd/internal/permit"
 	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
+	"agentd/internal/sandbox"
 	"agentd/internal/secret"
 	"agentd/internal/skill"
 	"agentd/internal/store"
 	"agentd/internal/title"
 	"agentd/internal/tool"
 	"agentd/internal/tool/builtin"
+	"agentd/internal/tool/proc"
 	"agentd/internal/webext"
+	"agentd/internal/workspace"
 )
 
 // ErrLocked means another agentd process holds the data directory.
@@ -91,9 +94,14 @@ type App struct {
 	Bus     *event.Bus
 	Logger  *slog.Logger
 	Permits *permit.Broker
-	Keys    *identity.Keyring
-	MCP     *mcp.Manager
-	Memory  *memory.Store // opens its database when first used (see Degraded)
+	// Workspaces are the agents' folders; Sandbox runs their commands;
+	// Procs keeps their background processes (machine.go).
+	Workspaces *workspace.Set
+	Sandbox    *sandbox.Sandbox
+	Procs      *proc.Manager
+	Keys       *identity.Keyring
+	MCP        *mcp.Manager
+	Memory     *memory.Store // opens its database when first used (see Degraded)
 	// Ext holds the extension rows and activates them; Controls are the
 	// active controls.
 	Ext      *extension.Manager
@@ -223,6 +231,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	a.Bus = event.NewBus()
 	if err := a.toolLayer(o.Version); err != nil {
+		return nil, err
+	}
+	if err := a.machineLayer(); err != nil {
 		return nil, err
 	}
 	if err := a.openMemory(ctx); err != nil {
@@ -414,6 +425,7 @@ func (a *App) Close(ctx context.Context) error {
 
 func (a *App) closeParts() error {
 	var err error
+	a.closeMachine()
 	if a.MCP != nil {
 		a.MCP.Close()
 	}

@@ -77,8 +77,11 @@ func costTable(a *App) string {
 			mark = "yes"
 			sumExact, sumEst = sumExact+exact, sumEst+est
 		}
-		if s.Risky {
+		switch {
+		case s.Risky:
 			mark = "off unless allowed"
+		case s.AskFirst:
+			mark = "asks first"
 		}
 		allExact, allEst = allExact+exact, allEst+est
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %d | %d |\n", s.Name, firstSentence(s.Description), mark, exact, est)
