@@ -93,4 +93,3 @@ func (p procWorkspaces) For(agentID string) (proc.Workspace, error) {
 	}
 	return w, nil
 }
-
