@@ -21,6 +21,7 @@ import (
 func (a *App) machineLayer() error {
 	a.Workspaces = workspace.NewSet(a.workspaceDir)
 	a.Sandbox = sandbox.New(&sandbox.Options{Logger: a.Logger})
+	a.Sandbox.Sweep()
 	a.Procs = proc.New(procWorkspaces{a.Workspaces}, proc.SandboxRunner(a.Sandbox), a.execSettings, &proc.Options{Logger: a.Logger})
 	tools := files.Tools(a.Workspaces, nil)
 	tools = append(tools, a.Procs.Tools()...)

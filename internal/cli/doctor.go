@@ -12,6 +12,7 @@ import (
 	"agentd/internal/app"
 	"agentd/internal/doctor"
 	"agentd/internal/model"
+	"agentd/internal/sandbox"
 )
 
 func (e *env) doctorCmd() *cobra.Command {
@@ -33,7 +34,7 @@ func (e *env) doctorCmd() *cobra.Command {
 			o := &doctor.Options{Store: func(ctx context.Context, c agent.StoreConfig) (doctor.StoreSchema, bool, error) {
 				where, have, want, ok, err := app.StoreSchema(ctx, e.store(), c)
 				return doctor.StoreSchema{Where: where, Have: have, Want: want}, ok, err
-			}}
+			}, Sandbox: sandbox.New(nil)}
 			if c, _ := e.daemon(ctx); c != nil {
 				o.Daemon = c
 			}

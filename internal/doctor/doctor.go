@@ -105,6 +105,9 @@ type Options struct {
 	// data directory's SQLite file; ok is false for SQLite. Unset, the
 	// SQLite file is checked.
 	Store func(ctx context.Context, c agent.StoreConfig) (s StoreSchema, ok bool, err error)
+	// Sandbox, if set, says whether commands can run in bubblewrap here,
+	// checked for the agents offered exec or process.
+	Sandbox SandboxProber
 }
 
 // StoreSchema is what Options.Store found: the database (its password
@@ -148,6 +151,7 @@ func Run(ctx context.Context, dir string, l Layout, o *Options) *Report {
 	d.models(ctx, defs)
 	d.mcp(ctx, cfg, defs)
 	d.gateway(cfg)
+	d.sandbox(defs)
 	return d.r
 }
 

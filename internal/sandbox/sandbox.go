@@ -116,10 +116,15 @@ func New(o *Options) *Sandbox {
 		s.o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s.cg = detectCgroups(s.o.CgroupRoot)
-	s.cg.sweep(s.o.Logger.Warn)
 	s.isRoot = isRoot()
 	return s
 }
+
+// Sweep kills and removes the cgroups an agentd that is gone left behind
+// (a command that outlived a crash of agentd in the moment before
+// bubblewrap tied it to its parent). agentd serve calls it once at start;
+// agentd doctor, which changes nothing, does not.
+func (s *Sandbox) Sweep() { s.cg.sweep(s.o.Logger.Warn) }
 
 // bwrapPath returns the bubblewrap binary or ErrUnavailable.
 func (s *Sandbox) bwrapPath() (string, error) {

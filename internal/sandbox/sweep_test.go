@@ -45,7 +45,7 @@ func TestSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	New(nil)
+	New(nil).Sweep()
 	left := false
 	for _, d := range g.dirs {
 		if _, err := os.Stat(d); err == nil {
