@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Grant is a person's standing permission for calls that would otherwise
@@ -38,4 +41,33 @@ type GrantStore interface {
 	Grants(ctx context.Context, agent string) ([]Grant, error)
 	// DeleteGrant revokes the grant id; ErrNotFound when there is none.
 	DeleteGrant(ctx context.Context, id string) error
+}
+
+// MaxGrantExact bounds a grant's Exact (a command line, a URL).
+const MaxGrantExact = 64 << 10
+
+// CheckGrant reports what is wrong with a grant to store: ID, Agent and
+// Tool must hold something; every field must be valid UTF-8, the short
+// ones at most MaxExtensionKey bytes (a session address twice that) and
+// without NUL; Exact at most MaxGrantExact bytes (it may hold NUL: an
+// exec card's separates the command from its directory with one).
+func CheckGrant(g *Grant) error {
+	for _, f := range []struct {
+		what, s  string
+		required bool
+		max      int
+	}{{"id", g.ID, true, MaxExtensionKey}, {"agent", g.Agent, true, MaxExtensionKey}, {"tool", g.Tool, true, MaxExtensionKey},
+		{"session", g.Session, false, 2*MaxExtensionKey + 1}, {"approval", g.Approval, false, MaxExtensionKey},
+		{"by", g.By, false, MaxExtensionKey}} {
+		switch {
+		case f.required && f.s == "":
+			return fmt.Errorf("grant %s is empty", f.what)
+		case len(f.s) > f.max || !utf8.ValidString(f.s) || strings.ContainsRune(f.s, 0):
+			return fmt.Errorf("grant %s %q: longer than %d bytes, not UTF-8 or holding NUL", f.what, f.s, f.max)
+		}
+	}
+	if len(g.Exact) > MaxGrantExact || !utf8.ValidString(g.Exact) {
+		return fmt.Errorf("grant exact: longer than %d bytes or not UTF-8", MaxGrantExact)
+	}
+	return nil
 }
