@@ -52,6 +52,8 @@ var update = flag.Bool("update", false, "rewrite the expected event logs of test
 //	              E is the rest of the line)
 //	grants after  the grants after the turn, as "grants" holds them, the
 //	              ones it made named new1, new2, …
+//	cards asked   the card each request for approval carried, one a line
+//	              ("-" for none)
 //	history       the events of earlier turns, each input starting a turn
 //	prior         this turn's events logged before agentd restarted
 //	input         the message the turn answers (default "hello")
@@ -110,8 +112,10 @@ func runTranscript(t *testing.T, a *txtar.Archive) string {
 		}
 	}
 	o := &Options{Models: ms, Tools: reg, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond}
+	var asked *approvals
 	if s, ok := a.Get("approvals"); ok {
-		o.Permits = parseApprovals(t, s)
+		asked = parseApprovals(t, s)
+		o.Permits = asked
 	}
 	book := &grantBook{}
 	if s, ok := a.Get("grants"); ok {
@@ -136,6 +140,14 @@ func runTranscript(t *testing.T, a *txtar.Archive) string {
 	for i, id := range book.made {
 		name := fmt.Sprintf("new%d", i+1)
 		out, after = strings.ReplaceAll(out, id, name), strings.ReplaceAll(after, id, name)
+	}
+	if want, ok := a.Get("cards asked"); ok && asked != nil {
+		got := strings.Join(asked.cards, "\n") + "\n"
+		if *update {
+			a.Set("cards asked", got)
+		} else if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the cards the person was shown (-want +got):\n%s", diff)
+		}
 	}
 	if want, ok := a.Get("grants after"); ok {
 		if *update {
@@ -404,13 +416,19 @@ func parseTools(t *testing.T, s string) []tool.Tool {
 // approvals answers each call that waits for a person with the next
 // scripted decision.
 type approvals struct {
-	mu   sync.Mutex
-	list []permit.Decision
+	mu    sync.Mutex
+	list  []permit.Decision
+	cards []string // the card each request carried, "-" for none
 }
 
 func (a *approvals) Wait(ctx context.Context, req permit.Request) (permit.Decision, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	card := string(req.Card)
+	if card == "" {
+		card = "-"
+	}
+	a.cards = append(a.cards, card)
 	if len(a.list) == 0 {
 		return permit.Decision{}, errors.New("the script has no more answers")
 	}
