@@ -1,6 +1,10 @@
 package doctor
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"agentd/internal/agent"
@@ -37,18 +41,31 @@ func (d *doctor) sandbox(defs []*agent.Definition) {
 	for _, def := range users {
 		name := "agent " + def.ID
 		switch mode := def.SandboxMode(); {
+		case mode == agent.SandboxNone:
+			fix := "set sandbox: bwrap in " + relTo(d.dir, def.File) + " (bubblewrap runs here)"
+			if !rep.Runs {
+				fix = install + ", then set sandbox: bwrap in " + relTo(d.dir, def.File)
+			}
+			d.r.add(area, name, Warn, "sandbox none: commands run as agentd's user, bounded by the limits alone", fix)
 		case rep.Runs:
-			d.r.add(area, name, OK, mode+": "+rep.String(), "")
+			d.r.add(area, name, OK, mode+": "+summary(rep), "")
 		case mode == agent.SandboxBwrap:
 			d.r.add(area, name, Fail, "sandbox bwrap, and bubblewrap cannot run here: "+problem(rep),
 				install+", or set sandbox: auto or none in "+relTo(d.dir, def.File))
-		case mode == agent.SandboxAuto:
-			d.r.add(area, name, Warn, "sandbox auto runs commands without bubblewrap here: "+problem(rep), install)
 		default:
-			d.r.add(area, name, Warn, "sandbox none: commands run as agentd's user, bounded by the limits alone",
-				"set sandbox: bwrap once bubblewrap is installed")
+			d.r.add(area, name, Warn, "sandbox auto runs commands without bubblewrap here: "+problem(rep), install)
 		}
 	}
+}
+
+// summary is a Report on one line: "bubblewrap 0.8.0 runs; cgroup v1;
+// limits: cpu rlimit, memory cgroup, …".
+func summary(r sandbox.Report) string {
+	var limits []string
+	for _, k := range slices.Sorted(maps.Keys(r.Limits)) {
+		limits = append(limits, k+" "+r.Limits[k])
+	}
+	return fmt.Sprintf("%s runs; cgroup %s; limits: %s", cmp.Or(r.Version, r.Bwrap), r.Cgroup, strings.Join(limits, ", "))
 }
 
 func problem(r sandbox.Report) string {

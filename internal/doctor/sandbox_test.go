@@ -28,6 +28,7 @@ func TestDoctorSandbox(t *testing.T) {
 		{"bwrap missing", "tools:\n  builtin: [exec]\n", missing, []Status{Fail}, "apt install bubblewrap"},
 		{"auto without bwrap", "sandbox: auto\ntools:\n  builtin: [process]\n", missing, []Status{Warn}, "apt install bubblewrap"},
 		{"none", "sandbox: none\ntools:\n  builtin: [exec]\n", missing, []Status{Warn}, "sandbox: bwrap"},
+		{"none where bwrap runs", "sandbox: none\ntools:\n  builtin: [exec]\n", fakeSandbox{Runs: true}, []Status{Warn}, "bubblewrap runs here"},
 		{"bwrap runs", "tools:\n  builtin: [exec]\n", fakeSandbox{Bwrap: "/usr/bin/bwrap", Runs: true, Cgroup: "v1"}, []Status{OK}, ""},
 		{"no exec offered", "tools:\n  builtin: [clock]\n", missing, []Status{Skip}, ""},
 	} {
