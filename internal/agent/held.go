@@ -140,7 +140,7 @@ func freer(a, b tool.Verdict) bool {
 func (d *Definition) Verdict(s *tool.Spec) tool.Verdict {
 	switch {
 	case s.Serves != nil && !s.Serves(d.ID), s.Skills != nil, s.Scope != nil,
-		s.Server == "" && !d.OffersBuiltin(s.Name), s.Server != "" && !d.UsesServer(s.Server):
+		s.Server == "" && !d.OffersSpec(s), s.Server != "" && !d.UsesServer(s.Server):
 		return tool.Deny
 	}
 	p := tool.Policy{Allow: d.Tools.Allow, Deny: d.Tools.Deny, Ask: d.Tools.Ask, Grant: d.Tools.Grant}
@@ -186,4 +186,14 @@ func witness(p string) (string, bool) {
 		return "", false
 	}
 	return n, true
+}
+
+// OffersSpec reports whether the agent is offered the built-in tool s:
+// as OffersBuiltin says, except that a tool marked OptIn is offered only
+// when tools.builtin is written and names it.
+func (d *Definition) OffersSpec(s *tool.Spec) bool {
+	if s.OptIn && d.Tools.Builtin == nil {
+		return false
+	}
+	return d.OffersBuiltin(s.Name)
 }

@@ -78,3 +78,29 @@ func TestAgentRowHeldToItsWriter(t *testing.T) {
 		t.Errorf("a person's row: %v", err)
 	}
 }
+
+// A tool marked OptIn is offered only when tools.builtin names it: an
+// agent file that leaves tools.builtin out gets every other built-in
+// tool, not the machine's.
+func TestOptInToolsNeedTheirName(t *testing.T) {
+	exec := &tool.Spec{Name: "exec", AskFirst: true, OptIn: true}
+	clock := &tool.Spec{Name: "clock"}
+	for _, tc := range []struct {
+		name      string
+		builtin   []string
+		exec, clk tool.Verdict
+	}{
+		{"builtin left out", nil, tool.Deny, tool.Allow},
+		{"builtin names exec", []string{"clock", "exec"}, tool.Ask, tool.Allow},
+		{"builtin by glob", []string{"*"}, tool.Ask, tool.Allow},
+		{"builtin without exec", []string{"clock"}, tool.Deny, tool.Allow},
+	} {
+		d := &agent.Definition{ID: "a", Tools: agent.ToolPolicy{Builtin: tc.builtin}}
+		if got := d.Verdict(exec); got != tc.exec {
+			t.Errorf("%s: exec %s, want %s", tc.name, got, tc.exec)
+		}
+		if got := d.Verdict(clock); got != tc.clk {
+			t.Errorf("%s: clock %s, want %s", tc.name, got, tc.clk)
+		}
+	}
+}

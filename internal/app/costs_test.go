@@ -80,6 +80,10 @@ func costTable(a *App) string {
 		switch {
 		case s.Risky:
 			mark = "off unless allowed"
+		case s.OptIn && s.AskFirst:
+			mark = "opt-in; asks first"
+		case s.OptIn:
+			mark = "opt-in"
 		case s.AskFirst:
 			mark = "asks first"
 		}

@@ -28,7 +28,7 @@ func (d *doctor) sandbox(defs []*agent.Definition) {
 	}
 	var users []*agent.Definition
 	for _, def := range defs {
-		if def.OffersBuiltin(execTools[0]) || def.OffersBuiltin(execTools[1]) {
+		if def.Tools.Builtin != nil && (def.OffersBuiltin(execTools[0]) || def.OffersBuiltin(execTools[1])) {
 			users = append(users, def)
 		}
 	}

@@ -278,6 +278,8 @@ func (r *run) sees(s *tool.Spec) bool {
 		return false
 	case s.Scope != nil:
 		return slices.Contains(s.Scope, r.def.ID)
+	case s.Server == "" && s.OptIn && r.def.Tools.Builtin == nil:
+		return false // see agent.Definition.OffersSpec
 	case s.Server == "":
 		return r.e.builtins.offers(r.def, s.Name)
 	}

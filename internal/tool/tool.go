@@ -43,6 +43,11 @@ type Spec struct {
 	// AskFirst marks tools that need a person's approval for each call
 	// unless the policy's Allow names them exactly (a glob is not enough).
 	AskFirst bool
+	// OptIn marks a built-in tool offered only to an agent whose
+	// tools.builtin is written and names it: the tools that act on a
+	// machine (files, commands, the web) are not among "every built-in
+	// tool" an agent file that leaves tools.builtin out is offered.
+	OptIn bool
 	// Reach says, in the deny reason of a Risky tool the policy does not
 	// allow, what the tool reaches ("starts and messages other agents");
 	// "" keeps the general wording.

@@ -33,6 +33,7 @@ func (*grepTool) Spec() tool.Spec {
 			`"ignore_case":{"type":"boolean","description":"Match regardless of case."},`+
 			`"max_results":{"type":"integer","minimum":1,"description":"The most matching lines returned. Default 200."}`, "pattern"),
 		ReadOnly: true,
+		OptIn:    true,
 	}
 }
 

@@ -22,6 +22,7 @@ func (*listDir) Spec() tool.Spec {
 		Description: "Lists a folder of the workspace: its folders first, then its files with their sizes and its symlinks with their targets.",
 		InputSchema: schema(`"path":{"type":"string","description":"The folder, relative to the workspace. Default: the workspace itself."}`),
 		ReadOnly:    true,
+		OptIn:       true,
 	}
 }
 
@@ -107,6 +108,7 @@ func (*globTool) Spec() tool.Spec {
 			"[abc] classes, ** for any number of folders (\"**/*.go\", \"src/**/test_*.py\"). Paths come sorted; folders end with /.",
 		InputSchema: schema(`"pattern":{"type":"string","description":"The pattern, relative to the workspace."}`, "pattern"),
 		ReadOnly:    true,
+		OptIn:       true,
 	}
 }
 

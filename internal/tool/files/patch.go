@@ -20,6 +20,7 @@ func (*applyPatch) Spec() tool.Spec {
 			"all apply or none. Hunks may sit at other line numbers than their headers say; their lines must match exactly.",
 		InputSchema: schema(`"patch":{"type":"string","description":"The unified diff, with ---/+++ headers and @@ hunks; paths relative to the workspace (a/ and b/ prefixes are removed)."}`, "patch"),
 		AskFirst:    true,
+		OptIn:       true,
 	}
 }
 

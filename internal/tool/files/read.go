@@ -30,6 +30,7 @@ func (*readFile) Spec() tool.Spec {
 			`"offset":{"type":"integer","minimum":1,"description":"The first line to read (1-based). Default 1."},`+
 			`"limit":{"type":"integer","minimum":1,"description":"How many lines. Default 2000."}`, "path"),
 		ReadOnly: true,
+		OptIn:    true,
 	}
 }
 

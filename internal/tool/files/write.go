@@ -20,6 +20,7 @@ func (*writeFile) Spec() tool.Spec {
 			`"content":{"type":"string","description":"The whole new content."}`, "path", "content"),
 		Idempotent: true,
 		AskFirst:   true,
+		OptIn:      true,
 	}
 }
 
@@ -96,6 +97,7 @@ func (*editFile) Spec() tool.Spec {
 			`"new":{"type":"string","description":"The text to put in its place."},`+
 			`"replace_all":{"type":"boolean","description":"Replace every occurrence. Default false."}`, "path", "old", "new"),
 		AskFirst: true,
+		OptIn:    true,
 	}
 }
 

@@ -35,6 +35,7 @@ func (*execTool) Spec() tool.Spec {
 			"For a command that keeps running (a server, a watcher) use the process tool.",
 		InputSchema: json.RawMessage(execSchema),
 		AskFirst:    true,
+		OptIn:       true,
 	}
 }
 

@@ -47,6 +47,7 @@ func (*processTool) Spec() tool.Spec {
 			"and state, write to its input, kill it, list them. They keep running between turns and end with the session.",
 		InputSchema: json.RawMessage(processSchema),
 		AskFirst:    true,
+		OptIn:       true,
 	}
 }
 

@@ -68,6 +68,7 @@ func (f *fetch) Spec() tool.Spec {
 		// nobody approves (a widget's action).
 		Idempotent: true,
 		AskFirst:   true,
+		OptIn:      true,
 	}
 }
 

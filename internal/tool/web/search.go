@@ -84,6 +84,7 @@ func (s *search) Spec() tool.Spec {
 		// backend's quota.
 		Idempotent: true,
 		AskFirst:   true,
+		OptIn:      true,
 	}
 }
 
