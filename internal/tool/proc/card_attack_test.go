@@ -127,3 +127,25 @@ func writeWS(ws, name, content string) error {
 func mkdirWS(ws, name string) error { return os.Mkdir(filepath.Join(ws, name), 0o700) }
 
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// TestAttackExactOmitsTheSandbox: "always allow this exact command" is
+// decided on a card that says "bwrap, no network", but Exact holds only
+// the command line and the folder: after the agent's file is changed to
+// exec.network: true or sandbox: none, the same grant runs the command
+// with the network, or with no sandbox at all, without asking again.
+func TestAttackExactOmitsTheSandbox(t *testing.T) {
+	args := `{"argv": ["make", "deploy"]}`
+	tight := newFixtureRun(t, newTestWorkspace(t), execRunner{}, agent.SandboxBwrap, agent.ExecPolicy{}, nil).preview(t, "exec", args)
+	for _, loose := range []struct {
+		mode string
+		pol  agent.ExecPolicy
+	}{
+		{agent.SandboxBwrap, agent.ExecPolicy{Network: true}},
+		{agent.SandboxNone, agent.ExecPolicy{}},
+	} {
+		c := newFixtureRun(t, newTestWorkspace(t), execRunner{}, loose.mode, loose.pol, nil).preview(t, "exec", args)
+		if c.Exact == tight.Exact {
+			t.Errorf("the grant made on %q (%s) also allows %q (%s): Exact %q is the same", tight.Title, tight.Sandbox, c.Title, c.Sandbox, c.Exact)
+		}
+	}
+}
