@@ -5,7 +5,7 @@ package sandbox_test
 // Attacks on what the sandbox shares with the host's kernel: user
 // namespaces (the way to the kernel's largest attack surface, nf_tables
 // and the other interfaces that need CAP_NET_ADMIN or CAP_SYS_ADMIN in a
-// namespace of one's own) and the key rings of the user agentd runs as.
+// namespace of one's own) and the host's abstract unix sockets.
 // A probe in Go is this test binary, copied into the workspace and run
 // there with ATTACK_PROBE naming what it tries.
 
@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,30 +28,19 @@ import (
 
 func init() {
 	probe := os.Getenv("ATTACK_PROBE")
-	if probe == "" {
-		return
+	if probe == "" || (len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg) {
+		return // the helper (this binary too) gets the command's environment
 	}
 	switch probe {
-	case "keyring":
-		desc := os.Getenv("ATTACK_KEY")
-		for _, ring := range []int{unix.KEY_SPEC_USER_KEYRING, unix.KEY_SPEC_SESSION_KEYRING} {
-			id, err := unix.KeyctlSearch(ring, "user", desc, 0)
-			if err != nil {
-				fmt.Println("search", ring, err)
-				continue
-			}
-			buf := make([]byte, 256)
-			n, err := unix.KeyctlBuffer(unix.KEYCTL_READ, id, buf, 0)
-			if err != nil {
-				fmt.Println("read", err)
-				continue
-			}
-			fmt.Printf("KEY %s\n", buf[:min(n, len(buf))])
+	case "abstract":
+		c, err := net.Dial("unix", "@"+os.Getenv("ATTACK_SOCKET"))
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(0)
 		}
-		// and leave one behind for agentd's user to find
-		if _, err := unix.AddKey("user", desc+"-planted", []byte("planted"), unix.KEY_SPEC_USER_KEYRING); err == nil {
-			fmt.Println("PLANTED")
-		}
+		c.Write([]byte("hello from the sandbox\n"))
+		c.Close()
+		fmt.Println("CONNECTED")
 	}
 	os.Exit(0)
 }
@@ -107,40 +97,6 @@ func TestAttackUserNamespaceInside(t *testing.T) {
 	}
 }
 
-// TestAttackKeyring: agentd as root runs commands as uid 0 without
-// capabilities, but in the same user namespace, so they reach uid 0's key
-// rings: a key agentd's user (or any root process on the host: fscrypt,
-// Kerberos, ecryptfs, keyctl in a script) put in its user key ring is read
-// by the command, and the command plants keys there for others to find.
-func TestAttackKeyring(t *testing.T) {
-	needBwrap(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the keyring of agentd's user is reached as root (as another user, bwrap makes a user namespace)")
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	desc := "agentd-attack-" + hex.EncodeToString(rnd[:])
-	secret := "s3cret-" + desc
-	id, err := unix.AddKey("user", desc, []byte(secret), unix.KEY_SPEC_USER_KEYRING)
-	if err != nil {
-		t.Skipf("add key: %v", err)
-	}
-	t.Cleanup(func() {
-		unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
-		if p, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", desc+"-planted", 0); err == nil {
-			unix.KeyctlInt(unix.KEYCTL_INVALIDATE, p, 0, 0, 0)
-		}
-	})
-	ws, bin := self(t)
-	r := run(t, &sandbox.Spec{Workspace: ws, Argv: []string{bin}, Env: []string{"ATTACK_PROBE=keyring", "ATTACK_KEY=" + desc}})
-	if strings.Contains(r.out, secret) {
-		t.Errorf("in bwrap, a command read a key of agentd's user's key ring: %q", r.out)
-	}
-	if strings.Contains(r.out, "PLANTED") {
-		t.Errorf("in bwrap, a command added a key to agentd's user's key ring: %q", r.out)
-	}
-}
-
 // usernsProbe unshares a user and a network namespace and brings the new
 // namespace's loopback up, which takes CAP_NET_ADMIN in it. It does so
 // in the process that unshared: an execve in a namespace where uid 0 is
@@ -155,3 +111,54 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", 0x1 | 0x8, bytes(14)))
 print("USERNS: CAP_NET_ADMIN in a namespace of its own (lo up)")
 `
+
+// TestAttackAbstractSocketWithNetwork: exec.network: true shares the
+// host's network namespace, and with it every abstract unix socket of
+// the host (D-Bus, X11, containerd's shims, anything that listens on
+// "@name"): they have no file permissions, only the peer's credentials,
+// and the command's are uid 0 when agentd runs as root. A root-only
+// service on an abstract socket takes the sandboxed command for root.
+// docs/tools.md says "network" gives the network; it gives this too.
+// A user namespace mapping the command to another uid (--unshare-user
+// --uid 65534) makes the credentials honest; a network namespace of its
+// own with a user-mode stack (pasta, slirp4netns) keeps the sockets out.
+func TestAttackAbstractSocketWithNetwork(t *testing.T) {
+	needBwrap(t)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "agentd-attack-" + hex.EncodeToString(rnd[:])
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer := make(chan string, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			uid := "?"
+			if raw, err := c.(*net.UnixConn).SyscallConn(); err == nil {
+				raw.Control(func(fd uintptr) {
+					if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+						uid = fmt.Sprint(cred.Uid)
+					}
+				})
+			}
+			c.Close()
+			peer <- uid
+		}
+	}()
+	for _, network := range []bool{false, true} {
+		ws, bin := self(t)
+		r := run(t, &sandbox.Spec{Workspace: ws, Network: network, Argv: []string{bin}, Env: []string{"ATTACK_PROBE=abstract", "ATTACK_SOCKET=" + name}})
+		if !strings.Contains(r.out, "CONNECTED") {
+			t.Logf("network %v: held: %q", network, r.out)
+			continue
+		}
+		uid := <-peer
+		t.Errorf("in bwrap with network %v, a command reached the host's abstract socket @%s, as uid %s", network, name, uid)
+	}
+}
