@@ -108,3 +108,41 @@ func TestAttackSessionGrantOutlivesTheConversation(t *testing.T) {
 		t.Errorf("after the session was closed and reopened, write_file ran without asking")
 	}
 }
+
+// TestAttackGrantOutlivesTheAgent: grants are kept by agent id and
+// nothing removes them when the agent goes: an agent deleted and later
+// made again under the same id (a new file, a new row, another person's
+// agent) finds the old one's grants, "always" ones included, and runs
+// what they allow without asking.
+func TestAttackGrantOutlivesTheAgent(t *testing.T) {
+	dir := t.TempDir()
+	a := grantApp(t, dir)
+	const addr = "w/chat"
+	if !send(t, a, addr, "write one", &permit.Decision{Granted: true, By: "alice", Scope: permit.ScopeSession}) {
+		t.Fatal("the first write_file was not asked about")
+	}
+	file := filepath.Join(dir, "agents", "w.yaml")
+	def, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Agents.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.Agents.Get("w"); ok {
+		t.Fatal("agent w is still defined after its file was removed")
+	}
+	// another agent, under the same id
+	if err := os.WriteFile(file, append(def, []byte("system_prompt: A new agent.\n")...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Agents.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if !send(t, a, addr, "write as the new agent", nil) {
+		t.Errorf("the new agent w ran write_file without asking, on the deleted agent's grant")
+	}
+}
