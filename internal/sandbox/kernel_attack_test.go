@@ -1,0 +1,164 @@
+//go:build attack
+
+package sandbox_test
+
+// Attacks on what the sandbox shares with the host's kernel: user
+// namespaces (the way to the kernel's largest attack surface, nf_tables
+// and the other interfaces that need CAP_NET_ADMIN or CAP_SYS_ADMIN in a
+// namespace of one's own) and the host's abstract unix sockets.
+// A probe in Go is this test binary, copied into the workspace and run
+// there with ATTACK_PROBE naming what it tries.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"agentd/internal/sandbox"
+)
+
+func init() {
+	probe := os.Getenv("ATTACK_PROBE")
+	if probe == "" || (len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg) {
+		return // the helper (this binary too) gets the command's environment
+	}
+	switch probe {
+	case "abstract":
+		c, err := net.Dial("unix", "@"+os.Getenv("ATTACK_SOCKET"))
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(0)
+		}
+		c.Write([]byte("hello from the sandbox\n"))
+		c.Close()
+		fmt.Println("CONNECTED")
+	}
+	os.Exit(0)
+}
+
+// self copies this test binary into a fresh workspace, so a command in the
+// sandbox can run it.
+func self(t *testing.T) (ws, bin string) {
+	t.Helper()
+	ws = t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	bin = filepath.Join(ws, "probe")
+	out, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return ws, bin
+}
+
+// TestAttackUserNamespaceInside: a command in bwrap makes a user
+// namespace of its own and holds every capability in it (and a network
+// namespace it administers). That is not a way out by itself, but it is
+// the way most container escapes of recent years began (nf_tables,
+// overlayfs, io_uring bugs reachable only with CAP_NET_ADMIN or
+// CAP_SYS_ADMIN in a namespace). bwrap 0.8 refuses it with
+// --unshare-user --disable-userns (checked on this machine: unshare then
+// fails with ENOSPC); a seccomp filter is the other way.
+func TestAttackUserNamespaceInside(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the probe unshares in a single-threaded process, before any exec drops what it gained")
+	}
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "u.py"), []byte(usernsProbe), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, &sandbox.Spec{Workspace: ws, Argv: []string{"python3", "u.py"}})
+	t.Logf("%+v %q", r.exit, r.out)
+	if strings.Contains(r.out, "USERNS") {
+		t.Errorf("in bwrap, a command made a user namespace with all capabilities: %q", r.out)
+	}
+}
+
+// usernsProbe unshares a user and a network namespace and brings the new
+// namespace's loopback up, which takes CAP_NET_ADMIN in it. It does so
+// in the process that unshared: an execve in a namespace where uid 0 is
+// not mapped would drop the capabilities again.
+const usernsProbe = `import ctypes, fcntl, os, socket, struct
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x10000000 | 0x40000000) != 0:
+    print("unshare failed:", os.strerror(ctypes.get_errno()))
+    raise SystemExit
+print([l for l in open("/proc/self/status") if l.startswith("CapEff")][0].strip())
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", 0x1 | 0x8, bytes(14)))
+print("USERNS: CAP_NET_ADMIN in a namespace of its own (lo up)")
+`
+
+// TestAttackAbstractSocketWithNetwork: exec.network: true shares the
+// host's network namespace, and with it every abstract unix socket of
+// the host (D-Bus, X11, containerd's shims, anything that listens on
+// "@name"): they have no file permissions, only the peer's credentials,
+// and the command's are uid 0 when agentd runs as root. A root-only
+// service on an abstract socket takes the sandboxed command for root.
+// docs/tools.md says "network" gives the network; it gives this too.
+// A user namespace mapping the command to another uid (--unshare-user
+// --uid 65534) makes the credentials honest; a network namespace of its
+// own with a user-mode stack (pasta, slirp4netns) keeps the sockets out.
+func TestAttackAbstractSocketWithNetwork(t *testing.T) {
+	needBwrap(t)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "agentd-attack-" + hex.EncodeToString(rnd[:])
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer := make(chan string, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			uid := "?"
+			if raw, err := c.(*net.UnixConn).SyscallConn(); err == nil {
+				raw.Control(func(fd uintptr) {
+					if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+						uid = fmt.Sprint(cred.Uid)
+					}
+				})
+			}
+			c.Close()
+			peer <- uid
+		}
+	}()
+	for _, network := range []bool{false, true} {
+		ws, bin := self(t)
+		r := run(t, &sandbox.Spec{Workspace: ws, Network: network, Argv: []string{bin}, Env: []string{"ATTACK_PROBE=abstract", "ATTACK_SOCKET=" + name}})
+		if !strings.Contains(r.out, "CONNECTED") {
+			t.Logf("network %v: held: %q", network, r.out)
+			continue
+		}
+		uid := <-peer
+		t.Errorf("in bwrap with network %v, a command reached the host's abstract socket @%s, as uid %s", network, name, uid)
+	}
+}

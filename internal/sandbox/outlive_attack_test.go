@@ -1,0 +1,156 @@
+//go:build attack
+
+package sandbox_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"agentd/internal/agent"
+	"agentd/internal/sandbox"
+)
+
+// TestAttackOutliveAgentd: bwrap's init (pid 1 of the sandbox) is what
+// dies with agentd (--die-with-parent is its parent-death signal), and it
+// runs as the command's own uid without capabilities, where nothing (no
+// Yama, no seccomp filter) keeps the command from tracing it. The command
+// attaches to pid 1 and calls prctl(PR_SET_PDEATHSIG, 0) in it, clears
+// its own, and from then on agentd's death leaves it running in its
+// sandbox: no timeout (agentd kept it), nobody to kill it. Where agentd
+// makes cgroups, the next agentd to start on the machine kills it (Sweep);
+// without cgroups (agentd as another user than root) nothing does.
+// Here with gdb and python3; any program that can ptrace does the same.
+// A seccomp filter refusing ptrace (bwrap --seccomp), or Yama's
+// ptrace_scope 1 (init is the command's ancestor), would hold it.
+func TestAttackOutliveAgentd(t *testing.T) {
+	if os.Getenv("AGENTD_ATTACK_PARENT") != "" {
+		return
+	}
+	needBwrap(t)
+	if _, err := exec.LookPath("gdb"); err != nil {
+		t.Skip("gdb is not installed: the probe uses it to ptrace bwrap's init")
+	}
+	mark := fmt.Sprintf("3000.%d", time.Now().UnixNano()%1e9)
+	ws := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAttackSandboxParent$")
+	cmd.Env = append(os.Environ(), "AGENTD_ATTACK_PARENT="+ws+" "+mark)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(line, "started") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the parent said %q", line)
+	}
+	flag := filepath.Join(ws, "disarmed")
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(flag); err == nil {
+			break
+		}
+	}
+	b, _ := os.ReadFile(flag)
+	t.Logf("the command's probe: %q", b)
+	for end := time.Now().Add(time.Minute); time.Now().Before(end) && !running("sleep\x00"+mark); time.Sleep(20 * time.Millisecond) {
+	} // python3 has cleared its own death signal and become sleep
+	monitor := childOf(cmd.Process.Pid, mark) // the bwrap the helper became
+	if monitor == 0 {
+		t.Fatal("no bwrap under the parent")
+	}
+	t.Cleanup(func() { killMarked(mark) })
+	cmd.Process.Signal(syscall.SIGKILL) // agentd dies
+	// Its parent (here this test) has not reaped it yet, so no agentd's
+	// start sweeps the command's cgroup in the meantime (agentd sweeps
+	// the cgroups of an agentd whose pid is gone): what is left running
+	// is what the sandbox itself let live.
+	for end := time.Now().Add(time.Minute); time.Now().Before(end) && alive(monitor); time.Sleep(20 * time.Millisecond) {
+	}
+	if alive(monitor) {
+		t.Fatal("bwrap did not die with its parent")
+	}
+	if running(mark) {
+		t.Errorf("agentd was killed and the bwrap it started is gone, but the command it ran still runs (it disarmed bwrap's init: %q): %s", b, psMarked(mark))
+	}
+	cmd.Wait()
+}
+
+// childOf is the pid of a child of parent whose command line holds mark.
+func childOf(parent int, mark string) int {
+	files, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range files {
+		st, _ := os.ReadFile(f)
+		fields := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+			continue
+		}
+		cl, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "cmdline"))
+		if strings.Contains(string(cl), mark) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return pid
+		}
+	}
+	return 0
+}
+
+// alive reports whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// killMarked kills the processes holding mark (the command and bwrap's
+// init that this test started).
+func killMarked(mark string) {
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), mark) {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// TestAttackSandboxParent is agentd for TestAttackOutliveAgentd: it starts
+// the command, says so, and waits to be killed.
+func TestAttackSandboxParent(t *testing.T) {
+	env := os.Getenv("AGENTD_ATTACK_PARENT")
+	if env == "" {
+		t.Skip("the parent process of TestAttackOutliveAgentd")
+	}
+	f := strings.Fields(env)
+	// disarm bwrap's init, then the command itself (its own death signal
+	// is its own to clear), and sleep
+	script := fmt.Sprintf(`gdb -batch -p 1 -ex 'call (int)prctl(1, 0, 0, 0, 0)' -ex detach 2>&1 | grep '^\$1' > disarmed.tmp; mv disarmed.tmp disarmed
+exec python3 -c 'import ctypes, os; ctypes.CDLL(None).prctl(1, 0, 0, 0, 0); os.execvp("sleep", ["sleep", "%s"])'`, f[1])
+	_, err := sandbox.New(nil).Start(context.Background(), &sandbox.Spec{Mode: agent.SandboxBwrap, Workspace: f[0], Dir: f[0],
+		Limits: agent.Limits{}.WithDefaults(), Argv: sh(script)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("started")
+	time.Sleep(time.Hour)
+}
+
+func psMarked(mark string) string {
+	out, _ := exec.Command("sh", "-c", "for p in $(pgrep -f "+mark+"); do echo $p $(cat /proc/$p/status | grep -E 'PPid|SigCgt|State' | tr '\\n' ' ') $(cat /proc/$p/cgroup | grep pids); done").CombinedOutput()
+	return string(out)
+}
