@@ -29,7 +29,7 @@ func TestMachineFiles(t *testing.T) {
 		scripted{"grep", "grep", map[string]string{"pattern": "T[WH]"}},
 		scripted{"edit-none", "edit_file", map[string]string{"path": "src/a.txt", "old": "four", "new": "4"}},
 		// Ways out.
-		scripted{"up-token", "read_file", map[string]string{"path": "../../agentd.token"}},
+		scripted{"up-token", "read_file", map[string]string{"path": "../../gateway.token"}},
 		scripted{"up-secret", "read_file", map[string]string{"path": "../../secret.txt"}},
 		scripted{"passwd", "read_file", map[string]string{"path": "/etc/passwd"}},
 		scripted{"up-write", "write_file", map[string]string{"path": "../../pwned.txt", "content": "pwned"}},
@@ -50,6 +50,7 @@ func TestMachineFiles(t *testing.T) {
 	}
 	eachWay(t, files, func(t *testing.T, w *way) {
 		dir := w.dir
+		token := okRun(t, dir, "token") // gateway.token, made on first use
 		ws := filepath.Join(dir, "workspace", "m")
 		// A symlink planted in the workspace to the data directory.
 		if err := os.Symlink(dir, filepath.Join(ws, "data")); err != nil {
@@ -81,7 +82,6 @@ func TestMachineFiles(t *testing.T) {
 		}
 
 		before := treeDigest(t, dir, ws)
-		token, _ := os.ReadFile(filepath.Join(dir, "agentd.token"))
 		for _, c := range []struct{ trigger, tool string }{
 			{"up-token", "read_file"}, {"up-secret", "read_file"}, {"passwd", "read_file"},
 			{"up-write", "write_file"}, {"abs-write", "write_file"},
