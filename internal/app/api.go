@@ -52,6 +52,7 @@ func (a *App) api(daemon bool) *gateway.Server {
 		Jobs:       a.Jobs,
 		JobRuns:    a.Store,
 		JobTimes:   a.Scheduler,
+		Grants:     a.Store,
 	}
 	if a.AgentSys != nil { // a nil *agentsys.System in the interface would not be nil
 		o.DynamicAgents = a.AgentSys

@@ -28,6 +28,7 @@ type Store interface {
 	store.ExtensionStore
 	store.JobRunStore
 	store.OnceStore
+	store.GrantStore
 	// SetTitle sets a session's title (see sqlite.Store.SetTitle).
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
 	// Writable reports whether the store can take writes; store.ErrFull

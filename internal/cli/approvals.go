@@ -19,9 +19,11 @@ func (e *env) approvalsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List tool calls waiting for a person's approval",
-		Long: "List the tool calls an agent's policy marks \"ask\" that wait for a person.\n" +
-			"Answer one with `agentd approve <id>` or `agentd deny <id> --reason TEXT`;\n" +
-			"a call nobody answers before it expires counts as denied.",
+		Long: "List the tool calls an agent's policy marks \"ask\" that wait for a person, and below\n" +
+			"the table what each will do when its tool says: the command with its directory and\n" +
+			"sandbox, the diff of the files it changes, or the URL it fetches.\n" +
+			"Answer one with `agentd approve <id>` (--session, --always to keep the answer as a grant)\n" +
+			"or `agentd deny <id> --reason TEXT`; a call nobody answers before it expires counts as denied.",
 		Example: "  agentd approvals\n" +
 			"  agentd approvals --json",
 		Args: cobra.NoArgs,
@@ -49,11 +51,17 @@ func (e *env) approvalsCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Session, r.Tool, cell(compactJSON(r.Args), 60),
 					expires(r.ExpiresAt, now), cell(r.Reason, 80))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for i := range list {
+				writeCard(e.stdout, &list[i])
+			}
+			return nil
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+	return e.remoteFlags(cmd)
 }
 
 // compactJSON returns raw without insignificant spaces.
@@ -78,16 +86,34 @@ func expires(t, now time.Time) string {
 }
 
 func (e *env) approveCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "approve <id>",
-		Short:   "Let a waiting tool call run",
-		Long:    "Grant a tool call waiting for approval (see `agentd approvals`); the turn goes on and the tool runs.",
-		Example: "  agentd approve 7f3a9c",
-		Args:    cobra.ExactArgs(1),
+	var session, always bool
+	cmd := &cobra.Command{
+		Use:   "approve <id>",
+		Short: "Let a waiting tool call run",
+		Long: "Grant a tool call waiting for approval (see `agentd approvals`); the turn goes on and the tool runs.\n" +
+			"--session lets every call of the tool in that session run without asking; --always lets this\n" +
+			"exact call (the same command in the same directory, the same URL) run in every session of the\n" +
+			"agent, offered only when the call's card names one. Both are kept as grants: see `agentd grants`.",
+		Example: "  agentd approve 7f3a9c\n" +
+			"  agentd approve 7f3a9c --session\n" +
+			"  agentd approve 7f3a9c --always",
+		Args: cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			return e.resolve(ctx, b, args[0], true, "")
+			scope := ""
+			switch {
+			case session && always:
+				return usage("usage: --session and --always cannot go together")
+			case session:
+				scope = permit.ScopeSession
+			case always:
+				scope = permit.ScopeAlways
+			}
+			return e.resolve(ctx, b, args[0], true, "", scope)
 		}),
 	}
+	cmd.Flags().BoolVar(&session, "session", false, "allow every call of the tool in this session")
+	cmd.Flags().BoolVar(&always, "always", false, "always allow this exact call, in every session of the agent")
+	return e.remoteFlags(cmd)
 }
 
 func (e *env) denyCmd() *cobra.Command {
@@ -100,14 +126,14 @@ func (e *env) denyCmd() *cobra.Command {
 		Example: "  agentd deny 7f3a9c --reason \"not on a Friday\"",
 		Args:    cobra.ExactArgs(1),
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
-			return e.resolve(ctx, b, args[0], false, reason)
+			return e.resolve(ctx, b, args[0], false, reason, "")
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, as the model is told")
-	return cmd
+	return e.remoteFlags(cmd)
 }
 
-func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, reason string) error {
+func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, reason, scope string) error {
 	if strings.TrimSpace(id) == "" {
 		return usage("usage: an approval id is required (see agentd approvals)")
 	}
@@ -120,7 +146,13 @@ func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, re
 			}
 		}
 	}
-	d, err := b.Resolve(ctx, id, grant, reason)
+	var d permit.Decision
+	var err error
+	if grant && scope != "" {
+		d, err = b.Approve(ctx, id, scope)
+	} else {
+		d, err = b.Resolve(ctx, id, grant, reason)
+	}
 	if apiStatus(err) == 404 {
 		msg := fmt.Sprintf("no approval %q is waiting: it was answered, it expired, or there never was one", id)
 		if b.notRunning != "" {
@@ -132,7 +164,7 @@ func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, re
 		return err
 	}
 	if d.Granted {
-		fmt.Fprintf(e.stdout, "approved %s%s\n", id, what)
+		fmt.Fprintf(e.stdout, "approved %s%s%s\n", id, what, scopeWords[d.Scope])
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "denied %s%s", id, what)
@@ -141,4 +173,10 @@ func (e *env) resolve(ctx context.Context, b *backend, id string, grant bool, re
 	}
 	fmt.Fprintln(e.stdout)
 	return nil
+}
+
+// scopeWords say what an approval's scope keeps.
+var scopeWords = map[string]string{
+	permit.ScopeSession: "; its tool's calls in this session run without asking now (agentd grants)",
+	permit.ScopeAlways:  "; this exact call runs without asking from now on (agentd grants)",
 }

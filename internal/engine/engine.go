@@ -108,6 +108,11 @@ type Options struct {
 	// (their permission; the signed approvals calls carry to tool servers
 	// are Signer's); without it such calls are refused.
 	Permits Permits
+	// Grants, if set, holds the standing permissions people gave with
+	// their answers (for the session, always for an exact call); a call
+	// one of them matches runs without asking. Nil: every call asks and
+	// an answer's scope is taken as this call only.
+	Grants Grants
 	// Signer signs approvals and hook payloads with the agent's key; nil:
 	// no approvals travel with calls and sign hooks fail.
 	Signer Signer
@@ -941,8 +946,8 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 		res.Output, res.IsError = d.Reason, true
 		return res, true
 	}
-	if d.Verdict == tool.Ask {
-		a, ok := r.askPermit(ctx, c, d.Reason)
+	if d.Verdict == tool.Ask && !inert(t, d, c.Args) {
+		a, ok := r.askPermit(ctx, c, t, d.Reason)
 		if !ok {
 			return res, false
 		}

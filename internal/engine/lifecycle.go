@@ -390,41 +390,73 @@ type permitAnswer struct {
 	denial  string // for the model, when not granted
 }
 
-// askPermit makes a call the policy marks "ask" wait for a person. ok is
-// false when the turn was cancelled while waiting.
-func (r *run) askPermit(ctx context.Context, c *pendingCall, reason string) (permitAnswer, bool) {
+// askPermit makes a call the policy marks "ask" wait for a person. t is
+// the tool called, nil when unknown (a hook's target). Before asking, the
+// tool previews the call for the card (an error is the call's result);
+// a standing grant that matches allows it without asking, and the log
+// still says why it ran. ok is false when the turn was cancelled while
+// waiting.
+func (r *run) askPermit(ctx context.Context, c *pendingCall, t tool.Tool, reason string) (permitAnswer, bool) {
 	p := r.permits[c.ID]
 	if p != nil && p.resolved != nil {
 		return answer(p.resolved), true
 	}
-	if r.e.o.Permits == nil {
-		return permitAnswer{denial: fmt.Sprintf("tool %s needs a person's approval, and nobody can give it here; the call was not made", c.Name)}, true
-	}
 	var req event.ApprovalRequestData
 	if p != nil {
-		req = p.req // asked before a restart: wait again, same id and expiry
+		req = p.req // asked before a restart: wait again, same id, card and expiry
 	} else {
+		card, err := r.preview(ctx, t, c)
+		if err != nil {
+			if ctx.Err() != nil {
+				return permitAnswer{}, false
+			}
+			return permitAnswer{denial: err.Error()}, true
+		}
 		timeout := r.def.Tools.ApprovalTimeout.D()
 		if timeout <= 0 {
 			timeout = agent.DefaultApprovalTimeout
 		}
 		req = event.ApprovalRequestData{ID: newApprovalID(), CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: reason,
-			ExpiresAt: time.Now().Add(timeout).UTC()}
-		ev := event.New(r.session, r.t.ID, event.ApprovalRequested, req)
-		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
+			ExpiresAt: time.Now().Add(timeout).UTC(), Card: card}
+	}
+	var asked []event.Event
+	if p == nil {
+		asked = append(asked, event.New(r.session, r.t.ID, event.ApprovalRequested, req))
+	}
+	g, err := r.grantFor(ctx, c.Name, cardExact(req.Card))
+	if err != nil {
+		r.e.o.Logger.Warn("read grants", "agent", r.def.ID, "err", err)
+	}
+	if g != nil {
+		res := event.ApprovalResolvedData{ID: req.ID, CallID: c.ID, Tool: c.Name, Granted: true, By: "grant", Grant: g.ID}
+		evs := append(asked, event.New(r.session, r.t.ID, event.ApprovalResolved, res))
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: evs}, false); err != nil {
+			return permitAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
+		}
+		return answer(&res), true
+	}
+	if r.e.o.Permits == nil {
+		return permitAnswer{denial: fmt.Sprintf("tool %s needs a person's approval, and nobody can give it here; the call was not made", c.Name)}, true
+	}
+	if len(asked) > 0 {
+		if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: asked}, false); err != nil {
 			return permitAnswer{denial: "the approval request could not be recorded: " + err.Error()}, true
 		}
 	}
 	d, err := r.e.o.Permits.Wait(ctx, permit.Request{ID: req.ID, Agent: r.def.ID, Session: r.t.Session.Address(),
-		Turn: r.t.ID, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: req.Reason, CreatedAt: time.Now().UTC(), ExpiresAt: req.ExpiresAt})
+		Turn: r.t.ID, CallID: c.ID, Tool: c.Name, Args: c.Args, Reason: req.Reason, CreatedAt: time.Now().UTC(),
+		ExpiresAt: req.ExpiresAt, Card: req.Card})
 	if err != nil {
 		if ctx.Err() != nil {
 			return permitAnswer{}, false
 		}
 		return permitAnswer{denial: fmt.Sprintf("the call to %s could not wait for approval: %v", c.Name, err)}, true
 	}
+	// The grant is durable before the call runs; a crash before the
+	// answer is logged leaves a grant that allows the call on resuming.
+	scope, grant := r.keepGrant(r.wctx, &req, &d)
 	res := event.ApprovalResolvedData{ID: req.ID, CallID: c.ID, Tool: c.Name, Granted: d.Granted && !d.Expired,
-		Expired: d.Expired, Reason: d.Reason, By: d.By}
+		Expired: d.Expired, Reason: d.Reason, By: d.By, Scope: scope, Grant: grant}
 	ev := event.New(r.session, r.t.ID, event.ApprovalResolved, res)
 	if err := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); err != nil {
 		return permitAnswer{denial: "the approval could not be recorded: " + err.Error()}, true
@@ -878,7 +910,7 @@ func (r *run) runHook(ctx context.Context, name, origin string, raw json.RawMess
 	case tool.Deny:
 		return fail("%s", v.Reason)
 	case tool.Ask:
-		a, ok := r.askPermit(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: d.Args}}, v.Reason)
+		a, ok := r.askPermit(ctx, &pendingCall{ToolCallData: event.ToolCallData{ID: "hook." + name, Name: target, Args: d.Args}}, nil, v.Reason)
 		if !ok {
 			return fail("cancelled while waiting for approval")
 		}

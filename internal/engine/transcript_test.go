@@ -37,10 +37,23 @@ var update = flag.Bool("update", false, "rewrite the expected event logs of test
 //	              separated by "---" lines: "say TEXT", "think TEXT",
 //	              "call TOOL ARGS", "usage IN OUT", or "fail KIND [TEXT]"
 //	              with KIND as model.Kind names it (rate_limited, auth, ...)
-//	tools         one tool a line, "NAME [read-only] [idempotent] [error]:
-//	              OUTPUT"; OUTPUT may hold {{args}}, the call's arguments
-//	approvals     the answers a person gives, in order: "grant [BY]" or
-//	              "deny [REASON]"
+//	tools         one tool a line, "NAME [read-only] [idempotent] [error]
+//	              [ask-first] [card] [card-inexact] [preview-error] [inert]:
+//	              OUTPUT"; OUTPUT may hold {{args}}, the call's arguments.
+//	              card: the tool previews a call as a command card whose
+//	              Exact is the arguments (card-inexact: no Exact);
+//	              preview-error: its preview fails; inert: a call whose
+//	              arguments hold "poll" changes nothing
+//	approvals     the answers a person gives, in order: "grant [BY]",
+//	              "session [BY]", "always [BY]" (granted with that scope)
+//	              or "deny [REASON]"
+//	grants        the standing grants before the turn, one a line:
+//	              "ID session=S tool=T exact=E" (S and E may be empty;
+//	              E is the rest of the line)
+//	grants after  the grants after the turn, as "grants" holds them, the
+//	              ones it made named new1, new2, …
+//	cards asked   the card each request for approval carried, one a line
+//	              ("-" for none)
 //	history       the events of earlier turns, each input starting a turn
 //	prior         this turn's events logged before agentd restarted
 //	input         the message the turn answers (default "hello")
@@ -99,9 +112,16 @@ func runTranscript(t *testing.T, a *txtar.Archive) string {
 		}
 	}
 	o := &Options{Models: ms, Tools: reg, BaseBackoff: time.Microsecond, MaxBackoff: time.Microsecond}
+	var asked *approvals
 	if s, ok := a.Get("approvals"); ok {
-		o.Permits = parseApprovals(t, s)
+		asked = parseApprovals(t, s)
+		o.Permits = asked
 	}
+	book := &grantBook{}
+	if s, ok := a.Get("grants"); ok {
+		book.list = parseGrants(t, s, def.ID)
+	}
+	o.Grants = book
 	e := New(o)
 	tr := transcriptTurn(t, a, def)
 	log := &memLog{}
@@ -115,7 +135,28 @@ func runTranscript(t *testing.T, a *txtar.Archive) string {
 	}
 	log.mu.Lock()
 	defer log.mu.Unlock()
-	return formatEvents(t, log.events)
+	out := formatEvents(t, log.events)
+	after := book.format()
+	for i, id := range book.made {
+		name := fmt.Sprintf("new%d", i+1)
+		out, after = strings.ReplaceAll(out, id, name), strings.ReplaceAll(after, id, name)
+	}
+	if want, ok := a.Get("cards asked"); ok && asked != nil {
+		got := strings.Join(asked.cards, "\n") + "\n"
+		if *update {
+			a.Set("cards asked", got)
+		} else if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the cards the person was shown (-want +got):\n%s", diff)
+		}
+	}
+	if want, ok := a.Get("grants after"); ok {
+		if *update {
+			a.Set("grants after", after)
+		} else if diff := cmp.Diff(want, after); diff != "" {
+			t.Errorf("grants after the turn (-want +got):\n%s", diff)
+		}
+	}
+	return out
 }
 
 // transcriptAgent loads the archive's agent.yaml as agentd loads an agent
@@ -339,8 +380,13 @@ func parseTools(t *testing.T, s string) []tool.Tool {
 		fields := strings.Fields(head)
 		spec := tool.Spec{Name: fields[0], Description: "the " + fields[0] + " tool", InputSchema: json.RawMessage(`{"type":"object"}`)}
 		isError := false
+		var with previewing
 		for _, f := range fields[1:] {
 			switch f {
+			case "ask-first":
+				spec.AskFirst = true
+			case "card", "card-inexact", "preview-error", "inert":
+				with.flags = append(with.flags, f)
 			case "read-only":
 				spec.ReadOnly = true
 			case "idempotent":
@@ -352,9 +398,17 @@ func parseTools(t *testing.T, s string) []tool.Tool {
 			}
 		}
 		output = strings.TrimSpace(output)
-		out = append(out, tool.Func(spec, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
+		with.Tool = tool.Func(spec, func(ctx context.Context, c *tool.Call) (tool.Result, error) {
 			return tool.Result{Output: strings.ReplaceAll(output, "{{args}}", string(c.Args)), IsError: isError}, nil
-		}))
+		})
+		switch {
+		case len(with.flags) == 0:
+			out = append(out, with.Tool)
+		case slices.Equal(with.flags, []string{"inert"}):
+			out = append(out, inertOnly{with})
+		default:
+			out = append(out, with)
+		}
 	}
 	return out
 }
@@ -362,13 +416,19 @@ func parseTools(t *testing.T, s string) []tool.Tool {
 // approvals answers each call that waits for a person with the next
 // scripted decision.
 type approvals struct {
-	mu   sync.Mutex
-	list []permit.Decision
+	mu    sync.Mutex
+	list  []permit.Decision
+	cards []string // the card each request carried, "-" for none
 }
 
 func (a *approvals) Wait(ctx context.Context, req permit.Request) (permit.Decision, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	card := string(req.Card)
+	if card == "" {
+		card = "-"
+	}
+	a.cards = append(a.cards, card)
 	if len(a.list) == 0 {
 		return permit.Decision{}, errors.New("the script has no more answers")
 	}
@@ -386,6 +446,8 @@ func parseApprovals(t *testing.T, s string) *approvals {
 		case "":
 		case "grant":
 			a.list = append(a.list, permit.Decision{Granted: true, By: rest})
+		case permit.ScopeSession, permit.ScopeAlways:
+			a.list = append(a.list, permit.Decision{Granted: true, By: rest, Scope: word})
 		case "deny":
 			a.list = append(a.list, permit.Decision{Reason: rest})
 		default:
@@ -393,4 +455,95 @@ func parseApprovals(t *testing.T, s string) *approvals {
 		}
 	}
 	return a
+}
+
+// previewing is a scripted tool with the abilities its flags give: a
+// card for each call, a preview that fails, inert calls.
+type previewing struct {
+	tool.Tool
+	flags []string
+}
+
+func (p previewing) Preview(ctx context.Context, c *tool.Call) (tool.Card, error) {
+	switch {
+	case slices.Contains(p.flags, "preview-error"):
+		return tool.Card{}, errors.New("the edit does not apply: no line reads \"x\"")
+	case slices.Contains(p.flags, "card"):
+		return tool.Card{Kind: tool.CardCommand, Title: "run " + string(c.Args), Command: []string{"run", string(c.Args)},
+			Sandbox: "bwrap, no network", Exact: "run " + string(c.Args)}, nil
+	case slices.Contains(p.flags, "card-inexact"):
+		return tool.Card{Kind: tool.CardDiff, Title: "change x", Paths: []string{"x"}, Diff: "-a\n+b\n"}, nil
+	}
+	return tool.Card{}, errors.New("no card")
+}
+
+// inertOnly is a scripted tool with inert calls and no card.
+type inertOnly struct{ p previewing }
+
+func (t inertOnly) Spec() tool.Spec { return t.p.Spec() }
+func (t inertOnly) Call(ctx context.Context, c *tool.Call) (tool.Result, error) {
+	return t.p.Call(ctx, c)
+}
+func (t inertOnly) Inert(args json.RawMessage) bool { return t.p.Inert(args) }
+
+func (p previewing) Inert(args json.RawMessage) bool {
+	return slices.Contains(p.flags, "inert") && strings.Contains(string(args), "poll")
+}
+
+// grantBook is a GrantStore in memory that remembers the grants it was
+// given, in order.
+type grantBook struct {
+	mu   sync.Mutex
+	list []store.Grant
+	made []string
+}
+
+func (b *grantBook) PutGrant(ctx context.Context, g *store.Grant) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.list = append(b.list, *g)
+	b.made = append(b.made, g.ID)
+	return nil
+}
+
+func (b *grantBook) Grants(ctx context.Context, agent string) ([]store.Grant, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []store.Grant
+	for _, g := range b.list {
+		if agent == "" || g.Agent == agent {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+func (b *grantBook) format() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var s strings.Builder
+	for _, g := range b.list {
+		fmt.Fprintf(&s, "%s session=%s tool=%s exact=%s\n", g.ID, g.Session, g.Tool, g.Exact)
+	}
+	return s.String()
+}
+
+func parseGrants(t *testing.T, s, agent string) []store.Grant {
+	t.Helper()
+	var out []store.Grant
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		id, rest, _ := strings.Cut(line, " ")
+		head, exact, ok := strings.Cut(rest, " exact=")
+		fields := strings.Fields(head)
+		if !ok || len(fields) != 2 {
+			t.Fatalf("grants: %q: want ID session=S tool=T exact=E", line)
+		}
+		out = append(out, store.Grant{ID: id, Agent: agent, Session: strings.TrimPrefix(fields[0], "session="),
+			Tool: strings.TrimPrefix(fields[1], "tool="), Exact: exact})
+	}
+	return out
 }

@@ -398,16 +398,46 @@ func (c *Client) Approvals(ctx context.Context) ([]permit.Request, error) {
 // Resolve grants or denies the waiting call id; reason tells the model why
 // (for a denial). The decision is recorded as made by "cli".
 func (c *Client) Resolve(ctx context.Context, id string, grant bool, reason string) (permit.Decision, error) {
+	verb := "deny"
+	if grant {
+		verb = "grant"
+	}
+	return c.resolve(ctx, id, verb, ResolveRequest{Reason: reason, By: "cli"})
+}
+
+// Approve grants the waiting call id with a scope: "" this call,
+// permit.ScopeSession or permit.ScopeAlways (kept as a grant). The
+// decision is recorded as made by "cli".
+func (c *Client) Approve(ctx context.Context, id, scope string) (permit.Decision, error) {
+	return c.resolve(ctx, id, "grant", ResolveRequest{By: "cli", Scope: scope})
+}
+
+func (c *Client) resolve(ctx context.Context, id, verb string, req ResolveRequest) (permit.Decision, error) {
 	var out permit.Decision
 	p, err := seg(id)
 	if err != nil {
 		return out, err
 	}
-	verb := "deny"
-	if grant {
-		verb = "grant"
+	return out, c.do(ctx, "POST", "/v1/approvals/"+p+"/"+verb, req, &out)
+}
+
+// Grants lists the standing grants, of one agent or ("") every agent's.
+func (c *Client) Grants(ctx context.Context, agentID string) ([]GrantInfo, error) {
+	var out []GrantInfo
+	path := "/v1/grants"
+	if agentID != "" {
+		path += "?agent=" + url.QueryEscape(agentID)
 	}
-	return out, c.do(ctx, "POST", "/v1/approvals/"+p+"/"+verb, ResolveRequest{Reason: reason, By: "cli"}, &out)
+	return out, c.do(ctx, "GET", path, nil, &out)
+}
+
+// RevokeGrant revokes the grant id.
+func (c *Client) RevokeGrant(ctx context.Context, id string) error {
+	p, err := seg(id)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, "DELETE", "/v1/grants/"+p, nil, nil)
 }
 
 // MCPServers lists the MCP servers and their state.

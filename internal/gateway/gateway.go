@@ -58,6 +58,7 @@ type Options struct {
 	// The tool layer; each may be nil.
 	Lifecycle  Lifecycle
 	Permits    Permits
+	Grants     Grants // the approvals' standing grants, GET and DELETE /v1/grants…
 	MCP        MCPServers
 	Keys       Keys
 	Skills     Skills

@@ -30,6 +30,7 @@ import (
 	"agentd/internal/runtime"
 	"agentd/internal/skill"
 	"agentd/internal/store/sqlite"
+	"agentd/internal/tool"
 	"agentd/internal/webext"
 )
 
@@ -65,7 +66,7 @@ func fullServer(t *testing.T) *gateway.Server {
 	h := http.NotFoundHandler()
 	o := gateway.Options{
 		Runtime: (*runtime.Runtime)(nil), Sessions: (*sqlite.Store)(nil), Agents: (*agent.Registry)(nil),
-		Lifecycle: (*runtime.Runtime)(nil), Permits: (*permit.Broker)(nil), MCP: (*mcp.Manager)(nil),
+		Lifecycle: (*runtime.Runtime)(nil), Permits: (*permit.Broker)(nil), Grants: (*sqlite.Store)(nil), MCP: (*mcp.Manager)(nil),
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
@@ -326,6 +327,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"ApprovalRequest":      reflect.TypeFor[permit.Request](),
 		"ResolveRequest":       reflect.TypeFor[gateway.ResolveRequest](),
 		"Decision":             reflect.TypeFor[permit.Decision](),
+		"ApprovalCard":         reflect.TypeFor[tool.Card](),
+		"GrantInfo":            reflect.TypeFor[gateway.GrantInfo](),
 		"ServerInfo":           reflect.TypeFor[gateway.ServerInfo](),
 		"AddServerRequest":     reflect.TypeFor[gateway.AddServerRequest](),
 		"ToolInfo":             reflect.TypeFor[gateway.ToolInfo](),

@@ -110,6 +110,8 @@ var routeTable = []route{
 	{pattern: "GET /v1/approvals", serve: (*Server).approvals},
 	{pattern: "POST /v1/approvals/{id}/grant", serve: (*Server).grant},
 	{pattern: "POST /v1/approvals/{id}/deny", serve: (*Server).deny},
+	{pattern: "GET /v1/grants", serve: (*Server).grants},
+	{pattern: "DELETE /v1/grants/{id}", serve: (*Server).grantRevoke},
 	{pattern: "GET /v1/mcp/servers", serve: (*Server).mcpList},
 	{pattern: "POST /v1/mcp/servers", access: admin, serve: (*Server).mcpAdd},
 	{pattern: "DELETE /v1/mcp/servers/{name}", access: admin, serve: (*Server).mcpRemove},

@@ -208,9 +208,13 @@ func (s *Server) approvals(w http.ResponseWriter, r *http.Request) {
 }
 
 // ResolveRequest is the body of POST /v1/approvals/{id}/grant and /deny.
+// Scope, on a grant only, widens it into a standing grant: "session"
+// (every call of the tool in the session) or "always" (this exact call in
+// every session of the agent; refused when the card has no exact call).
 type ResolveRequest struct {
 	Reason string `json:"reason,omitempty"`
 	By     string `json:"by,omitempty"`
+	Scope  string `json:"scope,omitempty"`
 }
 
 func (s *Server) grant(w http.ResponseWriter, r *http.Request) { s.resolve(w, r, true) }
@@ -228,7 +232,11 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
 	if req.By == "" {
 		req.By = "api"
 	}
-	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By}
+	if err := s.checkScope(r.PathValue("id"), grant, req.Scope); err != nil {
+		s.fail(w, err)
+		return
+	}
+	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By, Scope: req.Scope}
 	if err := s.o.Permits.Resolve(r.PathValue("id"), d); err != nil {
 		s.fail(w, err)
 		return

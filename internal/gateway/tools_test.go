@@ -312,6 +312,12 @@ func ask(t *testing.T, b *permit.Broker, id string) (permit.Request, <-chan perm
 	now := time.Now().UTC().Round(time.Millisecond)
 	req := permit.Request{ID: id, Agent: "a", Session: "a/chat:bob", Turn: 3, CallID: "call-1", Tool: "demo__counter",
 		Args: json.RawMessage(`{"n":1}`), Reason: `tool demo__counter needs approval (pattern "demo__*")`, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	return req, askReq(t, b, req)
+}
+
+// askReq makes req wait in b; the channel gets its decision.
+func askReq(t *testing.T, b *permit.Broker, req permit.Request) <-chan permit.Decision {
+	t.Helper()
 	ch := make(chan permit.Decision, 1)
 	go func() {
 		d, err := b.Wait(context.Background(), req)
@@ -320,8 +326,8 @@ func ask(t *testing.T, b *permit.Broker, id string) (permit.Request, <-chan perm
 		}
 		ch <- d
 	}()
-	waitListed(t, b, id)
-	return req, ch
+	waitListed(t, b, req.ID)
+	return ch
 }
 
 func TestLifecycleRoute(t *testing.T) {

@@ -116,7 +116,7 @@ try {
     await page.locator('.appr-badge:not([hidden])').waitFor();
     await ap.scrollIntoViewIfNeeded();
     await shot('approval');
-    await ap.getByRole('button', { name: 'Grant' }).click();
+    await ap.getByRole('button', { name: 'Allow once' }).click();
     await page.locator('.approval.ap-granted', { hasText: 'Granted by console' }).waitFor();
     await page.locator('.bubble.assistant', { hasText: 'The clock says' }).waitFor();
     await page.locator('details.tool.ts-ok', { hasText: 'clock' }).waitFor();

@@ -104,6 +104,7 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"conversations", s.copyConversations},
 		{"outbox", s.copyOutbox},
 		{"pairings", s.copyPairings},
+		{"grants", s.copyGrants},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -408,7 +409,7 @@ func (s *Store) resetSequences(ctx context.Context) error {
 // copyTables are the tables a copy compares, by name in both stores.
 var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims",
 	"agentd_extensions", "agentd_extension_history", "agentd_job_runs", "agentd_instances",
-	"agentd_conversations", "agentd_outbox", "agentd_pairings"}
+	"agentd_conversations", "agentd_outbox", "agentd_pairings", "agentd_grants"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.

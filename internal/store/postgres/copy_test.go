@@ -304,8 +304,9 @@ func TestCopyAgents(t *testing.T) {
 
 // TestCopyConnectors: the chat connectors' conversations, outbox rows
 // (their ids and message ids, a failed one counted in its session's
-// Undelivered) and pairings come along as they are in SQLite; a copy run
-// again after rows moved there brings PostgreSQL to the same; a turn's
+// Undelivered), pairings and the approvals' grants come along as they are
+// in SQLite; a copy run again after rows moved there brings PostgreSQL to
+// the same; a turn's
 // row copied is not opened again, and a new row takes an id past the
 // copied ones.
 func TestCopyConnectors(t *testing.T) {
@@ -358,6 +359,10 @@ func TestCopyConnectors(t *testing.T) {
 	if _, err := lite.DecidePairing(ctx, "BBBB2222", store.PairApproved, "ops", now, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := lite.PutGrant(ctx, &store.Grant{ID: "g1", Agent: "user-a", Tool: "exec", Exact: "ls\x00in .", Approval: "a1",
+		By: "ops", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
 	src, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -382,10 +387,14 @@ func TestCopyConnectors(t *testing.T) {
 			{"outbox", func(s store.ConnectorStore) (any, error) { return s.Outbox(ctx, store.OutboxFilter{}) }},
 			{"pairings", func(s store.ConnectorStore) (any, error) { return s.Pairings(ctx, "", "") }},
 			{"sessions", func(store.ConnectorStore) (any, error) { return pg.Sessions(ctx, store.SessionFilter{}) }},
+			{"grants", func(store.ConnectorStore) (any, error) { return pg.Grants(ctx, "") }},
 		} {
 			want, err := read.of(lite)
-			if read.name == "sessions" {
+			switch read.name {
+			case "sessions":
 				want, err = lite.Sessions(ctx, store.SessionFilter{})
+			case "grants":
+				want, err = lite.Grants(ctx, "")
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -121,3 +121,31 @@ func (s *Store) copyChunks(ctx context.Context, read func(*pgx.Batch) error) err
 		}
 	}
 }
+
+// qGrantCopy writes a grant of the source; grants never change, so one
+// already there stands.
+const qGrantCopy = `INSERT INTO agentd_grants (` + grantCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT (id) DO NOTHING`
+
+// copyGrants copies the approvals' grants in chunks of copyChunk in the
+// order of their id, each chunk in one transaction.
+func (s *Store) copyGrants(ctx context.Context, src *sql.DB) error {
+	var id string
+	return s.copyChunks(ctx, func(b *pgx.Batch) error {
+		rows, err := src.QueryContext(ctx, `SELECT `+grantCols+` FROM agentd_grants WHERE id > ? ORDER BY id LIMIT ?`, id, copyChunk)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var agent, session, tool, approval, by string
+			var exact []byte
+			var created int64
+			if err := rows.Scan(&id, &agent, &session, &tool, &exact, &approval, &by, &created); err != nil {
+				return err
+			}
+			b.Queue(qGrantCopy, id, agent, session, tool, exact, approval, by, created)
+		}
+		return rows.Err()
+	})
+}

@@ -95,6 +95,8 @@ type readStmts struct {
 	// The connectors' (connector.go).
 	convs, convsBehind, outDue, outDepth *stmt
 	pairApproved, pairings               *stmt
+	// The grants' (grant.go).
+	grants *stmt
 }
 
 func (r *readStmts) prepare(db *sql.DB) {
@@ -138,6 +140,7 @@ func (r *readStmts) prepare(db *sql.DB) {
 		{&r.outDepth, qOutDepth},
 		{&r.pairApproved, qPairApproved},
 		{&r.pairings, qPairings},
+		{&r.grants, qGrants},
 	} {
 		*p.dst = &stmt{db: db, q: p.sql}
 		r.all = append(r.all, *p.dst)

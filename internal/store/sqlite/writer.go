@@ -46,6 +46,8 @@ const (
 	opPair
 	opPairDecide
 	opPairRevoke
+	opGrantPut
+	opGrantDelete
 )
 
 func (o op) String() string {
@@ -102,6 +104,10 @@ func (o op) String() string {
 		return "decide pairing"
 	case opPairRevoke:
 		return "revoke pairing"
+	case opGrantPut:
+		return "put grant"
+	case opGrantDelete:
+		return "delete grant"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -160,6 +166,8 @@ type request struct {
 	// result), opPairRevoke (Connector, UserID)
 	pairing store.Pairing
 	at      time.Time
+	// opGrantPut, opGrantDelete (ID)
+	grant store.Grant
 
 	// results
 	sess      store.Session
@@ -284,6 +292,7 @@ type writer struct {
 	syncNormal, syncFull              *sql.Stmt
 	agents                            agentStmts
 	conn                              connStmts
+	grants                            grantStmts
 
 	// tails: the last sequence number of sessions written to (tails.go).
 	tails tails
@@ -380,7 +389,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
 	}
-	for _, p := range append(append(stmts, w.agents.list()...), w.conn.list()...) {
+	for _, p := range append(append(append(stmts, w.agents.list()...), w.conn.list()...), w.grants.list()...) {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
 			_ = w.close()
@@ -756,6 +765,10 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyPairDecide(r)
 	case opPairRevoke:
 		return w.applyPairRevoke(r)
+	case opGrantPut:
+		return w.applyGrantPut(r)
+	case opGrantDelete:
+		return w.applyGrantDelete(r)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }

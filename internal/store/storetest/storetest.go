@@ -32,6 +32,7 @@ type Store interface {
 	store.JobRunStore
 	store.AgentStore
 	store.ConnectorStore
+	store.GrantStore
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -160,6 +161,8 @@ func tests() []struct {
 		{"PairingNotice", testPairingNotice},
 		{"PairingsExpiredShown", testPairingsExpiredShown},
 		{"PairingConcurrent", testPairingConcurrent},
+		{"Grants", testGrants},
+		{"GrantInvalid", testGrantInvalid},
 	}
 }
 

@@ -431,7 +431,7 @@ class ChatView {
       if (r.session !== this.addr) continue;
       const it = this.toolItem(r.turn, r.call_id, r.tool, r.args);
       if (!it.approval) {
-        it.approval = { id: r.id, reason: r.reason, expires: r.expires_at, args: r.args, state: 'waiting' };
+        it.approval = { id: r.id, reason: r.reason, expires: r.expires_at, args: r.args, card: r.card, state: 'waiting' };
         this.touch(it);
       }
     }
@@ -532,14 +532,14 @@ class ChatView {
         const it = this.toolItem(turn, d.call_id, d.tool, d.args);
         it.status = it.status === 'ok' || it.status === 'error' ? it.status : 'approval';
         const prev = it.approval;
-        it.approval = { id: d.id, reason: d.reason, expires: d.expires_at, args: d.args, state: prev && prev.id === d.id ? prev.state : 'waiting' };
+        it.approval = { id: d.id, reason: d.reason, expires: d.expires_at, args: d.args, card: d.card, state: prev && prev.id === d.id ? prev.state : 'waiting' };
         if (historic) it.approval.historic = true;
         this.touch(it);
         break;
       }
       case 'approval_resolved': {
         const it = this.toolItem(turn, d.call_id, d.tool);
-        it.approval = { ...(it.approval || { id: d.id }), state: d.expired ? 'expired' : d.granted ? 'granted' : 'denied', by: d.by, why: d.reason };
+        it.approval = { ...(it.approval || { id: d.id }), state: d.expired ? 'expired' : d.granted ? 'granted' : 'denied', by: d.by, why: d.reason, scope: d.scope };
         if (!d.granted) it.status = 'denied';
         else if (it.status === 'approval') it.status = 'running';
         this.touch(it);
@@ -1017,26 +1017,38 @@ function addCaret(body) {
   target.appendChild(h('span', { class: 'caret', 'aria-hidden': 'true' }));
 }
 
-// approvalPanel shows a call waiting for a person, with Grant and Deny, or
-// how it was answered. changed() is called after the person answers.
+// approvalPanel shows a call waiting for a person — what it will do, as
+// its tool's card says (the command with its directory and sandbox, the
+// diff, the URL), else its arguments — with the answers: Allow once, Allow
+// for this session, Always allow this exact call (only when the card names
+// one) and Deny; or how it was answered. changed() is called after the
+// person answers.
 export function approvalPanel(app, a, changed) {
   if (a.state && a.state !== 'waiting') {
     const words = { granted: 'Granted', denied: 'Denied', expired: 'Expired: nobody answered in time' };
+    const scope = { session: ' for this session', always: ' always, for this exact call' };
     return h('div', { class: ['approval', 'done', 'ap-' + a.state] },
       icon(a.state === 'granted' ? 'check' : 'x'),
-      h('span', null, words[a.state] || a.state, a.by ? ' by ' + a.by : '', a.why ? ': ' + a.why : ''));
+      h('span', null, words[a.state] || a.state, scope[a.scope] || '', a.by ? ' by ' + a.by : '', a.why ? ': ' + a.why : ''));
   }
+  const card = a.card && typeof a.card === 'object' ? a.card : null;
   const reason = h('input', { type: 'text', class: 'deny-reason', placeholder: 'Reason (optional)', 'aria-label': 'Reason for denying', maxlength: '500' });
-  const grant = h('button', { class: 'btn btn-primary btn-sm', type: 'button' }, icon('check'), 'Grant');
-  const deny = h('button', { class: 'btn btn-danger btn-sm', type: 'button' }, icon('x'), 'Deny');
+  const once = h('button', { class: 'btn btn-primary btn-sm ap-once', type: 'button' }, icon('check'), 'Allow once');
+  const session = h('button', { class: 'btn btn-sm ap-session', type: 'button' }, 'Allow for this session');
+  const what = card && card.kind === 'url' ? 'URL' : card && card.kind === 'command' ? 'command' : 'call';
+  const always = card && card.exact ? h('button', { class: 'btn btn-sm ap-always', type: 'button' }, 'Always allow this exact ' + what) : null;
+  const deny = h('button', { class: 'btn btn-danger btn-sm ap-deny', type: 'button' }, icon('x'), 'Deny');
+  const buttons = [once, session, always, deny].filter(Boolean);
   const msg = h('span', { class: 'ap-msg', role: 'status' });
-  const act = async (ok) => {
-    grant.disabled = deny.disabled = reason.disabled = true;
-    msg.textContent = ok ? 'Granting…' : 'Denying…';
+  const act = async (ok, scope) => {
+    for (const b of buttons) b.disabled = true;
+    reason.disabled = true;
+    msg.textContent = ok ? 'Allowing…' : 'Denying…';
     try {
-      await post(path('approvals', a.id, ok ? 'grant' : 'deny'), { by: 'console', reason: ok ? undefined : reason.value.trim() || undefined });
+      await post(path('approvals', a.id, ok ? 'grant' : 'deny'), { by: 'console', scope, reason: ok ? undefined : reason.value.trim() || undefined });
       a.state = ok ? 'granted' : 'denied';
       a.by = 'console';
+      a.scope = scope;
       a.why = ok ? '' : reason.value.trim();
       app.refreshApprovals();
       if (changed) changed();
@@ -1046,11 +1058,14 @@ export function approvalPanel(app, a, changed) {
         app.refreshApprovals();
       } else {
         msg.textContent = 'Failed: ' + e.message;
-        grant.disabled = deny.disabled = reason.disabled = false;
+        for (const b of buttons) b.disabled = false;
+        reason.disabled = false;
       }
     }
   };
-  grant.addEventListener('click', () => act(true));
+  once.addEventListener('click', () => act(true));
+  session.addEventListener('click', () => act(true, 'session'));
+  if (always) always.addEventListener('click', () => act(true, 'always'));
   deny.addEventListener('click', () => act(false));
   reason.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); act(false); } });
   const exp = a.expires ? new Date(a.expires) : null;
@@ -1059,8 +1074,37 @@ export function approvalPanel(app, a, changed) {
       h('span', { class: 'muted' }, ' · ', h('span', { class: 'mono' }, a.tool || 'tool'), ' wants to run'),
       exp && !Number.isNaN(exp.getTime()) ? h('span', { class: 'muted small ap-exp' }, 'until ' + fmtTime(exp)) : null),
     a.reason ? h('p', { class: 'ap-reason small muted' }, a.reason) : null,
-    a.args !== undefined ? h('pre', { class: 'code ap-args' }, pretty(a.args)) : null,
-    h('div', { class: 'ap-actions' }, grant, deny, reason, msg));
+    card ? cardView(card) : a.args !== undefined ? h('pre', { class: 'code ap-args' }, pretty(a.args)) : null,
+    h('div', { class: 'ap-actions' }, ...buttons, reason, msg));
+}
+
+// cardView shows an approval card: a command with its directory and
+// sandbox, a diff with its added and removed lines coloured, or a URL.
+export function cardView(c) {
+  const row = (name, ...v) => h('div', { class: 'ap-row' }, h('span', { class: 'ap-key muted small' }, name), h('span', { class: 'ap-val' }, ...v));
+  const parts = [c.title ? h('p', { class: 'ap-title' }, c.title) : null];
+  if (c.kind === 'command') {
+    parts.push(h('pre', { class: 'code ap-command' }, shellJoin(c.command || [])),
+      row('in', h('span', { class: 'mono ap-dir' }, c.dir || '.'), c.dir ? '' : h('span', { class: 'muted small' }, ' (the workspace)')),
+      row('sandbox', h('span', { class: ['ap-sandbox', c.sandbox === 'none' ? 'ap-unsandboxed' : null] }, c.sandbox || '?')),
+      c.shell ? row('shell', 'yes: a shell runs the command line') : null);
+  } else if (c.kind === 'diff') {
+    const lines = (c.diff || '').replace(/\n$/, '').split('\n').map((l) => {
+      const cls = l.startsWith('+++') || l.startsWith('---') ? 'd-file' : l.startsWith('@@') ? 'd-hunk' : l.startsWith('+') ? 'd-add' : l.startsWith('-') ? 'd-del' : 'd-ctx';
+      return h('span', { class: ['d-line', cls] }, l + '\n');
+    });
+    parts.push((c.paths || []).length ? row('files', h('span', { class: 'mono' }, c.paths.join(', '))) : null,
+      h('pre', { class: 'code ap-diff' }, ...lines),
+      c.diff_omitted ? h('p', { class: 'muted small' }, '… ' + c.diff_omitted + ' bytes of the diff left out') : null);
+  } else if (c.kind === 'url') {
+    parts.push(row('url', h('span', { class: 'mono ap-url' }, (c.method ? c.method + ' ' : '') + (c.url || ''))));
+  }
+  return h('div', { class: ['ap-card', 'ap-card-' + (c.kind || 'other')] }, ...parts.filter(Boolean));
+}
+
+// shellJoin writes argv as a POSIX shell reads it back.
+function shellJoin(argv) {
+  return argv.map((a) => (a !== '' && /^[A-Za-z0-9_\-./=:,+@%]+$/.test(a) ? a : "'" + a.replaceAll("'", "'\\''") + "'")).join(' ');
 }
 
 function loadOutbox() {

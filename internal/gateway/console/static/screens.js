@@ -2,7 +2,7 @@
 // approvals waiting (the agents are agents.js's).
 
 import { h, icon, fill } from './dom.js';
-import { get, path, query, APIError } from './api.js';
+import { get, del, path, query, APIError } from './api.js';
 import { fmtDuration, fmtNum, fmtUSD, fmtTime, fmtDateTime, relTime, pretty, badge, copyButton, empty, errorBox, spinner, highlight, splitAddr, routeHash, problemsBox } from './util.js';
 import { loadEvents, approvalPanel } from './chat.js';
 import { deliveryActions, deliverySentence } from './connectors.js';
@@ -310,22 +310,48 @@ export function mcpScreen(app, el) {
 export function approvalsScreen(app, el) {
   app.setTitle('Approvals');
   const box = h('div', { class: 'approvals' });
-  fill(el, h('div', { class: 'page' }, pageHead('Approvals', 'Tool calls waiting for a person.'), box));
+  const grantsBox = h('div', { class: 'grants' });
+  fill(el, h('div', { class: 'page' }, pageHead('Approvals', 'Tool calls waiting for a person.'), box,
+    h('h2', { id: 'grants-h' }, 'Grants'),
+    h('p', { class: 'muted small' }, 'What people allowed for a session, or always for an exact call: such calls run without asking until the grant is revoked.'),
+    grantsBox));
   let shown = null;
   const show = (list) => {
     const ids = list.map((r) => r.id).join(',');
     if (ids === shown) return; // keep what a person is typing
     shown = ids;
+    loadGrants();
     if (!list.length) { fill(box, empty('Nothing waits', 'Calls to tools an agent\u2019s policy marks “ask” appear here.')); return; }
     fill(box, list.map((r) => {
       const [a, k] = splitAddr(r.session);
-      return h('article', { class: 'card' },
+      return h('article', { class: 'card', 'data-approval': r.id },
         h('div', { class: 'card-head' }, h('div', null, h('h2', { class: 'mono' }, r.tool), h('div', { class: 'muted small' }, r.session, ' · ', relTime(r.created_at))),
           h('a', { href: routeHash('chat', a, k), class: 'btn btn-sm' }, icon('chat'), 'Open chat')),
-        approvalPanel(app, { id: r.id, tool: r.tool, reason: r.reason, expires: r.expires_at, args: r.args, state: 'waiting' }));
+        approvalPanel(app, { id: r.id, tool: r.tool, reason: r.reason, expires: r.expires_at, args: r.args, card: r.card, state: 'waiting' }, () => loadGrants()));
     }));
   };
+  const loadGrants = async () => {
+    let list;
+    try { list = (await get('/v1/grants')) || []; } catch (e) { fill(grantsBox, errorBox(e)); return; }
+    if (!list.length) { fill(grantsBox, h('p', { class: 'muted no-grants' }, 'No grants.')); return; }
+    fill(grantsBox, h('table', { class: 'table' },
+      h('thead', null, h('tr', null, ...['Agent', 'Tool', 'Session', 'Call', 'By', 'Since', ''].map((t) => h('th', null, t)))),
+      h('tbody', null, list.map((g) => {
+        const revoke = h('button', { class: 'btn btn-sm btn-danger grant-revoke', type: 'button', 'aria-label': 'Revoke grant ' + g.id }, 'Revoke');
+        revoke.addEventListener('click', async () => {
+          revoke.disabled = true;
+          try { await del(path('grants', g.id)); } catch (e) { if (e.status !== 404) { revoke.disabled = false; revoke.title = 'Failed: ' + e.message; return; } }
+          loadGrants();
+        });
+        return h('tr', { 'data-grant': g.id },
+          h('td', null, g.agent), h('td', { class: 'mono' }, g.tool),
+          h('td', { class: 'mono' }, g.session || h('span', { class: 'muted' }, 'every session')),
+          h('td', { class: 'mono grant-call' }, g.exact ? g.exact.replaceAll('\u0000', ' ') : h('span', { class: 'muted' }, 'any call')),
+          h('td', null, g.by || ''), h('td', { class: 'muted small' }, relTime(g.created_at)), h('td', null, revoke));
+      }))));
+  };
   show(app.approvals || []);
+  loadGrants();
   app.refreshApprovals();
   return { onApprovals: show };
 }
