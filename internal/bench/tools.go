@@ -79,8 +79,10 @@ type ToolsResult struct {
 	// (in TurnMode: bwrap where installed, else none), and as many
 	// one-step turns of the same agent, in turn, POST …/messages?wait=true
 	// over TCP. TurnAdded is exec turn − plain turn (a second model round
-	// trip and the call); TurnOverExec is exec turn − the exec call of
-	// the same mode in process: what the turn costs on top of its command.
+	// trip and the call). TurnCall is the exec call as the daemon ran it
+	// (its tool_call event to its tool_result event); TurnOverExec is,
+	// turn by turn, the exec turn less its call: what the turn costs on
+	// top of its command.
 	Turns             int     `json:"turns"`
 	TurnMode          string  `json:"turn_mode"`
 	TurnExecP50ms     float64 `json:"turn_exec_p50_ms"`
@@ -88,7 +90,10 @@ type ToolsResult struct {
 	TurnPlainP50ms    float64 `json:"turn_plain_p50_ms"`
 	TurnPlainP99ms    float64 `json:"turn_plain_p99_ms"`
 	TurnAddedP50ms    float64 `json:"turn_added_p50_ms"`
+	TurnCallP50ms     float64 `json:"turn_call_p50_ms"`
+	TurnCallP99ms     float64 `json:"turn_call_p99_ms"`
 	TurnOverExecP50ms float64 `json:"turn_over_exec_p50_ms"`
+	TurnOverExecP99ms float64 `json:"turn_over_exec_p99_ms"`
 
 	Quick        bool   `json:"quick,omitempty"`
 	CPUs         int    `json:"cpus"`
@@ -191,7 +196,8 @@ func (r *ToolsResult) WriteTable(w io.Writer) error {
 	two("turn_exec p50 / p99", r.TurnExecP50ms, r.TurnExecP99ms, fmt.Sprintf("agentd serve: a turn whose step calls exec of true, sandbox %s, fake model, POST …/messages?wait=true over TCP (%d turns)", r.TurnMode, r.Turns))
 	two("turn_plain p50 / p99", r.TurnPlainP50ms, r.TurnPlainP99ms, "the same agent's one-step turn, in turn with those")
 	row("turn_added_p50", r.TurnAddedP50ms, "turn_exec − turn_plain: the step with the call (a model round trip, the call, its events)")
-	row("turn_over_exec_p50", r.TurnOverExecP50ms, "turn_exec − the exec call in process (same mode): the turn's cost on top of its command")
+	two("turn_call p50 / p99", r.TurnCallP50ms, r.TurnCallP99ms, "of the exec turn, its call as agentd serve ran it (tool_call event → tool_result event)")
+	two("turn_over_exec p50 / p99", r.TurnOverExecP50ms, r.TurnOverExecP99ms, "turn_exec − its call, turn by turn: the turn's cost on top of its command")
 	if err := tw.Flush(); err != nil {
 		return err
 	}

@@ -35,7 +35,8 @@ func TestToolsBench(t *testing.T) {
 		t.Fatalf("bubblewrap cannot run here, and AGENTD_REQUIRE_BWRAP=1: %s", res.NoBwrap)
 	}
 	figs := map[string]float64{"exec floor": res.ExecFloorP50ms, "exec none": res.ExecNoneP50ms, "grep": res.GrepP50ms,
-		"read_file": res.ReadRangeP50ms, "exec turn": res.TurnExecP50ms, "plain turn": res.TurnPlainP50ms}
+		"read_file": res.ReadRangeP50ms, "exec turn": res.TurnExecP50ms, "plain turn": res.TurnPlainP50ms,
+		"exec call in serve": res.TurnCallP50ms, "turn over exec": res.TurnOverExecP50ms}
 	if res.Bwrap != "" {
 		figs["exec bwrap"] = res.ExecBwrapP50ms
 	}

@@ -48,10 +48,9 @@ func runToolsServe(ctx context.Context, dir string, c toolsConfig, res *ToolsRes
 	go fakellm.New(script, nil).Serve(fctx, ln)
 
 	data := filepath.Join(dir, "serve")
-	execP50 := res.ExecNoneP50ms // the exec call in process, in the turns' mode
 	res.TurnMode = agent.SandboxNone
 	if res.Bwrap != "" {
-		res.TurnMode, execP50 = agent.SandboxBwrap, res.ExecBwrapP50ms
+		res.TurnMode = agent.SandboxBwrap
 	}
 	if err := writeToolsData(data, "http://"+ln.Addr().String()+"/v1", res.TurnMode); err != nil {
 		return err
@@ -82,13 +81,19 @@ func runToolsServe(ctx context.Context, dir string, c toolsConfig, res *ToolsRes
 			*tt.took = append(*tt.took, time.Since(t0))
 		}
 	}
-	if err := checkExecRan(ctx, data, toolsAgent+"/t-0"); err != nil {
+	calls, err := execCalls(ctx, data, c.turns)
+	if err != nil {
 		return err
+	}
+	over := make([]time.Duration, len(calls))
+	for i := range calls {
+		over[i] = withExec[i] - calls[i]
 	}
 	res.TurnExecP50ms, res.TurnExecP99ms = pct(withExec, 50), pct(withExec, 99)
 	res.TurnPlainP50ms, res.TurnPlainP99ms = pct(plain, 50), pct(plain, 99)
 	res.TurnAddedP50ms = res.TurnExecP50ms - res.TurnPlainP50ms
-	res.TurnOverExecP50ms = res.TurnExecP50ms - execP50
+	res.TurnCallP50ms, res.TurnCallP99ms = pct(calls, 50), pct(calls, 99)
+	res.TurnOverExecP50ms, res.TurnOverExecP99ms = pct(over, 50), pct(over, 99)
 	return nil
 }
 
@@ -103,30 +108,38 @@ func writeToolsData(dir, base, mode string) error {
 	return os.WriteFile(filepath.Join(dir, agent.AgentsDir, toolsAgent+".yaml"), []byte(def), 0o600)
 }
 
-// checkExecRan checks that the session at addr has exec results and that
-// each says the command ran and exited 0: a turn whose call failed would
-// be as done, and faster.
-func checkExecRan(ctx context.Context, dir, addr string) error {
-	page, err := gateway.NewUnixClient(filepath.Join(dir, app.SocketFile)).Events(ctx, addr, 0, 10000, 0)
-	if err != nil {
-		return err
-	}
-	n := 0
-	for _, ev := range page.Events {
-		if ev.Kind != event.ToolResult {
-			continue
+// execCalls reads the exec calls of the turns' sessions from their logs,
+// in the order they ran, and checks each: the command ran and exited 0 (a
+// turn whose call failed would be as done, and faster). A call's time is
+// from its tool_call event to its tool_result event, as the daemon wrote
+// them.
+func execCalls(ctx context.Context, dir string, turns int) ([]time.Duration, error) {
+	cl := gateway.NewUnixClient(filepath.Join(dir, app.SocketFile))
+	var calls []time.Duration
+	for s := 0; s*20 < turns; s++ {
+		page, err := cl.Events(ctx, toolsAgent+"/t-"+strconv.Itoa(s), 0, 10000, 0)
+		if err != nil {
+			return nil, err
 		}
-		var d event.ToolResultData
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return err
+		var at time.Time
+		for _, ev := range page.Events {
+			switch ev.Kind {
+			case event.ToolCall:
+				at = ev.Time
+			case event.ToolResult:
+				var d event.ToolResultData
+				if err := json.Unmarshal(ev.Data, &d); err != nil {
+					return nil, err
+				}
+				if d.IsError || !strings.HasPrefix(d.Output, "exit 0 ") {
+					return nil, fmt.Errorf("bench: exec through agentd serve: %q", d.Output)
+				}
+				calls = append(calls, ev.Time.Sub(at))
+			}
 		}
-		if d.IsError || !strings.HasPrefix(d.Output, "exit 0 ") {
-			return fmt.Errorf("bench: exec through agentd serve: %q", d.Output)
-		}
-		n++
 	}
-	if n == 0 {
-		return fmt.Errorf("bench: no exec result in %s", addr)
+	if len(calls) != turns {
+		return nil, fmt.Errorf("bench: %d exec results in the logs of %d turns", len(calls), turns)
 	}
-	return nil
+	return calls, nil
 }
