@@ -7,6 +7,8 @@ import (
 	"os"
 	goruntime "runtime"
 	"text/tabwriter"
+
+	"agentd/internal/agent"
 )
 
 // The figures of the tools that act on a machine (`agentd bench tools`):
@@ -33,6 +35,10 @@ type ToolsOptions struct {
 	// Turns is how many turns through agentd serve each of the exec turn
 	// and the plain turn times, in turn (default 200; quick 20).
 	Turns int
+	// ServeSandbox is the sandbox mode of the agent whose turns call exec
+	// through agentd serve: bwrap or none (default: bwrap where it runs,
+	// else none).
+	ServeSandbox string
 	// Executable is the agentd binary: the sandbox's helper and the
 	// measured serve. Default: the running executable.
 	Executable string
@@ -104,7 +110,7 @@ type ToolsResult struct {
 // toolsConfig is one Tools run's counts.
 type toolsConfig struct {
 	execs, files, greps, reads, turns int
-	exe, ver                          string
+	exe, ver, serveMode               string
 	quick                             bool
 }
 
@@ -113,7 +119,7 @@ func newToolsConfig(o *ToolsOptions) (toolsConfig, error) {
 		o = new(ToolsOptions)
 	}
 	c := toolsConfig{execs: o.Execs, files: o.Files, greps: o.Greps, reads: o.Reads, turns: o.Turns,
-		exe: o.Executable, ver: o.Version, quick: o.Quick}
+		exe: o.Executable, ver: o.Version, serveMode: o.ServeSandbox, quick: o.Quick}
 	def := func(v *int, full, quick int) {
 		if *v <= 0 {
 			*v = full
@@ -127,6 +133,9 @@ func newToolsConfig(o *ToolsOptions) (toolsConfig, error) {
 	def(&c.greps, 5, 3)
 	def(&c.reads, 200, 20)
 	def(&c.turns, 200, 20)
+	if m := c.serveMode; m != "" && m != agent.SandboxBwrap && m != agent.SandboxNone {
+		return c, fmt.Errorf("bench: the serve sandbox %q is neither %s nor %s", m, agent.SandboxBwrap, agent.SandboxNone)
+	}
 	if c.exe == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // agentd bench tools at a tiny size: exec through the registry in each
@@ -51,5 +53,34 @@ func TestToolsBench(t *testing.T) {
 	var b strings.Builder
 	if err := res.WriteTable(&b); err != nil || !strings.Contains(b.String(), "sandbox_cost p50 / p99") {
 		t.Errorf("table: %v\n%s", err, b.String())
+	}
+}
+
+// The counts of agentd bench tools: full, --quick, as given; a serve
+// sandbox other than bwrap or none is refused.
+func TestToolsConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    ToolsOptions
+		want toolsConfig
+	}{
+		{"full", ToolsOptions{}, toolsConfig{execs: 200, files: 100_000, greps: 5, reads: 200, turns: 200}},
+		{"quick", ToolsOptions{Quick: true}, toolsConfig{execs: 20, files: 10_000, greps: 3, reads: 20, turns: 20, quick: true}},
+		{"given", ToolsOptions{Quick: true, Execs: 7, Files: 3000, Greps: 1, Reads: 2, Turns: 4, ServeSandbox: "none"},
+			toolsConfig{execs: 7, files: 3000, greps: 1, reads: 2, turns: 4, serveMode: "none", quick: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Executable, tc.want.exe = "/bin/agentd", "/bin/agentd"
+			got, err := newToolsConfig(&tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(toolsConfig{})); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := newToolsConfig(&ToolsOptions{ServeSandbox: "auto"}); err == nil || !strings.Contains(err.Error(), `"auto"`) {
+		t.Errorf("serve sandbox auto: %v", err)
 	}
 }

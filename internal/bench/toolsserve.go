@@ -32,8 +32,8 @@ const toolsAgent = "ex"
 const toolsScript = "match ^run\ncall exec {\"argv\": [\"true\"]}\n---\nsay done\n\nmatch *\nsay ok\n"
 
 // runToolsServe times c.turns exec turns and as many plain ones through
-// agentd serve on a data directory under dir, in the sandbox the exec
-// figures measured last (bwrap where it is installed).
+// agentd serve on a data directory under dir, in the sandbox c asks for
+// (default: bwrap where it runs, else none).
 func runToolsServe(ctx context.Context, dir string, c toolsConfig, res *ToolsResult) error {
 	script, err := fakellm.ParseScript("bench", []byte(toolsScript))
 	if err != nil {
@@ -48,9 +48,12 @@ func runToolsServe(ctx context.Context, dir string, c toolsConfig, res *ToolsRes
 	go fakellm.New(script, nil).Serve(fctx, ln)
 
 	data := filepath.Join(dir, "serve")
-	res.TurnMode = agent.SandboxNone
-	if res.Bwrap != "" {
-		res.TurnMode = agent.SandboxBwrap
+	res.TurnMode = c.serveMode
+	if res.TurnMode == "" {
+		res.TurnMode = agent.SandboxNone
+		if res.Bwrap != "" {
+			res.TurnMode = agent.SandboxBwrap
+		}
 	}
 	if err := writeToolsData(data, "http://"+ln.Addr().String()+"/v1", res.TurnMode); err != nil {
 		return err

@@ -156,6 +156,7 @@ func (e *env) benchToolsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.Greps, "greps", 0, "greps timed (default 5; --quick 3)")
 	cmd.Flags().IntVar(&o.Reads, "reads", 0, "read_file calls timed (default 200; --quick 20)")
 	cmd.Flags().IntVar(&o.Turns, "turns", 0, "turns through agentd serve of each kind (default 200; --quick 20)")
+	cmd.Flags().StringVar(&o.ServeSandbox, "serve-sandbox", "", "the sandbox of the turns through agentd serve: bwrap or none (default: bwrap where it runs, else none)")
 	return cmd
 }
 
