@@ -82,7 +82,8 @@ type ToolsResult struct {
 	ReadRangeP50ms float64 `json:"read_range_p50_ms"`
 	ReadRangeP99ms float64 `json:"read_range_p99_ms"`
 	// Through agentd serve: Turns turns whose step calls exec of true
-	// (in TurnMode: bwrap where installed, else none), and as many
+	// (in TurnMode: ServeSandbox, by default bwrap where it runs, else
+	// none), and as many
 	// one-step turns of the same agent, in turn, POST …/messages?wait=true
 	// over TCP. TurnAdded is exec turn − plain turn (a second model round
 	// trip and the call). TurnCall is the exec call as the daemon ran it
