@@ -57,7 +57,7 @@ func (e *env) benchCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&soak.Rate, "rate", 10, "turns a second of --soak")
 	cmd.Flags().DurationVar(&soak.Every, "every", 0, "how often --soak reads memory (default: the duration ÷ 20, between 1s and 1m)")
 	cmd.Flags().DurationVar(&soak.Warmup, "warmup", 0, "the part of --soak after which memory should stay flat (default 5m, at most a fifth of the run)")
-	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchConnectorsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
+	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchConnectorsCmd(), e.benchToolsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
 	return cmd
 }
 
@@ -123,6 +123,40 @@ func (e *env) benchConnectorsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.Streams, "streams", 0, "streamed replies read for each edit figure (default 3; --quick 1)")
 	cmd.Flags().IntVar(&o.StreamChars, "stream-chars", 0, "characters of each streamed reply, at 200 a second (default 2000; --quick 400)")
 	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
+	return cmd
+}
+
+// benchToolsCmd is `agentd bench tools`: the tools that act on a
+// machine, called as a turn's tool calls run.
+func (e *env) benchToolsCmd() *cobra.Command {
+	var asJSON bool
+	var o bench.ToolsOptions
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Measure exec with and without bubblewrap, grep over 100,000 files, read_file of a range of 10 MB",
+		Long: "Call the tools that act on a machine through the tool registry, as a turn's tool calls run, and measure:\n" +
+			"exec of true --execs times in each sandbox mode (none, bwrap) beside os/exec of it with no sandbox, the\n" +
+			"sandbox's cost being bwrap − none at p50 and p99 (agentd itself is the sandbox's helper); grep over a\n" +
+			"workspace of --files files beside GNU grep; read_file of 100 lines in the middle of a 10 MB file; then\n" +
+			"agentd serve on the fake model: a turn whose step calls exec, beside the same agent's one-step turn.\n" +
+			"The issue sets no target for these figures. What it writes goes into a temporary folder it removes.",
+		Example: "  agentd bench tools\n" +
+			"  agentd bench tools --quick --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Version = Version
+			res, err := bench.Tools(cmd.Context(), &o)
+			return e.printBench(res, err, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
+	cmd.Flags().IntVar(&o.Execs, "execs", 0, "exec calls timed in each way (default 200; --quick 20)")
+	cmd.Flags().IntVar(&o.Files, "files", 0, "files of the grep workspace (default 100000; --quick 10000)")
+	cmd.Flags().IntVar(&o.Greps, "greps", 0, "greps timed (default 5; --quick 3)")
+	cmd.Flags().IntVar(&o.Reads, "reads", 0, "read_file calls timed (default 200; --quick 20)")
+	cmd.Flags().IntVar(&o.Turns, "turns", 0, "turns through agentd serve of each kind (default 200; --quick 20)")
+	cmd.Flags().StringVar(&o.ServeSandbox, "serve-sandbox", "", "the sandbox of the turns through agentd serve: bwrap or none (default: bwrap where it runs, else none)")
 	return cmd
 }
 
