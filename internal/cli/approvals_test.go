@@ -41,7 +41,10 @@ func cardRequests() []permit.Request {
 			Method: "GET", Exact: "https://example.com/docs"})),
 		mk(4, "exec", card(tool.Card{Kind: tool.CardCommand, Title: "Run a shell line", Command: []string{"sh", "-c", "ls | wc -l"},
 			Sandbox: "none", Shell: true, Exact: "sh -c 'ls | wc -l'\x00in  (shell)"})),
-		mk(5, "send_money", nil),
+		mk(5, "exec", card(tool.Card{Kind: tool.CardCommand, Title: "Run python3 in the workspace (bwrap, no network), 40 bytes on stdin",
+			Command: []string{"python3"}, Sandbox: "bwrap, no network", Input: "print(1)\nprint(2)\x1b[2J", InputOmitted: 20,
+			Exact: "python3\x00in \x00sandbox bwrap, no network\x00stdin sha256:00"})),
+		mk(6, "send_money", nil),
 	}
 }
 

@@ -37,17 +37,13 @@ func writeCard(w io.Writer, r *permit.Request) {
 		if c.Shell {
 			field("shell", "yes: a shell runs the command line")
 		}
+		if c.Input != "" || c.InputOmitted > 0 {
+			fmt.Fprintf(w, "  %s\n", "input:")
+			writeBlock(w, c.Input, c.InputOmitted, "input")
+		}
 	case tool.CardDiff:
 		field("files", strings.Join(c.Paths, ", "))
-		for line := range strings.Lines(c.Diff) {
-			fmt.Fprintf(w, "    %s", termSafe(line))
-		}
-		if c.Diff != "" && !strings.HasSuffix(c.Diff, "\n") {
-			fmt.Fprintln(w)
-		}
-		if c.DiffOmitted > 0 {
-			fmt.Fprintf(w, "    … %d bytes of the diff left out\n", c.DiffOmitted)
-		}
+		writeBlock(w, c.Diff, c.DiffOmitted, "diff")
 	case tool.CardURL:
 		field("url", strings.TrimSpace(c.Method+" "+c.URL))
 	}
@@ -56,6 +52,20 @@ func writeCard(w io.Writer, r *permit.Request) {
 		scopes += " | --always"
 	}
 	fmt.Fprintf(w, "  answer:  agentd approve %s [%s]  ·  agentd deny %s --reason TEXT\n", r.ID, scopes, r.ID)
+}
+
+// writeBlock writes text of several lines indented, made safe for the
+// terminal, and the count of its bytes left out (omitted, of what).
+func writeBlock(w io.Writer, text string, omitted int, what string) {
+	for line := range strings.Lines(text) {
+		fmt.Fprintf(w, "    %s", termSafe(line))
+	}
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		fmt.Fprintln(w)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(w, "    … %d bytes of the %s left out\n", omitted, what)
+	}
 }
 
 // shellJoin writes argv as a POSIX shell would read it back: words

@@ -47,7 +47,8 @@ func TestApprovalsInChromium(t *testing.T) {
 			Args: json.RawMessage(`{}`), Reason: "tool " + toolName + " needs approval", CreatedAt: now, ExpiresAt: now.Add(time.Hour), Card: c})
 	}
 	cmd := wait("ap-cmd", "exec", card(tool.Card{Kind: tool.CardCommand, Title: "Run go test ./... in src (bwrap, no network)",
-		Command: []string{"go", "test", "./..."}, Dir: "src", Sandbox: "bwrap, no network", Exact: "go test ./...\x00in src"}))
+		Command: []string{"go", "test", "./..."}, Dir: "src", Sandbox: "bwrap, no network", Input: `y\r` + "\ny\n", InputOmitted: 12,
+		Exact: "go test ./...\x00in src"}))
 	diff := wait("ap-diff", "edit_file", card(tool.Card{Kind: tool.CardDiff, Title: "Change main.go", Paths: []string{"main.go"},
 		Diff: "--- a/main.go\n+++ b/main.go\n@@ -1,2 +1,2 @@\n package main\n-// old\n+// new\n"}))
 	url := wait("ap-url", "web_fetch", card(tool.Card{Kind: tool.CardURL, Title: "Fetch https://example.com/docs",

@@ -23,11 +23,17 @@ type Card struct {
 
 	// A command: its argv as it will run, the working directory relative
 	// to the workspace ("" is its root), and the sandbox that holds it
-	// ("bwrap, no network", "none").
+	// ("bwrap, no network", "none"). An argument or a directory holding
+	// control characters is shown as Visible quotes it.
 	Command []string `json:"command,omitempty"`
 	Dir     string   `json:"dir,omitempty"`
 	Sandbox string   `json:"sandbox,omitempty"`
 	Shell   bool     `json:"shell,omitempty"`
+	// The input it is given (exec's stdin, a process write's data), its
+	// control characters but line breaks and tabs escaped, cut past a
+	// size the card says: InputOmitted bytes left out.
+	Input        string `json:"input,omitempty"`
+	InputOmitted int    `json:"input_omitted,omitempty"`
 
 	// A change to files: the paths changed and the unified diff
 	// (truncated past a size the card says: DiffOmitted bytes left out).

@@ -69,3 +69,13 @@ func ExamplePolicy_Decide() {
 	// http_post: ask: tool http_post needs approval (pattern "http_post")
 	// clock: deny: tool clock is not in the allow list
 }
+
+func ExampleVisible() {
+	fmt.Println(tool.Visible("notes.txt"))
+	fmt.Println(tool.Visible("notes\n--- a/README.md"))
+	fmt.Println(tool.Visible("invoice\u202etxt.exe"))
+	// Output:
+	// notes.txt
+	// "notes\n--- a/README.md"
+	// "invoice\u202etxt.exe"
+}

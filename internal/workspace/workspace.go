@@ -115,18 +115,28 @@ func (w *Workspace) Stat(rel string) (fs.FileInfo, error) {
 	return fi, wrap(rel, err)
 }
 
-// Open opens rel for reading: a regular file with one link. O_NONBLOCK
-// keeps a FIFO from blocking the open; it is refused right after.
+// Open opens rel for reading: a regular file with one link. What is not
+// one is refused before it is opened (opening a FIFO wakes its writer,
+// opening a device may act on it) and again after, by the open file, in
+// case it was swapped between: O_NONBLOCK keeps a FIFO swapped in from
+// blocking the open.
 func (w *Workspace) Open(rel string) (*os.File, fs.FileInfo, error) {
 	c, err := Clean(rel)
 	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := w.root.Stat(c)
+	if err != nil {
+		return nil, nil, wrap(rel, err)
+	}
+	if err := checkRegular(rel, fi); err != nil {
 		return nil, nil, err
 	}
 	f, err := w.root.OpenFile(c, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, nil, wrap(rel, err)
 	}
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err == nil {
 		err = checkRegular(rel, fi)
 	}

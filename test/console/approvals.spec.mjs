@@ -21,11 +21,13 @@ try {
     assert.equal(await page.locator('article[data-approval]').count(), 3);
   });
 
-  await step('the command shows with its directory and sandbox', async () => {
+  await step('the command shows with its directory, sandbox and input', async () => {
     const c = card('ap-cmd');
     assert.equal(await c.locator('.ap-command').textContent(), 'go test ./...');
     assert.equal(await c.locator('.ap-dir').textContent(), 'src');
     assert.equal(await c.locator('.ap-sandbox').textContent(), 'bwrap, no network');
+    assert.equal(await c.locator('.ap-input').textContent(), 'y\\r\ny\n');
+    assert.match(await c.textContent(), /… 12 bytes of the input left out/);
     assert.match(await c.locator('.ap-title').textContent(), /Run go test/);
   });
 

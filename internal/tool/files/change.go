@@ -59,10 +59,12 @@ func (p plan) apply(w *workspace.Workspace) error {
 	return nil
 }
 
+// paths are the plan's paths as a card or a result shows them
+// (tool.Visible).
 func (p plan) paths() []string {
 	out := make([]string, len(p))
 	for i, c := range p {
-		out[i] = c.path
+		out[i] = tool.Visible(c.path)
 	}
 	return out
 }
@@ -71,7 +73,7 @@ func (p plan) paths() []string {
 func (p plan) unified() string {
 	var sb strings.Builder
 	for _, c := range p {
-		oldPath, newPath := c.path, c.path
+		oldPath, newPath := tool.Visible(c.path), tool.Visible(c.path)
 		if !c.existed {
 			oldPath = ""
 		}
@@ -95,6 +97,21 @@ func (p plan) card(title string) tool.Card {
 	}
 	return tool.Card{Kind: tool.CardDiff, Title: title, Paths: p.paths(), Diff: d, DiffOmitted: omitted}
 }
+
+// checkNew refuses a file the plan would create under a name holding
+// control characters: a line break or an escape in a name can make a
+// card, a listing or a grep result read other than it is.
+func (p plan) checkNew() error {
+	for _, c := range p {
+		if !c.existed && !c.delete && strings.IndexFunc(c.path, tool.IsControl) >= 0 {
+			return fmt.Errorf("%w: %s: a file is not created under a name with control characters (line breaks, tabs, escapes, bidirectional controls); choose another name", ErrArgs, tool.Visible(c.path))
+		}
+	}
+	return nil
+}
+
+// shown is the change's path as a card or a result shows it.
+func (c *change) shown() string { return tool.Visible(c.path) }
 
 // counts is "+added −removed" lines of a change.
 func (c *change) counts() string {

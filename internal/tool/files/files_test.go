@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"agentd/internal/tool"
 	"agentd/internal/workspace"
@@ -482,5 +483,41 @@ func TestConfined(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 1 {
 		t.Errorf("a file appeared outside: %v", ents)
+	}
+}
+
+// TestReadingDoesNotOpenAFIFO: read_file, edit_file and grep given a FIFO
+// refuse it without opening it: an open for reading would wake a writer
+// waiting on it (and opening a device may act on it). inotify sees every
+// open of the FIFO, so the test asks the kernel rather than the clock.
+func TestReadingDoesNotOpenAFIFO(t *testing.T) {
+	h := newHarness(t, nil)
+	fifo := filepath.Join(h.dir, "pipe")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Skipf("no inotify: %v", err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, fifo, unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		tool string
+		args m
+	}{
+		{"read_file", m{"path": "pipe"}},
+		{"edit_file", m{"path": "pipe", "old": "a", "new": "b"}},
+		{"grep", m{"pattern": "a", "path": "pipe"}},
+	} {
+		if _, err := h.call(c.tool, c.args); !errors.Is(err, workspace.ErrNotRegular) {
+			t.Errorf("%s of a FIFO: error %v, want ErrNotRegular", c.tool, err)
+		}
+		var buf [4096]byte
+		if n, _ := unix.Read(in, buf[:]); n > 0 {
+			t.Errorf("%s opened the FIFO before refusing it", c.tool)
+		}
 	}
 }

@@ -125,7 +125,9 @@ func (t *grepTool) searcher(w *workspace.Workspace, a *grepArgs) (*searcher, gre
 	if err != nil {
 		return nil, st, err
 	}
-	st.file = !fi.IsDir()
+	if st.file = !fi.IsDir(); st.file && !fi.Mode().IsRegular() {
+		return nil, st, fmt.Errorf("%s: %w", tool.Visible(st.rel), workspace.ErrNotRegular) // not opened: a FIFO would wake its writer
+	}
 	s := &searcher{re: re, glob: a.Glob, context: min(max(a.Context, 0), 20), maxSize: t.o.MaxFileBytes,
 		stopAt: int64(a.MaxResults) * 10}
 	return s, st, nil
@@ -201,6 +203,7 @@ func (s *searcher) searchFile(dir *os.Root, name, rel string) {
 // format renders a file's matching lines (and their context), grep-style:
 // "path:12:text", "path-11-text", "--" between groups apart.
 func (s *searcher) format(rel string, data []byte, locs [][]int) (string, int) {
+	name := tool.Visible(rel) // a line break in a name would make a result line
 	starts := lineStarts(data)
 	lineOf := func(off int) int { return sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1 }
 	matched := map[int]bool{}
@@ -227,7 +230,7 @@ func (s *searcher) format(rel string, data []byte, locs [][]int) (string, int) {
 			if n+1 < len(starts) {
 				end = starts[n+1]
 			}
-			fmt.Fprintf(&sb, "%s%s%d%s%s\n", rel, sep, n+1, sep, clip(strings.TrimRight(string(data[starts[n]:end]), "\n")))
+			fmt.Fprintf(&sb, "%s%s%d%s%s\n", name, sep, n+1, sep, clip(strings.TrimRight(string(data[starts[n]:end]), "\n")))
 		}
 		prev = max(prev, to)
 	}
@@ -256,7 +259,7 @@ func (s *searcher) report(pattern string, maxResults int) string {
 				if shown == maxResults {
 					break
 				}
-				if strings.HasPrefix(l, h.path+":") {
+				if strings.HasPrefix(l, tool.Visible(h.path)+":") {
 					shown++
 				}
 				sb.WriteString(l + "\n")

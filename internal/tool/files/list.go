@@ -69,7 +69,7 @@ func (t *listDir) format(w *workspace.Workspace, rel string, ents []fs.DirEntry)
 		}
 	}
 	var sb strings.Builder
-	name := rel + "/"
+	name := tool.Visible(rel + "/")
 	if rel == "." {
 		name = "the workspace"
 	}
@@ -80,20 +80,21 @@ func (t *listDir) format(w *workspace.Workspace, rel string, ents []fs.DirEntry)
 			break
 		}
 		p := path.Join(rel, e.Name())
+		name := tool.Visible(e.Name())
 		switch {
 		case e.IsDir():
-			fmt.Fprintf(&sb, "dir   %s/\n", e.Name())
+			fmt.Fprintf(&sb, "dir   %s\n", tool.Visible(e.Name()+"/"))
 		case e.Type()&fs.ModeSymlink != 0:
 			target, _ := w.Root().Readlink(p)
-			fmt.Fprintf(&sb, "link  %s -> %s\n", e.Name(), target)
+			fmt.Fprintf(&sb, "link  %s -> %s\n", name, tool.Visible(target))
 		case e.Type().IsRegular():
 			size := int64(-1)
 			if fi, err := e.Info(); err == nil {
 				size = fi.Size()
 			}
-			fmt.Fprintf(&sb, "file  %s  %d bytes\n", e.Name(), size)
+			fmt.Fprintf(&sb, "file  %s  %d bytes\n", name, size)
 		default:
-			fmt.Fprintf(&sb, "other %s (%s)\n", e.Name(), e.Type())
+			fmt.Fprintf(&sb, "other %s (%s)\n", name, e.Type())
 		}
 	}
 	return sb.String()
@@ -142,12 +143,12 @@ func (t *globTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 		workers: t.o.Workers,
 		dir: func(rel string) {
 			if matchGlob(pat, rel) {
-				add(rel + "/")
+				add(tool.Visible(rel + "/"))
 			}
 		},
 		file: func(_ *os.Root, _, rel string, _ fs.DirEntry) bool {
 			if matchGlob(pat, rel) {
-				add(rel)
+				add(tool.Visible(rel))
 			}
 			return true
 		},
@@ -157,7 +158,7 @@ func (t *globTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	}
 	sort.Strings(hit)
 	if len(hit) == 0 {
-		return tool.Result{Output: "no paths match " + pat}, nil
+		return tool.Result{Output: "no paths match " + tool.Visible(pat)}, nil
 	}
 	out := strings.Join(hit[:min(len(hit), t.o.MaxEntries)], "\n") + "\n"
 	if len(hit) > t.o.MaxEntries {

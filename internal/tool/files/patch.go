@@ -53,6 +53,9 @@ func (t *applyPatch) plan(c *tool.Call) (*workspace.Workspace, plan, error) {
 		index[ch.path] = len(p)
 		p = append(p, ch)
 	}
+	if err := p.checkNew(); err != nil {
+		return nil, nil, fmt.Errorf("apply_patch: %w", err)
+	}
 	return w, p, nil
 }
 
@@ -135,11 +138,11 @@ func (t *applyPatch) Call(_ context.Context, c *tool.Call) (tool.Result, error) 
 	for _, ch := range p {
 		switch {
 		case ch.delete:
-			fmt.Fprintf(&sb, "D %s\n", ch.path)
+			fmt.Fprintf(&sb, "D %s\n", ch.shown())
 		case !ch.existed:
-			fmt.Fprintf(&sb, "A %s (%d lines)\n", ch.path, lineCount(ch.new))
+			fmt.Fprintf(&sb, "A %s (%d lines)\n", ch.shown(), lineCount(ch.new))
 		default:
-			fmt.Fprintf(&sb, "M %s (%s)\n", ch.path, ch.counts())
+			fmt.Fprintf(&sb, "M %s (%s)\n", ch.shown(), ch.counts())
 		}
 	}
 	return tool.Result{Output: sb.String()}, nil

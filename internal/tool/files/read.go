@@ -140,10 +140,11 @@ func readLines(w *workspace.Workspace, rel string, offset, limit, budget int) (s
 	if !utf8.Valid(text.Bytes()) {
 		return "", fmt.Errorf("%s: %w (%s; not valid UTF-8)", rel, workspace.ErrBinary, http.DetectContentType(head))
 	}
+	name := tool.Visible(rel)
 	if long {
-		return fmt.Sprintf("%s line %d of %d, its first %d bytes (the line is longer than a read returns)\n%s\n", rel, offset, total, text.Len(), text.String()), nil
+		return fmt.Sprintf("%s line %d of %d, its first %d bytes (the line is longer than a read returns)\n%s\n", name, offset, total, text.Len(), text.String()), nil
 	}
-	return format(rel, text.String(), offset, last, total, cut)
+	return format(name, text.String(), offset, last, total, cut)
 }
 
 // runeCut is the longest prefix of b, at most n bytes, that does not cut

@@ -47,7 +47,11 @@ func (t *writeFile) plan(c *tool.Call) (*workspace.Workspace, plan, error) {
 		return nil, nil, fmt.Errorf("write_file: %w", err)
 	}
 	// a binary file may be replaced by text; its old content is not shown
-	return w, plan{{path: p, old: old, new: a.Content, existed: existed}}, nil
+	pl := plan{{path: p, old: old, new: a.Content, existed: existed}}
+	if err := pl.checkNew(); err != nil {
+		return nil, nil, fmt.Errorf("write_file: %w", err)
+	}
+	return w, pl, nil
 }
 
 func (t *writeFile) Preview(_ context.Context, c *tool.Call) (tool.Card, error) {
@@ -59,7 +63,7 @@ func (t *writeFile) Preview(_ context.Context, c *tool.Call) (tool.Card, error) 
 	if p[0].existed {
 		verb = "Replace"
 	}
-	return p.card(fmt.Sprintf("%s %s (%s)", verb, p[0].path, p[0].counts())), nil
+	return p.card(fmt.Sprintf("%s %s (%s)", verb, p[0].shown(), p[0].counts())), nil
 }
 
 func (t *writeFile) Call(_ context.Context, c *tool.Call) (tool.Result, error) {
@@ -74,7 +78,7 @@ func (t *writeFile) Call(_ context.Context, c *tool.Call) (tool.Result, error) {
 	if p[0].existed {
 		verb = "replaced"
 	}
-	return tool.Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines)", verb, p[0].path, len(p[0].new), lineCount(p[0].new))}, nil
+	return tool.Result{Output: fmt.Sprintf("%s %s (%d bytes, %d lines)", verb, p[0].shown(), len(p[0].new), lineCount(p[0].new))}, nil
 }
 
 func lineCount(s string) int {
@@ -156,7 +160,7 @@ func (t *editFile) Preview(_ context.Context, c *tool.Call) (tool.Card, error) {
 	if err != nil {
 		return tool.Card{}, err
 	}
-	return p.card(fmt.Sprintf("Edit %s (%s)", p[0].path, p[0].counts())), nil
+	return p.card(fmt.Sprintf("Edit %s (%s)", p[0].shown(), p[0].counts())), nil
 }
 
 func (t *editFile) Call(_ context.Context, c *tool.Call) (tool.Result, error) {
@@ -171,5 +175,5 @@ func (t *editFile) Call(_ context.Context, c *tool.Call) (tool.Result, error) {
 	if len(lines) > 1 {
 		what = fmt.Sprintf("%d occurrences at lines", len(lines))
 	}
-	return tool.Result{Output: fmt.Sprintf("edited %s: replaced %s %s", p[0].path, what, joinInts(lines))}, nil
+	return tool.Result{Output: fmt.Sprintf("edited %s: replaced %s %s", p[0].shown(), what, joinInts(lines))}, nil
 }

@@ -66,6 +66,7 @@ func (t *execTool) prepare(c *tool.Call) (*prepared, time.Duration, error) {
 	}
 	p.spec.Timeout = timeout
 	if a.Stdin != "" {
+		p.stdin = a.Stdin
 		p.spec.Stdin = strings.NewReader(a.Stdin)
 	}
 	return p, timeout, nil
@@ -88,7 +89,7 @@ func (t *execTool) Preview(_ context.Context, c *tool.Call) (tool.Card, error) {
 	if err != nil {
 		return tool.Card{}, err
 	}
-	return t.m.card(p), nil
+	return t.m.card(p, p.stdin), nil
 }
 
 func (t *execTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) {

@@ -2,6 +2,8 @@ package proc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -228,8 +230,10 @@ func TestExecUnknownAgentRefused(t *testing.T) {
 
 func TestPreviewCards(t *testing.T) {
 	f := newFixtureRun(t, newTestWorkspace(t), execRunner{}, agent.SandboxBwrap, agent.ExecPolicy{Shell: true}, nil)
-	if err := os.Mkdir(filepath.Join(string(f.ws), "src"), 0o700); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"src", "s\x1brc"} {
+		if err := os.Mkdir(filepath.Join(string(f.ws), d), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tests := []struct {
 		name, args string
@@ -238,17 +242,27 @@ func TestPreviewCards(t *testing.T) {
 		{"exec", `{"argv": ["go", "test", "./..."], "cwd": "src"}`, tool.Card{
 			Kind: tool.CardCommand, Title: "Run go test ./... in src (bwrap, no network)",
 			Command: []string{"go", "test", "./..."}, Dir: "src", Sandbox: "bwrap, no network",
-			Exact: "go test ./...\x00in src",
+			Exact: "go test ./...\x00in src\x00sandbox bwrap, no network",
 		}},
 		{"exec", `{"argv": ["grep -r 'it''s' . | wc -l"], "shell": true}`, tool.Card{
 			Kind: tool.CardCommand, Title: `Run sh -c 'grep -r '\''it'\'''\''s'\'' . | wc -l' in the workspace (bwrap, no network)`,
 			Command: []string{"sh", "-c", "grep -r 'it''s' . | wc -l"}, Sandbox: "bwrap, no network", Shell: true,
-			Exact: `sh -c 'grep -r '\''it'\'''\''s'\'' . | wc -l'` + "\x00in  (shell)",
+			Exact: `sh -c 'grep -r '\''it'\'''\''s'\'' . | wc -l'` + "\x00in  (shell)\x00sandbox bwrap, no network",
+		}},
+		{"exec", `{"argv": ["python3"], "stdin": "print(1)\r\u001b[2K\n"}`, tool.Card{
+			Kind: tool.CardCommand, Title: "Run python3 in the workspace (bwrap, no network), 14 bytes on stdin",
+			Command: []string{"python3"}, Sandbox: "bwrap, no network", Input: `print(1)\r\x1b[2K` + "\n",
+			Exact: "python3\x00in \x00sandbox bwrap, no network\x00stdin sha256:" + sha256hex("print(1)\r\x1b[2K\n"),
+		}},
+		{"exec", `{"argv": ["rm", "a\nb\u202e"], "cwd": "s\u001brc"}`, tool.Card{
+			Kind: tool.CardCommand, Title: `Run rm $'a\nb\u202e' in "s\x1brc" (bwrap, no network)`,
+			Command: []string{"rm", `"a\nb\u202e"`}, Dir: `"s\x1brc"`, Sandbox: "bwrap, no network",
+			Exact: `rm $'a\nb\u202e'` + "\x00in " + `$'s\x1brc'` + "\x00sandbox bwrap, no network",
 		}},
 		{"process", `{"action": "start", "argv": ["python3", "-m", "http.server"], "cwd": "./src/"}`, tool.Card{
 			Kind: tool.CardCommand, Title: "Run python3 -m http.server in src (bwrap, no network)",
 			Command: []string{"python3", "-m", "http.server"}, Dir: "src", Sandbox: "bwrap, no network",
-			Exact: "python3 -m http.server\x00in src",
+			Exact: "python3 -m http.server\x00in src\x00sandbox bwrap, no network",
 		}},
 		{"process", `{"action": "list"}`, tool.Card{Kind: tool.CardCommand, Title: "List this session's background processes"}},
 	}
@@ -303,26 +317,43 @@ func TestQuoteArgv(t *testing.T) {
 	}
 }
 
-// FuzzQuote checks quote against a POSIX shell: sh reads the quoted word
-// back as the word.
+// FuzzQuote checks quote against a shell: sh (bash for the $'…' quotes
+// of a word with control characters, which dash does not read) reads the
+// quoted word back as the word, and the quoted word holds no control
+// character.
 func FuzzQuote(f *testing.F) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		f.Skip("no sh")
 	}
-	for _, s := range []string{"", "a", "a b", "it's", `"$(id)"`, "`id`", "\\", "'''", "\n", "-c", "ü ∑"} {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		f.Skip("no bash")
+	}
+	for _, s := range []string{"", "a", "a b", "it's", `"$(id)"`, "`id`", "\\", "'''", "\n", "-c", "ü ∑",
+		"a\r\x1b[2Kb", "\u202eexe.txt", `\x41'` + "\x7f", "\xff\xfe", "\u0085\t1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if strings.ContainsRune(s, 0) {
 			return
 		}
-		got, err := exec.Command(sh, "-c", "set -- "+quote(s)+"; printf '%s' \"$#\"; printf '\\000%s' \"$@\"").Output()
+		q := quote(s)
+		if tool.HasControl(q) {
+			t.Errorf("quote(%q) = %q holds a control character", s, q)
+		}
+		shell := sh
+		if strings.HasPrefix(q, "$'") {
+			shell = bash
+		}
+		cmd := exec.Command(shell, "-c", "set -- "+q+"; printf '%s' \"$#\"; printf '\\000%s' \"$@\"")
+		cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8")
+		got, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("sh with %s: %v", quote(s), err)
+			t.Fatalf("%s with %s: %v", shell, q, err)
 		}
 		if want := "1\x00" + s; string(got) != want {
-			t.Errorf("sh reads %s as %q, want %q", quote(s), got, want)
+			t.Errorf("%s reads %s as %q, want %q", shell, q, got, want)
 		}
 	})
 }
@@ -339,4 +370,9 @@ func TestExecOutputFitsTheCallCap(t *testing.T) {
 	if len(r.Output) > 1000 || !strings.HasSuffix(r.Output, "\n100000\n") {
 		t.Errorf("%d bytes for a cap of 1000, ending %q", len(r.Output), r.Output[max(0, len(r.Output)-20):])
 	}
+}
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

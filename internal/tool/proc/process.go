@@ -96,7 +96,7 @@ func (t *processTool) Preview(_ context.Context, c *tool.Call) (tool.Card, error
 		if err != nil {
 			return tool.Card{}, fmt.Errorf("process: %w", err)
 		}
-		return t.m.card(p), nil
+		return t.m.card(p, a.Stdin), nil
 	case actList:
 		return tool.Card{Kind: tool.CardCommand, Title: "List this session's background processes"}, nil
 	}
@@ -104,9 +104,19 @@ func (t *processTool) Preview(_ context.Context, c *tool.Call) (tool.Card, error
 	if err != nil {
 		return tool.Card{}, err
 	}
-	verb := map[string]string{actPoll: "Read the output of", actWrite: "Write to the input of", actKill: "Kill"}[a.Action]
-	card := t.m.card(b.prep)
-	card.Title = fmt.Sprintf("%s %s: %s", verb, b.id, quoteArgv(b.argv))
+	card := t.m.card(b.prep, "")
+	switch a.Action {
+	case actPoll:
+		card.Title = fmt.Sprintf("Read the output of %s: %s", b.id, quoteArgv(b.argv))
+	case actKill:
+		card.Title = fmt.Sprintf("Kill %s: %s", b.id, quoteArgv(b.argv))
+	default: // actWrite: the data is on the card, as a command's stdin is
+		card.Title = fmt.Sprintf("Write %d bytes to the input of %s: %s", len(a.Data), b.id, quoteArgv(b.argv))
+		if a.EOF {
+			card.Title += ", then close it"
+		}
+		card.Input, card.InputOmitted = cardInput(a.Data)
+	}
 	card.Exact = "" // "always" is for starting an exact command, not for acting on an id
 	return card, nil
 }
@@ -160,7 +170,7 @@ func (t *processTool) start(c *tool.Call, a *processArgs) (tool.Result, error) {
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("process: %w", err)
 	}
-	card := t.m.card(p)
+	card := t.m.card(p, "")
 	return tool.Result{Output: fmt.Sprintf("started %s: %s (%s)\npoll it for its output: {\"action\": \"poll\", \"id\": %q}", b.id, quoteArgv(b.argv), card.Sandbox, b.id)}, nil
 }
 
@@ -245,7 +255,7 @@ func (m *Manager) list(addr string) string {
 	var out strings.Builder
 	for _, id := range s.order {
 		b := s.procs[id]
-		dir := b.dir
+		dir := tool.Visible(b.dir)
 		if dir == "" {
 			dir = "."
 		}

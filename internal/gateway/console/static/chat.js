@@ -1087,7 +1087,9 @@ export function cardView(c) {
     parts.push(h('pre', { class: 'code ap-command' }, shellJoin(c.command || [])),
       row('in', h('span', { class: 'mono ap-dir' }, c.dir || '.'), c.dir ? '' : h('span', { class: 'muted small' }, ' (the workspace)')),
       row('sandbox', h('span', { class: ['ap-sandbox', c.sandbox === 'none' ? 'ap-unsandboxed' : null] }, c.sandbox || '?')),
-      c.shell ? row('shell', 'yes: a shell runs the command line') : null);
+      c.shell ? row('shell', 'yes: a shell runs the command line') : null,
+      c.input || c.input_omitted ? row('input', h('pre', { class: 'code ap-input' }, c.input || '')) : null,
+      c.input_omitted ? h('p', { class: 'muted small' }, '… ' + c.input_omitted + ' bytes of the input left out') : null);
   } else if (c.kind === 'diff') {
     const lines = (c.diff || '').replace(/\n$/, '').split('\n').map((l) => {
       const cls = l.startsWith('+++') || l.startsWith('---') ? 'd-file' : l.startsWith('@@') ? 'd-hunk' : l.startsWith('+') ? 'd-add' : l.startsWith('-') ? 'd-del' : 'd-ctx';
