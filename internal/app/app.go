@@ -201,6 +201,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 			}
 			a.warnBuiltin(d)
 		}
+		a.agentChanged(context.Background(), id)
 		if a.started.Load() {
 			a.agentFiles.add("agent", id) // not here: this may run inside an activation
 			a.syncServers(context.Background())
@@ -280,6 +281,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 // work and starts watching agent files.
 func (a *App) Start(ctx context.Context) error {
 	a.recordAgents(ctx)
+	a.sweepGrants(ctx)
 	for _, d := range a.Agents.List() {
 		a.warnBuiltin(d)
 	}

@@ -65,10 +65,15 @@ func (a *App) execSettings(agentID string) (proc.Settings, bool) {
 }
 
 // sessionCleared ends what a session held outside its log: its
-// background processes.
+// background processes and its grants ("allow for this session"). The
+// grants are deleted before the session's next input runs (it waits for
+// this call), so that input is asked about again.
 func (a *App) sessionCleared(s store.Session) {
 	if a.Procs != nil {
 		a.Procs.CloseSession(s.Address())
+	}
+	if a.Store != nil {
+		a.endGrants(s.Agent, s.Address())
 	}
 }
 
