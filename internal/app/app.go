@@ -200,6 +200,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 				log.Warn("record agent", "agent", id, "err", err)
 			}
 			a.warnBuiltin(d)
+			a.warnWorkspace(d)
 		}
 		a.agentChanged(context.Background(), id)
 		if a.started.Load() {
@@ -284,6 +285,7 @@ func (a *App) Start(ctx context.Context) error {
 	a.sweepGrants(ctx)
 	for _, d := range a.Agents.List() {
 		a.warnBuiltin(d)
+		a.warnWorkspace(d)
 	}
 	if err := a.startExtensions(ctx); err != nil {
 		return err
