@@ -68,11 +68,12 @@ func within(dir, p string) bool {
 // (not made yet) as written.
 func resolved(p string) string { return resolveLinks(p, 0) }
 
-// maxLinks bounds the dangling symlinks resolveLinks follows, as the kernel's
-// ELOOP does.
+// maxLinks bounds the dangling symlinks resolveLinks follows, as the
+// kernel's ELOOP does.
 const maxLinks = 40
 
-// resolveLinks is resolved, having followed links dangling symlinks.
+// resolveLinks is resolved; links counts the dangling symlinks followed
+// so far.
 func resolveLinks(p string, links int) string {
 	p, err := filepath.Abs(p)
 	if err != nil {
