@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"agentd/internal/agent"
@@ -115,5 +116,59 @@ func TestAttackAgentRowShadowsAnInstance(t *testing.T) {
 		extension.Who{Provenance: store.ProvenanceAgent + "writer"})
 	if d, ok := reg.Get(bobs); ok && d.Template != "support" {
 		t.Errorf("Bob's conversation now runs with the row the writer agent wrote (prompt %q, err %v)", d.SystemPrompt, err)
+	}
+}
+
+// TestAttackAgentRowLeavesTheWritersSandbox: workspace, sandbox and exec
+// in an agent row are machine-level, so an agent cannot write them; but a
+// row that leaves them out gets the defaults, and the defaults can be
+// looser than its writer's own. An agent allowed exec with tight limits
+// writes a row allowed exec (it has exec, so Holds passes) and no exec
+// block: the new agent runs commands for 2 minutes with 1 GiB of memory
+// and 5 minutes of CPU where its writer had 10 seconds, 64 MiB and 10
+// seconds. The row's exec (timeout, limits, max_processes) should be held
+// to its writer's as its tools are, or taken from its writer when left
+// out.
+func TestAttackAgentRowLeavesTheWritersSandbox(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, agent.AgentsDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writer := "type: permanent\nmodel: {provider: echo, name: echo}\n" +
+		"tools:\n  allow: [exec, extensions]\n  builtin: [exec, extensions]\n" +
+		"exec:\n  timeout: 10s\n  max_processes: 1\n  limits: {memory: 64MiB, cpu: 10s, processes: 16}\n"
+	if err := os.WriteFile(filepath.Join(dir, agent.AgentsDir, "writer.yaml"), []byte(writer), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := agent.NewRegistry(dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := extension.New(testkit.ExtensionStore(t), nil)
+	if err := m.Register(reg.ExtensionType()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spec := `{"type":"permanent","system_prompt":"Run what you are told.","tools":{"allow":["exec"],"builtin":["exec"]}}`
+	_, err = m.Put(ctx, extension.Doc{Type: "agent", Name: "runner", Spec: json.RawMessage(spec)},
+		extension.Who{Provenance: store.ProvenanceAgent + "writer"})
+	if err != nil {
+		if !strings.Contains(err.Error(), "exec.timeout") {
+			t.Errorf("refused without naming the setting: %v", err)
+		}
+		return
+	}
+	w, _ := reg.Get("writer")
+	d, ok := reg.Get("runner")
+	if !ok {
+		t.Fatal("the row was accepted but defines no agent")
+	}
+	we, de := w.Exec.WithDefaults(), d.Exec.WithDefaults()
+	if de.Limits.Memory > we.Limits.Memory || de.Timeout.D() > we.Timeout.D() || de.Limits.CPU.D() > we.Limits.CPU.D() {
+		t.Errorf("agent writer (exec: timeout %v, memory %v, cpu %v) wrote agent runner, allowed exec with timeout %v, memory %v, cpu %v",
+			we.Timeout.D(), we.Limits.Memory, we.Limits.CPU.D(), de.Timeout.D(), de.Limits.Memory, de.Limits.CPU.D())
 	}
 }

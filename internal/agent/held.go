@@ -83,6 +83,9 @@ func Holds(writer, def *Definition, specs []tool.Spec) error {
 	if err := holdsBudgets(writer.Budgets, def.Budgets); err != nil {
 		return err
 	}
+	if err := holdsExec(writer, def); err != nil {
+		return err
+	}
 	for _, c := range def.Capabilities {
 		if !slices.Contains(writer.Capabilities, c) {
 			return fmt.Errorf("capability %q: the writing agent does not include it", c)
@@ -124,6 +127,75 @@ func holdsBudgets(writer, def Budgets) error {
 		}
 	}
 	return nil
+}
+
+// CommandTools are the built-in tools that run commands, in the sandbox
+// and with the limits of the agent's sandbox and exec settings.
+var CommandTools = []string{"exec", "process"}
+
+// runsCommands reports whether d is offered a tool of CommandTools (they
+// are opt-in: offered only when tools.builtin names them).
+func (d *Definition) runsCommands() bool {
+	return d.Tools.Builtin != nil && slices.ContainsFunc(CommandTools, d.OffersBuiltin)
+}
+
+// sandboxRank orders the sandbox modes from the weakest: none, auto
+// (bubblewrap where it runs), bwrap.
+var sandboxRank = map[string]int{SandboxNone: 0, SandboxAuto: 1, SandboxBwrap: 2}
+
+// holdsExec reports, for a def offered a tool that runs commands, a
+// sandbox or exec setting of def's (with the defaults) looser than
+// writer's: a weaker sandbox mode, the network or a shell its writer has
+// not, an environment variable its writer does not pass, or a larger
+// timeout, output, number of processes or limit.
+func holdsExec(writer, def *Definition) error {
+	if !def.runsCommands() {
+		return nil
+	}
+	const why = "; an agent gives no looser sandbox or exec settings than its own"
+	if has, gets := writer.SandboxMode(), def.SandboxMode(); sandboxRank[gets] < sandboxRank[has] {
+		return fmt.Errorf("sandbox: the row's is %s, the writing agent's %s%s", gets, has, why)
+	}
+	w, d := writer.Exec.WithDefaults(), def.Exec.WithDefaults()
+	for _, f := range []struct {
+		name      string
+		has, gets bool
+	}{{"exec.network", w.Network, d.Network}, {"exec.shell", w.Shell, d.Shell}} {
+		if f.gets && !f.has {
+			return fmt.Errorf("%s: the row's is on, the writing agent's off%s", f.name, why)
+		}
+	}
+	for _, e := range d.Env {
+		if !slices.Contains(w.Env, e) {
+			return fmt.Errorf("exec.env: the row passes %s, the writing agent does not%s", e, why)
+		}
+	}
+	for _, f := range []struct {
+		name      string
+		has, gets any
+		looser    bool
+	}{
+		{"exec.timeout", w.Timeout.D(), d.Timeout.D(), d.Timeout > w.Timeout},
+		{"exec.max_output_bytes", w.MaxOutputBytes, d.MaxOutputBytes, d.MaxOutputBytes > w.MaxOutputBytes},
+		{"exec.max_processes", w.MaxProcesses, d.MaxProcesses, d.MaxProcesses > w.MaxProcesses},
+		{"exec.limits.cpu", w.Limits.CPU.D(), d.Limits.CPU.D(), d.Limits.CPU > w.Limits.CPU},
+		{"exec.limits.memory", sizeText(w.Limits.Memory), sizeText(d.Limits.Memory), d.Limits.Memory > w.Limits.Memory},
+		{"exec.limits.processes", w.Limits.Processes, d.Limits.Processes, d.Limits.Processes > w.Limits.Processes},
+		{"exec.limits.file_size", sizeText(w.Limits.FileSize), sizeText(d.Limits.FileSize), d.Limits.FileSize > w.Limits.FileSize},
+		{"exec.limits.disk", sizeText(w.Limits.Disk), sizeText(d.Limits.Disk), d.Limits.Disk > w.Limits.Disk},
+		{"exec.limits.tmp", sizeText(w.Limits.Tmp), sizeText(d.Limits.Tmp), d.Limits.Tmp > w.Limits.Tmp},
+	} {
+		if f.looser {
+			return fmt.Errorf("%s: the row's is %v, the writing agent's %v%s", f.name, f.gets, f.has, why)
+		}
+	}
+	return nil
+}
+
+// sizeText is s as a setting writes it: 64MiB.
+func sizeText(s Size) string {
+	b, _ := s.MarshalText()
+	return string(b)
 }
 
 // freer reports whether a lets a tool run more freely than b: allow over

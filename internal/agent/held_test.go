@@ -6,7 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"agentd/internal/agent"
 	"agentd/internal/extension"
@@ -101,6 +104,53 @@ func TestOptInToolsNeedTheirName(t *testing.T) {
 		}
 		if got := d.Verdict(clock); got != tc.clk {
 			t.Errorf("%s: clock %s, want %s", tc.name, got, tc.clk)
+		}
+	}
+}
+
+// TestAgentRowHeldToItsWritersExec: an agent row offered exec or process
+// is held to its writer's sandbox and exec settings, the defaults
+// counted: each looser setting is refused naming its field; the same or
+// tighter ones, and a row offered no tool that runs commands, pass.
+func TestAgentRowHeldToItsWritersExec(t *testing.T) {
+	tight := agent.ExecPolicy{Env: []string{"GOPATH"}, Timeout: agent.Duration(10 * time.Second), MaxOutputBytes: 1000,
+		MaxProcesses: 1, Limits: agent.Limits{CPU: agent.Duration(10 * time.Second), Memory: 64 << 20, Processes: 16,
+			FileSize: 1 << 20, Disk: 1 << 20, Tmp: 1 << 20}}
+	writer := &agent.Definition{ID: "writer", Sandbox: agent.SandboxAuto, Exec: tight,
+		Tools: agent.ToolPolicy{Builtin: []string{"exec", "process", "clock"}, Allow: []string{"exec", "process", "clock"}}}
+	for _, tc := range []struct {
+		field   string
+		builtin []string
+		sandbox string
+		change  func(e *agent.ExecPolicy)
+	}{
+		{"", []string{"exec"}, "", func(e *agent.ExecPolicy) {}},
+		{"", []string{"process"}, agent.SandboxAuto, func(e *agent.ExecPolicy) { e.Env = nil }},
+		{"", []string{"clock"}, agent.SandboxNone, func(e *agent.ExecPolicy) { *e = agent.ExecPolicy{Network: true} }},
+		{"sandbox", []string{"exec"}, agent.SandboxNone, func(e *agent.ExecPolicy) {}},
+		{"exec.network", []string{"process"}, "", func(e *agent.ExecPolicy) { e.Network = true }},
+		{"exec.shell", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Shell = true }},
+		{"exec.env", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Env = append(e.Env, "AWS_SECRET_ACCESS_KEY") }},
+		{"exec.timeout", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Timeout = 0 }},
+		{"exec.max_output_bytes", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.MaxOutputBytes++ }},
+		{"exec.max_processes", []string{"process"}, "", func(e *agent.ExecPolicy) { e.MaxProcesses = 2 }},
+		{"exec.limits.cpu", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Limits.CPU = 0 }},
+		{"exec.limits.memory", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Limits.Memory *= 2 }},
+		{"exec.limits.processes", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Limits.Processes = 0 }},
+		{"exec.limits.file_size", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Limits.FileSize++ }},
+		{"exec.limits.disk", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Limits.Disk = 0 }},
+		{"exec.limits.tmp", []string{"exec"}, "", func(e *agent.ExecPolicy) { e.Limits.Tmp++ }},
+	} {
+		def := &agent.Definition{ID: "row", Sandbox: tc.sandbox, Exec: tight,
+			Tools: agent.ToolPolicy{Builtin: tc.builtin, Allow: tc.builtin}}
+		def.Exec.Env = slices.Clone(tight.Env)
+		tc.change(&def.Exec)
+		err := agent.Holds(writer, def, nil)
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%v %+v: refused: %v", tc.builtin, def.Exec, err)
+		case tc.field != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.field+":")):
+			t.Errorf("%v %+v: %v; want a refusal naming %s", tc.builtin, def.Exec, err, tc.field)
 		}
 	}
 }

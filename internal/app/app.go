@@ -200,7 +200,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 				log.Warn("record agent", "agent", id, "err", err)
 			}
 			a.warnBuiltin(d)
+			a.warnWorkspace(d)
 		}
+		a.agentChanged(context.Background(), id)
 		if a.started.Load() {
 			a.agentFiles.add("agent", id) // not here: this may run inside an activation
 			a.syncServers(context.Background())
@@ -280,8 +282,10 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 // work and starts watching agent files.
 func (a *App) Start(ctx context.Context) error {
 	a.recordAgents(ctx)
+	a.sweepGrants(ctx)
 	for _, d := range a.Agents.List() {
 		a.warnBuiltin(d)
+		a.warnWorkspace(d)
 	}
 	if err := a.startExtensions(ctx); err != nil {
 		return err

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"agentd/internal/agent"
 	"agentd/internal/sandbox"
@@ -37,22 +36,26 @@ func (a *App) machineLayer() error {
 
 // workspaceDir is the folder of an agent's workspace: its workspace
 // setting (relative to the data directory), else workspace/<id> in the
-// data directory.
+// data directory. A workspace that would hold agentd's data is refused
+// (agent.ErrUnsafeWorkspace): every file and exec call of the agent is an
+// error naming the setting.
 func (a *App) workspaceDir(agentID string) (string, error) {
 	d, ok := a.Agents.Get(agentID)
 	if !ok {
 		return "", fmt.Errorf("app: no agent %q", agentID)
 	}
-	if d.Workspace != "" {
-		if filepath.IsAbs(d.Workspace) {
-			return d.Workspace, nil
-		}
-		return filepath.Join(a.Dir, d.Workspace), nil
-	}
-	if !agent.ValidID(agentID) {
+	if d.Workspace == "" && !agent.ValidID(agentID) {
 		return "", fmt.Errorf("app: agent id %q cannot name a folder; give the agent a workspace", agentID)
 	}
-	return filepath.Join(a.Dir, agent.WorkspaceDir, agentID), nil
+	return d.WorkspaceIn(a.Dir)
+}
+
+// warnWorkspace logs an agent's workspace setting that is refused, when
+// the agent is loaded or changed.
+func (a *App) warnWorkspace(d *agent.Definition) {
+	if _, err := d.WorkspaceIn(a.Dir); err != nil {
+		a.Logger.Warn("workspace refused: the agent's file and exec tools fail until it is changed", "agent", d.ID, "err", err)
+	}
 }
 
 // execSettings are an agent's sandbox mode and exec policy.
@@ -65,10 +68,15 @@ func (a *App) execSettings(agentID string) (proc.Settings, bool) {
 }
 
 // sessionCleared ends what a session held outside its log: its
-// background processes.
+// background processes and its grants ("allow for this session"). The
+// grants are deleted before the session's next input runs (it waits for
+// this call), so that input is asked about again.
 func (a *App) sessionCleared(s store.Session) {
 	if a.Procs != nil {
 		a.Procs.CloseSession(s.Address())
+	}
+	if a.Store != nil {
+		a.endGrants(s.Agent, s.Address())
 	}
 }
 

@@ -1,5 +1,3 @@
-//go:build attack
-
 package app
 
 import (
@@ -26,10 +24,16 @@ import (
 // workspace that is the data directory, holds it, or is inside it but
 // outside workspace/ (keys/, secrets, the store).
 func TestAttackWorkspaceHoldsTheDataDirectory(t *testing.T) {
-	for _, ws := range []string{".", "/", "keys/.."} {
+	link := filepath.Join(t.TempDir(), "link") // made to point at the data directory
+	for _, ws := range []string{".", "/", "keys/..", "keys", "workspace", link} {
 		t.Run(ws, func(t *testing.T) {
 			dir := t.TempDir()
 			os.MkdirAll(filepath.Join(dir, "agents"), 0o700)
+			if ws == link {
+				if err := os.Symlink(dir, link); err != nil {
+					t.Fatal(err)
+				}
+			}
 			def := "model: {provider: echo, name: echo}\nworkspace: " + ws + "\ntools:\n  builtin: [read_file, list_dir]\n"
 			os.WriteFile(filepath.Join(dir, "agents", "w.yaml"), []byte(def), 0o600)
 			a, err := Open(context.Background(), dir, nil)
@@ -46,24 +50,54 @@ func TestAttackWorkspaceHoldsTheDataDirectory(t *testing.T) {
 			for _, b := range key[:8] {
 				first = append(first, strconv.Itoa(int(b)))
 			}
-			rel, _ := filepath.Rel(mustWS(t, a), filepath.Join(dir, KeysDir))
+			wsDir := ws // the folder the setting names, as the attack reads it
+			if !filepath.IsAbs(ws) {
+				wsDir = filepath.Join(dir, ws)
+			}
+			rel, _ := filepath.Rel(wsDir, filepath.Join(dir, KeysDir))
+			if ws == link {
+				rel = KeysDir
+			}
 			out := callTool(t, a, "read_file", map[string]any{"path": filepath.ToSlash(filepath.Join(rel, "w.json"))})
 			if strings.Contains(out, strings.Join(first, ",")) {
 				t.Errorf("workspace %q: agent w reads its identity key from the data directory with read_file (which asks nobody):\n%s", ws, out)
-			} else {
-				t.Logf("workspace %q: %s", ws, out)
+			} else if !strings.Contains(out, "workspace "+strconv.Quote(ws)) {
+				t.Errorf("workspace %q: read_file failed without naming the setting: %s", ws, out)
 			}
 		})
 	}
 }
 
-func mustWS(t *testing.T, a *App) string {
-	t.Helper()
-	w, err := a.Workspaces.For("w")
-	if err != nil {
-		t.Fatal(err)
+// TestWorkspaceOutsideTheDataDirectory: the workspaces that are not
+// refused still work: the default, a folder under workspace/, and one
+// outside the data directory.
+func TestWorkspaceOutsideTheDataDirectory(t *testing.T) {
+	for _, ws := range []string{"", "workspace/shared", filepath.Join(t.TempDir(), "elsewhere")} {
+		t.Run(ws, func(t *testing.T) {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, "agents"), 0o700)
+			def := "model: {provider: echo, name: echo}\ntools:\n  builtin: [read_file]\n"
+			if ws != "" {
+				def += "workspace: " + ws + "\n"
+			}
+			os.WriteFile(filepath.Join(dir, "agents", "w.yaml"), []byte(def), 0o600)
+			a, err := Open(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Close(context.Background()) })
+			w, err := a.Workspaces.For("w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(w.Dir(), "a.txt"), []byte("hello"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out := callTool(t, a, "read_file", map[string]any{"path": "a.txt"}); !strings.Contains(out, "hello") {
+				t.Errorf("workspace %q: read_file: %s", ws, out)
+			}
+		})
 	}
-	return w.Dir()
 }
 
 func callTool(t *testing.T, a *App, name string, args map[string]any) string {

@@ -27,7 +27,7 @@ const (
 
 // Check is one thing checked.
 type Check struct {
-	Area   string `json:"area"` // data, agent, model, mcp, gateway
+	Area   string `json:"area"` // data, agent, model, mcp, gateway, workspace, sandbox
 	Name   string `json:"name"` // what was checked
 	Status Status `json:"status"`
 	Detail string `json:"detail,omitempty"` // what was found
@@ -151,6 +151,7 @@ func Run(ctx context.Context, dir string, l Layout, o *Options) *Report {
 	d.models(ctx, defs)
 	d.mcp(ctx, cfg, defs)
 	d.gateway(cfg)
+	d.workspaces(defs)
 	d.sandbox(defs)
 	return d.r
 }

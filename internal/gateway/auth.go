@@ -130,6 +130,9 @@ func (a *auth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok || !a.adminAllowed(w, r) {
 		return
 	}
+	if a.remoteAdmin {
+		r = r.WithContext(context.WithValue(r.Context(), remoteAdminKey{}, true))
+	}
 	// Authenticated: uploads and streams take as long as they take.
 	rc.SetReadDeadline(time.Time{})
 	a.next.ServeHTTP(w, stripCredentials(r))
@@ -285,6 +288,19 @@ type callerKey struct{}
 // withCaller returns r marked as having come with the credential c.
 func withCaller(r *http.Request, c string) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+}
+
+// remoteAdminKey marks a request Protect served with
+// AuthOptions.RemoteAdmin.
+type remoteAdminKey struct{}
+
+// adminAccess reports whether r has the access the admin routes need: it
+// came through the socket (or in process), or through Protect with
+// AuthOptions.RemoteAdmin. A route open to the token checks it for what
+// it does only with that access (an "always" grant).
+func adminAccess(r *http.Request) bool {
+	ok, _ := r.Context().Value(remoteAdminKey{}).(bool)
+	return ok || CallerOf(r) == CallerSocket
 }
 
 // CallerOf says how r reached the API: CallerToken or CallerConsole

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -134,4 +136,53 @@ func TestGrantRoutes(t *testing.T) {
 		t.Errorf("grants without a store: %d %s", status, body)
 	}
 	checkError(t, none, "DELETE", "/v1/grants/g1", "", 404, "not_found")
+}
+
+// Over TCP, "always" (a standing change of the agent's policy) needs the
+// access the admin routes need, gateway.remote_admin: with the token
+// alone it is 403 and the call still waits, while "once" and "for this
+// session" are answered. The local socket (no Protect) may always.
+func TestAlwaysGrantNeedsAdminAccess(t *testing.T) {
+	const exact = `{"kind":"command","title":"run ls","command":["ls"],"exact":"ls\u0000in ."}`
+	for _, admin := range []bool{false, true} {
+		b := permit.New()
+		srv := gateway.New(&gateway.Options{Permits: b, Agents: testAgents()})
+		tk, err := gateway.OpenTokens(t.TempDir(), &gateway.TokenOptions{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := tk.Token()
+		ts := httptest.NewServer(srv.Protect(&gateway.AuthOptions{Tokens: tk, Listen: "127.0.0.1:7420", RemoteAdmin: admin}))
+		answer := func(scope string) int {
+			req, _ := http.NewRequest("POST", ts.URL+"/v1/approvals/ap1/grant", strings.NewReader(`{"by":"alice","scope":"`+scope+`"}`))
+			req.Host = "127.0.0.1:7420"
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		decided := askWithCard(t, b, "ap1", exact)
+		got := answer(permit.ScopeAlways)
+		switch {
+		case !admin && got != http.StatusForbidden:
+			t.Errorf("remote_admin off: an always grant over TCP: %d, want 403", got)
+		case admin && got != http.StatusOK:
+			t.Errorf("remote_admin on: an always grant over TCP: %d, want 200", got)
+		}
+		if !admin {
+			if _, ok := b.Get("ap1"); !ok {
+				t.Fatal("a refused always grant resolved the call")
+			}
+			if got := answer(permit.ScopeSession); got != http.StatusOK {
+				t.Errorf("remote_admin off: a session grant over TCP: %d, want 200", got)
+			}
+		}
+		recv(t, "the decision", decided)
+		ts.Close()
+	}
+	// the socket: TestApprovalScopes answers "always" without Protect
 }

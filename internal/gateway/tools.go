@@ -236,6 +236,11 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request, grant bool) {
 		s.fail(w, err)
 		return
 	}
+	if req.Scope == permit.ScopeAlways && !adminAccess(r) {
+		// A standing change of the agent's policy, as an admin route is.
+		s.fail(w, say(ErrForbidden, "an \"always\" grant changes what runs on the machine: use the local socket (agentd on that host), or set gateway.remote_admin: true; or allow the call once or for the session"))
+		return
+	}
 	d := permit.Decision{Granted: grant, Reason: req.Reason, By: req.By, Scope: req.Scope}
 	if err := s.o.Permits.Resolve(r.PathValue("id"), d); err != nil {
 		s.fail(w, err)

@@ -49,15 +49,33 @@ func newSearch(o *Options) *search {
 	if timeout <= 0 {
 		timeout = agent.DefaultSearchTimeout
 	}
+	client := guard(cfg.AllowNetworks, o.Logger).Client(timeout)
+	client.CheckRedirect = sameOrigin
 	return &search{
 		cfg:     cfg,
 		be:      backends[cfg.Backend],
-		client:  guard(cfg.AllowNetworks, o.Logger).Client(timeout),
+		client:  client,
 		cache:   newCache(o.CacheEntries, o.CacheTTL, o.Now),
 		secrets: o.Secrets,
 		env:     o.LookupEnv,
 		log:     o.Logger,
 	}
+}
+
+// ErrRedirectElsewhere is wrapped by the error of a search whose backend
+// redirects to another origin (scheme, host or port).
+var ErrRedirectElsewhere = errors.New("the backend redirects to another origin")
+
+// sameOrigin is the search client's CheckRedirect: the key is for the
+// backend alone, and Go's client copies X-Subscription-Token (and, on a
+// 307 or 308, Tavily's body) onto a redirect to any host, so a redirect
+// is followed only within the origin of the first request, and as the
+// SSRF guard allows.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("%w: %s", ErrRedirectElsewhere, req.URL.Redacted())
+	}
+	return netguard.CheckRedirect(req, via)
 }
 
 // maxCount is the most results a search returns, what the APIs allow.
