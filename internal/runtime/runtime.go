@@ -152,7 +152,9 @@ type Options struct {
 	// Cleared, when set, is called after a session's reset marker or its
 	// close is durable, on the node that wrote it, with no runtime lock
 	// held: what the session holds outside its log (its background
-	// processes) ends with it. It must not block.
+	// processes, its grants) ends with it. It runs on the session's
+	// worker before its next input, so it must be short: bounded work
+	// only (a store call under a deadline, no waiting on the session).
 	Cleared func(s store.Session)
 	// Accounts, when set, gives each turn its spending account and payer
 	// (a sub-agent's are its lineage's). nil: every turn pays alone,

@@ -37,9 +37,9 @@ type backend struct {
 
 // backends are the search APIs web_search knows, by agent's names.
 var backends = map[string]backend{
-	agent.SearchSearXNG: {request: searxngRequest, parse: searxngParse},
+	agent.SearchSearXNG: {request: searxngRequest, parse: resultsParse},
 	agent.SearchBrave:   {base: "https://api.search.brave.com", request: braveRequest, parse: braveParse},
-	agent.SearchTavily:  {base: "https://api.tavily.com", request: tavilyRequest, parse: tavilyParse},
+	agent.SearchTavily:  {base: "https://api.tavily.com", request: tavilyRequest, parse: resultsParse},
 }
 
 // endpoint returns base with path added to its own.
@@ -62,7 +62,9 @@ func searxngRequest(ctx context.Context, base *url.URL, _, query string, _ int) 
 	return http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 }
 
-func searxngParse(body []byte) ([]result, error) {
+// resultsParse reads the answer of SearXNG and Tavily alike: both give
+// {"results": [{"title", "url", "content"}]}.
+func resultsParse(body []byte) ([]result, error) {
 	var a struct {
 		Results []struct {
 			Title   string `json:"title"`
@@ -132,24 +134,6 @@ func tavilyRequest(ctx context.Context, base *url.URL, key, query string, count 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)
 	return req, nil
-}
-
-func tavilyParse(body []byte) ([]result, error) {
-	var a struct {
-		Results []struct {
-			Title   string `json:"title"`
-			URL     string `json:"url"`
-			Content string `json:"content"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, err
-	}
-	var out []result
-	for _, r := range a.Results {
-		out = append(out, result{r.Title, r.URL, r.Content})
-	}
-	return out, nil
 }
 
 // readAnswer reads a backend's answer: its body when the status is 2xx,
