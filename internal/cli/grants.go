@@ -63,7 +63,7 @@ func (e *env) grantsListCmd() *cobra.Command {
 				}
 				call := "any"
 				if g.Exact != "" {
-					call = cell(termSafe(strings.ReplaceAll(g.Exact, "\x00", " ")), 60)
+					call = cell(termSafe(strings.ReplaceAll(g.Exact, "\x00", " · ")), 60)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.ID, g.Agent, termSafe(g.Tool), session, call, cell(g.By, 20),
 					g.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"))

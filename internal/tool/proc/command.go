@@ -207,7 +207,7 @@ func visibleArgv(argv []string) []string {
 // (the workspace's root) as it is.
 func quoteDir(dir string) string {
 	if dir == "" {
-		return ""
+		return "." // the workspace itself
 	}
 	return quote(dir)
 }

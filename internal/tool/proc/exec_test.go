@@ -247,12 +247,12 @@ func TestPreviewCards(t *testing.T) {
 		{"exec", `{"argv": ["grep -r 'it''s' . | wc -l"], "shell": true}`, tool.Card{
 			Kind: tool.CardCommand, Title: `Run sh -c 'grep -r '\''it'\'''\''s'\'' . | wc -l' in the workspace (bwrap, no network)`,
 			Command: []string{"sh", "-c", "grep -r 'it''s' . | wc -l"}, Sandbox: "bwrap, no network", Shell: true,
-			Exact: `sh -c 'grep -r '\''it'\'''\''s'\'' . | wc -l'` + "\x00in  (shell)\x00sandbox bwrap, no network",
+			Exact: `sh -c 'grep -r '\''it'\'''\''s'\'' . | wc -l'` + "\x00in . (shell)\x00sandbox bwrap, no network",
 		}},
 		{"exec", `{"argv": ["python3"], "stdin": "print(1)\r\u001b[2K\n"}`, tool.Card{
 			Kind: tool.CardCommand, Title: "Run python3 in the workspace (bwrap, no network), 14 bytes on stdin",
 			Command: []string{"python3"}, Sandbox: "bwrap, no network", Input: `print(1)\r\x1b[2K` + "\n",
-			Exact: "python3\x00in \x00sandbox bwrap, no network\x00stdin sha256:" + sha256hex("print(1)\r\x1b[2K\n"),
+			Exact: "python3\x00in .\x00sandbox bwrap, no network\x00stdin sha256:" + sha256hex("print(1)\r\x1b[2K\n"),
 		}},
 		{"exec", `{"argv": ["rm", "a\nb\u202e"], "cwd": "s\u001brc"}`, tool.Card{
 			Kind: tool.CardCommand, Title: `Run rm $'a\nb\u202e' in "s\x1brc" (bwrap, no network)`,
