@@ -19,6 +19,17 @@ var etcFiles = []string{
 // into /usr; bound as they are on the host.
 var rootLinks = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 
+// procMasked are the files of /proc that show the host's kernel or act
+// on it (what Docker and Podman mask): each the kernel has is covered by
+// the host's /dev/null bound read-only, which bwrap mounts without device
+// access, so it can be neither read nor written.
+var procMasked = []string{"kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug", "sysrq-trigger"}
+
+// procReadOnly are the trees of /proc bound read-only: a command is uid 0
+// of the host when agentd is root, and /proc/sys checks only that uid
+// (kernel.core_pattern, kernel.modprobe: programs the kernel runs as root).
+var procReadOnly = []string{"sys", "irq", "bus", "fs", "acpi", "scsi", "asound"}
+
 // bwrapArgs returns bubblewrap's arguments (without the binary) to run
 // argv for sp: an allowlist of the host read-only, nothing of it writable
 // but the workspace, bound at its own host path.
@@ -39,10 +50,13 @@ func bwrapArgs(sp *Spec, dir string, root bool) []string {
 	for _, f := range etcFiles {
 		a = append(a, "--ro-bind-try", "/etc/"+f, "/etc/"+f)
 	}
+	a = append(a, "--proc", "/proc")
+	a = append(a, procArgs()...)
 	a = append(a,
-		"--proc", "/proc",
 		"--dev", "/dev",
 		"--size", strconv.FormatInt(int64(sp.Limits.Tmp), 10), "--tmpfs", "/tmp",
+	)
+	a = append(a,
 		"--bind", sp.Workspace, sp.Workspace,
 		"--chdir", dir,
 		"--unshare-all",
@@ -57,4 +71,21 @@ func bwrapArgs(sp *Spec, dir string, root bool) []string {
 	}
 	a = append(a, "--")
 	return append(a, sp.Argv...)
+}
+
+// procArgs covers /proc's masked files and read-only trees that this
+// kernel has (bwrap cannot bind over a name procfs does not show).
+func procArgs() []string {
+	var a []string
+	for _, name := range procMasked {
+		if _, err := os.Lstat("/proc/" + name); err == nil {
+			a = append(a, "--ro-bind", os.DevNull, "/proc/"+name)
+		}
+	}
+	for _, name := range procReadOnly {
+		if _, err := os.Lstat("/proc/" + name); err == nil {
+			a = append(a, "--ro-bind", "/proc/"+name, "/proc/"+name)
+		}
+	}
+	return a
 }
