@@ -52,9 +52,11 @@ func bwrapArgs(sp *Spec, dir string, root bool) []string {
 	}
 	a = append(a, "--proc", "/proc")
 	a = append(a, procArgs()...)
+	size := strconv.FormatInt(int64(sp.Limits.Tmp), 10)
 	a = append(a,
 		"--dev", "/dev",
-		"--size", strconv.FormatInt(int64(sp.Limits.Tmp), 10), "--tmpfs", "/tmp",
+		"--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
+		"--size", size, "--tmpfs", "/tmp",
 	)
 	a = append(a,
 		"--bind", sp.Workspace, sp.Workspace,
