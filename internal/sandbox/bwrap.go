@@ -62,6 +62,10 @@ func bwrapArgs(sp *Spec, dir string, root bool) []string {
 		"--bind", sp.Workspace, sp.Workspace,
 		"--chdir", dir,
 		"--unshare-all",
+		// A user namespace of the sandbox's own, in which no other can be
+		// made: user namespaces are how a command would get capabilities
+		// again (unshare fails with ENOSPC).
+		"--unshare-user", "--disable-userns",
 	)
 	if sp.Network {
 		a = append(a, "--share-net")
