@@ -30,10 +30,36 @@ var procMasked = []string{"kcore", "keys", "latency_stats", "timer_list", "timer
 // (kernel.core_pattern, kernel.modprobe: programs the kernel runs as root).
 var procReadOnly = []string{"sys", "irq", "bus", "fs", "acpi", "scsi", "asound"}
 
+// bwrapFDs are descriptors bwrap gets besides its standard ones; -1 for
+// none.
+type bwrapFDs struct {
+	seccomp int // the filter (seccompFile), read by --seccomp
+}
+
+// bwrapFiles returns the descriptors bwrap gets for sp, numbered from
+// first on as they are given to it, the files to give, and a func that
+// closes what bwrapFiles opened (the seccomp filter's pipe), to call once
+// bwrap is started.
+func bwrapFiles(sp *Spec, first int) (bwrapFDs, []*os.File, func(), error) {
+	fds := bwrapFDs{seccomp: -1}
+	var files []*os.File
+	done := func() {}
+	f, err := seccompFile()
+	if err != nil {
+		return fds, nil, done, err
+	}
+	if f != nil {
+		fds.seccomp = first + len(files)
+		files = append(files, f)
+		done = func() { f.Close() }
+	}
+	return fds, files, done, nil
+}
+
 // bwrapArgs returns bubblewrap's arguments (without the binary) to run
 // argv for sp: an allowlist of the host read-only, nothing of it writable
 // but the workspace, bound at its own host path.
-func bwrapArgs(sp *Spec, dir string, root bool) []string {
+func bwrapArgs(sp *Spec, dir string, root bool, fds bwrapFDs) []string {
 	a := []string{"--ro-bind", "/usr", "/usr"}
 	for _, name := range rootLinks {
 		fi, err := os.Lstat(name)
@@ -74,6 +100,9 @@ func bwrapArgs(sp *Spec, dir string, root bool) []string {
 	if root {
 		// As root bwrap keeps its capabilities in the sandbox unless told.
 		a = append(a, "--cap-drop", "ALL")
+	}
+	if fds.seccomp >= 0 {
+		a = append(a, "--seccomp", strconv.Itoa(fds.seccomp))
 	}
 	a = append(a, "--")
 	return append(a, sp.Argv...)

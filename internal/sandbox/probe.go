@@ -58,8 +58,15 @@ func (s *Sandbox) Probe() Report {
 	}
 	defer os.Remove(ws)
 	sp := &Spec{Argv: []string{"true"}, Workspace: ws, Limits: agent.Limits{}.WithDefaults()}
-	cmd := exec.CommandContext(ctx, p, bwrapArgs(sp, ws, isRoot())...)
+	fds, files, done, err := bwrapFiles(sp, 3)
+	if err != nil {
+		r.Problem = err.Error()
+		return r
+	}
+	defer done()
+	cmd := exec.CommandContext(ctx, p, bwrapArgs(sp, ws, isRoot(), fds)...)
 	cmd.Env = environ(sp, ws)
+	cmd.ExtraFiles = files
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		r.Problem = fmt.Sprintf("bwrap cannot make a sandbox here (%v: %s); as a user it needs user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)", err, strings.TrimSpace(string(out)))
