@@ -33,15 +33,16 @@ var procReadOnly = []string{"sys", "irq", "bus", "fs", "acpi", "scsi", "asound"}
 // bwrapFDs are descriptors bwrap gets besides its standard ones; -1 for
 // none.
 type bwrapFDs struct {
-	seccomp int // the filter (seccompFile), read by --seccomp
+	seccomp   int // the filter (seccompFile), read by --seccomp
+	workspace int // an open directory of the workspace, bound by --bind-fd
 }
 
 // bwrapFiles returns the descriptors bwrap gets for sp, numbered from
 // first on as they are given to it, the files to give, and a func that
 // closes what bwrapFiles opened (the seccomp filter's pipe), to call once
-// bwrap is started.
+// bwrap is started; sp.WorkspaceFD stays the caller's.
 func bwrapFiles(sp *Spec, first int) (bwrapFDs, []*os.File, func(), error) {
-	fds := bwrapFDs{seccomp: -1}
+	fds := bwrapFDs{seccomp: -1, workspace: -1}
 	var files []*os.File
 	done := func() {}
 	f, err := seccompFile()
@@ -53,12 +54,18 @@ func bwrapFiles(sp *Spec, first int) (bwrapFDs, []*os.File, func(), error) {
 		files = append(files, f)
 		done = func() { f.Close() }
 	}
+	if sp.WorkspaceFD != nil {
+		fds.workspace = first + len(files)
+		files = append(files, sp.WorkspaceFD)
+	}
 	return fds, files, done, nil
 }
 
 // bwrapArgs returns bubblewrap's arguments (without the binary) to run
 // argv for sp: an allowlist of the host read-only, nothing of it writable
-// but the workspace, bound at its own host path.
+// but the workspace, bound at its own host path (from fds.workspace when
+// it is open, so the directory bound is the one opened, whatever the path
+// names by then).
 func bwrapArgs(sp *Spec, dir string, root bool, fds bwrapFDs) []string {
 	a := []string{"--ro-bind", "/usr", "/usr"}
 	for _, name := range rootLinks {
@@ -84,8 +91,12 @@ func bwrapArgs(sp *Spec, dir string, root bool, fds bwrapFDs) []string {
 		"--perms", "1777", "--size", size, "--tmpfs", "/dev/shm",
 		"--size", size, "--tmpfs", "/tmp",
 	)
+	if fds.workspace >= 0 {
+		a = append(a, "--bind-fd", strconv.Itoa(fds.workspace), sp.Workspace)
+	} else {
+		a = append(a, "--bind", sp.Workspace, sp.Workspace)
+	}
 	a = append(a,
-		"--bind", sp.Workspace, sp.Workspace,
 		"--chdir", dir,
 		"--unshare-all",
 		// A user namespace of the sandbox's own, in which no other can be

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"time"
 
@@ -50,16 +51,22 @@ const (
 // Spec is one command to run.
 type Spec struct {
 	Argv      []string
-	Dir       string   // host path of the working directory (inside Workspace)
-	Workspace string   // host path bound read-write
-	Env       []string // KEY=value, besides the minimal set the sandbox sets
-	Mode      string   // agent.SandboxBwrap | SandboxAuto | SandboxNone
-	Network   bool
-	Limits    agent.Limits // WithDefaults applied by the caller
-	Timeout   time.Duration
-	Stdin     io.Reader // nil: /dev/null
-	Stdout    io.Writer
-	Stderr    io.Writer
+	Dir       string // host path of the working directory (inside Workspace)
+	Workspace string // host path bound read-write
+	// WorkspaceFD, when set, is an open directory of Workspace (O_PATH
+	// or O_RDONLY|O_DIRECTORY; the caller's, left open): bwrap binds the
+	// directory it holds at Workspace, so the path swapped for a symlink
+	// or another folder after it was opened changes nothing. Unset, bwrap
+	// binds the path.
+	WorkspaceFD *os.File
+	Env         []string // KEY=value, besides the minimal set the sandbox sets
+	Mode        string   // agent.SandboxBwrap | SandboxAuto | SandboxNone
+	Network     bool
+	Limits      agent.Limits // WithDefaults applied by the caller
+	Timeout     time.Duration
+	Stdin       io.Reader // nil: /dev/null
+	Stdout      io.Writer
+	Stderr      io.Writer
 }
 
 // Exit is how a command ended.
