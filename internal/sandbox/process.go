@@ -76,6 +76,7 @@ func (s *Sandbox) Start(ctx context.Context, sp *Spec) (*Process, error) {
 		Rlimits:    rlimits(l, g != nil),
 		NoNewPrivs: true,
 		Parent:     os.Getpid(),
+		Files:      len(extra),
 	}
 	if g != nil {
 		cfg.Procs = g.procs()
