@@ -77,7 +77,7 @@ func self(t *testing.T) (ws, bin string) {
 // "@name"): they have no file permissions, only the peer's credentials,
 // and the command's are uid 0 when agentd runs as root. A root-only
 // service on an abstract socket takes the sandboxed command for root.
-// docs/tools.md says "network" gives the network; it gives this too.
+// docs/tools.md ("The network") states it as a limit of exec.network.
 // A user namespace mapping the command to another uid (--unshare-user
 // --uid 65534) makes the credentials honest; a network namespace of its
 // own with a user-mode stack (pasta, slirp4netns) keeps the sockets out.
