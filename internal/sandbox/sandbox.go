@@ -1,11 +1,13 @@
 // Package sandbox runs one command of an agent confined: in bubblewrap
 // (a read-only allowlist of the host, the workspace read-write, a private
-// /tmp, no network unless asked), with its resources bounded by a cgroup
-// where agentd may make one and by rlimits otherwise, and with a watch on
-// the disk it fills. Every command starts through a helper, agentd itself
-// re-run as "agentd __sandbox", which puts itself in the command's cgroup
-// and sets the limits before it becomes the command (or bwrap), so every
-// process of the command is bounded from its first instruction.
+// /tmp, /proc's kernel-facing parts read-only, no user namespace of its
+// own, a seccomp filter, no network unless asked), with its resources
+// bounded by a cgroup where agentd may make one and by rlimits otherwise,
+// and with a watch on the disk it fills. Every command starts through a
+// helper, agentd itself re-run as "agentd __sandbox", which puts itself in
+// the command's cgroup and sets the limits before it becomes the command
+// (or bwrap), so every process of the command is bounded from its first
+// instruction.
 //
 // A crash of agentd leaves no command running: the helper carries
 // PR_SET_PDEATHSIG and bwrap --die-with-parent, so the whole tree is killed

@@ -20,7 +20,7 @@ import (
 // is given.
 
 // seccompEPERM is what a refused call returns.
-var seccompEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+const seccompEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
 
 // seccompData's offsets (struct seccomp_data: int nr; __u32 arch; ...).
 const (
