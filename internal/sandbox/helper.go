@@ -27,6 +27,7 @@ type helperConfig struct {
 	Rlimits    []rlimitV `json:"rlimits"`
 	NoNewPrivs bool      `json:"no_new_privs"`
 	Parent     int       `json:"parent"` // agentd's pid: the helper refuses to run once it is gone
+	Files      int       `json:"files"`  // descriptors from helperFD+1 on that the command (bwrap) is given
 }
 
 type rlimitV struct {
@@ -91,6 +92,9 @@ func runHelper() error {
 	if os.Getppid() != c.Parent {
 		return fmt.Errorf("agentd ended before the command started")
 	}
+	if err := closeOnExecFrom(helperFD + 1 + c.Files); err != nil {
+		return fmt.Errorf("close descriptors: %w", err)
+	}
 	path, err := lookPath(c.Argv[0], c.Env)
 	if err != nil {
 		return err
@@ -117,4 +121,32 @@ func lookPath(name string, env []string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("exec %s: not found in PATH", name)
+}
+
+// closeRangeCloexec is close_range(2)'s CLOSE_RANGE_CLOEXEC.
+const closeRangeCloexec = 1 << 2
+
+// closeOnExecFrom marks every descriptor from first on close-on-exec:
+// one agentd inherited without it (from what started agentd) would
+// otherwise reach the command, and in bwrap a directory of the host's
+// tree leads out of the sandbox.
+func closeOnExecFrom(first int) error {
+	if unix.CloseRange(uint(first), ^uint(0), closeRangeCloexec) == nil {
+		return nil
+	}
+	// A kernel before 5.11: one by one.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < first {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && err != unix.EBADF {
+			return err
+		}
+	}
+	return nil
 }

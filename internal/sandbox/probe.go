@@ -11,6 +11,10 @@ import (
 	"agentd/internal/agent"
 )
 
+// MinBwrap is the oldest bubblewrap agentd runs commands with: the first
+// with --disable-userns and --bind-fd.
+const MinBwrap = "0.8.0"
+
 // Report is what Probe found: whether commands can run in bubblewrap and
 // how each limit holds.
 type Report struct {
@@ -58,11 +62,21 @@ func (s *Sandbox) Probe() Report {
 	}
 	defer os.Remove(ws)
 	sp := &Spec{Argv: []string{"true"}, Workspace: ws, Limits: agent.Limits{}.WithDefaults()}
-	cmd := exec.CommandContext(ctx, p, bwrapArgs(sp, ws, isRoot())...)
+	fds, files, done, err := bwrapFiles(sp, 3)
+	if err != nil {
+		r.Problem = err.Error()
+		return r
+	}
+	defer done()
+	cmd := exec.CommandContext(ctx, p, bwrapArgs(sp, ws, isRoot(), fds)...)
 	cmd.Env = environ(sp, ws)
+	cmd.ExtraFiles = files
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		r.Problem = fmt.Sprintf("bwrap cannot make a sandbox here (%v: %s); as a user it needs user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)", err, strings.TrimSpace(string(out)))
+		if strings.Contains(string(out), "Unknown option") {
+			r.Problem = fmt.Sprintf("bwrap is older than agentd needs (%s); agentd needs bubblewrap %s or later", strings.TrimSpace(string(out)), MinBwrap)
+		}
 		return r
 	}
 	r.Runs = true

@@ -56,8 +56,15 @@ func (s *Sandbox) Start(ctx context.Context, sp *Spec) (*Process, error) {
 	spec := *sp
 	spec.Limits = l
 	argv := spec.Argv
+	var extra []*os.File // the helper's descriptors from helperFD+1 on, which bwrap inherits
 	if mode == agent.SandboxBwrap {
-		argv = append([]string{bwrap}, bwrapArgs(&spec, dir, s.isRoot)...)
+		fds, files, done, err := bwrapFiles(&spec, helperFD+1)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		extra = files
+		argv = append([]string{bwrap}, bwrapArgs(&spec, dir, s.isRoot, fds)...)
 	}
 	g, err := s.cg.create(l)
 	if err != nil {
@@ -69,12 +76,13 @@ func (s *Sandbox) Start(ctx context.Context, sp *Spec) (*Process, error) {
 		Rlimits:    rlimits(l, g != nil),
 		NoNewPrivs: true,
 		Parent:     os.Getpid(),
+		Files:      len(extra),
 	}
 	if g != nil {
 		cfg.Procs = g.procs()
 	}
 	p := &Process{mode: mode, group: g, done: make(chan struct{})}
-	if err := p.start(s.o.Helper, dir, &spec, &cfg); err != nil {
+	if err := p.start(s.o.Helper, dir, &spec, &cfg, extra); err != nil {
 		if g != nil {
 			g.remove()
 		}
@@ -126,9 +134,9 @@ func rlimits(l agent.Limits, cgroup bool) []rlimitV {
 	return r
 }
 
-// start starts the helper with its config on fd 3 and the command's
-// standard files.
-func (p *Process) start(helper []string, dir string, sp *Spec, cfg *helperConfig) error {
+// start starts the helper with its config on fd 3, the command's
+// standard files and extra from fd 4 on.
+func (p *Process) start(helper []string, dir string, sp *Spec, cfg *helperConfig, extra []*os.File) error {
 	cr, cw, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -161,7 +169,7 @@ func (p *Process) start(helper []string, dir string, sp *Spec, cfg *helperConfig
 	p.proc, err = os.StartProcess(helper[0], helper, &os.ProcAttr{
 		Dir:   dir,
 		Env:   cfg.Env,
-		Files: []*os.File{stdin, stdout, stderr, cr},
+		Files: append([]*os.File{stdin, stdout, stderr, cr}, extra...),
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {

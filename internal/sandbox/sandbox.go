@@ -1,11 +1,13 @@
 // Package sandbox runs one command of an agent confined: in bubblewrap
 // (a read-only allowlist of the host, the workspace read-write, a private
-// /tmp, no network unless asked), with its resources bounded by a cgroup
-// where agentd may make one and by rlimits otherwise, and with a watch on
-// the disk it fills. Every command starts through a helper, agentd itself
-// re-run as "agentd __sandbox", which puts itself in the command's cgroup
-// and sets the limits before it becomes the command (or bwrap), so every
-// process of the command is bounded from its first instruction.
+// /tmp, /proc's kernel-facing parts read-only, no user namespace of its
+// own, a seccomp filter, no network unless asked), with its resources
+// bounded by a cgroup where agentd may make one and by rlimits otherwise,
+// and with a watch on the disk it fills. Every command starts through a
+// helper, agentd itself re-run as "agentd __sandbox", which puts itself in
+// the command's cgroup and sets the limits before it becomes the command
+// (or bwrap), so every process of the command is bounded from its first
+// instruction.
 //
 // A crash of agentd leaves no command running: the helper carries
 // PR_SET_PDEATHSIG and bwrap --die-with-parent, so the whole tree is killed
@@ -20,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"time"
 
@@ -50,16 +53,22 @@ const (
 // Spec is one command to run.
 type Spec struct {
 	Argv      []string
-	Dir       string   // host path of the working directory (inside Workspace)
-	Workspace string   // host path bound read-write
-	Env       []string // KEY=value, besides the minimal set the sandbox sets
-	Mode      string   // agent.SandboxBwrap | SandboxAuto | SandboxNone
-	Network   bool
-	Limits    agent.Limits // WithDefaults applied by the caller
-	Timeout   time.Duration
-	Stdin     io.Reader // nil: /dev/null
-	Stdout    io.Writer
-	Stderr    io.Writer
+	Dir       string // host path of the working directory (inside Workspace)
+	Workspace string // host path bound read-write
+	// WorkspaceFD, when set, is an open directory of Workspace (O_PATH
+	// or O_RDONLY|O_DIRECTORY; the caller's, left open): bwrap binds the
+	// directory it holds at Workspace, so the path swapped for a symlink
+	// or another folder after it was opened changes nothing. Unset, bwrap
+	// binds the path.
+	WorkspaceFD *os.File
+	Env         []string // KEY=value, besides the minimal set the sandbox sets
+	Mode        string   // agent.SandboxBwrap | SandboxAuto | SandboxNone
+	Network     bool
+	Limits      agent.Limits // WithDefaults applied by the caller
+	Timeout     time.Duration
+	Stdin       io.Reader // nil: /dev/null
+	Stdout      io.Writer
+	Stderr      io.Writer
 }
 
 // Exit is how a command ended.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -162,5 +163,19 @@ func TestBadSpec(t *testing.T) {
 		if _, err := sandbox.New(nil).Start(context.Background(), sp); !errors.Is(err, sandbox.ErrSpec) {
 			t.Errorf("%s: Start = %v, want ErrSpec", name, err)
 		}
+	}
+}
+
+// TestProbeOldBwrap: a bubblewrap without the options agentd gives it is
+// named as too old, with the version agentd needs.
+func TestProbeOldBwrap(t *testing.T) {
+	old := filepath.Join(t.TempDir(), "bwrap")
+	script := "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.6.1'; exit 0; }\necho 'bwrap: Unknown option --disable-userns' >&2; exit 1\n"
+	if err := os.WriteFile(old, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := sandbox.New(&sandbox.Options{Bwrap: old}).Probe()
+	if r.Runs || !strings.Contains(r.Problem, "older than agentd needs") || !strings.Contains(r.Problem, sandbox.MinBwrap) {
+		t.Errorf("Probe with bubblewrap 0.6.1: %+v; want it named too old", r)
 	}
 }

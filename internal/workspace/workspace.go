@@ -65,6 +65,18 @@ func (w *Workspace) Dir() string { return w.dir }
 // Root is the os.Root every access goes through.
 func (w *Workspace) Root() *os.Root { return w.root }
 
+// OpenDir returns a new open handle of the workspace's directory, the
+// one its Root holds (opened relative to it, not looked up by path), for
+// the sandbox to bind: a path renamed or swapped for a symlink since Open
+// does not change what it names. The caller closes it.
+func (w *Workspace) OpenDir() (*os.File, error) {
+	f, err := w.root.Open(".")
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return f, nil
+}
+
 // Close closes the root.
 func (w *Workspace) Close() error { return w.root.Close() }
 

@@ -236,3 +236,35 @@ func TestSet(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// TestOpenDir: the handle OpenDir gives is the directory the workspace
+// opened, even once its path names another.
+func TestOpenDir(t *testing.T) {
+	w, base := fixture(t)
+	if err := os.WriteFile(filepath.Join(w.Dir(), "mine"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(w.Dir(), filepath.Join(base, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "outside"), w.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := w.OpenDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil || strings.Join(names, ",") != "mine" {
+		t.Errorf("OpenDir after the path was swapped lists %q, %v; want the workspace's own [mine]", names, err)
+	}
+	fi, err := f.Stat()
+	if err != nil || !fi.IsDir() {
+		t.Fatalf("Stat = %v, %v; want a directory", fi, err)
+	}
+	moved, _ := os.Stat(filepath.Join(base, "moved"))
+	if !os.SameFile(fi, moved) {
+		t.Errorf("OpenDir is not the directory the workspace opened")
+	}
+}

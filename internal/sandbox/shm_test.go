@@ -1,5 +1,3 @@
-//go:build attack
-
 package sandbox_test
 
 import (

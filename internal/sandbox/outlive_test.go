@@ -1,5 +1,3 @@
-//go:build attack
-
 package sandbox_test
 
 import (
@@ -29,15 +27,18 @@ import (
 // makes cgroups, the next agentd to start on the machine kills it (Sweep);
 // without cgroups (agentd as another user than root) nothing does.
 // Here with gdb and python3; any program that can ptrace does the same.
-// A seccomp filter refusing ptrace (bwrap --seccomp), or Yama's
-// ptrace_scope 1 (init is the command's ancestor), would hold it.
+// agentd's seccomp filter (bwrap --seccomp) refuses ptrace, so gdb cannot
+// attach and init still dies with agentd, taking the command with it.
+// TestPtraceRefused checks the refusal itself with python3 alone.
 func TestAttackOutliveAgentd(t *testing.T) {
 	if os.Getenv("AGENTD_ATTACK_PARENT") != "" {
 		return
 	}
 	needBwrap(t)
-	if _, err := exec.LookPath("gdb"); err != nil {
-		t.Skip("gdb is not installed: the probe uses it to ptrace bwrap's init")
+	for _, p := range []string{"gdb", "python3"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed: the probe uses gdb to ptrace bwrap's init and python3 to clear its own death signal; TestPtraceRefused checks the refusal with python3 alone", p)
+		}
 	}
 	mark := fmt.Sprintf("3000.%d", time.Now().UnixNano()%1e9)
 	ws := t.TempDir()
@@ -153,4 +154,37 @@ exec python3 -c 'import ctypes, os; ctypes.CDLL(None).prctl(1, 0, 0, 0, 0); os.e
 func psMarked(mark string) string {
 	out, _ := exec.Command("sh", "-c", "for p in $(pgrep -f "+mark+"); do echo $p $(cat /proc/$p/status | grep -E 'PPid|SigCgt|State' | tr '\\n' ' ') $(cat /proc/$p/cgroup | grep pids); done").CombinedOutput()
 	return string(out)
+}
+
+// TestPtraceRefused: a command cannot trace another process of its
+// sandbox (here bwrap's init, pid 1, which holds its tie to agentd's
+// life) nor read or write another's memory: the seccomp filter answers
+// EPERM.
+func TestPtraceRefused(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the probe calls ptrace through its ctypes")
+	}
+	const probe = `import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+if libc.ptrace(16, 1, None, None) == 0:
+    print("ATTACHED")
+    os.waitpid(1, 0x40000000)
+    libc.ptrace(17, 1, None, None)
+else:
+    print("ptrace: " + os.strerror(ctypes.get_errno()))
+buf = ctypes.create_string_buffer(8)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+local, remote = iovec(ctypes.addressof(buf), 8), iovec(0x10000, 8)
+libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+n = libc.process_vm_readv(1, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+print("process_vm_readv:", os.strerror(ctypes.get_errno()) if n < 0 else n)
+`
+	r := run(t, &sandbox.Spec{Argv: []string{"python3", "-c", probe}})
+	want := "ptrace: Operation not permitted\nprocess_vm_readv: Operation not permitted\n"
+	if r.out != want {
+		t.Errorf("in bwrap, a command traced or read pid 1: %+v %q; want %q", r.exit, r.out, want)
+	}
 }
