@@ -146,7 +146,7 @@ func (m *Manager) launch(p *prepared, first string) (*bgProc, error) {
 		out: newRing(m.o.OutputBytes), done: make(chan struct{})}
 	b.stdin = newStdin(pw, m.o.StdinBytes)
 	p.spec.Stdin, p.spec.Stdout, p.spec.Stderr = pr, b.out, b.out
-	b.p, err = m.run.Start(m.ctx, &p.spec)
+	b.p, err = m.startIn(m.ctx, p)
 	pr.Close() // the command holds its own copy
 	if err != nil {
 		pw.Close()

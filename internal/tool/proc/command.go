@@ -1,9 +1,11 @@
 package proc
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -33,7 +35,30 @@ type prepared struct {
 	settings Settings
 	dir      string // the working directory relative to the workspace; "" is its root
 	shell    bool
-	stdin    string // exec's; process start gives its own to the process
+	stdin    string    // exec's; process start gives its own to the process
+	ws       Workspace // where it runs
+}
+
+// DirOpener is the optional ability of a Workspace to give a new open
+// handle of its own directory (workspace.Workspace.OpenDir): the sandbox
+// binds that directory, not whatever its path names by the time bubblewrap
+// looks it up.
+type DirOpener interface {
+	OpenDir() (*os.File, error)
+}
+
+// startIn starts p's command, its workspace bound by descriptor where the
+// workspace can give one.
+func (m *Manager) startIn(ctx context.Context, p *prepared) (Process, error) {
+	if o, ok := p.ws.(DirOpener); ok {
+		f, err := o.OpenDir()
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		defer f.Close() // the sandbox has bound it (or given it on) once Start returns
+		p.spec.WorkspaceFD = f
+	}
+	return m.run.Start(ctx, &p.spec)
 }
 
 // prepare checks cmd for agentID: argv, the shell, the working directory
@@ -87,6 +112,7 @@ func (m *Manager) prepare(agentID string, cmd *command) (*prepared, error) {
 		settings: st,
 		dir:      filepath.ToSlash(dir),
 		shell:    shell,
+		ws:       ws,
 	}, nil
 }
 

@@ -99,7 +99,7 @@ func (t *execTool) Call(ctx context.Context, c *tool.Call) (tool.Result, error) 
 	}
 	out := newRing(outputLimit(p.settings.Exec.MaxOutputBytes, c.MaxOutputBytes))
 	p.spec.Stdout, p.spec.Stderr = out, out
-	proc, err := t.m.run.Start(ctx, &p.spec)
+	proc, err := t.m.startIn(ctx, p)
 	if err != nil {
 		return tool.Result{}, fmt.Errorf("exec: %w", err)
 	}

@@ -1,5 +1,3 @@
-//go:build attack
-
 package proc
 
 import (
@@ -17,9 +15,9 @@ import (
 	"agentd/internal/workspace"
 )
 
-// TestAttackWorkspaceSwappedBeforeTheBind: the file tools hold the
-// workspace open (os.Root), but the sandbox is given its path: bwrap
-// binds whatever that path names when the command starts. Where
+// TestWorkspaceSwappedBeforeTheBind: the file tools hold the workspace
+// open (os.Root), and so does the sandbox: were it given the path, bwrap
+// would bind whatever that path names when the command starts. Where
 // someone else may rename in the workspace's parent — another local
 // user, when workspace: is under a shared folder; or another agent, when
 // one agent's workspace holds another's (workspace: workspace, or
@@ -27,12 +25,9 @@ import (
 // symlink to / behind — swapping the folder for a symlink between HostDir's check and
 // bwrap's --bind gives the command another folder of the host,
 // read-write: here a stand-in for /etc. bwrap 0.8's --bind-fd binds an
-// open directory; given the workspace's own descriptor, no path is
-// looked up again.
-func TestAttackWorkspaceSwappedBeforeTheBind(t *testing.T) {
-	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("bubblewrap is not installed")
-	}
+// open directory; given the workspace's own descriptor (DirOpener), no
+// path is looked up again.
+func TestWorkspaceSwappedBeforeTheBind(t *testing.T) {
 	shared, err := filepath.EvalSymlinks(t.TempDir()) // a folder another user may write
 	if err != nil {
 		t.Fatal(err)
