@@ -311,3 +311,15 @@ func pct(ds []time.Duration, p int) float64 {
 	}
 	return float64(s[i].Microseconds()) / 1000
 }
+
+// orCount sets *v, when it is not set (≤ 0), to a run's default count:
+// quick's in a --quick run, else full's.
+func orCount(v *int, full, quick int, isQuick bool) {
+	if *v > 0 {
+		return
+	}
+	*v = full
+	if isQuick {
+		*v = quick
+	}
+}

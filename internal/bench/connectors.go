@@ -122,14 +122,7 @@ func newConnConfig(o *ConnectorsOptions) (connConfig, error) {
 	}
 	c := connConfig{users: o.Users, perUser: o.PerUser, latency: o.Latency, streams: o.Streams, chars: o.StreamChars,
 		sync: o.Synchronous, exe: o.Executable, ver: o.Version, quick: o.Quick}
-	def := func(v *int, full, quick int) {
-		if *v <= 0 {
-			*v = full
-			if c.quick {
-				*v = quick
-			}
-		}
-	}
+	def := func(v *int, full, quick int) { orCount(v, full, quick, c.quick) }
 	def(&c.users, 50, 5)
 	def(&c.perUser, 20, 4)
 	def(&c.latency, 500, 20)

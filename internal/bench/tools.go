@@ -121,14 +121,7 @@ func newToolsConfig(o *ToolsOptions) (toolsConfig, error) {
 	}
 	c := toolsConfig{execs: o.Execs, files: o.Files, greps: o.Greps, reads: o.Reads, turns: o.Turns,
 		exe: o.Executable, ver: o.Version, serveMode: o.ServeSandbox, quick: o.Quick}
-	def := func(v *int, full, quick int) {
-		if *v <= 0 {
-			*v = full
-			if c.quick {
-				*v = quick
-			}
-		}
-	}
+	def := func(v *int, full, quick int) { orCount(v, full, quick, c.quick) }
 	def(&c.execs, 200, 20)
 	def(&c.files, 100_000, 10_000)
 	def(&c.greps, 5, 3)
