@@ -103,7 +103,8 @@ func TestHookRunsOncePerDelivery(t *testing.T) {
 	e := hookEnv(t)
 	ctx := context.Background()
 	body := `{"action":"opened","number":7}`
-	first, err := e.r.Hook(ctx, "gh", signed("s3cret", body, "d1", time.Now()))
+	now := time.Now() // the first request's second, which the same request below repeats
+	first, err := e.r.Hook(ctx, "gh", signed("s3cret", body, "d1", now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestHookRunsOncePerDelivery(t *testing.T) {
 	if res, err := r2.Hook(ctx, "gh", again); !errors.Is(err, job.ErrDelivered) || res.Run != first.Run {
 		t.Fatalf("replay after a restart: %+v, %v; want ErrDelivered with run %s", res, err, first.Run)
 	}
-	if res, err := e.r.Hook(ctx, "gh", signed("s3cret", body, "d2", time.Now())); !errors.Is(err, job.ErrDelivered) || res.Run != first.Run {
+	if res, err := e.r.Hook(ctx, "gh", signed("s3cret", body, "d2", now)); !errors.Is(err, job.ErrDelivered) || res.Run != first.Run {
 		t.Fatalf("the same request (the same second, the same MAC) as a new delivery: %+v, %v; want ErrDelivered with run %s", res, err, first.Run)
 	}
 	if _, err := e.r.Hook(ctx, "gh", signed("s3cret", `{"action":"closed","number":7}`, "d2", time.Now())); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,12 @@ func RunHelperIfAsked() {
 // runHelper joins the cgroups, sets the limits and becomes the command;
 // it returns only on failure.
 func runHelper() error {
+	// The parent-death signal and no-new-privileges belong to a thread,
+	// not the process, and exec keeps only the calling thread's: the
+	// goroutine stays on one thread, which sets both and execs. (The
+	// death signal set at fork is the main thread's; exec from another
+	// thread would drop it, and the command would outlive agentd.)
+	runtime.LockOSThread()
 	f := os.NewFile(helperFD, "sandbox-config")
 	b, err := io.ReadAll(f)
 	f.Close()
@@ -87,8 +94,11 @@ func runHelper() error {
 			return fmt.Errorf("no new privileges: %w", err)
 		}
 	}
-	// The parent may be gone already: then the death signal set at fork
-	// never comes, so do not run.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("parent-death signal: %w", err)
+	}
+	// The parent may be gone already: then the death signal never comes,
+	// so do not run.
 	if os.Getppid() != c.Parent {
 		return fmt.Errorf("agentd ended before the command started")
 	}
