@@ -31,7 +31,8 @@ func (r *Registry) ExtensionType() extension.Type {
 // reach other agents), type system or tags (a system agent is the
 // node's own, and a tag such as #memory-keeper is what people address),
 // or a workspace, sandbox or exec block (where its commands and files
-// reach, and with what network).
+// reach, and with what network), or an identity server (where every
+// message lifecycle is sent).
 func agentMachine(spec json.RawMessage) bool {
 	var v struct {
 		MCPServers map[string]json.RawMessage `json:"mcp_servers"`
@@ -43,12 +44,13 @@ func agentMachine(spec json.RawMessage) bool {
 		Workspace  string                     `json:"workspace"`
 		Sandbox    string                     `json:"sandbox"`
 		Exec       json.RawMessage            `json:"exec"`
+		Identity   string                     `json:"identity_server"`
 	}
 	if json.Unmarshal(spec, &v) != nil || len(v.MCPServers) > 0 || len(v.Bootstrap) > 0 {
 		return true
 	}
 	if isSet(v.Extensions) || isSet(v.Agents) || v.Type == TypeSystem || len(v.Tags) > 0 ||
-		v.Workspace != "" || v.Sandbox != "" || isSet(v.Exec) {
+		v.Workspace != "" || v.Sandbox != "" || isSet(v.Exec) || v.Identity != "" {
 		return true
 	}
 	// A model at another base_url gets the provider's key from the

@@ -13,6 +13,28 @@ const (
 	SandboxNone  = "none"  // commands run as agentd's user, in the workspace, with the limits alone
 )
 
+// Tool protocols (Definition.ToolProtocol, Model.ToolProtocol).
+const (
+	ToolProtocolAuto   = "auto"   // native until the server refuses tools, then xml (the default)
+	ToolProtocolNative = "native" // the provider's tool calling
+	ToolProtocolXML    = "xml"    // actions and outputs as XML elements in the model's text
+)
+
+// ToolProtocols are the values tool_protocol takes ("" is ToolProtocolAuto).
+var ToolProtocols = []string{ToolProtocolAuto, ToolProtocolNative, ToolProtocolXML}
+
+// Protocol returns the tool protocol the agent uses with model m: m's own,
+// else the agent's, else ToolProtocolAuto.
+func (d *Definition) Protocol(m *Model) string {
+	switch {
+	case m != nil && m.ToolProtocol != "":
+		return m.ToolProtocol
+	case d.ToolProtocol != "":
+		return d.ToolProtocol
+	}
+	return ToolProtocolAuto
+}
+
 // SandboxModes are the values Definition.Sandbox takes ("" is SandboxBwrap).
 var SandboxModes = []string{SandboxBwrap, SandboxAuto, SandboxNone}
 

@@ -59,9 +59,15 @@ type Definition struct {
 	Model        Model      `yaml:"model" json:"model"`
 	SystemPrompt string     `yaml:"system_prompt" json:"system_prompt,omitempty"`
 	Tools        ToolPolicy `yaml:"tools" json:"tools"`
-	Budgets      Budgets    `yaml:"budgets" json:"budgets"`
-	Memory       Memory     `yaml:"memory" json:"memory"`
-	Inbox        Inbox      `yaml:"inbox" json:"inbox"`
+	// ToolProtocol is how the model calls tools: native (the provider's
+	// tool calling), xml (actions and outputs written as XML elements in
+	// the text, for models without tool calling) or auto (the default:
+	// native until the model's server refuses tools, then xml for that
+	// model). A model entry's tool_protocol overrides it for that model.
+	ToolProtocol string  `yaml:"tool_protocol" json:"tool_protocol,omitempty"`
+	Budgets      Budgets `yaml:"budgets" json:"budgets"`
+	Memory       Memory  `yaml:"memory" json:"memory"`
+	Inbox        Inbox   `yaml:"inbox" json:"inbox"`
 
 	// MCPServers are this agent's own MCP servers, by name; their tools are
 	// offered to this agent only.
@@ -95,6 +101,11 @@ type Definition struct {
 	Sandbox string `yaml:"sandbox" json:"sandbox,omitempty"`
 	// Exec configures the exec and process tools.
 	Exec ExecPolicy `yaml:"exec" json:"exec,omitzero"`
+	// IdentityServer is the URL of an identity server (an MCP server over
+	// streamable HTTP, docs/identity-server.md) the agent registers with
+	// at start and logs every message lifecycle to. Machine-level: an
+	// agent-written row may not set it.
+	IdentityServer string `yaml:"identity_server" json:"identity_server,omitempty"`
 
 	// File is the file the definition was loaded from ("" if built in).
 	File string `yaml:"-" json:"file,omitempty"`
@@ -185,6 +196,9 @@ type Model struct {
 	// false, agentd asks for each response whole, for servers that cannot
 	// stream (some cannot stream tool calls); see Streams.
 	Stream *bool `yaml:"stream" json:"stream,omitempty"`
+	// ToolProtocol overrides the agent's tool_protocol for this model
+	// ("" keeps the agent's).
+	ToolProtocol string `yaml:"tool_protocol" json:"tool_protocol,omitempty"`
 	// Fallbacks are tried in order when this model fails for good.
 	Fallbacks []Model `yaml:"fallbacks" json:"fallbacks,omitempty"`
 }

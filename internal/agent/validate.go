@@ -125,6 +125,7 @@ func (c *checker) definition(d *Definition, id string) {
 		c.add("id", "must match the file name %q, got %q", id, d.ID)
 	}
 	c.oneOf("type", d.Type, Types())
+	c.oneOf("tool_protocol", d.ToolProtocol, ToolProtocols)
 	if d.Type == TypeSystem && len(d.Tags) == 0 {
 		c.add("tags", "a system agent needs at least one tag: it is addressed by it (#tag)")
 	}
@@ -380,6 +381,7 @@ func (c *checker) model(p string, m *Model, top bool) {
 	}
 	c.duration(p+".timeout", m.Timeout)
 	c.duration(p+".idle_timeout", m.IdleTimeout)
+	c.oneOf(p+".tool_protocol", m.ToolProtocol, ToolProtocols)
 	if !top && len(m.Fallbacks) > 0 {
 		c.add(p+".fallbacks", "a fallback cannot have fallbacks of its own")
 		return

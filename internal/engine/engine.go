@@ -137,6 +137,15 @@ type Options struct {
 	// Now is the clock a call's approval is signed by (its signedAt);
 	// default time.Now.
 	Now func() time.Time
+	// Working, if set, returns a session's working memory (by session
+	// address "agent/key"), shown to the model each step.
+	Working func(ctx context.Context, session string) (map[string]json.RawMessage, error)
+	// Contexts, if set, prepares the context instance a message names
+	// (LifecycleOptions.ContextRef); without it such a message fails.
+	Contexts ContextSource
+	// Outputs, if set, lists the output types each agent may produce
+	// besides text.
+	Outputs OutputTypes
 }
 
 // Engine runs turns. It is safe for concurrent use; each turn is independent.

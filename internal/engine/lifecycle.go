@@ -93,6 +93,9 @@ type LifecycleOptions struct {
 	// is lower than the agent's or the agent has none. They never loosen
 	// the agent's; max_usd_per_day stays the agent's.
 	Budgets *agent.Budgets `json:"budgets,omitempty"`
+	// ContextRef is the context instance the message runs in (a context
+	// type and its args); nil: none.
+	ContextRef *ContextRef `json:"contextRef,omitempty"`
 }
 
 // Tighter returns b with each limit of t that is stricter put in its

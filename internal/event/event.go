@@ -199,6 +199,17 @@ type TurnEndData struct {
 	OutputTokens int     `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
 	DurationMS   float64 `json:"duration_ms"`
+	// Outputs are the turn's outputs in order (the text reply is one of
+	// type text); absent for a turn that produced none.
+	Outputs []OutputRef `json:"outputs,omitempty"`
+}
+
+// OutputRef is one output of a turn.
+type OutputRef struct {
+	Type   string `json:"type"`              // text, message, artifact, memory, or an output extension's name
+	CallID string `json:"call_id,omitempty"` // the output tool call that handled it ("" for text)
+	Status string `json:"status"`            // ok or error
+	Error  string `json:"error,omitempty"`   // why the handler refused it
 }
 
 // ApprovalRequestData is the payload of an ApprovalRequested event.
