@@ -82,6 +82,12 @@ func TestAttackOutliveAgentd(t *testing.T) {
 	if alive(monitor) {
 		t.Fatal("bwrap did not die with its parent")
 	}
+	// bwrap's init inside dies with bwrap (its own death signal), and the
+	// kernel then kills the rest of the namespace: not at once on a busy
+	// machine, so wait for it (a disarmed init would leave the command
+	// running for good).
+	for end := time.Now().Add(time.Minute); time.Now().Before(end) && running(mark); time.Sleep(20 * time.Millisecond) {
+	}
 	if running(mark) {
 		t.Errorf("agentd was killed and the bwrap it started is gone, but the command it ran still runs (it disarmed bwrap's init: %q): %s", b, psMarked(mark))
 	}
