@@ -23,7 +23,7 @@ type Parser struct {
 	bad   string          // why the open element will be a Problem
 	raw   strings.Builder // the open element as written
 	body  strings.Builder // its content: decoded for think and output, as written for the rest
-	delta strings.Builder // decoded content not yet handed out as a delta
+	sent  int             // how much of body went out as deltas
 	text  strings.Builder // text outside elements not yet handed out
 	items []Item
 }
@@ -153,6 +153,7 @@ func (p *Parser) open(t tag, raw []byte) {
 	p.st, p.tag, p.attrs, p.bad = inBody, t.name, t.attrs, ""
 	p.raw.Reset()
 	p.body.Reset()
+	p.sent = 0
 	p.raw.Write(raw)
 	switch t.name {
 	case TagCall:
@@ -187,13 +188,21 @@ func (p *Parser) streams() bool {
 // (entities, CDATA) rather than JSON or agentd's own elements.
 func (p *Parser) decodes() bool { return p.tag == TagThink || p.tag == TagOutput }
 
-// content adds s, consumed as raw, to the open element.
-func (p *Parser) content(s string, raw []byte) {
+// content adds raw, taken as written, to the open element.
+func (p *Parser) content(raw []byte) {
+	p.raw.Write(raw)
+	p.body.Write(raw)
+	p.checkSize()
+}
+
+// decoded adds s, written as raw, to the open element.
+func (p *Parser) decoded(s string, raw []byte) {
 	p.raw.Write(raw)
 	p.body.WriteString(s)
-	if p.streams() {
-		p.delta.WriteString(s)
-	}
+	p.checkSize()
+}
+
+func (p *Parser) checkSize() {
 	if p.raw.Len() > p.max {
 		p.oversize()
 	}
@@ -210,6 +219,7 @@ func (p *Parser) oversize() {
 	p.st = skipping
 	p.raw.Reset()
 	p.body.Reset()
+	p.sent = 0
 }
 
 // inBody consumes the open element's content up to its close.
@@ -229,19 +239,19 @@ func (p *Parser) inBody(b []byte, final bool) int {
 		if i == 0 {
 			return 0
 		}
-		p.content(string(b[:i]), b[:i])
+		p.content(b[:i])
 		return i
 	}
 	if b[0] == '&' {
 		s, n, ok, more := entityAt(b)
 		switch {
 		case ok:
-			p.content(s, b[:n])
+			p.decoded(s, b[:n])
 			return n
 		case more && !final:
 			return 0
 		}
-		p.content("&", b[:1])
+		p.content(b[:1])
 		return 1
 	}
 	if p.decodes() {
@@ -274,14 +284,14 @@ func (p *Parser) inBody(b []byte, final bool) int {
 		p.problem(fmt.Sprintf("<%s> is not closed before <%s>", p.tag, t.name))
 		return 0
 	}
-	p.content("<", b[:1])
+	p.content(b[:1])
 	return 1
 }
 
 // inCDATA consumes a CDATA section's text, taken literally.
 func (p *Parser) inCDATA(b []byte, final bool) int {
 	if i := bytes.Index(b, []byte("]]>")); i >= 0 {
-		p.content(string(b[:i]), b[:i])
+		p.content(b[:i])
 		if p.st == inCDATA { // not made oversize by the text
 			p.raw.WriteString("]]>")
 			p.st = inBody
@@ -301,7 +311,7 @@ func (p *Parser) inCDATA(b []byte, final bool) int {
 	if n == 0 {
 		return 0
 	}
-	p.content(string(b[:n]), b[:n])
+	p.content(b[:n])
 	return n
 }
 
@@ -325,16 +335,19 @@ func (p *Parser) skip(b []byte, final bool) int {
 	return 1
 }
 
+// flushDelta hands out the open element's content since the last delta.
+// A Builder's earlier String stays valid as it grows, so a delta is a
+// slice of it, not a copy.
 func (p *Parser) flushDelta() {
-	if p.delta.Len() == 0 {
+	if p.body.Len() <= p.sent || !p.streams() {
 		return
 	}
 	k := OutputDelta
 	if p.tag == TagThink {
 		k = ThoughtDelta
 	}
-	p.items = append(p.items, Item{Kind: k, Text: p.delta.String()})
-	p.delta.Reset()
+	p.items = append(p.items, Item{Kind: k, Text: p.body.String()[p.sent:]})
+	p.sent = p.body.Len()
 }
 
 // problem ends the open element as a Problem.
@@ -389,15 +402,16 @@ func (p *Parser) finish() {
 // callArgs is a call's body as compact JSON: the body may be wrapped in
 // a ```json fence or a CDATA section; an empty body is {}.
 func callArgs(body string) (json.RawMessage, error) {
-	s := strings.TrimSpace(body)
+	const ws = " \t\r\n" // JSON's white space
+	s := strings.Trim(body, ws)
 	if t, ok := strings.CutPrefix(s, "<![CDATA["); ok {
 		if t, ok = strings.CutSuffix(t, "]]>"); ok {
-			s = strings.TrimSpace(t)
+			s = strings.Trim(t, ws)
 		}
 	}
 	if t, ok := strings.CutPrefix(s, "```"); ok {
 		if t, ok = strings.CutSuffix(t, "```"); ok {
-			s = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "json"), "JSON"))
+			s = strings.Trim(strings.TrimPrefix(strings.TrimPrefix(t, "json"), "JSON"), ws)
 		}
 	}
 	if s == "" {

@@ -22,12 +22,18 @@ func parseChunks(o *Options, chunks ...string) []Item {
 // the chunking.
 func merged(items []Item) []Item {
 	var out []Item
-	for _, it := range items {
-		if n := len(out); n > 0 && (it.Kind == ThoughtDelta || it.Kind == OutputDelta) && out[n-1].Kind == it.Kind {
-			out[n-1].Text += it.Text
+	var sb strings.Builder
+	for i, it := range items {
+		isDelta := it.Kind == ThoughtDelta || it.Kind == OutputDelta
+		if !isDelta {
+			out = append(out, it)
 			continue
 		}
-		out = append(out, it)
+		sb.WriteString(it.Text)
+		if i+1 == len(items) || items[i+1].Kind != it.Kind {
+			out = append(out, Item{Kind: it.Kind, Text: sb.String()})
+			sb.Reset()
+		}
 	}
 	return out
 }
