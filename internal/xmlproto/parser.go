@@ -64,7 +64,7 @@ func (p *Parser) Close() []Item {
 	switch p.st {
 	case inBody, inCDATA:
 		p.raw.Write(p.buf)
-		p.problem("<" + p.tag + "> is not closed")
+		p.problem(p.tag + " is not closed")
 	}
 	p.buf = p.buf[:0]
 	p.st = outside
@@ -122,7 +122,7 @@ func (p *Parser) outside(b []byte, final bool) int {
 		return t.n
 	case t.kind == lexClose:
 		p.flushText()
-		p.items = append(p.items, Item{Kind: Problem, Err: "</" + t.name + "> closes no open element", Raw: string(b[:t.n])})
+		p.items = append(p.items, Item{Kind: Problem, Err: "a close tag of " + t.name + " with no " + t.name + " open", Raw: string(b[:t.n])})
 		return t.n
 	}
 	p.addText(b[:1])
@@ -158,11 +158,11 @@ func (p *Parser) open(t tag, raw []byte) {
 	switch t.name {
 	case TagCall:
 		if attr(t.attrs, "name") == "" {
-			p.bad = "<action_call> has no name attribute"
+			p.bad = "an action_call has no name attribute"
 		}
 	case TagThink, TagOutput:
 	default:
-		p.bad = "<" + t.name + "> is written by agentd, not by the model"
+		p.bad = t.name + " is written by agentd, not by the model"
 	}
 	if t.self {
 		p.finish()
@@ -215,7 +215,7 @@ func (p *Parser) oversize() {
 		raw = raw[:1024] + "…"
 	}
 	p.items = append(p.items, Item{Kind: Problem, Raw: raw,
-		Err: fmt.Sprintf("<%s> is longer than %d bytes", p.tag, p.max)})
+		Err: fmt.Sprintf("%s is longer than %d bytes", p.tag, p.max)})
 	p.st = skipping
 	p.raw.Reset()
 	p.body.Reset()
@@ -277,11 +277,11 @@ func (p *Parser) inBody(b []byte, final bool) int {
 		// JSON and agentd's own elements end only at their close.
 	case t.kind == lexClose:
 		p.raw.Write(b[:t.n])
-		p.problem(fmt.Sprintf("</%s> closes <%s>", t.name, p.tag))
+		p.problem(fmt.Sprintf("%s was open, but %s was closed", p.tag, t.name))
 		return t.n
 	case t.kind == lexOpen:
 		// A new element: this one was left open. Read the tag again outside.
-		p.problem(fmt.Sprintf("<%s> is not closed before <%s>", p.tag, t.name))
+		p.problem(fmt.Sprintf("%s is not closed before %s", p.tag, t.name))
 		return 0
 	}
 	p.content(b[:1])
@@ -392,7 +392,7 @@ func (p *Parser) finish() {
 		name := attr(p.attrs, "name")
 		args, err := callArgs(body)
 		if err != nil {
-			p.problem(fmt.Sprintf("the arguments of <action_call name=%q> are not valid JSON: %v", name, err))
+			p.problem(fmt.Sprintf("action_call %q: the arguments are not valid JSON: %v", name, err))
 			return
 		}
 		p.items = append(p.items, Item{Kind: Call, Name: name, Args: args, Raw: p.raw.String()})
