@@ -25,7 +25,8 @@ type Parser struct {
 	body  strings.Builder // its content: decoded for think and output, as written for the rest
 	sent  int             // how much of body went out as deltas
 	text  strings.Builder // text outside elements not yet handed out
-	items []Item
+	items []Item          // found, not yet handed out
+	block []Item          // the items handed out are slices of it
 }
 
 type pstate int
@@ -72,11 +73,28 @@ func (p *Parser) Close() []Item {
 	return p.take()
 }
 
+// take hands out the items found so far. They are carved from a block
+// that is never written again once handed out (a full slice expression
+// keeps a caller's append off the next ones), so a write that finds one
+// delta costs no allocation of its own.
 func (p *Parser) take() []Item {
-	it := p.items
-	p.items = nil
-	return it
+	n := len(p.items)
+	if n == 0 {
+		return nil
+	}
+	if cap(p.block)-len(p.block) < n {
+		p.block = make([]Item, 0, max(n, min(2*cap(p.block), blockItems), 4))
+	}
+	k := len(p.block)
+	p.block = append(p.block, p.items...)
+	clear(p.items)
+	p.items = p.items[:0]
+	return p.block[k : k+n : k+n]
 }
+
+// blockItems is how many items one allocation holds at most; the
+// first holds 4, so a short reply costs little.
+const blockItems = 32
 
 // run consumes as much of buf as can be decided; at the end of the
 // stream everything is.
