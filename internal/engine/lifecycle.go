@@ -281,6 +281,8 @@ func (r *run) sees(s *tool.Spec) bool {
 		return false
 	case s.Scope != nil:
 		return slices.Contains(s.Scope, r.def.ID)
+	case r.inContext(s.Name):
+		return true // an action of the turn's context instance
 	case s.Server == "" && s.OptIn && r.def.Tools.Builtin == nil:
 		return false // see agent.Definition.OffersSpec
 	case s.Server == "":
@@ -329,6 +331,7 @@ func (r *run) system() string {
 			b.WriteString(Neutralise(x))
 		}
 	}
+	b.WriteString(r.state.native) // the context instance, working memory (working.go)
 	r.lc.mu.Lock()
 	defer r.lc.mu.Unlock()
 	if len(r.lc.recalled) > 0 {
