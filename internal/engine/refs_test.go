@@ -12,6 +12,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/event"
 	"agentd/internal/model"
+	"agentd/internal/permit"
 	"agentd/internal/tool"
 )
 
@@ -284,4 +285,39 @@ func FuzzRefPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A person asked about a call sees it with its references resolved, and
+// the tool runs with what they approved.
+func TestRefsBeforeApproval(t *testing.T) {
+	p := &script{resps: []func(*model.Request) (*model.Response, error){
+		calls(model.ToolCall{ID: "c0", Name: "read", Args: json.RawMessage(`{}`)},
+			model.ToolCall{ID: "c1", Name: "send_money", Args: json.RawMessage(`{"to":"{{calls[0].data}}"}`)}),
+		text("finished")}}
+	h := newHarness(t, models{"m": p})
+	b := permit.New()
+	h.eng.o.Permits = b
+	def := &agent.Definition{Tools: agent.ToolPolicy{Ask: []string{"send_*"}, ApprovalTimeout: agent.Duration(time.Hour)}}
+	done := make(chan event.TurnEndData)
+	go func() {
+		end, err := h.run(context.Background(), turn(def))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- end
+	}()
+	req := waitPending(t, b, 1)[0]
+	if string(req.Args) != `{"to":"read ok"}` {
+		t.Errorf("the person was asked about %s, want the resolved arguments", req.Args)
+	}
+	if err := b.Resolve(req.ID, permit.Decision{Granted: true, By: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if end := <-done; end.Status != event.StatusDone {
+		t.Fatalf("end %+v", end)
+	}
+	var asked event.ApprovalRequestData
+	if !h.log.decoded(event.ApprovalRequested, &asked) || string(asked.Args) != `{"to":"read ok"}` {
+		t.Errorf("the approval event %+v does not show the resolved arguments", asked)
+	}
 }
