@@ -304,8 +304,11 @@ func decodeArgs(args json.RawMessage) (any, error) {
 // resultData is what a result's data is: its output as JSON when it
 // parses, else the output itself.
 func resultData(output string) any {
+	if !json.Valid([]byte(output)) {
+		return output
+	}
 	v, err := decodeArgs(json.RawMessage(output))
-	if err != nil || !json.Valid([]byte(output)) {
+	if err != nil {
 		return output
 	}
 	return v
