@@ -155,6 +155,7 @@ type Engine struct {
 	bpe      *tokens.BPE
 	offers   offerCache   // the tools offered to models, encoded and sized
 	builtins builtinCache // which built-in tools each agent offers
+	notools  noTools      // the models found unable to call tools (tool_protocol auto)
 }
 
 // New returns an engine.
@@ -258,6 +259,8 @@ type run struct {
 	w    *writer         // the turn's writes, in order
 
 	offered offerMemo // the tools offered, while they stay the same (offer)
+
+	problems string // found in the last step's text (XML protocol), to tell the model (problemsReason)
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -378,12 +381,16 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 			if r.ended {
 				return end, nil
 			}
+			if r.tellProblems() {
+				continue // what the model wrote was not understood: it tries again
+			}
 			r.generated = true
 			break
 		}
 		if err := r.runTools(ctx, calls); err != nil {
 			return r.stopped(ctx, err)
 		}
+		r.tellProblems()
 	}
 	if err := r.afterPhases(ctx); err != nil {
 		return r.stopped(ctx, err)
@@ -450,6 +457,9 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 			var d event.MarkerData
 			if ev.Decode(&d) == nil && d.Name == ResumedMarker {
 				r.attempts.resumes++
+			}
+			if d.Name == ProtocolMarker {
+				stepCalls++ // a step the model must try again: not the last
 			}
 		case event.Text:
 			var d event.TextData
@@ -608,9 +618,10 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 		}
 		for try := 1; try <= tries; try++ {
 			attempt := r.attempts.next(step)
-			resp, lat, err := r.stream(ctx, p, m, req, step, attempt)
+			xml := r.xml(&m)
+			resp, problems, lat, err := r.stream(ctx, p, m, req, xml, step, attempt)
 			if err == nil {
-				return &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}, nil
+				return &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step, problems: problems}, nil
 			}
 			last = err
 			if ctx.Err() != nil {
@@ -621,6 +632,15 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 			ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
 			if cerr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); cerr != nil {
 				return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, cerr)
+			}
+			if r.learnNoTools(&m, req, err) {
+				// Not a failed attempt: the same step again at once, in
+				// the XML protocol.
+				if req, err = r.request(m, specs); err != nil {
+					return nil, err
+				}
+				try--
+				continue
 			}
 			r.e.o.Logger.Warn("model call failed", "agent", r.def.ID, "provider", m.Provider, "model", m.Name, "attempt", attempt, "err", err)
 			if !model.Retryable(err) || try == tries {
@@ -675,24 +695,44 @@ type stepResponse struct {
 	latency time.Duration
 	attempt int
 	step    int
+	// problems are what was wrong in what the model wrote in the XML
+	// protocol.
+	problems []string
 }
 
-func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, step, attempt int) (*model.Response, time.Duration, error) {
+// stream makes one attempt at a step and publishes its text as it
+// streams; in the XML protocol (xml) it parses the text, publishes only
+// thoughts and text outputs, and returns the step in the native
+// protocol's terms with the problems found.
+func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, xml bool, step, attempt int) (*model.Response, []string, time.Duration, error) {
 	if d := m.Timeout.D(); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	var onDelta func(model.Delta)
+	publish := func(model.Delta) {}
 	if live := r.e.o.Live; live != nil {
-		onDelta = func(d model.Delta) {
+		publish = func(d model.Delta) {
 			live.Publish(event.Event{Session: r.session, Turn: r.t.ID, Kind: event.TextDelta, Time: time.Now(),
 				Data: deltaJSON(d, step, attempt)})
 		}
 	}
+	onDelta := publish
+	var x *xmlStream
+	if xml {
+		x = newXMLStream()
+		onDelta = func(d model.Delta) { x.delta(d, publish) }
+	} else if r.e.o.Live == nil {
+		onDelta = nil
+	}
 	start := time.Now()
 	resp, err := p.Stream(ctx, req, onDelta)
-	return resp, time.Since(start), err
+	lat := time.Since(start)
+	if err != nil || x == nil {
+		return resp, nil, lat, err
+	}
+	resp, problems := x.finish(resp, publish)
+	return resp, problems, lat, nil
 }
 
 func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
@@ -723,6 +763,9 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, er
 		TopP:        m.Params.TopP,
 		Stop:        m.Params.Stop,
 		Extra:       m.Params.Extra,
+	}
+	if r.xml(&m) {
+		r.xmlRequest(req, specs)
 	}
 	wireOptions(m, req)
 	if b := r.def.Budgets.MaxOutputTokens; b > 0 {
@@ -830,6 +873,9 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		calls = append(calls, pendingCall{ToolCallData: d})
 		evs = append(evs, event.New(r.session, r.t.ID, event.ToolCall, d))
 	}
+	if len(s.problems) > 0 {
+		evs = append(evs, event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: ProtocolMarker, Reason: problemsReason(s.problems)}))
+	}
 	r.settle(cost)
 	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name, InputTokens: u.InputTokens,
 		OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC(), Payer: r.t.Payer, Account: r.accountKey()}}
@@ -841,7 +887,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	for _, c := range calls {
 		async = async && r.rerunnable(c.Name)
 	}
-	if len(calls) == 0 && !r.lc.after {
+	if len(calls) == 0 && len(s.problems) == 0 && !r.lc.after {
 		end.Status = event.StatusDone
 		b = r.endBatch(&end, evs...)
 		b.Usage = usage
@@ -855,7 +901,23 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
 	r.msgs = append(r.msgs, am)
+	if len(s.problems) > 0 {
+		r.problems = problemsReason(s.problems)
+	}
 	return calls, end, nil
+}
+
+// tellProblems adds the problems of the last step to the conversation,
+// after its results, for the model to read in the next step (the
+// conversation builder does the same from the step's protocol markers).
+// It reports whether there were any.
+func (r *run) tellProblems() bool {
+	if r.problems == "" {
+		return false
+	}
+	r.msgs = append(r.msgs, ProblemsMessage(r.problems))
+	r.problems = ""
+	return true
 }
 
 // live publishes a live-only event: progress shown at once, whatever the
