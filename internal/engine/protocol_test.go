@@ -201,7 +201,7 @@ say Resumed.
 		t.Fatalf("messages %v", texts(msgs))
 	}
 	res := msgs[2].Content
-	if !strings.HasPrefix(res, "<action_results") || !strings.Contains(res, "read ok") || !strings.Contains(res, "<protocol_error>action read: invalid JSON") {
+	if !strings.HasPrefix(res, "<action_results") || !strings.Contains(res, "read ok") || !strings.Contains(res, "<protocol_error>") || !strings.Contains(res, "action read: invalid JSON") {
 		t.Errorf("results message %q", res)
 	}
 	if msgs[1].Role != model.RoleAssistant || !strings.Contains(msgs[1].Content, `<action_call name="read">{}</action_call>`) {
