@@ -260,7 +260,8 @@ type run struct {
 
 	offered offerMemo // the tools offered, while they stay the same (offer)
 
-	problems string // found in the last step's text (XML protocol), to tell the model (problemsReason)
+	problems string       // found in the last step's text (XML protocol), to tell the model (problemsReason)
+	early    *earlyStarts // the last step's calls started while it streamed (XML protocol), for runTools
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -375,8 +376,10 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 		}
 		calls, end, err := r.commitStep(ctx, resp)
 		if err != nil {
+			resp.early.stop()
 			return event.TurnEndData{}, err
 		}
+		r.early = resp.early
 		if len(calls) == 0 {
 			if r.ended {
 				return end, nil
@@ -619,9 +622,13 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 		for try := 1; try <= tries; try++ {
 			attempt := r.attempts.next(step)
 			xml := r.xml(&m)
-			resp, problems, lat, err := r.stream(ctx, p, m, req, xml, step, attempt)
+			resp, x, lat, err := r.stream(ctx, p, m, req, xml, step, attempt)
 			if err == nil {
-				return &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step, problems: problems}, nil
+				s := &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}
+				if x != nil {
+					s.problems, s.early = x.problems, x.early
+				}
+				return s, nil
 			}
 			last = err
 			if ctx.Err() != nil {
@@ -696,15 +703,24 @@ type stepResponse struct {
 	attempt int
 	step    int
 	// problems are what was wrong in what the model wrote in the XML
-	// protocol.
+	// protocol; early are its calls that started as they closed.
 	problems []string
+	early    *earlyStarts
+}
+
+// xmlAttempt is what an attempt in the XML protocol found besides the
+// response.
+type xmlAttempt struct {
+	problems []string
+	early    *earlyStarts
 }
 
 // stream makes one attempt at a step and publishes its text as it
 // streams; in the XML protocol (xml) it parses the text, publishes only
 // thoughts and text outputs, and returns the step in the native
 // protocol's terms with the problems found.
-func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, xml bool, step, attempt int) (*model.Response, []string, time.Duration, error) {
+func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, xml bool, step, attempt int) (*model.Response, *xmlAttempt, time.Duration, error) {
+	turnCtx := ctx // the calls started early outlive the attempt
 	if d := m.Timeout.D(); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
@@ -719,8 +735,10 @@ func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *
 	}
 	onDelta := publish
 	var x *xmlStream
+	var early *earlyStarts
 	if xml {
 		x = newXMLStream()
+		early, x.onCall = r.newEarlyStarts(turnCtx, step)
 		onDelta = func(d model.Delta) { x.delta(d, publish) }
 	} else if r.e.o.Live == nil {
 		onDelta = nil
@@ -728,11 +746,15 @@ func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *
 	start := time.Now()
 	resp, err := p.Stream(ctx, req, onDelta)
 	lat := time.Since(start)
-	if err != nil || x == nil {
+	if x == nil {
+		return resp, nil, lat, err
+	}
+	if err != nil {
+		early.stop() // the attempt failed: the next one starts its calls anew
 		return resp, nil, lat, err
 	}
 	resp, problems := x.finish(resp, publish)
-	return resp, problems, lat, nil
+	return resp, &xmlAttempt{problems: problems, early: early}, lat, nil
 }
 
 func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
@@ -941,12 +963,18 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // runTools runs calls in parallel (a single one on the turn's goroutine)
 // and logs each result as it finishes.
 func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
+	early := r.early
+	r.early = nil
+	defer early.stop()
 	results := make([]event.ToolResultData, len(calls))
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i := range calls {
 		one := func() {
-			res, ok := r.runOne(ctx, &calls[i])
+			res, ok, adopted := early.adopt(i, &calls[i])
+			if !adopted {
+				res, ok = r.runOne(ctx, &calls[i])
+			}
 			if !ok {
 				errs[i] = context.Cause(ctx)
 				return

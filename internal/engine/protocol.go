@@ -199,6 +199,10 @@ type xmlStream struct {
 	p     *xmlproto.Parser
 	items []xmlproto.Item
 	fed   bool // the provider streamed text
+	calls int  // the step's calls so far (action calls and outputs other than text)
+	// onCall, if set, is told of each action call as its element closes
+	// (i: its index among the step's calls).
+	onCall func(i int, name string, args json.RawMessage)
 }
 
 func newXMLStream() *xmlStream { return &xmlStream{p: xmlproto.NewParser(nil)} }
@@ -221,6 +225,23 @@ func (x *xmlStream) add(items []xmlproto.Item, publish func(model.Delta)) {
 			publish(model.Delta{Text: it.Text, Reasoning: true})
 		case xmlproto.OutputDelta:
 			publish(model.Delta{Text: it.Text})
+		case xmlproto.Call:
+			// Compact, as the log keeps it: the conversation rebuilt from
+			// the log is the one the model was sent.
+			var args bytes.Buffer
+			if json.Compact(&args, it.Args) == nil {
+				it.Args = args.Bytes()
+			}
+			x.items = append(x.items, it)
+			if x.onCall != nil {
+				x.onCall(x.calls, it.Name, it.Args)
+			}
+			x.calls++
+		case xmlproto.Output:
+			x.items = append(x.items, it)
+			if it.Type != "" && it.Type != "text" {
+				x.calls++
+			}
 		default:
 			x.items = append(x.items, it)
 		}
@@ -249,14 +270,7 @@ func (x *xmlStream) finish(resp *model.Response, publish func(model.Delta)) (*mo
 		case xmlproto.Text:
 			loose = append(loose, it.Text)
 		case xmlproto.Call:
-			// Compact, as the log keeps it: the conversation rebuilt from
-			// the log is the one the model was sent.
-			var args bytes.Buffer
-			if json.Compact(&args, it.Args) != nil {
-				args.Reset()
-				args.Write(it.Args)
-			}
-			out.ToolCalls = append(out.ToolCalls, model.ToolCall{Name: it.Name, Args: args.Bytes()})
+			out.ToolCalls = append(out.ToolCalls, model.ToolCall{Name: it.Name, Args: it.Args})
 		case xmlproto.Output:
 			if it.Type == "" || it.Type == "text" {
 				texts = append(texts, it.Text)

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -297,5 +299,95 @@ say <output>Fine.</output>
 	end, err = h2.run(context.Background(), turn(&agent.Definition{ToolProtocol: agent.ToolProtocolNative}))
 	if err != nil || end.Status != event.StatusError {
 		t.Errorf("native: end %+v, err %v", end, err)
+	}
+}
+
+// streamer streams its text in pieces, calling between each piece and
+// the next the function given for it, if any.
+type streamer struct {
+	mu     sync.Mutex
+	steps  [][]string
+	pauses map[string]func(ctx context.Context) error // after a piece
+	n      int
+}
+
+func (s *streamer) Stream(ctx context.Context, req *model.Request, onDelta func(model.Delta)) (*model.Response, error) {
+	s.mu.Lock()
+	i := s.n
+	s.n++
+	s.mu.Unlock()
+	if i >= len(s.steps) {
+		return &model.Response{Text: "done"}, nil
+	}
+	var text string
+	for _, piece := range s.steps[i] {
+		onDelta(model.Delta{Text: piece})
+		text += piece
+		if f := s.pauses[piece]; f != nil {
+			if err := f(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &model.Response{Text: text}, nil
+}
+
+// A read-only action the policy allows starts as soon as its element
+// closes, while the model still writes; the step's results adopt it (it
+// runs once). An action that changes things waits for its durable
+// tool_call, after the stream.
+func TestXMLEarlyStart(t *testing.T) {
+	started := make(chan struct{})
+	read := `<action_call name="early">{}</action_call>`
+	money := `<action_call name="send_money">{}</action_call>`
+	var moneyRanEarly bool
+	p := &streamer{
+		steps: [][]string{{read, money, "<output>sent</output>"}, {"<output>Done.</output>"}},
+		pauses: map[string]func(context.Context) error{
+			read: func(ctx context.Context) error {
+				select {
+				case <-started:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(10 * time.Second):
+					t.Error("the read-only action did not start before the stream ended")
+					return nil
+				}
+			},
+		},
+	}
+	h := newHarness(t, models{"m": p})
+	var runs atomic.Int32
+	if err := h.tools.Register(tool.Func(tool.Spec{Name: "early", InputSchema: json.RawMessage(`{"type":"object"}`), ReadOnly: true},
+		func(context.Context, *tool.Call) (tool.Result, error) {
+			if runs.Add(1) == 1 {
+				close(started)
+			}
+			return tool.Result{Output: "early ok"}, nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	p.pauses["<output>sent</output>"] = func(context.Context) error {
+		moneyRanEarly = h.runs["send_money"].Load() != 0
+		return nil
+	}
+	end, err := h.run(context.Background(), turn(xmlAgent()))
+	if err != nil || end.Status != event.StatusDone || end.Reply != "Done." {
+		t.Fatalf("end %+v, err %v", end, err)
+	}
+	if runs.Load() != 1 || h.runs["send_money"].Load() != 1 || moneyRanEarly {
+		t.Errorf("early ran %d times, send_money %d (before the stream ended: %v); want 1, 1, false", runs.Load(), h.runs["send_money"].Load(), moneyRanEarly)
+	}
+	var outs []string
+	for _, e := range h.log.events {
+		var d event.ToolResultData
+		if e.Kind == event.ToolResult && e.Decode(&d) == nil {
+			outs = append(outs, d.ID+"="+d.Output)
+		}
+	}
+	slices.Sort(outs)
+	if want := []string{"call_7_1_0=early ok", "call_7_1_1=send_money ok"}; !slices.Equal(outs, want) {
+		t.Errorf("results %v, want %v", outs, want)
 	}
 }
