@@ -95,7 +95,11 @@ func (r *run) fit(ctx context.Context, specs []model.ToolSpec) error {
 		// vocabulary agentd embeds is counted exactly once, which
 		// calibrates the estimate from the first request on.
 		if count := r.e.bpe.Counter(r.def.Model.Provider, r.def.Model.Name); count != nil {
-			exact := tokens.CountRequest(&model.Request{System: r.system(), Messages: r.msgs, Tools: specs}, count)
+			req := &model.Request{System: r.system(), Messages: r.msgs, Tools: specs}
+			if r.xml(&r.def.Model) {
+				r.xmlRequest(req, specs)
+			}
+			exact := tokens.CountRequest(req, count)
 			r.e.calib.Observe(r.def.Model.Name, raw, exact)
 			est = r.e.calib.Scale(r.def.Model.Name, raw)
 		}

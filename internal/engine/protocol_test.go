@@ -391,3 +391,26 @@ func TestXMLEarlyStart(t *testing.T) {
 		t.Errorf("results %v, want %v", outs, want)
 	}
 }
+
+// What the XML protocol adds to a step beside the native protocol: the
+// conversation of a three-step turn written as text, and a step's text
+// parsed as it streams in 4-byte pieces.
+func BenchmarkXMLStep(b *testing.B) {
+	msgs := []model.Message{
+		{Role: model.RoleUser, Content: "what time is it, twice?"},
+		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1_1_0", Name: "clock", Args: json.RawMessage(`{}`)}}},
+		{Role: model.RoleTool, ToolCallID: "call_1_1_0", ToolName: "clock", Content: "2026-11-26T17:00:00Z"},
+		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "call_1_2_0", Name: "clock", Args: json.RawMessage(`{}`)}}},
+		{Role: model.RoleTool, ToolCallID: "call_1_2_0", ToolName: "clock", Content: "2026-11-26T17:00:01Z"},
+	}
+	text := `<think>The user wants the time twice; I have both.</think><output type="text">It is 17:00:00, then 17:00:01.</output>`
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = xmlMessages(msgs)
+		x := newXMLStream()
+		for i := 0; i < len(text); i += 4 {
+			x.delta(model.Delta{Text: text[i:min(i+4, len(text))]}, func(model.Delta) {})
+		}
+		x.finish(&model.Response{Text: text}, func(model.Delta) {})
+	}
+}
