@@ -90,13 +90,15 @@ func lexTag(b []byte) tag {
 		return tag{}
 	}
 	if closing {
-		for j < len(b) && isSpace(b[j]) && j < maxTag {
+		for j < len(b) && j < maxTag && isSpace(b[j]) {
 			j++
 		}
 		switch {
-		case j == len(b) && j < maxTag:
+		case j == maxTag:
+			return tag{}
+		case j == len(b):
 			return tag{kind: lexMore}
-		case j < len(b) && b[j] == '>':
+		case b[j] == '>':
 			return tag{kind: lexClose, name: name, n: j + 1}
 		}
 		return tag{}

@@ -23,9 +23,10 @@ type Parser struct {
 	bad   string          // why the open element will be a Problem
 	raw   strings.Builder // the open element as written
 	body  strings.Builder // its content: decoded for think and output, as written for the rest
-	delta strings.Builder // decoded content not yet handed out as a delta
+	sent  int             // how much of body went out as deltas
 	text  strings.Builder // text outside elements not yet handed out
-	items []Item
+	items []Item          // found, not yet handed out
+	block []Item          // the items handed out are slices of it
 }
 
 type pstate int
@@ -64,7 +65,7 @@ func (p *Parser) Close() []Item {
 	switch p.st {
 	case inBody, inCDATA:
 		p.raw.Write(p.buf)
-		p.problem("<" + p.tag + "> is not closed")
+		p.problem(p.tag + " is not closed")
 	}
 	p.buf = p.buf[:0]
 	p.st = outside
@@ -72,11 +73,28 @@ func (p *Parser) Close() []Item {
 	return p.take()
 }
 
+// take hands out the items found so far. They are carved from a block
+// that is never written again once handed out (a full slice expression
+// keeps a caller's append off the next ones), so a write that finds one
+// delta costs no allocation of its own.
 func (p *Parser) take() []Item {
-	it := p.items
-	p.items = nil
-	return it
+	n := len(p.items)
+	if n == 0 {
+		return nil
+	}
+	if cap(p.block)-len(p.block) < n {
+		p.block = make([]Item, 0, max(n, min(2*cap(p.block), blockItems), 4))
+	}
+	k := len(p.block)
+	p.block = append(p.block, p.items...)
+	clear(p.items)
+	p.items = p.items[:0]
+	return p.block[k : k+n : k+n]
 }
+
+// blockItems is how many items one allocation holds at most; the
+// first holds 4, so a short reply costs little.
+const blockItems = 32
 
 // run consumes as much of buf as can be decided; at the end of the
 // stream everything is.
@@ -122,7 +140,7 @@ func (p *Parser) outside(b []byte, final bool) int {
 		return t.n
 	case t.kind == lexClose:
 		p.flushText()
-		p.items = append(p.items, Item{Kind: Problem, Err: "</" + t.name + "> closes no open element", Raw: string(b[:t.n])})
+		p.items = append(p.items, Item{Kind: Problem, Err: "a close tag of " + t.name + " with no " + t.name + " open", Raw: string(b[:t.n])})
 		return t.n
 	}
 	p.addText(b[:1])
@@ -153,15 +171,16 @@ func (p *Parser) open(t tag, raw []byte) {
 	p.st, p.tag, p.attrs, p.bad = inBody, t.name, t.attrs, ""
 	p.raw.Reset()
 	p.body.Reset()
+	p.sent = 0
 	p.raw.Write(raw)
 	switch t.name {
 	case TagCall:
 		if attr(t.attrs, "name") == "" {
-			p.bad = "<action_call> has no name attribute"
+			p.bad = "an action_call has no name attribute"
 		}
 	case TagThink, TagOutput:
 	default:
-		p.bad = "<" + t.name + "> is written by agentd, not by the model"
+		p.bad = t.name + " is written by agentd, not by the model"
 	}
 	if t.self {
 		p.finish()
@@ -187,13 +206,21 @@ func (p *Parser) streams() bool {
 // (entities, CDATA) rather than JSON or agentd's own elements.
 func (p *Parser) decodes() bool { return p.tag == TagThink || p.tag == TagOutput }
 
-// content adds s, consumed as raw, to the open element.
-func (p *Parser) content(s string, raw []byte) {
+// content adds raw, taken as written, to the open element.
+func (p *Parser) content(raw []byte) {
+	p.raw.Write(raw)
+	p.body.Write(raw)
+	p.checkSize()
+}
+
+// decoded adds s, written as raw, to the open element.
+func (p *Parser) decoded(s string, raw []byte) {
 	p.raw.Write(raw)
 	p.body.WriteString(s)
-	if p.streams() {
-		p.delta.WriteString(s)
-	}
+	p.checkSize()
+}
+
+func (p *Parser) checkSize() {
 	if p.raw.Len() > p.max {
 		p.oversize()
 	}
@@ -206,10 +233,11 @@ func (p *Parser) oversize() {
 		raw = raw[:1024] + "…"
 	}
 	p.items = append(p.items, Item{Kind: Problem, Raw: raw,
-		Err: fmt.Sprintf("<%s> is longer than %d bytes", p.tag, p.max)})
+		Err: fmt.Sprintf("%s is longer than %d bytes", p.tag, p.max)})
 	p.st = skipping
 	p.raw.Reset()
 	p.body.Reset()
+	p.sent = 0
 }
 
 // inBody consumes the open element's content up to its close.
@@ -229,19 +257,19 @@ func (p *Parser) inBody(b []byte, final bool) int {
 		if i == 0 {
 			return 0
 		}
-		p.content(string(b[:i]), b[:i])
+		p.content(b[:i])
 		return i
 	}
 	if b[0] == '&' {
 		s, n, ok, more := entityAt(b)
 		switch {
 		case ok:
-			p.content(s, b[:n])
+			p.decoded(s, b[:n])
 			return n
 		case more && !final:
 			return 0
 		}
-		p.content("&", b[:1])
+		p.content(b[:1])
 		return 1
 	}
 	if p.decodes() {
@@ -267,21 +295,21 @@ func (p *Parser) inBody(b []byte, final bool) int {
 		// JSON and agentd's own elements end only at their close.
 	case t.kind == lexClose:
 		p.raw.Write(b[:t.n])
-		p.problem(fmt.Sprintf("</%s> closes <%s>", t.name, p.tag))
+		p.problem(fmt.Sprintf("%s was open, but %s was closed", p.tag, t.name))
 		return t.n
 	case t.kind == lexOpen:
 		// A new element: this one was left open. Read the tag again outside.
-		p.problem(fmt.Sprintf("<%s> is not closed before <%s>", p.tag, t.name))
+		p.problem(fmt.Sprintf("%s is not closed before %s", p.tag, t.name))
 		return 0
 	}
-	p.content("<", b[:1])
+	p.content(b[:1])
 	return 1
 }
 
 // inCDATA consumes a CDATA section's text, taken literally.
 func (p *Parser) inCDATA(b []byte, final bool) int {
 	if i := bytes.Index(b, []byte("]]>")); i >= 0 {
-		p.content(string(b[:i]), b[:i])
+		p.content(b[:i])
 		if p.st == inCDATA { // not made oversize by the text
 			p.raw.WriteString("]]>")
 			p.st = inBody
@@ -301,7 +329,7 @@ func (p *Parser) inCDATA(b []byte, final bool) int {
 	if n == 0 {
 		return 0
 	}
-	p.content(string(b[:n]), b[:n])
+	p.content(b[:n])
 	return n
 }
 
@@ -325,16 +353,19 @@ func (p *Parser) skip(b []byte, final bool) int {
 	return 1
 }
 
+// flushDelta hands out the open element's content since the last delta.
+// A Builder's earlier String stays valid as it grows, so a delta is a
+// slice of it, not a copy.
 func (p *Parser) flushDelta() {
-	if p.delta.Len() == 0 {
+	if p.body.Len() <= p.sent || !p.streams() {
 		return
 	}
 	k := OutputDelta
 	if p.tag == TagThink {
 		k = ThoughtDelta
 	}
-	p.items = append(p.items, Item{Kind: k, Text: p.delta.String()})
-	p.delta.Reset()
+	p.items = append(p.items, Item{Kind: k, Text: p.body.String()[p.sent:]})
+	p.sent = p.body.Len()
 }
 
 // problem ends the open element as a Problem.
@@ -379,7 +410,7 @@ func (p *Parser) finish() {
 		name := attr(p.attrs, "name")
 		args, err := callArgs(body)
 		if err != nil {
-			p.problem(fmt.Sprintf("the arguments of <action_call name=%q> are not valid JSON: %v", name, err))
+			p.problem(fmt.Sprintf("action_call %q: the arguments are not valid JSON: %v", name, err))
 			return
 		}
 		p.items = append(p.items, Item{Kind: Call, Name: name, Args: args, Raw: p.raw.String()})
@@ -389,15 +420,16 @@ func (p *Parser) finish() {
 // callArgs is a call's body as compact JSON: the body may be wrapped in
 // a ```json fence or a CDATA section; an empty body is {}.
 func callArgs(body string) (json.RawMessage, error) {
-	s := strings.TrimSpace(body)
+	const ws = " \t\r\n" // JSON's white space
+	s := strings.Trim(body, ws)
 	if t, ok := strings.CutPrefix(s, "<![CDATA["); ok {
 		if t, ok = strings.CutSuffix(t, "]]>"); ok {
-			s = strings.TrimSpace(t)
+			s = strings.Trim(t, ws)
 		}
 	}
 	if t, ok := strings.CutPrefix(s, "```"); ok {
 		if t, ok = strings.CutSuffix(t, "```"); ok {
-			s = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "json"), "JSON"))
+			s = strings.Trim(strings.TrimPrefix(strings.TrimPrefix(t, "json"), "JSON"), ws)
 		}
 	}
 	if s == "" {
