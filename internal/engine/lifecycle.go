@@ -313,12 +313,19 @@ func (r *run) phaseTools(kind string) []tool.Spec {
 	return out
 }
 
-// system is the system prompt of this turn: the agent's, what SystemExtra
-// adds (the skills' descriptions), the long-term memories recalled and
-// what the context tools returned. All but the agent's own prompt, which
-// its operator wrote, come from users, tools or skill files: agentd's tags
-// in them are neutralised.
+// system is the native protocol's system prompt of this step: the
+// instructions, then the turn's state (the context instance, working
+// memory; working.go).
 func (r *run) system() string {
+	return r.instructions()
+}
+
+// instructions are the turn's instructions to the model: the agent's
+// system prompt, what SystemExtra adds (the skills' descriptions), the
+// long-term memories recalled and what the context tools returned. All
+// but the agent's own prompt, which its operator wrote, come from users,
+// tools or skill files: agentd's tags in them are neutralised.
+func (r *run) instructions() string {
 	var b strings.Builder
 	b.WriteString(r.def.SystemPrompt)
 	if r.e.o.SystemExtra != nil {

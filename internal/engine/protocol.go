@@ -96,7 +96,7 @@ func refusesTools(err error) bool {
 // xmlSystem is the XML protocol's system prompt: the instructions, the
 // turn's state, the actions offered (specs) and the output types.
 func (r *run) xmlSystem(specs []model.ToolSpec) string {
-	p := xmlproto.Prompt{Instructions: r.system(), Sections: r.stateSections()}
+	p := xmlproto.Prompt{Instructions: r.instructions(), Sections: r.stateSections()}
 	p.Actions = make([]xmlproto.Action, len(specs))
 	for i, s := range specs {
 		p.Actions[i] = xmlproto.Action{Name: s.Name, Description: s.Description, Schema: s.Parameters}
