@@ -611,7 +611,7 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 			last = err
 			continue
 		}
-		req, err := r.request(m, specs)
+		req, xml, err := r.request(m, specs)
 		if err != nil {
 			return nil, err
 		}
@@ -621,7 +621,6 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 		}
 		for try := 1; try <= tries; try++ {
 			attempt := r.attempts.next(step)
-			xml := r.xml(&m)
 			resp, x, lat, err := r.stream(ctx, p, m, req, xml, step, attempt)
 			if err == nil {
 				s := &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}
@@ -643,7 +642,7 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 			if r.learnNoTools(&m, req, err) {
 				// Not a failed attempt: the same step again at once, in
 				// the XML protocol.
-				if req, err = r.request(m, specs); err != nil {
+				if req, xml, err = r.request(m, specs); err != nil {
 					return nil, err
 				}
 				try--
@@ -772,9 +771,10 @@ func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
 }
 
 // request builds the request of a model step to m, its output bounded by
-// the output token and USD budgets; a *budgetStop error says that the call
-// could not fit the USD budgets at all.
-func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, error) {
+// the output token and USD budgets, and reports whether it is in the XML
+// protocol (its response is read in the same); a *budgetStop error says
+// that the call could not fit the USD budgets at all.
+func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, bool, error) {
 	req := &model.Request{
 		Model:       m.Name,
 		System:      r.system(),
@@ -786,7 +786,8 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, er
 		Stop:        m.Params.Stop,
 		Extra:       m.Params.Extra,
 	}
-	if r.xml(&m) {
+	xml := r.xml(&m)
+	if xml {
 		r.xmlRequest(req, specs)
 	}
 	wireOptions(m, req)
@@ -795,15 +796,15 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, er
 	}
 	n, err := r.usdBound(m)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if n > 0 {
 		boundOutput(req, n)
 	}
 	if err := r.reserve(m, req); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return req, nil
+	return req, xml, nil
 }
 
 // wireOptions sets how req travels to m's server: streamed or whole, and
