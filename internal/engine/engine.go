@@ -896,8 +896,10 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		calls = append(calls, pendingCall{ToolCallData: d})
 		evs = append(evs, event.New(r.session, r.t.ID, event.ToolCall, d))
 	}
+	var problems string
 	if len(s.problems) > 0 {
-		evs = append(evs, event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: ProtocolMarker, Reason: problemsReason(s.problems)}))
+		problems = problemsReason(s.problems)
+		evs = append(evs, event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: ProtocolMarker, Reason: problems}))
 	}
 	r.settle(cost)
 	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name, InputTokens: u.InputTokens,
@@ -910,7 +912,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	for _, c := range calls {
 		async = async && r.rerunnable(c.Name)
 	}
-	if len(calls) == 0 && len(s.problems) == 0 && !r.lc.after {
+	if len(calls) == 0 && problems == "" && !r.lc.after {
 		end.Status = event.StatusDone
 		b = r.endBatch(&end, evs...)
 		b.Usage = usage
@@ -924,9 +926,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
 	r.msgs = append(r.msgs, am)
-	if len(s.problems) > 0 {
-		r.problems = problemsReason(s.problems)
-	}
+	r.problems = problems
 	return calls, end, nil
 }
 

@@ -173,10 +173,11 @@ func xmlMessages(msgs []model.Message) []model.Message {
 // problemsReason is the Reason of the ProtocolMarker that logs a step's
 // problems: one a line.
 func problemsReason(problems []string) string {
+	lines := make([]string, len(problems))
 	for i, p := range problems {
-		problems[i] = strings.ReplaceAll(p, "\n", " ")
+		lines[i] = strings.ReplaceAll(p, "\n", " ")
 	}
-	return strings.Join(problems, "\n")
+	return strings.Join(lines, "\n")
 }
 
 // ProblemsMessage is the model message that tells the model of the
