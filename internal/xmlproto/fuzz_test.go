@@ -138,8 +138,8 @@ func FuzzCallText(f *testing.F) {
 	f.Add("search", `{"q": "</action_call>"}`)
 	f.Add(`a"&<b`, `{"x": "<OUTPUT >", "y": [true]}`)
 	f.Fuzz(func(t *testing.T, name, args string) {
-		if name == "" || !json.Valid([]byte(args)) {
-			return
+		if name == "" || len(name) > 1024 || !json.Valid([]byte(args)) {
+			return // a tag is at most 4 KiB; tools' names are short
 		}
 		got := parseChunks(nil, CallText(name, json.RawMessage(args)))
 		var want bytes.Buffer
@@ -147,12 +147,22 @@ func FuzzCallText(f *testing.F) {
 		if len(got) != 1 || got[0].Kind != Call || got[0].Name != name {
 			t.Fatalf("CallText(%q, %s) parses to %+v", name, args, got)
 		}
-		var a, b any
-		if json.Unmarshal(want.Bytes(), &a) != nil || json.Unmarshal(got[0].Args, &b) != nil {
-			t.Fatalf("args %s", got[0].Args)
+		a, errA := decodeNumbers(want.Bytes())
+		b, errB := decodeNumbers(got[0].Args)
+		if errA != nil || errB != nil {
+			t.Fatalf("args %s: %v, %v", got[0].Args, errA, errB)
 		}
 		if d := cmp.Diff(a, b); d != "" {
 			t.Fatalf("args (-want +got):\n%s", d)
 		}
 	})
+}
+
+// decodeNumbers decodes JSON keeping numbers as written (1E700 too).
+func decodeNumbers(j []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(j))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Parser turns a model's streamed text into Items as it arrives. It is
@@ -230,7 +231,11 @@ func (p *Parser) oversize() {
 	p.flushDelta()
 	raw := p.raw.String()
 	if len(raw) > 1024 {
-		raw = raw[:1024] + "…"
+		n := 1024
+		for n > 1020 && !utf8.RuneStart(raw[n]) {
+			n--
+		}
+		raw = raw[:n] + "…"
 	}
 	p.items = append(p.items, Item{Kind: Problem, Raw: raw,
 		Err: fmt.Sprintf("%s is longer than %d bytes", p.tag, p.max)})

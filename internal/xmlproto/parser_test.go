@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -148,5 +149,19 @@ func TestParserMaxElement(t *testing.T) {
 	got := parseChunks(&Options{MaxElement: 50}, `<action_call name="a">`+body+`</action_call>after`)
 	if len(got) != 2 || got[0].Kind != Problem || got[0].Err != "action_call is longer than 50 bytes" || got[1].Text != "after" {
 		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestParserMaxElementRawCut(t *testing.T) {
+	// An oversize element's Raw is cut to about 1 KiB, never inside a character.
+	got := parseChunks(&Options{MaxElement: 4000}, "<think>"+strings.Repeat("é", 3000)+"</think>")
+	var p *Item
+	for i := range got {
+		if got[i].Kind == Problem {
+			p = &got[i]
+		}
+	}
+	if p == nil || !utf8.ValidString(p.Raw) || len(p.Raw) > 1024+len("…") {
+		t.Fatalf("problem %+v", p)
 	}
 }

@@ -30,7 +30,7 @@ const (
 	Output                       // a whole <output> element (Type, Attrs, Text; Args the content as JSON when it parses)
 	Call                         // a whole <action_call> element (Name, Args)
 	Text                         // text outside any element (Text)
-	Problem                      // invalid XML or JSON, an unknown or unclosed element (Err, Raw)
+	Problem                      // a call's bad JSON or missing name, a mismatched, unclosed or oversize element, one of agentd's own (Err, Raw)
 )
 
 // Item is one thing the parser found.
