@@ -57,7 +57,7 @@ func (e *env) benchCmd() *cobra.Command {
 	cmd.Flags().Float64Var(&soak.Rate, "rate", 10, "turns a second of --soak")
 	cmd.Flags().DurationVar(&soak.Every, "every", 0, "how often --soak reads memory (default: the duration ÷ 20, between 1s and 1m)")
 	cmd.Flags().DurationVar(&soak.Warmup, "warmup", 0, "the part of --soak after which memory should stay flat (default 5m, at most a fifth of the run)")
-	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchConnectorsCmd(), e.benchToolsCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
+	cmd.AddCommand(e.benchJobsCmd(), e.benchAgentsCmd(), e.benchConnectorsCmd(), e.benchToolsCmd(), e.benchXMLCmd(), e.benchHelper("floor-server", bench.ServeFloor), e.benchHelper("fanout-clients", bench.FanoutClients))
 	return cmd
 }
 
@@ -88,6 +88,33 @@ func (e *env) benchJobsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&o.Fires, "fires", 0, "jobs that fire at one minute, and as many that fire spread over 20 s (default 500; --quick 100)")
 	cmd.Flags().IntVar(&o.Hooks, "hooks", 0, "webhook requests over TCP and over the socket each (default 1000; --quick 200)")
 	cmd.Flags().DurationVar(&o.Idle, "idle", 0, "how long idle CPU is measured (default 30s; --quick 5s)")
+	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
+	return cmd
+}
+
+// benchXMLCmd is `agentd bench xml`: a turn's overhead in the XML tool
+// protocol.
+func (e *env) benchXMLCmd() *cobra.Command {
+	var asJSON bool
+	var o bench.XMLOptions
+	cmd := &cobra.Command{
+		Use:   "xml",
+		Short: "Measure a three-step turn in the XML tool protocol against the same with native tool calls",
+		Long: "Run agentd serve on fakellm with two agents, one with tool_protocol native and one with xml, and time\n" +
+			"--turns turns of each through its socket, in turn: three model steps, two calling the clock tool,\n" +
+			"then the answer. Reports p50 and p99 of each and the XML turn's overhead (target: 1 ms at p50).",
+		Example: "  agentd bench xml\n" +
+			"  agentd bench xml --quick --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Version = Version
+			res, err := bench.XML(cmd.Context(), &o)
+			return e.printBench(res, err, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	cmd.Flags().BoolVar(&o.Quick, "quick", false, "smaller counts, for CI")
+	cmd.Flags().IntVar(&o.Turns, "turns", 0, "turns of each protocol timed (default 1000; --quick 100)")
 	cmd.Flags().StringVar(&o.Synchronous, "synchronous", "full", "the store's synchronous mode: full or normal")
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 	"agentd/internal/store"
 	"agentd/internal/tokens"
 	"agentd/internal/tool"
+	"agentd/internal/xmlproto"
 )
 
 // Keeping the context inside the model's window.
@@ -55,10 +56,17 @@ func (r *run) estimate(specs []model.ToolSpec) (calibrated, raw int) {
 	for i := len(r.tok); i < len(r.msgs); i++ {
 		r.tok = append(r.tok, tokens.Message(&r.msgs[i]))
 	}
-	raw = tokens.Text(r.system())
 	for _, n := range r.tok {
 		raw += n
 	}
+	if r.xml(&r.def.Model) {
+		// The XML prompt holds the actions' specs; the calls and
+		// results written as text are about the size of their native
+		// encodings, which r.tok counts.
+		raw += tokens.Text(r.xmlSystem(specs))
+		return r.e.calib.Scale(r.def.Model.Name, raw), raw
+	}
+	raw += tokens.Text(r.system())
 	for i := range specs {
 		raw += r.e.offers.tokens(&specs[i])
 	}
@@ -87,7 +95,11 @@ func (r *run) fit(ctx context.Context, specs []model.ToolSpec) error {
 		// vocabulary agentd embeds is counted exactly once, which
 		// calibrates the estimate from the first request on.
 		if count := r.e.bpe.Counter(r.def.Model.Provider, r.def.Model.Name); count != nil {
-			exact := tokens.CountRequest(&model.Request{System: r.system(), Messages: r.msgs, Tools: specs}, count)
+			req := &model.Request{System: r.system(), Messages: r.msgs, Tools: specs}
+			if r.xml(&r.def.Model) {
+				r.xmlRequest(req, specs)
+			}
+			exact := tokens.CountRequest(req, count)
 			r.e.calib.Observe(r.def.Model.Name, raw, exact)
 			est = r.e.calib.Scale(r.def.Model.Name, raw)
 		}
@@ -270,7 +282,18 @@ func (r *run) flushMemory(ctx context.Context, folded []model.Message) {
 	req := &model.Request{Model: r.def.Model.Name, System: flushPrompt,
 		Messages: []model.Message{{Role: model.RoleUser, Content: FlushLead + transcript(folded)}},
 		Tools:    []model.ToolSpec{{Name: spec.Name, Description: spec.Description, Parameters: spec.InputSchema}}}
+	xml := r.xml(&r.def.Model)
+	if xml {
+		// The tool as an action in the XML prompt, its calls parsed from
+		// the text.
+		p := xmlproto.Prompt{Instructions: flushPrompt, Actions: []xmlproto.Action{{Name: spec.Name, Description: spec.Description, Schema: spec.InputSchema}}}
+		req.System, req.Tools = p.Render(), nil
+		req.Messages[0].Content = xmlproto.Escape(req.Messages[0].Content)
+	}
 	resp, err := r.sideCall(ctx, p, r.def.Model, req)
+	if err == nil && xml {
+		resp, _ = newXMLStream().finish(resp, func(model.Delta) {})
+	}
 	if err != nil {
 		r.e.o.Logger.Warn("memory flush failed", "agent", r.def.ID, "err", err)
 		return

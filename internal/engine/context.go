@@ -9,6 +9,7 @@ import (
 	"agentd/internal/model"
 	"agentd/internal/prompttag"
 	"agentd/internal/tokens"
+	"agentd/internal/xmlproto"
 )
 
 // Messages derives the model conversation from log events (those after the
@@ -244,6 +245,11 @@ func (b *builder) add(e *event.Event) {
 		if len(b.open) == 0 {
 			b.closeGroup()
 		}
+	case event.Marker:
+		var d event.MarkerData
+		if e.Decode(&d) == nil && d.Name == ProtocolMarker {
+			b.problems(e.Turn, d.Reason)
+		}
 	case event.TurnEnd:
 		if b.beat != nil && b.endBeat(e) {
 			return
@@ -312,6 +318,17 @@ func (b *builder) assistant(turn int64, step int) *model.Message {
 	b.turn, b.step, b.hasStep = turn, step, true
 	b.msgs = append(b.msgs, model.Message{Role: model.RoleAssistant})
 	return &b.msgs[len(b.msgs)-1]
+}
+
+// problems adds the problems message of a step in the XML protocol after
+// the step's results, as the run added it; a step with neither text nor
+// calls still has its (empty) assistant message.
+func (b *builder) problems(turn int64, reason string) {
+	if len(b.open) == 0 && (!b.hasStep || b.turn != turn || len(b.msgs) == 0 || b.msgs[len(b.msgs)-1].Role != model.RoleAssistant) {
+		b.closeGroup()
+		b.msgs = append(b.msgs, model.Message{Role: model.RoleAssistant, Wire: new(model.Encoded)})
+	}
+	b.other(ProblemsMessage(reason))
 }
 
 // other adds a non-assistant, non-tool message, deferring it while a tool
@@ -391,8 +408,9 @@ func ImageRefs(imgs []model.Image) []event.ImageRef {
 type ownTag int
 
 const (
-	systemTag  ownTag = iota // a system or inter-agent message, with its origin
-	summaryTag               // a summary standing in for folded turns
+	systemTag   ownTag = iota // a system or inter-agent message, with its origin
+	summaryTag                // a summary standing in for folded turns
+	problemsTag               // a problem in what a model wrote in the XML protocol (ProblemsMessage)
 	numOwnTags
 )
 
@@ -400,8 +418,9 @@ const (
 // an HTML element that pages and files a tool reads hold, which would be
 // escaped with it.
 var ownTagNames = [numOwnTags]string{
-	systemTag:  "system_message",
-	summaryTag: "conversation_summary",
+	systemTag:   "system_message",
+	summaryTag:  "conversation_summary",
+	problemsTag: xmlproto.TagProblem,
 }
 
 // wrap returns text, neutralised already, in tag t, with an origin

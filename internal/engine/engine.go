@@ -155,6 +155,7 @@ type Engine struct {
 	bpe      *tokens.BPE
 	offers   offerCache   // the tools offered to models, encoded and sized
 	builtins builtinCache // which built-in tools each agent offers
+	notools  noTools      // the models found unable to call tools (tool_protocol auto)
 }
 
 // New returns an engine.
@@ -268,6 +269,9 @@ type run struct {
 	ctxView    *ContextView // the context instance, if the message names one (contextrun.go)
 	ctxFresh   bool         // ctxView was prepared for the coming step
 	ctxActions []string     // the context instance's actions, offered besides the agent's tools
+
+	problems string       // found in the last step's text (XML protocol), to tell the model (problemsReason)
+	early    *earlyStarts // the last step's calls started while it streamed (XML protocol), for runTools
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -391,11 +395,16 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 		}
 		calls, end, err := r.commitStep(ctx, resp)
 		if err != nil {
+			resp.early.stop()
 			return event.TurnEndData{}, err
 		}
+		r.early = resp.early
 		if len(calls) == 0 {
 			if r.ended {
 				return end, nil
+			}
+			if r.tellProblems() {
+				continue // what the model wrote was not understood: it tries again
 			}
 			r.generated = true
 			break
@@ -403,6 +412,7 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 		if err := r.runTools(ctx, calls); err != nil {
 			return r.stopped(ctx, err)
 		}
+		r.tellProblems()
 	}
 	if err := r.afterPhases(ctx); err != nil {
 		return r.stopped(ctx, err)
@@ -469,6 +479,9 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 			var d event.MarkerData
 			if ev.Decode(&d) == nil && d.Name == ResumedMarker {
 				r.attempts.resumes++
+			}
+			if d.Name == ProtocolMarker {
+				stepCalls++ // a step the model must try again: not the last
 			}
 		case event.Text:
 			var d event.TextData
@@ -621,7 +634,7 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 			last = err
 			continue
 		}
-		req, err := r.request(m, specs)
+		req, xml, err := r.request(m, specs)
 		if err != nil {
 			return nil, err
 		}
@@ -631,9 +644,13 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 		}
 		for try := 1; try <= tries; try++ {
 			attempt := r.attempts.next(step)
-			resp, lat, err := r.stream(ctx, p, m, req, step, attempt)
+			resp, x, lat, err := r.stream(ctx, p, m, req, xml, step, attempt)
 			if err == nil {
-				return &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}, nil
+				s := &stepResponse{Response: resp, model: m, latency: lat, attempt: attempt, step: step}
+				if x != nil {
+					s.problems, s.early = x.problems, x.early
+				}
+				return s, nil
 			}
 			last = err
 			if ctx.Err() != nil {
@@ -644,6 +661,15 @@ func (r *run) callModel(ctx context.Context, specs []model.ToolSpec) (resp *step
 			ev := event.New(r.session, r.t.ID, event.ModelCall, mc)
 			if cerr := r.w.write(r.wctx, &store.Batch{Session: r.session, Events: []event.Event{ev}}, false); cerr != nil {
 				return nil, fmt.Errorf("engine: log model call: %w: %w", errStore, cerr)
+			}
+			if r.learnNoTools(&m, req, err) {
+				// Not a failed attempt: the same step again at once, in
+				// the XML protocol.
+				if req, xml, err = r.request(m, specs); err != nil {
+					return nil, err
+				}
+				try--
+				continue
 			}
 			r.e.o.Logger.Warn("model call failed", "agent", r.def.ID, "provider", m.Provider, "model", m.Name, "attempt", attempt, "err", err)
 			if !model.Retryable(err) || try == tries {
@@ -698,24 +724,59 @@ type stepResponse struct {
 	latency time.Duration
 	attempt int
 	step    int
+	// problems are what was wrong in what the model wrote in the XML
+	// protocol; early are its calls that started as they closed.
+	problems []string
+	early    *earlyStarts
 }
 
-func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, step, attempt int) (*model.Response, time.Duration, error) {
+// xmlAttempt is what an attempt in the XML protocol found besides the
+// response.
+type xmlAttempt struct {
+	problems []string
+	early    *earlyStarts
+}
+
+// stream makes one attempt at a step and publishes its text as it
+// streams; in the XML protocol (xml) it parses the text, publishes only
+// thoughts and text outputs, and returns the step in the native
+// protocol's terms with the problems found.
+func (r *run) stream(ctx context.Context, p model.Provider, m agent.Model, req *model.Request, xml bool, step, attempt int) (*model.Response, *xmlAttempt, time.Duration, error) {
+	turnCtx := ctx // the calls started early outlive the attempt
 	if d := m.Timeout.D(); d > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	var onDelta func(model.Delta)
+	publish := func(model.Delta) {}
 	if live := r.e.o.Live; live != nil {
-		onDelta = func(d model.Delta) {
+		publish = func(d model.Delta) {
 			live.Publish(event.Event{Session: r.session, Turn: r.t.ID, Kind: event.TextDelta, Time: time.Now(),
 				Data: deltaJSON(d, step, attempt)})
 		}
 	}
+	onDelta := publish
+	var x *xmlStream
+	var early *earlyStarts
+	if xml {
+		x = newXMLStream()
+		early, x.onCall = r.newEarlyStarts(turnCtx, step)
+		onDelta = func(d model.Delta) { x.delta(d, publish) }
+	} else if r.e.o.Live == nil {
+		onDelta = nil
+	}
 	start := time.Now()
 	resp, err := p.Stream(ctx, req, onDelta)
-	return resp, time.Since(start), err
+	lat := time.Since(start)
+	if x == nil {
+		return resp, nil, lat, err
+	}
+	if err != nil {
+		early.stop() // the attempt failed: the next one starts its calls anew
+		return resp, nil, lat, err
+	}
+	resp, problems := x.finish(resp, publish)
+	return resp, &xmlAttempt{problems: problems, early: early}, lat, nil
 }
 
 func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
@@ -733,9 +794,10 @@ func deltaJSON(d model.Delta, step, attempt int) json.RawMessage {
 }
 
 // request builds the request of a model step to m, its output bounded by
-// the output token and USD budgets; a *budgetStop error says that the call
-// could not fit the USD budgets at all.
-func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, error) {
+// the output token and USD budgets, and reports whether it is in the XML
+// protocol (its response is read in the same); a *budgetStop error says
+// that the call could not fit the USD budgets at all.
+func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, bool, error) {
 	req := &model.Request{
 		Model:       m.Name,
 		System:      r.system(),
@@ -747,21 +809,25 @@ func (r *run) request(m agent.Model, specs []model.ToolSpec) (*model.Request, er
 		Stop:        m.Params.Stop,
 		Extra:       m.Params.Extra,
 	}
+	xml := r.xml(&m)
+	if xml {
+		r.xmlRequest(req, specs)
+	}
 	wireOptions(m, req)
 	if b := r.def.Budgets.MaxOutputTokens; b > 0 {
 		boundOutput(req, max(b-r.outTok, 1))
 	}
 	n, err := r.usdBound(m)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if n > 0 {
 		boundOutput(req, n)
 	}
 	if err := r.reserve(m, req); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return req, nil
+	return req, xml, nil
 }
 
 // wireOptions sets how req travels to m's server: streamed or whole, and
@@ -854,6 +920,11 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		calls = append(calls, pendingCall{ToolCallData: d, index: i})
 		evs = append(evs, event.New(r.session, r.t.ID, event.ToolCall, d))
 	}
+	var problems string
+	if len(s.problems) > 0 {
+		problems = problemsReason(s.problems)
+		evs = append(evs, event.New(r.session, r.t.ID, event.Marker, event.MarkerData{Name: ProtocolMarker, Reason: problems}))
+	}
 	r.settle(cost)
 	usage := []store.Usage{{Session: r.session, Agent: r.def.ID, Model: s.model.Name, InputTokens: u.InputTokens,
 		OutputTokens: u.OutputTokens, CostUSD: cost, Time: time.Now().UTC(), Payer: r.t.Payer, Account: r.accountKey()}}
@@ -865,7 +936,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 	for _, c := range calls {
 		async = async && r.rerunnable(c.Name)
 	}
-	if len(calls) == 0 && !r.lc.after {
+	if len(calls) == 0 && problems == "" && !r.lc.after {
 		end.Status = event.StatusDone
 		b = r.endBatch(&end, evs...)
 		b.Usage = usage
@@ -879,7 +950,21 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 		am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
 	r.msgs = append(r.msgs, am)
+	r.problems = problems
 	return calls, end, nil
+}
+
+// tellProblems adds the problems of the last step to the conversation,
+// after its results, for the model to read in the next step (the
+// conversation builder does the same from the step's protocol markers).
+// It reports whether there were any.
+func (r *run) tellProblems() bool {
+	if r.problems == "" {
+		return false
+	}
+	r.msgs = append(r.msgs, ProblemsMessage(r.problems))
+	r.problems = ""
+	return true
 }
 
 // live publishes a live-only event: progress shown at once, whatever the
@@ -903,16 +988,20 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // runTools runs calls in parallel (a single one on the turn's goroutine)
 // and logs each result as it finishes.
 func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
+	early := r.early
+	r.early = nil
+	defer early.stop()
 	results := make([]event.ToolResultData, len(calls))
 	errs := make([]error, len(calls))
 	refs := newStepRefs(r, calls)
 	var wg sync.WaitGroup
 	for i := range calls {
 		one := func() {
-			var res event.ToolResultData
-			ok := refs.wait(ctx, i)
-			if ok {
-				res, ok = r.runOne(ctx, refs, i)
+			res, ok, adopted := early.adopt(i, &calls[i])
+			if !adopted {
+				if ok = refs.wait(ctx, i); ok {
+					res, ok = r.runOne(ctx, refs, i)
+				}
 			}
 			refs.finish(i, res, ok)
 			if !ok {

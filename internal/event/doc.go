@@ -29,7 +29,7 @@
 //	tool_result         stored  engine                                         ToolResultData
 //	model_call          stored  engine: one attempt at a model                 ModelCallData
 //	reset               stored  runtime: the context starts over after it      MarkerData
-//	marker              stored  runtime: closed, reopened; engine: resumed     MarkerData
+//	marker              stored  runtime: closed, reopened; engine: resumed, protocol  MarkerData
 //	error               stored  engine: an error inside a turn                 ErrorData
 //	turn_end            stored  engine; runtime: a turn ended without it       TurnEndData
 //	approval_requested  stored  engine: a tool call waits for a person         ApprovalRequestData

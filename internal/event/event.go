@@ -173,7 +173,7 @@ type ModelCallData struct {
 
 // MarkerData is the payload of Reset and Marker events.
 type MarkerData struct {
-	Name   string `json:"name"` // reset, start, compaction
+	Name   string `json:"name"` // reset, start, compaction, resumed, protocol
 	Reason string `json:"reason,omitempty"`
 }
 

@@ -235,6 +235,14 @@ type wireRequest struct {
 	} `json:"stream_options"` // OpenAI
 	MaxTokens           int `json:"max_tokens"`
 	MaxCompletionTokens int `json:"max_completion_tokens"` // OpenAI
+	// Tools is only looked at for being there (notools).
+	Tools json.RawMessage `json:"tools"`
+}
+
+// hasTools reports whether the request offers tools.
+func (r *wireRequest) hasTools() bool {
+	t := trimSpace(r.Tools)
+	return len(t) > 0 && string(t) != "null" && string(t) != "[]"
 }
 
 // maxTokens returns the most output tokens the request allows, 0 for no
@@ -353,6 +361,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 			timer.Stop()
 			panic(http.ErrAbortHandler)
 		}
+	}
+	if resp.noTools && req.hasTools() {
+		s.failures.Add(1)
+		s.writeError(w, f, http.StatusBadRequest, errType(f, http.StatusBadRequest), "", "", NoToolsMessage, -1)
+		return
 	}
 	if ns := resp.noStream; ns != nil && req.Stream {
 		s.failures.Add(1)
@@ -609,6 +622,11 @@ func (t *turn) analyze() error {
 		if err != nil {
 			return fmt.Errorf("messages[%d].content: %w", i, err)
 		}
+		if isText && xmlResults(text) {
+			// The XML tool protocol's results (or its problems): the
+			// step's tool message, not user text.
+			continue
+		}
 		if isText {
 			t.userIdx, t.lastUser = i, text
 			return nil
@@ -666,6 +684,12 @@ func (t *turn) lastToolResult() string {
 	t.toolResultDone = true
 	for i := len(t.msgs) - 1; i >= 0; i-- {
 		m := &t.msgs[i]
+		if m.Role == "user" {
+			if text, isText, _ := t.text(m.Content, i); isText && strings.HasPrefix(text, xmlResultsPrefix) {
+				t.toolResult = text // the XML tool protocol's results
+				return t.toolResult
+			}
+		}
 		switch {
 		case t.format == openAI && m.Role == "tool":
 			t.toolResult, _, _ = t.text(m.Content, i)
@@ -705,6 +729,19 @@ func (t *turn) systemPrompt() string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// The beginnings of the XML tool protocol's messages that carry a step's
+// results and the problems found in what the model wrote.
+const (
+	xmlResultsPrefix  = "<action_results"
+	xmlProblemsPrefix = "<protocol_error"
+)
+
+// xmlResults reports whether a user message's text is the XML tool
+// protocol's results or problems message.
+func xmlResults(text string) bool {
+	return strings.HasPrefix(text, xmlResultsPrefix) || strings.HasPrefix(text, xmlProblemsPrefix)
 }
 
 func trimSpace(b []byte) []byte {

@@ -48,6 +48,7 @@ type response struct {
 	calls    []callSpec // call lines, in order
 	fail     *failSpec
 	noStream *noStreamSpec // refuse streamed requests
+	noTools  bool          // refuse requests that offer tools
 	truncate bool
 	stall    *stallSpec
 	delay    time.Duration
@@ -72,6 +73,10 @@ type noStreamSpec struct {
 // DefaultNoStreamMessage is what nostream answers when it names no message:
 // what llama.cpp's server said when asked to stream tool calls.
 const DefaultNoStreamMessage = "Cannot use tools with stream"
+
+// NoToolsMessage is what notools answers (status 400) to a request that
+// offers tools: what a server whose model cannot call tools says.
+const NoToolsMessage = "model does not support tools"
 
 // stallSpec is a stalled response.
 type stallSpec struct {
@@ -300,6 +305,14 @@ func (p *parser) directive(r *response, word, rest string) error {
 			return err
 		}
 		r.noStream = ns
+	case "notools":
+		if err := p.once(word); err != nil {
+			return err
+		}
+		if strings.TrimSpace(rest) != "" {
+			return p.errorf("notools takes no arguments")
+		}
+		r.noTools = true
 	case "stall":
 		if err := p.once(word); err != nil {
 			return err

@@ -635,6 +635,15 @@ say third
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r"}]},
 			{"role":"assistant","content":[{"type":"tool_use","id":"2","name":"f","input":{}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"2","content":"r"}]}]`, "third"},
+		{"openai XML results are not user text", openAI, `[{"role":"user","content":"go"},
+			{"role":"assistant","content":"<action_call name=\"f\">{}</action_call>"},
+			{"role":"user","content":"<action_results><action_result call=\"1\" name=\"f\">r</action_result></action_results>"}]`, "second"},
+		{"openai XML problems are not user text", openAI, `[{"role":"user","content":"go"},
+			{"role":"assistant","content":"<action_call>"},
+			{"role":"user","content":"<protocol_error>no name</protocol_error>"}]`, "second"},
+		{"anthropic XML results are not user text", anthropic, `[{"role":"user","content":"go"},
+			{"role":"assistant","content":"x"},
+			{"role":"user","content":[{"type":"text","text":"<action_results></action_results>"}]}]`, "second"},
 		{"anthropic text beside tool results is user text", anthropic, `[{"role":"user","content":"go"},
 			{"role":"assistant","content":[{"type":"tool_use","id":"1","name":"f","input":{}}]},
 			{"role":"user","content":[{"type":"tool_result","tool_use_id":"1","content":"r"},{"type":"text","text":"go"}]}]`, "first"},
@@ -799,6 +808,31 @@ func TestNoStream(t *testing.T) {
 		if r := exchangeResult(t, srv, f, false, `[{"role":"user","content":"`+tc.user+`"}]`); r.Text == "" {
 			t.Errorf("%s %s whole: %+v", tc.path, tc.user, r)
 		}
+	}
+}
+
+// notools refuses a request that offers tools with a 400 saying tools
+// are not supported; one without tools is answered. {{tool_result}} is
+// the XML protocol's results message.
+func TestNoTools(t *testing.T) {
+	srv := httptest.NewServer(New(mustParse(t, "match ^go\nnotools\nsay first\n---\nsay got {{tool_result}}\n"), nil))
+	defer srv.Close()
+	for _, tc := range []struct{ path, tools, want string }{
+		{"/v1/chat/completions", `[{"type":"function","function":{"name":"f","parameters":{}}}]`, `{"error":{"message":"model does not support tools","type":"invalid_request_error"`},
+		{"/v1/messages", `[{"name":"f","input_schema":{}}]`, `{"type":"error","error":{"type":"invalid_request_error","message":"model does not support tools"}}`},
+	} {
+		resp, data := do(t, srv, "POST", tc.path, `{"max_tokens":99,"tools":`+tc.tools+`,"messages":[{"role":"user","content":"go"}]}`)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), tc.want) {
+			t.Errorf("%s with tools: %d %s", tc.path, resp.StatusCode, data)
+		}
+	}
+	if r := exchangeResult(t, srv, openAI, true, `[{"role":"user","content":"go"}]`); r.Text != "first" {
+		t.Errorf("without tools: %+v", r)
+	}
+	results := `<action_results><action_result call=\"1\" name=\"f\">r</action_result></action_results>`
+	r := exchangeResult(t, srv, openAI, false, `[{"role":"user","content":"go"},{"role":"assistant","content":"x"},{"role":"user","content":"`+results+`"}]`)
+	if want := `got <action_results><action_result call="1" name="f">r</action_result></action_results>`; r.Text != want {
+		t.Errorf("{{tool_result}}: %q, want %q", r.Text, want)
 	}
 }
 
