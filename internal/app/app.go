@@ -119,6 +119,7 @@ type App struct {
 	// system is missing).
 	Connectors *connector.Manager
 
+	identity     atomic.Pointer[identityClients]   // the identity servers' clients, once the daemon started them (identityclient.go)
 	integrations *mcp.Integrations                 // MCP servers defined by integration rows
 	apps         *webext.Apps                      // the enabled app rows' files, served under /apps/
 	extChanges   *changeQueue                      // rows other nodes changed (a shared store)
@@ -354,6 +355,7 @@ func (a *App) Start(ctx context.Context) error {
 func (a *App) Bootstrap() {
 	if a.bctx != nil {
 		a.wg.Go(func() { a.bootstrap(a.bctx) })
+		a.startIdentity(a.bctx)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 // Agent is one agent that logs to the server.
 type Agent struct {
 	ID        string
+	KeyID     string // the agent whose key signs for it (default ID)
 	Character identityserver.Character
 }
 
@@ -81,6 +82,9 @@ func New(o *Options) (*Client, error) {
 	}
 	c := &Client{o: *o, agents: make(map[string]Agent, len(o.Agents)), wake: make(chan struct{}, 1)}
 	for _, a := range o.Agents {
+		if a.KeyID == "" {
+			a.KeyID = a.ID
+		}
 		c.agents[a.ID] = a
 	}
 	if c.o.Logger == nil {
@@ -194,15 +198,15 @@ func (c *Client) lead(ctx context.Context) error {
 // register stores each agent's character file and reads it back: a file
 // the server keeps differently is logged, not fatal.
 func (c *Client) register(ctx context.Context, s Session) error {
-	for _, a := range c.o.Agents {
-		if _, err := call(ctx, s, c.o.Keys, c.o.URL, a.ID, identityserver.ToolRegister, map[string]any{"character": a.Character}); err != nil {
+	for _, a := range c.agents {
+		if _, err := call(ctx, s, c.o.Keys, c.o.URL, a.KeyID, identityserver.ToolRegister, map[string]any{"character": a.Character}); err != nil {
 			if errors.Is(err, ErrRefused) {
 				c.o.Logger.Error("identity server: registration refused", "agent", a.ID, "err", err)
 				continue
 			}
 			return err
 		}
-		out, err := call(ctx, s, c.o.Keys, c.o.URL, a.ID, identityserver.ToolGetCharacter, map[string]any{"pubkey": a.Character.Pubkey})
+		out, err := call(ctx, s, c.o.Keys, c.o.URL, a.KeyID, identityserver.ToolGetCharacter, map[string]any{"pubkey": a.Character.Pubkey})
 		if err != nil {
 			return err
 		}
@@ -218,6 +222,14 @@ func (c *Client) register(ctx context.Context, s Session) error {
 		c.o.Logger.Info("identity server: registered", "agent", a.ID, "pubkey", a.Character.Pubkey)
 	}
 	return nil
+}
+
+// keyOf is the agent whose key signs for agentID.
+func (c *Client) keyOf(agentID string) string {
+	if a, ok := c.agents[agentID]; ok {
+		return a.KeyID
+	}
+	return agentID
 }
 
 // sameCharacter compares two character files as JSON values.
@@ -237,7 +249,7 @@ func (c *Client) deliver(ctx context.Context, s Session) error {
 			return err
 		}
 		for _, it := range due {
-			_, err := call(ctx, s, c.o.Keys, c.o.URL, it.Agent, identityserver.ToolLog, map[string]any{"lifecycle": it.Lifecycle})
+			_, err := call(ctx, s, c.o.Keys, c.o.URL, c.keyOf(it.Agent), identityserver.ToolLog, map[string]any{"lifecycle": it.Lifecycle})
 			if err != nil {
 				if ctx.Err() == nil {
 					_ = c.o.Outbox.MarkIdentityLog(context.WithoutCancel(ctx), it.ID, time.Time{}, err.Error())

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"agentd/approval"
+	"agentd/internal/identity"
+)
+
+// idServer is a running `agentd identity-server`.
+type idServer struct {
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan error
+	addr   string
+}
+
+// startIdentityServer starts `agentd identity-server` on its own data
+// directory at listen and waits until it listens.
+func startIdentityServer(t *testing.T, dir, listen string) *idServer {
+	t.Helper()
+	args := []string{"--data", dir, "identity-server", "--listen", listen}
+	cmd := exec.Command(agentdBin, args...)
+	cmd.Env = append(cmd.Environ(), storeEnv(args)...)
+	s := &idServer{cmd: cmd, out: &syncBuffer{}, exited: make(chan error, 1)}
+	pr, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = s.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("identity-server said nothing: %v\n%s", err, s.out.String())
+	}
+	go func() { s.exited <- cmd.Wait() }()
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), "identity server listening on http://")
+	if !ok {
+		t.Fatalf("identity-server said %q", line)
+	}
+	s.addr = strings.TrimSuffix(rest, "/mcp")
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *idServer) kill() {
+	s.cmd.Process.Kill()
+	<-s.exited
+	s.exited <- nil
+}
+
+func (s *idServer) url() string { return "http://" + s.addr + "/mcp" }
+
+// identityLogs reads the log of the agent whose key is in dir's keyring
+// from the server, as the key's holder, and returns the logged message
+// ids in order, with each one's daemonName.
+func identityLogs(t *testing.T, serverURL, dataDir, agentID string) (ids []int, names []string) {
+	t.Helper()
+	keys, err := identity.Open(filepath.Join(dataDir, "keys"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok, err := keys.Public(agentID)
+	if err != nil || !ok {
+		t.Fatalf("key of %s: %v %v", agentID, ok, err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: serverURL, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		return nil, nil // not up
+	}
+	defer cs.Close()
+	args := json.RawMessage(`{"pubkey":"` + pub + `","limit":1000}`)
+	now := time.Now()
+	a, err := keys.Approve(agentID, approval.Message{Text: "read", CreatedAt: now, ID: "read-" + now.String()}, now, serverURL, "logs", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "logs", Arguments: args, Meta: mcp.Meta{approval.MetaKey: a}})
+	if err != nil || res.IsError {
+		t.Fatalf("logs: %v %+v", err, res)
+	}
+	var out struct {
+		Logs []struct {
+			Seq       int64 `json:"seq"`
+			Lifecycle struct {
+				MessageID    string `json:"messageId"`
+				DaemonName   string `json:"daemonName"`
+				DaemonPubkey string `json:"daemonPubkey"`
+				Output       string `json:"output"`
+				Approval     *struct {
+					Signature string `json:"signature"`
+				} `json:"approval"`
+			} `json:"lifecycle"`
+		} `json:"logs"`
+	}
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &out); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range out.Logs {
+		id, _ := strconv.Atoi(l.Lifecycle.MessageID)
+		if l.Seq != int64(i+1) || l.Lifecycle.DaemonPubkey != pub || l.Lifecycle.Output == "" {
+			t.Errorf("log %d = %+v; want seq %d, the agent's pubkey, its reply", i, l, i+1)
+		}
+		ids, names = append(ids, id), append(names, l.Lifecycle.DaemonName)
+	}
+	return ids, names
+}
+
+// waitLogs polls the server until the agent's log holds n lifecycles.
+func waitLogs(t *testing.T, s *idServer, dataDir, agentID string, n int, node *daemon) []int {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ids, _ := identityLogs(t, s.url(), dataDir, agentID)
+		if len(ids) >= n {
+			return ids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server logged %v of %s, want %d lifecycles\nnode:\n%s\nserver:\n%s", ids, agentID, n, node.out.String(), s.out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Two agentd daemons share one identity server: each registers its agent
+// and logs each message lifecycle there; while the server is down the
+// lifecycles queue, and they arrive in order once it is back.
+func TestIdentityServerTwoNodes(t *testing.T) {
+	addr := fake(t, "")
+	srvDir := dataDir(t, nil)
+	srv := startIdentityServer(t, srvDir, "127.0.0.1:0")
+	agentFile := func(name string) string {
+		return openaiAgent(addr, "identity_server: "+srv.url()+"\nsystem_prompt: |\n  I am "+name+".\n\n  More about me.\n")
+	}
+	dirs := []string{dataDir(t, map[string]string{"agents/a.yaml": agentFile("one")}), dataDir(t, map[string]string{"agents/a.yaml": agentFile("two")})}
+	var nodes []*daemon
+	for i, dir := range dirs {
+		nodes = append(nodes, serve(t, dir))
+		if r := run(t, dir, "send", "a", "hello from node "+strconv.Itoa(i)); r.code != 0 {
+			t.Fatalf("send: %+v", r)
+		}
+	}
+	for i, dir := range dirs {
+		ids := waitLogs(t, srv, dir, "a", 1, nodes[i])
+		if len(ids) != 1 {
+			t.Errorf("node %d: logged %v; want one lifecycle", i, ids)
+		}
+	}
+
+	// The server goes away; node 0's next lifecycles queue.
+	srv.kill()
+	for i := range 3 {
+		if r := run(t, dirs[0], "send", "a", "while down "+strconv.Itoa(i)); r.code != 0 {
+			t.Fatalf("send while the server is down: %+v", r)
+		}
+	}
+	srv = startIdentityServer(t, srvDir, srv.addr)
+	ids := waitLogs(t, srv, dirs[0], "a", 4, nodes[0])
+	if len(ids) != 4 || !slices.IsSorted(ids) || slices.Compact(slices.Clone(ids))[3] != ids[3] {
+		t.Errorf("node 0 logged %v; want 4 lifecycles in order, each once", ids)
+	}
+	if ids, _ := identityLogs(t, srv.url(), dirs[1], "a"); len(ids) != 1 {
+		t.Errorf("node 1 logged %v; want its one lifecycle", ids)
+	}
+	for _, d := range nodes {
+		d.stop(t)
+	}
+}
