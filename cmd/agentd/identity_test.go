@@ -64,60 +64,72 @@ func (s *idServer) kill() {
 
 func (s *idServer) url() string { return "http://" + s.addr + "/mcp" }
 
-// identityLogs reads the log of the agent whose key is in dir's keyring
-// from the server, as the key's holder, and returns the logged message
-// ids in order, with each one's daemonName.
-func identityLogs(t *testing.T, serverURL, dataDir, agentID string) (ids []int, names []string) {
+// identityCall calls tool at the server as the holder of the key of
+// agentID in dataDir's keyring; ok false when the server is not up.
+func identityCall(t *testing.T, serverURL, dataDir, agentID, tool string, args func(pub string) string) (text string, ok bool) {
 	t.Helper()
 	keys, err := identity.Open(filepath.Join(dataDir, "keys"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, ok, err := keys.Public(agentID)
-	if err != nil || !ok {
-		t.Fatalf("key of %s: %v %v", agentID, ok, err)
+	pub, found, err := keys.Public(agentID)
+	if err != nil || !found {
+		t.Fatalf("key of %s: %v %v", agentID, found, err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(t.Context(),
 		&mcp.StreamableClientTransport{Endpoint: serverURL, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
-		return nil, nil // not up
+		return "", false
 	}
 	defer cs.Close()
-	args := json.RawMessage(`{"pubkey":"` + pub + `","limit":1000}`)
+	raw := json.RawMessage(args(pub))
 	now := time.Now()
-	a, err := keys.Approve(agentID, approval.Message{Text: "read", CreatedAt: now, ID: "read-" + now.String()}, now, serverURL, "logs", args)
+	a, err := keys.Approve(agentID, approval.Message{Text: "read", CreatedAt: now, ID: "read-" + now.String()}, now, serverURL, tool, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "logs", Arguments: args, Meta: mcp.Meta{approval.MetaKey: a}})
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: raw, Meta: mcp.Meta{approval.MetaKey: a}})
 	if err != nil || res.IsError {
-		t.Fatalf("logs: %v %+v", err, res)
+		t.Fatalf("%s: %v %+v", tool, err, res)
+	}
+	return res.Content[0].(*mcp.TextContent).Text, true
+}
+
+// identityLogs reads the log of the agent whose key is in dir's keyring
+// from the server, as the key's holder, and returns the logged message
+// ids in order (none when the server is not up).
+func identityLogs(t *testing.T, serverURL, dataDir, agentID string) []int {
+	t.Helper()
+	var pub string
+	text, up := identityCall(t, serverURL, dataDir, agentID, "logs", func(p string) string {
+		pub = p
+		return `{"pubkey":"` + p + `","limit":1000}`
+	})
+	if !up {
+		return nil
 	}
 	var out struct {
 		Logs []struct {
 			Seq       int64 `json:"seq"`
 			Lifecycle struct {
 				MessageID    string `json:"messageId"`
-				DaemonName   string `json:"daemonName"`
 				DaemonPubkey string `json:"daemonPubkey"`
 				Output       string `json:"output"`
-				Approval     *struct {
-					Signature string `json:"signature"`
-				} `json:"approval"`
 			} `json:"lifecycle"`
 		} `json:"logs"`
 	}
-	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &out); err != nil {
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
 		t.Fatal(err)
 	}
+	var ids []int
 	for i, l := range out.Logs {
 		id, _ := strconv.Atoi(l.Lifecycle.MessageID)
 		if l.Seq != int64(i+1) || l.Lifecycle.DaemonPubkey != pub || l.Lifecycle.Output == "" {
 			t.Errorf("log %d = %+v; want seq %d, the agent's pubkey, its reply", i, l, i+1)
 		}
-		ids, names = append(ids, id), append(names, l.Lifecycle.DaemonName)
+		ids = append(ids, id)
 	}
-	return ids, names
+	return ids
 }
 
 // waitLogs polls the server until the agent's log holds n lifecycles.
@@ -125,7 +137,7 @@ func waitLogs(t *testing.T, s *idServer, dataDir, agentID string, n int, node *d
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		ids, _ := identityLogs(t, s.url(), dataDir, agentID)
+		ids := identityLogs(t, s.url(), dataDir, agentID)
 		if len(ids) >= n {
 			return ids
 		}
@@ -159,6 +171,17 @@ func TestIdentityServerTwoNodes(t *testing.T) {
 		if len(ids) != 1 {
 			t.Errorf("node %d: logged %v; want one lifecycle", i, ids)
 		}
+		// Its character file: name, key, the system prompt's first
+		// paragraph, the model without the API key's variable.
+		text, _ := identityCall(t, srv.url(), dir, "a", "get_character", func(p string) string { return `{"pubkey":"` + p + `"}` })
+		for _, want := range []string{`"name":"Tester"`, `"identity_prompt":"I am ` + []string{"one", "two"}[i] + `."`, `"base_url":"http://` + addr + `/v1"`} {
+			if !strings.Contains(text, want) {
+				t.Errorf("node %d: character %s; want %s in it", i, text, want)
+			}
+		}
+		if strings.Contains(text, "AGENTD_TEST_KEY") || strings.Contains(text, "api_key") {
+			t.Errorf("node %d: character %s names its API key", i, text)
+		}
 	}
 
 	// The server goes away; node 0's next lifecycles queue.
@@ -173,7 +196,7 @@ func TestIdentityServerTwoNodes(t *testing.T) {
 	if len(ids) != 4 || !slices.IsSorted(ids) || slices.Compact(slices.Clone(ids))[3] != ids[3] {
 		t.Errorf("node 0 logged %v; want 4 lifecycles in order, each once", ids)
 	}
-	if ids, _ := identityLogs(t, srv.url(), dirs[1], "a"); len(ids) != 1 {
+	if ids := identityLogs(t, srv.url(), dirs[1], "a"); len(ids) != 1 {
 		t.Errorf("node 1 logged %v; want its one lifecycle", ids)
 	}
 	for _, d := range nodes {
