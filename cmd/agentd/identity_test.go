@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -201,5 +202,38 @@ func TestIdentityServerTwoNodes(t *testing.T) {
 	}
 	for _, d := range nodes {
 		d.stop(t)
+	}
+}
+
+// The identity server fails closed: it will not listen beyond loopback
+// unless told which host clients name, and it refuses a request whose
+// Host is not allowed (DNS rebinding) or that carries an Origin.
+func TestIdentityServerGuards(t *testing.T) {
+	dir := dataDir(t, nil)
+	r := run(t, dir, "identity-server", "--listen", "0.0.0.0:0")
+	if r.code != 2 || !strings.Contains(r.stderr, "--allow-host") {
+		t.Errorf("identity-server --listen 0.0.0.0:0 = exit %d, %q; want a usage error naming --allow-host", r.code, r.stderr)
+	}
+	srv := startIdentityServer(t, dir, "127.0.0.1:0")
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for name, set := range map[string]func(*http.Request){
+		"a foreign Host": func(r *http.Request) { r.Host = "evil.example:7400" },
+		"an Origin":      func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") },
+	} {
+		req, err := http.NewRequest("POST", srv.url(), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		set(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d; want 403", name, resp.StatusCode)
+		}
 	}
 }
