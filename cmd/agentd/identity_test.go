@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"agentd/approval"
+	"agentd/internal/app"
 	"agentd/internal/identity"
+	"agentd/internal/store/postgres/pgtest"
 )
 
 // idServer is a running `agentd identity-server`.
@@ -235,5 +237,48 @@ func TestIdentityServerGuards(t *testing.T) {
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("%s: status %d; want 403", name, resp.StatusCode)
 		}
+	}
+}
+
+// Two nodes on one PostgreSQL store, each with its own key of agent a:
+// every turn, whichever node ran it, is logged at the identity server
+// once, under the key of the node that ran it (each node delivers its
+// key's rows).
+func TestIdentityServerSharedStore(t *testing.T) {
+	db := pgtest.NewDB(t)
+	addr := fake(t, "")
+	srv := startIdentityServer(t, dataDir(t, nil), "127.0.0.1:0")
+	env := []string{app.StoreEnv + "=" + db}
+	var dirs []string
+	var nodes []*daemon
+	for range 2 {
+		dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "identity_server: "+srv.url()+"\n")})
+		nodes = append(nodes, serve(t, dir, env...))
+		dirs = append(dirs, dir)
+	}
+	const turns = 6
+	for i := range turns {
+		dir := dirs[i%2]
+		if r := runEnv(t, dir, env, "send", "a", "--session", "s"+strconv.Itoa(i%3), "hello "+strconv.Itoa(i)); r.code != 0 {
+			t.Fatalf("send: %+v", r)
+		}
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var all []int
+		for _, dir := range dirs {
+			all = append(all, identityLogs(t, srv.url(), dir, "a")...)
+		}
+		slices.Sort(all)
+		if len(all) >= turns {
+			if len(all) != turns || len(slices.Compact(all)) != turns {
+				t.Errorf("logged %v; want %d turns, each once", all, turns)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("logged %v; want %d turns\n%s\n%s", all, turns, nodes[0].out.String(), nodes[1].out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"agentd/approval"
@@ -25,7 +24,10 @@ type identityClients []*identityclient.Client
 // only, beside the start-up calls). A store without the queue, or an
 // agent whose character cannot be made, is logged and left out.
 func (a *App) startIdentity(ctx context.Context) {
-	byURL := map[string][]identityclient.Agent{}
+	// A client per server and key: nodes sharing a store may each hold
+	// their own key of an agent, and only a key's holder delivers its rows.
+	type target struct{ url, pubkey string }
+	byURL := map[target][]identityclient.Agent{}
 	for _, d := range a.Agents.List() {
 		if d.IdentityServer == "" {
 			continue
@@ -35,7 +37,8 @@ func (a *App) startIdentity(ctx context.Context) {
 			a.Logger.Error("identity server: character", "agent", d.ID, "err", err)
 			continue
 		}
-		byURL[d.IdentityServer] = append(byURL[d.IdentityServer], identityclient.Agent{ID: d.ID, KeyID: d.KeyOwnerID(), Character: c})
+		k := target{d.IdentityServer, c.Pubkey}
+		byURL[k] = append(byURL[k], identityclient.Agent{ID: d.ID, KeyID: d.KeyOwnerID(), Character: c})
 	}
 	if len(byURL) == 0 {
 		return
@@ -49,17 +52,12 @@ func (a *App) startIdentity(ctx context.Context) {
 	if a.storeKind == StorePostgres {
 		lead = a.Store
 	}
-	urls := make([]string, 0, len(byURL))
-	for u := range byURL {
-		urls = append(urls, u)
-	}
-	sort.Strings(urls)
 	var cs identityClients
-	for _, u := range urls {
-		c, err := identityclient.New(&identityclient.Options{URL: u, Agents: byURL[u], Outbox: out, Keys: a.Keys,
+	for u, agents := range byURL {
+		c, err := identityclient.New(&identityclient.Options{URL: u.url, Agents: agents, Outbox: out, Keys: a.Keys,
 			Lifecycle: a.lifecycleObject, Lead: lead, Logger: a.Logger, Version: a.version})
 		if err != nil {
-			a.Logger.Error("identity server", "url", u, "err", err)
+			a.Logger.Error("identity server", "url", u.url, "err", err)
 			continue
 		}
 		cs = append(cs, c)

@@ -40,15 +40,19 @@ type Leader interface {
 // Options configure a Client. URL, Agents, Outbox, Keys and Lifecycle are
 // required.
 type Options struct {
-	URL    string // the identity server's URL, as the agents name it
+	URL string // the identity server's URL, as the agents name it
+	// Agents are the agents that log there with one key (their
+	// characters' Pubkey): a node delivers the rows of its own key, as
+	// nodes sharing a store may each hold their own.
 	Agents []Agent
 	Outbox store.IdentityOutbox
 	Keys   Signer
 	// Lifecycle builds the lifecycle object of a turn (an inbox item id)
 	// of an agent, signature-free.
 	Lifecycle func(ctx context.Context, agentID string, turn int64) (json.RawMessage, error)
-	// Lead, when set, is asked to lead "identity:<URL>" before
-	// delivering (nodes sharing a store); nil: this node delivers.
+	// Lead, when set, is asked to lead "identity:<URL>#<pubkey>" before
+	// delivering (nodes sharing a store and a key: one of them
+	// delivers); nil: this node delivers.
 	Lead Leader
 	// Dial connects to the server (default Dial over streamable HTTP).
 	Dial func(ctx context.Context) (Session, error)
@@ -63,6 +67,7 @@ type Options struct {
 // lifecycles to it. Run owns its goroutine; Ended may be called from any.
 type Client struct {
 	o      Options
+	pubkey string // the agents' key
 	agents map[string]Agent
 	wake   chan struct{} // capacity 1
 
@@ -80,8 +85,11 @@ func New(o *Options) (*Client, error) {
 	if o == nil || o.URL == "" || len(o.Agents) == 0 || o.Outbox == nil || o.Keys == nil || o.Lifecycle == nil {
 		return nil, errors.New("identityclient: URL, Agents, Outbox, Keys and Lifecycle are required")
 	}
-	c := &Client{o: *o, agents: make(map[string]Agent, len(o.Agents)), wake: make(chan struct{}, 1)}
+	c := &Client{o: *o, pubkey: o.Agents[0].Character.Pubkey, agents: make(map[string]Agent, len(o.Agents)), wake: make(chan struct{}, 1)}
 	for _, a := range o.Agents {
+		if a.Character.Pubkey != c.pubkey {
+			return nil, errors.New("identityclient: the agents of one client share one key")
+		}
 		if a.KeyID == "" {
 			a.KeyID = a.ID
 		}
@@ -90,7 +98,7 @@ func New(o *Options) (*Client, error) {
 	if c.o.Logger == nil {
 		c.o.Logger = slog.Default()
 	}
-	c.o.Logger = c.o.Logger.With("identity_server", o.URL)
+	c.o.Logger = c.o.Logger.With("identity_server", o.URL, "pubkey", c.pubkey)
 	if c.o.Dial == nil {
 		c.o.Dial = func(ctx context.Context) (Session, error) { return Dial(ctx, o.URL, o.Version) }
 	}
@@ -158,7 +166,7 @@ func (c *Client) Run(ctx context.Context) {
 // error that broke the connection otherwise.
 func (c *Client) lead(ctx context.Context) error {
 	if c.o.Lead != nil {
-		l, err := c.o.Lead.TryLead(ctx, "identity:"+c.o.URL)
+		l, err := c.o.Lead.TryLead(ctx, "identity:"+c.o.URL+"#"+c.pubkey)
 		if err != nil || l == nil {
 			return err
 		}
@@ -244,7 +252,7 @@ func sameCharacter(a, b identityserver.Character) bool {
 // answered; it stops at the first failure, which it records on the row.
 func (c *Client) deliver(ctx context.Context, s Session) error {
 	for {
-		due, err := c.o.Outbox.DueIdentityLogs(ctx, c.o.URL, 50)
+		due, err := c.o.Outbox.DueIdentityLogs(ctx, c.o.URL, c.pubkey, 50)
 		if err != nil || len(due) == 0 {
 			return err
 		}
@@ -286,7 +294,7 @@ func (c *Client) queue(ctx context.Context, agentID string, turn int64) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = c.o.Outbox.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: c.o.URL, Agent: agentID, Turn: turn, Lifecycle: doc})
+	_, _, err = c.o.Outbox.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: c.o.URL, Pubkey: c.pubkey, Agent: agentID, Turn: turn, Lifecycle: doc})
 	return err
 }
 

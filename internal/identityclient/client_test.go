@@ -39,10 +39,10 @@ func (k keys) pub() string { return approval.EncodePublicKey(k.priv.Public().(ed
 // world is a node's store with ended turns, and an identity server on
 // its own store that the client reaches in memory while up is set.
 type world struct {
-	t     *testing.T
-	node  *sqlite.Store
-	ids   *sqlite.Store
-	srv   *identityserver.Server
+	t    *testing.T
+	node *sqlite.Store
+	ids  *sqlite.Store
+	srv  *identityserver.Server
 	// up: the server answers; down, dials and calls fail.
 	keys  keys
 	up    atomic.Bool
@@ -200,7 +200,7 @@ func TestDeliverInOrderAfterOutage(t *testing.T) {
 	// While the server is down they wait in the queue, tried again and
 	// again.
 	waitFor(t, "the three queued with a failed try", func() bool {
-		due, err := w.node.DueIdentityLogs(t.Context(), serverURL, 0)
+		due, err := w.node.DueIdentityLogs(t.Context(), serverURL, w.keys.pub(), 0)
 		return err == nil && len(due) == 3 && due[0].Tries > 0 && due[0].Turn == more[0]
 	})
 	if got := w.logged(1); len(got) != 1 {
@@ -213,7 +213,7 @@ func TestDeliverInOrderAfterOutage(t *testing.T) {
 		t.Errorf("logged %v; want %v", got, want)
 	}
 	waitFor(t, "nothing due after delivery", func() bool {
-		due, err := w.node.DueIdentityLogs(t.Context(), serverURL, 0)
+		due, err := w.node.DueIdentityLogs(t.Context(), serverURL, w.keys.pub(), 0)
 		return err == nil && len(due) == 0
 	})
 }
@@ -238,7 +238,7 @@ func TestSweepQueuesMissedTurns(t *testing.T) {
 	w := newWorld(t)
 	before := w.turn("before the identity server")
 	first := w.turn("first")
-	if _, _, err := w.node.QueueIdentityLog(t.Context(), store.IdentityOutboxItem{Server: serverURL, Agent: "a", Turn: first,
+	if _, _, err := w.node.QueueIdentityLog(t.Context(), store.IdentityOutboxItem{Server: serverURL, Pubkey: w.keys.pub(), Agent: "a", Turn: first,
 		Lifecycle: json.RawMessage(fmt.Sprintf(`{"messageId":"%d"}`, first))}); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestFollowerQueuesOnly(t *testing.T) {
 	tn := w.turn("one")
 	c.Ended("a", tn)
 	waitFor(t, "the turn queued", func() bool {
-		due, err := w.node.DueIdentityLogs(t.Context(), serverURL, 0)
+		due, err := w.node.DueIdentityLogs(t.Context(), serverURL, w.keys.pub(), 0)
 		return err == nil && len(due) == 1 && due[0].Turn == tn
 	})
 	if lead.asked.Load() == 0 || w.dials.Load() != 0 {

@@ -54,10 +54,13 @@ type IdentityStore interface {
 }
 
 // IdentityOutboxItem is one message lifecycle a node queued for an
-// identity server: delivered (SentAt set) in ID order per server.
+// identity server: delivered (SentAt set) in ID order per server and key.
 type IdentityOutboxItem struct {
-	ID        int64
-	Server    string // the identity server's URL
+	ID     int64
+	Server string // the identity server's URL
+	// Pubkey is the key that signs its delivery: the agent's key on the
+	// node that queued it (nodes sharing a store may hold different keys).
+	Pubkey    string
 	Agent     string // the agent's id
 	Turn      int64  // the inbox item whose lifecycle it is; (Server, Agent, Turn) is unique
 	Lifecycle json.RawMessage
@@ -74,9 +77,9 @@ type IdentityOutbox interface {
 	// Turn) exists, and returns the row as stored and whether it was
 	// created.
 	QueueIdentityLog(ctx context.Context, it IdentityOutboxItem) (IdentityOutboxItem, bool, error)
-	// DueIdentityLogs returns up to limit undelivered rows of server,
-	// oldest first.
-	DueIdentityLogs(ctx context.Context, server string, limit int) ([]IdentityOutboxItem, error)
+	// DueIdentityLogs returns up to limit undelivered rows of server and
+	// pubkey, oldest first.
+	DueIdentityLogs(ctx context.Context, server, pubkey string, limit int) ([]IdentityOutboxItem, error)
 	// MarkIdentityLog records a delivery of row id: sent, with the time,
 	// or failed, counting a try and keeping errText.
 	MarkIdentityLog(ctx context.Context, id int64, sentAt time.Time, errText string) error
@@ -169,6 +172,9 @@ func CheckIdentityOutboxItem(it *IdentityOutboxItem) error {
 		return err
 	}
 	if err := CheckIdentityText("agent", it.Agent, true); err != nil {
+		return err
+	}
+	if err := CheckIdentityText("pubkey", it.Pubkey, true); err != nil {
 		return err
 	}
 	if it.Turn <= 0 {

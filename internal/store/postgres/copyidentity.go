@@ -17,7 +17,7 @@ const (
 	ON CONFLICT (pubkey) DO UPDATE SET name = excluded.name, file = excluded.file, updated_at = excluded.updated_at
 	WHERE agentd_identity_characters.updated_at < excluded.updated_at`
 	qIDLogCopy = `INSERT INTO agentd_identity_logs (` + idLogCols + `) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
-	qIDOutCopy = `INSERT INTO agentd_identity_outbox (` + idOutCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+	qIDOutCopy = `INSERT INTO agentd_identity_outbox (` + idOutCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 	ON CONFLICT (id) DO UPDATE SET tries = excluded.tries, error = excluded.error, sent_at = excluded.sent_at
 	WHERE agentd_identity_outbox.sent_at = 0`
 )
@@ -76,12 +76,12 @@ func (s *Store) copyIdentity(ctx context.Context, src *sql.DB) error {
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var server, agent, doc, errText string
+			var server, pubkey, agent, doc, errText string
 			var turn, tries, created, sent int64
-			if err := rows.Scan(&id, &server, &agent, &turn, &doc, &tries, &errText, &created, &sent); err != nil {
+			if err := rows.Scan(&id, &server, &pubkey, &agent, &turn, &doc, &tries, &errText, &created, &sent); err != nil {
 				return err
 			}
-			b.Queue(qIDOutCopy, id, server, agent, turn, doc, tries, errText, created, sent)
+			b.Queue(qIDOutCopy, id, server, pubkey, agent, turn, doc, tries, errText, created, sent)
 		}
 		return rows.Err()
 	})

@@ -45,7 +45,7 @@ func TestCopyIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, _, err := lite.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: "http://s/mcp", Agent: "a", Turn: it.ID, Lifecycle: json.RawMessage(`{}`), CreatedAt: at})
+	row, _, err := lite.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: "http://s/mcp", Pubkey: "KeyA", Agent: "a", Turn: it.ID, Lifecycle: json.RawMessage(`{}`), CreatedAt: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,9 @@ func TestCopyIdentity(t *testing.T) {
 	}{
 		{"character", func(s store.IdentityStore) (any, error) { return s.Character(ctx, "KeyA") }},
 		{"logs", func(s store.IdentityStore) (any, error) { return s.IdentityLogs(ctx, "KeyA", 0, 0) }},
-		{"queue", func(s store.IdentityStore) (any, error) { return s.(store.IdentityOutbox).DueIdentityLogs(ctx, "http://s/mcp", 0) }},
+		{"queue", func(s store.IdentityStore) (any, error) {
+			return s.(store.IdentityOutbox).DueIdentityLogs(ctx, "http://s/mcp", "KeyA", 0)
+		}},
 	} {
 		want, err := read.of(lite)
 		if err != nil {
@@ -91,7 +93,7 @@ func TestCopyIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next, _, err := pg.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: "http://s/mcp", Agent: "a", Turn: it2.ID, Lifecycle: json.RawMessage(`{}`)}); err != nil || next.ID <= row.ID {
+	if next, _, err := pg.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: "http://s/mcp", Pubkey: "KeyA", Agent: "a", Turn: it2.ID, Lifecycle: json.RawMessage(`{}`)}); err != nil || next.ID <= row.ID {
 		t.Errorf("QueueIdentityLog after the copy = %+v, %v; want an id after %d", next, err, row.ID)
 	}
 }

@@ -42,6 +42,7 @@ CREATE TABLE agentd_identity_logs (
 CREATE TABLE agentd_identity_outbox (
 	id         bigserial PRIMARY KEY,
 	server     text COLLATE "C" NOT NULL,
+	pubkey     text COLLATE "C" NOT NULL,
 	agent      text COLLATE "C" NOT NULL,
 	turn       bigint NOT NULL,
 	lifecycle  text NOT NULL,
@@ -51,13 +52,13 @@ CREATE TABLE agentd_identity_outbox (
 	sent_at    bigint NOT NULL DEFAULT 0,
 	UNIQUE (server, agent, turn)
 );
-CREATE INDEX agentd_identity_outbox_due ON agentd_identity_outbox (server, id) WHERE sent_at = 0;
+CREATE INDEX agentd_identity_outbox_due ON agentd_identity_outbox (server, pubkey, id) WHERE sent_at = 0;
 `
 
 const (
 	charCols  = `pubkey, name, file, created_at, updated_at`
 	idLogCols = `pubkey, seq, message_id, lifecycle, created_at`
-	idOutCols = `id, server, agent, turn, lifecycle, tries, error, created_at, sent_at`
+	idOutCols = `id, server, pubkey, agent, turn, lifecycle, tries, error, created_at, sent_at`
 	qCharPut  = `INSERT INTO agentd_identity_characters (` + charCols + `) VALUES ($1, $2, $3, $4, $4)
 		ON CONFLICT (pubkey) DO UPDATE SET name = excluded.name, file = excluded.file, updated_at = excluded.updated_at
 		RETURNING created_at`
@@ -65,7 +66,7 @@ const (
 	qIDLogByMsg = `SELECT ` + idLogCols + ` FROM agentd_identity_logs WHERE pubkey = $1 AND message_id = $2`
 	qIDLogIns   = `INSERT INTO agentd_identity_logs (` + idLogCols + `)
 		SELECT $1, coalesce(max(seq), 0) + 1, $2, $3, $4 FROM agentd_identity_logs WHERE pubkey = $1 RETURNING seq`
-	qIDOutIns = `INSERT INTO agentd_identity_outbox (server, agent, turn, lifecycle, created_at) VALUES ($1, $2, $3, $4, $5)
+	qIDOutIns = `INSERT INTO agentd_identity_outbox (server, pubkey, agent, turn, lifecycle, created_at) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (server, agent, turn) DO NOTHING RETURNING ` + idOutCols
 	qIDOutByKey = `SELECT ` + idOutCols + ` FROM agentd_identity_outbox WHERE server = $1 AND agent = $2 AND turn = $3`
 	qIDOutMark  = `UPDATE agentd_identity_outbox SET sent_at = $1, tries = tries + $2, error = $3 WHERE id = $4 RETURNING 1`
@@ -73,7 +74,7 @@ const (
 	qChar       = `SELECT ` + charCols + ` FROM agentd_identity_characters WHERE pubkey = $1`
 	qCharsNamed = `SELECT ` + charCols + ` FROM agentd_identity_characters WHERE name = $1 ORDER BY updated_at DESC, pubkey`
 	qIDLogs     = `SELECT ` + idLogCols + ` FROM agentd_identity_logs WHERE pubkey = $1 AND seq > $2 ORDER BY seq LIMIT $3`
-	qIDOutDue   = `SELECT ` + idOutCols + ` FROM agentd_identity_outbox WHERE server = $1 AND sent_at = 0 ORDER BY id LIMIT $2`
+	qIDOutDue   = `SELECT ` + idOutCols + ` FROM agentd_identity_outbox WHERE server = $1 AND pubkey = $2 AND sent_at = 0 ORDER BY id LIMIT $3`
 	qIDTurns    = `SELECT i.id FROM inbox i JOIN sessions s ON s.id = i.session_id
 		WHERE s.agent = $2 AND i.id > $3 AND i.state = 'done' AND i.kind <> 'reset' AND NOT i.silent
 		AND NOT EXISTS (SELECT 1 FROM agentd_identity_outbox o WHERE o.server = $1 AND o.agent = $2 AND o.turn = i.id)
@@ -168,7 +169,7 @@ func (s *Store) QueueIdentityLog(ctx context.Context, it store.IdentityOutboxIte
 		return store.IdentityOutboxItem{}, false, store.ErrClosed
 	}
 	what := fmt.Sprintf("queue identity log of turn %d", it.Turn)
-	got, err := scanIdentityOut(s.pool.QueryRow(ctx, qIDOutIns, it.Server, it.Agent, it.Turn, string(it.Lifecycle), it.CreatedAt.UnixNano()))
+	got, err := scanIdentityOut(s.pool.QueryRow(ctx, qIDOutIns, it.Server, it.Pubkey, it.Agent, it.Turn, string(it.Lifecycle), it.CreatedAt.UnixNano()))
 	if err == nil {
 		return got, true, nil
 	}
@@ -191,12 +192,13 @@ func (s *Store) MarkIdentityLog(ctx context.Context, id int64, sentAt time.Time,
 	return s.changeOne(ctx, fmt.Sprintf("mark identity log %d", id), qIDOutMark, store.RunNanos(sentAt), tries, errText, id)
 }
 
-// DueIdentityLogs lists server's undelivered rows, oldest first.
-func (s *Store) DueIdentityLogs(ctx context.Context, server string, limit int) ([]store.IdentityOutboxItem, error) {
-	if !validText(server) {
+// DueIdentityLogs lists server's undelivered rows of pubkey, oldest
+// first.
+func (s *Store) DueIdentityLogs(ctx context.Context, server, pubkey string, limit int) ([]store.IdentityOutboxItem, error) {
+	if !validText(server) || !validText(pubkey) {
 		return []store.IdentityOutboxItem{}, nil
 	}
-	return connList(s, ctx, "due identity logs", scanIdentityOut, qIDOutDue, server, store.IdentityLimit(limit))
+	return connList(s, ctx, "due identity logs", scanIdentityOut, qIDOutDue, server, pubkey, store.IdentityLimit(limit))
 }
 
 // IdentityTurns lists agent's ended turns after after that server has no
@@ -251,7 +253,7 @@ func scanIdentityOut(row pgx.Row) (store.IdentityOutboxItem, error) {
 	var it store.IdentityOutboxItem
 	var doc string
 	var created, sent int64
-	if err := row.Scan(&it.ID, &it.Server, &it.Agent, &it.Turn, &doc, &it.Tries, &it.Error, &created, &sent); err != nil {
+	if err := row.Scan(&it.ID, &it.Server, &it.Pubkey, &it.Agent, &it.Turn, &doc, &it.Tries, &it.Error, &created, &sent); err != nil {
 		return store.IdentityOutboxItem{}, err
 	}
 	it.Lifecycle, it.CreatedAt, it.SentAt = []byte(doc), store.RunTime(created), store.RunTime(sent)

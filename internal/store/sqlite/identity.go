@@ -44,6 +44,7 @@ CREATE TABLE agentd_identity_logs (
 CREATE TABLE agentd_identity_outbox (
 	id         INTEGER PRIMARY KEY AUTOINCREMENT,
 	server     TEXT NOT NULL,
+	pubkey     TEXT NOT NULL,
 	agent      TEXT NOT NULL,
 	turn       INTEGER NOT NULL,
 	lifecycle  TEXT NOT NULL,
@@ -53,19 +54,19 @@ CREATE TABLE agentd_identity_outbox (
 	sent_at    INTEGER NOT NULL DEFAULT 0,
 	UNIQUE (server, agent, turn)
 );
-CREATE INDEX agentd_identity_outbox_due ON agentd_identity_outbox (server, id) WHERE sent_at = 0;`
+CREATE INDEX agentd_identity_outbox_due ON agentd_identity_outbox (server, pubkey, id) WHERE sent_at = 0;`
 
 const (
 	charCols  = `pubkey, name, file, created_at, updated_at`
 	idLogCols = `pubkey, seq, message_id, lifecycle, created_at`
-	idOutCols = `id, server, agent, turn, lifecycle, tries, error, created_at, sent_at`
+	idOutCols = `id, server, pubkey, agent, turn, lifecycle, tries, error, created_at, sent_at`
 	qCharPut  = `INSERT INTO agentd_identity_characters (` + charCols + `) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (pubkey) DO UPDATE SET name = excluded.name, file = excluded.file, updated_at = excluded.updated_at
 		RETURNING created_at`
 	qIDLogByMsg = `SELECT ` + idLogCols + ` FROM agentd_identity_logs WHERE pubkey = ? AND message_id = ?`
 	qIDLogNext  = `SELECT coalesce(max(seq), 0) + 1 FROM agentd_identity_logs WHERE pubkey = ?`
 	qIDLogIns   = `INSERT INTO agentd_identity_logs (` + idLogCols + `) VALUES (?, ?, ?, ?, ?)`
-	qIDOutIns   = `INSERT INTO agentd_identity_outbox (server, agent, turn, lifecycle, created_at) VALUES (?, ?, ?, ?, ?)
+	qIDOutIns   = `INSERT INTO agentd_identity_outbox (server, pubkey, agent, turn, lifecycle, created_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (server, agent, turn) DO NOTHING`
 	qIDOutByKey = `SELECT ` + idOutCols + ` FROM agentd_identity_outbox WHERE server = ? AND agent = ? AND turn = ?`
 	qIDOutMark  = `UPDATE agentd_identity_outbox SET sent_at = ?, tries = tries + ?, error = ? WHERE id = ?`
@@ -73,7 +74,7 @@ const (
 	qChar       = `SELECT ` + charCols + ` FROM agentd_identity_characters WHERE pubkey = ?`
 	qCharsNamed = `SELECT ` + charCols + ` FROM agentd_identity_characters WHERE name = ? ORDER BY updated_at DESC, pubkey`
 	qIDLogs     = `SELECT ` + idLogCols + ` FROM agentd_identity_logs WHERE pubkey = ? AND seq > ? ORDER BY seq LIMIT ?`
-	qIDOutDue   = `SELECT ` + idOutCols + ` FROM agentd_identity_outbox WHERE server = ? AND sent_at = 0 ORDER BY id LIMIT ?`
+	qIDOutDue   = `SELECT ` + idOutCols + ` FROM agentd_identity_outbox WHERE server = ? AND pubkey = ? AND sent_at = 0 ORDER BY id LIMIT ?`
 	qIDTurns    = `SELECT i.id FROM inbox i JOIN sessions s ON s.id = i.session_id
 		WHERE s.agent = ?2 AND i.id > ?3 AND i.state = 'done' AND i.kind <> 'reset' AND i.silent = 0
 		AND NOT EXISTS (SELECT 1 FROM agentd_identity_outbox o WHERE o.server = ?1 AND o.agent = ?2 AND o.turn = i.id)
@@ -194,7 +195,7 @@ func (s *Store) QueueIdentityLog(ctx context.Context, it store.IdentityOutboxIte
 	var got store.IdentityOutboxItem
 	var created bool
 	err := s.identityWrite(ctx, func(w *writer) error {
-		res, err := w.ident.outIns.Exec(it.Server, it.Agent, it.Turn, string(it.Lifecycle), it.CreatedAt.UnixNano())
+		res, err := w.ident.outIns.Exec(it.Server, it.Pubkey, it.Agent, it.Turn, string(it.Lifecycle), it.CreatedAt.UnixNano())
 		if err != nil {
 			return err
 		}
@@ -234,9 +235,10 @@ func (s *Store) MarkIdentityLog(ctx context.Context, id int64, sentAt time.Time,
 	return nil
 }
 
-// DueIdentityLogs lists server's undelivered rows, oldest first.
-func (s *Store) DueIdentityLogs(ctx context.Context, server string, limit int) ([]store.IdentityOutboxItem, error) {
-	return connList(s, ctx, "due identity logs", s.r.ident.outDue, scanIdentityOut, server, store.IdentityLimit(limit))
+// DueIdentityLogs lists server's undelivered rows of pubkey, oldest
+// first.
+func (s *Store) DueIdentityLogs(ctx context.Context, server, pubkey string, limit int) ([]store.IdentityOutboxItem, error) {
+	return connList(s, ctx, "due identity logs", s.r.ident.outDue, scanIdentityOut, server, pubkey, store.IdentityLimit(limit))
 }
 
 // IdentityTurns lists agent's ended turns after after that server has no
@@ -286,7 +288,7 @@ func scanIdentityOut(sc scanner) (store.IdentityOutboxItem, error) {
 	var it store.IdentityOutboxItem
 	var doc string
 	var created, sent int64
-	if err := sc.Scan(&it.ID, &it.Server, &it.Agent, &it.Turn, &doc, &it.Tries, &it.Error, &created, &sent); err != nil {
+	if err := sc.Scan(&it.ID, &it.Server, &it.Pubkey, &it.Agent, &it.Turn, &doc, &it.Tries, &it.Error, &created, &sent); err != nil {
 		return store.IdentityOutboxItem{}, err
 	}
 	it.Lifecycle, it.CreatedAt, it.SentAt = json.RawMessage(doc), store.RunTime(created), store.RunTime(sent)

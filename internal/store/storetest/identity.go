@@ -133,7 +133,8 @@ func testIdentityLogsConcurrent(t *testing.T, x *suite) {
 }
 
 // testIdentityOutbox: a turn's lifecycle is queued once per server and
-// agent; due rows come oldest first until marked sent; a failed delivery
+// agent; due rows of a key come oldest first until marked sent (another
+// key's are another node's to deliver); a failed delivery
 // counts a try and keeps its error; the sweep finds the ended turns of
 // the agent's sessions that have no row (not a silent one, not a pending
 // one, not another agent's), from the first turn queued.
@@ -161,12 +162,12 @@ func testIdentityOutbox(t *testing.T, x *suite) {
 	}
 	queue := func(turn int64) store.IdentityOutboxItem {
 		t.Helper()
-		it, created, err := s.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: srv, Agent: "assistant", Turn: turn,
+		it, created, err := s.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: srv, Pubkey: "KeyA", Agent: "assistant", Turn: turn,
 			Lifecycle: json.RawMessage(fmt.Sprintf(`{"messageId":"%d"}`, turn))})
 		if err != nil || !created || it.ID == 0 || it.Turn != turn {
 			t.Fatalf("QueueIdentityLog(%d) = %+v, %v, %v; want a new row", turn, it, created, err)
 		}
-		again, created, err := s.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: srv, Agent: "assistant", Turn: turn, Lifecycle: json.RawMessage(`{}`)})
+		again, created, err := s.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: srv, Pubkey: "KeyB", Agent: "assistant", Turn: turn, Lifecycle: json.RawMessage(`{}`)})
 		if err != nil || created || again.ID != it.ID || string(again.Lifecycle) != string(it.Lifecycle) {
 			t.Fatalf("QueueIdentityLog(%d) again = %+v, %v, %v; want the first row", turn, again, created, err)
 		}
@@ -184,9 +185,12 @@ func testIdentityOutbox(t *testing.T, x *suite) {
 		t.Errorf("IdentityTurns(other server, limit 2) = %v, %v; want %v", missed, err, turns[:2])
 	}
 	r2 := queue(turns[2])
+	if _, _, err := s.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: srv, Pubkey: "KeyB", Agent: "writer", Turn: theirs.ID, Lifecycle: json.RawMessage(`{}`)}); err != nil {
+		t.Fatalf("QueueIdentityLog(another key): %v", err)
+	}
 	due := func(want ...store.IdentityOutboxItem) {
 		t.Helper()
-		got, err := s.DueIdentityLogs(ctx, srv, 0)
+		got, err := s.DueIdentityLogs(ctx, srv, "KeyA", 0)
 		if err != nil {
 			t.Fatalf("DueIdentityLogs: %v", err)
 		}
@@ -205,7 +209,7 @@ func testIdentityOutbox(t *testing.T, x *suite) {
 	if err := s.MarkIdentityLog(ctx, r1.ID, time.Time{}, "server down"); err != nil {
 		t.Fatalf("MarkIdentityLog(failed): %v", err)
 	}
-	got, _ := s.DueIdentityLogs(ctx, srv, 1)
+	got, _ := s.DueIdentityLogs(ctx, srv, "KeyA", 1)
 	if len(got) != 1 || got[0].Tries != 1 || got[0].Error != "server down" {
 		t.Errorf("DueIdentityLogs after a failure = %+v; want row %d with 1 try and its error", got, r1.ID)
 	}
@@ -217,10 +221,16 @@ func testIdentityOutbox(t *testing.T, x *suite) {
 	if err := s.MarkIdentityLog(ctx, 1<<40, sent, ""); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("MarkIdentityLog(no row) = %v; want ErrNotFound", err)
 	}
-	if due, err := s.DueIdentityLogs(ctx, "http://other/mcp", 0); err != nil || len(due) != 0 {
+	if due, err := s.DueIdentityLogs(ctx, srv, "KeyB", 0); err != nil || len(due) != 1 || due[0].Turn != theirs.ID {
+		t.Errorf("DueIdentityLogs(KeyB) = %+v, %v; want its one row", due, err)
+	}
+	if due, err := s.DueIdentityLogs(ctx, "http://other/mcp", "KeyA", 0); err != nil || len(due) != 0 {
 		t.Errorf("DueIdentityLogs(other server) = %+v, %v; want none", due, err)
 	}
-	if _, _, err := s.QueueIdentityLog(ctx, store.IdentityOutboxItem{Server: srv, Agent: "assistant", Lifecycle: json.RawMessage(`{}`)}); !errors.Is(err, store.ErrInvalid) {
-		t.Errorf("QueueIdentityLog(no turn) = %v; want ErrInvalid", err)
+	for _, bad := range []store.IdentityOutboxItem{{Server: srv, Pubkey: "KeyA", Agent: "assistant"}, {Server: srv, Agent: "assistant", Turn: turns[0]}} {
+		bad.Lifecycle = json.RawMessage(`{}`)
+		if _, _, err := s.QueueIdentityLog(ctx, bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("QueueIdentityLog(%+v) = %v; want ErrInvalid", bad, err)
+		}
 	}
 }
