@@ -351,7 +351,8 @@ func (a *App) Start(ctx context.Context) error {
 }
 
 // Bootstrap makes, in the background, the start-up calls of every agent
-// (the daemon does this once it is up; a command run in process does not).
+// and starts the clients of the identity servers they name (the daemon
+// does this once it is up; a command run in process does not).
 func (a *App) Bootstrap() {
 	if a.bctx != nil {
 		a.wg.Go(func() { a.bootstrap(a.bctx) })

@@ -128,8 +128,10 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Handler serves the server over streamable HTTP behind the Host and
 // Origin guard of o (nil: loopback hosts, no origins).
 func (s *Server) Handler(o *mcpserver.HandlerOptions) http.Handler {
+	// A session idle for an hour ends (a node killed never ends its own);
+	// the guard checks Host, so the SDK's own loopback check is off.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, SessionTimeout: time.Hour})
 	return mcpserver.Guard(h, o, s.o.Logger)
 }
 
