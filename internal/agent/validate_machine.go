@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"net/url"
 
 	"agentd/internal/secret"
 )
@@ -25,6 +26,22 @@ func (c *checker) machine(d *Definition) {
 		if v < 0 || (v == 0 && c.has(p)) {
 			c.add(p, "must be positive, such as 512MiB")
 		}
+	}
+	c.identityServer(d.IdentityServer)
+}
+
+// identityServer checks identity_server: an http or https URL of an MCP
+// server, without credentials (the agent's key is what it trusts).
+func (c *checker) identityServer(raw string) {
+	if raw == "" {
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		c.add("identity_server", "must be an http or https URL, such as http://127.0.0.1:7400/mcp, got %q", raw)
+	case u.User != nil:
+		c.add("identity_server", "must not hold credentials")
 	}
 }
 

@@ -74,6 +74,7 @@ func (a *App) runtimeHooks(ro *runtime.Options) {
 		if a.Connectors != nil {
 			a.Connectors.Ended(s, it, end)
 		}
+		a.identityEnded(s, it)
 	}
 	ro.Accounts = ledgerOf{a}
 	ro.Cleared = a.sessionCleared

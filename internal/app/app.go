@@ -119,6 +119,7 @@ type App struct {
 	// system is missing).
 	Connectors *connector.Manager
 
+	identity     atomic.Pointer[identityClients]   // the identity servers' clients, once the daemon started them (identityclient.go)
 	integrations *mcp.Integrations                 // MCP servers defined by integration rows
 	apps         *webext.Apps                      // the enabled app rows' files, served under /apps/
 	extChanges   *changeQueue                      // rows other nodes changed (a shared store)
@@ -351,10 +352,12 @@ func (a *App) Start(ctx context.Context) error {
 }
 
 // Bootstrap makes, in the background, the start-up calls of every agent
-// (the daemon does this once it is up; a command run in process does not).
+// and starts the clients of the identity servers they name (the daemon
+// does this once it is up; a command run in process does not).
 func (a *App) Bootstrap() {
 	if a.bctx != nil {
 		a.wg.Go(func() { a.bootstrap(a.bctx) })
+		a.startIdentity(a.bctx)
 	}
 }
 

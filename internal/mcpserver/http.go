@@ -68,6 +68,15 @@ func (s *Server) Handler(o *HandlerOptions) http.Handler {
 	return newGuard(h, opts.AllowedHosts, opts.AllowedOrigins, s.log)
 }
 
+// Guard wraps next in the Host and Origin guard of o (nil: loopback
+// hosts, no origins), for other MCP servers agentd serves over HTTP.
+func Guard(next http.Handler, o *HandlerOptions, log *slog.Logger) http.Handler {
+	if o == nil {
+		o = &HandlerOptions{}
+	}
+	return newGuard(next, o.AllowedHosts, o.AllowedOrigins, log)
+}
+
 // Why the guard refuses a request: 403 forbidden, as the gateway's table
 // of errors says it.
 var (

@@ -105,6 +105,7 @@ func (s *Store) CopyFromSQLite(ctx context.Context, src *sql.DB, progress func(s
 		{"outbox", s.copyOutbox},
 		{"pairings", s.copyPairings},
 		{"grants", s.copyGrants},
+		{"identity", s.copyIdentity},
 		{"sequences", func(ctx context.Context, _ *sql.DB) error { return s.resetSequences(ctx) }},
 	}
 	for _, st := range steps {
@@ -397,7 +398,7 @@ func (s *Store) inTx(ctx context.Context, b *pgx.Batch) error {
 // resetSequences moves the id sequences past the ids copied, so that the
 // rows PostgreSQL makes next do not take them.
 func (s *Store) resetSequences(ctx context.Context) error {
-	for _, t := range []string{"sessions", "inbox", "usage", "agentd_outbox"} {
+	for _, t := range []string{"sessions", "inbox", "usage", "agentd_outbox", "agentd_identity_outbox"} {
 		if _, err := s.pool.Exec(ctx, `SELECT setval(pg_get_serial_sequence('`+t+`', 'id'),
 			greatest((SELECT max(id) FROM `+t+`), 1), (SELECT max(id) FROM `+t+`) IS NOT NULL)`); err != nil {
 			return fmt.Errorf("%s: %w", t, err)
@@ -409,7 +410,8 @@ func (s *Store) resetSequences(ctx context.Context) error {
 // copyTables are the tables a copy compares, by name in both stores.
 var copyTables = []string{"agents", "sessions", "events", "inbox", "usage", "working_memory", "agentd_claims",
 	"agentd_extensions", "agentd_extension_history", "agentd_job_runs", "agentd_instances",
-	"agentd_conversations", "agentd_outbox", "agentd_pairings", "agentd_grants"}
+	"agentd_conversations", "agentd_outbox", "agentd_pairings", "agentd_grants",
+	"agentd_identity_characters", "agentd_identity_logs", "agentd_identity_outbox"}
 
 // verifyCopy counts each table's rows in both stores and compares every
 // session's last sequence number and its newest event's.

@@ -151,7 +151,7 @@ CREATE INDEX agentd_leases_node ON agentd_leases (node_id);
 // appended.
 func migrations() []string {
 	return []string{schemaV1, schemaV2, schemaClaims, schemaExtensions, schemaJobRuns, schemaJobDelivery, schemaAgents, schemaInstanceBudgets,
-		schemaConnectors, schemaGrants}
+		schemaConnectors, schemaGrants, schemaIdentity}
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -97,10 +97,12 @@ type readStmts struct {
 	pairApproved, pairings               *stmt
 	// The grants' (grant.go).
 	grants *stmt
+	// The identity server's and outbox's (identity.go).
+	ident identReads
 }
 
 func (r *readStmts) prepare(db *sql.DB) {
-	for _, p := range []struct {
+	for _, p := range append([]struct {
 		dst **stmt
 		sql string
 	}{
@@ -141,7 +143,7 @@ func (r *readStmts) prepare(db *sql.DB) {
 		{&r.pairApproved, qPairApproved},
 		{&r.pairings, qPairings},
 		{&r.grants, qGrants},
-	} {
+	}, r.ident.list()...) {
 		*p.dst = &stmt{db: db, q: p.sql}
 		r.all = append(r.all, *p.dst)
 	}

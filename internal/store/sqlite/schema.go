@@ -160,7 +160,8 @@ func migrations() []migration {
 	return []migration{{sql: schemaV1}, {sql: schemaV2}, {sql: schemaV3}, {sql: schemaV4}, {sql: schemaV5, fill: rebuildSearch},
 		{sql: schemaV6}, {sql: schemaV7}, {sql: schemaV8, fill: fillTitles}, {sql: schemaClaims},
 		{sql: schemaExtensions}, {sql: schemaJobRuns}, {sql: schemaJobDelivery}, {sql: schemaAgents},
-		{sql: schemaInstanceBudgets}, {sql: schemaConnectors}, {sql: schemaGrants}}
+		{sql: schemaInstanceBudgets}, {sql: schemaConnectors}, {sql: schemaGrants},
+		{sql: schemaIdentity}}
 }
 
 // SchemaVersion is the schema version this build writes (PRAGMA

@@ -48,6 +48,7 @@ const (
 	opPairRevoke
 	opGrantPut
 	opGrantDelete
+	opIdentity
 )
 
 func (o op) String() string {
@@ -108,6 +109,8 @@ func (o op) String() string {
 		return "put grant"
 	case opGrantDelete:
 		return "delete grant"
+	case opIdentity:
+		return "identity"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }
@@ -168,6 +171,8 @@ type request struct {
 	at      time.Time
 	// opGrantPut, opGrantDelete (ID)
 	grant store.Grant
+	// opIdentity: the write, which sets its own results (identity.go)
+	identity func(w *writer) error
 
 	// results
 	sess      store.Session
@@ -293,6 +298,7 @@ type writer struct {
 	agents                            agentStmts
 	conn                              connStmts
 	grants                            grantStmts
+	ident                             identStmts
 
 	// tails: the last sequence number of sessions written to (tails.go).
 	tails tails
@@ -389,7 +395,7 @@ func newWriter(ctx context.Context, conn *sql.Conn, s *Store) (*writer, error) {
 			ON CONFLICT (id) DO UPDATE SET name = excluded.name, type = excluded.type,
 			definition = excluded.definition, updated_at = excluded.updated_at`},
 	}
-	for _, p := range append(append(append(stmts, w.agents.list()...), w.conn.list()...), w.grants.list()...) {
+	for _, p := range append(append(append(append(stmts, w.agents.list()...), w.conn.list()...), w.grants.list()...), w.ident.list()...) {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
 			_ = w.close()
@@ -769,6 +775,8 @@ func (w *writer) apply(r *request, now int64) error {
 		return w.applyGrantPut(r)
 	case opGrantDelete:
 		return w.applyGrantDelete(r)
+	case opIdentity:
+		return r.identity(w)
 	}
 	return fmt.Errorf("sqlite: unknown write op %d", r.op)
 }

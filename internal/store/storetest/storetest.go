@@ -33,6 +33,8 @@ type Store interface {
 	store.AgentStore
 	store.ConnectorStore
 	store.GrantStore
+	store.IdentityStore
+	store.IdentityOutbox
 	// SetTitle sets a session's title, set by by (store.TitleByInput,
 	// TitleByModel, TitleByUser), and reports whether it did.
 	SetTitle(ctx context.Context, id int64, title, by string) (bool, error)
@@ -163,6 +165,10 @@ func tests() []struct {
 		{"PairingConcurrent", testPairingConcurrent},
 		{"Grants", testGrants},
 		{"GrantInvalid", testGrantInvalid},
+		{"IdentityCharacters", testIdentityCharacters},
+		{"IdentityLogs", testIdentityLogs},
+		{"IdentityLogsConcurrent", testIdentityLogsConcurrent},
+		{"IdentityOutbox", testIdentityOutbox},
 	}
 }
 
