@@ -35,6 +35,7 @@ import (
 	"agentd/internal/memory"
 	"agentd/internal/metrics"
 	"agentd/internal/netguard"
+	"agentd/internal/output"
 	"agentd/internal/permit"
 	"agentd/internal/reclaim"
 	"agentd/internal/runtime"
@@ -118,6 +119,8 @@ type App struct {
 	// Connectors run the chat connectors (nil: the store or the agent
 	// system is missing).
 	Connectors *connector.Manager
+	// Outputs are the agents' output types and the output tool.
+	Outputs *output.Set
 
 	identity     atomic.Pointer[identityClients]   // the identity servers' clients, once the daemon started them (identityclient.go)
 	integrations *mcp.Integrations                 // MCP servers defined by integration rows
@@ -242,6 +245,9 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	if err := a.openMemory(ctx); err != nil {
 		return nil, err
 	}
+	if err := a.outputLayer(); err != nil {
+		return nil, err
+	}
 	a.Models = NewModels(nil)
 	eo := engine.Options{}
 	if o.Engine != nil {
@@ -249,7 +255,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Permits, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
-	eo.Skills, eo.Grants = skillServers{a}, a.Store
+	eo.Skills, eo.Grants, eo.Outputs = skillServers{a}, a.Store, a.Outputs
 	eo.Working = sessionWorking{a.Store}.Working
 	if a.Memory != nil {
 		eo.Recall = recaller{a.Memory}

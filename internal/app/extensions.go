@@ -39,6 +39,7 @@ func (a *App) extensionTypes() []extension.Type {
 		webext.AppType(a.apps),
 		command.Type(a.Commands, a.Agents),
 		a.Jobs.Type(),
+		a.Outputs.Type(),
 	}
 }
 

@@ -272,6 +272,8 @@ type run struct {
 
 	problems string       // found in the last step's text (XML protocol), to tell the model (problemsReason)
 	early    *earlyStarts // the last step's calls started while it streamed (XML protocol), for runTools
+
+	outs []event.OutputRef // this run's output tool calls with results (outputs.go)
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -345,6 +347,7 @@ func (r *run) endBatch(end *event.TurnEndData, extra ...event.Event) *store.Batc
 	if end.Reply == "" {
 		end.Reply = r.reply
 	}
+	end.Outputs = r.outputsOf(end.Reply)
 	r.ended = true
 	evs := append(extra, event.New(r.session, r.t.ID, event.TurnEnd, *end))
 	return &store.Batch{Session: r.session, Done: []int64{r.t.ID}, State: store.StateIdle, Events: evs}
@@ -842,7 +845,7 @@ func (r *run) toolSpecs() []model.ToolSpec {
 	specs := make([]model.ToolSpec, 0, len(vis))
 	for i := range vis {
 		if s := &vis[i]; s.Kind == "" || s.Kind == tool.KindModel {
-			specs = append(specs, r.e.offers.spec(s))
+			specs = append(specs, r.e.offers.spec(r.outputSpec(s)))
 		}
 	}
 	return specs
@@ -1030,6 +1033,7 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 		}
 	}
 	r.noteSkills(calls, results)
+	r.noteOutputs(calls, results)
 	for i := range results {
 		r.msgs = append(r.msgs, ToolMessage(&results[i]))
 	}

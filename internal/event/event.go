@@ -203,8 +203,9 @@ type TurnEndData struct {
 	OutputTokens int     `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd"`
 	DurationMS   float64 `json:"duration_ms"`
-	// Outputs are the turn's outputs in order (the text reply is one of
-	// type text); absent for a turn that produced none.
+	// Outputs are the turn's typed outputs in order — each call of the
+	// output tool, then the text reply as one of type text; absent for a
+	// turn that made no output call (its reply is Reply).
 	Outputs []OutputRef `json:"outputs,omitempty"`
 }
 
