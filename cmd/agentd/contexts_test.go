@@ -55,6 +55,9 @@ func checkContextSends(t *testing.T, dir string) {
 	if r := send(`{"userId":"bob"}`, "bad"); r.code != 0 || !strings.Contains(r.stdout, "refused: ") || !strings.Contains(r.stdout, "/visits: must be") {
 		t.Fatalf("an invalid state change: %+v", r)
 	}
+	if r := run(t, dir, "contexts", "list"); r.code != 0 || !strings.Contains(r.stdout, "chat  assistant  {{userId}}") {
+		t.Errorf("contexts list: %+v", r)
+	}
 	r := run(t, dir, "log", "assistant/ctx:chat:alice")
 	if r.code != 0 || strings.Count(r.stdout, "turn_end") != 2 {
 		t.Fatalf("alice's session: %+v", r)
