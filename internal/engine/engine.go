@@ -258,6 +258,16 @@ type run struct {
 	w    *writer         // the turn's writes, in order
 
 	offered offerMemo // the tools offered, while they stay the same (offer)
+
+	// priorResults are the results logged before a restart, by step and
+	// index in the step, for the template references of the calls that
+	// resume (refs.go).
+	priorResults map[[2]int]event.ToolResultData
+
+	state      stepState    // the turn's state as this step shows it (working.go)
+	ctxView    *ContextView // the context instance, if the message names one (contextrun.go)
+	ctxFresh   bool         // ctxView was prepared for the coming step
+	ctxActions []string     // the context instance's actions, offered besides the agent's tools
 }
 
 // rerunnable reports whether running call again after a crash is harmless:
@@ -293,6 +303,9 @@ func (e *Engine) Run(ctx context.Context, t *Turn) (event.TurnEndData, error) {
 		defer cancel()
 	}
 	end, err := r.loop(ctx)
+	if err == nil && !r.ended {
+		err = r.contextHooks(ctx, &end)
+	}
 	if err == nil && !r.ended {
 		// The end must be written even if the turn's context was cancelled.
 		if err = r.w.write(r.wctx, r.endBatch(&end), false); err != nil {
@@ -338,6 +351,9 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 	if err != nil {
 		return event.TurnEndData{}, err
 	}
+	if err := r.prepareContext(ctx); err != nil {
+		return r.stopped(ctx, err)
+	}
 	if err := r.contextPhase(ctx); err != nil {
 		return r.stopped(ctx, err)
 	}
@@ -349,6 +365,9 @@ func (r *run) loop(ctx context.Context) (event.TurnEndData, error) {
 	for !r.generated {
 		if end, stop := r.checkBudgets(); stop {
 			return end, nil
+		}
+		if err := r.refreshState(ctx); err != nil {
+			return r.stopped(ctx, err)
 		}
 		specs := r.toolSpecs()
 		if err := r.fit(ctx, specs); err != nil {
@@ -425,7 +444,7 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 	}
 	// Resuming: count what was spent and find calls without results.
 	var calls []pendingCall
-	done := map[string]bool{}
+	done := map[string]event.ToolResultData{}
 	stepCalls, haveStep := 0, false
 	for i := range t.Prior {
 		ev := &t.Prior[i]
@@ -459,22 +478,26 @@ func (r *run) prepare(ctx context.Context) ([]pendingCall, error) {
 		case event.ToolCall:
 			var d event.ToolCallData
 			if ev.Decode(&d) == nil {
-				calls = append(calls, pendingCall{ToolCallData: d})
+				calls = append(calls, pendingCall{ToolCallData: d, index: stepCalls})
 				stepCalls++
 			}
 		case event.ToolResult:
 			var d event.ToolResultData
 			if ev.Decode(&d) == nil {
-				done[d.ID] = true
+				done[d.ID] = d
 			}
 		}
 	}
 	var pending []pendingCall
+	r.priorResults = map[[2]int]event.ToolResultData{}
 	for _, c := range calls {
-		if !done[c.ID] {
+		res, ok := done[c.ID]
+		if !ok {
 			c.resumed = true
 			pending = append(pending, c)
+			continue
 		}
+		r.priorResults[[2]int{c.Step, c.index}] = res
 	}
 	r.generated = haveStep && stepCalls == 0
 	if len(t.Prior) > 0 && t.Prior[0].Kind != t.Item.Kind {
@@ -782,6 +805,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 type pendingCall struct {
 	event.ToolCallData
+	index   int // its place among its step's calls, which template references count by
 	resumed bool
 }
 
@@ -827,7 +851,7 @@ func (r *run) commitStep(ctx context.Context, s *stepResponse) ([]pendingCall, e
 			q, _ := json.Marshal(string(args))
 			d.Args = q
 		}
-		calls = append(calls, pendingCall{ToolCallData: d})
+		calls = append(calls, pendingCall{ToolCallData: d, index: i})
 		evs = append(evs, event.New(r.session, r.t.ID, event.ToolCall, d))
 	}
 	r.settle(cost)
@@ -881,10 +905,16 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 	results := make([]event.ToolResultData, len(calls))
 	errs := make([]error, len(calls))
+	refs := newStepRefs(r, calls)
 	var wg sync.WaitGroup
 	for i := range calls {
 		one := func() {
-			res, ok := r.runOne(ctx, &calls[i])
+			var res event.ToolResultData
+			ok := refs.wait(ctx, i)
+			if ok {
+				res, ok = r.runOne(ctx, refs, i)
+			}
+			refs.finish(i, res, ok)
 			if !ok {
 				errs[i] = context.Cause(ctx)
 				return
@@ -919,7 +949,8 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 
 // runOne runs one call; ok is false when the turn was cancelled while it ran
 // (the result is then not logged: a shutdown leaves the call to recovery).
-func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultData, ok bool) {
+func (r *run) runOne(ctx context.Context, refs *stepRefs, i int) (res event.ToolResultData, ok bool) {
+	c := &refs.calls[i]
 	res = event.ToolResultData{ID: c.ID, Name: c.Name}
 	r.live(event.ToolStart, c.ToolCallData)
 	defer func() {
@@ -949,6 +980,16 @@ func (r *run) runOne(ctx context.Context, c *pendingCall) (res event.ToolResultD
 	if !found {
 		res.Output, res.IsError = r.unknownTool(c.Name), true
 		return res, true
+	}
+	// References resolve before the policy, the approval card and the
+	// registry's schema see the arguments.
+	args, changed, err := refs.resolve(i)
+	if err != nil {
+		res.Output, res.IsError = err.Error()+"; the tool was not called", true
+		return res, true
+	}
+	if changed {
+		c.Args, res.ResolvedArgs = args, args
 	}
 	d := r.policy.Decide(spec)
 	if d.Verdict == tool.Deny {

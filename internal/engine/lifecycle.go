@@ -281,6 +281,8 @@ func (r *run) sees(s *tool.Spec) bool {
 		return false
 	case s.Scope != nil:
 		return slices.Contains(s.Scope, r.def.ID)
+	case r.inContext(s.Name):
+		return true // an action of the turn's context instance
 	case s.Server == "" && s.OptIn && r.def.Tools.Builtin == nil:
 		return false // see agent.Definition.OffersSpec
 	case s.Server == "":
@@ -313,12 +315,23 @@ func (r *run) phaseTools(kind string) []tool.Spec {
 	return out
 }
 
-// system is the system prompt of this turn: the agent's, what SystemExtra
-// adds (the skills' descriptions), the long-term memories recalled and
-// what the context tools returned. All but the agent's own prompt, which
-// its operator wrote, come from users, tools or skill files: agentd's tags
-// in them are neutralised.
+// system is the native protocol's system prompt of this step: the
+// instructions, then the turn's state (the context instance, working
+// memory; working.go).
 func (r *run) system() string {
+	in := r.instructions()
+	if in == "" {
+		return strings.TrimLeft(r.state.native, "\n")
+	}
+	return in + r.state.native
+}
+
+// instructions are the turn's instructions to the model: the agent's
+// system prompt, what SystemExtra adds (the skills' descriptions), the
+// long-term memories recalled and what the context tools returned. All
+// but the agent's own prompt, which its operator wrote, come from users,
+// tools or skill files: agentd's tags in them are neutralised.
+func (r *run) instructions() string {
 	var b strings.Builder
 	b.WriteString(r.def.SystemPrompt)
 	if r.e.o.SystemExtra != nil {

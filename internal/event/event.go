@@ -150,6 +150,10 @@ type ToolResultData struct {
 	DurationMS  int64  `json:"duration_ms"`
 	// Images are images the tool returned besides its output.
 	Images []ImageRef `json:"images,omitempty"`
+	// ResolvedArgs are the arguments the tool was called with when they
+	// differ from the call's: its template references ({{calls[0].data}})
+	// resolved.
+	ResolvedArgs json.RawMessage `json:"resolved_args,omitempty"`
 }
 
 // ModelCallData is the payload of a ModelCall event: one attempt at one model.
@@ -251,6 +255,10 @@ const (
 	PhasePostprocess = "postprocess"  // a post-process tool's result
 	PhaseBootstrap   = "bootstrap"    // a tool called at start-up
 	PhaseMemoryFlush = "memory_flush" // a call the model made to store memories before compaction
+	// A context instance's hooks: onRun after a run that ended well,
+	// onError after one that failed.
+	PhaseContextRun   = "context_run"
+	PhaseContextError = "context_error"
 )
 
 // LifecycleData is the payload of a Lifecycle event.

@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,9 +226,10 @@ func (s *Server) putExchange(ex *exchange) {
 
 // wireRequest is what fakellm reads of a request in either format.
 type wireRequest struct {
-	Model         string        `json:"model"`
-	Messages      []wireMessage `json:"messages"`
-	Stream        bool          `json:"stream"`
+	Model         string          `json:"model"`
+	Messages      []wireMessage   `json:"messages"`
+	System        json.RawMessage `json:"system"` // Anthropic
+	Stream        bool            `json:"stream"`
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"` // OpenAI
@@ -325,7 +327,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, f format) {
 		s.badRequest(w, f, "fakellm: messages: want a non-empty array of messages")
 		return
 	}
-	t := turn{format: f, msgs: msgs}
+	t := turn{format: f, msgs: msgs, system: req.System}
 	if err := t.analyze(); err != nil {
 		s.badRequest(w, f, "fakellm: "+err.Error())
 		return
@@ -563,6 +565,8 @@ type turn struct {
 
 	images int // image parts or blocks in the request
 
+	system json.RawMessage // Anthropic's system prompt
+
 	// The content blocks of message cachedIdx, parsed last: analyze and
 	// lastToolResult often both read the last message.
 	cachedIdx    int
@@ -684,6 +688,23 @@ func (t *turn) lastToolResult() string {
 		}
 	}
 	return ""
+}
+
+// systemPrompt returns the request's system prompt: Anthropic's system
+// field, or the OpenAI system (or developer) messages, joined.
+func (t *turn) systemPrompt() string {
+	if t.format == anthropic {
+		s, _, _ := t.text(t.system, -1)
+		return s
+	}
+	var parts []string
+	for i := range t.msgs {
+		if m := &t.msgs[i]; m.Role == "system" || m.Role == "developer" {
+			s, _, _ := t.text(m.Content, i)
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func trimSpace(b []byte) []byte {

@@ -128,6 +128,8 @@ func renderTmpl(dst []byte, tm tmpl, t *turn, inJSON bool) []byte {
 			v = t.lastUser
 		case varToolResult:
 			v = t.lastToolResult()
+		case varSystem:
+			v = t.systemPrompt()
 		}
 		if inJSON {
 			dst = jsonstr.AppendEscaped(dst, v)

@@ -96,6 +96,7 @@ const (
 	varToolResult
 	varNMessages
 	varImages
+	varSystem
 )
 
 var varNames = map[string]varKind{
@@ -103,6 +104,7 @@ var varNames = map[string]varKind{
 	"tool_result": varToolResult,
 	"n_messages":  varNMessages,
 	"images":      varImages,
+	"system":      varSystem,
 }
 
 type segment struct {
@@ -410,7 +412,7 @@ func (p *parser) template(text string) (tmpl, error) {
 		}
 		v, ok := varNames[name]
 		if !ok {
-			return nil, p.errorf("unknown variable {{%s}} (want last_user, tool_result, n_messages or images)", name)
+			return nil, p.errorf("unknown variable {{%s}} (want last_user, tool_result, n_messages, images or system)", name)
 		}
 		t = appendLit(t, text[:i])
 		t = append(t, segment{v: v})

@@ -1033,3 +1033,34 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// {{system}} is the request's system prompt in both formats.
+func TestSystemVariable(t *testing.T) {
+	srv := httptest.NewServer(New(mustParse(t, "say [{{system}}]\n"), nil))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, path, body, want string
+	}{
+		{"openai", "/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`, "[be brief]"},
+		{"openai, parts", "/v1/chat/completions", `{"model":"m","messages":[{"role":"developer","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"user","content":"hi"}]}`, "[a\nb]"},
+		{"openai, none", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "[]"},
+		{"anthropic", "/v1/messages", `{"model":"m","max_tokens":9,"system":"be brief","messages":[{"role":"user","content":"hi"}]}`, "[be brief]"},
+		{"anthropic, blocks", "/v1/messages", `{"model":"m","max_tokens":9,"system":[{"type":"text","text":"a"}],"messages":[{"role":"user","content":"hi"}]}`, "[a]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, data := do(t, srv, "POST", tc.path, tc.body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %s: %s", resp.Status, data)
+			}
+			var got result
+			if strings.HasPrefix(tc.path, "/v1/messages") {
+				got = readAnthropicJSON(t, data)
+			} else {
+				got = readOpenAIJSON(t, data)
+			}
+			if got.Text != tc.want {
+				t.Errorf("text %q, want %q", got.Text, tc.want)
+			}
+		})
+	}
+}
