@@ -21,10 +21,8 @@ func ctxDir(t *testing.T) string {
 		"match ^bad\ncall update_context {\"set\": {\"visits\": \"many\"}}\n---\nsay refused: {{tool_result}}\n\n"+
 		"match .\nsay got: {{last_user}}\n")
 	return dataDir(t, map[string]string{
-		// update_context is offered in a context by its view; the
-		// agent's own list names it too, so that the model may call it
-		// whatever the engine's offer of a context's actions.
-		"agents/assistant.yaml": openaiAgent(addr, "tools:\n  builtin: [update_context]\n"),
+		// update_context is offered by the context's view alone.
+		"agents/assistant.yaml": openaiAgent(addr, ""),
 		"extensions/context/chat.yaml": "type: context\nname: chat\nspec:\n  agent: assistant\n" +
 			"  args_schema: {type: object, properties: {userId: {type: string, minLength: 1}}, required: [userId], additionalProperties: false}\n" +
 			"  key: \"{{userId}}\"\n  instructions: Be brief.\n" +
@@ -134,4 +132,42 @@ func TestContextSendThroughDaemon(t *testing.T) {
 	if code, body := do("GET", "/v1/contexts", ""); code != 200 || !strings.Contains(body, `"key":"{{userId}}"`) {
 		t.Errorf("list: %d %s", code, body)
 	}
+}
+
+// The model of a context's turn sees the context's instructions and its
+// render with the state the last turn stored, and is offered
+// update_context through the context's actions alone (the agent's own
+// tools do not name it): in process and through the daemon.
+func TestContextInThePrompt(t *testing.T) {
+	addr := fake(t, "match ^note\ncall update_context {\"set\": {\"notes\": \"{{last_user}}\"}}\n---\nsay stored\n\n"+
+		"match ^show\nsay {{system}}\n")
+	dir := dataDir(t, map[string]string{
+		"agents/assistant.yaml": openaiAgent(addr, ""),
+		"extensions/context/chat.yaml": "type: context\nname: chat\nspec:\n  agent: assistant\n" +
+			"  args_schema: {type: object, properties: {userId: {type: string}}, required: [userId]}\n" +
+			"  key: \"{{userId}}\"\n  instructions: Be brief with this user.\n" +
+			"  state_schema: {type: object, properties: {notes: {type: string}}}\n" +
+			"  initial_state: {notes: nothing yet}\n" +
+			"  render: \"Chat with {{args.userId}}: {{state.notes}}\"\n",
+	})
+	check := func(user string) {
+		t.Helper()
+		args := `{"userId":"` + user + `"}`
+		if r := run(t, dir, "send", "--context", "chat", "--args", args, "show"); r.code != 0 || !strings.Contains(r.stdout, "Chat with "+user+": nothing yet") ||
+			!strings.Contains(r.stdout, "Be brief with this user.") {
+			t.Fatalf("%s's first prompt: %+v", user, r)
+		}
+		if r := run(t, dir, "send", "--context", "chat", "--args", args, "note likes tea"); r.code != 0 || strings.TrimSpace(r.stdout) != "stored" {
+			t.Fatalf("%s's update: %+v", user, r)
+		}
+		if r := run(t, dir, "send", "--context", "chat", "--args", args, "show"); r.code != 0 || !strings.Contains(r.stdout, "Chat with "+user+": note likes tea") {
+			t.Fatalf("%s's prompt after the update: %+v", user, r)
+		}
+		if r := run(t, dir, "log", "assistant/ctx:chat:"+user); r.code != 0 || strings.Contains(r.stdout, "not offered") {
+			t.Errorf("%s's log: %+v", user, r)
+		}
+	}
+	check("alice")
+	serve(t, dir)
+	check("bob")
 }
