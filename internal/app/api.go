@@ -49,6 +49,7 @@ func (a *App) api(daemon bool) *gateway.Server {
 		Extensions: a.Ext,
 		Console:    console.Handler(&console.Options{Logger: a.Logger}),
 		Commands:   a.Commands,
+		Contexts:   a.Contexts,
 		Jobs:       a.Jobs,
 		JobRuns:    a.Store,
 		JobTimes:   a.Scheduler,

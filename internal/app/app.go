@@ -23,6 +23,7 @@ import (
 	"agentd/internal/agentsys"
 	"agentd/internal/command"
 	"agentd/internal/connector"
+	"agentd/internal/contexts"
 	"agentd/internal/control"
 	"agentd/internal/engine"
 	"agentd/internal/event"
@@ -111,6 +112,8 @@ type App struct {
 	// Jobs run job rows.
 	Commands *command.Router
 	Jobs     *job.Runner
+	// Contexts are the active context types (package contexts).
+	Contexts *contexts.Contexts
 	// AgentSys runs the dynamic agents (nil: the store keeps none).
 	AgentSys *agentsys.System
 	// Scheduler fires the jobs' time triggers while this node leads
@@ -236,6 +239,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 		}
 	}
 	a.Bus = event.NewBus()
+	a.Contexts = contexts.New(workingMemory{a.Store, a.Bus, nil}, a.Agents, &contexts.Options{Logger: log})
 	if err := a.toolLayer(o.Version); err != nil {
 		return nil, err
 	}
@@ -255,7 +259,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	}
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Permits, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
-	eo.Skills, eo.Grants, eo.Outputs = skillServers{a}, a.Store, a.Outputs
+	eo.Skills, eo.Grants, eo.Outputs, eo.Contexts = skillServers{a}, a.Store, a.Outputs, a.Contexts
 	eo.Working = sessionWorking{a.Store}.Working
 	if a.Memory != nil {
 		eo.Recall = recaller{a.Memory}

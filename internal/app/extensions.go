@@ -38,6 +38,7 @@ func (a *App) extensionTypes() []extension.Type {
 		webext.ArtifactType(),
 		webext.AppType(a.apps),
 		command.Type(a.Commands, a.Agents),
+		a.Contexts.Type(),
 		a.Jobs.Type(),
 		a.Outputs.Type(),
 	}

@@ -49,7 +49,7 @@ func (a *App) toolLayer(version string) error {
 		return err
 	}
 	a.skills.Store(set)
-	tools := append(a.MCP.Builtins(), skill.Tool(a.skills.Load, skillPolicy{a}, skillServers{a}))
+	tools := append(a.MCP.Builtins(), skill.Tool(a.skills.Load, skillPolicy{a}, skillServers{a}), a.Contexts.Tool())
 	tools = append(tools, history.Tools(workingMemory{a.Store, a.Bus, nil}, &history.Options{Logger: a.Logger, Allowed: func(agentID string) bool {
 		d, ok := a.Agents.Get(agentID)
 		return ok && d.Memory.SearchAll

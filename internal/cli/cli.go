@@ -197,10 +197,10 @@ func (e *env) root() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.logLevel, "log-level", "", "log level: debug, info, warn, error (default from agentd.yaml, else info)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
 	root.AddCommand(
-		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withLifecycle(e.sendCmd()))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
+		e.serveCmd(), mayMakeData(e.remoteFlags(e.chatCmd())), mayMakeData(e.remoteFlags(e.withContext(e.withLifecycle(e.sendCmd())))), e.tokenCmd(), e.agentsCmd(), e.sessionsCmd(), e.logCmd(),
 		e.resetCmd(), e.compactCmd(), e.historyCmd(), e.memoryCmd(), e.cancelCmd(), e.closeCmd(), e.reopenCmd(), e.versionCmd(), e.initCmd(), e.fakellmCmd(), e.fakechatCmd(), e.benchCmd(),
 		e.approvalsCmd(), e.approveCmd(), e.denyCmd(), e.grantsCmd(), e.mcpCmd(), e.keysCmd(), e.skillsCmd(),
-		e.statusCmd(), e.doctorCmd(), e.serviceCmd(), e.storeCmd(), e.nodesCmd(), e.secretCmd(), e.extCmd(), e.jobsCmd(), e.connectorsCmd(), e.pairingCmd(), e.identityServerCmd(),
+		e.statusCmd(), e.doctorCmd(), e.serviceCmd(), e.storeCmd(), e.nodesCmd(), e.secretCmd(), e.extCmd(), e.jobsCmd(), e.contextsCmd(), e.connectorsCmd(), e.pairingCmd(), e.identityServerCmd(),
 	)
 	return root
 }

@@ -14,6 +14,7 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/gateway"
 	"agentd/internal/model"
+	"agentd/internal/runtime"
 )
 
 func (e *env) sendCmd() *cobra.Command {
@@ -46,7 +47,6 @@ func (e *env) sendCmd() *cobra.Command {
 		},
 		RunE: e.withBackend(func(ctx context.Context, b *backend, args []string) error {
 			addr := address(args[0], key)
-			enc := json.NewEncoder(e.stdout)
 			m := gateway.MessageRequest{Text: strings.Join(args[1:], " "), IdempotencyKey: idem, Source: "cli", System: system, Silent: silent, Origin: origin,
 				Images: images, Reopen: reopen}
 			if silent {
@@ -57,25 +57,9 @@ func (e *env) sendCmd() *cobra.Command {
 				}
 				return err
 			}
-			rc, end, err := b.Stream(ctx, addr, m,
-				func(ev event.Event) error {
-					if asJSON && ev.Seq > 0 { // logged events only: the same lines agentd log --json prints
-						return enc.Encode(ev)
-					}
-					return nil
-				})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc.Encode(gateway.StreamLine{Receipt: &rc, End: &end})
-			} else if end.Reply != "" {
-				fmt.Fprintln(shown(e.stdout), end.Reply)
-			}
-			if end.Status != event.StatusDone {
-				return withCode(ExitTurn, fmt.Errorf("turn %d %s: %s", rc.Turn, end.Status, end.Reason))
-			}
-			return nil
+			return e.printTurn(asJSON, func(fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error) {
+				return b.Stream(ctx, addr, m, fn)
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&key, "session", defaultKey(), "session key within the agent")
@@ -87,6 +71,31 @@ func (e *env) sendCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&imageFiles, "image", nil, "attach an image file: PNG, JPEG, GIF or WebP (repeatable)")
 	cmd.Flags().BoolVar(&reopen, "reopen", false, "reopen the session first if it is closed")
 	return cmd
+}
+
+// printTurn runs a streamed turn and prints its reply, or with asJSON
+// its logged events and a last line with the receipt and the end; a turn
+// that did not complete exits with ExitTurn.
+func (e *env) printTurn(asJSON bool, stream func(fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error)) error {
+	enc := json.NewEncoder(e.stdout)
+	rc, end, err := stream(func(ev event.Event) error {
+		if asJSON && ev.Seq > 0 { // logged events only: the same lines agentd log --json prints
+			return enc.Encode(ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc.Encode(gateway.StreamLine{Receipt: &rc, End: &end})
+	} else if end.Reply != "" {
+		fmt.Fprintln(shown(e.stdout), end.Reply)
+	}
+	if end.Status != event.StatusDone {
+		return withCode(ExitTurn, fmt.Errorf("turn %d %s: %s", rc.Turn, end.Status, end.Reason))
+	}
+	return nil
 }
 
 // readImages reads image files for a message. The type comes from each

@@ -230,7 +230,29 @@ func (c *Client) Stream(ctx context.Context, addr string, m MessageRequest, fn f
 	if err != nil {
 		return runtime.Receipt{}, event.TurnEndData{}, err
 	}
-	resp, err := c.send(ctx, "POST", p+"/messages?stream=true", m)
+	return c.streamAt(ctx, p+"/messages?stream=true", m, fn)
+}
+
+// ContextStream sends a message to the instance of context type typ that
+// req's args name, calling fn with each event of its turn as Stream does.
+// The receipt names the instance's session.
+func (c *Client) ContextStream(ctx context.Context, typ string, req ContextSendRequest, fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error) {
+	t, err := seg(typ)
+	if err != nil {
+		return runtime.Receipt{}, event.TurnEndData{}, err
+	}
+	return c.streamAt(ctx, "/v1/contexts/"+t+"/send?stream=true", req, fn)
+}
+
+// Contexts lists the active context types.
+func (c *Client) Contexts(ctx context.Context) (ContextList, error) {
+	var out ContextList
+	return out, c.do(ctx, "GET", "/v1/contexts", nil, &out)
+}
+
+// streamAt posts body to path, which streams a turn's events as NDJSON.
+func (c *Client) streamAt(ctx context.Context, path string, body any, fn func(event.Event) error) (runtime.Receipt, event.TurnEndData, error) {
+	resp, err := c.send(ctx, "POST", path, body)
 	if err != nil {
 		return runtime.Receipt{}, event.TurnEndData{}, err
 	}

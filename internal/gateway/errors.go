@@ -11,6 +11,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/agentsys"
 	"agentd/internal/command"
+	"agentd/internal/contexts"
 	"agentd/internal/extension"
 	"agentd/internal/job"
 	"agentd/internal/mcp"
@@ -74,7 +75,7 @@ var failures = []failure{
 	{errs: []error{runtime.ErrBadAddress, runtime.ErrEmptyInput, ErrBadRequest, runtime.ErrBadOptions, runtime.ErrBadImage,
 		agent.ErrInvalidID, store.ErrInvalid, store.ErrBadCursor, mcp.ErrInvalid,
 		skill.ErrInvalid, skill.ErrBadPath, memory.ErrInvalid, memory.ErrBadArgs, extension.ErrInvalid, extension.ErrMalformed,
-		webext.ErrInvalid, command.ErrUsage, agentsys.ErrNotTemplate},
+		webext.ErrInvalid, command.ErrUsage, agentsys.ErrNotTemplate, contexts.ErrBadArgs},
 		status: http.StatusBadRequest, code: "bad_request"},
 	{errs: []error{errUnauthorized}, status: http.StatusUnauthorized, code: "unauthorized"},
 	// A webhook refused for its signature or its job: one body for every
@@ -86,7 +87,7 @@ var failures = []failure{
 	{errs: []error{runtime.ErrTooLarge, errTooLarge}, status: http.StatusRequestEntityTooLarge, code: "too_large"},
 	{errs: []error{errMediaType, extension.ErrMediaType}, status: http.StatusUnsupportedMediaType, code: "unsupported_media_type"},
 	{errs: []error{runtime.ErrUnknownAgent, runtime.ErrNoSession, ErrNotFound, permit.ErrNotFound, mcp.ErrNotFound,
-		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound, job.ErrNotFound, agentsys.ErrNotFound},
+		skill.ErrNotFound, memory.ErrNotFound, extension.ErrUnknownType, webext.ErrNotFound, job.ErrNotFound, agentsys.ErrNotFound, contexts.ErrUnknown},
 		status: http.StatusNotFound, code: "not_found"},
 	{errs: []error{store.ErrNotFound}, status: http.StatusNotFound, code: "not_found", msg: "not found"},
 	{errs: []error{ErrMethodNotAllowed}, status: http.StatusMethodNotAllowed, code: "method_not_allowed"},

@@ -68,6 +68,7 @@ type Options struct {
 
 	// The extensions' parts; each may be nil.
 	Commands Commands // slash commands in messages, GET /v1/commands
+	Contexts Contexts // POST /v1/contexts/{type}/send, GET /v1/contexts
 	Jobs     Jobs     // POST /v1/jobs/{name}/run
 	JobRuns  JobRuns  // the jobs' run history, GET /v1/jobs…
 	JobTimes JobTimes // the jobs' next fire times

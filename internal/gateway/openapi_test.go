@@ -16,6 +16,7 @@ import (
 	"agentd/internal/agent"
 	"agentd/internal/agentsys"
 	"agentd/internal/command"
+	"agentd/internal/contexts"
 	"agentd/internal/engine"
 	"agentd/internal/event"
 	"agentd/internal/extension"
@@ -70,7 +71,7 @@ func fullServer(t *testing.T) *gateway.Server {
 		Keys: (*identity.Keyring)(nil), Skills: noSkills{}, MCPHandler: h, History: (*sqlite.Store)(nil),
 		Memory: (*memory.Store)(nil), Stream: h, OpenAI: h, Console: h,
 		Ready: storeReady{}, Metrics: (*metrics.Collector)(nil), Usage: (*sqlite.Store)(nil), Nodes: (*sqlite.Store)(nil), AgentFiles: (*agent.Registry)(nil),
-		Commands: (*command.Router)(nil), Jobs: (*job.Runner)(nil), JobRuns: (*sqlite.Store)(nil), JobTimes: (*job.Scheduler)(nil),
+		Commands: (*command.Router)(nil), Contexts: (*contexts.Contexts)(nil), Jobs: (*job.Runner)(nil), JobRuns: (*sqlite.Store)(nil), JobTimes: (*job.Scheduler)(nil),
 		Extensions: (*extension.Manager)(nil), DynamicAgents: (*agentsys.System)(nil),
 		Connectors: &fakeConnectors{}, Pairings: &fakePairings{},
 		Widgets: (*webext.Widgets)(nil), Artifacts: (*webext.Artifacts)(nil), Apps: (*webext.Apps)(nil),

@@ -71,6 +71,8 @@ var routeTable = []route{
 	{pattern: "PATCH /v1/sessions/{agent}/{key}", serve: (*Server).patchSession},
 	{pattern: "GET /v1/sessions/{agent}/{key}/events", serve: (*Server).events},
 	{pattern: "POST /v1/sessions/{agent}/{key}/messages", serve: (*Server).message, message: true},
+	{pattern: "GET /v1/contexts", serve: (*Server).contextList},
+	{pattern: "POST /v1/contexts/{type}/send", serve: (*Server).contextSend, message: true},
 	{pattern: "POST /v1/sessions/{agent}/{key}/reset", serve: (*Server).reset},
 	{pattern: "POST /v1/sessions/{agent}/{key}/cancel", serve: (*Server).cancel},
 	{pattern: "POST /v1/sessions/{agent}/{key}/close", serve: (*Server).closeSession},

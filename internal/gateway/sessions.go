@@ -211,6 +211,13 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	s.deliver(w, r, in)
+}
+
+// deliver submits in and answers as the request's ?stream and ?wait ask:
+// the turn's events as NDJSON, the receipt with the turn's end, or the
+// receipt (202) at once.
+func (s *Server) deliver(w http.ResponseWriter, r *http.Request, in runtime.Input) {
 	q := r.URL.Query()
 	stream, err := boolParam(q, "stream")
 	if err != nil {

@@ -595,6 +595,9 @@ func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	if a.Key == "" || len(a.Value) == 0 {
 		return tool.Result{}, fmt.Errorf("wm_set: %w: key and value are required", ErrBadArgs)
 	}
+	if err := ownKey("wm_set", a.Key); err != nil {
+		return tool.Result{}, err
+	}
 	s, err := h.callingSession(ctx, c)
 	if err != nil {
 		return tool.Result{}, err
@@ -603,6 +606,15 @@ func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 		return tool.Result{}, fmt.Errorf("wm_set: %w", err)
 	}
 	return tool.Result{Output: fmt.Sprintf("set %q", a.Key)}, nil
+}
+
+// ownKey refuses a key beginning with "_": such keys are agentd's own (a
+// context's state, which update_context checks against its schema).
+func ownKey(name, key string) error {
+	if strings.HasPrefix(key, "_") {
+		return fmt.Errorf("%s: %w: keys beginning with _ are agentd's own", name, ErrBadArgs)
+	}
+	return nil
 }
 
 func (h *tools) wmGet(ctx context.Context, c *tool.Call) (tool.Result, error) {
@@ -651,6 +663,9 @@ func (h *tools) wmDelete(ctx context.Context, c *tool.Call) (tool.Result, error)
 	}
 	if a.Key == "" {
 		return tool.Result{}, fmt.Errorf("wm_delete: %w: key is required", ErrBadArgs)
+	}
+	if err := ownKey("wm_delete", a.Key); err != nil {
+		return tool.Result{}, err
 	}
 	s, err := h.callingSession(ctx, c)
 	if err != nil {

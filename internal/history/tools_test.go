@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,6 +165,13 @@ func TestWorkingMemoryTools(t *testing.T) {
 	res, err := tools["wm_set"].Call(t.Context(), &tool.Call{Name: "wm_set", Args: json.RawMessage(`{"key":"k","value":1}`), Agent: "alice", Session: "bob/chat:1"})
 	if err == nil {
 		t.Errorf("wm_set on another agent's session: %q", res.Output)
+	}
+	// Keys beginning with "_" are agentd's own (a context's state, checked
+	// against its schema by update_context): the model cannot write them.
+	for _, c := range []struct{ name, args string }{{"wm_set", `{"key": "_context_state", "value": {"x": 1}}`}, {"wm_delete", `{"key": "_context_state"}`}} {
+		if out, err := call(t, tools, c.name, "alice", c.args); !errors.Is(err, history.ErrBadArgs) {
+			t.Errorf("%s of an agentd key: %v %q", c.name, err, out)
+		}
 	}
 	s, _ := st.SessionByAddress(t.Context(), "alice", "chat:1")
 	evs, _ := st.Events(t.Context(), s.ID, 4, 0)
