@@ -584,6 +584,9 @@ func (h *tools) callingSession(ctx context.Context, c *tool.Call) (store.Session
 	return s, nil
 }
 
+// ownKey says why a key beginning with "_" is refused.
+const ownKey = `keys beginning with "_" are agentd's own (a context's state)`
+
 func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	var a struct {
 		Key   string          `json:"key"`
@@ -594,6 +597,9 @@ func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	}
 	if a.Key == "" || len(a.Value) == 0 {
 		return tool.Result{}, fmt.Errorf("wm_set: %w: key and value are required", ErrBadArgs)
+	}
+	if store.OwnWorkingKey(a.Key) {
+		return tool.Result{}, fmt.Errorf("wm_set: %w: %s", ErrBadArgs, ownKey)
 	}
 	s, err := h.callingSession(ctx, c)
 	if err != nil {
@@ -651,6 +657,9 @@ func (h *tools) wmDelete(ctx context.Context, c *tool.Call) (tool.Result, error)
 	}
 	if a.Key == "" {
 		return tool.Result{}, fmt.Errorf("wm_delete: %w: key is required", ErrBadArgs)
+	}
+	if store.OwnWorkingKey(a.Key) {
+		return tool.Result{}, fmt.Errorf("wm_delete: %w: %s", ErrBadArgs, ownKey)
 	}
 	s, err := h.callingSession(ctx, c)
 	if err != nil {
