@@ -322,3 +322,31 @@ func TestAttackEarlyStart(t *testing.T) {
 		})
 	}
 }
+
+// Following a deep path costs in proportion to its depth: the place a
+// failed path reached is written out only for its error. (Counted in
+// allocations: writing each step's place out anew cost the square of the
+// depth, seconds for a few references 10,000 levels deep.)
+func TestAttackRefDeepPathCost(t *testing.T) {
+	const depth = 5000
+	d, err := decodeArgs(json.RawMessage(strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseRef("calls[0].data" + strings.Repeat(".a", depth))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(3, func() {
+		if _, err := walkPath(d, f); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 10 {
+		t.Errorf("a path %d deep cost %.0f allocations", depth, allocs)
+	}
+	short := ref{Call: 0, Path: f.Path[:3]}
+	if _, err := walkPath(d, ref{Call: 0, Path: append(short.Path[:3:3], refSeg{Key: "b"})}); err == nil || !strings.Contains(err.Error(), `calls[0].data.a.a.a has no member "b"`) {
+		t.Errorf("error %v", err)
+	}
+}

@@ -431,32 +431,33 @@ func resolveString(s string, lookup func(ref) (any, error)) (any, bool, error) {
 	return b.String(), true, nil
 }
 
-// walkPath follows f's path into d.
+// walkPath follows f's path into d. The place it reached is written out
+// only for an error: writing it at each step would cost the square of
+// the path's depth.
 func walkPath(d any, f ref) (any, error) {
-	at := ref{Call: f.Call}.String()
 	for i, s := range f.Path {
+		at := func() string { return ref{Call: f.Call, Path: f.Path[:i]}.String() }
 		switch x := d.(type) {
 		case map[string]any:
 			if s.IsIndex {
-				return nil, fmt.Errorf("%w {{%s}}: %s is an object, not an array", ErrRef, f, at)
+				return nil, fmt.Errorf("%w {{%s}}: %s is an object, not an array", ErrRef, f, at())
 			}
 			v, ok := x[s.Key]
 			if !ok {
-				return nil, fmt.Errorf("%w {{%s}}: %s has no member %q", ErrRef, f, at, s.Key)
+				return nil, fmt.Errorf("%w {{%s}}: %s has no member %q", ErrRef, f, at(), s.Key)
 			}
 			d = v
 		case []any:
 			if !s.IsIndex {
-				return nil, fmt.Errorf("%w {{%s}}: %s is an array, not an object", ErrRef, f, at)
+				return nil, fmt.Errorf("%w {{%s}}: %s is an array, not an object", ErrRef, f, at())
 			}
 			if s.Index >= len(x) {
-				return nil, fmt.Errorf("%w {{%s}}: %s has %d elements", ErrRef, f, at, len(x))
+				return nil, fmt.Errorf("%w {{%s}}: %s has %d elements", ErrRef, f, at(), len(x))
 			}
 			d = x[s.Index]
 		default:
-			return nil, fmt.Errorf("%w {{%s}}: %s is %s, which has no members", ErrRef, f, at, jsonKind(d))
+			return nil, fmt.Errorf("%w {{%s}}: %s is %s, which has no members", ErrRef, f, at(), jsonKind(d))
 		}
-		at = ref{Call: f.Call, Path: f.Path[:i+1]}.String()
 	}
 	return d, nil
 }
