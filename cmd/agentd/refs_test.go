@@ -78,19 +78,30 @@ func TestTemplateRefsAndWorkingMemory(t *testing.T) {
 }
 
 // Working memory a person sets over the API (PUT …/working/{name}) is in
-// the model's prompt at the next turn; agentd's own keys (_…) are not.
+// the model's prompt at the next turn; agentd's own keys (_…), which the
+// API refuses and only agentd writes, are not.
 func TestWorkingMemoryPutShown(t *testing.T) {
 	addr := fake(t, "match *\nsay {{system}}\n")
 	dir := dataDir(t, map[string]string{"agents/a.yaml": openaiAgent(addr, "system_prompt: be brief\n")})
-	serve(t, dir)
 	if r := run(t, dir, "send", "a/w", "hi"); r.code != 0 || strings.Contains(r.stdout, "Working memory") {
 		t.Fatalf("first send: %+v", r)
 	}
+	st := openDataStore(t, dir)
+	s, err := st.SessionByAddress(t.Context(), "a", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetWorking(t.Context(), s.ID, "_context_state", json.RawMessage(`{"secret":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	serve(t, dir)
 	hc := unixHTTP(dir)
-	for name, v := range map[string]string{"plan": `"paint the door"`, "_context_state": `{"secret":1}`} {
-		if a := call(t, hc, "PUT", "/v1/sessions/a/w/working/"+name, v); a.status/100 != 2 {
-			t.Fatalf("PUT %s: %+v", name, a)
-		}
+	if a := call(t, hc, "PUT", "/v1/sessions/a/w/working/plan", `"paint the door"`); a.status/100 != 2 {
+		t.Fatalf("PUT plan: %+v", a)
+	}
+	if a := call(t, hc, "PUT", "/v1/sessions/a/w/working/_context_state", `{"secret":2}`); a.status != 400 {
+		t.Fatalf("PUT _context_state: %+v", a)
 	}
 	r := run(t, dir, "send", "a/w", "show")
 	if r.code != 0 {

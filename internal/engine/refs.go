@@ -262,6 +262,12 @@ func resolveArgs(args json.RawMessage, own int, get results) (out json.RawMessag
 		return args, false, nil // not JSON: validation tells the model
 	}
 	data := map[int]any{}
+	// Each reference spends its value's size from budget, which each call
+	// referred to adds its result's size to once: one result referred to
+	// many times cannot make the arguments (and the logged resolved_args)
+	// grow without bound.
+	budget := len(args) + maxResolvedExtra
+	sizes := map[string]int{} // of composite values, by reference
 	nv, changed, err := resolveValue(v, func(f ref) (any, error) {
 		if f.Call >= own {
 			return nil, fmt.Errorf("%w {{%s}}: a call may refer only to calls before it in the step (this is calls[%d])", ErrRef, f, own)
@@ -277,8 +283,16 @@ func resolveArgs(args json.RawMessage, own int, get results) (out json.RawMessag
 			}
 			d = resultData(res.Output)
 			data[f.Call] = d
+			budget += len(res.Output)
 		}
-		return walkPath(d, f)
+		v, err := walkPath(d, f)
+		if err != nil {
+			return nil, err
+		}
+		if budget -= valueSize(v, f, sizes); budget < 0 {
+			return nil, fmt.Errorf("%w {{%s}}: the references make the arguments too large (more than the results they refer to, each once, and %d KiB)", ErrRef, f, maxResolvedExtra>>10)
+		}
+		return v, nil
 	})
 	if err != nil || !changed {
 		return args, false, err
@@ -288,6 +302,32 @@ func resolveArgs(args json.RawMessage, own int, get results) (out json.RawMessag
 		return args, false, fmt.Errorf("%w: encode the resolved arguments: %v", ErrRef, err)
 	}
 	return b, true, nil
+}
+
+// maxResolvedExtra is how many bytes resolving a call's references may
+// add to its arguments beyond the results they refer to, each once.
+const maxResolvedExtra = 1 << 20
+
+// valueSize is about how many bytes v adds to the arguments it is put
+// in: a string's or a number's length, a composite's JSON length (known
+// by f in sizes once computed).
+func valueSize(v any, f ref, sizes map[string]int) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case json.Number:
+		return len(x)
+	case nil, bool:
+		return 5
+	}
+	k := f.String()
+	n, ok := sizes[k]
+	if !ok {
+		b, _ := json.Marshal(v)
+		n = len(b)
+		sizes[k] = n
+	}
+	return n
 }
 
 // decodeArgs decodes JSON arguments keeping numbers as they were written.
@@ -391,32 +431,33 @@ func resolveString(s string, lookup func(ref) (any, error)) (any, bool, error) {
 	return b.String(), true, nil
 }
 
-// walkPath follows f's path into d.
+// walkPath follows f's path into d. The place it reached is written out
+// only for an error: writing it at each step would cost the square of
+// the path's depth.
 func walkPath(d any, f ref) (any, error) {
-	at := ref{Call: f.Call}.String()
 	for i, s := range f.Path {
+		at := func() string { return ref{Call: f.Call, Path: f.Path[:i]}.String() }
 		switch x := d.(type) {
 		case map[string]any:
 			if s.IsIndex {
-				return nil, fmt.Errorf("%w {{%s}}: %s is an object, not an array", ErrRef, f, at)
+				return nil, fmt.Errorf("%w {{%s}}: %s is an object, not an array", ErrRef, f, at())
 			}
 			v, ok := x[s.Key]
 			if !ok {
-				return nil, fmt.Errorf("%w {{%s}}: %s has no member %q", ErrRef, f, at, s.Key)
+				return nil, fmt.Errorf("%w {{%s}}: %s has no member %q", ErrRef, f, at(), s.Key)
 			}
 			d = v
 		case []any:
 			if !s.IsIndex {
-				return nil, fmt.Errorf("%w {{%s}}: %s is an array, not an object", ErrRef, f, at)
+				return nil, fmt.Errorf("%w {{%s}}: %s is an array, not an object", ErrRef, f, at())
 			}
 			if s.Index >= len(x) {
-				return nil, fmt.Errorf("%w {{%s}}: %s has %d elements", ErrRef, f, at, len(x))
+				return nil, fmt.Errorf("%w {{%s}}: %s has %d elements", ErrRef, f, at(), len(x))
 			}
 			d = x[s.Index]
 		default:
-			return nil, fmt.Errorf("%w {{%s}}: %s is %s, which has no members", ErrRef, f, at, jsonKind(d))
+			return nil, fmt.Errorf("%w {{%s}}: %s is %s, which has no members", ErrRef, f, at(), jsonKind(d))
 		}
-		at = ref{Call: f.Call, Path: f.Path[:i+1]}.String()
 	}
 	return d, nil
 }

@@ -91,6 +91,10 @@ func (s *Server) workingSession(w http.ResponseWriter, r *http.Request) (int64, 
 		s.unavailable(w, "working memory")
 		return 0, false
 	}
+	if name := r.PathValue("name"); store.OwnWorkingKey(name) {
+		s.fail(w, badRequest(`%s: keys beginning with "_" are agentd's own (a context's state)`, name))
+		return 0, false
+	}
 	sess, err := s.o.History.SessionByAddress(r.Context(), r.PathValue("agent"), r.PathValue("key"))
 	if errors.Is(err, store.ErrNotFound) {
 		err = notFound("session %s", addr(r))

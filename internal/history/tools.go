@@ -584,6 +584,9 @@ func (h *tools) callingSession(ctx context.Context, c *tool.Call) (store.Session
 	return s, nil
 }
 
+// ownKey says why a key beginning with "_" is refused.
+const ownKey = `keys beginning with "_" are agentd's own (a context's state)`
+
 func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	var a struct {
 		Key   string          `json:"key"`
@@ -595,8 +598,8 @@ func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 	if a.Key == "" || len(a.Value) == 0 {
 		return tool.Result{}, fmt.Errorf("wm_set: %w: key and value are required", ErrBadArgs)
 	}
-	if err := ownKey("wm_set", a.Key); err != nil {
-		return tool.Result{}, err
+	if store.OwnWorkingKey(a.Key) {
+		return tool.Result{}, fmt.Errorf("wm_set: %w: %s", ErrBadArgs, ownKey)
 	}
 	s, err := h.callingSession(ctx, c)
 	if err != nil {
@@ -606,15 +609,6 @@ func (h *tools) wmSet(ctx context.Context, c *tool.Call) (tool.Result, error) {
 		return tool.Result{}, fmt.Errorf("wm_set: %w", err)
 	}
 	return tool.Result{Output: fmt.Sprintf("set %q", a.Key)}, nil
-}
-
-// ownKey refuses a key beginning with "_": such keys are agentd's own (a
-// context's state, which update_context checks against its schema).
-func ownKey(name, key string) error {
-	if strings.HasPrefix(key, "_") {
-		return fmt.Errorf("%s: %w: keys beginning with _ are agentd's own", name, ErrBadArgs)
-	}
-	return nil
 }
 
 func (h *tools) wmGet(ctx context.Context, c *tool.Call) (tool.Result, error) {
@@ -664,8 +658,8 @@ func (h *tools) wmDelete(ctx context.Context, c *tool.Call) (tool.Result, error)
 	if a.Key == "" {
 		return tool.Result{}, fmt.Errorf("wm_delete: %w: key is required", ErrBadArgs)
 	}
-	if err := ownKey("wm_delete", a.Key); err != nil {
-		return tool.Result{}, err
+	if store.OwnWorkingKey(a.Key) {
+		return tool.Result{}, fmt.Errorf("wm_delete: %w: %s", ErrBadArgs, ownKey)
 	}
 	s, err := h.callingSession(ctx, c)
 	if err != nil {

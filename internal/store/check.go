@@ -59,6 +59,11 @@ const (
 	MaxWorkingValue = 64 << 10 // bytes of JSON
 )
 
+// OwnWorkingKey reports whether key is one of agentd's own working
+// memory keys, which begin with "_" (a context instance's state): agents
+// and the API do not set or delete them.
+func OwnWorkingKey(key string) bool { return strings.HasPrefix(key, "_") }
+
 // CheckWorkingKey reports what is wrong with a working memory key.
 func CheckWorkingKey(key string) error {
 	switch {

@@ -17,6 +17,10 @@ import (
 type Parser struct {
 	max int
 	buf []byte // input not consumed yet: an undecided tag, entity or character
+	// wait is how long buf must grow before it is looked at again: twice
+	// what was undecided, so that a tag written a byte at a time is not
+	// rescanned at every byte (which would cost the square of its length).
+	wait int
 
 	st    pstate
 	tag   string // the open element's name
@@ -53,7 +57,9 @@ func NewParser(o *Options) *Parser {
 // elements it closed.
 func (p *Parser) Write(chunk string) []Item {
 	p.buf = append(p.buf, chunk...)
-	p.run(false)
+	if len(p.buf) >= p.wait {
+		p.run(false)
+	}
 	p.flushDelta()
 	return p.take()
 }
@@ -68,7 +74,7 @@ func (p *Parser) Close() []Item {
 		p.raw.Write(p.buf)
 		p.problem(p.tag + " is not closed")
 	}
-	p.buf = p.buf[:0]
+	p.buf, p.wait = p.buf[:0], 0
 	p.st = outside
 	p.flushText()
 	return p.take()
@@ -120,6 +126,7 @@ func (p *Parser) run(final bool) {
 		b = b[n:]
 	}
 	p.buf = append(p.buf[:0], b...)
+	p.wait = 2 * len(p.buf)
 }
 
 // outside consumes text up to the next tag of the protocol.

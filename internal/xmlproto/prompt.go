@@ -14,8 +14,12 @@ Inside think and output, write < and & as &lt; and &amp; or put the text in <![C
 </protocol>
 `
 
-// promptTags are the elements of the prompt around the text it escapes.
-var promptTags = []string{"protocol", "instructions", "actions", "action", "description", "schema", "outputs", "output_type"}
+// promptTags are the elements of the prompt around the text it escapes,
+// with the tags of the state sections agentd writes (contexts' renders,
+// working memory). Escape escapes them too, so that no text in a message
+// can pass for a part of the prompt.
+var promptTags = []string{"protocol", "instructions", "actions", "action", "description", "schema", "outputs", "output_type",
+	"context", "working_memory"}
 
 // textOutput describes the output every agent has.
 const textOutput = "The reply to the user, as text."

@@ -8,13 +8,14 @@ import (
 
 // Escape makes s, text agentd did not write (a tool's result, a user's
 // message, a prompt), unable to open or close any of the protocol's
-// elements, in any case and with spaces (`< action_call`, `</OUTPUT >`),
+// elements or the prompt's (`<instructions>`, `</working_memory>`), in
+// any case and with spaces (`< action_call`, `</OUTPUT >`),
 // or to begin a CDATA section or an entity the parser would decode. The
 // rest of s stays as it was, so the model reads it easily: a '<' before
 // anything else and an '&' that begins no entity are left alone. Inside
 // a think or output element the parser gives s back.
 func Escape(s string) string {
-	return escape(s, "&lt;", true, nil)
+	return escape(s, "&lt;", true, promptTags)
 }
 
 // escape replaces each '<' that would begin one of the protocol's tags,
