@@ -1,5 +1,3 @@
-//go:build attack
-
 package main
 
 import (

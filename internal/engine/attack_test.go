@@ -1,5 +1,3 @@
-//go:build attack
-
 package engine
 
 // Attacks on the XML tool protocol, template references and the state in

@@ -1,5 +1,3 @@
-//go:build attack
-
 package gateway_test
 
 import (

@@ -1,5 +1,3 @@
-//go:build attack
-
 package xmlproto
 
 // Attacks on the parser and on Escape, by text agentd did not write (a
