@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,11 +90,7 @@ type AgentsResult struct {
 	FanoutAcceptedMS float64 `json:"fanout_accepted_ms"`
 	FanoutDoneMS     float64 `json:"fanout_done_ms"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // agentsConfig is one Agents run's counts.
@@ -190,8 +185,8 @@ func Agents(ctx context.Context, o *AgentsOptions) (*AgentsResult, error) {
 }
 
 func runAgents(ctx context.Context, dir string, c agentsConfig) (*AgentsResult, error) {
-	res := &AgentsResult{Background: c.background, Starters: c.starters, Chain: c.chain, Fanout: c.fanout, Quick: c.quick,
-		Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.ver}
+	res := &AgentsResult{Background: c.background, Starters: c.starters, Chain: c.chain, Fanout: c.fanout,
+		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
 	script, err := fakellm.ParseScript("agents.fake", []byte(agentsScript(c.chain, c.fanout)))
 	if err != nil {
 		return nil, err
@@ -539,10 +534,5 @@ func (r *AgentsResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }

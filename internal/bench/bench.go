@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -129,7 +128,7 @@ func Run(ctx context.Context, o *Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Turns: c.turns, Concurrency: c.concurrency, Sessions: c.sessions, GrowthTurns: c.growthTurns,
-		Quick: c.quick, Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.version}
+		RunInfo: newRunInfo(c.quick, c.sync, c.version)}
 	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,11 +101,7 @@ type ConnectorsResult struct {
 	Storm429       int     `json:"storm_429s"`
 	StormDelivered bool    `json:"storm_delivered"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // connConfig is one Connectors run's counts.
@@ -180,7 +175,7 @@ type connBench struct {
 
 func runConnectors(ctx context.Context, dir string, c connConfig) (*ConnectorsResult, error) {
 	res := &ConnectorsResult{Users: c.users, Messages: c.users * c.perUser, Latency: c.latency, Streams: c.streams, StreamChars: c.chars,
-		Quick: c.quick, Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.ver}
+		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
 	script, err := fakellm.ParseScript("bench", []byte(connScript(c.chars)))
 	if err != nil {
 		return nil, err
@@ -561,10 +556,5 @@ func (r *ConnectorsResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }

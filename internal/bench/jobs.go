@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,11 +110,7 @@ type JobsResult struct {
 	HookSockP50  float64 `json:"hook_unix_p50_ms"`
 	HookSockP99  float64 `json:"hook_unix_p99_ms"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // jobsConfig is one Jobs run's counts.
@@ -189,8 +184,8 @@ func Jobs(ctx context.Context, o *JobsOptions) (*JobsResult, error) {
 }
 
 func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error) {
-	res := &JobsResult{Jobs: c.jobs, Fires: c.fires, Hooks: c.hooks, IdleS: c.idle.Seconds(), Quick: c.quick,
-		Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.ver}
+	res := &JobsResult{Jobs: c.jobs, Fires: c.fires, Hooks: c.hooks, IdleS: c.idle.Seconds(),
+		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
 	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
 	if err != nil {
 		return nil, err
@@ -649,10 +644,5 @@ func (r *JobsResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"text/tabwriter"
 	"time"
 
@@ -53,11 +52,7 @@ type XMLResult struct {
 	OverheadP50ms float64 `json:"xml_overhead_p50_ms"`
 	OverheadP99ms float64 `json:"xml_overhead_p99_ms"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // xmlBenchScript: the same three steps written as native tool calls
@@ -161,7 +156,7 @@ func runXML(ctx context.Context, dir string, c *XMLOptions) (*XMLResult, error) 
 		return nil, errors.New("bench: no turn timed")
 	}
 	res := &XMLResult{Turns: c.Turns, NativeP50ms: pct(native, 50), NativeP99ms: pct(native, 99), XMLP50ms: pct(xml, 50), XMLP99ms: pct(xml, 99),
-		Quick: c.Quick, Synchronous: c.Synchronous, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.Version}
+		RunInfo: newRunInfo(c.Quick, c.Synchronous, c.Version)}
 	res.OverheadP50ms, res.OverheadP99ms = res.XMLP50ms-res.NativeP50ms, res.XMLP99ms-res.NativeP99ms
 	return res, nil
 }
@@ -176,10 +171,5 @@ func (r *XMLResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }
