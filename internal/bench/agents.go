@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,7 +22,6 @@ import (
 	"agentd/internal/app"
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 )
 
 // The agents figures (`agentd bench agents`): agentd serve over TCP with
@@ -187,18 +185,12 @@ func Agents(ctx context.Context, o *AgentsOptions) (*AgentsResult, error) {
 func runAgents(ctx context.Context, dir string, c agentsConfig) (*AgentsResult, error) {
 	res := &AgentsResult{Background: c.background, Starters: c.starters, Chain: c.chain, Fanout: c.fanout,
 		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
-	script, err := fakellm.ParseScript("agents.fake", []byte(agentsScript(c.chain, c.fanout)))
+	base, stopFake, err := startFake(ctx, "agents.fake", agentsScript(c.chain, c.fanout))
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	if err := writeAgentsData(dir, "http://"+ln.Addr().String()+"/v1", c); err != nil {
+	if err := writeAgentsData(dir, base, c); err != nil {
 		return nil, err
 	}
 	srv, err := startServe(ctx, c.exe, dir)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,7 +22,6 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 	"agentd/internal/secret"
 	"agentd/internal/store"
 )
@@ -176,16 +174,13 @@ type connBench struct {
 func runConnectors(ctx context.Context, dir string, c connConfig) (*ConnectorsResult, error) {
 	res := &ConnectorsResult{Users: c.users, Messages: c.users * c.perUser, Latency: c.latency, Streams: c.streams, StreamChars: c.chars,
 		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
-	script, err := fakellm.ParseScript("bench", []byte(connScript(c.chars)))
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
+	// One context for both fakes: stop ends the model and Telegram.
 	fctx, stop := context.WithCancel(ctx)
-	go fakellm.New(script, nil).Serve(fctx, ln)
+	base, _, err := startFake(fctx, "bench", connScript(c.chars))
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	b := &connBench{c: c, world: chatfake.New(nil), next: 100000}
 	tg := telegramfake.New(&telegramfake.Options{World: b.world, Token: benchBotToken})
 	defer func() { stop(); tg.Close() }() // Close waits for the server, which ends with fctx
@@ -193,7 +188,7 @@ func runConnectors(ctx context.Context, dir string, c connConfig) (*ConnectorsRe
 	if err != nil {
 		return nil, err
 	}
-	if err := writeConnData(dir, "http://"+ln.Addr().String()+"/v1", c.sync); err != nil {
+	if err := writeConnData(dir, base, c.sync); err != nil {
 		return nil, err
 	}
 	if b.srv, err = startServe(ctx, c.exe, dir); err != nil {

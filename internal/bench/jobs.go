@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,7 +23,6 @@ import (
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/job"
-	"agentd/internal/model/fakellm"
 	"agentd/internal/schedule"
 	"agentd/internal/secret"
 	"agentd/internal/store"
@@ -186,18 +184,12 @@ func Jobs(ctx context.Context, o *JobsOptions) (*JobsResult, error) {
 func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error) {
 	res := &JobsResult{Jobs: c.jobs, Fires: c.fires, Hooks: c.hooks, IdleS: c.idle.Seconds(),
 		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
-	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
+	base, stopFake, err := startFake(ctx, "bench", fakeScript)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	if err := writeAPIData(dir, "http://"+ln.Addr().String()+"/v1", c.sync); err != nil {
+	if err := writeAPIData(dir, base, c.sync); err != nil {
 		return nil, err
 	}
 	if err := secret.NewFile(dir).Set("bench_hook", hookSecret); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -14,7 +13,6 @@ import (
 	"agentd/internal/app"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 )
 
 // The XML protocol's figure (`agentd bench xml`): what a turn in the XML
@@ -92,18 +90,11 @@ func XML(ctx context.Context, o *XMLOptions) (*XMLResult, error) {
 }
 
 func runXML(ctx context.Context, dir string, c *XMLOptions) (*XMLResult, error) {
-	script, err := fakellm.ParseScript("bench-xml", []byte(xmlBenchScript))
+	base, stopFake, err := startFake(ctx, "bench-xml", xmlBenchScript)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	base := "http://" + ln.Addr().String() + "/v1"
 
 	if err := os.MkdirAll(filepath.Join(dir, "agents"), 0o700); err != nil {
 		return nil, err
