@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +22,6 @@ import (
 	"agentd/internal/app"
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 )
 
 // The agents figures (`agentd bench agents`): agentd serve over TCP with
@@ -91,11 +88,7 @@ type AgentsResult struct {
 	FanoutAcceptedMS float64 `json:"fanout_accepted_ms"`
 	FanoutDoneMS     float64 `json:"fanout_done_ms"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // agentsConfig is one Agents run's counts.
@@ -190,20 +183,14 @@ func Agents(ctx context.Context, o *AgentsOptions) (*AgentsResult, error) {
 }
 
 func runAgents(ctx context.Context, dir string, c agentsConfig) (*AgentsResult, error) {
-	res := &AgentsResult{Background: c.background, Starters: c.starters, Chain: c.chain, Fanout: c.fanout, Quick: c.quick,
-		Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.ver}
-	script, err := fakellm.ParseScript("agents.fake", []byte(agentsScript(c.chain, c.fanout)))
+	res := &AgentsResult{Background: c.background, Starters: c.starters, Chain: c.chain, Fanout: c.fanout,
+		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
+	base, stopFake, err := startFake(ctx, "agents.fake", agentsScript(c.chain, c.fanout))
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	if err := writeAgentsData(dir, "http://"+ln.Addr().String()+"/v1", c); err != nil {
+	if err := writeAgentsData(dir, base, c); err != nil {
 		return nil, err
 	}
 	srv, err := startServe(ctx, c.exe, dir)
@@ -539,10 +526,5 @@ func (r *AgentsResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }

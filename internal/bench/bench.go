@@ -14,11 +14,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,7 +24,6 @@ import (
 
 	"agentd/internal/app"
 	"agentd/internal/model"
-	"agentd/internal/model/fakellm"
 	"agentd/internal/model/openai"
 	"agentd/internal/runtime"
 )
@@ -129,19 +126,12 @@ func Run(ctx context.Context, o *Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Turns: c.turns, Concurrency: c.concurrency, Sessions: c.sessions, GrowthTurns: c.growthTurns,
-		Quick: c.quick, Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.version}
-	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
+		RunInfo: newRunInfo(c.quick, c.sync, c.version)}
+	base, stopFake, err := startFake(ctx, "bench", fakeScript)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	base := "http://" + ln.Addr().String() + "/v1"
 
 	// The floor: a bare streamed round trip with agentd's own client.
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +22,6 @@ import (
 	"agentd/internal/event"
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 	"agentd/internal/secret"
 	"agentd/internal/store"
 )
@@ -102,11 +99,7 @@ type ConnectorsResult struct {
 	Storm429       int     `json:"storm_429s"`
 	StormDelivered bool    `json:"storm_delivered"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // connConfig is one Connectors run's counts.
@@ -180,17 +173,14 @@ type connBench struct {
 
 func runConnectors(ctx context.Context, dir string, c connConfig) (*ConnectorsResult, error) {
 	res := &ConnectorsResult{Users: c.users, Messages: c.users * c.perUser, Latency: c.latency, Streams: c.streams, StreamChars: c.chars,
-		Quick: c.quick, Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.ver}
-	script, err := fakellm.ParseScript("bench", []byte(connScript(c.chars)))
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
+		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
+	// One context for both fakes: stop ends the model and Telegram.
 	fctx, stop := context.WithCancel(ctx)
-	go fakellm.New(script, nil).Serve(fctx, ln)
+	base, _, err := startFake(fctx, "bench", connScript(c.chars))
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	b := &connBench{c: c, world: chatfake.New(nil), next: 100000}
 	tg := telegramfake.New(&telegramfake.Options{World: b.world, Token: benchBotToken})
 	defer func() { stop(); tg.Close() }() // Close waits for the server, which ends with fctx
@@ -198,7 +188,7 @@ func runConnectors(ctx context.Context, dir string, c connConfig) (*ConnectorsRe
 	if err != nil {
 		return nil, err
 	}
-	if err := writeConnData(dir, "http://"+ln.Addr().String()+"/v1", c.sync); err != nil {
+	if err := writeConnData(dir, base, c.sync); err != nil {
 		return nil, err
 	}
 	if b.srv, err = startServe(ctx, c.exe, dir); err != nil {
@@ -561,10 +551,5 @@ func (r *ConnectorsResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }

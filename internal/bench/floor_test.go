@@ -4,36 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"testing"
 	"time"
 
 	"agentd/internal/gateway/stream"
-	"agentd/internal/model/fakellm"
 )
 
-// startFake serves the bench's fake model on loopback and returns its base
-// URL (…/v1).
-func startFake(t *testing.T) string {
+// fakeBase serves the bench's fake model on loopback for the test and
+// returns its base URL (…/v1).
+func fakeBase(t *testing.T) string {
 	t.Helper()
-	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
+	base, stop, err := startFake(t.Context(), "bench", fakeScript)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go fakellm.New(script, nil).Serve(ctx, ln)
-	return "http://" + ln.Addr().String() + "/v1"
+	t.Cleanup(stop)
+	return base
 }
 
 // The floor server relays chat completions to the fake model, streamed
 // through, many at once.
 func TestFloorServerRelays(t *testing.T) {
-	base := startFake(t)
+	base := fakeBase(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -93,7 +85,7 @@ func pipeHelper(t *testing.T, run func(context.Context, io.Reader, io.Writer) er
 // The fan-out clients count every text delta the floor server broadcasts
 // to each of them, and say so when asked to wait for them.
 func TestFanoutClientsCountBroadcast(t *testing.T) {
-	_, recvFloor := pipeHelper(t, ServeFloor, map[string]string{"target": startFake(t)})
+	_, recvFloor := pipeHelper(t, ServeFloor, map[string]string{"target": fakeBase(t)})
 	var a struct{ Addr string }
 	recvFloor(&a)
 	fs := &floorServer{base: "http://" + a.Addr}

@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +23,6 @@ import (
 	"agentd/internal/extension"
 	"agentd/internal/gateway"
 	"agentd/internal/job"
-	"agentd/internal/model/fakellm"
 	"agentd/internal/schedule"
 	"agentd/internal/secret"
 	"agentd/internal/store"
@@ -111,11 +108,7 @@ type JobsResult struct {
 	HookSockP50  float64 `json:"hook_unix_p50_ms"`
 	HookSockP99  float64 `json:"hook_unix_p99_ms"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // jobsConfig is one Jobs run's counts.
@@ -189,20 +182,14 @@ func Jobs(ctx context.Context, o *JobsOptions) (*JobsResult, error) {
 }
 
 func runJobs(ctx context.Context, dir string, c jobsConfig) (*JobsResult, error) {
-	res := &JobsResult{Jobs: c.jobs, Fires: c.fires, Hooks: c.hooks, IdleS: c.idle.Seconds(), Quick: c.quick,
-		Synchronous: c.sync, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.ver}
-	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
+	res := &JobsResult{Jobs: c.jobs, Fires: c.fires, Hooks: c.hooks, IdleS: c.idle.Seconds(),
+		RunInfo: newRunInfo(c.quick, c.sync, c.ver)}
+	base, stopFake, err := startFake(ctx, "bench", fakeScript)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	if err := writeAPIData(dir, "http://"+ln.Addr().String()+"/v1", c.sync); err != nil {
+	if err := writeAPIData(dir, base, c.sync); err != nil {
 		return nil, err
 	}
 	if err := secret.NewFile(dir).Set("bench_hook", hookSecret); err != nil {
@@ -649,10 +636,5 @@ func (r *JobsResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }

@@ -94,13 +94,9 @@ type Result struct {
 	FanoutFramesSavedPct float64 `json:"fanout_frames_saved_pct"`
 	FanoutPinned         bool    `json:"fanout_pinned"`
 
-	Turns        int    `json:"turns"`
-	Concurrency  int    `json:"concurrency"`
-	Sessions     int    `json:"sessions"`
-	GrowthTurns  int    `json:"growth_turns"`
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	Turns       int `json:"turns"`
+	Concurrency int `json:"concurrency"`
+	Sessions    int `json:"sessions"`
+	GrowthTurns int `json:"growth_turns"`
+	RunInfo
 }

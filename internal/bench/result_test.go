@@ -13,7 +13,7 @@ import (
 func TestTableShowsEveryFigure(t *testing.T) {
 	// Each figure a value of its own, so that a row showing another
 	// figure's value is caught.
-	r := &Result{Quick: true, Synchronous: "full"}
+	r := &Result{RunInfo: RunInfo{Quick: true, Synchronous: "full"}}
 	rv := reflect.ValueOf(r).Elem()
 	want := map[string]float64{}
 	// Figures a row's note gives rather than a row of their own.

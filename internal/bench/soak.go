@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"agentd/internal/agent"
-	"agentd/internal/model/fakellm"
 )
 
 // A soak: agentd serve under a steady load for a long time, its memory
@@ -95,24 +93,18 @@ func Soak(ctx context.Context, o *SoakOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	script, err := fakellm.ParseScript("bench", []byte(fakeScript))
+	base, stopFake, err := startFake(ctx, "bench", fakeScript)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
 	root, err := os.MkdirTemp("", "agentd-soak-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
 	dir := filepath.Join(root, "data")
-	if err := writeAPIData(dir, "http://"+ln.Addr().String()+"/v1", so.Synchronous); err != nil {
+	if err := writeAPIData(dir, base, so.Synchronous); err != nil {
 		return err
 	}
 	srv, err := startServe(ctx, so.Executable, dir, "--sqlite-memory-status")

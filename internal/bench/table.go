@@ -157,12 +157,7 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous)
-	if r.Quick {
-		fmt.Fprint(w, ", --quick counts")
-	}
-	_, err := fmt.Fprintln(w, ")")
-	return err
+	return r.writeFooter(w)
 }
 
 // value formats a figure in its unit: rates without decimals, the rest

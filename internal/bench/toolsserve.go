@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"agentd/internal/app"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 )
 
 // A turn of agentd serve whose step calls exec, beside a one-step turn of
@@ -35,17 +33,11 @@ const toolsScript = "match ^run\ncall exec {\"argv\": [\"true\"]}\n---\nsay done
 // agentd serve on a data directory under dir, in the sandbox c asks for
 // (default: bwrap where it runs, else none).
 func runToolsServe(ctx context.Context, dir string, c toolsConfig, res *ToolsResult) error {
-	script, err := fakellm.ParseScript("bench", []byte(toolsScript))
+	base, stop, err := startFake(ctx, "bench", toolsScript)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go fakellm.New(script, nil).Serve(fctx, ln)
 
 	data := filepath.Join(dir, "serve")
 	res.TurnMode = c.serveMode
@@ -55,7 +47,7 @@ func runToolsServe(ctx context.Context, dir string, c toolsConfig, res *ToolsRes
 			res.TurnMode = agent.SandboxBwrap
 		}
 	}
-	if err := writeToolsData(data, "http://"+ln.Addr().String()+"/v1", res.TurnMode); err != nil {
+	if err := writeToolsData(data, base, res.TurnMode); err != nil {
 		return err
 	}
 	srv, err := startServe(ctx, c.exe, data)

@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"text/tabwriter"
 	"time"
 
 	"agentd/internal/app"
 	"agentd/internal/event"
 	"agentd/internal/gateway"
-	"agentd/internal/model/fakellm"
 )
 
 // The XML protocol's figure (`agentd bench xml`): what a turn in the XML
@@ -53,11 +50,7 @@ type XMLResult struct {
 	OverheadP50ms float64 `json:"xml_overhead_p50_ms"`
 	OverheadP99ms float64 `json:"xml_overhead_p99_ms"`
 
-	Quick        bool   `json:"quick,omitempty"`
-	Synchronous  string `json:"synchronous"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go"`
-	AgentVersion string `json:"agentd"`
+	RunInfo
 }
 
 // xmlBenchScript: the same three steps written as native tool calls
@@ -97,18 +90,11 @@ func XML(ctx context.Context, o *XMLOptions) (*XMLResult, error) {
 }
 
 func runXML(ctx context.Context, dir string, c *XMLOptions) (*XMLResult, error) {
-	script, err := fakellm.ParseScript("bench-xml", []byte(xmlBenchScript))
+	base, stopFake, err := startFake(ctx, "bench-xml", xmlBenchScript)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	fctx, stopFake := context.WithCancel(ctx)
 	defer stopFake()
-	go fakellm.New(script, nil).Serve(fctx, ln)
-	base := "http://" + ln.Addr().String() + "/v1"
 
 	if err := os.MkdirAll(filepath.Join(dir, "agents"), 0o700); err != nil {
 		return nil, err
@@ -161,7 +147,7 @@ func runXML(ctx context.Context, dir string, c *XMLOptions) (*XMLResult, error) 
 		return nil, errors.New("bench: no turn timed")
 	}
 	res := &XMLResult{Turns: c.Turns, NativeP50ms: pct(native, 50), NativeP99ms: pct(native, 99), XMLP50ms: pct(xml, 50), XMLP99ms: pct(xml, 99),
-		Quick: c.Quick, Synchronous: c.Synchronous, CPUs: goruntime.NumCPU(), GoVersion: goruntime.Version(), AgentVersion: c.Version}
+		RunInfo: newRunInfo(c.Quick, c.Synchronous, c.Version)}
 	res.OverheadP50ms, res.OverheadP99ms = res.XMLP50ms-res.NativeP50ms, res.XMLP99ms-res.NativeP99ms
 	return res, nil
 }
@@ -176,10 +162,5 @@ func (r *XMLResult) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	q := ""
-	if r.Quick {
-		q = ", --quick counts"
-	}
-	_, err := fmt.Fprintf(w, "(%d CPUs, %s, agentd %s, synchronous=%s%s)\n", r.CPUs, r.GoVersion, r.AgentVersion, r.Synchronous, q)
-	return err
+	return r.writeFooter(w)
 }
