@@ -64,6 +64,10 @@ func (r *Runner) settle(ctx context.Context, s *Spec, res *Result) {
 		// (the receiver has it twice, with the same id), or its end was
 		// not recorded (the run is still open: Recover runs it again).
 		r.log.Info("job delivery not recorded here", "job", res.Job, "run", res.Run, "err", err)
+	case r.stopping(err):
+		// Stopped between the delivery and its record: the run stays
+		// undelivered and Recover delivers it again (with the same id).
+		r.log.Info("job delivery not recorded: stopping", "job", res.Job, "run", res.Run, "err", err)
 	default:
 		r.log.Error("job delivery not recorded", "job", res.Job, "run", res.Run, "err", err)
 	}
