@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -151,11 +152,22 @@ func TestAttackStateInPrompt(t *testing.T) {
 	if n := strings.Count(renderState(nil, wm, WorkingBudget).native, "\n# "); n != 1 {
 		t.Errorf("working memory alone writes %d headings in the native prompt, want 1", n)
 	}
-	// Known and left open: in the native protocol a context's render text
-	// and instructions are Markdown the context's author writes, and may
-	// hold lines that look like agentd's headings.
-	t.Logf("native headings with a forged render: %d", strings.Count(s.native, "\n# "))
+	// Native: a context's render and instructions stay inside their
+	// <context> element (nothing in them closes it), so every heading
+	// outside the elements is agentd's: one per context, one for working
+	// memory.
+	outside := contextElement.ReplaceAllString(s.native, "")
+	if n := strings.Count(outside, "\n# "); n != 2 {
+		t.Errorf("the native prompt has %d headings outside its context elements, want 2:\n%s", n, outside)
+	}
+	if n := strings.Count(s.native, "</context>"); n != 1 {
+		t.Errorf("the native prompt closes a context element %d times, want 1", n)
+	}
 }
+
+// contextElement matches a <context …>…</context> element of the native
+// prompt.
+var contextElement = regexp.MustCompile(`(?s)<context [^>]*>.*?</context>`)
 
 // A reference's value is not read again for references: data that holds
 // {{calls[0].data}} is inserted as text, once.

@@ -84,7 +84,7 @@ func TestContextInstance(t *testing.T) {
 		t.Errorf("prepared (-want +got):\n%s", diff)
 	}
 	for i, req := range p.reqs {
-		want := "sys\n\n# Context chat:alice\n\nHelp alice.\n\n" + strings.Repeat("seen ", i+1) + "\n\n\n# Working memory"
+		want := "sys\n\n# Context chat:alice\n\n<context type=\"chat\" key=\"chat:alice\">\n<instructions>Help alice.</instructions>\n" + strings.Repeat("seen ", i+1) + "\n</context>\n\n\n# Working memory"
 		if !strings.HasPrefix(req.System, want) {
 			t.Errorf("step %d's system prompt:\n%s\nwant it to start with\n%s", i+1, req.System, want)
 		}

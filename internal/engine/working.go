@@ -61,16 +61,16 @@ func renderState(v *ContextView, wm map[string]json.RawMessage, budget int) step
 	var nb strings.Builder
 	if v != nil {
 		for i, c := range v.Renders {
-			name := contextName(c.Type, c.Key)
-			nb.WriteString("\n\n# Context " + Neutralise(name) + "\n")
 			body := xmlText.Replace(c.Text)
 			if i == 0 && v.Instructions != "" {
-				nb.WriteString("\n" + Neutralise(v.Instructions) + "\n")
-				body = "<instructions>" + xmlText.Replace(v.Instructions) + "</instructions>" + body
+				body = "<instructions>" + xmlText.Replace(v.Instructions) + "</instructions>\n" + body
 			}
-			if c.Text != "" {
-				nb.WriteString("\n" + Neutralise(c.Text) + "\n")
-			}
+			// Native: the same element under a heading of agentd's, its
+			// body escaped so that nothing in it can close it — a line in
+			// a render that looks like one of agentd's headings stays
+			// inside the context it came from.
+			nb.WriteString("\n\n# Context " + Neutralise(contextName(c.Type, c.Key)) + "\n\n")
+			nb.WriteString("<context type=\"" + xmlAttr.Replace(c.Type) + "\" key=\"" + xmlAttr.Replace(c.Key) + "\">\n" + body + "\n</context>\n")
 			s.sections = append(s.sections, xmlproto.Section{Tag: "context", Body: body, Raw: true,
 				Attrs: []xmlproto.Attr{{Name: "type", Value: c.Type}, {Name: "key", Value: c.Key}}})
 		}
@@ -94,8 +94,12 @@ func contextName(typ, key string) string {
 	return typ + ":" + key
 }
 
-// xmlText escapes text for an XML element's body.
-var xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+// xmlText escapes text for an XML element's body, xmlAttr for an
+// attribute's value in double quotes.
+var (
+	xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+	xmlAttr = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "\n", "&#10;", "\r", "&#13;")
+)
 
 // workingLines renders working memory as "key: value" lines, keys sorted,
 // values as compact JSON (so a value's new lines cannot pass for keys),

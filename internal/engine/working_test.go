@@ -82,15 +82,15 @@ func TestRenderStateSections(t *testing.T) {
 	s := renderState(v, map[string]json.RawMessage{"k": json.RawMessage(`1`)}, WorkingBudget)
 	want := []xmlproto.Section{
 		{Tag: "context", Attrs: []xmlproto.Attr{{Name: "type", Value: "chat"}, {Name: "key", Value: "chat:alice"}},
-			Body: "<instructions>Talk to &lt;alice&gt;.</instructions>last topic: tea &amp; cake", Raw: true},
+			Body: "<instructions>Talk to &lt;alice&gt;.</instructions>\nlast topic: tea &amp; cake", Raw: true},
 		{Tag: "context", Attrs: []xmlproto.Attr{{Name: "type", Value: "user"}, {Name: "key", Value: "bob"}}, Body: "likes cats", Raw: true},
 		{Tag: "working_memory", Body: "k: 1"},
 	}
 	if diff := cmp.Diff(want, s.sections); diff != "" {
 		t.Errorf("sections (-want +got):\n%s", diff)
 	}
-	wantNative := "\n\n# Context chat:alice\n\nTalk to <alice>.\n\nlast topic: tea & cake\n" +
-		"\n\n# Context user:bob\n\nlikes cats\n" +
+	wantNative := "\n\n# Context chat:alice\n\n<context type=\"chat\" key=\"chat:alice\">\n<instructions>Talk to &lt;alice&gt;.</instructions>\nlast topic: tea &amp; cake\n</context>\n" +
+		"\n\n# Context user:bob\n\n<context type=\"user\" key=\"bob\">\nlikes cats\n</context>\n" +
 		"\n\n# Working memory (wm_set changes a key, wm_delete removes one)\n\nk: 1\n"
 	if s.native != wantNative {
 		t.Errorf("native:\n%q\nwant\n%q", s.native, wantNative)
