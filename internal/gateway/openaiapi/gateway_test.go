@@ -34,6 +34,33 @@ func gatewayEnv(t *testing.T) *env {
 func holdBudget(t *testing.T, e *env) (release func()) {
 	t.Helper()
 	body := `{"model":"assistant","messages":[{"role":"user","content":"` + strings.Repeat("x", bodyBudget-1000) + `"}]}`
+	for try := 1; ; try++ {
+		pw, done := startHeld(t, e, body)
+		if holds(t, e, done) {
+			return func() {
+				io.WriteString(pw, body[100<<10:])
+				pw.Close()
+				select {
+				case status := <-done:
+					if status != http.StatusOK {
+						t.Errorf("the request holding the budget: %d", status)
+					}
+				case <-time.After(20 * time.Second):
+					t.Fatal("the request holding the budget never ended")
+				}
+			}
+		}
+		pw.Close()
+		if try == 10 {
+			t.Fatal("the held request never took the budget")
+		}
+	}
+}
+
+// startHeld starts a chat completion of body and sends its first 100 KiB;
+// done receives its status when it ends.
+func startHeld(t *testing.T, e *env, body string) (*io.PipeWriter, chan int) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	req, err := http.NewRequestWithContext(t.Context(), "POST", e.http.URL+"/v1/chat/completions", pr)
 	if err != nil {
@@ -54,28 +81,29 @@ func holdBudget(t *testing.T, e *env) (release func()) {
 	if _, err := io.WriteString(pw, body[:100<<10]); err != nil {
 		t.Fatal(err)
 	}
-	// The gateway takes the held request's share when its handler starts,
-	// which may come after the write above returned: wait until a large
-	// request is refused for want of room.
+	return pw, done
+}
+
+// holds waits until a large request is refused for want of room: the held
+// request took its share (the gateway takes it when its handler starts,
+// which may come after its first bytes were sent). False when the held
+// request ended first: a probe came before it and it was refused itself
+// after its short wait, so it must be started again.
+func holds(t *testing.T, e *env, done chan int) bool {
+	t.Helper()
 	probe := `{"model":"assistant","messages":[{"role":"user","content":"` + strings.Repeat("z", 200<<10) + `"}]}`
 	for deadline := time.Now().Add(20 * time.Second); e.post(t, probe).status != http.StatusServiceUnavailable; {
+		select {
+		case <-done:
+			return false
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("the held request never took the budget")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return func() {
-		io.WriteString(pw, body[100<<10:])
-		pw.Close()
-		select {
-		case status := <-done:
-			if status != http.StatusOK {
-				t.Errorf("the request holding the budget: %d", status)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("the request holding the budget never ended")
-		}
-	}
+	return true
 }
 
 // Every error on the API's routes has OpenAI's shape, those the gateway
