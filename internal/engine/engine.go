@@ -1040,11 +1040,24 @@ func (r *run) runTools(ctx context.Context, calls []pendingCall) error {
 	return nil
 }
 
+// MaxCallsPerStep bounds the calls of one model step that run: a model
+// that writes more (a runaway one, or one a prompt injection steers)
+// gets an error result for each call past it, and may make them again in
+// its next step.
+const MaxCallsPerStep = 64
+
+// tooManyCalls is the result of a call past MaxCallsPerStep.
+var tooManyCalls = fmt.Sprintf("not run: one step runs at most %d calls; make this call again in the next step", MaxCallsPerStep)
+
 // runOne runs one call; ok is false when the turn was cancelled while it ran
 // (the result is then not logged: a shutdown leaves the call to recovery).
 func (r *run) runOne(ctx context.Context, refs *stepRefs, i int) (res event.ToolResultData, ok bool) {
 	c := &refs.calls[i]
 	res = event.ToolResultData{ID: c.ID, Name: c.Name}
+	if c.index >= MaxCallsPerStep {
+		res.Output, res.IsError = tooManyCalls, true
+		return res, true
+	}
 	r.live(event.ToolStart, c.ToolCallData)
 	defer func() {
 		if ok {

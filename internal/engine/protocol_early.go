@@ -55,7 +55,7 @@ func (r *run) newEarlyStarts(ctx context.Context, step int) (*earlyStarts, func(
 	ctx, cancel := context.WithCancel(ctx)
 	es := &earlyStarts{cancel: cancel, calls: map[int]*earlyCall{}}
 	start := func(i int, name string, args json.RawMessage) {
-		if !r.startsEarly(name) || mayRefer(args) {
+		if i >= MaxCallsPerStep || !r.startsEarly(name) || mayRefer(args) {
 			return // a call that may refer to others waits for them in runTools
 		}
 		ec := &earlyCall{name: name, args: args, done: make(chan struct{})}

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -319,5 +321,44 @@ func TestRefsBeforeApproval(t *testing.T) {
 	var asked event.ApprovalRequestData
 	if !h.log.decoded(event.ApprovalRequested, &asked) || string(asked.Args) != `{"to":"read ok"}` {
 		t.Errorf("the approval event %+v does not show the resolved arguments", asked)
+	}
+}
+
+// A step runs at most MaxCallsPerStep calls: each call past it is an
+// error result the model sees, and its tool never runs.
+func TestMaxCallsPerStep(t *testing.T) {
+	var tcs []model.ToolCall
+	for i := range MaxCallsPerStep + 6 {
+		tcs = append(tcs, model.ToolCall{ID: "c" + strconv.Itoa(i), Name: "count", Args: json.RawMessage(`{}`)})
+	}
+	p := &script{resps: []func(*model.Request) (*model.Response, error){calls(tcs...), text("done")}}
+	h := newHarness(t, models{"m": p})
+	var ran atomic.Int64
+	if err := h.tools.Register(tool.Func(tool.Spec{Name: "count", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *tool.Call) (tool.Result, error) {
+			ran.Add(1)
+			return tool.Result{Output: "ok"}, nil
+		})); err != nil {
+		t.Fatal(err)
+	}
+	end, err := h.run(context.Background(), turn(&agent.Definition{}))
+	if err != nil || end.Status != event.StatusDone {
+		t.Fatalf("end %+v err %v", end, err)
+	}
+	if ran.Load() != MaxCallsPerStep {
+		t.Errorf("the tool ran %d times, want %d", ran.Load(), MaxCallsPerStep)
+	}
+	refused := 0
+	for _, e := range h.log.events {
+		var d event.ToolResultData
+		if e.Kind == event.ToolResult && e.Decode(&d) == nil && d.IsError {
+			if !strings.Contains(d.Output, "at most 64 calls") {
+				t.Errorf("%s: %q", d.ID, d.Output)
+			}
+			refused++
+		}
+	}
+	if refused != 6 {
+		t.Errorf("%d calls refused, want 6", refused)
 	}
 }
