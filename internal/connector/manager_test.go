@@ -32,6 +32,11 @@ func TestDMReplyDeliveredOnce(t *testing.T) {
 	if rows[0].State != store.OutSent || rows[0].MessageIDs[0] != "1" {
 		t.Errorf("row = %+v", rows[0])
 	}
+	// The figures count a delivery just after its row is marked sent.
+	waitFor(t, "the delivery counted", func() bool {
+		st, _ := r.m.Get(t.Context(), "chat")
+		return st.Delivered == 1
+	})
 	st, _ := r.m.Get(t.Context(), "chat")
 	if st.Received != 1 || st.Delivered != 1 || st.State != StateConnecting && st.State != StateConnected {
 		t.Errorf("state = %+v", st)
