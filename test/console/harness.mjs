@@ -65,11 +65,24 @@ export async function api(method, path, body) {
   return text ? JSON.parse(text) : null;
 }
 
-export const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-    '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+// launch starts Chromium, up to three times: on a loaded machine it now
+// and then crashes as it starts, before any page of the console loads.
+async function launch() {
+  for (let i = 1; ; i++) {
+    try {
+      return await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+          '--disable-sync', '--no-first-run', '--disable-quic'],
+      });
+    } catch (e) {
+      if (i === 3) throw e;
+      console.error(`chromium did not start (try ${i}): ${String(e.message).split('\n')[0]}`);
+    }
+  }
+}
+
+export const browser = await launch();
 export const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: 'light', deviceScaleFactor: 1 });
 export const page = await context.newPage();
 page.setDefaultTimeout(15000);
