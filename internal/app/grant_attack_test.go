@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -139,6 +140,19 @@ func TestAttackGrantOutlivesTheAgent(t *testing.T) {
 	}
 	if err := a.Agents.Reload(); err != nil {
 		t.Fatal(err)
+	}
+	// An agent file's row follows the file in the background (its
+	// removal may be applied after the file is back, hiding the agent
+	// until the row of the new file is active): wait for that row.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := a.Ext.Get(context.Background(), "agent", "w")
+		_, ok := a.Agents.Get("w")
+		if err == nil && ok && st.Active == st.Version && bytes.Contains(st.Spec, []byte("A new agent")) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the new agent w's row never became active: %+v, %v", st, err)
+		}
 	}
 	if !send(t, a, addr, "write as the new agent", nil) {
 		t.Errorf("the new agent w ran write_file without asking, on the deleted agent's grant")
