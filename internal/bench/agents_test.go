@@ -3,7 +3,6 @@ package bench
 import (
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,15 +20,7 @@ var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 // builds the agentd binary. No figure's size is checked, only that each
 // was measured.
 func TestAgentsBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds agentd")
-	}
-	exe := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	exe := agentdBinary(t)
 	c, err := newAgentsConfig(&AgentsOptions{Quick: true, Executable: exe})
 	if err != nil {
 		t.Fatal(err)

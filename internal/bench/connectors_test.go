@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,15 +11,7 @@ import (
 // the table written. It builds the agentd binary. No figure's size is
 // checked, only that each was measured.
 func TestConnectorsBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds agentd")
-	}
-	exe := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	exe := agentdBinary(t)
 	c, err := newConnConfig(&ConnectorsOptions{Quick: true, Executable: exe, Users: 3, PerUser: 2, Latency: 3, Streams: 1, StreamChars: 300})
 	if err != nil {
 		t.Fatal(err)

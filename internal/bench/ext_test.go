@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -75,15 +73,7 @@ func TestActionOverhead(t *testing.T) {
 // agentd serve starts over the extension rows, each of them activated,
 // and its start and memory are measured. It builds the agentd binary.
 func TestExtStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds agentd")
-	}
-	exe := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	exe := agentdBinary(t)
 	c, err := newConfig(&Options{Quick: true, Executable: exe})
 	if err != nil {
 		t.Fatal(err)

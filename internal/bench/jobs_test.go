@@ -2,9 +2,6 @@ package bench
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,15 +13,7 @@ import (
 // builds the agentd binary. No figure's size is checked, only that each
 // was measured.
 func TestJobsBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds agentd")
-	}
-	exe := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	exe := agentdBinary(t)
 	c, err := newJobsConfig(&JobsOptions{Quick: true, Executable: exe, Jobs: 20, Fires: 3, Hooks: 3, Idle: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,6 @@ package bench
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,15 +14,7 @@ import (
 // on the fake model; the table written. It builds the agentd binary. No
 // figure's size is checked, only that each was measured.
 func TestToolsBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds agentd")
-	}
-	exe := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	exe := agentdBinary(t)
 	c, err := newToolsConfig(&ToolsOptions{Quick: true, Executable: exe, Execs: 3, Files: 2000, Greps: 2, Reads: 3, Turns: 3})
 	if err != nil {
 		t.Fatal(err)

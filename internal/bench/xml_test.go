@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,15 +10,7 @@ import (
 // agentd binary. No figure's size is checked, only that each was
 // measured.
 func TestXMLBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds agentd")
-	}
-	exe := filepath.Join(t.TempDir(), "agentd")
-	build := exec.Command("go", "build", "-o", exe, "agentd/cmd/agentd")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	exe := agentdBinary(t)
 	res, err := runXML(t.Context(), t.TempDir(), &XMLOptions{Quick: true, Turns: 5, Synchronous: "normal", Executable: exe})
 	if err != nil {
 		t.Fatal(err)
