@@ -30,16 +30,7 @@ func TestCopyClaims(t *testing.T) {
 		t.Fatalf("Claim on SQLite = %v, %v", took, err)
 	}
 	lite.Close()
-	src, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
+	src, pg := copyEnds(t, path)
 	rep, err := pg.CopyFromSQLite(ctx, src, nil)
 	if err != nil {
 		t.Fatalf("CopyFromSQLite: %v (%+v)", err, rep)
@@ -80,16 +71,7 @@ func TestCopyExtensions(t *testing.T) {
 	put("b", "b1", store.NoVersion)
 	put("c", "c1", store.NoVersion)
 	del("c")
-	src, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
+	src, pg := copyEnds(t, path)
 	same := func(what string) {
 		t.Helper()
 		rep, err := pg.CopyFromSQLite(ctx, src, nil)
@@ -163,16 +145,7 @@ func TestCopyJobRuns(t *testing.T) {
 		Steps: 2, TokensIn: 10, TokensOut: 20, CostUSD: 0.5, Output: "all quiet"}); err != nil {
 		t.Fatal(err)
 	}
-	src, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
+	src, pg := copyEnds(t, path)
 	same := func(what string) {
 		t.Helper()
 		rep, err := pg.CopyFromSQLite(ctx, src, nil)
@@ -245,16 +218,7 @@ func TestCopyAgents(t *testing.T) {
 		{Model: "m", CostUSD: 0.5}}}); err != nil {
 		t.Fatal(err)
 	}
-	src, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
+	src, pg := copyEnds(t, path)
 	same := func(what string) {
 		t.Helper()
 		rep, err := pg.CopyFromSQLite(ctx, src, nil)
@@ -363,16 +327,7 @@ func TestCopyConnectors(t *testing.T) {
 		By: "ops", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	src, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
+	src, pg := copyEnds(t, path)
 	same := func(what string) {
 		t.Helper()
 		rep, err := pg.CopyFromSQLite(ctx, src, nil)
@@ -433,4 +388,21 @@ func TestCopyConnectors(t *testing.T) {
 		State: store.OutPending}); err != nil || !created || got.ID <= failed.ID {
 		t.Errorf("OpenOutbox of a new turn = row %d, created %v, %v; want an id past %d", got.ID, created, err, failed.ID)
 	}
+}
+
+// copyEnds opens the SQLite file at path as a copy's source and a new
+// PostgreSQL store as its target, both closed when t ends.
+func copyEnds(t *testing.T, path string) (*sql.DB, *postgres.Store) {
+	t.Helper()
+	src, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	pg, err := postgres.Open(t.Context(), pgtest.NewDB(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	return src, pg
 }

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -11,8 +10,6 @@ import (
 
 	"agentd/internal/event"
 	"agentd/internal/store"
-	"agentd/internal/store/postgres"
-	"agentd/internal/store/postgres/pgtest"
 	"agentd/internal/store/sqlite"
 )
 
@@ -49,16 +46,7 @@ func TestCopyIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg, err := postgres.Open(ctx, pgtest.NewDB(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
+	src, pg := copyEnds(t, path)
 	for range 2 { // a copy run again changes nothing
 		if rep, err := pg.CopyFromSQLite(ctx, src, nil); err != nil || !rep.OK() {
 			t.Fatalf("CopyFromSQLite: %v (%+v)", err, rep)
