@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,6 +24,7 @@ import (
 	"agentd/approval"
 	"agentd/internal/mcpserver"
 	"agentd/internal/store"
+	"agentd/internal/tool"
 )
 
 // Tool names, as the contract names them.
@@ -176,14 +176,9 @@ func (s *Server) holder(req *mcp.CallToolRequest, tool string) (string, error) {
 	return a.Pubkey, nil
 }
 
-// decode decodes a tool's arguments strictly into v.
+// decode decodes a tool's arguments strictly into v (tool.DecodeArgs).
 func decode(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
+	if err := tool.DecodeArgs(raw, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadInput, err)
 	}
 	return nil
