@@ -260,7 +260,7 @@ func Open(ctx context.Context, dir string, o *Options) (*App, error) {
 	eo.Models, eo.Tools, eo.Prices, eo.Logger, eo.Live = a.Models, a.Tools, a.Config.Prices, log, a.Bus
 	eo.Permits, eo.Signer, eo.Servers, eo.SystemExtra = a.Permits, signer{a.Keys}, serverTools{a}, a.skillPrompt
 	eo.Skills, eo.Grants, eo.Outputs, eo.Contexts = skillServers{a}, a.Store, a.Outputs, a.Contexts
-	eo.Working = sessionWorking{a.Store}.Working
+	eo.Working = a.Store.Working
 	if a.Memory != nil {
 		eo.Recall = recaller{a.Memory}
 	}

@@ -3,12 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"strings"
 
 	"agentd/internal/event"
-	"agentd/internal/store"
 )
 
 // workingMemory is the store's history side as the history tools and the
@@ -60,24 +56,4 @@ func (w workingMemory) published(ev event.Event, err error) (event.Event, error)
 		w.bus.Publish(ev)
 	}
 	return ev, err
-}
-
-// sessionWorking reads a session's working memory by its address, as the
-// engine shows it to the model each step (engine.Options.Working) and as
-// the history tools address sessions ("agent/key").
-type sessionWorking struct{ st Store }
-
-func (w sessionWorking) Working(ctx context.Context, session string) (map[string]json.RawMessage, error) {
-	agent, key, ok := strings.Cut(session, "/")
-	if !ok {
-		return nil, fmt.Errorf("working memory: bad session address %q", session)
-	}
-	s, err := w.st.SessionByAddress(ctx, agent, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // no session yet: no working memory
-	}
-	if err != nil {
-		return nil, fmt.Errorf("working memory: %w", err)
-	}
-	return w.st.Working(ctx, s.ID)
 }

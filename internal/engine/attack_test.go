@@ -62,7 +62,7 @@ func TestAttackXMLEcho(t *testing.T) {
 				func(context.Context, *tool.Call) (tool.Result, error) { return tool.Result{Output: f}, nil })); err != nil {
 				t.Fatal(err)
 			}
-			h.eng.o.Working = func(context.Context, string) (map[string]json.RawMessage, error) {
+			h.eng.o.Working = func(context.Context, int64) (map[string]json.RawMessage, error) {
 				v, _ := json.Marshal(f)
 				return map[string]json.RawMessage{"note": v}, nil
 			}

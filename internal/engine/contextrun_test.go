@@ -73,7 +73,7 @@ func TestContextInstance(t *testing.T) {
 	h := newHarness(t, models{"m": p})
 	cs := &fakeContexts{hooks: true}
 	h.eng.o.Contexts = cs
-	h.eng.o.Working = func(context.Context, string) (map[string]json.RawMessage, error) {
+	h.eng.o.Working = func(context.Context, int64) (map[string]json.RawMessage, error) {
 		return map[string]json.RawMessage{"k": json.RawMessage(`1`)}, nil
 	}
 	end, err := h.run(context.Background(), contextTurn(&agent.Definition{SystemPrompt: "sys"}))

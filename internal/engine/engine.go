@@ -138,8 +138,8 @@ type Options struct {
 	// default time.Now.
 	Now func() time.Time
 	// Working, if set, returns a session's working memory (by session
-	// address "agent/key"), shown to the model each step.
-	Working func(ctx context.Context, session string) (map[string]json.RawMessage, error)
+	// id: store.HistoryStore.Working), shown to the model each step.
+	Working func(ctx context.Context, session int64) (map[string]json.RawMessage, error)
 	// Contexts, if set, prepares the context instance a message names
 	// (LifecycleOptions.ContextRef); without it such a message fails.
 	Contexts ContextSource

@@ -46,7 +46,7 @@ func (r *run) refreshState(ctx context.Context) error {
 	var wm map[string]json.RawMessage
 	if r.e.o.Working != nil {
 		var err error
-		if wm, err = r.e.o.Working(ctx, r.t.Session.Address()); err != nil {
+		if wm, err = r.e.o.Working(ctx, r.t.Session.ID); err != nil {
 			r.e.o.Logger.Warn("working memory left out of the prompt", "session", r.t.Session.Address(), "err", err)
 		}
 	}

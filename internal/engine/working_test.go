@@ -53,8 +53,8 @@ func TestWorkingMemoryInPrompt(t *testing.T) {
 		calls(model.ToolCall{ID: "c", Name: "read", Args: json.RawMessage(`{}`)}), text("ok")}}
 	h := newHarness(t, models{"m": p})
 	var mu sync.Mutex
-	var reads []string
-	h.eng.o.Working = func(ctx context.Context, session string) (map[string]json.RawMessage, error) {
+	var reads []int64
+	h.eng.o.Working = func(ctx context.Context, session int64) (map[string]json.RawMessage, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		reads = append(reads, session)
@@ -65,7 +65,7 @@ func TestWorkingMemoryInPrompt(t *testing.T) {
 	if err != nil || end.Status != event.StatusDone {
 		t.Fatalf("end %+v err %v", end, err)
 	}
-	if diff := cmp.Diff([]string{"a/k", "a/k"}, reads); diff != "" {
+	if diff := cmp.Diff([]int64{1, 1}, reads); diff != "" { // the turn's session, once per step
 		t.Errorf("working memory read for (-want +got):\n%s", diff)
 	}
 	for i, req := range p.reqs {
